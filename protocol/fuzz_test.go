@@ -1,0 +1,44 @@
+package protocol
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzDecode checks that no input makes the decoder panic, that every
+// rejection is one of the typed errors, and that whatever it accepts
+// re-encodes to a frame that decodes to the same message.
+func FuzzDecode(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":"s","result":{"content":[{"type":"text","text":"x"}]}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"m","data":[1]}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":0.5}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`,
+		`{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n",
+		`not json at all`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Decode(data)
+		if err != nil {
+			if !errors.Is(err, ErrParse) && !errors.Is(err, ErrBatch) && !errors.Is(err, ErrInvalidMessage) {
+				t.Fatalf("untyped decode error %v for %q", err, data)
+			}
+			return
+		}
+		out, err := Encode(m)
+		if err != nil {
+			t.Fatalf("accepted %q but cannot re-encode: %v", data, err)
+		}
+		m2, err := Decode(out)
+		if err != nil {
+			t.Fatalf("re-encoded %q does not decode: %v", out, err)
+		}
+		if m.Kind != m2.Kind || m.ID != m2.ID || m.Method != m2.Method {
+			t.Fatalf("round trip changed the envelope: %+v vs %+v", m, m2)
+		}
+	})
+}

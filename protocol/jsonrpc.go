@@ -1,0 +1,335 @@
+// Package protocol holds the JSON-RPC 2.0 and MCP wire types for every
+// protocol era mcpvisor speaks, the method names, the version table and its
+// negotiation rules, and the error codes.
+//
+// It is pure data: no I/O, no goroutines, no global state beyond constant
+// tables. Everything above it (transports, sessions, actors) shares these
+// types, so a frame decoded once is never decoded again by another layer.
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// JSONRPCVersion is the only value the "jsonrpc" member may take.
+const JSONRPCVersion = "2.0"
+
+// Decoding errors. Each is wrapped with detail; test with errors.Is.
+var (
+	// ErrParse means the frame is not valid JSON.
+	ErrParse = errors.New("protocol: frame is not valid JSON")
+	// ErrBatch means the frame is a JSON array. Batches existed only in
+	// 2025-03-26 and no server may send one to a client of a later era; a
+	// batch is rejected as a whole rather than half-processed.
+	ErrBatch = errors.New("protocol: JSON-RPC batches are not supported")
+	// ErrInvalidMessage means the frame is JSON but not a JSON-RPC 2.0
+	// request, notification or response.
+	ErrInvalidMessage = errors.New("protocol: not a JSON-RPC 2.0 message")
+)
+
+// ID is a JSON-RPC request ID: an integer or a string. The zero ID is "no
+// ID" (a notification, or the null ID of an error response to an
+// unparseable request). IDs are comparable and usable as map keys.
+type ID struct {
+	str  string
+	num  int64
+	kind idKind
+}
+
+type idKind uint8
+
+const (
+	idNone idKind = iota
+	idNum
+	idStr
+)
+
+// Int64ID returns the integer ID n.
+func Int64ID(n int64) ID { return ID{num: n, kind: idNum} }
+
+// StringID returns the string ID s.
+func StringID(s string) ID { return ID{str: s, kind: idStr} }
+
+// IsZero reports whether the ID is absent (or null).
+func (id ID) IsZero() bool { return id.kind == idNone }
+
+// Int64 returns the ID's integer value and whether it is an integer ID.
+func (id ID) Int64() (int64, bool) { return id.num, id.kind == idNum }
+
+// String renders the ID as it appears on the wire, or "null".
+func (id ID) String() string {
+	switch id.kind {
+	case idNum:
+		return strconv.FormatInt(id.num, 10)
+	case idStr:
+		return strconv.Quote(id.str)
+	}
+	return "null"
+}
+
+// MarshalJSON encodes the ID as a JSON number, string or null.
+func (id ID) MarshalJSON() ([]byte, error) { return id.appendJSON(nil), nil }
+
+func (id ID) appendJSON(b []byte) []byte {
+	switch id.kind {
+	case idNum:
+		return strconv.AppendInt(b, id.num, 10)
+	case idStr:
+		return appendJSONString(b, id.str)
+	}
+	return append(b, "null"...)
+}
+
+// UnmarshalJSON accepts an integer, a string or null. MCP requires request
+// IDs to be strings or integers, so fractional or exponent numbers are
+// rejected rather than rounded (rounding could answer the wrong request).
+func (id *ID) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	switch {
+	case len(data) == 0:
+		return fmt.Errorf("%w: empty id", ErrInvalidMessage)
+	case string(data) == "null":
+		*id = ID{}
+		return nil
+	case data[0] == '"':
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return fmt.Errorf("%w: id: %v", ErrInvalidMessage, err)
+		}
+		*id = StringID(s)
+		return nil
+	}
+	n, err := strconv.ParseInt(string(data), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: id %s is neither an integer nor a string", ErrInvalidMessage, truncate(data, 40))
+	}
+	*id = Int64ID(n)
+	return nil
+}
+
+// Kind classifies a decoded message.
+type Kind uint8
+
+// The kinds of JSON-RPC message.
+const (
+	KindRequest      Kind = iota + 1 // has method and id
+	KindNotification                 // has method, no id
+	KindResponse                     // has result or error, and an id (null only with an error)
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindRequest:
+		return "request"
+	case KindNotification:
+		return "notification"
+	case KindResponse:
+		return "response"
+	}
+	return "invalid"
+}
+
+// Message is one decoded JSON-RPC 2.0 message. Params, Result and the
+// error's Data are kept as raw JSON so that each layer decodes only what it
+// needs, in the goroutine that needs it.
+type Message struct {
+	Kind   Kind
+	ID     ID
+	Method string
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  *Error
+}
+
+// wireMessage is the union of all members a JSON-RPC message may carry.
+type wireMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      *ID             `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *Error          `json:"error"`
+}
+
+// Decode parses one frame. It rejects batches (ErrBatch), invalid JSON
+// (ErrParse) and JSON that is not a JSON-RPC 2.0 message (ErrInvalidMessage).
+// The returned message does not alias data.
+func Decode(data []byte) (*Message, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty frame", ErrParse)
+	}
+	switch data[0] {
+	case '[':
+		return nil, ErrBatch
+	case '{':
+	default:
+		return nil, fmt.Errorf("%w: frame starts with %q", ErrParse, truncate(data, 20))
+	}
+	var w wireMessage
+	if err := json.Unmarshal(data, &w); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return nil, fmt.Errorf("%w: %v", ErrParse, err)
+		}
+		if errors.Is(err, ErrInvalidMessage) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
+	}
+	if w.JSONRPC != JSONRPCVersion {
+		return nil, fmt.Errorf("%w: jsonrpc member is %q, want %q", ErrInvalidMessage, w.JSONRPC, JSONRPCVersion)
+	}
+	m := &Message{Method: w.Method, Params: nullToNil(w.Params), Result: w.Result, Error: w.Error}
+	if w.ID != nil {
+		m.ID = *w.ID
+	}
+	switch {
+	case w.Method != "":
+		if w.Result != nil || w.Error != nil {
+			return nil, fmt.Errorf("%w: message has both method and result/error", ErrInvalidMessage)
+		}
+		if w.ID == nil {
+			m.Kind = KindNotification
+		} else {
+			if m.ID.IsZero() {
+				return nil, fmt.Errorf("%w: request %q has a null id", ErrInvalidMessage, w.Method)
+			}
+			m.Kind = KindRequest
+		}
+	case w.Error != nil:
+		if w.Result != nil {
+			return nil, fmt.Errorf("%w: response has both result and error", ErrInvalidMessage)
+		}
+		m.Kind = KindResponse
+	case w.Result != nil:
+		if m.ID.IsZero() {
+			return nil, fmt.Errorf("%w: result without an id", ErrInvalidMessage)
+		}
+		m.Kind = KindResponse
+	default:
+		return nil, fmt.Errorf("%w: neither method, result nor error", ErrInvalidMessage)
+	}
+	return m, nil
+}
+
+func nullToNil(raw json.RawMessage) json.RawMessage {
+	if string(raw) == "null" {
+		return nil
+	}
+	return raw
+}
+
+// AppendRequest appends the encoding of a request (or, with a zero id, a
+// notification) to b. params may be nil, a json.RawMessage, or any value
+// encoding/json accepts.
+func AppendRequest(b []byte, id ID, method string, params any) ([]byte, error) {
+	b = append(b, `{"jsonrpc":"2.0",`...)
+	if !id.IsZero() {
+		b = append(b, `"id":`...)
+		b = id.appendJSON(b)
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	b = appendJSONString(b, method)
+	var err error
+	if b, err = appendMember(b, "params", params); err != nil {
+		return nil, fmt.Errorf("protocol: encoding %s params: %w", method, err)
+	}
+	return append(b, '}'), nil
+}
+
+// AppendResult appends a success response to request id.
+func AppendResult(b []byte, id ID, result any) ([]byte, error) {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = id.appendJSON(b)
+	if result == nil {
+		result = json.RawMessage("{}")
+	}
+	var err error
+	if b, err = appendMember(b, "result", result); err != nil {
+		return nil, fmt.Errorf("protocol: encoding result: %w", err)
+	}
+	return append(b, '}'), nil
+}
+
+// AppendError appends an error response to request id (zero id = null).
+func AppendError(b []byte, id ID, e *Error) ([]byte, error) {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = id.appendJSON(b)
+	var err error
+	if b, err = appendMember(b, "error", e); err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// Encode encodes m; it is the inverse of Decode for valid messages.
+func Encode(m *Message) ([]byte, error) {
+	switch m.Kind {
+	case KindRequest, KindNotification:
+		var params any
+		if m.Params != nil {
+			params = m.Params
+		}
+		return AppendRequest(nil, m.ID, m.Method, params)
+	case KindResponse:
+		if m.Error != nil {
+			return AppendError(nil, m.ID, m.Error)
+		}
+		return AppendResult(nil, m.ID, m.Result)
+	}
+	return nil, fmt.Errorf("%w: kind %d", ErrInvalidMessage, m.Kind)
+}
+
+func appendMember(b []byte, name string, v any) ([]byte, error) {
+	if v == nil {
+		return b, nil
+	}
+	if raw, ok := v.(json.RawMessage); ok {
+		if raw == nil {
+			return b, nil
+		}
+		if !json.Valid(raw) {
+			return nil, fmt.Errorf("%s is not valid JSON", name)
+		}
+		b = append(b, `,"`...)
+		b = append(b, name...)
+		b = append(b, `":`...)
+		return append(b, raw...), nil
+	}
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	return append(b, enc...), nil
+}
+
+// appendJSONString appends s as a JSON string. Method names and IDs are
+// almost always plain ASCII, so the common case avoids encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			enc, _ := json.Marshal(s) // cannot fail for a string
+			return append(b, enc...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}

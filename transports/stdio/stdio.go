@@ -1,0 +1,479 @@
+// Package stdio runs an MCP server as a subprocess and exchanges
+// newline-delimited JSON-RPC frames with it over stdin and stdout.
+//
+// The server runs in its own process group, so that shutting it down also
+// ends whatever it spawned. Its stderr is kept in a bounded ring buffer and
+// quoted when it fails. Frames are capped in size; an oversize frame is
+// discarded and reported, not fatal. Shutdown follows the MCP spec's ladder:
+// close stdin, wait, SIGTERM to the group, wait, SIGKILL to the group.
+package stdio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcpvisor/mcpvisor/transports"
+)
+
+// Options tune a stdio connection. The zero value is usable.
+type Options struct {
+	// MaxFrameSize caps one frame (without its newline). Zero means
+	// transports.DefaultMaxFrameSize (16 MiB).
+	MaxFrameSize int64
+
+	// StderrBufferSize is how many of the latest stderr bytes are kept.
+	// Zero means 64 KiB.
+	StderrBufferSize int
+
+	// CloseStdinTimeout is how long Close waits for the server to exit
+	// after its stdin is closed, before SIGTERM. Zero means 2 s.
+	CloseStdinTimeout time.Duration
+
+	// TerminateTimeout is how long Close waits after SIGTERM before
+	// SIGKILL. Zero means 2 s.
+	TerminateTimeout time.Duration
+
+	// Logger receives the server's stderr lines at debug level and the
+	// transport's own diagnostics. The zero value logs nothing.
+	Logger zerolog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	out := *o
+	if out.MaxFrameSize <= 0 {
+		out.MaxFrameSize = transports.DefaultMaxFrameSize
+	}
+	if out.StderrBufferSize <= 0 {
+		out.StderrBufferSize = 64 << 10
+	}
+	if out.CloseStdinTimeout <= 0 {
+		out.CloseStdinTimeout = 2 * time.Second
+	}
+	if out.TerminateTimeout <= 0 {
+		out.TerminateTimeout = 2 * time.Second
+	}
+	return out
+}
+
+const (
+	readBufferSize = 64 << 10
+	// exitDrainTimeout is how long, after the server process exits, the
+	// reader may keep draining stdout before it is cut off (a grandchild
+	// that inherited stdout would otherwise keep the stream open forever).
+	exitDrainTimeout = 250 * time.Millisecond
+	// groupReapTimeout bounds the wait for the rest of the process group
+	// after the server itself has exited.
+	groupReapTimeout = 500 * time.Millisecond
+	// killWaitTimeout bounds the wait for the exit after SIGKILL.
+	killWaitTimeout = 2 * time.Second
+	// prefixSize is how much of an oversize frame is kept for diagnosis.
+	prefixSize = 4 << 10
+	// retainedBufferLimit: write and frame buffers larger than this are not
+	// kept for reuse after a big frame.
+	retainedBufferLimit = 1 << 20
+)
+
+// ProcessExitError reports that the server process ended.
+type ProcessExitError struct {
+	ExitCode int    // -1 when killed by a signal
+	Signal   string // the signal that killed it, if any
+	Stderr   string // the last lines of its stderr
+}
+
+func (e *ProcessExitError) Error() string {
+	var b strings.Builder
+	b.WriteString("server process ")
+	if e.Signal != "" {
+		fmt.Fprintf(&b, "killed by %s", e.Signal)
+	} else {
+		fmt.Fprintf(&b, "exited with code %d", e.ExitCode)
+	}
+	if e.Stderr != "" {
+		fmt.Fprintf(&b, "; stderr: %s", e.Stderr)
+	}
+	return b.String()
+}
+
+// Unwrap makes a process exit match transports.ErrClosed.
+func (e *ProcessExitError) Unwrap() error { return transports.ErrClosed }
+
+// Conn is a running stdio server. Its goroutines, all started by Dial:
+// the reader (stdout → Receiver), the stderr drain (stderr → ring), and
+// the waiter (cmd.Wait → exited). Close ends all three.
+type Conn struct {
+	opts Options
+	cfg  transports.Config
+	cmd  *exec.Cmd
+	pgid int
+	recv transports.Receiver
+
+	stdin  *os.File // write end; pollable, so writes honour deadlines
+	stdout *os.File // read end; closed by the waiter or Close to unblock the reader
+	stderr *os.File // read end; closed by Close to unblock the drain
+	errlog *ring
+
+	// wlock is a one-slot semaphore serialising writers; a channel rather
+	// than a mutex so that a writer waiting for it can give up on ctx.
+	wlock chan struct{}
+	wbuf  []byte // guarded by wlock
+	werr  error  // guarded by wlock; non-nil once a write failed
+
+	exited  chan struct{} // closed by the waiter after cmd.Wait returned
+	exitErr error         // written by the waiter before exited is closed
+
+	readerDone chan struct{} // closed by the reader after Receiver.Closed
+	stderrDone chan struct{} // closed by the stderr drain
+
+	closing   chan struct{} // closed when Close starts
+	closeOnce sync.Once
+	closeDone chan struct{} // closed when the shutdown ladder finished
+	closeErr  error         // written by shutdown before closeDone is closed
+	closedBy  error         // the cause the reader reports when Close ended it
+}
+
+// Dial starts the server described by cfg and returns once the process
+// runs. Frames and the connection's end are delivered to recv. ctx bounds
+// only the start; the process lives until Close or its own exit.
+func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transports.Receiver) (*Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if cfg.Command == "" {
+		return nil, errors.New("stdio: no command")
+	}
+	if cfg.Cwd != "" {
+		if fi, err := os.Stat(cfg.Cwd); err != nil {
+			return nil, fmt.Errorf("stdio: working directory: %w", err)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("stdio: working directory %q is not a directory", cfg.Cwd)
+		}
+	}
+	o := opts.withDefaults()
+	c := &Conn{
+		opts:       o,
+		cfg:        cfg,
+		recv:       recv,
+		errlog:     newRing(o.StderrBufferSize),
+		wlock:      make(chan struct{}, 1),
+		exited:     make(chan struct{}),
+		readerDone: make(chan struct{}),
+		stderrDone: make(chan struct{}),
+		closing:    make(chan struct{}),
+		closeDone:  make(chan struct{}),
+		closedBy:   transports.ErrClosed,
+	}
+
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Dir = cfg.Cwd
+	cmd.Env = os.Environ()
+	for k, v := range cfg.Env {
+		cmd.Env = append(cmd.Env, k+"="+v) // later entries win
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	var childEnds []*os.File
+	closeAll := func(fs ...*os.File) {
+		for _, f := range fs {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdio: %w", err)
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		closeAll(stdinR, stdinW)
+		return nil, fmt.Errorf("stdio: %w", err)
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		closeAll(stdinR, stdinW, stdoutR, stdoutW)
+		return nil, fmt.Errorf("stdio: %w", err)
+	}
+	childEnds = []*os.File{stdinR, stdoutW, stderrW}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+
+	if err := cmd.Start(); err != nil {
+		closeAll(append(childEnds, stdinW, stdoutR, stderrR)...)
+		return nil, fmt.Errorf("stdio: starting %q: %w", cfg.Command, err)
+	}
+	closeAll(childEnds...) // the child has its copies
+	c.cmd, c.pgid = cmd, cmd.Process.Pid
+	c.stdin, c.stdout, c.stderr = stdinW, stdoutR, stderrR
+
+	go c.wait()
+	go c.drainStderr()
+	go c.read()
+	return c, nil
+}
+
+// Pid returns the server's process id, which is also its process group id.
+func (c *Conn) Pid() int { return c.pgid }
+
+// StderrTail returns the last lines the server wrote to stderr.
+func (c *Conn) StderrTail(maxLines int) string { return c.errlog.Tail(maxLines) }
+
+// Send writes frame and a newline to the server's stdin in one write.
+func (c *Conn) Send(ctx context.Context, frame []byte) error {
+	select {
+	case c.wlock <- struct{}{}:
+	default:
+		select {
+		case c.wlock <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("stdio: send: %w", ctx.Err())
+		case <-c.closing:
+			return transports.ErrClosed
+		}
+	}
+	defer func() { <-c.wlock }()
+	if c.werr != nil {
+		return c.werr
+	}
+	buf := append(append(c.wbuf[:0], frame...), '\n')
+	if cap(buf) <= retainedBufferLimit {
+		c.wbuf = buf
+	}
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { c.stdin.SetWriteDeadline(time.Unix(1, 0)) })
+	}
+	n, err := c.stdin.Write(buf)
+	if stop != nil && !stop() {
+		c.stdin.SetWriteDeadline(time.Time{}) // the AfterFunc ran; undo it
+	}
+	if err == nil {
+		return nil
+	}
+	if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil {
+		return fmt.Errorf("stdio: send: %w", ctx.Err()) // nothing written: the stream is intact
+	}
+	// A partial frame corrupts the stream, and EPIPE means the server no
+	// longer reads: either way this connection cannot carry another frame.
+	c.werr = fmt.Errorf("%w: writing to the server's stdin after %d of %d bytes: %v", transports.ErrClosed, n, len(buf), err)
+	return c.werr
+}
+
+// read delivers stdout frames until the stream ends, then reports Closed.
+func (c *Conn) read() {
+	defer close(c.readerDone)
+	br := bufio.NewReaderSize(c.stdout, readBufferSize)
+	limit := c.opts.MaxFrameSize
+	var long []byte    // a frame longer than the read buffer, being assembled
+	var dropping int64 // >0: bytes of an oversize frame discarded so far
+	var prefix []byte  // the start of the oversize frame
+	var readErr error
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			complete := chunk[len(chunk)-1] == '\n'
+			if complete {
+				chunk = chunk[:len(chunk)-1]
+			}
+			switch {
+			case dropping > 0:
+				dropping += int64(len(chunk))
+			case int64(len(long)+len(chunk)) > limit:
+				dropping = int64(len(long) + len(chunk))
+				prefix = append(append(make([]byte, 0, prefixSize), long...), chunk...)
+				if len(prefix) > prefixSize {
+					prefix = prefix[:prefixSize]
+				}
+				long = nil
+			case complete && len(long) == 0:
+				c.deliver(chunk) // the common case: no copy
+			default:
+				long = append(long, chunk...)
+				if complete {
+					c.deliver(long)
+					long = long[:0]
+					if cap(long) > retainedBufferLimit {
+						long = nil
+					}
+				}
+			}
+			if complete && dropping > 0 {
+				c.recv.FrameError(&transports.FrameTooLargeError{Size: dropping, Limit: limit, Prefix: prefix})
+				dropping, prefix = 0, nil
+			}
+		}
+		if err == nil || err == bufio.ErrBufferFull {
+			continue
+		}
+		if len(long) > 0 && dropping == 0 {
+			c.deliver(long) // a last frame without its newline
+		}
+		readErr = err
+		break
+	}
+	c.recv.Closed(c.cause(readErr))
+}
+
+func (c *Conn) deliver(frame []byte) {
+	frame = bytes.TrimRight(frame, "\r")
+	if len(bytes.TrimSpace(frame)) == 0 {
+		return
+	}
+	c.recv.Frame(frame)
+}
+
+// cause explains why the stdout stream ended.
+func (c *Conn) cause(readErr error) error {
+	select {
+	case <-c.closing:
+		return c.closedBy
+	default:
+	}
+	// EOF usually means the process is exiting; give it a moment so the
+	// error can say how it ended.
+	t := time.NewTimer(exitDrainTimeout)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return c.exitErr
+	case <-c.closing:
+		return c.closedBy
+	case <-t.C:
+	}
+	if readErr == io.EOF {
+		return fmt.Errorf("%w: the server closed its stdout but is still running", transports.ErrClosed)
+	}
+	return fmt.Errorf("%w: reading the server's stdout: %v", transports.ErrClosed, readErr)
+}
+
+// wait reaps the process and, if stdout stays open after the exit (a
+// grandchild holds it), cuts the reader off so Closed is delivered.
+func (c *Conn) wait() {
+	err := c.cmd.Wait()
+	pe := &ProcessExitError{ExitCode: c.cmd.ProcessState.ExitCode()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			pe.Signal = ws.Signal().String()
+		}
+	}
+	// The stderr drain may still be copying the last words; wait briefly.
+	select {
+	case <-c.stderrDone:
+	case <-time.After(50 * time.Millisecond):
+	}
+	pe.Stderr = c.errlog.Tail(5)
+	c.exitErr = pe
+	close(c.exited)
+
+	select {
+	case <-c.readerDone:
+	case <-time.After(exitDrainTimeout):
+		c.stdout.Close()
+	}
+}
+
+// drainStderr copies stderr into the ring and, at debug level, the log.
+func (c *Conn) drainStderr() {
+	defer close(c.stderrDone)
+	br := bufio.NewReaderSize(c.stderr, 4096)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			c.errlog.Write(line)
+			if e := c.opts.Logger.Debug(); e.Enabled() {
+				if len(line) > 1024 {
+					line = line[:1024]
+				}
+				e.Bytes("stderr", bytes.TrimRight(line, "\r\n")).Msg("server stderr")
+			}
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return
+		}
+	}
+}
+
+// Close runs the shutdown ladder: close stdin → wait → SIGTERM to the
+// process group → wait → SIGKILL to the group, then ends whatever is left
+// of the group after the server itself has exited.
+func (c *Conn) Close(ctx context.Context) error {
+	c.closeOnce.Do(func() {
+		close(c.closing)
+		go c.shutdown()
+	})
+	select {
+	case <-c.closeDone:
+		return c.closeErr
+	case <-ctx.Done():
+		return fmt.Errorf("stdio: close of pid %d still in progress: %w", c.pgid, ctx.Err())
+	}
+}
+
+func (c *Conn) shutdown() {
+	defer close(c.closeDone)
+	log := c.opts.Logger
+	c.stdin.Close()
+	if !c.waitExit(c.opts.CloseStdinTimeout) {
+		log.Debug().Int("pid", c.pgid).Msg("server did not exit after stdin closed; sending SIGTERM to its group")
+		c.signalGroup(syscall.SIGTERM)
+		if !c.waitExit(c.opts.TerminateTimeout) {
+			log.Warn().Int("pid", c.pgid).Msg("server ignored SIGTERM; sending SIGKILL to its group")
+			c.signalGroup(syscall.SIGKILL)
+			if !c.waitExit(killWaitTimeout) {
+				c.closeErr = fmt.Errorf("stdio: pid %d survived SIGKILL for %v", c.pgid, killWaitTimeout)
+			}
+		}
+	}
+	// The server is gone; anything it left in its group is an orphan.
+	if c.groupAlive() {
+		c.signalGroup(syscall.SIGTERM)
+		deadline := time.Now().Add(min(groupReapTimeout, c.opts.TerminateTimeout))
+		for c.groupAlive() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if c.groupAlive() {
+			c.signalGroup(syscall.SIGKILL)
+		}
+	}
+	c.stdout.Close()
+	c.stderr.Close()
+	<-c.readerDone
+	if c.closeErr == nil {
+		select {
+		case <-c.exited:
+		default:
+			c.closeErr = fmt.Errorf("stdio: pid %d did not exit", c.pgid)
+		}
+	}
+}
+
+func (c *Conn) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func (c *Conn) signalGroup(sig syscall.Signal) {
+	_ = syscall.Kill(-c.pgid, sig)
+}
+
+// groupAlive reports whether any process of the server's group remains.
+func (c *Conn) groupAlive() bool {
+	return syscall.Kill(-c.pgid, 0) == nil
+}
