@@ -1,0 +1,129 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// CallTool calls tool name with args (a JSON object, or nil). A tool that
+// failed is a result with IsError set, not an error.
+func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage, meta protocol.Meta) (*protocol.CallToolResult, error) {
+	var res protocol.CallToolResult
+	params := protocol.CallToolParams{Meta: s.requestMeta(meta), Name: name, Arguments: args}
+	if err := s.Call(ctx, protocol.MethodToolsCall, params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ReadResource reads the resource at uri.
+func (s *Session) ReadResource(ctx context.Context, uri string) (*protocol.ReadResourceResult, error) {
+	var res protocol.ReadResourceResult
+	params := protocol.ReadResourceParams{Meta: s.requestMeta(nil), URI: uri}
+	if err := s.Call(ctx, protocol.MethodResourcesRead, params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// GetPrompt renders prompt name with args.
+func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error) {
+	var res protocol.GetPromptResult
+	params := protocol.GetPromptParams{Meta: s.requestMeta(nil), Name: name, Arguments: args}
+	if err := s.Call(ctx, protocol.MethodPromptsGet, params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Ping checks that the server answers. The stateless era has no ping, so
+// there it asks server/discover, which every such server must answer.
+func (s *Session) Ping(ctx context.Context) error {
+	if s.modernMeta != nil {
+		return s.Call(ctx, protocol.MethodDiscover, protocol.DiscoverParams{Meta: s.modernMeta}, nil)
+	}
+	return s.Call(ctx, protocol.MethodPing, nil, nil)
+}
+
+// ListTools lists every tool, following pagination. A server that did not
+// declare the tools capability is still asked (many real servers forget to
+// declare it); method-not-found then means no tools.
+func (s *Session) ListTools(ctx context.Context) ([]protocol.Tool, error) {
+	tools, err := listAll(ctx, s, protocol.MethodToolsList, func(r *protocol.ListToolsResult) ([]protocol.Tool, string) {
+		return r.Tools, r.NextCursor
+	})
+	if err != nil && s.capabilities.Tools == nil && isMethodNotFound(err) {
+		return nil, nil
+	}
+	return tools, err
+}
+
+// ListResources lists every resource, or nothing when the server has no
+// resources capability.
+func (s *Session) ListResources(ctx context.Context) ([]protocol.Resource, error) {
+	if s.capabilities.Resources == nil {
+		return nil, nil
+	}
+	return listAll(ctx, s, protocol.MethodResourcesList, func(r *protocol.ListResourcesResult) ([]protocol.Resource, string) {
+		return r.Resources, r.NextCursor
+	})
+}
+
+// ListResourceTemplates lists every resource template, or nothing when the
+// server has no resources capability.
+func (s *Session) ListResourceTemplates(ctx context.Context) ([]protocol.ResourceTemplate, error) {
+	if s.capabilities.Resources == nil {
+		return nil, nil
+	}
+	return listAll(ctx, s, protocol.MethodResourcesTemplatesList, func(r *protocol.ListResourceTemplatesResult) ([]protocol.ResourceTemplate, string) {
+		return r.ResourceTemplates, r.NextCursor
+	})
+}
+
+// ListPrompts lists every prompt, or nothing when the server has no
+// prompts capability.
+func (s *Session) ListPrompts(ctx context.Context) ([]protocol.Prompt, error) {
+	if s.capabilities.Prompts == nil {
+		return nil, nil
+	}
+	return listAll(ctx, s, protocol.MethodPromptsList, func(r *protocol.ListPromptsResult) ([]protocol.Prompt, string) {
+		return r.Prompts, r.NextCursor
+	})
+}
+
+// listAll follows nextCursor until the last page. A cursor seen twice, or
+// more than maxPages pages, is an error rather than a loop.
+func listAll[R any, T any](ctx context.Context, s *Session, method string, page func(*R) ([]T, string)) ([]T, error) {
+	var all []T
+	seen := map[string]bool{}
+	cursor := ""
+	for n := 0; ; n++ {
+		if n == maxPages {
+			return nil, fmt.Errorf("%w: %s returned more than %d pages", ErrMalformedResponse, method, maxPages)
+		}
+		var res R
+		params := protocol.PaginatedParams{Meta: s.requestMeta(nil), Cursor: cursor}
+		if err := s.Call(ctx, method, params, &res); err != nil {
+			return nil, err
+		}
+		items, next := page(&res)
+		all = append(all, items...)
+		if next == "" {
+			return all, nil
+		}
+		if seen[next] {
+			return nil, fmt.Errorf("%w: %s repeated cursor %q", ErrMalformedResponse, method, next)
+		}
+		seen[next] = true
+		cursor = next
+	}
+}
+
+func isMethodNotFound(err error) bool {
+	var rpcErr *protocol.Error
+	return errors.As(err, &rpcErr) && rpcErr.Code == protocol.CodeMethodNotFound
+}

@@ -1,0 +1,348 @@
+package session_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/stdio"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
+)
+
+func TestMain(m *testing.M) {
+	if mockserver.IsRequested() {
+		os.Exit(mockserver.Main(os.Args[1:]))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// recordingConn remembers the methods of the frames sent through it.
+type recordingConn struct {
+	transports.Conn
+	mu      sync.Mutex
+	methods []string
+}
+
+func (c *recordingConn) Send(ctx context.Context, frame []byte) error {
+	if m, err := protocol.Decode(frame); err == nil && m.Method != "" {
+		c.mu.Lock()
+		c.methods = append(c.methods, m.Method)
+		c.mu.Unlock()
+	}
+	return c.Conn.Send(ctx, frame)
+}
+
+func (c *recordingConn) sent() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.methods...)
+}
+
+type fixture struct {
+	s    *session.Session
+	conn *recordingConn
+	pid  int
+}
+
+var fastClose = stdio.Options{CloseStdinTimeout: 500 * time.Millisecond, TerminateTimeout: 500 * time.Millisecond}
+
+func open(t *testing.T, opts session.Options, sopts stdio.Options, args ...string) (*fixture, error) {
+	t.Helper()
+	f := &fixture{}
+	dial := func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
+		c, err := stdio.Dial(ctx, mockserver.Command(args...), sopts, r)
+		if err != nil {
+			return nil, err
+		}
+		f.pid = c.Pid()
+		f.conn = &recordingConn{Conn: c}
+		return f.conn, nil
+	}
+	if opts.ClientInfo.Name == "" {
+		opts.ClientInfo = protocol.Implementation{Name: "mcpvisor-test", Version: "0"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := session.Open(ctx, dial, opts)
+	f.s = s
+	// Cleanups run last-registered first: close, then check the group.
+	if f.pid != 0 {
+		t.Cleanup(func() {
+			assert.Empty(t, stdiotest.WaitGroupGone(f.pid, 3*time.Second), "the server's process group must be gone")
+		})
+	}
+	if s != nil {
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			s.Close(ctx, nil)
+		})
+	}
+	return f, err
+}
+
+func mustOpen(t *testing.T, opts session.Options, args ...string) *fixture {
+	t.Helper()
+	f, err := open(t, opts, fastClose, args...)
+	require.NoError(t, err)
+	return f
+}
+
+func TestNegotiation(t *testing.T) {
+	tests := []struct {
+		name         string
+		opts         session.Options
+		args         []string
+		wantVersion  string
+		wantRejected bool
+		wantSent     []string // the first methods sent
+	}{
+		{"stateless server", session.Options{}, nil, protocol.Version20260728, false,
+			[]string{"server/discover", "tools/list"}},
+		{"handshake-era server rejects discover", session.Options{}, []string{"-versions", "2025-06-18,2024-11-05"}, protocol.Version20250618, true,
+			[]string{"server/discover", "initialize", "notifications/initialized", "tools/list"}},
+		{"discover skipped after an earlier rejection", session.Options{SkipDiscover: true}, []string{"-versions", "2025-11-25"}, protocol.Version20251125, false,
+			[]string{"initialize", "notifications/initialized", "tools/list"}},
+		{"pinned handshake version sends no discover", session.Options{ProtocolVersion: protocol.Version20251125}, nil, protocol.Version20251125, false,
+			[]string{"initialize", "notifications/initialized", "tools/list"}},
+		{"pinned stateless version", session.Options{ProtocolVersion: protocol.Version20260728}, nil, protocol.Version20260728, false,
+			[]string{"server/discover", "tools/list"}},
+		{"oldest era", session.Options{}, []string{"-versions", "2024-11-05"}, protocol.Version20241105, true,
+			[]string{"server/discover", "initialize", "notifications/initialized", "tools/list"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustOpen(t, tt.opts, tt.args...)
+			assert.Equal(t, tt.wantVersion, f.s.ProtocolVersion())
+			assert.Equal(t, tt.wantRejected, f.s.DiscoverRejected())
+			assert.Equal(t, "mockserver", f.s.ServerInfo().Name)
+			tools, err := f.s.ListTools(context.Background())
+			require.NoError(t, err, "requests after negotiation must carry what the era needs")
+			assert.Len(t, tools, 4)
+			assert.Equal(t, tt.wantSent, f.conn.sent())
+		})
+	}
+}
+
+func TestPinnedVersionTheServerLacksFails(t *testing.T) {
+	_, err := open(t, session.Options{ProtocolVersion: protocol.Version20260728}, fastClose, "-versions", "2025-11-25")
+	assert.ErrorIs(t, err, session.ErrVersionMismatch)
+	_, err = open(t, session.Options{ProtocolVersion: "1999-01-01"}, fastClose)
+	assert.ErrorIs(t, err, session.ErrVersionMismatch)
+}
+
+func TestSilentServerFailsConnectByItsDeadline(t *testing.T) {
+	f := &fixture{}
+	dial := func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
+		c, err := stdio.Dial(ctx, mockserver.Command("-silent"), fastClose, r)
+		if c != nil {
+			f.pid = c.Pid()
+		}
+		return c, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := session.Open(ctx, dial, session.Options{DiscoverTimeout: 300 * time.Millisecond})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, session.ErrTimeout)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Empty(t, stdiotest.WaitGroupGone(f.pid, 3*time.Second), "a failed connect leaves no process")
+}
+
+func TestToolCalls(t *testing.T) {
+	for _, version := range []string{protocol.Version20260728, protocol.Version20251125, protocol.Version20241105} {
+		t.Run(version, func(t *testing.T) {
+			f := mustOpen(t, session.Options{ProtocolVersion: version})
+			ctx := context.Background()
+
+			res, err := f.s.CallTool(ctx, "echo", json.RawMessage(`{"text":"hello"}`), nil)
+			require.NoError(t, err)
+			require.Len(t, res.Content, 1)
+			assert.Equal(t, "hello", res.Content[0].Text)
+
+			res, err = f.s.CallTool(ctx, "add", json.RawMessage(`{"a":2,"b":40}`), nil)
+			require.NoError(t, err)
+			assert.JSONEq(t, `{"sum":42}`, string(res.StructuredContent))
+
+			res, err = f.s.CallTool(ctx, "fail", nil, nil)
+			require.NoError(t, err, "a tool error is a result, not an error")
+			assert.True(t, res.IsError)
+
+			_, err = f.s.CallTool(ctx, "nope", nil, nil)
+			var rpcErr *protocol.Error
+			require.ErrorAs(t, err, &rpcErr)
+			assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code)
+		})
+	}
+}
+
+func TestConcurrentCallsAreCorrelated(t *testing.T) {
+	f := mustOpen(t, session.Options{}, "-latency", "2ms")
+	var wg sync.WaitGroup
+	for g := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				text := strings.Repeat("x", g) + ":" + string(rune('a'+i))
+				args, _ := json.Marshal(map[string]string{"text": text})
+				res, err := f.s.CallTool(context.Background(), "echo", args, nil)
+				if assert.NoError(t, err) {
+					assert.Equal(t, text, res.Content[0].Text, "each caller gets its own answer")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Zero(t, f.s.InFlight())
+}
+
+func TestHungCallEndsByItsDeadlineAndIsCancelled(t *testing.T) {
+	f := mustOpen(t, session.Options{}, "-hang-on-call")
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := f.s.CallTool(ctx, "echo", json.RawMessage(`{"text":"x"}`), nil)
+	elapsed := time.Since(start)
+	var te *session.TimeoutError
+	require.ErrorAs(t, err, &te)
+	assert.True(t, te.Sent)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, elapsed, 2*time.Second)
+	assert.Zero(t, f.s.InFlight(), "a timed-out call leaves no waiter")
+	assert.Eventually(t, func() bool {
+		sent := f.conn.sent()
+		return sent[len(sent)-1] == protocol.NotificationCancelled
+	}, 2*time.Second, 10*time.Millisecond, "the server is told the call was abandoned")
+
+	// The session is still usable.
+	_, err = f.s.ListTools(context.Background())
+	assert.NoError(t, err)
+}
+
+func TestCancelledContext(t *testing.T) {
+	f := mustOpen(t, session.Options{}, "-hang-on-call")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err := f.s.CallTool(ctx, "echo", nil, nil)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, session.ErrTimeout)
+}
+
+func TestServerExitFailsPendingAndLaterCalls(t *testing.T) {
+	f := mustOpen(t, session.Options{}, "-exit-after", "1")
+	ctx := context.Background()
+	_, err := f.s.CallTool(ctx, "echo", json.RawMessage(`{"text":"1"}`), nil)
+	require.NoError(t, err)
+
+	start := time.Now()
+	_, err = f.s.CallTool(ctx, "echo", json.RawMessage(`{"text":"2"}`), nil)
+	require.ErrorIs(t, err, session.ErrConnectionClosed)
+	var pe *stdio.ProcessExitError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 3, pe.ExitCode)
+	assert.Contains(t, err.Error(), "exiting after 1 calls", "the server's last words are quoted")
+	assert.Less(t, time.Since(start), 3*time.Second)
+
+	_, err = f.s.CallTool(ctx, "echo", nil, nil)
+	assert.ErrorIs(t, err, session.ErrConnectionClosed, "later calls fail at once")
+	<-f.s.Done()
+}
+
+func TestCloseFailsPendingCallsAtOnce(t *testing.T) {
+	f := mustOpen(t, session.Options{}, "-hang-on-call")
+	errs := make(chan error, 5)
+	for range 5 {
+		go func() {
+			_, err := f.s.CallTool(context.Background(), "echo", nil, nil)
+			errs <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return f.s.InFlight() == 5 }, 5*time.Second, 5*time.Millisecond)
+	go f.s.Close(context.Background(), session.ErrServerRestarting)
+	for range 5 {
+		select {
+		case err := <-errs:
+			assert.ErrorIs(t, err, session.ErrServerRestarting)
+		case <-time.After(2 * time.Second):
+			t.Fatal("a pending call did not fail when the session closed")
+		}
+	}
+}
+
+func TestGarbageOnStdoutIsSkipped(t *testing.T) {
+	f := mustOpen(t, session.Options{}, "-garbage")
+	for range 3 {
+		res, err := f.s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"ok"}`), nil)
+		require.NoError(t, err)
+		assert.Equal(t, "ok", res.Content[0].Text)
+	}
+	st := f.s.Stats()
+	assert.GreaterOrEqual(t, st.NonProtocolLines, int64(3))
+	assert.GreaterOrEqual(t, st.MalformedFrames, int64(3))
+}
+
+func TestOversizeAnswerFailsItsCallAtOnce(t *testing.T) {
+	f, err := open(t, session.Options{}, stdio.Options{MaxFrameSize: 1 << 20, CloseStdinTimeout: 500 * time.Millisecond}, "-oversize", "3000000")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = f.s.CallTool(ctx, "echo", nil, nil)
+	var tooBig *transports.FrameTooLargeError
+	require.ErrorAs(t, err, &tooBig, "the call fails with the frame error, not by its deadline")
+	assert.Equal(t, int64(1<<20), tooBig.Limit)
+	assert.Equal(t, int64(1), f.s.Stats().OversizeFrames)
+	assert.NoError(t, f.s.Ping(context.Background()), "the connection survives")
+}
+
+func TestPaginationResourcesAndPrompts(t *testing.T) {
+	f := mustOpen(t, session.Options{}, "-tools", "25", "-page-size", "10", "-resources", "3", "-prompts", "2")
+	ctx := context.Background()
+	tools, err := f.s.ListTools(ctx)
+	require.NoError(t, err)
+	assert.Len(t, tools, 29)
+	assert.Equal(t, "tool_025", tools[28].Name)
+
+	resources, err := f.s.ListResources(ctx)
+	require.NoError(t, err)
+	assert.Len(t, resources, 3)
+	templates, err := f.s.ListResourceTemplates(ctx)
+	require.NoError(t, err)
+	assert.Len(t, templates, 1)
+	rr, err := f.s.ReadResource(ctx, resources[0].URI)
+	require.NoError(t, err)
+	assert.Equal(t, "contents of mock://resource/1", rr.Contents[0].Text)
+	_, err = f.s.ReadResource(ctx, "file:///etc/passwd")
+	var rpcErr *protocol.Error
+	require.ErrorAs(t, err, &rpcErr)
+	assert.Equal(t, int64(protocol.CodeResourceNotFound), rpcErr.Code)
+
+	prompts, err := f.s.ListPrompts(ctx)
+	require.NoError(t, err)
+	assert.Len(t, prompts, 2)
+	gp, err := f.s.GetPrompt(ctx, "prompt_1", map[string]string{"name": "ada"})
+	require.NoError(t, err)
+	assert.Equal(t, "prompt prompt_1 for ada", gp.Messages[0].Content.Text)
+}
+
+func TestServerWithoutOptionalFeaturesListsNothingForThem(t *testing.T) {
+	f := mustOpen(t, session.Options{})
+	resources, err := f.s.ListResources(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, resources)
+	assert.NotContains(t, f.conn.sent(), protocol.MethodResourcesList, "no request for an undeclared capability")
+}

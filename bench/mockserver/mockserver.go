@@ -1,0 +1,502 @@
+// Package mockserver is a configurable MCP server for load tests and fault
+// injection. It speaks every protocol era mcpvisor does, serves a set of
+// tools, resources and prompts of any size, and can misbehave on purpose:
+// exit after N calls, hang, print garbage, send oversize frames, ignore
+// SIGTERM, or leave a grandchild behind.
+//
+// It runs over stdio (`mcpvisor mock`, or a test binary re-executing
+// itself; see Command) and is deliberately lean, so that a benchmark
+// measures the client, not the server.
+package mockserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
+)
+
+// Options describe the server's catalogue and its faults. The zero value
+// is a well-behaved server with the standard tools and every version.
+type Options struct {
+	Name      string        // serverInfo.name; default "mockserver"
+	Tools     int           // extra tools tool_001…tool_N besides the standard ones
+	Resources int           // resources mock://resource/1…N
+	Prompts   int           // prompts prompt_1…N
+	Latency   time.Duration // delay before answering each tools/call
+	Payload   int           // echo answers with this many bytes instead of its input
+	Versions  []string      // versions served, newest first; default all
+	PageSize  int           // list page size; 0 = everything in one page
+
+	ExitAfter     int   // exit (code 3) on receiving tools/call number ExitAfter+1
+	ExitAtStart   bool  // exit (code 4) before reading anything
+	HangOnCall    bool  // never answer tools/call
+	Garbage       bool  // write a non-JSON line and a malformed frame before each answer
+	OversizeBytes int64 // answer tools/call with a frame of this size
+	IgnoreSIGTERM bool  // ignore SIGTERM and stdin EOF: only SIGKILL ends it
+	Grandchild    bool  // start a sleeping child process in the same group
+	Silent        bool  // answer nothing at all (a hung server)
+}
+
+// EnvRole marks a process started to act as a mock server (or as its
+// grandchild). Test binaries and the mcpvisor binary check it first thing
+// in main/TestMain: see IsRequested and Main.
+const EnvRole = "MCPVISOR_MOCKSERVER"
+
+// IsRequested reports whether this process was started as a mock server.
+func IsRequested() bool { return os.Getenv(EnvRole) != "" }
+
+// Command returns the transport config that runs a mock server with the
+// given flags by re-executing the current binary, which must call Main
+// when IsRequested (mcpvisor does; so do tests that use this).
+func Command(args ...string) transports.Config {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	// GORACE matters only to a race-enabled binary (a test binary): its
+	// default makes every exit sleep 1 s, which would dominate shutdowns.
+	env := map[string]string{EnvRole: "server", "GORACE": "atexit_sleep_ms=0"}
+	return transports.Config{Command: exe, Args: args, Env: env}
+}
+
+// Main runs a mock server over stdin/stdout with flags from args and
+// returns the exit code. When the process is a grandchild (EnvRole =
+// "sleeper") it sleeps until killed.
+func Main(args []string) int {
+	if os.Getenv(EnvRole) == "sleeper" {
+		signal.Ignore(syscall.SIGHUP)
+		select {}
+	}
+	opts, err := ParseFlags(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mockserver:", err)
+		return 2
+	}
+	return Run(context.Background(), opts, os.Stdin, os.Stdout)
+}
+
+// ParseFlags reads Options from command-line flags.
+func ParseFlags(args []string) (Options, error) {
+	var o Options
+	var versions string
+	fs := flag.NewFlagSet("mock", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.Name, "name", "mockserver", "serverInfo.name")
+	fs.IntVar(&o.Tools, "tools", 0, "extra tools besides echo, add, fail and sleep")
+	fs.IntVar(&o.Resources, "resources", 0, "number of resources")
+	fs.IntVar(&o.Prompts, "prompts", 0, "number of prompts")
+	fs.DurationVar(&o.Latency, "latency", 0, "delay before answering each tools/call")
+	fs.IntVar(&o.Payload, "payload", 0, "echo answers with this many bytes")
+	fs.StringVar(&versions, "versions", "", "comma-separated protocol versions served (default all)")
+	fs.IntVar(&o.PageSize, "page-size", 0, "items per list page (0 = one page)")
+	fs.IntVar(&o.ExitAfter, "exit-after", 0, "exit on receiving tools/call number N+1")
+	fs.BoolVar(&o.ExitAtStart, "exit-at-start", false, "exit at once with code 4")
+	fs.BoolVar(&o.HangOnCall, "hang-on-call", false, "never answer tools/call")
+	fs.BoolVar(&o.Garbage, "garbage", false, "write garbage before each answer")
+	fs.Int64Var(&o.OversizeBytes, "oversize", 0, "answer tools/call with a frame of this many bytes")
+	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and stdin EOF")
+	fs.BoolVar(&o.Grandchild, "grandchild", false, "spawn a sleeping grandchild")
+	fs.BoolVar(&o.Silent, "silent", false, "answer nothing")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if versions != "" {
+		for _, v := range strings.Split(versions, ",") {
+			v = strings.TrimSpace(v)
+			if !protocol.IsSupported(v) {
+				return o, fmt.Errorf("unknown protocol version %q", v)
+			}
+			o.Versions = append(o.Versions, v)
+		}
+	}
+	return o, nil
+}
+
+// Run serves one client over r and w until r ends (or, with
+// IgnoreSIGTERM, forever). It returns the process exit code.
+func Run(ctx context.Context, o Options, r io.Reader, w io.Writer) int {
+	if o.ExitAtStart {
+		fmt.Fprintln(os.Stderr, "mockserver: exiting at start as configured")
+		return 4
+	}
+	if o.IgnoreSIGTERM {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	if o.Grandchild {
+		if err := spawnSleeper(); err != nil {
+			fmt.Fprintln(os.Stderr, "mockserver: grandchild:", err)
+		}
+	}
+	s := newServer(o, w)
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			rest, err2 := br.ReadBytes('\n')
+			line, err = append(slices.Clone(line), rest...), err2
+		}
+		if len(line) > 0 {
+			if code, exit := s.handle(ctx, line); exit {
+				return code
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	s.wg.Wait()
+	if o.IgnoreSIGTERM {
+		select {} // only SIGKILL ends it
+	}
+	return 0
+}
+
+func spawnSleeper() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), EnvRole+"=sleeper")
+	return cmd.Start() // same process group; never waited: it outlives us on purpose
+}
+
+type server struct {
+	o        Options
+	versions []string
+	tools    []protocol.Tool
+
+	wmu sync.Mutex
+	out *bufio.Writer // guarded by wmu
+
+	initialized atomic.Bool
+	calls       atomic.Int64
+	wg          sync.WaitGroup // calls answered after a latency
+}
+
+func newServer(o Options, w io.Writer) *server {
+	if o.Name == "" {
+		o.Name = "mockserver"
+	}
+	s := &server{o: o, versions: o.Versions, out: bufio.NewWriterSize(w, 64<<10)}
+	if len(s.versions) == 0 {
+		s.versions = protocol.SupportedVersions()
+	}
+	obj := func(props string, required ...string) json.RawMessage {
+		req, _ := json.Marshal(required)
+		return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `}`)
+	}
+	readOnly := true
+	s.tools = []protocol.Tool{
+		{Name: "echo", Description: "Echoes its text argument back.", InputSchema: obj(`"text":{"type":"string"}`, "text"),
+			Annotations: &protocol.ToolAnnotations{ReadOnlyHint: &readOnly, IdempotentHint: &readOnly}},
+		{Name: "add", Description: "Adds two numbers.", InputSchema: obj(`"a":{"type":"number"},"b":{"type":"number"}`, "a", "b"),
+			OutputSchema: obj(`"sum":{"type":"number"}`, "sum")},
+		{Name: "fail", Description: "Always fails with isError.", InputSchema: obj(``)},
+		{Name: "sleep", Description: "Sleeps for ms milliseconds.", InputSchema: obj(`"ms":{"type":"integer"}`, "ms")},
+	}
+	for i := 1; i <= o.Tools; i++ {
+		s.tools = append(s.tools, protocol.Tool{
+			Name: fmt.Sprintf("tool_%03d", i), Description: "An extra tool that echoes.", InputSchema: obj(`"text":{"type":"string"}`),
+		})
+	}
+	return s
+}
+
+// handle processes one frame; it reports (code, true) when the process
+// must exit.
+func (s *server) handle(ctx context.Context, line []byte) (int, bool) {
+	m, err := protocol.Decode(line)
+	if err != nil {
+		s.writeError(protocol.ID{}, protocol.NewError(protocol.CodeParseError, "%v", err))
+		return 0, false
+	}
+	if s.o.Silent || m.Kind != protocol.KindRequest {
+		if m.Method == protocol.NotificationInitialized {
+			s.initialized.Store(true)
+		}
+		return 0, false
+	}
+	modern := s.modernVersion(m.Params)
+	if !modern && !s.initialized.Load() && m.Method != protocol.MethodInitialize &&
+		m.Method != protocol.MethodDiscover && m.Method != protocol.MethodPing {
+		s.writeError(m.ID, protocol.NewError(protocol.CodeInvalidRequest, "%s before initialization", m.Method))
+		return 0, false
+	}
+	switch m.Method {
+	case protocol.MethodDiscover:
+		s.discover(m, modern)
+	case protocol.MethodInitialize:
+		s.initialize(m)
+	case protocol.MethodPing:
+		s.writeResult(m.ID, json.RawMessage(`{}`))
+	case protocol.MethodToolsList:
+		page, next := paginate(s.tools, cursorOf(m.Params), s.o.PageSize)
+		s.writeResult(m.ID, protocol.ListToolsResult{Tools: page, NextCursor: next})
+	case protocol.MethodToolsCall:
+		n := s.calls.Add(1)
+		if s.o.ExitAfter > 0 && n > int64(s.o.ExitAfter) {
+			fmt.Fprintf(os.Stderr, "mockserver: exiting after %d calls as configured\n", s.o.ExitAfter)
+			s.flush()
+			return 3, true
+		}
+		if s.o.HangOnCall {
+			return 0, false
+		}
+		if s.o.Latency > 0 {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				time.Sleep(s.o.Latency)
+				s.callTool(m)
+			}()
+			return 0, false
+		}
+		s.callTool(m)
+	case protocol.MethodResourcesList:
+		s.writeResult(m.ID, protocol.ListResourcesResult{Resources: s.resources()})
+	case protocol.MethodResourcesTemplatesList:
+		s.writeResult(m.ID, protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{
+			{URITemplate: "mock://template/{id}", Name: "template", MimeType: "text/plain"},
+		}})
+	case protocol.MethodResourcesRead:
+		var p protocol.ReadResourceParams
+		_ = json.Unmarshal(m.Params, &p)
+		if !strings.HasPrefix(p.URI, "mock://") {
+			s.writeError(m.ID, protocol.NewError(protocol.CodeResourceNotFound, "no resource %q", p.URI))
+			return 0, false
+		}
+		s.writeResult(m.ID, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{
+			{URI: p.URI, MimeType: "text/plain", Text: "contents of " + p.URI},
+		}})
+	case protocol.MethodPromptsList:
+		s.writeResult(m.ID, protocol.ListPromptsResult{Prompts: s.prompts()})
+	case protocol.MethodPromptsGet:
+		var p protocol.GetPromptParams
+		_ = json.Unmarshal(m.Params, &p)
+		s.writeResult(m.ID, protocol.GetPromptResult{Description: p.Name, Messages: []protocol.PromptMessage{
+			{Role: "user", Content: protocol.TextContent(fmt.Sprintf("prompt %s for %s", p.Name, p.Arguments["name"]))},
+		}})
+	default:
+		s.writeError(m.ID, protocol.NewError(protocol.CodeMethodNotFound, "method %q not found", m.Method))
+	}
+	_ = ctx
+	return 0, false
+}
+
+// modernVersion reports whether a request carries a stateless-era
+// protocol version this server serves.
+func (s *server) modernVersion(params json.RawMessage) bool {
+	if len(params) == 0 || !slices.Contains(s.versions, protocol.Version20260728) {
+		return false
+	}
+	var p struct {
+		Meta protocol.Meta `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	var v string
+	return p.Meta.Get(protocol.MetaProtocolVersion, &v) && protocol.UsesDiscover(v) && slices.Contains(s.versions, v)
+}
+
+func (s *server) capabilities() protocol.ServerCapabilities {
+	c := protocol.ServerCapabilities{Tools: &protocol.ListChangedCapability{ListChanged: true}}
+	if s.o.Resources > 0 {
+		c.Resources = &protocol.ResourcesCapability{}
+	}
+	if s.o.Prompts > 0 {
+		c.Prompts = &protocol.ListChangedCapability{}
+	}
+	return c
+}
+
+func (s *server) info() protocol.Implementation {
+	return protocol.Implementation{Name: s.o.Name, Version: "1.0.0"}
+}
+
+func (s *server) discover(m *protocol.Message, modern bool) {
+	if !slices.Contains(s.versions, protocol.Version20260728) {
+		s.writeError(m.ID, protocol.NewError(protocol.CodeMethodNotFound, "method %q not found", m.Method))
+		return
+	}
+	if !modern {
+		data, _ := json.Marshal(protocol.UnsupportedProtocolVersionData{Supported: s.versions})
+		s.writeError(m.ID, &protocol.Error{Code: protocol.CodeUnsupportedProtocolVersion, Message: "unsupported protocol version", Data: data})
+		return
+	}
+	res := protocol.DiscoverResult{SupportedVersions: s.versions, Capabilities: s.capabilities(), Meta: protocol.Meta{}}
+	_ = res.Meta.Set(protocol.MetaServerInfo, s.info())
+	s.writeResult(m.ID, res)
+}
+
+func (s *server) initialize(m *protocol.Message) {
+	var p protocol.InitializeParams
+	_ = json.Unmarshal(m.Params, &p)
+	version := ""
+	for _, v := range s.versions {
+		if protocol.UsesDiscover(v) {
+			continue
+		}
+		if v == p.ProtocolVersion {
+			version = v
+			break
+		}
+		if version == "" {
+			version = v // the newest handshake version served
+		}
+	}
+	if version == "" {
+		version = protocol.LatestHandshakeVersion
+	}
+	s.writeResult(m.ID, protocol.InitializeResult{ProtocolVersion: version, Capabilities: s.capabilities(), ServerInfo: s.info()})
+}
+
+func (s *server) callTool(m *protocol.Message) {
+	var p struct {
+		Name      string `json:"name"`
+		Arguments struct {
+			Text string   `json:"text"`
+			A    *float64 `json:"a"`
+			B    *float64 `json:"b"`
+			Ms   int      `json:"ms"`
+		} `json:"arguments"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		s.writeError(m.ID, protocol.NewError(protocol.CodeInvalidParams, "%v", err))
+		return
+	}
+	if s.o.OversizeBytes > 0 {
+		s.writeOversize(m.ID)
+		return
+	}
+	switch {
+	case p.Name == "echo" || strings.HasPrefix(p.Name, "tool_"):
+		text := p.Arguments.Text
+		if s.o.Payload > 0 {
+			text = strings.Repeat("x", s.o.Payload)
+		}
+		s.writeResult(m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(text)}})
+	case p.Name == "add":
+		if p.Arguments.A == nil || p.Arguments.B == nil {
+			s.writeResult(m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("add needs a and b")}})
+			return
+		}
+		sum := *p.Arguments.A + *p.Arguments.B
+		s.writeResult(m.ID, protocol.CallToolResult{
+			Content:           []protocol.Content{protocol.TextContent(strconv.FormatFloat(sum, 'g', -1, 64))},
+			StructuredContent: json.RawMessage(`{"sum":` + strconv.FormatFloat(sum, 'g', -1, 64) + `}`),
+		})
+	case p.Name == "fail":
+		s.writeResult(m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("this tool always fails")}})
+	case p.Name == "sleep":
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			time.Sleep(time.Duration(p.Arguments.Ms) * time.Millisecond)
+			s.writeResult(m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("slept")}})
+		}()
+	default:
+		s.writeError(m.ID, protocol.NewError(protocol.CodeInvalidParams, "unknown tool %q", p.Name))
+	}
+}
+
+func (s *server) resources() []protocol.Resource {
+	out := make([]protocol.Resource, s.o.Resources)
+	for i := range out {
+		out[i] = protocol.Resource{URI: fmt.Sprintf("mock://resource/%d", i+1), Name: fmt.Sprintf("resource %d", i+1), MimeType: "text/plain"}
+	}
+	return out
+}
+
+func (s *server) prompts() []protocol.Prompt {
+	out := make([]protocol.Prompt, s.o.Prompts)
+	for i := range out {
+		out[i] = protocol.Prompt{Name: fmt.Sprintf("prompt_%d", i+1), Arguments: []protocol.PromptArgument{{Name: "name", Required: true}}}
+	}
+	return out
+}
+
+func cursorOf(params json.RawMessage) string {
+	var p protocol.PaginatedParams
+	_ = json.Unmarshal(params, &p)
+	return p.Cursor
+}
+
+func paginate[T any](items []T, cursor string, size int) ([]T, string) {
+	start, _ := strconv.Atoi(cursor)
+	if size <= 0 || start < 0 || start > len(items) {
+		if start > len(items) {
+			start = len(items)
+		}
+		return items[max(start, 0):], ""
+	}
+	end := min(start+size, len(items))
+	next := ""
+	if end < len(items) {
+		next = strconv.Itoa(end)
+	}
+	return items[start:end], next
+}
+
+func (s *server) writeResult(id protocol.ID, result any) {
+	frame, err := protocol.AppendResult(nil, id, result)
+	if err != nil {
+		s.writeError(id, protocol.NewError(protocol.CodeInternalError, "%v", err))
+		return
+	}
+	s.write(frame)
+}
+
+func (s *server) writeError(id protocol.ID, e *protocol.Error) {
+	frame, _ := protocol.AppendError(nil, id, e)
+	s.write(frame)
+}
+
+func (s *server) writeOversize(id protocol.ID) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	idJSON, _ := id.MarshalJSON()
+	head := `{"jsonrpc":"2.0","id":` + string(idJSON) + `,"result":{"content":[{"type":"text","text":"`
+	s.out.WriteString(head)
+	chunk := []byte(strings.Repeat("o", 64<<10))
+	for n := int64(len(head)); n < s.o.OversizeBytes; n += int64(len(chunk)) {
+		s.out.Write(chunk)
+	}
+	s.out.WriteString("\"}]}}\n")
+	s.out.Flush()
+}
+
+func (s *server) write(frame []byte) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.o.Garbage {
+		s.out.WriteString("mockserver: this line is not JSON\n")
+		s.out.WriteString("{\"jsonrpc\":\"2.0\",\"id\":\n")
+	}
+	s.out.Write(frame)
+	s.out.WriteByte('\n')
+	s.out.Flush()
+}
+
+func (s *server) flush() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.out.Flush()
+}
