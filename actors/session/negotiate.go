@@ -144,4 +144,3 @@ func (s *Session) metaFor(version string) protocol.Meta {
 	}
 	return rm.Apply(nil)
 }
-
