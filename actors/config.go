@@ -1,0 +1,157 @@
+// Package actors is mcpvisor's supervision core, built on protoactor-go:
+// one server actor per configured MCP server, which alone owns that
+// server's connection, and one registry actor, which owns the set of
+// server actors, admits their connects, assembles the tool pool and
+// publishes events. It is the only package that imports protoactor.
+//
+// Callers do not talk to the actors for every request. The server actor
+// publishes an immutable view of its state (including the live session)
+// and the registry publishes the tool pool; a call reads both and goes
+// straight to the session. Lifecycle changes — connect, teardown,
+// configuration — always go through the actors' mailboxes.
+package actors
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
+)
+
+// ServerConfig is one entry of an .mcp.json "mcpServers" map: how to reach
+// the server (the embedded transports.Config) and how to supervise it.
+type ServerConfig struct {
+	transports.Config
+
+	// Disabled servers are never started; their tools are not offered.
+	Disabled bool `json:"disabled,omitempty"`
+
+	// Lazy servers are not connected at start. (Connect-on-first-use
+	// arrives with the connect scheduler; for now they are left pending
+	// until Reconnect.)
+	Lazy bool `json:"lazy,omitempty"`
+
+	// Trust is "trusted" for servers whose tool annotations the host may
+	// rely on; anything else means the annotations are hints only.
+	Trust string `json:"trust,omitempty"`
+
+	// Tools filters the tools offered from this server by glob.
+	Tools ToolFilter `json:"tools,omitempty"`
+
+	// TimeoutMs is the default deadline of a call to this server, in
+	// milliseconds. Zero means Options.CallTimeout.
+	TimeoutMs int `json:"timeoutMs,omitempty"`
+
+	// ProtocolVersion pins the protocol version. Empty means the newest
+	// the server supports.
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+
+	// OAuth holds the server's OAuth settings (client id, scopes). It is
+	// kept for the authorization support of a later release.
+	OAuth json.RawMessage `json:"oauth,omitempty"`
+}
+
+// ToolFilter selects tools by name with glob patterns (path.Match syntax).
+// An empty Allow allows everything; Deny wins over Allow.
+type ToolFilter struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// Validate reports the first problem that makes the config unusable.
+func (c *ServerConfig) Validate() error {
+	if err := c.Config.Validate(); err != nil {
+		return err
+	}
+	if c.ProtocolVersion != "" && !protocol.IsSupported(c.ProtocolVersion) {
+		return fmt.Errorf("protocolVersion %q is not one mcpvisor speaks (%v)", c.ProtocolVersion, protocol.SupportedVersions())
+	}
+	if c.TimeoutMs < 0 {
+		return fmt.Errorf("timeoutMs must not be negative")
+	}
+	return nil
+}
+
+// Options configure the supervision core. The zero value is usable.
+type Options struct {
+	// Logger receives everything mcpvisor logs, protoactor's own logging
+	// included. The zero value logs nothing. mcpvisor never writes to
+	// stdout.
+	Logger zerolog.Logger
+
+	// ClientInfo names the host to servers. Default: mcpvisor and its
+	// version.
+	ClientInfo protocol.Implementation
+
+	// LocalConnectLimit is how many local (stdio, in-process) servers may
+	// connect at once. Zero means $MCP_SERVER_CONNECTION_BATCH_SIZE, else 3.
+	LocalConnectLimit int
+
+	// RemoteConnectLimit is how many remote servers may connect at once.
+	// Zero means $MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE, else 20.
+	RemoteConnectLimit int
+
+	// ConnectTimeout bounds one connect: start, negotiation and listing.
+	// Zero means 30 s.
+	ConnectTimeout time.Duration
+
+	// CallTimeout is the default deadline of a call whose context has none
+	// and whose server sets no timeoutMs. Zero means 2 minutes.
+	CallTimeout time.Duration
+
+	// DiscoverTimeout bounds the server/discover probe of a server whose
+	// era is not yet known. Zero means 3 s.
+	DiscoverTimeout time.Duration
+
+	// MaxFrameSize caps one frame from a server. Zero means 16 MiB.
+	MaxFrameSize int64
+
+	// CloseStdinTimeout and TerminateTimeout are the stdio shutdown
+	// ladder's waits (close stdin → wait → SIGTERM → wait → SIGKILL).
+	// Zero means 2 s each.
+	CloseStdinTimeout time.Duration
+	TerminateTimeout  time.Duration
+
+	// EventBuffer is how many past events are kept for subscribers that
+	// resume from a sequence number. Zero means 1024.
+	EventBuffer int
+}
+
+// withDefaults fills zero fields.
+func (o Options) withDefaults() Options {
+	if o.ClientInfo.Name == "" {
+		o.ClientInfo = protocol.Implementation{Name: "mcpvisor", Version: Version}
+	}
+	if o.LocalConnectLimit <= 0 {
+		o.LocalConnectLimit = envInt("MCP_SERVER_CONNECTION_BATCH_SIZE", 3)
+	}
+	if o.RemoteConnectLimit <= 0 {
+		o.RemoteConnectLimit = envInt("MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE", 20)
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 30 * time.Second
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 2 * time.Minute
+	}
+	if o.EventBuffer <= 0 {
+		o.EventBuffer = 1024
+	}
+	return o
+}
+
+// Version is mcpvisor's version, sent as clientInfo.version.
+const Version = "0.1.0"
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
