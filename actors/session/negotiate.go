@@ -24,7 +24,7 @@ func (s *Session) negotiate(ctx context.Context) error {
 	initVersion := protocol.LatestHandshakeVersion
 	if want != "" && !protocol.UsesDiscover(want) {
 		initVersion = want
-	} else if !s.opts.SkipDiscover {
+	} else if !s.opts.Memory.DiscoverRejected() {
 		version := protocol.LatestVersion
 		if want != "" {
 			version = want
@@ -35,6 +35,9 @@ func (s *Session) negotiate(ctx context.Context) error {
 		}
 		if legacy == "" {
 			return err // the connection failed, or a pinned stateless version was refused
+		}
+		if s.discoverRejected && s.opts.Memory != nil {
+			s.opts.Memory.discoverRejected.Store(true)
 		}
 		initVersion = legacy
 	}

@@ -65,9 +65,10 @@ type Options struct {
 	// server supports.
 	ProtocolVersion string
 
-	// SkipDiscover goes straight to initialize: the server rejected
-	// server/discover before and must not be asked again.
-	SkipDiscover bool
+	// Memory carries what negotiation learned about this server from one
+	// connection to the next: a server that rejected server/discover is
+	// never asked again. Nil remembers nothing.
+	Memory *Memory
 
 	// DiscoverTimeout bounds the server/discover probe, so that a legacy
 	// server that ignores unknown methods costs this much, not the whole
@@ -96,6 +97,18 @@ const (
 	// forever cannot keep a connect running.
 	maxPages = 1000
 )
+
+// Memory remembers what negotiation learned about one server, across its
+// connections. The zero value knows nothing. Safe for concurrent use.
+type Memory struct {
+	discoverRejected atomic.Bool
+}
+
+// DiscoverRejected reports whether the server rejected server/discover.
+func (m *Memory) DiscoverRejected() bool { return m != nil && m.discoverRejected.Load() }
+
+// Forget clears what was learned, for a server whose config changed.
+func (m *Memory) Forget() { m.discoverRejected.Store(false) }
 
 // Stats counts what the session saw besides well-formed answers.
 type Stats struct {

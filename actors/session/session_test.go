@@ -113,8 +113,6 @@ func TestNegotiation(t *testing.T) {
 			[]string{"server/discover", "tools/list"}},
 		{"handshake-era server rejects discover", session.Options{}, []string{"-versions", "2025-06-18,2024-11-05"}, protocol.Version20250618, true,
 			[]string{"server/discover", "initialize", "notifications/initialized", "tools/list"}},
-		{"discover skipped after an earlier rejection", session.Options{SkipDiscover: true}, []string{"-versions", "2025-11-25"}, protocol.Version20251125, false,
-			[]string{"initialize", "notifications/initialized", "tools/list"}},
 		{"pinned handshake version sends no discover", session.Options{ProtocolVersion: protocol.Version20251125}, nil, protocol.Version20251125, false,
 			[]string{"initialize", "notifications/initialized", "tools/list"}},
 		{"pinned stateless version", session.Options{ProtocolVersion: protocol.Version20260728}, nil, protocol.Version20260728, false,
@@ -134,6 +132,21 @@ func TestNegotiation(t *testing.T) {
 			assert.Equal(t, tt.wantSent, f.conn.sent())
 		})
 	}
+}
+
+func TestServerThatRejectedDiscoverIsNeverAskedAgain(t *testing.T) {
+	var memory session.Memory
+	first := mustOpen(t, session.Options{Memory: &memory}, "-versions", "2025-11-25")
+	assert.Equal(t, []string{"server/discover", "initialize", "notifications/initialized"}, first.conn.sent())
+	assert.True(t, memory.DiscoverRejected())
+
+	second := mustOpen(t, session.Options{Memory: &memory}, "-versions", "2025-11-25")
+	assert.Equal(t, protocol.Version20251125, second.s.ProtocolVersion())
+	assert.Equal(t, []string{"initialize", "notifications/initialized"}, second.conn.sent())
+
+	memory.Forget()
+	third := mustOpen(t, session.Options{Memory: &memory})
+	assert.Equal(t, protocol.Version20260728, third.s.ProtocolVersion(), "a forgotten server is probed again")
 }
 
 func TestPinnedVersionTheServerLacksFails(t *testing.T) {

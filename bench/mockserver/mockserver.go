@@ -39,6 +39,7 @@ type Options struct {
 	Resources int           // resources mock://resource/1…N
 	Prompts   int           // prompts prompt_1…N
 	Latency   time.Duration // delay before answering each tools/call
+	InitDelay time.Duration // delay before answering initialize or server/discover
 	Payload   int           // echo answers with this many bytes instead of its input
 	Versions  []string      // versions served, newest first; default all
 	PageSize  int           // list page size; 0 = everything in one page
@@ -102,6 +103,7 @@ func ParseFlags(args []string) (Options, error) {
 	fs.IntVar(&o.Resources, "resources", 0, "number of resources")
 	fs.IntVar(&o.Prompts, "prompts", 0, "number of prompts")
 	fs.DurationVar(&o.Latency, "latency", 0, "delay before answering each tools/call")
+	fs.DurationVar(&o.InitDelay, "init-delay", 0, "delay before answering initialize or server/discover")
 	fs.IntVar(&o.Payload, "payload", 0, "echo answers with this many bytes")
 	fs.StringVar(&versions, "versions", "", "comma-separated protocol versions served (default all)")
 	fs.IntVar(&o.PageSize, "page-size", 0, "items per list page (0 = one page)")
@@ -180,7 +182,8 @@ func spawnSleeper() error {
 type server struct {
 	o        Options
 	versions []string
-	tools    []protocol.Tool
+	tmu      sync.Mutex
+	tools    []protocol.Tool // guarded by tmu; grows with announce
 
 	wmu sync.Mutex
 	out *bufio.Writer // guarded by wmu
@@ -210,6 +213,7 @@ func newServer(o Options, w io.Writer) *server {
 			OutputSchema: obj(`"sum":{"type":"number"}`, "sum")},
 		{Name: "fail", Description: "Always fails with isError.", InputSchema: obj(``)},
 		{Name: "sleep", Description: "Sleeps for ms milliseconds.", InputSchema: obj(`"ms":{"type":"integer"}`, "ms")},
+		{Name: "announce", Description: "Adds a tool named text and sends tools/list_changed.", InputSchema: obj(`"text":{"type":"string"}`, "text")},
 	}
 	for i := 1; i <= o.Tools; i++ {
 		s.tools = append(s.tools, protocol.Tool{
@@ -239,6 +243,9 @@ func (s *server) handle(ctx context.Context, line []byte) (int, bool) {
 		s.writeError(m.ID, protocol.NewError(protocol.CodeInvalidRequest, "%s before initialization", m.Method))
 		return 0, false
 	}
+	if s.o.InitDelay > 0 && (m.Method == protocol.MethodDiscover || m.Method == protocol.MethodInitialize) {
+		time.Sleep(s.o.InitDelay)
+	}
 	switch m.Method {
 	case protocol.MethodDiscover:
 		s.discover(m, modern)
@@ -247,7 +254,10 @@ func (s *server) handle(ctx context.Context, line []byte) (int, bool) {
 	case protocol.MethodPing:
 		s.writeResult(m.ID, json.RawMessage(`{}`))
 	case protocol.MethodToolsList:
-		page, next := paginate(s.tools, cursorOf(m.Params), s.o.PageSize)
+		s.tmu.Lock()
+		tools := s.tools
+		s.tmu.Unlock()
+		page, next := paginate(tools, cursorOf(m.Params), s.o.PageSize)
 		s.writeResult(m.ID, protocol.ListToolsResult{Tools: page, NextCursor: next})
 	case protocol.MethodToolsCall:
 		n := s.calls.Add(1)
@@ -403,6 +413,13 @@ func (s *server) callTool(m *protocol.Message) {
 			Content:           []protocol.Content{protocol.TextContent(strconv.FormatFloat(sum, 'g', -1, 64))},
 			StructuredContent: json.RawMessage(`{"sum":` + strconv.FormatFloat(sum, 'g', -1, 64) + `}`),
 		})
+	case p.Name == "announce":
+		s.tmu.Lock()
+		s.tools = append(slices.Clip(s.tools), protocol.Tool{Name: p.Arguments.Text, Description: "Announced at run time.", InputSchema: json.RawMessage(`{"type":"object"}`)})
+		s.tmu.Unlock()
+		s.writeResult(m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("announced " + p.Arguments.Text)}})
+		frame, _ := protocol.AppendRequest(nil, protocol.ID{}, protocol.NotificationToolsListChanged, nil)
+		s.write(frame)
 	case p.Name == "fail":
 		s.writeResult(m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("this tool always fails")}})
 	case p.Name == "sleep":

@@ -1,0 +1,138 @@
+package actors
+
+import "time"
+
+// bus is the registry's event stream: it numbers events, keeps the latest
+// ones in a ring for subscribers that resume from a cursor, and delivers
+// to every subscriber without ever blocking. It is owned by the registry
+// actor; no other goroutine touches it.
+type bus struct {
+	seq  uint64
+	ring []Event // circular once full; ring[next] is the oldest
+	next int
+	full bool
+	subs map[*subscriber]struct{}
+}
+
+// subscriber is one event consumer. ch is buffered; when it is full,
+// events are dropped and counted, and a gap event precedes the next one
+// delivered.
+type subscriber struct {
+	ch      chan Event
+	dropped uint64 // registry goroutine only
+}
+
+func newBus(size int) *bus {
+	return &bus{ring: make([]Event, 0, size), subs: map[*subscriber]struct{}{}}
+}
+
+// publish numbers ev, remembers it and delivers it.
+func (b *bus) publish(ev Event) {
+	b.seq++
+	ev.Seq = b.seq
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	if !b.full {
+		b.ring = append(b.ring, ev)
+		b.full = len(b.ring) == cap(b.ring)
+	} else {
+		b.ring[b.next] = ev
+		b.next = (b.next + 1) % len(b.ring)
+	}
+	for s := range b.subs {
+		s.deliver(ev)
+	}
+}
+
+// add registers s; when resume is set, it first replays the remembered
+// events after sequence number after (and a gap for those forgotten).
+func (b *bus) add(s *subscriber, resume bool, after uint64) {
+	if resume {
+		past := b.since(after)
+		if len(past) > 0 && past[0].Seq > after+1 {
+			s.dropped += past[0].Seq - after - 1
+		} else if len(past) == 0 && b.seq > after {
+			s.dropped += b.seq - after
+		}
+		for _, ev := range past {
+			s.deliver(ev)
+		}
+	}
+	b.subs[s] = struct{}{}
+}
+
+// since returns the remembered events with Seq > after, oldest first.
+func (b *bus) since(after uint64) []Event {
+	ordered := b.ring
+	if b.full {
+		ordered = append(append([]Event(nil), b.ring[b.next:]...), b.ring[:b.next]...)
+	}
+	for i, ev := range ordered {
+		if ev.Seq > after {
+			return ordered[i:]
+		}
+	}
+	return nil
+}
+
+// flushGaps tries to tell every subscriber that lost events how many,
+// and reports whether some still could not be told (their buffer is
+// still full).
+func (b *bus) flushGaps() (pending bool) {
+	for s := range b.subs {
+		if s.dropped == 0 {
+			continue
+		}
+		select {
+		case s.ch <- Event{Type: EventGap, Time: time.Now(), Dropped: s.dropped}:
+			s.dropped = 0
+		default:
+			pending = true
+		}
+	}
+	return pending
+}
+
+// hasDrops reports whether some subscriber has lost events it has not
+// been told about.
+func (b *bus) hasDrops() bool {
+	for s := range b.subs {
+		if s.dropped > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// remove unregisters s and closes its channel.
+func (b *bus) remove(s *subscriber) {
+	if _, ok := b.subs[s]; ok {
+		delete(b.subs, s)
+		close(s.ch)
+	}
+}
+
+// closeAll ends every subscription.
+func (b *bus) closeAll() {
+	for s := range b.subs {
+		b.remove(s)
+	}
+}
+
+func (s *subscriber) deliver(ev Event) {
+	if s.dropped > 0 {
+		select {
+		case s.ch <- Event{Type: EventGap, Time: time.Now(), Dropped: s.dropped}:
+			s.dropped = 0
+		default:
+			s.dropped++
+			return
+		}
+	}
+	select {
+	case s.ch <- ev:
+	default:
+		s.dropped++
+	}
+}

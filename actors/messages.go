@@ -1,0 +1,117 @@
+package actors
+
+import (
+	"encoding/json"
+
+	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// Messages of the server actor. Each is one intent; replies travel on a
+// channel inside the message (buffered, so the actor never blocks on a
+// caller that gave up), never through protoactor futures.
+
+// connectNow asks a server actor to connect (sent by the registry when it
+// admits the server). The server's next view carries the ticket, so the
+// registry can tell when this attempt has settled.
+type connectNow struct {
+	ticket uint64
+}
+
+// connectResult is the outcome of one connect attempt, sent by the
+// attempt's goroutine.
+type connectResult struct {
+	gen   uint64
+	sess  *session.Session // nil on failure
+	lists lists
+	err   error
+}
+
+// lists is what a server offers, as listed at connect or after a
+// list_changed notification.
+type lists struct {
+	tools     []protocol.Tool
+	resources []protocol.Resource
+	templates []protocol.ResourceTemplate
+	prompts   []protocol.Prompt
+}
+
+// connectionLost reports that generation gen's connection ended.
+type connectionLost struct {
+	gen uint64
+	err error
+}
+
+// serverNotification carries a notification of generation gen.
+type serverNotification struct {
+	gen    uint64
+	method string
+	params json.RawMessage
+}
+
+// relisted carries a fresh list of one kind after list_changed.
+type relisted struct {
+	gen   uint64
+	kind  listKind
+	lists lists
+	err   error
+}
+
+// teardownDone reports that a goroutine that owned a connection or a
+// process (a connect attempt or a session close) has finished.
+type teardownDone struct{}
+
+// shutdown asks a server actor to close its connection and stop.
+// done is closed when no process or connection of the server remains.
+type shutdown struct {
+	done chan struct{}
+}
+
+// reconfigure gives a server actor a changed config: it drops its
+// connection and waits for admission again (or is disabled).
+type reconfigure struct {
+	cfg ServerConfig
+}
+
+// Messages of the registry actor.
+
+// setServers replaces the desired configuration.
+type setServers struct {
+	servers map[string]ServerConfig
+	reply   chan SetResult
+}
+
+// serverChanged tells the registry that a server published a new view.
+type serverChanged struct {
+	name   string
+	handle *serverHandle
+	view   *serverView
+}
+
+// reconnectServer asks the registry to reconnect one server (or all).
+type reconnectServer struct {
+	name  string // empty: every enabled server
+	reply chan error
+}
+
+// subscribe adds an event subscriber.
+type subscribe struct {
+	sub   *subscriber
+	after uint64 // replay events with Seq > after; 0 replays nothing older than now unless fromStart
+	from  bool   // whether after is meaningful
+}
+
+// unsubscribe removes an event subscriber.
+type unsubscribe struct {
+	sub *subscriber
+}
+
+// waitSettled asks to be told when every server is settled.
+type waitSettled struct {
+	done chan struct{}
+}
+
+// closeAll shuts every server down; done is closed when all are gone.
+type closeAll struct {
+	done chan struct{}
+}

@@ -1,0 +1,476 @@
+package actors
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+)
+
+// SetResult says what SetServers did.
+type SetResult struct {
+	Added     []string         `json:"added"`
+	Removed   []string         `json:"removed"`
+	Changed   []string         `json:"changed"`
+	Unchanged []string         `json:"unchanged"`
+	Errors    map[string]error `json:"-"` // servers whose config was rejected; they were not started
+}
+
+// admissionClass separates local servers (which compete for this
+// machine's CPU when they start) from remote ones.
+type admissionClass int
+
+const (
+	classLocal admissionClass = iota
+	classRemote
+	numClasses
+)
+
+func (c admissionClass) String() string { return [...]string{"local", "remote"}[c] }
+
+func classOf(cfg ServerConfig) admissionClass {
+	if cfg.IsLocal() {
+		return classLocal
+	}
+	return classRemote
+}
+
+// serverEntry is the registry's record of one configured server.
+type serverEntry struct {
+	cfg      ServerConfig
+	h        *serverHandle
+	class    admissionClass
+	view     *serverView // the latest view the registry processed
+	removing bool
+}
+
+// registry owns the set of server actors (its children), admits their
+// connects, builds the tool pool and runs the event bus. All fields are
+// touched only by Receive.
+type registry struct {
+	sys  *System
+	opts Options
+	log  zerolog.Logger
+
+	servers  map[string]*serverEntry // configured servers by name
+	removing map[*serverHandle]bool  // removed servers still shutting down
+	childSeq int                     // makes child actor names unique
+
+	limits   [numClasses]int
+	queue    [numClasses][]string // servers waiting for a connect slot, FIFO
+	queued   map[string]bool
+	inflight map[string]uint64 // server → ticket of its admitted connect
+	running  [numClasses]int
+	peak     [numClasses]int
+	tickets  uint64
+
+	bus           *bus
+	gapTimer      *time.Timer // set while a gap flush is scheduled
+	settleWaiters []chan struct{}
+	closing       bool
+	closeWaiters  []chan struct{}
+}
+
+func newRegistry(sys *System) *registry {
+	r := &registry{
+		sys:      sys,
+		opts:     sys.opts,
+		log:      sys.log,
+		servers:  map[string]*serverEntry{},
+		removing: map[*serverHandle]bool{},
+		queued:   map[string]bool{},
+		inflight: map[string]uint64{},
+		bus:      newBus(sys.opts.EventBuffer),
+	}
+	r.limits[classLocal] = sys.opts.LocalConnectLimit
+	r.limits[classRemote] = sys.opts.RemoteConnectLimit
+	return r
+}
+
+// Receive is the registry's message loop.
+func (r *registry) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case setServers:
+		m.reply <- r.setServers(ctx, m.servers)
+	case serverChanged:
+		r.serverChanged(m)
+	case reconnectServer:
+		m.reply <- r.reconnect(m.name)
+	case subscribe:
+		if r.closing {
+			close(m.sub.ch)
+			return
+		}
+		r.bus.add(m.sub, m.from, m.after)
+	case unsubscribe:
+		r.bus.remove(m.sub)
+	case waitSettled:
+		r.settleWaiters = append(r.settleWaiters, m.done)
+		r.checkSettled()
+	case closeAll:
+		r.closeAll(ctx, m.done)
+	case statsQuery:
+		m.reply <- r.stats()
+	case flushGaps:
+		r.gapTimer = nil
+		r.scheduleGapFlush(r.bus.flushGaps())
+	case *actor.Terminated:
+		r.terminated(m.Who)
+	}
+}
+
+// setServers applies a desired configuration as a diff.
+func (r *registry) setServers(ctx actor.Context, desired map[string]ServerConfig) SetResult {
+	res := SetResult{Errors: map[string]error{}}
+	if r.closing {
+		for name := range desired {
+			res.Errors[name] = ErrClosed
+		}
+		return res
+	}
+	for name, e := range r.servers {
+		if _, keep := desired[name]; !keep {
+			r.remove(ctx, name, e)
+			res.Removed = append(res.Removed, name)
+		}
+	}
+	for name, cfg := range desired {
+		if name == "" {
+			res.Errors[name] = fmt.Errorf("a server needs a name")
+			continue
+		}
+		if err := cfg.Validate(); err != nil {
+			res.Errors[name] = err
+			if _, running := r.servers[name]; running {
+				r.log.Warn().Str("server", name).Err(err).Msg("rejected a config change; the running server keeps its old config")
+			}
+			continue
+		}
+		e, ok := r.servers[name]
+		switch {
+		case !ok:
+			r.add(ctx, name, cfg)
+			res.Added = append(res.Added, name)
+		case reflect.DeepEqual(e.cfg, cfg):
+			res.Unchanged = append(res.Unchanged, name)
+		default:
+			r.change(name, e, cfg)
+			res.Changed = append(res.Changed, name)
+		}
+	}
+	for _, l := range [][]string{res.Added, res.Removed, res.Changed, res.Unchanged} {
+		sort.Strings(l)
+	}
+	r.publishHandles()
+	r.pump()
+	r.checkSettled()
+	return res
+}
+
+func (r *registry) add(ctx actor.Context, name string, cfg ServerConfig) {
+	h := &serverHandle{name: name}
+	h.view.Store(&serverView{name: name, cfg: cfg, state: initialState(cfg), since: time.Now()})
+	opts := r.opts
+	props := actor.PropsFromProducer(func() actor.Actor { return newServerActor(h, cfg, opts) },
+		actor.WithReceiverMiddleware(recoverMiddleware(r.log)))
+	r.childSeq++
+	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("server-%d", r.childSeq))
+	if err != nil { // cannot happen: child names are unique
+		panic(fmt.Sprintf("spawning server actor %q: %v", name, err))
+	}
+	h.pid = pid
+	e := &serverEntry{cfg: cfg, h: h, class: classOf(cfg)}
+	r.servers[name] = e
+	if !cfg.Disabled && !cfg.Lazy {
+		r.enqueue(name, e)
+	}
+}
+
+func initialState(cfg ServerConfig) State {
+	if cfg.Disabled {
+		return StateDisabled
+	}
+	return StatePending
+}
+
+func (r *registry) change(name string, e *serverEntry, cfg ServerConfig) {
+	r.dequeue(name, e)
+	e.cfg, e.class = cfg, classOf(cfg)
+	r.sys.actors.Root.Send(e.h.pid, reconfigure{cfg: cfg})
+	if !cfg.Disabled && !cfg.Lazy {
+		r.enqueue(name, e)
+	}
+}
+
+func (r *registry) remove(ctx actor.Context, name string, e *serverEntry) {
+	r.dequeue(name, e)
+	delete(r.servers, name)
+	r.removing[e.h] = true
+	e.removing = true
+	ctx.Send(e.h.pid, shutdown{done: make(chan struct{})})
+}
+
+// enqueue puts a server in line for a connect slot (once).
+func (r *registry) enqueue(name string, e *serverEntry) {
+	if r.queued[name] {
+		return
+	}
+	if _, running := r.inflight[name]; running {
+		return
+	}
+	r.queued[name] = true
+	r.queue[e.class] = append(r.queue[e.class], name)
+}
+
+// dequeue takes a server out of line and frees its slot, if it had one.
+func (r *registry) dequeue(name string, e *serverEntry) {
+	if r.queued[name] {
+		delete(r.queued, name)
+		q := r.queue[e.class]
+		for i, n := range q {
+			if n == name {
+				r.queue[e.class] = append(q[:i:i], q[i+1:]...)
+				break
+			}
+		}
+	}
+	if _, ok := r.inflight[name]; ok {
+		delete(r.inflight, name)
+		r.running[e.class]--
+	}
+}
+
+// serverChanged processes a server's new view: admission bookkeeping,
+// state events, and the tool pool.
+func (r *registry) serverChanged(m serverChanged) {
+	v := m.view
+	e, ok := r.servers[m.name]
+	if !ok || e.h.view.Load() == nil || e.h != m.handle {
+		// A removed server reporting its shutdown.
+		if v.state == StateStopped && r.removing[m.handle] {
+			delete(r.removing, m.handle)
+			r.publishState(v, StateStopped, nil)
+			r.maybeClosed()
+		}
+		return
+	}
+	prev := e.view
+	e.view = v
+	if ticket, ok := r.inflight[m.name]; ok && v.admitted == ticket && v.state != StateConnecting {
+		delete(r.inflight, m.name)
+		r.running[e.class]--
+		if v.state == StatePending && !e.cfg.Lazy && !e.cfg.Disabled {
+			r.enqueue(m.name, e) // the actor restarted mid-connect: back in line
+		}
+	}
+	prevState := StatePending
+	if prev != nil {
+		prevState = prev.state
+	}
+	if prev == nil || prev.state != v.state {
+		r.publishState(v, prevState, v.err)
+	}
+	if poolChanged(prev, v) {
+		r.sys.pool.Store(buildPool(r.servers, r.log))
+		r.publish(Event{Type: EventToolsChanged, Server: m.name})
+	}
+	r.pump()
+	r.checkSettled()
+}
+
+func (r *registry) publishState(v *serverView, prev State, err error) {
+	ev := Event{Type: EventServerState, Server: v.name, State: v.state, Previous: prev}
+	if err != nil {
+		ev.Err = err.Error()
+	}
+	r.publish(ev)
+}
+
+// publish puts an event on the bus.
+func (r *registry) publish(ev Event) {
+	r.bus.publish(ev)
+	r.scheduleGapFlush(r.bus.hasDrops())
+}
+
+// gapFlushInterval is how often the registry retries telling a slow
+// subscriber how many events it lost, so that it learns even when no
+// further event comes.
+const gapFlushInterval = 100 * time.Millisecond
+
+func (r *registry) scheduleGapFlush(needed bool) {
+	if !needed || r.gapTimer != nil || r.closing {
+		return
+	}
+	root, self := r.sys.actors.Root, r.sys.registry
+	r.gapTimer = time.AfterFunc(gapFlushInterval, func() { root.Send(self, flushGaps{}) })
+}
+
+// flushGaps asks the registry to retry pending gap markers.
+type flushGaps struct{}
+
+// poolChanged reports whether the difference between two views of a
+// server changes the pool.
+func poolChanged(prev, v *serverView) bool {
+	if prev == nil {
+		return v.state == StateReady
+	}
+	if (prev.state == StateReady) != (v.state == StateReady) {
+		return true
+	}
+	return v.state == StateReady && (!sameSlice(prev.lists.tools, v.lists.tools) || !sameSlice(prev.lists.prompts, v.lists.prompts))
+}
+
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// pump admits queued servers while their class has free slots. A slot
+// frees as soon as one connect settles, not when a batch does.
+func (r *registry) pump() {
+	for c := range numClasses {
+		for r.running[c] < r.limits[c] && len(r.queue[c]) > 0 {
+			name := r.queue[c][0]
+			r.queue[c] = r.queue[c][1:]
+			delete(r.queued, name)
+			e := r.servers[name]
+			r.tickets++
+			r.inflight[name] = r.tickets
+			r.running[c]++
+			r.peak[c] = max(r.peak[c], r.running[c])
+			r.sys.actors.Root.Send(e.h.pid, connectNow{ticket: r.tickets})
+		}
+	}
+}
+
+// reconnect re-admits one server (or every enabled one).
+func (r *registry) reconnect(name string) error {
+	if r.closing {
+		return ErrClosed
+	}
+	if name == "" {
+		for n, e := range r.servers {
+			if !e.cfg.Disabled {
+				r.enqueue(n, e)
+			}
+		}
+		r.pump()
+		return nil
+	}
+	e, ok := r.servers[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
+	}
+	if e.cfg.Disabled {
+		return fmt.Errorf("server %q is disabled in its config", name)
+	}
+	r.enqueue(name, e)
+	r.pump()
+	return nil
+}
+
+// checkSettled wakes the WaitSettled callers once no server is pending
+// (other than lazy ones) or connecting.
+func (r *registry) checkSettled() {
+	if len(r.settleWaiters) == 0 {
+		return
+	}
+	for _, e := range r.servers {
+		v := e.h.view.Load()
+		if v.state == StateConnecting || (v.state == StatePending && !e.cfg.Lazy) {
+			return
+		}
+	}
+	for _, done := range r.settleWaiters {
+		close(done)
+	}
+	r.settleWaiters = nil
+}
+
+// closeAll shuts every server down.
+func (r *registry) closeAll(ctx actor.Context, done chan struct{}) {
+	r.closing = true
+	r.closeWaiters = append(r.closeWaiters, done)
+	for name, e := range r.servers {
+		r.remove(ctx, name, e)
+	}
+	r.maybeClosed()
+}
+
+func (r *registry) maybeClosed() {
+	if !r.closing || len(r.removing) > 0 {
+		return
+	}
+	r.sys.pool.Store(emptyPool)
+	if r.gapTimer != nil {
+		r.gapTimer.Stop()
+		r.gapTimer = nil
+	}
+	r.bus.closeAll()
+	for _, done := range r.settleWaiters {
+		close(done)
+	}
+	r.settleWaiters = nil
+	for _, done := range r.closeWaiters {
+		close(done)
+	}
+	r.closeWaiters = nil
+}
+
+// terminated handles a server actor that stopped. A removed server stops
+// by itself; any other stopped because it crashed more often than its
+// supervision strategy allows.
+func (r *registry) terminated(pid *actor.PID) {
+	for name, e := range r.servers {
+		if e.h.pid.Equal(pid) {
+			err := fmt.Errorf("the server's actor crashed repeatedly and was stopped")
+			r.log.Error().Str("server", name).Msg(err.Error())
+			prev := e.h.view.Load()
+			v := *prev
+			v.state, v.err, v.sess, v.lists, v.since = StateFailed, err, nil, lists{}, time.Now()
+			e.h.view.Store(&v)
+			r.serverChanged(serverChanged{name: name, handle: e.h, view: &v})
+			return
+		}
+	}
+	for h := range r.removing {
+		if h.pid.Equal(pid) { // stopped before reporting; count it gone
+			delete(r.removing, h)
+			r.maybeClosed()
+			return
+		}
+	}
+}
+
+// publishHandles publishes the configured servers, sorted by name, for
+// Status.
+func (r *registry) publishHandles() {
+	hs := make([]*serverHandle, 0, len(r.servers))
+	for _, e := range r.servers {
+		hs = append(hs, e.h)
+	}
+	sort.Slice(hs, func(i, j int) bool { return hs[i].name < hs[j].name })
+	r.sys.handles.Store(&hs)
+}
+
+// AdmissionStats reports the connect scheduler's counters.
+type AdmissionStats struct {
+	Limit   [2]int // local, remote
+	Running [2]int
+	Peak    [2]int // the most connects that ever ran at once
+	Queued  [2]int
+}
+
+type statsQuery struct {
+	reply chan AdmissionStats
+}
+
+func (r *registry) stats() AdmissionStats {
+	var s AdmissionStats
+	for c := range numClasses {
+		s.Limit[c], s.Running[c], s.Peak[c], s.Queued[c] = r.limits[c], r.running[c], r.peak[c], len(r.queue[c])
+	}
+	return s
+}

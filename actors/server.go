@@ -1,0 +1,499 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/stdio"
+)
+
+// serverHandle is how the registry and callers reach one server. It
+// outlives the server actor's instances (a restarted actor is a new
+// instance on the same handle), so whatever must survive a restart lives
+// here. The server actor is the only writer of every field after creation.
+type serverHandle struct {
+	name string
+	pid  *actor.PID // set by the registry right after spawning
+
+	view atomic.Pointer[serverView] // the latest published state
+
+	gens     atomic.Uint64 // connection generations ever started; never reused
+	admitted atomic.Uint64 // the ticket of the last connectNow received
+	busy     atomic.Int32  // goroutines that still own a connection or a process
+	memory   session.Memory
+}
+
+// serverView is an immutable snapshot of one server, published by its
+// actor on every change. Callers read it without a mailbox hop.
+type serverView struct {
+	name            string
+	cfg             ServerConfig
+	state           State
+	since           time.Time
+	admitted        uint64           // ticket of the connect this view answers
+	sess            *session.Session // non-nil exactly when state is ready
+	lists           lists
+	err             error
+	connectedSince  time.Time
+	protocolVersion string
+	serverInfo      protocol.Implementation
+}
+
+// status renders the view for hosts.
+func (v *serverView) status() ServerStatus {
+	st := ServerStatus{
+		Name:            v.name,
+		State:           v.state,
+		Transport:       string(v.cfg.Kind()),
+		ProtocolVersion: v.protocolVersion,
+		ServerInfo:      v.serverInfo,
+		Tools:           len(v.lists.tools),
+		Resources:       len(v.lists.resources),
+		Prompts:         len(v.lists.prompts),
+		ConnectedSince:  v.connectedSince,
+		StateSince:      v.since,
+		Lazy:            v.cfg.Lazy,
+	}
+	if v.err != nil {
+		st.LastError = v.err.Error()
+	}
+	if v.sess != nil {
+		st.InFlight = v.sess.InFlight()
+	}
+	return st
+}
+
+// serverActor owns one server's connection: it alone starts connect
+// attempts, installs and tears down sessions, and publishes the server's
+// view. All its fields are touched only by Receive (the actor's
+// goroutine); I/O runs in goroutines it starts, whose results come back as
+// messages tagged with the connection generation.
+type serverActor struct {
+	h    *serverHandle
+	opts Options
+	log  zerolog.Logger
+
+	self, parent *actor.PID
+	root         *actor.RootContext // for goroutines to message the actor
+
+	cfg   ServerConfig
+	state State
+	since time.Time
+	err   error
+
+	gen            uint64             // generation of the current attempt or session
+	cancelConnect  context.CancelFunc // non-nil while a connect attempt runs
+	sess           *session.Session   // the ready session, if any
+	lists          lists
+	connectedSince time.Time
+
+	relisting   [numListKinds]bool // a re-list of that kind is in flight
+	relistAgain [numListKinds]bool // a list_changed arrived during it
+
+	stopping    bool
+	stopWaiters []chan struct{}
+}
+
+func newServerActor(h *serverHandle, cfg ServerConfig, opts Options) *serverActor {
+	return &serverActor{
+		h:    h,
+		cfg:  cfg,
+		opts: opts,
+		log:  opts.Logger.With().Str("server", h.name).Logger(),
+	}
+}
+
+// Receive is the actor's message loop.
+func (a *serverActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.self, a.parent, a.root = ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
+		if prev := a.h.view.Load(); prev != nil {
+			a.cfg = prev.cfg // a restarted instance keeps the latest config
+		}
+		if a.cfg.Disabled {
+			a.setState(StateDisabled, nil)
+		} else {
+			a.setState(StatePending, nil)
+		}
+	case *actor.Restarting:
+		a.log.Error().Msg("server actor restarting after a crash; its connection is dropped")
+		a.abandon(session.ErrServerRestarting)
+	case *actor.Stopping:
+		a.abandon(session.ErrConnectionClosed)
+	case connectNow:
+		a.h.admitted.Store(m.ticket)
+		a.connect()
+	case connectResult:
+		a.connected(m)
+	case connectionLost:
+		a.lost(m)
+	case serverNotification:
+		a.notification(m)
+	case relisted:
+		a.relisted(m)
+	case reconfigure:
+		a.reconfigure(m.cfg)
+	case shutdown:
+		a.stopping = true
+		a.stopWaiters = append(a.stopWaiters, m.done)
+		a.abandon(session.ErrConnectionClosed)
+		a.maybeStop(ctx)
+	case teardownDone:
+		a.maybeStop(ctx)
+	}
+}
+
+// setState records a transition and publishes the new view.
+func (a *serverActor) setState(s State, err error) {
+	prev := a.state
+	if s != prev {
+		a.since = time.Now()
+	}
+	a.state, a.err = s, err
+	ev := a.log.Info()
+	if s == StateFailed {
+		ev = a.log.Warn()
+	}
+	if s != prev && prev != "" {
+		ev.Str("from", string(prev)).Str("to", string(s)).AnErr("error", err).Msg("server state")
+	}
+	a.publish()
+}
+
+// publish stores a new view and tells the registry.
+func (a *serverActor) publish() {
+	v := &serverView{
+		name:           a.h.name,
+		cfg:            a.cfg,
+		state:          a.state,
+		since:          a.since,
+		admitted:       a.h.admitted.Load(),
+		lists:          a.lists,
+		err:            a.err,
+		connectedSince: a.connectedSince,
+	}
+	if a.state == StateReady && a.sess != nil {
+		v.sess = a.sess
+		v.protocolVersion = a.sess.ProtocolVersion()
+		v.serverInfo = a.sess.ServerInfo()
+	}
+	a.h.view.Store(v)
+	if a.parent != nil {
+		a.root.Send(a.parent, serverChanged{name: a.h.name, handle: a.h, view: v})
+	}
+}
+
+// connect starts a connect attempt, replacing whatever connection exists.
+func (a *serverActor) connect() {
+	if a.stopping || a.cfg.Disabled {
+		a.publish() // answers the admission ticket without connecting
+		return
+	}
+	a.abandon(session.ErrServerRestarting)
+	a.gen = a.h.gens.Add(1)
+	ctx, cancel := context.WithTimeout(context.Background(), a.opts.ConnectTimeout)
+	a.cancelConnect = cancel
+	a.lists = lists{}
+	a.setState(StateConnecting, nil)
+
+	gen, cfg, self, root := a.gen, a.cfg, a.self, a.root
+	sopts := a.sessionOptions(gen)
+	topts := a.stdioOptions()
+	a.h.busy.Add(1)
+	go func() {
+		defer func() {
+			cancel()
+			a.h.busy.Add(-1)
+			root.Send(self, teardownDone{})
+		}()
+		res := connectOnce(ctx, cfg, sopts, topts)
+		res.gen = gen
+		if res.sess != nil && ctx.Err() != nil {
+			// Abandoned while listing: close here, nobody will take it.
+			closeSession(res.sess, session.ErrConnectionClosed)
+			res.sess, res.err = nil, fmt.Errorf("connect abandoned: %w", context.Cause(ctx))
+		}
+		root.Send(self, res)
+	}()
+}
+
+// connectOnce dials, negotiates and lists. It runs in its own goroutine.
+func connectOnce(ctx context.Context, cfg ServerConfig, sopts session.Options, topts stdio.Options) connectResult {
+	dial, err := dialer(cfg, topts)
+	if err != nil {
+		return connectResult{err: err}
+	}
+	sess, err := session.Open(ctx, dial, sopts)
+	if err != nil {
+		return connectResult{err: fmt.Errorf("connect: %w", err)}
+	}
+	ls, err := listAll(ctx, sess)
+	if err != nil {
+		closeSession(sess, session.ErrConnectionClosed)
+		return connectResult{err: err}
+	}
+	return connectResult{sess: sess, lists: ls}
+}
+
+// dialer picks the transport for cfg.
+func dialer(cfg ServerConfig, topts stdio.Options) (session.DialFunc, error) {
+	switch cfg.Kind() {
+	case transports.TypeStdio:
+		tcfg := cfg.Config
+		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
+			return stdio.Dial(ctx, tcfg, topts, r)
+		}, nil
+	case transports.TypeHTTP, transports.TypeSSE, transports.TypeWS, transports.TypeSDK:
+		return nil, fmt.Errorf("%w: transport %q is not available in this build yet", ErrUnsupportedTransport, cfg.Kind())
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnsupportedTransport, cfg.Kind())
+}
+
+// listAll lists everything a server offers. Tools must list; a server
+// whose resources or prompts fail to list still serves its tools.
+func listAll(ctx context.Context, sess *session.Session) (lists, error) {
+	var ls lists
+	var err error
+	if ls.tools, err = sess.ListTools(ctx); err != nil {
+		return ls, fmt.Errorf("listing tools: %w", err)
+	}
+	ls.resources, _ = sess.ListResources(ctx)
+	ls.templates, _ = sess.ListResourceTemplates(ctx)
+	ls.prompts, _ = sess.ListPrompts(ctx)
+	return ls, nil
+}
+
+func (a *serverActor) sessionOptions(gen uint64) session.Options {
+	return session.Options{
+		ClientInfo:      a.opts.ClientInfo,
+		ProtocolVersion: a.cfg.ProtocolVersion,
+		Memory:          &a.h.memory,
+		DiscoverTimeout: a.opts.DiscoverTimeout,
+		Handler:         &genHandler{root: a.root, self: a.self, gen: gen},
+		Logger:          a.log,
+	}
+}
+
+func (a *serverActor) stdioOptions() stdio.Options {
+	return stdio.Options{
+		MaxFrameSize:      a.opts.MaxFrameSize,
+		CloseStdinTimeout: a.opts.CloseStdinTimeout,
+		TerminateTimeout:  a.opts.TerminateTimeout,
+		Logger:            a.log,
+	}
+}
+
+// connected installs the result of a connect attempt.
+func (a *serverActor) connected(m connectResult) {
+	if m.gen != a.gen || a.stopping || a.cancelConnect == nil {
+		if m.sess != nil {
+			a.closeInBackground(m.sess, session.ErrConnectionClosed)
+		}
+		return
+	}
+	a.cancelConnect = nil
+	if m.err == nil && m.sess.Err() != nil {
+		// The connection died between listing and now; its connectionLost
+		// was ignored because no session was installed yet.
+		a.closeInBackground(m.sess, m.sess.Err())
+		m.err = m.sess.Err()
+	}
+	if m.err != nil {
+		a.setState(StateFailed, m.err)
+		return
+	}
+	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
+	a.setState(StateReady, nil)
+}
+
+// lost handles the end of a live connection.
+func (a *serverActor) lost(m connectionLost) {
+	if m.gen != a.gen || a.sess == nil {
+		return // a connection already replaced or torn down
+	}
+	sess := a.sess
+	a.sess = nil
+	a.closeInBackground(sess, m.err)
+	a.setState(StateFailed, m.err)
+}
+
+// abandon cancels a running connect attempt and tears down the session,
+// failing its pending calls with cause.
+func (a *serverActor) abandon(cause error) {
+	if a.cancelConnect != nil {
+		a.cancelConnect()
+		a.cancelConnect = nil
+	}
+	if a.sess != nil {
+		a.closeInBackground(a.sess, cause)
+		a.sess = nil
+	}
+	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
+}
+
+// closeInBackground fails the session's pending calls now and runs the
+// transport's shutdown ladder in a goroutine.
+func (a *serverActor) closeInBackground(sess *session.Session, cause error) {
+	a.h.busy.Add(1)
+	self, root := a.self, a.root
+	go func() {
+		closeSession(sess, cause)
+		a.h.busy.Add(-1)
+		root.Send(self, teardownDone{})
+	}()
+}
+
+// closeTimeout bounds one session close; the stdio ladder itself takes at
+// most CloseStdinTimeout + TerminateTimeout + a few seconds.
+const closeTimeout = 30 * time.Second
+
+func closeSession(sess *session.Session, cause error) {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	_ = sess.Close(ctx, cause)
+}
+
+// reconfigure applies a changed config: the connection is dropped and the
+// server waits for admission again (or is disabled).
+func (a *serverActor) reconfigure(cfg ServerConfig) {
+	a.abandon(session.ErrServerRestarting)
+	if cfg.Kind() != a.cfg.Kind() || cfg.Command != a.cfg.Command || cfg.URL != a.cfg.URL {
+		a.h.memory.Forget() // possibly another server altogether
+	}
+	a.cfg = cfg
+	a.lists = lists{}
+	if cfg.Disabled {
+		a.setState(StateDisabled, nil)
+		return
+	}
+	a.setState(StatePending, nil)
+}
+
+// maybeStop finishes a shutdown once nothing of the server remains.
+func (a *serverActor) maybeStop(ctx actor.Context) {
+	if !a.stopping || a.h.busy.Load() > 0 || a.sess != nil || a.cancelConnect != nil {
+		return
+	}
+	a.lists = lists{}
+	a.setState(StateStopped, a.err)
+	for _, done := range a.stopWaiters {
+		close(done)
+	}
+	a.stopWaiters = nil
+	ctx.Stop(a.self)
+}
+
+// listKind names one of the lists a server offers.
+type listKind int
+
+const (
+	listTools listKind = iota
+	listResources
+	listPrompts
+	numListKinds
+)
+
+var listChangedKinds = map[string]listKind{
+	protocol.NotificationToolsListChanged:     listTools,
+	protocol.NotificationResourcesListChanged: listResources,
+	protocol.NotificationPromptsListChanged:   listPrompts,
+}
+
+// notification handles a notification from the server. list_changed is
+// honoured even from servers that did not declare listChanged.
+func (a *serverActor) notification(m serverNotification) {
+	if m.gen != a.gen || a.sess == nil {
+		return
+	}
+	if kind, ok := listChangedKinds[m.method]; ok {
+		a.relist(kind)
+		return
+	}
+	a.log.Debug().Str("method", m.method).Msg("notification")
+}
+
+// relist re-lists one kind, at most one request in flight per kind; a
+// burst of notifications during a re-list costs one more re-list.
+func (a *serverActor) relist(kind listKind) {
+	if a.relisting[kind] {
+		a.relistAgain[kind] = true
+		return
+	}
+	a.relisting[kind] = true
+	sess, gen, self, root := a.sess, a.gen, a.self, a.root
+	timeout := a.opts.ConnectTimeout
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		var ls lists
+		var err error
+		switch kind {
+		case listTools:
+			ls.tools, err = sess.ListTools(ctx)
+		case listResources:
+			if ls.resources, err = sess.ListResources(ctx); err == nil {
+				ls.templates, err = sess.ListResourceTemplates(ctx)
+			}
+		case listPrompts:
+			ls.prompts, err = sess.ListPrompts(ctx)
+		}
+		root.Send(self, relisted{gen: gen, kind: kind, lists: ls, err: err})
+	}()
+}
+
+func (a *serverActor) relisted(m relisted) {
+	if m.gen != a.gen || a.sess == nil {
+		return
+	}
+	a.relisting[m.kind] = false
+	if m.err != nil {
+		a.log.Warn().Err(m.err).Int("kind", int(m.kind)).Msg("re-listing after list_changed failed; keeping the previous list")
+	} else {
+		switch m.kind {
+		case listTools:
+			a.lists.tools = m.lists.tools
+		case listResources:
+			a.lists.resources, a.lists.templates = m.lists.resources, m.lists.templates
+		case listPrompts:
+			a.lists.prompts = m.lists.prompts
+		}
+		a.publish()
+	}
+	if a.relistAgain[m.kind] {
+		a.relistAgain[m.kind] = false
+		a.relist(m.kind)
+	}
+}
+
+// genHandler forwards one generation's notifications to the actor.
+type genHandler struct {
+	root *actor.RootContext
+	self *actor.PID
+	gen  uint64
+}
+
+func (h *genHandler) Notification(method string, params json.RawMessage) {
+	h.root.Send(h.self, serverNotification{gen: h.gen, method: method, params: params})
+}
+
+func (h *genHandler) Closed(err error) {
+	h.root.Send(h.self, connectionLost{gen: h.gen, err: err})
+}
+
+// Errors of the supervision core. The root package re-exports them.
+var (
+	// ErrUnsupportedTransport: the config names a transport this build
+	// cannot use.
+	ErrUnsupportedTransport = errors.New("mcpvisor: unsupported transport")
+)

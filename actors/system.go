@@ -1,0 +1,396 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// Errors of the supervision core. The root package re-exports them.
+var (
+	// ErrClosed: the supervisor has been closed.
+	ErrClosed = errors.New("mcpvisor: supervisor closed")
+	// ErrUnknownTool: no ready server offers a tool by that name.
+	ErrUnknownTool = errors.New("mcpvisor: unknown tool")
+	// ErrUnknownPrompt: no ready server offers a prompt by that name.
+	ErrUnknownPrompt = errors.New("mcpvisor: unknown prompt")
+	// ErrUnknownServer: no server by that name is configured.
+	ErrUnknownServer = errors.New("mcpvisor: unknown server")
+	// ErrServerNotReady: the server is not connected; a *NotReadyError
+	// says in which state it is and why.
+	ErrServerNotReady = errors.New("mcpvisor: server not ready")
+)
+
+// NotReadyError reports a call to a server that is not ready. It matches
+// ErrServerNotReady and unwraps to the server's last error, if any.
+type NotReadyError struct {
+	Server string
+	State  State
+	Cause  error
+}
+
+func (e *NotReadyError) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("mcpvisor: server %q is %s: %v", e.Server, e.State, e.Cause)
+	}
+	return fmt.Sprintf("mcpvisor: server %q is %s", e.Server, e.State)
+}
+
+// Is makes a NotReadyError match ErrServerNotReady.
+func (e *NotReadyError) Is(target error) bool { return target == ErrServerNotReady }
+
+// Unwrap returns the server's last error.
+func (e *NotReadyError) Unwrap() error { return e.Cause }
+
+// System is a running supervision core: an actor system with one
+// registry actor and one server actor per configured server.
+//
+// Concurrency: every method is safe for concurrent use. Lifecycle
+// requests (SetServers, Reconnect, Subscribe, Close) are messages to the
+// registry; queries and calls read the snapshots the actors publish
+// (pool, handles, views) and never wait on a mailbox.
+type System struct {
+	opts   Options
+	log    zerolog.Logger
+	actors *actor.ActorSystem
+
+	registry *actor.PID
+	pool     atomic.Pointer[pool]            // written by the registry
+	handles  atomic.Pointer[[]*serverHandle] // written by the registry; sorted by name
+
+	closed    chan struct{} // closed when Close starts
+	closeOnce sync.Once
+	closeErr  error
+	closeDone chan struct{}
+}
+
+// Start starts the supervision core with no servers.
+func Start(opts Options) (*System, error) {
+	opts = opts.withDefaults()
+	s := &System{
+		opts:      opts,
+		log:       opts.Logger,
+		closed:    make(chan struct{}),
+		closeDone: make(chan struct{}),
+	}
+	s.pool.Store(emptyPool)
+	s.handles.Store(&[]*serverHandle{})
+	s.actors = actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return newSlogLogger(opts.Logger) }),
+		actor.WithDeadLetterRequestLogging(false),
+	)
+	props := actor.PropsFromProducer(func() actor.Actor { return newRegistry(s) },
+		// The registry's own crash resumes it with its state: restarting it
+		// would stop every server actor (its children).
+		actor.WithGuardian(actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.ResumeDirective })),
+		// A server actor that crashes restarts into a clean state; one that
+		// crashes three times within a minute is stopped (and marked failed).
+		actor.WithSupervisor(actor.NewOneForOneStrategy(3, time.Minute, func(any) actor.Directive { return actor.RestartDirective })),
+		actor.WithReceiverMiddleware(recoverMiddleware(opts.Logger)),
+	)
+	pid, err := s.actors.Root.SpawnNamed(props, "registry")
+	if err != nil {
+		s.actors.Shutdown()
+		return nil, fmt.Errorf("mcpvisor: starting the registry: %w", err)
+	}
+	s.registry = pid
+	return s, nil
+}
+
+// recoverMiddleware logs an actor's panic with its stack (protoactor does
+// not capture it) and lets supervision handle it.
+func recoverMiddleware(log zerolog.Logger) actor.ReceiverMiddleware {
+	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			defer func() {
+				if r := recover(); r != nil {
+					log.Error().Str("actor", c.Self().Id).Str("message_type", fmt.Sprintf("%T", env.Message)).
+						Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("actor panicked")
+					panic(r)
+				}
+			}()
+			next(c, env)
+		}
+	}
+}
+
+// ask sends msg to the registry and waits for the reply on reply.
+func ask[T any](ctx context.Context, s *System, msg any, reply chan T) (T, error) {
+	var zero T
+	select {
+	case <-s.closed:
+		return zero, ErrClosed
+	default:
+	}
+	s.actors.Root.Send(s.registry, msg)
+	select {
+	case v := <-reply:
+		return v, nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-s.closeDone:
+		return zero, ErrClosed
+	}
+}
+
+// SetServers makes servers the configured set: new names are started,
+// missing ones shut down, changed ones reconnected, unchanged ones left
+// alone. It returns as soon as the diff is applied; connects continue in
+// the background (see WaitSettled).
+func (s *System) SetServers(ctx context.Context, servers map[string]ServerConfig) (SetResult, error) {
+	cp := make(map[string]ServerConfig, len(servers))
+	for k, v := range servers {
+		cp[k] = v
+	}
+	reply := make(chan SetResult, 1)
+	return ask(ctx, s, setServers{servers: cp, reply: reply}, reply)
+}
+
+// WaitSettled blocks until no server is connecting or waiting to connect
+// (lazy servers excepted), or ctx ends.
+func (s *System) WaitSettled(ctx context.Context) error {
+	select {
+	case <-s.closed:
+		return ErrClosed
+	default:
+	}
+	done := make(chan struct{})
+	s.actors.Root.Send(s.registry, waitSettled{done: done})
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.closeDone:
+		return ErrClosed
+	}
+}
+
+// Reconnect drops a server's connection (if any) and connects it again,
+// through the connect scheduler. An empty name reconnects every enabled
+// server.
+func (s *System) Reconnect(ctx context.Context, name string) error {
+	reply := make(chan error, 1)
+	err, askErr := ask(ctx, s, reconnectServer{name: name, reply: reply}, reply)
+	if askErr != nil {
+		return askErr
+	}
+	return err
+}
+
+// AdmissionStats returns the connect scheduler's counters.
+func (s *System) AdmissionStats(ctx context.Context) (AdmissionStats, error) {
+	reply := make(chan AdmissionStats, 1)
+	return ask(ctx, s, statsQuery{reply: reply}, reply)
+}
+
+// Subscribe returns a channel of events. With resume set, it first
+// replays the remembered events after sequence number after (preceded by
+// a gap event when some are no longer remembered). The channel is
+// buffered (buffer events); a subscriber that falls behind loses events,
+// and is told how many by a gap event. It is closed when ctx ends or the
+// supervisor closes.
+func (s *System) Subscribe(ctx context.Context, resume bool, after uint64, buffer int) <-chan Event {
+	if buffer <= 0 {
+		buffer = 256
+	}
+	sub := &subscriber{ch: make(chan Event, buffer)}
+	select {
+	case <-s.closed:
+		close(sub.ch)
+		return sub.ch
+	default:
+	}
+	s.actors.Root.Send(s.registry, subscribe{sub: sub, from: resume, after: after})
+	context.AfterFunc(ctx, func() { s.actors.Root.Send(s.registry, unsubscribe{sub: sub}) })
+	return sub.ch
+}
+
+// Tools returns the tool pool, sorted by qualified name.
+func (s *System) Tools() []Tool {
+	return append([]Tool(nil), s.pool.Load().tools...)
+}
+
+// Prompts returns the prompts of every ready server, sorted by qualified
+// name.
+func (s *System) Prompts() []Prompt {
+	return append([]Prompt(nil), s.pool.Load().prompts...)
+}
+
+// Status returns every configured server's status, sorted by name.
+func (s *System) Status() []ServerStatus {
+	hs := *s.handles.Load()
+	out := make([]ServerStatus, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, h.view.Load().status())
+	}
+	return out
+}
+
+// handle finds a configured server.
+func (s *System) handle(name string) (*serverHandle, error) {
+	for _, h := range *s.handles.Load() {
+		if h.name == name {
+			return h, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownServer, name)
+}
+
+// ready returns the server's live view, or why there is none.
+func ready(h *serverHandle) (*serverView, error) {
+	v := h.view.Load()
+	if v.state != StateReady || v.sess == nil {
+		return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
+	}
+	return v, nil
+}
+
+// callContext applies the default call deadline when ctx has none.
+func (s *System) callContext(ctx context.Context, v *serverView) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	d := s.opts.CallTimeout
+	if v.cfg.TimeoutMs > 0 {
+		d = time.Duration(v.cfg.TimeoutMs) * time.Millisecond
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// CallTool calls a tool of the pool by its qualified name. The call goes
+// straight to the server's session: no actor mailbox is involved. A tool
+// that failed is a result with IsError set; an error means the call did
+// not complete (unknown tool, server not ready, connection lost, timeout,
+// or a JSON-RPC error from the server).
+func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage) (*protocol.CallToolResult, error) {
+	e, ok := s.pool.Load().toolsByName[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+	}
+	v, err := ready(e.h)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.callContext(ctx, v)
+	defer cancel()
+	return v.sess.CallTool(ctx, e.name, args, nil)
+}
+
+// Resources lists the resources of one ready server, or of all when
+// server is empty.
+func (s *System) Resources(server string) ([]Resource, []ResourceTemplate, error) {
+	var rs []Resource
+	var ts []ResourceTemplate
+	for _, h := range *s.handles.Load() {
+		if server != "" && h.name != server {
+			continue
+		}
+		v := h.view.Load()
+		if v.state != StateReady {
+			if server != "" {
+				return nil, nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
+			}
+			continue
+		}
+		for _, r := range v.lists.resources {
+			rs = append(rs, Resource{Server: h.name, Resource: r})
+		}
+		for _, t := range v.lists.templates {
+			ts = append(ts, ResourceTemplate{Server: h.name, Template: t})
+		}
+		if server != "" {
+			return rs, ts, nil
+		}
+	}
+	if server != "" {
+		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownServer, server)
+	}
+	return rs, ts, nil
+}
+
+// ReadResource reads a resource from a server.
+func (s *System) ReadResource(ctx context.Context, server, uri string) (*protocol.ReadResourceResult, error) {
+	h, err := s.handle(server)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ready(h)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.callContext(ctx, v)
+	defer cancel()
+	return v.sess.ReadResource(ctx, uri)
+}
+
+// GetPrompt renders a prompt, named by its qualified name.
+func (s *System) GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error) {
+	e, ok := s.pool.Load().promptsByName[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownPrompt, name)
+	}
+	v, err := ready(e.h)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.callContext(ctx, v)
+	defer cancel()
+	return v.sess.GetPrompt(ctx, e.name, args)
+}
+
+// Session returns a ready server's live session, for requests the API
+// does not wrap. It is valid until the connection ends.
+func (s *System) Session(server string) (*session.Session, error) {
+	h, err := s.handle(server)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ready(h)
+	if err != nil {
+		return nil, err
+	}
+	return v.sess, nil
+}
+
+// Close shuts every server down (the full shutdown ladder, concurrently)
+// and stops the actor system. It returns when everything is gone or ctx
+// ends; in the second case the error names the servers still stopping.
+// Close is idempotent.
+func (s *System) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		done := make(chan struct{})
+		s.actors.Root.Send(s.registry, closeAll{done: done})
+		go func() {
+			<-done
+			s.actors.Root.StopFuture(s.registry).Wait()
+			s.actors.Shutdown()
+			close(s.closeDone)
+		}()
+	})
+	select {
+	case <-s.closeDone:
+		return s.closeErr
+	case <-ctx.Done():
+		var stopping []string
+		for _, h := range *s.handles.Load() {
+			if v := h.view.Load(); v.state != StateStopped {
+				stopping = append(stopping, h.name)
+			}
+		}
+		return fmt.Errorf("mcpvisor: close: servers still stopping %v: %w", stopping, ctx.Err())
+	}
+}
