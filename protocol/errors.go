@@ -13,7 +13,9 @@ const (
 	CodeInvalidParams  = -32602
 	CodeInternalError  = -32603
 
-	// CodeResourceNotFound is returned by resources/read for an unknown URI.
+	// CodeResourceNotFound was returned by resources/read for an unknown
+	// URI before SEP-2164, which makes servers answer CodeInvalidParams
+	// instead. Clients should accept both.
 	CodeResourceNotFound = -32002
 
 	// CodeHeaderMismatch (2026-07-28): an HTTP header disagrees with the body.

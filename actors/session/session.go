@@ -33,8 +33,8 @@ import (
 // methods are called by the session's goroutines and must not block:
 // Notification is called on the transport's read path.
 type Handler interface {
-	// Notification delivers a server notification other than progress
-	// and cancellation (which the session routes itself).
+	// Notification delivers a server notification other than
+	// notifications/cancelled (which fails the request it names).
 	Notification(method string, params json.RawMessage)
 
 	// Closed reports the end of the connection, once, with its cause.

@@ -128,7 +128,7 @@ func TestNegotiation(t *testing.T) {
 			assert.Equal(t, "mockserver", f.s.ServerInfo().Name)
 			tools, err := f.s.ListTools(context.Background())
 			require.NoError(t, err, "requests after negotiation must carry what the era needs")
-			assert.Len(t, tools, 4)
+			assert.Len(t, tools, 5)
 			assert.Equal(t, tt.wantSent, f.conn.sent())
 		})
 	}
@@ -327,8 +327,8 @@ func TestPaginationResourcesAndPrompts(t *testing.T) {
 	ctx := context.Background()
 	tools, err := f.s.ListTools(ctx)
 	require.NoError(t, err)
-	assert.Len(t, tools, 29)
-	assert.Equal(t, "tool_025", tools[28].Name)
+	assert.Len(t, tools, 30)
+	assert.Equal(t, "tool_025", tools[29].Name)
 
 	resources, err := f.s.ListResources(ctx)
 	require.NoError(t, err)
@@ -342,7 +342,7 @@ func TestPaginationResourcesAndPrompts(t *testing.T) {
 	_, err = f.s.ReadResource(ctx, "file:///etc/passwd")
 	var rpcErr *protocol.Error
 	require.ErrorAs(t, err, &rpcErr)
-	assert.Equal(t, int64(protocol.CodeResourceNotFound), rpcErr.Code)
+	assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code, "SEP-2164: an unknown resource is invalid params")
 
 	prompts, err := f.s.ListPrompts(ctx)
 	require.NoError(t, err)

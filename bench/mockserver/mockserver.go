@@ -289,7 +289,7 @@ func (s *server) handle(ctx context.Context, line []byte) (int, bool) {
 		var p protocol.ReadResourceParams
 		_ = json.Unmarshal(m.Params, &p)
 		if !strings.HasPrefix(p.URI, "mock://") {
-			s.writeError(m.ID, protocol.NewError(protocol.CodeResourceNotFound, "no resource %q", p.URI))
+			s.writeError(m.ID, protocol.NewError(protocol.CodeInvalidParams, "no resource %q", p.URI)) // SEP-2164
 			return 0, false
 		}
 		s.writeResult(m.ID, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{
