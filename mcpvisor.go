@@ -2,12 +2,256 @@
 // configured with: it starts them, speaks their protocol era, notices
 // failure, and tells subscribers what changed. The host sees one tool pool
 // and one event stream; it never handles a transport.
+//
+// A host starts a Supervisor, gives it servers, offers Tools to its model
+// and routes the model's calls with CallTool:
+//
+//	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{Logger: log})
+//	cfg, err := mcpvisor.LoadConfig(mcpvisor.LoadOptions{})
+//	res, err := sup.SetServers(ctx, cfg.Servers)
+//	err = sup.WaitSettled(ctx)
+//	for _, t := range sup.Tools() { ... t.Name, t.Definition.InputSchema ... }
+//	out, err := sup.CallTool(ctx, "mcp__github__create_issue", args)
+//	defer sup.Close(ctx)
+//
+// Every server is supervised by its own actor, which alone owns the
+// server's connection; calls go straight to the live session without
+// waiting on any actor. See ARCHITECTURE.md for the design.
+//
+// mcpvisor never writes to stdout (a host may itself be a stdio MCP
+// server); it logs only through the zerolog logger in Options.
 package mcpvisor
 
-import "github.com/mcpvisor/mcpvisor/actors"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
 
 // ServerConfig is one entry of an .mcp.json "mcpServers" map.
 type ServerConfig = actors.ServerConfig
 
 // ToolFilter selects a server's tools by glob.
 type ToolFilter = actors.ToolFilter
+
+// Options configure a Supervisor. The zero value is usable: servers
+// connect 3 local and 20 remote at a time, and nothing is logged.
+type Options = actors.Options
+
+// Tool is one entry of the tool pool: Name is what a model calls,
+// Definition is the server's own definition.
+type Tool = actors.Tool
+
+// Resource, ResourceTemplate and Prompt name what a server offers, with
+// the server.
+type (
+	Resource         = actors.Resource
+	ResourceTemplate = actors.ResourceTemplate
+	Prompt           = actors.Prompt
+)
+
+// ServerStatus describes one server.
+type ServerStatus = actors.ServerStatus
+
+// SetResult says what SetServers did.
+type SetResult = actors.SetResult
+
+// State is where a server is in its lifecycle.
+type State = actors.State
+
+// The server states.
+const (
+	StatePending    = actors.StatePending
+	StateConnecting = actors.StateConnecting
+	StateReady      = actors.StateReady
+	StateFailed     = actors.StateFailed
+	StateDisabled   = actors.StateDisabled
+	StateStopped    = actors.StateStopped
+)
+
+// Event is one entry of the event stream.
+type Event = actors.Event
+
+// EventType names what an Event reports.
+type EventType = actors.EventType
+
+// The event types.
+const (
+	EventServerState  = actors.EventServerState
+	EventToolsChanged = actors.EventToolsChanged
+	EventGap          = actors.EventGap
+)
+
+// CallToolResult is the result of a tool call; Content is a list of text,
+// image, audio, resource-link and embedded-resource blocks.
+type CallToolResult = protocol.CallToolResult
+
+// Content is one block of a tool result or prompt message.
+type Content = protocol.Content
+
+// Errors. Test with errors.Is; a server's own JSON-RPC error is a
+// *protocol.Error (errors.As).
+var (
+	ErrClosed               = actors.ErrClosed
+	ErrUnknownTool          = actors.ErrUnknownTool
+	ErrUnknownPrompt        = actors.ErrUnknownPrompt
+	ErrUnknownServer        = actors.ErrUnknownServer
+	ErrServerNotReady       = actors.ErrServerNotReady
+	ErrUnsupportedTransport = actors.ErrUnsupportedTransport
+	ErrConnectionClosed     = session.ErrConnectionClosed
+	ErrServerRestarting     = session.ErrServerRestarting
+	ErrTimeout              = session.ErrTimeout
+	ErrVersionMismatch      = session.ErrVersionMismatch
+	ErrMalformedResponse    = session.ErrMalformedResponse
+)
+
+// NotReadyError reports a call to a server that is not ready.
+type NotReadyError = actors.NotReadyError
+
+// TimeoutError reports a call whose deadline passed; it also matches
+// context.DeadlineExceeded.
+type TimeoutError = session.TimeoutError
+
+// Supervisor keeps a set of MCP servers connected. All its methods are
+// safe for concurrent use.
+type Supervisor struct {
+	sys *actors.System
+}
+
+// Start starts a Supervisor with no servers; give it some with
+// SetServers. ctx is not retained.
+func Start(ctx context.Context, opts Options) (*Supervisor, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sys, err := actors.Start(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Supervisor{sys: sys}, nil
+}
+
+// SetServers makes servers the configured set and returns what changed:
+// new names are started, missing ones shut down, changed ones
+// reconnected, unchanged ones left alone, invalid ones reported in Errors
+// (a running server keeps its old config). It returns once the change is
+// applied; connects continue in the background (see WaitSettled).
+func (s *Supervisor) SetServers(ctx context.Context, servers map[string]ServerConfig) (SetResult, error) {
+	return s.sys.SetServers(ctx, servers)
+}
+
+// WaitSettled blocks until every server has reached a state that waits
+// for nothing (ready, failed, disabled; lazy servers excepted), or ctx
+// ends.
+func (s *Supervisor) WaitSettled(ctx context.Context) error { return s.sys.WaitSettled(ctx) }
+
+// Tools returns the tool pool: the tools of every ready server, named
+// mcp__<server>__<tool>, sorted by name. The slice is the caller's.
+func (s *Supervisor) Tools() []Tool { return s.sys.Tools() }
+
+// CallTool calls a tool by its qualified name. args is the tool's
+// arguments: a json.RawMessage or []byte of a JSON object, nil, or any
+// value that encodes to one. A tool that failed is a result with IsError
+// set. An error means the call did not complete: ErrUnknownTool,
+// ErrServerNotReady, ErrConnectionClosed, a *TimeoutError, or the
+// server's *protocol.Error. The call has the server's timeoutMs (or
+// Options.CallTimeout) as its deadline unless ctx has one.
+func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*CallToolResult, error) {
+	raw, err := encodeArgs(args)
+	if err != nil {
+		return nil, fmt.Errorf("mcpvisor: arguments of %s: %w", name, err)
+	}
+	return s.sys.CallTool(ctx, name, raw)
+}
+
+func encodeArgs(args any) (json.RawMessage, error) {
+	switch a := args.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return a, nil
+	case []byte:
+		return json.RawMessage(a), nil
+	}
+	return json.Marshal(args)
+}
+
+// ListResources returns the resources and resource templates of one ready
+// server, or of every ready server when server is empty.
+func (s *Supervisor) ListResources(server string) ([]Resource, []ResourceTemplate, error) {
+	return s.sys.Resources(server)
+}
+
+// ReadResource reads the resource at uri from server.
+func (s *Supervisor) ReadResource(ctx context.Context, server, uri string) (*protocol.ReadResourceResult, error) {
+	return s.sys.ReadResource(ctx, server, uri)
+}
+
+// ListPrompts returns the prompts of every ready server, named
+// mcp__<server>__<prompt>, sorted by name.
+func (s *Supervisor) ListPrompts() []Prompt { return s.sys.Prompts() }
+
+// GetPrompt renders a prompt by its qualified name.
+func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error) {
+	return s.sys.GetPrompt(ctx, name, args)
+}
+
+// Status returns every configured server's status, sorted by name.
+func (s *Supervisor) Status() []ServerStatus { return s.sys.Status() }
+
+// Reconnect drops a server's connection and connects it again (through
+// the connect scheduler). It returns once the reconnect is queued.
+func (s *Supervisor) Reconnect(ctx context.Context, name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty name (use ReconnectAll)", ErrUnknownServer)
+	}
+	return s.sys.Reconnect(ctx, name)
+}
+
+// ReconnectAll reconnects every enabled server.
+func (s *Supervisor) ReconnectAll(ctx context.Context) error { return s.sys.Reconnect(ctx, "") }
+
+// SubscribeOption configures Subscribe.
+type SubscribeOption func(*subscribeOptions)
+
+type subscribeOptions struct {
+	resume bool
+	after  uint64
+	buffer int
+}
+
+// FromSequence replays the remembered events after sequence number seq
+// before live ones (FromSequence(0): everything remembered). When some of
+// them are no longer remembered, a gap event says how many.
+func FromSequence(seq uint64) SubscribeOption {
+	return func(o *subscribeOptions) { o.resume, o.after = true, seq }
+}
+
+// BufferSize sets how many undelivered events the subscription holds
+// (default 256). A subscriber that falls further behind loses events and
+// is told how many by a gap event.
+func BufferSize(n int) SubscribeOption {
+	return func(o *subscribeOptions) { o.buffer = n }
+}
+
+// Subscribe returns the event stream: server state changes and tool pool
+// changes, each numbered. A slow subscriber never blocks the supervisor.
+// The channel closes when ctx ends or the supervisor closes.
+func (s *Supervisor) Subscribe(ctx context.Context, opts ...SubscribeOption) <-chan Event {
+	var o subscribeOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return s.sys.Subscribe(ctx, o.resume, o.after, o.buffer)
+}
+
+// Close shuts every server down (stdio servers with the full ladder:
+// close stdin, SIGTERM, SIGKILL to the process group) and stops the
+// supervisor. In-flight calls fail with ErrConnectionClosed. It returns
+// when everything is gone or ctx ends, naming the servers still stopping
+// in the second case. Close is idempotent.
+func (s *Supervisor) Close(ctx context.Context) error { return s.sys.Close(ctx) }
