@@ -200,6 +200,10 @@ func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string
 	return s.sys.GetPrompt(ctx, name, args)
 }
 
+// Ping checks that a ready server answers (with ping, or server/discover
+// in the 2026-07-28 era, which has no ping).
+func (s *Supervisor) Ping(ctx context.Context, server string) error { return s.sys.Ping(ctx, server) }
+
 // Status returns every configured server's status, sorted by name.
 func (s *Supervisor) Status() []ServerStatus { return s.sys.Status() }
 

@@ -351,6 +351,21 @@ func (s *System) GetPrompt(ctx context.Context, name string, args map[string]str
 	return v.sess.GetPrompt(ctx, e.name, args)
 }
 
+// Ping checks that a ready server answers.
+func (s *System) Ping(ctx context.Context, server string) error {
+	h, err := s.handle(server)
+	if err != nil {
+		return err
+	}
+	v, err := ready(h)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.callContext(ctx, v)
+	defer cancel()
+	return v.sess.Ping(ctx)
+}
+
 // Session returns a ready server's live session, for requests the API
 // does not wrap. It is valid until the connection ends.
 func (s *System) Session(server string) (*session.Session, error) {
