@@ -40,6 +40,17 @@ func (m Meta) Set(key string, v any) error {
 // so a host or gateway that forwards the object loses nothing.
 type Extra map[string]json.RawMessage
 
+// Unmarshal decodes JSON that Decode has already validated (a result or
+// params member) into v. For the MCP types with their own decoders it
+// skips the validation pass encoding/json would repeat; for anything else
+// it is json.Unmarshal.
+func Unmarshal(data []byte, v any) error {
+	if d, ok := v.(interface{ decodeJSON([]byte) error }); ok {
+		return d.decodeJSON(data)
+	}
+	return json.Unmarshal(data, v)
+}
+
 // knownKeys caches, per struct type, the JSON member names its fields use.
 var knownKeys sync.Map // reflect.Type -> map[string]bool
 
@@ -69,16 +80,20 @@ func jsonKeysOf(t reflect.Type) map[string]bool {
 
 // decodeWithExtra decodes data into the struct pointed to by alias (a
 // method-free alias of the real type) and returns the members the struct
-// does not name.
+// does not name. The common case, an object with only known members, costs
+// one decode and an allocation-free scan of the top-level keys.
 func decodeWithExtra(data []byte, alias any) (Extra, error) {
 	if err := json.Unmarshal(data, alias); err != nil {
 		return nil, err
+	}
+	known := jsonKeysOf(reflect.TypeOf(alias).Elem())
+	if !hasUnknownKey(data, known) {
+		return nil, nil
 	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(data, &all); err != nil {
 		return nil, err
 	}
-	known := jsonKeysOf(reflect.TypeOf(alias).Elem())
 	var extra Extra
 	for k, v := range all {
 		if known[k] {
@@ -90,6 +105,42 @@ func decodeWithExtra(data []byte, alias any) (Extra, error) {
 		extra[k] = v
 	}
 	return extra, nil
+}
+
+// hasUnknownKey reports whether the JSON object data (already known to be
+// valid) has a top-level member not in known. Keys with escapes are
+// reported as unknown, which only costs the slow path.
+func hasUnknownKey(data []byte, known map[string]bool) bool {
+	depth := 0
+	expectKey := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '{', '[':
+			depth++
+			expectKey = depth == 1 && c == '{'
+		case '}', ']':
+			depth--
+		case ',':
+			expectKey = depth == 1
+		case '"':
+			j := i + 1
+			escaped := false
+			for ; j < len(data) && data[j] != '"'; j++ {
+				if data[j] == '\\' {
+					escaped = true
+					j++
+				}
+			}
+			if expectKey {
+				if escaped || !known[string(data[i+1:j])] {
+					return true
+				}
+				expectKey = false
+			}
+			i = j
+		}
+	}
+	return false
 }
 
 // encodeWithExtra encodes alias (a method-free alias of the real type) and

@@ -19,7 +19,9 @@ type Tool struct {
 type toolAlias Tool
 
 // UnmarshalJSON decodes a tool, keeping unknown members in Extra.
-func (t *Tool) UnmarshalJSON(data []byte) error {
+func (t *Tool) UnmarshalJSON(data []byte) error { return t.decodeJSON(data) }
+
+func (t *Tool) decodeJSON(data []byte) error {
 	extra, err := decodeWithExtra(data, (*toolAlias)(t))
 	t.Extra = extra
 	return err
@@ -74,7 +76,9 @@ type CallToolResult struct {
 type callToolResultAlias CallToolResult
 
 // UnmarshalJSON decodes a result, keeping unknown members in Extra.
-func (r *CallToolResult) UnmarshalJSON(data []byte) error {
+func (r *CallToolResult) UnmarshalJSON(data []byte) error { return r.decodeJSON(data) }
+
+func (r *CallToolResult) decodeJSON(data []byte) error {
 	extra, err := decodeWithExtra(data, (*callToolResultAlias)(r))
 	r.Extra = extra
 	return err
@@ -99,7 +103,6 @@ const (
 
 // Content is one block of tool output or prompt message content: text,
 // image, audio, a resource link or an embedded resource, told apart by Type.
-// Members this type does not name are kept in Extra.
 type Content struct {
 	Meta        Meta         `json:"_meta,omitempty"`
 	Type        string       `json:"type"`
@@ -123,23 +126,14 @@ type Content struct {
 
 	// Resource holds the contents of a "resource" (embedded) block.
 	Resource *ResourceContents `json:"resource,omitempty"`
-
-	Extra Extra `json:"-"`
 }
 
 type contentAlias Content
 
-// UnmarshalJSON decodes a content block, keeping unknown members in Extra.
-func (c *Content) UnmarshalJSON(data []byte) error {
-	extra, err := decodeWithExtra(data, (*contentAlias)(c))
-	c.Extra = extra
-	return err
-}
-
-// MarshalJSON encodes a content block with its Extra members. A text block
-// always carries its text member, even when empty, as the schema requires.
+// MarshalJSON encodes a content block. A text block always carries its
+// text member, even when empty, as the schema requires.
 func (c Content) MarshalJSON() ([]byte, error) {
-	b, err := encodeWithExtra((*contentAlias)(&c), c.Extra)
+	b, err := json.Marshal((*contentAlias)(&c))
 	if err != nil || c.Type != ContentText || c.Text != "" {
 		return b, err
 	}

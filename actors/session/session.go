@@ -294,7 +294,7 @@ func (s *Session) Call(ctx context.Context, method string, params, result any) e
 		*r = raw
 		return nil
 	}
-	if err := json.Unmarshal(raw, result); err != nil {
+	if err := protocol.Unmarshal(raw, result); err != nil {
 		return fmt.Errorf("%w: %s result: %v", ErrMalformedResponse, method, err)
 	}
 	return nil
