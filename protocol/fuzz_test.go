@@ -1,7 +1,9 @@
 package protocol
 
 import (
+	"bytes"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -23,6 +25,10 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Decode(data)
+		slow, slowErr := decodeSlow(bytes.TrimSpace(data))
+		if (err == nil) != (slowErr == nil) || (err == nil && !reflect.DeepEqual(m, slow)) {
+			t.Fatalf("fast and reference decoders disagree on %q:\nfast %+v\nslow %+v (%v)", data, m, slow, slowErr)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrParse) && !errors.Is(err, ErrBatch) && !errors.Is(err, ErrInvalidMessage) {
 				t.Fatalf("untyped decode error %v for %q", err, data)

@@ -158,6 +158,11 @@ type wireMessage struct {
 // Decode parses one frame. It rejects batches (ErrBatch), invalid JSON
 // (ErrParse) and JSON that is not a JSON-RPC 2.0 message (ErrInvalidMessage).
 // The returned message does not alias data.
+//
+// Well-formed frames take a fast path that slices the envelope's members
+// out of the frame without reflection; anything unusual (escaped keys or
+// method names, members of the wrong type) is decoded by encoding/json,
+// which also words the error.
 func Decode(data []byte) (*Message, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
@@ -170,6 +175,17 @@ func Decode(data []byte) (*Message, error) {
 	default:
 		return nil, fmt.Errorf("%w: frame starts with %q", ErrParse, truncate(data, 20))
 	}
+	if json.Valid(data) {
+		if w, ok := scanEnvelope(data); ok {
+			return w.message()
+		}
+	}
+	return decodeSlow(data)
+}
+
+// decodeSlow decodes with encoding/json. It is the reference the fast
+// path must agree with (see FuzzDecode).
+func decodeSlow(data []byte) (*Message, error) {
 	var w wireMessage
 	if err := json.Unmarshal(data, &w); err != nil {
 		var syn *json.SyntaxError
@@ -181,6 +197,11 @@ func Decode(data []byte) (*Message, error) {
 		}
 		return nil, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
 	}
+	return w.message()
+}
+
+// message validates a decoded envelope and classifies it.
+func (w *wireMessage) message() (*Message, error) {
 	if w.JSONRPC != JSONRPCVersion {
 		return nil, fmt.Errorf("%w: jsonrpc member is %q, want %q", ErrInvalidMessage, w.JSONRPC, JSONRPCVersion)
 	}
@@ -215,6 +236,170 @@ func Decode(data []byte) (*Message, error) {
 		return nil, fmt.Errorf("%w: neither method, result nor error", ErrInvalidMessage)
 	}
 	return m, nil
+}
+
+// scanEnvelope extracts the envelope members of a valid JSON object
+// without reflection. It reports false when the frame needs
+// encoding/json: an escaped key, an escaped or non-string method, a
+// jsonrpc member other than the literal "2.0", a malformed id or error.
+// Params and result are copied, so the result does not alias data.
+func scanEnvelope(data []byte) (*wireMessage, bool) {
+	w := &wireMessage{}
+	var params, result []byte
+	i := skipSpace(data, 1)
+	for i < len(data) && data[i] != '}' {
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+			continue
+		}
+		keyEnd, escaped := stringEnd(data, i)
+		if escaped || keyEnd < 0 {
+			return nil, false
+		}
+		key := data[i+1 : keyEnd-1]
+		i = skipSpace(data, keyEnd)
+		i = skipSpace(data, i+1) // the colon
+		end := valueEnd(data, i)
+		if end < 0 {
+			return nil, false
+		}
+		v := data[i:end]
+		switch string(key) {
+		case "jsonrpc":
+			if string(v) != `"2.0"` {
+				return nil, false
+			}
+			w.JSONRPC = JSONRPCVersion
+		case "id":
+			if string(v) == "null" {
+				w.ID = nil
+				break
+			}
+			var id ID
+			if v[0] == '"' {
+				if _, esc := stringEnd(v, 0); esc {
+					return nil, false
+				}
+				id = StringID(string(v[1 : len(v)-1]))
+			} else if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+				id = Int64ID(n)
+			} else {
+				return nil, false
+			}
+			w.ID = &id
+		case "method":
+			if v[0] != '"' {
+				return nil, false
+			}
+			if _, esc := stringEnd(v, 0); esc {
+				return nil, false
+			}
+			w.Method = string(v[1 : len(v)-1])
+		case "params":
+			params = v
+		case "result":
+			result = v
+		case "error":
+			if string(v) == "null" {
+				w.Error = nil
+				break
+			}
+			var e Error
+			if json.Unmarshal(v, &e) != nil {
+				return nil, false
+			}
+			w.Error = &e
+		default:
+			// encoding/json matches member names case-insensitively; let it
+			// decide about near-misses such as "ID" so both paths agree.
+			for _, name := range envelopeMembers {
+				if bytes.EqualFold(key, name) {
+					return nil, false
+				}
+			}
+		}
+		i = skipSpace(data, end)
+	}
+	if params != nil || result != nil {
+		buf := make([]byte, 0, len(params)+len(result))
+		if params != nil {
+			buf = append(buf, params...)
+			w.Params = buf[:len(params):len(params)]
+		}
+		if result != nil {
+			buf = append(buf, result...)
+			w.Result = buf[len(buf)-len(result):]
+		}
+	}
+	return w, true
+}
+
+var envelopeMembers = [][]byte{[]byte("jsonrpc"), []byte("id"), []byte("method"), []byte("params"), []byte("result"), []byte("error")}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the JSON string starting at
+// data[i] (a quote), and whether its text needs decoding (escapes, or
+// bytes outside ASCII, which encoding/json checks for valid UTF-8); -1 if
+// unterminated.
+func stringEnd(data []byte, i int) (int, bool) {
+	special := false
+	for j := i + 1; j < len(data); j++ {
+		switch c := data[j]; {
+		case c == '\\':
+			special = true
+			j++
+		case c == '"':
+			return j + 1, special
+		case c >= 0x80:
+			special = true
+		}
+	}
+	return -1, special
+}
+
+// valueEnd returns the index just past the JSON value starting at data[i]
+// (valid JSON is assumed), or -1.
+func valueEnd(data []byte, i int) int {
+	if i >= len(data) {
+		return -1
+	}
+	switch data[i] {
+	case '"':
+		end, _ := stringEnd(data, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				end, _ := stringEnd(data, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(data) && data[j] != ',' && data[j] != '}' && data[j] != ']' &&
+		data[j] != ' ' && data[j] != '\t' && data[j] != '\n' && data[j] != '\r' {
+		j++
+	}
+	return j
 }
 
 func nullToNil(raw json.RawMessage) json.RawMessage {
