@@ -57,9 +57,10 @@ type relisted struct {
 	err   error
 }
 
-// teardownDone reports that a goroutine that owned a connection or a
-// process (a connect attempt or a session close) has finished.
-type teardownDone struct{}
+// goroutineDone reports that a goroutine the server actor started (a
+// connect attempt, a session close, a re-list) has finished; it is that
+// goroutine's last message to the actor.
+type goroutineDone struct{}
 
 // shutdown asks a server actor to close its connection and stop.
 // done is closed when no process or connection of the server remains.

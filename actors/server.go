@@ -29,8 +29,12 @@ type serverHandle struct {
 
 	gens     atomic.Uint64 // connection generations ever started; never reused
 	admitted atomic.Uint64 // the ticket of the last connectNow received
-	busy     atomic.Int32  // goroutines that still own a connection or a process
-	memory   session.Memory
+	// busy counts the goroutines the actor started that have not yet
+	// reported goroutineDone. Incremented when one starts, decremented when
+	// its goroutineDone is received, so the actor never stops while one of
+	// them may still send it a message (or own a process).
+	busy   atomic.Int32
+	memory session.Memory
 }
 
 // serverView is an immutable snapshot of one server, published by its
@@ -149,7 +153,8 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.stopWaiters = append(a.stopWaiters, m.done)
 		a.abandon(session.ErrConnectionClosed)
 		a.maybeStop(ctx)
-	case teardownDone:
+	case goroutineDone:
+		a.h.busy.Add(-1)
 		a.maybeStop(ctx)
 	}
 }
@@ -210,13 +215,8 @@ func (a *serverActor) connect() {
 	gen, cfg, self, root := a.gen, a.cfg, a.self, a.root
 	sopts := a.sessionOptions(gen)
 	topts := a.stdioOptions()
-	a.h.busy.Add(1)
-	go func() {
-		defer func() {
-			cancel()
-			a.h.busy.Add(-1)
-			root.Send(self, teardownDone{})
-		}()
+	a.goroutine(func() {
+		defer cancel()
 		res := connectOnce(ctx, cfg, sopts, topts)
 		res.gen = gen
 		if res.sess != nil && ctx.Err() != nil {
@@ -225,6 +225,17 @@ func (a *serverActor) connect() {
 			res.sess, res.err = nil, fmt.Errorf("connect abandoned: %w", context.Cause(ctx))
 		}
 		root.Send(self, res)
+	})
+}
+
+// goroutine runs f in a goroutine that reports goroutineDone when it
+// ends; see serverHandle.busy.
+func (a *serverActor) goroutine(f func()) {
+	a.h.busy.Add(1)
+	self, root := a.self, a.root
+	go func() {
+		defer root.Send(self, goroutineDone{})
+		f()
 	}()
 }
 
@@ -345,13 +356,7 @@ func (a *serverActor) abandon(cause error) {
 // closeInBackground fails the session's pending calls now and runs the
 // transport's shutdown ladder in a goroutine.
 func (a *serverActor) closeInBackground(sess *session.Session, cause error) {
-	a.h.busy.Add(1)
-	self, root := a.self, a.root
-	go func() {
-		closeSession(sess, cause)
-		a.h.busy.Add(-1)
-		root.Send(self, teardownDone{})
-	}()
+	a.goroutine(func() { closeSession(sess, cause) })
 }
 
 // closeTimeout bounds one session close; the stdio ladder itself takes at
@@ -433,7 +438,7 @@ func (a *serverActor) relist(kind listKind) {
 	a.relisting[kind] = true
 	sess, gen, self, root := a.sess, a.gen, a.self, a.root
 	timeout := a.opts.ConnectTimeout
-	go func() {
+	a.goroutine(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		var ls lists
@@ -449,7 +454,7 @@ func (a *serverActor) relist(kind listKind) {
 			ls.prompts, err = sess.ListPrompts(ctx)
 		}
 		root.Send(self, relisted{gen: gen, kind: kind, lists: ls, err: err})
-	}()
+	})
 }
 
 func (a *serverActor) relisted(m relisted) {

@@ -70,6 +70,11 @@ type System struct {
 	pool     atomic.Pointer[pool]            // written by the registry
 	handles  atomic.Pointer[[]*serverHandle] // written by the registry; sorted by name
 
+	// unsubscribers holds the context.AfterFunc registrations of live
+	// subscriptions, stopped on Close so none fires at a stopped registry.
+	subMu         sync.Mutex
+	unsubscribers map[*subscriber]func() bool // guarded by subMu
+
 	closed    chan struct{} // closed when Close starts
 	closeOnce sync.Once
 	closeErr  error
@@ -80,10 +85,11 @@ type System struct {
 func Start(opts Options) (*System, error) {
 	opts = opts.withDefaults()
 	s := &System{
-		opts:      opts,
-		log:       opts.Logger,
-		closed:    make(chan struct{}),
-		closeDone: make(chan struct{}),
+		opts:          opts,
+		log:           opts.Logger,
+		unsubscribers: map[*subscriber]func() bool{},
+		closed:        make(chan struct{}),
+		closeDone:     make(chan struct{}),
 	}
 	s.pool.Store(emptyPool)
 	s.handles.Store(&[]*serverHandle{})
@@ -207,6 +213,8 @@ func (s *System) Subscribe(ctx context.Context, resume bool, after uint64, buffe
 		buffer = 256
 	}
 	sub := &subscriber{ch: make(chan Event, buffer)}
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
 	select {
 	case <-s.closed:
 		close(sub.ch)
@@ -214,7 +222,14 @@ func (s *System) Subscribe(ctx context.Context, resume bool, after uint64, buffe
 	default:
 	}
 	s.actors.Root.Send(s.registry, subscribe{sub: sub, from: resume, after: after})
-	context.AfterFunc(ctx, func() { s.actors.Root.Send(s.registry, unsubscribe{sub: sub}) })
+	s.unsubscribers[sub] = context.AfterFunc(ctx, func() {
+		s.subMu.Lock()
+		defer s.subMu.Unlock()
+		if _, live := s.unsubscribers[sub]; live {
+			delete(s.unsubscribers, sub)
+			s.actors.Root.Send(s.registry, unsubscribe{sub: sub})
+		}
+	})
 	return sub.ch
 }
 
@@ -386,7 +401,13 @@ func (s *System) Session(server string) (*session.Session, error) {
 // Close is idempotent.
 func (s *System) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		s.subMu.Lock()
 		close(s.closed)
+		for sub, stop := range s.unsubscribers {
+			stop()
+			delete(s.unsubscribers, sub)
+		}
+		s.subMu.Unlock()
 		done := make(chan struct{})
 		s.actors.Root.Send(s.registry, closeAll{done: done})
 		go func() {
