@@ -16,7 +16,7 @@
 //
 // Every server is supervised by its own actor, which alone owns the
 // server's connection; calls go straight to the live session without
-// waiting on any actor. See ARCHITECTURE.md for the design.
+// waiting on any actor.
 //
 // mcpvisor never writes to stdout (a host may itself be a stdio MCP
 // server); it logs only through the zerolog logger in Options.

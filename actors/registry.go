@@ -266,7 +266,7 @@ func (r *registry) serverChanged(m serverChanged) {
 			r.enqueue(m.name, e) // the actor restarted mid-connect: back in line
 		}
 	}
-	prevState := StatePending
+	var prevState State // empty for a server's first event
 	if prev != nil {
 		prevState = prev.state
 	}
@@ -274,8 +274,9 @@ func (r *registry) serverChanged(m serverChanged) {
 		r.publishState(v, prevState, v.err)
 	}
 	if poolChanged(prev, v) {
-		r.sys.pool.Store(buildPool(r.servers, r.log))
-		r.publish(Event{Type: EventToolsChanged, Server: m.name})
+		p := buildPool(r.servers, r.log)
+		r.sys.pool.Store(p)
+		r.publish(Event{Type: EventToolsChanged, Server: m.name, Tools: len(p.tools)})
 	}
 	r.pump()
 	r.checkSettled()
@@ -378,8 +379,10 @@ func (r *registry) checkSettled() {
 		return
 	}
 	for _, e := range r.servers {
-		v := e.h.view.Load()
-		if v.state == StateConnecting || (v.state == StatePending && !e.cfg.Lazy) {
+		// e.view, not the handle's latest: settled means the registry has
+		// also folded the server's state into the pool.
+		v := e.view
+		if v == nil || v.state == StateConnecting || (v.state == StatePending && !e.cfg.Lazy && !e.cfg.Disabled) {
 			return
 		}
 	}

@@ -57,7 +57,7 @@ const (
 	// EventServerState: a server changed state (State, Previous, Err).
 	EventServerState EventType = "server_state"
 	// EventToolsChanged: the tool pool changed (Server is the server whose
-	// tools changed, or empty for a change of several).
+	// tools changed; Tools is the pool's size after the change).
 	EventToolsChanged EventType = "tools_changed"
 	// EventGap: the subscriber missed Dropped events because it read too
 	// slowly, or its resume cursor was older than the buffer.
@@ -73,9 +73,13 @@ type Event struct {
 	Type   EventType `json:"type"`
 	Server string    `json:"server,omitempty"`
 
+	// State, Previous (empty for a server's first event) and Err describe
+	// an EventServerState.
 	State    State  `json:"state,omitempty"`
 	Previous State  `json:"previous,omitempty"`
 	Err      string `json:"error,omitempty"`
+
+	Tools int `json:"tools,omitempty"`
 
 	Dropped uint64 `json:"dropped,omitempty"`
 }

@@ -92,29 +92,12 @@ func Main(args []string) int {
 	return Run(context.Background(), opts, os.Stdin, os.Stdout)
 }
 
-// ParseFlags reads Options from command-line flags.
+// ParseFlags reads Options from command-line flags. -h returns
+// flag.ErrHelp.
 func ParseFlags(args []string) (Options, error) {
 	var o Options
 	var versions string
-	fs := flag.NewFlagSet("mock", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.Name, "name", "mockserver", "serverInfo.name")
-	fs.IntVar(&o.Tools, "tools", 0, "extra tools besides echo, add, fail and sleep")
-	fs.IntVar(&o.Resources, "resources", 0, "number of resources")
-	fs.IntVar(&o.Prompts, "prompts", 0, "number of prompts")
-	fs.DurationVar(&o.Latency, "latency", 0, "delay before answering each tools/call")
-	fs.DurationVar(&o.InitDelay, "init-delay", 0, "delay before answering initialize or server/discover")
-	fs.IntVar(&o.Payload, "payload", 0, "echo answers with this many bytes")
-	fs.StringVar(&versions, "versions", "", "comma-separated protocol versions served (default all)")
-	fs.IntVar(&o.PageSize, "page-size", 0, "items per list page (0 = one page)")
-	fs.IntVar(&o.ExitAfter, "exit-after", 0, "exit on receiving tools/call number N+1")
-	fs.BoolVar(&o.ExitAtStart, "exit-at-start", false, "exit at once with code 4")
-	fs.BoolVar(&o.HangOnCall, "hang-on-call", false, "never answer tools/call")
-	fs.BoolVar(&o.Garbage, "garbage", false, "write garbage before each answer")
-	fs.Int64Var(&o.OversizeBytes, "oversize", 0, "answer tools/call with a frame of this many bytes")
-	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and stdin EOF")
-	fs.BoolVar(&o.Grandchild, "grandchild", false, "spawn a sleeping grandchild")
-	fs.BoolVar(&o.Silent, "silent", false, "answer nothing")
+	fs := flagSet(&o, &versions)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -128,6 +111,38 @@ func ParseFlags(args []string) (Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// Usage describes the flags ParseFlags accepts.
+func Usage() string {
+	var b strings.Builder
+	fs := flagSet(new(Options), new(string))
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	return b.String()
+}
+
+func flagSet(o *Options, versions *string) *flag.FlagSet {
+	fs := flag.NewFlagSet("mock", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.Name, "name", "mockserver", "serverInfo.name")
+	fs.IntVar(&o.Tools, "tools", 0, "extra tools tool_001…tool_N besides echo, add, fail, sleep and announce")
+	fs.IntVar(&o.Resources, "resources", 0, "resources mock://resource/1…N (and one template)")
+	fs.IntVar(&o.Prompts, "prompts", 0, "prompts prompt_1…N")
+	fs.DurationVar(&o.Latency, "latency", 0, "delay before answering each tools/call")
+	fs.DurationVar(&o.InitDelay, "init-delay", 0, "delay before answering initialize or server/discover")
+	fs.IntVar(&o.Payload, "payload", 0, "echo answers with this many bytes instead of its text")
+	fs.StringVar(versions, "versions", "", "comma-separated protocol versions served, newest first (default all)")
+	fs.IntVar(&o.PageSize, "page-size", 0, "items per list page (0: one page)")
+	fs.IntVar(&o.ExitAfter, "exit-after", 0, "exit with code 3 on receiving tools/call number N+1")
+	fs.BoolVar(&o.ExitAtStart, "exit-at-start", false, "exit at once with code 4")
+	fs.BoolVar(&o.HangOnCall, "hang-on-call", false, "never answer tools/call")
+	fs.BoolVar(&o.Garbage, "garbage", false, "write a non-JSON line and a malformed frame before each answer")
+	fs.Int64Var(&o.OversizeBytes, "oversize", 0, "answer tools/call with a frame of this many bytes")
+	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and stdin EOF: only SIGKILL ends it")
+	fs.BoolVar(&o.Grandchild, "grandchild", false, "start a sleeping child process in the same process group")
+	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
+	return fs
 }
 
 // Run serves one client over r and w until r ends (or, with

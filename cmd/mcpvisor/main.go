@@ -1,0 +1,246 @@
+// Command mcpvisor supervises the MCP servers of an .mcp.json
+// configuration: it lists them, calls their tools, keeps them connected,
+// and runs the bundled mock server.
+//
+// Results go to stdout; logs and errors go to stderr. Exit codes: 0
+// success, 1 failure (a server not ready, a failed call, a config error),
+// 2 usage error (bad flags or arguments). `mcpvisor mock` exits with the
+// mock server's own codes.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+)
+
+func main() {
+	// The supervisor starts mock servers (and their grandchildren) by
+	// re-executing the binary with mockserver.EnvRole set: serve them
+	// before anything else.
+	if mockserver.IsRequested() {
+		os.Exit(mockserver.Main(os.Args[1:]))
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+const exitCodesHelp = `Exit codes:
+  0  success
+  1  failure: a server not ready, a failed or unknown call, a config error
+  2  usage error: unknown command, bad flag or argument
+'mcpvisor mock' exits with the mock server's own codes (see 'mcpvisor mock -h').`
+
+// closeTimeout bounds Supervisor.Close in every command. The stdio
+// shutdown ladder (close stdin, SIGTERM, SIGKILL, 2 s waits) runs for all
+// servers at once, so this is generous.
+const closeTimeout = 30 * time.Second
+
+// exitError ends a command with an exit code. Every RunE returns either
+// nil or an *exitError; any other error comes from cobra itself (unknown
+// command, bad flag, wrong arguments) and is a usage error.
+type exitError struct {
+	code int
+	err  error // printed to stderr when not nil; nil when already reported
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+// failed ends a command with exit code 1; err has already been reported
+// when nil.
+func failed(err error) error { return &exitError{code: exitFailure, err: err} }
+
+// usageError ends a command with exit code 2.
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// app holds what every command shares: the output streams, the global
+// flags and the logger built from them.
+type app struct {
+	stdout, stderr io.Writer
+
+	configFiles []string
+	logLevel    string
+
+	log    zerolog.Logger // the CLI's own logger
+	libLog zerolog.Logger // the logger handed to the supervisor
+}
+
+// run executes the command line args and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr, log: zerolog.Nop(), libLog: zerolog.Nop()}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(context.Background())
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		ee = &exitError{code: exitUsage, err: err} // cobra's own: unknown command, bad flag or arguments
+	}
+	if ee.err != nil {
+		fmt.Fprintf(stderr, "mcpvisor: %v\n", ee.err)
+		if ee.code == exitUsage {
+			if cmd == nil {
+				cmd = root
+			}
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		}
+	}
+	return ee.code
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mcpvisor",
+		Short: "Keep MCP servers connected: list them, call their tools, supervise them",
+		Long: `mcpvisor keeps an agent host connected to every MCP server in its configuration:
+it starts them, speaks their protocol era, notices failure, and reports what changed.
+
+Servers come from .mcp.json files. With --config (repeatable; later files win per
+server name) exactly those files are read. Without it the layers are read, lowest
+precedence first: ~/.mcp.json, ./.mcp.json, ./.mcp.local.json; when the managed
+file /etc/mcpvisor/managed-mcp.json exists it is the only file read.
+
+Results go to stdout; logs and errors go to stderr (console format on a terminal,
+JSON lines otherwise).
+
+` + exitCodesHelp,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.setUpLogging()
+		},
+	}
+	root.PersistentFlags().StringArrayVar(&a.configFiles, "config", nil,
+		"config `FILE` to load (repeatable; later files win per server name); default: layered discovery")
+	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info",
+		"log `LEVEL`: trace, debug, info, warn, error or disabled")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: err}
+	})
+	root.CompletionOptions.DisableDefaultCmd = true
+
+	root.AddCommand(a.listCommand(), a.callCommand(), a.superviseCommand(), a.mockCommand())
+	return root
+}
+
+// setUpLogging builds the loggers from --log-level. The CLI logs to
+// stderr: console format on a terminal, JSON lines otherwise.
+//
+// The supervisor gets the same logger, except at level info, where it
+// gets warn: its info messages are state changes, which the commands
+// report themselves (supervise logs every event; list and call print the
+// states), and protoactor's lifecycle chatter. --log-level debug shows
+// them all.
+func (a *app) setUpLogging() error {
+	level, err := zerolog.ParseLevel(strings.ToLower(strings.TrimSpace(a.logLevel)))
+	if err != nil || a.logLevel == "" || level == zerolog.NoLevel {
+		return usageError("--log-level %q: want trace, debug, info, warn, error or disabled", a.logLevel)
+	}
+	// The CLI owns the process: its logs carry milliseconds.
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
+	out := a.stderr
+	if f, ok := out.(*os.File); ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+		out = zerolog.ConsoleWriter{Out: f, TimeFormat: "15:04:05.000"}
+	}
+	a.log = zerolog.New(out).Level(level).With().Timestamp().Logger()
+	a.libLog = a.log
+	if level == zerolog.InfoLevel {
+		a.libLog = a.log.Level(zerolog.WarnLevel)
+	}
+	return nil
+}
+
+// loadConfig reads the --config files, or the layered configuration
+// when there are none.
+func (a *app) loadConfig() (*mcpvisor.Config, error) {
+	return mcpvisor.LoadConfig(mcpvisor.LoadOptions{Files: a.configFiles})
+}
+
+// logConfigError logs each problem a config load reported on its own line.
+func (a *app) logConfigError(err error) {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		a.log.Error().Err(e).Msg("config error")
+	}
+}
+
+// applyConfig loads the configuration and gives it to sup. It reports
+// every problem (unloadable files, rejected servers) on the log and
+// returns false when there was any. A config that fails to load gives sup
+// no servers.
+func (a *app) applyConfig(ctx context.Context, sup *mcpvisor.Supervisor) (*mcpvisor.Config, mcpvisor.SetResult, bool) {
+	ok := true
+	cfg, err := a.loadConfig()
+	if err != nil {
+		a.logConfigError(err)
+		ok = false
+		cfg = &mcpvisor.Config{Servers: map[string]mcpvisor.ServerConfig{}, Sources: map[string]string{}}
+	}
+	res, err := sup.SetServers(ctx, cfg.Servers)
+	if err != nil {
+		a.log.Error().Err(err).Msg("configuring the supervisor")
+		return cfg, res, false
+	}
+	for _, name := range slices.Sorted(maps.Keys(res.Errors)) {
+		a.log.Error().Str("server", name).Err(res.Errors[name]).Msg("server config rejected")
+		ok = false
+	}
+	return cfg, res, ok
+}
+
+// startSupervisor starts a supervisor that logs through the library
+// logger.
+func (a *app) startSupervisor(ctx context.Context) (*mcpvisor.Supervisor, error) {
+	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{Logger: a.libLog})
+	if err != nil {
+		a.log.Error().Err(err).Msg("starting the supervisor")
+		return nil, err
+	}
+	return sup, nil
+}
+
+// closeSupervisor closes sup within closeTimeout and logs a failure.
+func (a *app) closeSupervisor(sup *mcpvisor.Supervisor) error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	if err := sup.Close(ctx); err != nil {
+		a.log.Error().Err(err).Msg("closing the supervisor")
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+)
+
+func mockHelp() string {
+	var b strings.Builder
+	b.WriteString(`mock runs the bundled mock MCP server (bench/mockserver) over stdin and stdout,
+speaking every protocol version mcpvisor does. It serves the tools echo, add, fail
+(always isError), sleep and announce (adds a tool and sends list_changed), plus
+what the flags ask for, and can misbehave on purpose. Use it as a server's
+command in a config file: "command": "mcpvisor", "args": ["mock", "-latency", "50ms"].
+
+Usage:
+  mcpvisor mock [flags]
+
+Flags (Go flag syntax: -flag value, -flag=value; booleans take no value):
+`)
+	b.WriteString(mockserver.Usage())
+	b.WriteString(`
+Exit codes:
+  0  stdin ended
+  2  bad flag
+  3  -exit-after reached
+  4  -exit-at-start
+`)
+	return b.String()
+}
+
+func (a *app) mockCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                "mock [flags]",
+		Short:              "Run the bundled mock MCP server over stdio",
+		Long:               mockHelp(),
+		DisableFlagParsing: true, // the flags are the mock server's own
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := mockserver.ParseFlags(args); err != nil {
+				if errors.Is(err, flag.ErrHelp) {
+					return cmd.Help()
+				}
+				return usageError("mock: %v", err)
+			}
+			if code := mockserver.Main(args); code != exitOK {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
+		fmt.Fprint(cmd.OutOrStdout(), cmd.Long)
+	})
+	return cmd
+}
