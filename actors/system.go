@@ -273,16 +273,24 @@ func ready(h *serverHandle) (*serverView, error) {
 	return v, nil
 }
 
-// callContext applies the default call deadline when ctx has none.
-func (s *System) callContext(ctx context.Context, v *serverView) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
+// onSession runs one request on a ready server's live session, with the
+// server's default deadline when ctx has none.
+func onSession[T any](ctx context.Context, s *System, h *serverHandle, request func(context.Context, *session.Session) (T, error)) (T, error) {
+	v, err := ready(h)
+	if err != nil {
+		var zero T
+		return zero, err
 	}
-	d := s.opts.CallTimeout
-	if v.cfg.TimeoutMs > 0 {
-		d = time.Duration(v.cfg.TimeoutMs) * time.Millisecond
+	if _, ok := ctx.Deadline(); !ok {
+		d := s.opts.CallTimeout
+		if v.cfg.TimeoutMs > 0 {
+			d = time.Duration(v.cfg.TimeoutMs) * time.Millisecond
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
 	}
-	return context.WithTimeout(ctx, d)
+	return request(ctx, v.sess)
 }
 
 // CallTool calls a tool of the pool by its qualified name. The call goes
@@ -295,13 +303,9 @@ func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
-	v, err := ready(e.h)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := s.callContext(ctx, v)
-	defer cancel()
-	return v.sess.CallTool(ctx, e.name, args, nil)
+	return onSession(ctx, s, e.h, func(ctx context.Context, sess *session.Session) (*protocol.CallToolResult, error) {
+		return sess.CallTool(ctx, e.name, args, nil)
+	})
 }
 
 // Resources lists the resources of one ready server, or of all when
@@ -342,13 +346,9 @@ func (s *System) ReadResource(ctx context.Context, server, uri string) (*protoco
 	if err != nil {
 		return nil, err
 	}
-	v, err := ready(h)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := s.callContext(ctx, v)
-	defer cancel()
-	return v.sess.ReadResource(ctx, uri)
+	return onSession(ctx, s, h, func(ctx context.Context, sess *session.Session) (*protocol.ReadResourceResult, error) {
+		return sess.ReadResource(ctx, uri)
+	})
 }
 
 // GetPrompt renders a prompt, named by its qualified name.
@@ -357,13 +357,9 @@ func (s *System) GetPrompt(ctx context.Context, name string, args map[string]str
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownPrompt, name)
 	}
-	v, err := ready(e.h)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := s.callContext(ctx, v)
-	defer cancel()
-	return v.sess.GetPrompt(ctx, e.name, args)
+	return onSession(ctx, s, e.h, func(ctx context.Context, sess *session.Session) (*protocol.GetPromptResult, error) {
+		return sess.GetPrompt(ctx, e.name, args)
+	})
 }
 
 // Ping checks that a ready server answers.
@@ -372,13 +368,10 @@ func (s *System) Ping(ctx context.Context, server string) error {
 	if err != nil {
 		return err
 	}
-	v, err := ready(h)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.callContext(ctx, v)
-	defer cancel()
-	return v.sess.Ping(ctx)
+	_, err = onSession(ctx, s, h, func(ctx context.Context, sess *session.Session) (struct{}, error) {
+		return struct{}{}, sess.Ping(ctx)
+	})
+	return err
 }
 
 // Session returns a ready server's live session, for requests the API
