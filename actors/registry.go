@@ -44,7 +44,6 @@ type serverEntry struct {
 	h        *serverHandle
 	class    admissionClass
 	view     *serverView // the latest view the registry processed
-	removing bool
 }
 
 // registry owns the set of server actors (its children), admits their
@@ -56,7 +55,7 @@ type registry struct {
 	log  zerolog.Logger
 
 	servers  map[string]*serverEntry // configured servers by name
-	removing map[*serverHandle]bool  // removed servers still shutting down
+	removing map[*serverHandle]*serverEntry // removed servers still shutting down
 	childSeq int                     // makes child actor names unique
 
 	limits   [numClasses]int
@@ -80,7 +79,7 @@ func newRegistry(sys *System) *registry {
 		opts:     sys.opts,
 		log:      sys.log,
 		servers:  map[string]*serverEntry{},
-		removing: map[*serverHandle]bool{},
+		removing: map[*serverHandle]*serverEntry{},
 		queued:   map[string]bool{},
 		inflight: map[string]uint64{},
 		bus:      newBus(sys.opts.EventBuffer),
@@ -208,8 +207,7 @@ func (r *registry) change(name string, e *serverEntry, cfg ServerConfig) {
 func (r *registry) remove(ctx actor.Context, name string, e *serverEntry) {
 	r.dequeue(name, e)
 	delete(r.servers, name)
-	r.removing[e.h] = true
-	e.removing = true
+	r.removing[e.h] = e
 	ctx.Send(e.h.pid, shutdown{done: make(chan struct{})})
 }
 
@@ -248,12 +246,9 @@ func (r *registry) dequeue(name string, e *serverEntry) {
 func (r *registry) serverChanged(m serverChanged) {
 	v := m.view
 	e, ok := r.servers[m.name]
-	if !ok || e.h.view.Load() == nil || e.h != m.handle {
-		// A removed server reporting its shutdown.
-		if v.state == StateStopped && r.removing[m.handle] {
-			delete(r.removing, m.handle)
-			r.publishState(v, StateStopped, nil)
-			r.maybeClosed()
+	if !ok || e.h != m.handle {
+		if v.state == StateStopped {
+			r.stopped(m.handle)
 		}
 		return
 	}
@@ -422,6 +417,31 @@ func (r *registry) maybeClosed() {
 	r.closeWaiters = nil
 }
 
+// stopped records that a removed server is gone: its last event, and
+// Close's bookkeeping. It runs on whichever comes first, the server's
+// stopped view or protoactor's Terminated (a system message, which can
+// overtake the view).
+func (r *registry) stopped(h *serverHandle) {
+	e, ok := r.removing[h]
+	if !ok {
+		return
+	}
+	delete(r.removing, h)
+	prev := StatePending
+	if e.view != nil {
+		prev = e.view.state
+	}
+	v := h.view.Load()
+	if v.state != StateStopped { // Terminated overtook the final view
+		stopped := *v
+		stopped.state, stopped.sess, stopped.lists, stopped.since = StateStopped, nil, lists{}, time.Now()
+		h.view.Store(&stopped)
+		v = &stopped
+	}
+	r.publishState(v, prev, nil)
+	r.maybeClosed()
+}
+
 // terminated handles a server actor that stopped. A removed server stops
 // by itself; any other stopped because it crashed more often than its
 // supervision strategy allows.
@@ -439,9 +459,8 @@ func (r *registry) terminated(pid *actor.PID) {
 		}
 	}
 	for h := range r.removing {
-		if h.pid.Equal(pid) { // stopped before reporting; count it gone
-			delete(r.removing, h)
-			r.maybeClosed()
+		if h.pid.Equal(pid) {
+			r.stopped(h)
 			return
 		}
 	}

@@ -471,3 +471,28 @@ func TestConcurrentCallsAcrossServers(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Removing a server always ends its event history with "stopped", even
+// when protoactor's Terminated notice overtakes the actor's last view.
+func TestRemovedServerAlwaysReportsStopped(t *testing.T) {
+	s := start(t, testOptions)
+	events := s.Subscribe(t.Context(), false, 0, 1024)
+	for i := range 10 {
+		name := fmt.Sprintf("gone%d", i)
+		setAndSettle(t, s, map[string]ServerConfig{name: mock()})
+		setAndSettle(t, s, nil)
+		deadline := time.After(5 * time.Second)
+		for stopped := false; !stopped; {
+			select {
+			case ev := <-events:
+				stopped = ev.Type == EventServerState && ev.Server == name && ev.State == StateStopped
+				if stopped {
+					assert.Equal(t, StateReady, ev.Previous)
+				}
+			case <-deadline:
+				t.Fatalf("no stopped event for %s", name)
+			}
+		}
+	}
+	assert.Empty(t, s.Status())
+}
