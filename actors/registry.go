@@ -40,10 +40,10 @@ func classOf(cfg ServerConfig) admissionClass {
 
 // serverEntry is the registry's record of one configured server.
 type serverEntry struct {
-	cfg      ServerConfig
-	h        *serverHandle
-	class    admissionClass
-	view     *serverView // the latest view the registry processed
+	cfg   ServerConfig
+	h     *serverHandle
+	class admissionClass
+	view  *serverView // the latest view the registry processed
 }
 
 // registry owns the set of server actors (its children), admits their
@@ -54,9 +54,9 @@ type registry struct {
 	opts Options
 	log  zerolog.Logger
 
-	servers  map[string]*serverEntry // configured servers by name
+	servers  map[string]*serverEntry        // configured servers by name
 	removing map[*serverHandle]*serverEntry // removed servers still shutting down
-	childSeq int                     // makes child actor names unique
+	childSeq int                            // makes child actor names unique
 
 	limits   [numClasses]int
 	queue    [numClasses][]string // servers waiting for a connect slot, FIFO
