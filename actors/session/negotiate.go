@@ -75,6 +75,9 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 			s.instructions = res.Instructions
 			res.Meta.Get(protocol.MetaServerInfo, &s.serverInfo)
 			s.modernMeta = s.metaFor(chosen)
+			if s.modernMetaJSON, err = json.Marshal(s.modernMeta); err != nil {
+				return "", err
+			}
 			return "", nil
 		}
 		if errors.Is(err, ErrConnectionClosed) || ctx.Err() != nil {

@@ -12,12 +12,41 @@ import (
 // CallTool calls tool name with args (a JSON object, or nil). A tool that
 // failed is a result with IsError set, not an error.
 func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage, meta protocol.Meta) (*protocol.CallToolResult, error) {
+	var params any
+	if meta == nil {
+		// The hot path: the params are assembled from bytes, with the
+		// stateless-era _meta encoded once per session, not per call.
+		if args != nil && !json.Valid(args) {
+			return nil, fmt.Errorf("%s: arguments are not valid JSON", protocol.MethodToolsCall)
+		}
+		params = callToolParams(s.modernMetaJSON, name, args)
+	} else {
+		params = protocol.CallToolParams{Meta: s.requestMeta(meta), Name: name, Arguments: args}
+	}
 	var res protocol.CallToolResult
-	params := protocol.CallToolParams{Meta: s.requestMeta(meta), Name: name, Arguments: args}
 	if err := s.Call(ctx, protocol.MethodToolsCall, params, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// callToolParams encodes tools/call params: {"_meta":…,"name":…,"arguments":…}.
+func callToolParams(meta json.RawMessage, name string, args json.RawMessage) protocol.ValidJSON {
+	b := make([]byte, 0, len(meta)+len(name)+len(args)+40)
+	b = append(b, '{')
+	if meta != nil {
+		b = append(b, `"_meta":`...)
+		b = append(b, meta...)
+		b = append(b, ',')
+	}
+	b = append(b, `"name":`...)
+	enc, _ := json.Marshal(name) // a string always encodes
+	b = append(b, enc...)
+	if args != nil {
+		b = append(b, `,"arguments":`...)
+		b = append(b, args...)
+	}
+	return append(b, '}')
 }
 
 // ReadResource reads the resource at uri.

@@ -146,7 +146,8 @@ type Session struct {
 	capabilities     protocol.ServerCapabilities
 	instructions     string
 	discoverRejected bool
-	modernMeta       protocol.Meta // the _meta members of every stateless-era request
+	modernMeta       protocol.Meta   // the _meta members of every stateless-era request
+	modernMetaJSON   json.RawMessage // modernMeta, encoded once
 
 	nonProtocol, malformed, oversize, unknown atomic.Int64
 }

@@ -195,10 +195,20 @@ func TestToolCalls(t *testing.T) {
 			require.NoError(t, err, "a tool error is a result, not an error")
 			assert.True(t, res.IsError)
 
-			_, err = f.s.CallTool(ctx, "nope", nil, nil)
+			_, err = f.s.CallTool(ctx, "nope \"quoted\" \u2603", nil, nil)
 			var rpcErr *protocol.Error
 			require.ErrorAs(t, err, &rpcErr)
 			assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code)
+			assert.Contains(t, rpcErr.Message, `nope \"quoted\" ☃`, "the name arrives intact")
+
+			sent := len(f.conn.sent())
+			_, err = f.s.CallTool(ctx, "echo", json.RawMessage(`{"text":`), nil)
+			assert.Error(t, err, "invalid arguments are refused")
+			assert.Len(t, f.conn.sent(), sent, "and never reach the server")
+
+			res, err = f.s.CallTool(ctx, "echo", json.RawMessage(`{"text":"meta"}`), protocol.Meta{"trace": json.RawMessage(`"t1"`)})
+			require.NoError(t, err, "caller _meta goes with the stateless-era members")
+			assert.Equal(t, "meta", res.Content[0].Text)
 		})
 	}
 }
