@@ -1,0 +1,233 @@
+package peers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// mockBin is the mock server binary every client spawns, built once by
+// TestMain.
+var mockBin string
+
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "peers-mockserver-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "peers:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	mockBin = filepath.Join(dir, "mockserver")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		gobin = "go"
+	}
+	// Built without -race even under `go test -race`: the server must stay
+	// lean so that the benchmarks measure the clients.
+	build := exec.Command(gobin, "build", "-o", mockBin, "./cmd/mockserver")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "peers: building the mock server:", err)
+		return 1
+	}
+	code := m.Run()
+	if orphans := waitNoMockProcesses(2 * time.Second); len(orphans) > 0 {
+		fmt.Fprintf(os.Stderr, "peers: mock server processes left running: %v (killed)\n", orphans)
+		for _, pid := range orphans {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// mockProcesses returns the pids of live processes running mockBin.
+func mockProcesses() []int { return mockProcessesAbove(0) }
+
+// mockProcessesAbove returns the pids above minPid of live processes
+// running mockBin. (Reading every process's exe link is what costs; pids
+// grow, so a caller that knows the last mock pid can skip the older ones.)
+func mockProcessesAbove(minPid int) []int {
+	if runtime.GOOS != "linux" {
+		return nil
+	}
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= minPid {
+			continue
+		}
+		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == mockBin {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func waitNoMockProcesses(grace time.Duration) []int {
+	deadline := time.Now().Add(grace)
+	for {
+		pids := mockProcesses()
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return pids
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const (
+	warmupCalls = 200
+	inFlight    = 32
+)
+
+// forEachPeer runs f as sub-benchmark client=<name>/era=<era> for every
+// client and era.
+func forEachPeer(b *testing.B, f func(b *testing.B, p peer, era string)) {
+	for _, p := range peers {
+		for _, era := range eras {
+			b.Run("client="+p.name+"/era="+era, func(b *testing.B) { f(b, p, era) })
+		}
+	}
+}
+
+// cpuTime is the CPU (user+system) this process — the client; the server
+// is a separate process — has used so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkConnect measures one whole connection per iteration: spawn the
+// server, negotiate the era, list the tools, close (stdin EOF, wait for
+// the process to exit). mcpvisor's includes starting and closing a
+// Supervisor around the server.
+func BenchmarkConnect(b *testing.B) {
+	forEachPeer(b, func(b *testing.B, p peer, era string) {
+		b.ReportAllocs()
+		ctx := context.Background()
+		cpu0 := cpuTime(b)
+		for i := 0; i < b.N; i++ {
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			s, err := p.connect(cctx, mockBin, era)
+			cancel()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu := cpuTime(b) - cpu0
+		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
+	})
+}
+
+// BenchmarkCallSequential measures b.N sequential tools/call of echo on
+// one session.
+func BenchmarkCallSequential(b *testing.B) {
+	forEachPeer(b, func(b *testing.B, p peer, era string) {
+		benchCalls(b, p, era, 1)
+	})
+}
+
+// BenchmarkCallConcurrent32 measures b.N tools/call of echo on one
+// session with 32 calls in flight (a pool of 32 goroutines).
+func BenchmarkCallConcurrent32(b *testing.B) {
+	forEachPeer(b, func(b *testing.B, p peer, era string) {
+		benchCalls(b, p, era, inFlight)
+	})
+}
+
+func benchCalls(b *testing.B, p peer, era string, workers int) {
+	ctx := context.Background()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	s, err := p.connect(cctx, mockBin, era)
+	cancel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := s.close(); err != nil {
+			b.Error("close:", err)
+		}
+	}()
+	if got := s.version(); got != wantVersion[era] {
+		b.Fatalf("negotiated %q, want %q", got, wantVersion[era])
+	}
+	if err := runCalls(ctx, s, warmupCalls, workers); err != nil {
+		b.Fatal("warm-up:", err)
+	}
+
+	b.ReportAllocs()
+	runtime.GC()
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	err = runCalls(ctx, s, b.N, workers)
+	cpu := cpuTime(b) - cpu0
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(b.N), "cpu-us/call")
+}
+
+// runCalls makes n echo calls on s with workers calls in flight and
+// returns the first error.
+func runCalls(ctx context.Context, s session, n, workers int) error {
+	if workers <= 1 {
+		for range n {
+			if err := checkEcho(ctx, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var (
+		next     atomic.Int64
+		firstErr error
+		once     sync.Once
+		wg       sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if err := checkEcho(ctx, s); err != nil {
+					once.Do(func() { firstErr = err })
+					next.Store(int64(n)) // stop the others
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
+func checkEcho(ctx context.Context, s session) error {
+	text, err := s.echo(ctx)
+	if err != nil {
+		return err
+	}
+	if text != echoText {
+		return fmt.Errorf("echo returned %q, want %q", text, echoText)
+	}
+	return nil
+}
