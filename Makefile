@@ -30,8 +30,8 @@ npm-deps: $(EVERYTHING)
 
 $(EVERYTHING):
 	mkdir -p $(NPM_DIR)
-	cd $(NPM_DIR) && [ -f package.json ] || (cd $(NPM_DIR) && npm init -y >/dev/null)
-	cd $(NPM_DIR) && npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/server-everything@$(EVERYTHING_VERSION)
+	cd $(NPM_DIR) && { [ -f package.json ] || npm init -y >/dev/null; } && \
+		npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/server-everything@$(EVERYTHING_VERSION)
 
 test: deps vet
 	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 \
