@@ -2,16 +2,20 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/rs/zerolog"
 )
 
 // slogHandler routes protoactor's slog output into the host's zerolog
-// logger. It renames protoactor's "message" attribute, which would
-// otherwise collide with zerolog's message field and produce a JSON object
-// with two "message" keys; the process-wide zerolog.MessageFieldName
-// belongs to the host and is left alone.
+// logger. Protoactor attaches the actor message it is talking about (a
+// dead letter, a supervision failure) as an attribute named "message".
+// The handler logs only that message's type, as "actor_message": the
+// value may carry a server's config (environment, headers: secrets), and
+// the name would collide with zerolog's message field, producing a JSON
+// object with two "message" keys. (zerolog.MessageFieldName is process
+// wide and belongs to the host, so it is left alone.)
 type slogHandler struct {
 	inner slog.Handler
 }
@@ -48,7 +52,7 @@ func (h *slogHandler) WithGroup(name string) slog.Handler {
 
 func renameMessage(a slog.Attr) slog.Attr {
 	if a.Key == zerolog.MessageFieldName || a.Key == "message" {
-		a.Key = "actor_message"
+		return slog.String("actor_message", fmt.Sprintf("%T", a.Value.Any()))
 	}
 	return a
 }

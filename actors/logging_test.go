@@ -15,7 +15,9 @@ import (
 func TestProtoactorLogsReachZerologWithOneMessageField(t *testing.T) {
 	var buf bytes.Buffer
 	log := newSlogLogger(zerolog.New(&buf))
-	log.With("message", "bound").Info("[DeadLetter]", slog.Int("message", 42), slog.String("pid", "p1"))
+	secret := ServerConfig{}
+	secret.Env = map[string]string{"TOKEN": "s3cr3t"}
+	log.With("message", "bound").Info("[DeadLetter]", slog.Any("message", secret), slog.String("pid", "p1"))
 
 	line := strings.TrimSpace(buf.String())
 	assert.Equal(t, 1, strings.Count(line, `"message":`), "protoactor's message attribute must not duplicate zerolog's: %s", line)
@@ -24,8 +26,9 @@ func TestProtoactorLogsReachZerologWithOneMessageField(t *testing.T) {
 	assert.Equal(t, "[DeadLetter]", m["message"])
 	assert.Equal(t, "protoactor", m["lib"])
 	assert.Equal(t, "p1", m["pid"])
-	assert.Contains(t, line, `"actor_message":42`)
-	assert.Contains(t, line, `"actor_message":"bound"`)
+	assert.Contains(t, line, `"actor_message":"actors.ServerConfig"`, "only the message's type is logged")
+	assert.Contains(t, line, `"actor_message":"string"`)
+	assert.NotContains(t, line, "s3cr3t", "a message's contents never reach the log")
 }
 
 func TestZeroLoggerLogsNothing(t *testing.T) {

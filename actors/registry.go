@@ -44,6 +44,7 @@ type serverEntry struct {
 	h     *serverHandle
 	class admissionClass
 	view  *serverView // the latest view the registry processed
+	dead  bool        // its actor was stopped by supervision (crash loop)
 }
 
 // registry owns the set of server actors (its children), admits their
@@ -118,6 +119,8 @@ func (r *registry) Receive(ctx actor.Context) {
 		r.scheduleGapFlush(r.bus.flushGaps())
 	case *actor.Terminated:
 		r.terminated(m.Who)
+	case serverGone:
+		r.stopped(m.handle)
 	}
 }
 
@@ -208,7 +211,23 @@ func (r *registry) remove(ctx actor.Context, name string, e *serverEntry) {
 	r.dequeue(name, e)
 	delete(r.servers, name)
 	r.removing[e.h] = e
+	if e.dead {
+		// No actor to shut it down: wait for the goroutines it left (a
+		// session close, a connect attempt) to finish with their processes.
+		h, root, self := e.h, r.sys.actors.Root, ctx.Self()
+		go func() {
+			h.running.Wait()
+			root.Send(self, serverGone{handle: h})
+		}()
+		return
+	}
 	ctx.Send(e.h.pid, shutdown{done: make(chan struct{})})
+}
+
+// serverGone reports that a removed server whose actor was already dead
+// has no goroutine left.
+type serverGone struct {
+	handle *serverHandle
 }
 
 // enqueue puts a server in line for a connect slot (once).
@@ -257,9 +276,12 @@ func (r *registry) serverChanged(m serverChanged) {
 	if ticket, ok := r.inflight[m.name]; ok && v.admitted == ticket && v.state != StateConnecting {
 		delete(r.inflight, m.name)
 		r.running[e.class]--
-		if v.state == StatePending && !e.cfg.Lazy && !e.cfg.Disabled {
-			r.enqueue(m.name, e) // the actor restarted mid-connect: back in line
-		}
+	}
+	if v.state == StatePending && !e.cfg.Lazy && !e.cfg.Disabled {
+		// A server back in pending (its actor restarted after a crash, or
+		// its config changed) waits for a slot again. Idempotent: a server
+		// already queued or admitted is left where it is.
+		r.enqueue(m.name, e)
 	}
 	var prevState State // empty for a server's first event
 	if prev != nil {
@@ -450,6 +472,7 @@ func (r *registry) terminated(pid *actor.PID) {
 		if e.h.pid.Equal(pid) {
 			err := fmt.Errorf("the server's actor crashed repeatedly and was stopped")
 			r.log.Error().Str("server", name).Msg(err.Error())
+			e.dead = true
 			prev := e.h.view.Load()
 			v := *prev
 			v.state, v.err, v.sess, v.lists, v.since = StateFailed, err, nil, lists{}, time.Now()

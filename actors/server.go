@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,8 +34,15 @@ type serverHandle struct {
 	// reported goroutineDone. Incremented when one starts, decremented when
 	// its goroutineDone is received, so the actor never stops while one of
 	// them may still send it a message (or own a process).
-	busy   atomic.Int32
-	memory session.Memory
+	busy atomic.Int32
+	// running counts the same goroutines, but each decrements it itself
+	// when it ends: the registry waits on it for an actor that supervision
+	// stopped, which will never receive another goroutineDone.
+	running sync.WaitGroup
+	// stopped is set when the actor (any instance) has stopped for good, so
+	// that its goroutines do not message a dead mailbox.
+	stopped atomic.Bool
+	memory  session.Memory
 }
 
 // serverView is an immutable snapshot of one server, published by its
@@ -117,8 +125,16 @@ func newServerActor(h *serverHandle, cfg ServerConfig, opts Options) *serverActo
 	}
 }
 
+// testHookReceive, when set (by tests, before Start), sees every message
+// a server actor receives before the actor does; a test injects a crash
+// by panicking in it.
+var testHookReceive atomic.Pointer[func(msg any)]
+
 // Receive is the actor's message loop.
 func (a *serverActor) Receive(ctx actor.Context) {
+	if hook := testHookReceive.Load(); hook != nil {
+		(*hook)(ctx.Message())
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.self, a.parent, a.root = ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
@@ -135,6 +151,8 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.abandon(session.ErrServerRestarting)
 	case *actor.Stopping:
 		a.abandon(session.ErrConnectionClosed)
+	case *actor.Stopped:
+		a.h.stopped.Store(true)
 	case connectNow:
 		a.h.admitted.Store(m.ticket)
 		a.connect()
@@ -232,10 +250,14 @@ func (a *serverActor) connect() {
 // ends; see serverHandle.busy.
 func (a *serverActor) goroutine(f func()) {
 	a.h.busy.Add(1)
-	self, root := a.self, a.root
+	a.h.running.Add(1)
+	h, self, root := a.h, a.self, a.root
 	go func() {
-		defer root.Send(self, goroutineDone{})
 		f()
+		h.running.Done()
+		if !h.stopped.Load() {
+			root.Send(self, goroutineDone{})
+		}
 	}()
 }
 

@@ -96,6 +96,9 @@ func Start(opts Options) (*System, error) {
 	s.actors = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return newSlogLogger(opts.Logger) }),
 		actor.WithDeadLetterRequestLogging(false),
+		// Protoactor's dead-letter log throttle keeps a goroutine for one
+		// interval after each burst; a short one keeps Close tidy.
+		actor.WithDeadLetterThrottleInterval(100*time.Millisecond),
 	)
 	props := actor.PropsFromProducer(func() actor.Actor { return newRegistry(s) },
 		// The registry's own crash resumes it with its state: restarting it
