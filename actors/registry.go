@@ -98,7 +98,7 @@ func (r *registry) Receive(ctx actor.Context) {
 	case serverChanged:
 		r.serverChanged(m)
 	case reconnectServer:
-		m.reply <- r.reconnect(m.name)
+		m.reply <- r.reconnect(ctx, m.name)
 	case subscribe:
 		if r.closing {
 			close(m.sub.ch)
@@ -156,8 +156,11 @@ func (r *registry) setServers(ctx actor.Context, desired map[string]ServerConfig
 		case !ok:
 			r.add(ctx, name, cfg)
 			res.Added = append(res.Added, name)
-		case reflect.DeepEqual(e.cfg, cfg):
+		case reflect.DeepEqual(e.cfg, cfg) && !e.dead:
 			res.Unchanged = append(res.Unchanged, name)
+		case e.dead:
+			r.respawn(ctx, name, e, cfg)
+			res.Changed = append(res.Changed, name)
 		default:
 			r.change(name, e, cfg)
 			res.Changed = append(res.Changed, name)
@@ -189,6 +192,15 @@ func (r *registry) add(ctx actor.Context, name string, cfg ServerConfig) {
 	if !cfg.Disabled && !cfg.Lazy {
 		r.enqueue(name, e)
 	}
+}
+
+// respawn replaces a server whose actor supervision stopped (a crash
+// loop) with a fresh actor; what the dead one left running finishes on
+// its own.
+func (r *registry) respawn(ctx actor.Context, name string, e *serverEntry, cfg ServerConfig) {
+	r.dequeue(name, e)
+	delete(r.servers, name)
+	r.add(ctx, name, cfg)
 }
 
 func initialState(cfg ServerConfig) State {
@@ -364,27 +376,34 @@ func (r *registry) pump() {
 }
 
 // reconnect re-admits one server (or every enabled one).
-func (r *registry) reconnect(name string) error {
+func (r *registry) reconnect(ctx actor.Context, name string) error {
 	if r.closing {
 		return ErrClosed
 	}
+	names := []string{name}
 	if name == "" {
+		names = names[:0]
 		for n, e := range r.servers {
 			if !e.cfg.Disabled {
-				r.enqueue(n, e)
+				names = append(names, n)
 			}
 		}
-		r.pump()
-		return nil
 	}
-	e, ok := r.servers[name]
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
+	for _, n := range names {
+		e, ok := r.servers[n]
+		if !ok {
+			return fmt.Errorf("%w: %q", ErrUnknownServer, n)
+		}
+		if e.cfg.Disabled {
+			return fmt.Errorf("server %q is disabled in its config", n)
+		}
+		if e.dead {
+			r.respawn(ctx, n, e, e.cfg)
+			continue
+		}
+		r.enqueue(n, e)
 	}
-	if e.cfg.Disabled {
-		return fmt.Errorf("server %q is disabled in its config", name)
-	}
-	r.enqueue(name, e)
+	r.publishHandles()
 	r.pump()
 	return nil
 }
