@@ -109,6 +109,29 @@ type Config struct {
 	// URL and Headers reach a remote server.
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+
+	// TLS configures the TLS client of an https (or wss) server. Nil
+	// means the system's roots and no client certificate.
+	TLS *TLSConfig `json:"tls,omitempty"`
+}
+
+// TLSConfig is a remote server's TLS client settings.
+type TLSConfig struct {
+	// CAFile is a PEM file of certificate authorities trusted, in
+	// addition to the system's, for this server.
+	CAFile string `json:"caFile,omitempty"`
+
+	// CertFile and KeyFile are a PEM client certificate and its key, for
+	// servers that require mutual TLS. Both or neither.
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+
+	// ServerName overrides the name the server's certificate must carry.
+	ServerName string `json:"serverName,omitempty"`
+
+	// InsecureSkipVerify accepts any server certificate. For development
+	// only: it makes the connection open to interception.
+	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
 }
 
 // Kind returns the effective transport kind.
