@@ -73,6 +73,16 @@ func (r *Reader) LastID() string { return r.lastID }
 // and whether it set one.
 func (r *Reader) Retry() (time.Duration, bool) { return r.retry, r.hasRetry }
 
+// Resume carries a stream's state over to the reader of the stream that
+// resumes it (a GET with Last-Event-ID): the last event id, and the retry
+// delay if the old stream set one.
+func (r *Reader) Resume(lastID string, retry time.Duration, hasRetry bool) {
+	r.lastID = lastID
+	if hasRetry {
+		r.retry, r.hasRetry = retry, true
+	}
+}
+
 // Next returns the next event that carries data. Events without data
 // (priming events that only set an id or retry) update LastID and Retry
 // and are not returned. At the end of the stream Next returns io.EOF; an
