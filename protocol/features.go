@@ -222,6 +222,38 @@ type SubscribeParams struct {
 	URI  string `json:"uri"`
 }
 
+// NotificationSubscriptions selects the notifications a 2026-07-28
+// subscriptions/listen stream carries (and, in the acknowledgement, the
+// subset the server agreed to).
+type NotificationSubscriptions struct {
+	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
+	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+}
+
+// IsEmpty reports whether nothing is selected.
+func (n NotificationSubscriptions) IsEmpty() bool {
+	return !n.ToolsListChanged && !n.PromptsListChanged && !n.ResourcesListChanged && len(n.ResourceSubscriptions) == 0
+}
+
+// SubscriptionsListenParams is the params of subscriptions/listen
+// (2026-07-28): a long-lived request whose answer stream carries the
+// selected notifications, each tagged with
+// _meta[MetaSubscriptionID] = the listen request's id.
+type SubscriptionsListenParams struct {
+	Meta          Meta                      `json:"_meta,omitempty"`
+	Notifications NotificationSubscriptions `json:"notifications"`
+}
+
+// SubscriptionsAcknowledgedParams is the params of
+// notifications/subscriptions/acknowledged, the first message of a listen
+// stream.
+type SubscriptionsAcknowledgedParams struct {
+	Meta          Meta                      `json:"_meta,omitempty"`
+	Notifications NotificationSubscriptions `json:"notifications"`
+}
+
 // Prompt is a prompt template as a server lists it.
 type Prompt struct {
 	Meta        Meta             `json:"_meta,omitempty"`
