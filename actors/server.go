@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/cenkalti/backoff/v4"
 	"github.com/rs/zerolog"
 
 	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
-	"github.com/mcpvisor/mcpvisor/transports/stdio"
 )
 
 // serverHandle is how the registry and callers reach one server. It
@@ -43,6 +43,33 @@ type serverHandle struct {
 	// that its goroutines do not message a dead mailbox.
 	stopped atomic.Bool
 	memory  session.Memory
+	changed changeSignal // fires on every new view
+}
+
+// changeSignal lets goroutines wait for the next change of something. The
+// zero value is ready; it allocates only while someone waits.
+type changeSignal struct {
+	mu sync.Mutex
+	ch chan struct{} // guarded by mu; closed and cleared by notify
+}
+
+// next returns a channel closed at the next notify.
+func (c *changeSignal) next() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ch == nil {
+		c.ch = make(chan struct{})
+	}
+	return c.ch
+}
+
+func (c *changeSignal) notify() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ch != nil {
+		close(c.ch)
+		c.ch = nil
+	}
 }
 
 // serverView is an immutable snapshot of one server, published by its
@@ -109,6 +136,10 @@ type serverActor struct {
 	lists          lists
 	connectedSince time.Time
 
+	backoff     *backoff.ExponentialBackOff // delays between automatic reconnects
+	reconnects  int                         // automatic reconnects since the last ready connection
+	cancelRetry context.CancelFunc          // non-nil while a reconnect is scheduled
+
 	relisting   [numListKinds]bool // a re-list of that kind is in flight
 	relistAgain [numListKinds]bool // a list_changed arrived during it
 
@@ -164,6 +195,8 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.notification(m)
 	case relisted:
 		a.relisted(m)
+	case retryNow:
+		a.retry(m)
 	case reconfigure:
 		a.reconfigure(m.cfg)
 	case shutdown:
@@ -212,6 +245,7 @@ func (a *serverActor) publish() {
 		v.serverInfo = a.sess.ServerInfo()
 	}
 	a.h.view.Store(v)
+	a.h.changed.notify()
 	if a.parent != nil {
 		a.root.Send(a.parent, serverChanged{name: a.h.name, handle: a.h, view: v})
 	}
@@ -232,10 +266,10 @@ func (a *serverActor) connect() {
 
 	gen, cfg, self, root := a.gen, a.cfg, a.self, a.root
 	sopts := a.sessionOptions(gen)
-	topts := a.stdioOptions()
+	dc := a.dialConfig()
 	a.goroutine(func() {
 		defer cancel()
-		res := connectOnce(ctx, cfg, sopts, topts)
+		res := connectOnce(ctx, cfg, sopts, dc)
 		res.gen = gen
 		if res.sess != nil && ctx.Err() != nil {
 			// Abandoned while listing: close here, nobody will take it.
@@ -262,8 +296,8 @@ func (a *serverActor) goroutine(f func()) {
 }
 
 // connectOnce dials, negotiates and lists. It runs in its own goroutine.
-func connectOnce(ctx context.Context, cfg ServerConfig, sopts session.Options, topts stdio.Options) connectResult {
-	dial, err := dialer(cfg, topts)
+func connectOnce(ctx context.Context, cfg ServerConfig, sopts session.Options, dc dialConfig) connectResult {
+	dial, err := dialer(cfg, dc)
 	if err != nil {
 		return connectResult{err: err}
 	}
@@ -277,20 +311,6 @@ func connectOnce(ctx context.Context, cfg ServerConfig, sopts session.Options, t
 		return connectResult{err: err}
 	}
 	return connectResult{sess: sess, lists: ls}
-}
-
-// dialer picks the transport for cfg.
-func dialer(cfg ServerConfig, topts stdio.Options) (session.DialFunc, error) {
-	switch cfg.Kind() {
-	case transports.TypeStdio:
-		tcfg := cfg.Config
-		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
-			return stdio.Dial(ctx, tcfg, topts, r)
-		}, nil
-	case transports.TypeHTTP, transports.TypeSSE, transports.TypeWS, transports.TypeSDK:
-		return nil, fmt.Errorf("%w: transport %q is not available in this build yet", ErrUnsupportedTransport, cfg.Kind())
-	}
-	return nil, fmt.Errorf("%w: %q", ErrUnsupportedTransport, cfg.Kind())
 }
 
 // listAll lists everything a server offers. Tools must list; a server
@@ -318,15 +338,6 @@ func (a *serverActor) sessionOptions(gen uint64) session.Options {
 	}
 }
 
-func (a *serverActor) stdioOptions() stdio.Options {
-	return stdio.Options{
-		MaxFrameSize:      a.opts.MaxFrameSize,
-		CloseStdinTimeout: a.opts.CloseStdinTimeout,
-		TerminateTimeout:  a.opts.TerminateTimeout,
-		Logger:            a.log,
-	}
-}
-
 // connected installs the result of a connect attempt.
 func (a *serverActor) connected(m connectResult) {
 	if m.gen != a.gen || a.stopping || a.cancelConnect == nil {
@@ -344,10 +355,15 @@ func (a *serverActor) connected(m connectResult) {
 	}
 	if m.err != nil {
 		a.setState(StateFailed, m.err)
+		if a.reconnects > 0 {
+			a.scheduleReconnect(m.err) // a reconnect failed: keep trying, within the budget
+		}
 		return
 	}
 	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
+	a.resetReconnects()
 	a.setState(StateReady, nil)
+	a.startListening()
 }
 
 // lost handles the end of a live connection.
@@ -358,12 +374,22 @@ func (a *serverActor) lost(m connectionLost) {
 	sess := a.sess
 	a.sess = nil
 	a.closeInBackground(sess, m.err)
+	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
+	if errors.Is(m.err, transports.ErrSessionExpired) {
+		// The server forgot the session (it restarted, or expires idle
+		// sessions): initialize a new one at once. Not a failure.
+		a.log.Info().Msg("session expired; initializing a new one")
+		a.setState(StatePending, m.err)
+		return
+	}
 	a.setState(StateFailed, m.err)
+	a.scheduleReconnect(m.err)
 }
 
 // abandon cancels a running connect attempt and tears down the session,
 // failing its pending calls with cause.
 func (a *serverActor) abandon(cause error) {
+	a.cancelReconnect()
 	if a.cancelConnect != nil {
 		a.cancelConnect()
 		a.cancelConnect = nil
@@ -400,6 +426,7 @@ func (a *serverActor) reconfigure(cfg ServerConfig) {
 	}
 	a.cfg = cfg
 	a.lists = lists{}
+	a.resetReconnects()
 	if cfg.Disabled {
 		a.setState(StateDisabled, nil)
 		return

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // Errors of the supervision core. The root package re-exports them.
@@ -293,7 +294,38 @@ func onSession[T any](ctx context.Context, s *System, h *serverHandle, request f
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	return request(ctx, v.sess)
+	res, err := request(ctx, v.sess)
+	if err != nil && errors.Is(err, transports.ErrSessionExpired) {
+		// The server forgot the session and refused the request unread:
+		// the server actor is initializing a new session. Wait for it and
+		// send the request once more.
+		nv, werr := replacedSession(ctx, h, v.sess)
+		if werr != nil {
+			return res, fmt.Errorf("%w (and no new session: %w)", err, werr)
+		}
+		return request(ctx, nv.sess)
+	}
+	return res, err
+}
+
+// replacedSession waits until the server is ready with a session other
+// than old, or settles without one.
+func replacedSession(ctx context.Context, h *serverHandle, old *session.Session) (*serverView, error) {
+	for {
+		changed := h.changed.next()
+		v := h.view.Load()
+		switch {
+		case v.state == StateReady && v.sess != nil && v.sess != old:
+			return v, nil
+		case v.state == StateFailed || v.state == StateDisabled || v.state == StateStopped:
+			return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
 }
 
 // CallTool calls a tool of the pool by its qualified name. The call goes

@@ -56,6 +56,7 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 			timeout = defaultDiscoverTimeout
 		}
 		pctx, cancel := context.WithTimeout(ctx, timeout)
+		s.setTransportVersion(version)
 		var res protocol.DiscoverResult
 		err = s.Call(pctx, protocol.MethodDiscover, protocol.DiscoverParams{Meta: meta}, &res)
 		cancel()
@@ -71,6 +72,7 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 				return s.legacyFallback(pinned, chosen, fmt.Errorf("%w: server/discover offers %v", ErrVersionMismatch, res.SupportedVersions))
 			}
 			s.version = chosen
+			s.setTransportVersion(chosen)
 			s.capabilities = res.Capabilities
 			s.instructions = res.Instructions
 			res.Meta.Get(protocol.MetaServerInfo, &s.serverInfo)
@@ -118,6 +120,7 @@ func (s *Session) legacyFallback(pinned bool, offered string, cause error) (stri
 // initialize runs the handshake at version and checks the version the
 // server chose.
 func (s *Session) initialize(ctx context.Context, version string) error {
+	s.setTransportVersion("")
 	var res protocol.InitializeResult
 	params := protocol.InitializeParams{
 		ProtocolVersion: version,
@@ -135,6 +138,7 @@ func (s *Session) initialize(ctx context.Context, version string) error {
 		return fmt.Errorf("%w: pinned %s, the server chose %s", ErrVersionMismatch, s.opts.ProtocolVersion, res.ProtocolVersion)
 	}
 	s.version = res.ProtocolVersion
+	s.setTransportVersion(res.ProtocolVersion)
 	s.capabilities = res.Capabilities
 	s.serverInfo = res.ServerInfo
 	s.instructions = res.Instructions

@@ -96,6 +96,8 @@ func (s *Session) notification(m *protocol.Message) {
 			s.failID(p.RequestID, fmt.Errorf("%w: the server cancelled the request: %s", ErrConnectionClosed, reason))
 		}
 		return
+	case protocol.NotificationSubscriptionsAck:
+		s.acks.Add(1)
 	}
 	if h := s.opts.Handler; h != nil {
 		h.Notification(m.Method, m.Params)
@@ -142,6 +144,12 @@ func (s *Session) badFrame(data []byte, err error) {
 // FrameError handles a frame the transport dropped. An oversize response
 // fails its call at once when its id can be found in the frame's prefix.
 func (s *Session) FrameError(err error) {
+	var reqErr *transports.RequestError
+	if errors.As(err, &reqErr) {
+		failed := s.failID(reqErr.ID, reqErr.Err)
+		s.log.Debug().Err(reqErr.Err).Bool("call_failed", failed).Msg("transport failed a request")
+		return
+	}
 	var tooBig *transports.FrameTooLargeError
 	if !errors.As(err, &tooBig) {
 		s.log.Warn().Err(err).Msg("transport dropped a frame")

@@ -78,6 +78,31 @@ func (s *Session) Ping(ctx context.Context) error {
 	return s.Call(ctx, protocol.MethodPing, nil, nil)
 }
 
+// ListenOutcome says how a subscriptions/listen stream went.
+type ListenOutcome struct {
+	// Acknowledged is true when the server acknowledged the subscription
+	// (notifications/subscriptions/acknowledged) while the stream was open.
+	Acknowledged bool
+	// Completed is true when the server ended the stream gracefully with
+	// a result, rather than by dropping it.
+	Completed bool
+}
+
+// Listen holds a subscriptions/listen request (2026-07-28) open until the
+// server ends it or ctx ends. The notifications it selects arrive through
+// the Handler like any other. In the handshake eras there is nothing to
+// listen to: Listen fails with ErrVersionMismatch.
+func (s *Session) Listen(ctx context.Context, subs protocol.NotificationSubscriptions) (ListenOutcome, error) {
+	if s.modernMeta == nil {
+		return ListenOutcome{}, fmt.Errorf("%w: subscriptions/listen needs protocol version %s, the session speaks %s", ErrVersionMismatch, protocol.Version20260728, s.version)
+	}
+	before := s.acks.Load()
+	s.listening.Add(1)
+	defer s.listening.Add(-1)
+	err := s.Call(ctx, protocol.MethodSubscriptionsListen, protocol.SubscriptionsListenParams{Meta: s.modernMeta, Notifications: subs}, nil)
+	return ListenOutcome{Acknowledged: s.acks.Load() > before, Completed: err == nil}, err
+}
+
 // ListTools lists every tool, following pagination. A server that did not
 // declare the tools capability is still asked (many real servers forget to
 // declare it); method-not-found then means no tools.

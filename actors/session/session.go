@@ -150,6 +150,8 @@ type Session struct {
 	modernMetaJSON   json.RawMessage // modernMeta, encoded once
 
 	nonProtocol, malformed, oversize, unknown atomic.Int64
+	acks                                     atomic.Int64 // subscriptions/listen acknowledgements received
+	listening                                atomic.Int64 // subscriptions/listen requests open
 }
 
 // call is one pending request. ch is buffered so that completing never
@@ -223,11 +225,20 @@ func (s *Session) Err() error {
 	return s.err
 }
 
-// InFlight returns the number of calls waiting for an answer.
+// InFlight returns the number of calls waiting for an answer, not
+// counting subscriptions/listen streams.
 func (s *Session) InFlight() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.pending)
+	return max(len(s.pending)-int(s.listening.Load()), 0)
+}
+
+// setTransportVersion tells a transport that carries the version out of
+// band (HTTP headers) which version the next requests speak.
+func (s *Session) setTransportVersion(version string) {
+	if vs, ok := s.conn.(transports.VersionSetter); ok {
+		vs.SetProtocolVersion(version)
+	}
 }
 
 // Stats returns counts of what the session skipped.

@@ -1,0 +1,669 @@
+// Package streamable is the Streamable HTTP transport of MCP, in both of
+// its eras:
+//
+//   - 2025-03-26 … 2025-11-25 (sessions): every message is POSTed to the
+//     server's one endpoint; the answer comes back as JSON or as an SSE
+//     stream; the Mcp-Session-Id the server issues with the initialize
+//     response is sent on every later request, and a 404 on it means the
+//     session expired (ErrSessionExpired). A standalone GET stream carries
+//     the server's own notifications; a response stream that breaks is
+//     resumed with GET and Last-Event-ID after the server's retry delay.
+//     Close ends the session with DELETE.
+//   - 2026-07-28 (stateless): no session, no GET stream; each POST carries
+//     Mcp-Method (and Mcp-Name for tools/call, resources/read and
+//     prompts/get) mirrored from its body, and notifications come on the
+//     stream of a subscriptions/listen request.
+//
+// The session layer says which era is in use through
+// transports.VersionSetter.
+//
+// Send is synchronous: it POSTs the frame and, for a request, reads the
+// answer in the calling goroutine and delivers it to the Receiver before
+// returning. A JSON answer therefore reaches its waiter with no goroutine
+// hand-off at all.
+package streamable
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/eventstream"
+	"github.com/mcpvisor/mcpvisor/transports/httpclient"
+)
+
+// Options configure a connection. The zero value is usable.
+type Options struct {
+	// Client sends the requests. Nil means one built by httpclient.New
+	// from the server's config (TLS settings, proxy from the environment).
+	Client *http.Client
+
+	// MaxFrameSize caps one message (a JSON body or one SSE event). Zero
+	// means transports.DefaultMaxFrameSize (16 MiB).
+	MaxFrameSize int
+
+	// UserAgent is sent unless the config's headers set one.
+	UserAgent string
+
+	// DisableGetStream never opens the standalone GET stream. The server's
+	// own notifications are then lost in the session eras.
+	DisableGetStream bool
+
+	// MaxResumes bounds how many times in a row a broken response stream
+	// is resumed (GET with Last-Event-ID) without receiving an event.
+	// Zero means 3.
+	MaxResumes int
+
+	// DefaultRetry is the wait before resuming a stream whose server set
+	// no retry field. Zero means 1 s.
+	DefaultRetry time.Duration
+
+	// MaxRetry caps the server's retry field and the GET stream's backoff.
+	// Zero means 30 s.
+	MaxRetry time.Duration
+
+	// GetStreamAttempts bounds how many times in a row the standalone GET
+	// stream is reopened without receiving an event before it is given
+	// up (the POST channel is unaffected). Zero means 5.
+	GetStreamAttempts int
+
+	// DeleteTimeout bounds the DELETE that ends the session on Close.
+	// Zero means 2 s.
+	DeleteTimeout time.Duration
+
+	// Logger receives diagnostics. The zero value logs nothing. Header
+	// values are never logged.
+	Logger zerolog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxFrameSize <= 0 {
+		o.MaxFrameSize = transports.DefaultMaxFrameSize
+	}
+	if o.MaxResumes <= 0 {
+		o.MaxResumes = 3
+	}
+	if o.DefaultRetry <= 0 {
+		o.DefaultRetry = time.Second
+	}
+	if o.MaxRetry <= 0 {
+		o.MaxRetry = 30 * time.Second
+	}
+	if o.GetStreamAttempts <= 0 {
+		o.GetStreamAttempts = 5
+	}
+	if o.DeleteTimeout <= 0 {
+		o.DeleteTimeout = 2 * time.Second
+	}
+	return o
+}
+
+// The HTTP headers of the transport.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+	headerLastEventID     = "Last-Event-Id"
+	headerMethod          = "Mcp-Method"
+	headerName            = "Mcp-Name"
+	contentJSON           = "application/json"
+	contentEventStream    = "text/event-stream"
+	acceptPost            = contentJSON + ", " + contentEventStream
+)
+
+// Conn is one Streamable HTTP connection.
+//
+// Concurrency: Send runs in its callers' goroutines; the GET stream and
+// resumptions run in goroutines the Conn owns, counted by wg and stopped
+// by cancelling ctx. mu guards the session id, the version, the closed
+// flag and the in-flight count.
+type Conn struct {
+	opts       Options
+	url        string
+	client     *http.Client
+	ownsClient bool
+	header     http.Header // the config's headers; read-only after Dial
+	recv       transports.Receiver
+
+	ctx    context.Context // ends when the connection closes
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // Sends in flight and the GET stream
+
+	mu         sync.Mutex
+	sessionID  string // guarded by mu; issued with the initialize response
+	version    string // guarded by mu; the negotiated (or probed) version
+	modern     bool   // guarded by mu; version is of the stateless era
+	getStarted bool   // guarded by mu
+	closed     bool   // guarded by mu
+	closeOnce  sync.Once
+}
+
+var (
+	_ transports.Conn          = (*Conn)(nil)
+	_ transports.VersionSetter = (*Conn)(nil)
+)
+
+// Dial prepares a connection to the server at cfg.URL. Nothing is sent
+// until the first Send: Streamable HTTP has no connection of its own.
+func Dial(ctx context.Context, cfg transports.Config, opts Options, r transports.Receiver) (*Conn, error) {
+	u, err := httpclient.ParseURL(cfg.URL, "http", "https")
+	if err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	c := &Conn{opts: opts, url: u.String(), client: opts.Client, recv: r}
+	if c.client == nil {
+		if c.client, err = httpclient.New(cfg, httpclient.Options{}); err != nil {
+			return nil, err
+		}
+		c.ownsClient = true
+	}
+	c.header = httpclient.Header(cfg, opts.UserAgent)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// SetProtocolVersion sets the version sent in Mcp-Protocol-Version and
+// chooses the era: a stateless version mirrors method and name into
+// headers and never opens the GET stream.
+func (c *Conn) SetProtocolVersion(version string) {
+	c.mu.Lock()
+	c.version = version
+	c.modern = protocol.UsesDiscover(version)
+	c.mu.Unlock()
+}
+
+// SessionID returns the session id the server issued, if any.
+func (c *Conn) SessionID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessionID
+}
+
+// outgoing is what Send needs to know about a frame.
+type outgoing struct {
+	kind    protocol.Kind
+	id      protocol.ID
+	method  string
+	name    string // params.name or params.uri, for the Mcp-Name header
+	version string
+	session string
+	modern  bool
+}
+
+// Send POSTs one frame. For a request it then reads the answer (JSON, or
+// an SSE stream, resumed if it breaks) and delivers it before returning.
+// It returns an error matching ErrSessionExpired (and ErrClosed) when the
+// server no longer knows the session, an *transports.HTTPStatusError for
+// another refused POST, transports.ErrStreamBroken when the answer's
+// stream ended and could not be resumed, or the network error.
+func (c *Conn) Send(ctx context.Context, frame []byte) error {
+	m, err := protocol.Decode(frame)
+	if err != nil {
+		return fmt.Errorf("streamable: refusing to send an invalid frame: %w", err)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return transports.ErrClosed
+	}
+	out := outgoing{kind: m.Kind, id: m.ID, method: m.Method, version: c.version, session: c.sessionID, modern: c.modern}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	defer c.wg.Done()
+	if out.modern && m.Kind == protocol.KindRequest {
+		out.name = nameOf(m.Method, m.Params)
+	}
+
+	// The request ends with the caller's context or the connection.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.url, bytes.NewReader(frame))
+	if err != nil {
+		return &transports.ConfigError{Err: err}
+	}
+	c.setHeaders(req.Header, out)
+	req.Header.Set("Content-Type", contentJSON)
+	req.Header.Set("Accept", acceptPost)
+	if out.modern {
+		if out.method != "" {
+			req.Header.Set(headerMethod, out.method)
+		}
+		if out.name != "" {
+			req.Header.Set(headerName, encodeHeaderValue(out.name))
+		}
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return c.requestError(ctx, err)
+	}
+	defer resp.Body.Close()
+
+	if sid := resp.Header.Get(headerSessionID); sid != "" && out.method == protocol.MethodInitialize && resp.StatusCode < 300 {
+		c.mu.Lock()
+		c.sessionID = sid
+		c.mu.Unlock()
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotFound && out.session != "":
+		err := fmt.Errorf("%w: %w", transports.ErrClosed, transports.ErrSessionExpired)
+		c.closeWith(transports.ErrSessionExpired)
+		return err
+	case resp.StatusCode >= 300:
+		return c.refused(resp, out)
+	}
+	if out.kind != protocol.KindRequest {
+		if out.method == protocol.NotificationInitialized {
+			c.startGetStream()
+		}
+		return nil // notifications and responses: 202, nothing to read
+	}
+	if resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent {
+		return nil // the answer, if any, comes on the GET stream
+	}
+	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ctype {
+	case contentEventStream:
+		return c.readResponseStream(rctx, resp.Body, out)
+	default:
+		return c.readJSON(resp.Body)
+	}
+}
+
+// setHeaders adds the config's headers and the session's.
+func (c *Conn) setHeaders(h http.Header, out outgoing) {
+	for k, v := range c.header {
+		h[k] = v
+	}
+	if out.session != "" {
+		h.Set(headerSessionID, out.session)
+	}
+	if out.version != "" && out.method != protocol.MethodInitialize {
+		h.Set(headerProtocolVersion, out.version)
+	}
+}
+
+// requestError wraps a failed round trip. A connection that was closed
+// underneath the request says so.
+func (c *Conn) requestError(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("streamable: %w", context.Cause(ctx))
+	case c.ctx.Err() != nil:
+		return transports.ErrClosed
+	}
+	return fmt.Errorf("streamable: POST: %w", err)
+}
+
+// refused handles a POST answered with an error status. A JSON-RPC error
+// response in the body (as stateless-era servers send with 400) is
+// delivered like any answer; anything else becomes an HTTPStatusError.
+func (c *Conn) refused(resp *http.Response, out outgoing) error {
+	statusErr := transports.NewHTTPStatusError(resp)
+	if out.kind == protocol.KindRequest && len(statusErr.Body) > 0 {
+		if m, err := protocol.Decode(statusErr.Body); err == nil && m.Kind == protocol.KindResponse && m.Error != nil && m.ID == out.id {
+			c.recv.Frame(statusErr.Body)
+			return nil
+		}
+	}
+	return statusErr
+}
+
+// readJSON delivers a JSON answer.
+func (c *Conn) readJSON(body io.Reader) error {
+	data, err := io.ReadAll(io.LimitReader(body, int64(c.opts.MaxFrameSize)+1))
+	if err != nil {
+		return fmt.Errorf("streamable: reading the answer: %w", err)
+	}
+	if len(data) > c.opts.MaxFrameSize {
+		n, _ := io.Copy(io.Discard, body)
+		c.recv.FrameError(&transports.FrameTooLargeError{Size: int64(len(data)) + n, Limit: int64(c.opts.MaxFrameSize), Prefix: data[:min(len(data), 4<<10)]})
+		return nil
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	c.recv.Frame(data)
+	return nil
+}
+
+// readResponseStream delivers the events of a POST's SSE answer until
+// the response to out.id arrives. A stream that ends first is resumed
+// with GET and Last-Event-ID (session eras), after the server's retry
+// delay, at most MaxResumes times in a row without progress.
+func (c *Conn) readResponseStream(ctx context.Context, body io.ReadCloser, out outgoing) error {
+	er := eventstream.NewReader(body, c.opts.MaxFrameSize)
+	failures := 0
+	for {
+		answered, progressed, err := c.deliver(er, out.id)
+		if answered {
+			return nil
+		}
+		if progressed {
+			failures = 0
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("streamable: %w", context.Cause(ctx))
+		}
+		lastID := er.LastID()
+		if out.modern || lastID == "" {
+			return fmt.Errorf("%w (%v)", transports.ErrStreamBroken, err)
+		}
+		if failures++; failures > c.opts.MaxResumes {
+			return fmt.Errorf("%w after %d resumptions (%v)", transports.ErrStreamBroken, c.opts.MaxResumes, err)
+		}
+		if err := sleep(ctx, c.retryDelay(er)); err != nil {
+			return fmt.Errorf("streamable: %w", context.Cause(ctx))
+		}
+		resp, err := c.get(ctx, out, lastID)
+		if err != nil {
+			var status *transports.HTTPStatusError
+			if errors.As(err, &status) {
+				return fmt.Errorf("%w: resuming: %w", transports.ErrStreamBroken, err)
+			}
+			continue // a network error: try again while the budget lasts
+		}
+		body.Close()
+		body = resp.Body
+		defer body.Close()
+		retry, hasRetry := er.Retry()
+		er = eventstream.NewReader(body, c.opts.MaxFrameSize)
+		er.Resume(lastID, retry, hasRetry)
+	}
+}
+
+// deliver hands the stream's messages to the receiver until the response
+// to id (answered), the end of the stream or an error. progressed reports
+// whether any event arrived.
+func (c *Conn) deliver(er *eventstream.Reader, id protocol.ID) (answered, progressed bool, err error) {
+	for {
+		ev, err := er.Next()
+		if err != nil {
+			var tooBig *transports.FrameTooLargeError
+			if errors.As(err, &tooBig) {
+				progressed = true
+				c.recv.FrameError(tooBig)
+				if !id.IsZero() && prefixID(tooBig.Prefix) == id {
+					return true, true, nil // the answer was dropped: the receiver failed the call
+				}
+				continue
+			}
+			return false, progressed, err
+		}
+		progressed = true
+		if (ev.Type != "" && ev.Type != "message") || len(bytes.TrimSpace(ev.Data)) == 0 {
+			continue // a priming event, or an event type MCP does not use
+		}
+		isAnswer := idOf(ev.Data) == id
+		c.recv.Frame(ev.Data)
+		if isAnswer {
+			return true, true, nil
+		}
+	}
+}
+
+// idOf returns the id of a response frame, or the zero ID.
+func idOf(frame []byte) protocol.ID {
+	m, err := protocol.Decode(frame)
+	if err != nil || m.Kind != protocol.KindResponse {
+		return protocol.ID{}
+	}
+	return m.ID
+}
+
+func (c *Conn) retryDelay(er *eventstream.Reader) time.Duration {
+	d, ok := er.Retry()
+	if !ok {
+		d = c.opts.DefaultRetry
+	}
+	return min(d, c.opts.MaxRetry)
+}
+
+// get opens a GET stream (the standalone one, or a resumption).
+func (c *Conn) get(ctx context.Context, out outgoing, lastEventID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.setHeaders(req.Header, out)
+	req.Header.Set("Accept", contentEventStream)
+	if lastEventID != "" {
+		req.Header.Set(headerLastEventID, lastEventID)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, transports.NewHTTPStatusError(resp)
+	}
+	if ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ctype != contentEventStream {
+		resp.Body.Close()
+		return nil, fmt.Errorf("streamable: GET answered %q, not an event stream", ctype)
+	}
+	return resp, nil
+}
+
+// startGetStream opens the standalone GET stream once, after the
+// initialized notification, in the session eras.
+func (c *Conn) startGetStream() {
+	c.mu.Lock()
+	if c.getStarted || c.closed || c.modern || c.opts.DisableGetStream {
+		c.mu.Unlock()
+		return
+	}
+	c.getStarted = true
+	out := outgoing{session: c.sessionID, version: c.version}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		c.runGetStream(out)
+	}()
+}
+
+// runGetStream keeps the standalone GET stream open: it delivers the
+// server's messages and reopens the stream when it ends, resuming after
+// the last event id, with backoff. A server that does not offer the
+// stream (405, or 404/400 as some do) is left alone; repeated failures
+// without an event give up. Either way the POST channel is unaffected.
+func (c *Conn) runGetStream(out outgoing) {
+	ctx := c.ctx
+	lastID := ""
+	var retry time.Duration
+	hasRetry := false
+	failures := 0
+	backoff := c.opts.DefaultRetry
+	for ctx.Err() == nil {
+		resp, err := c.get(ctx, out, lastID)
+		if err != nil {
+			var status *transports.HTTPStatusError
+			if errors.As(err, &status) && status.StatusCode < 500 && status.StatusCode != http.StatusTooManyRequests {
+				c.opts.Logger.Debug().Int("status", status.StatusCode).Msg("the server offers no standalone GET stream")
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			c.opts.Logger.Debug().Err(err).Msg("standalone GET stream failed")
+		} else {
+			er := eventstream.NewReader(resp.Body, c.opts.MaxFrameSize)
+			er.Resume(lastID, retry, hasRetry)
+			_, progressed, err := c.deliver(er, protocol.ID{})
+			resp.Body.Close()
+			lastID = er.LastID()
+			retry, hasRetry = er.Retry()
+			if progressed {
+				failures = 0
+				backoff = c.opts.DefaultRetry
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			c.opts.Logger.Debug().Err(err).Bool("progressed", progressed).Msg("standalone GET stream ended; reopening")
+		}
+		if failures++; failures > c.opts.GetStreamAttempts {
+			c.opts.Logger.Warn().Int("attempts", failures-1).Msg("giving up the standalone GET stream; server notifications are lost until the next connection")
+			return
+		}
+		wait := backoff
+		if hasRetry {
+			wait = retry
+		}
+		if sleep(ctx, min(wait, c.opts.MaxRetry)) != nil {
+			return
+		}
+		backoff = min(backoff*2, c.opts.MaxRetry)
+	}
+}
+
+// Close ends the session with DELETE (bounded by DeleteTimeout and ctx),
+// stops the GET stream and in-flight requests, and reports Closed.
+func (c *Conn) Close(ctx context.Context) error {
+	c.mu.Lock()
+	already := c.closed
+	c.closed = true
+	sid, version := c.sessionID, c.version
+	c.mu.Unlock()
+	if !already && sid != "" {
+		c.deleteSession(ctx, sid, version)
+	}
+	c.closeWith(transports.ErrClosed)
+	waited := make(chan struct{})
+	go func() { c.wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("streamable: close: requests still in flight: %w", ctx.Err())
+	}
+}
+
+// closeWith ends the connection once, reporting cause.
+func (c *Conn) closeWith(cause error) {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		c.cancel()
+		if c.ownsClient {
+			c.client.CloseIdleConnections()
+		}
+		c.recv.Closed(cause)
+	})
+}
+
+// deleteSession tells the server the session is over. A server that does
+// not allow it (405) or already forgot it is fine.
+func (c *Conn) deleteSession(ctx context.Context, sid, version string) {
+	dctx, cancel := context.WithTimeout(ctx, c.opts.DeleteTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(dctx, http.MethodDelete, c.url, nil)
+	if err != nil {
+		return
+	}
+	c.setHeaders(req.Header, outgoing{session: sid, version: version})
+	resp, err := c.client.Do(req)
+	if err != nil {
+		c.opts.Logger.Debug().Err(err).Msg("DELETE of the session failed")
+		return
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+}
+
+// nameOf returns what Mcp-Name mirrors: params.name of tools/call and
+// prompts/get, params.uri of resources/read.
+func nameOf(method string, params json.RawMessage) string {
+	var p struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	switch method {
+	case protocol.MethodToolsCall, protocol.MethodPromptsGet:
+		if json.Unmarshal(params, &p) == nil {
+			return p.Name
+		}
+	case protocol.MethodResourcesRead:
+		if json.Unmarshal(params, &p) == nil {
+			return p.URI
+		}
+	}
+	return ""
+}
+
+// Header values mirrored from a body are sent verbatim when they are
+// printable ASCII without surrounding whitespace, and otherwise as
+// =?base64?…?= (SEP-2243).
+const (
+	base64Open  = "=?base64?"
+	base64Close = "?="
+)
+
+func encodeHeaderValue(s string) string {
+	plain := len(s) == 0 || (s[0] != ' ' && s[0] != '\t' && s[len(s)-1] != ' ' && s[len(s)-1] != '\t')
+	for i := 0; plain && i < len(s); i++ {
+		plain = s[i] >= 0x20 && s[i] <= 0x7e
+	}
+	if plain && !(len(s) >= len(base64Open)+len(base64Close) && s[:len(base64Open)] == base64Open && s[len(s)-len(base64Close):] == base64Close) {
+		return s
+	}
+	return base64Open + base64.StdEncoding.EncodeToString([]byte(s)) + base64Close
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// prefixID finds the id in the start of a frame too large to decode.
+func prefixID(prefix []byte) protocol.ID {
+	var head struct {
+		ID *protocol.ID `json:"id"`
+	}
+	// The prefix is cut off; decoding it token by token finds an "id"
+	// member that precedes the (large) result.
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return protocol.ID{}
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return protocol.ID{}
+		}
+		if key == "id" {
+			if dec.Decode(&head.ID) != nil || head.ID == nil {
+				return protocol.ID{}
+			}
+			return *head.ID
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return protocol.ID{}
+		}
+	}
+	return protocol.ID{}
+}
