@@ -150,8 +150,8 @@ type Session struct {
 	modernMetaJSON   json.RawMessage // modernMeta, encoded once
 
 	nonProtocol, malformed, oversize, unknown atomic.Int64
-	acks                                     atomic.Int64 // subscriptions/listen acknowledgements received
-	listening                                atomic.Int64 // subscriptions/listen requests open
+	acks                                      atomic.Int64 // subscriptions/listen acknowledgements received
+	listening                                 atomic.Int64 // subscriptions/listen requests open
 }
 
 // call is one pending request. ch is buffered so that completing never
