@@ -258,12 +258,12 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 		c.sessionID = sid
 		c.mu.Unlock()
 	}
-	switch {
-	case resp.StatusCode == http.StatusNotFound && out.session != "":
-		err := fmt.Errorf("%w: %w", transports.ErrClosed, transports.ErrSessionExpired)
-		c.closeWith(transports.ErrSessionExpired)
-		return err
-	case resp.StatusCode >= 300:
+	if resp.StatusCode >= 300 {
+		if out.session != "" && sessionGone(resp) {
+			err := fmt.Errorf("%w: %w", transports.ErrClosed, transports.ErrSessionExpired)
+			c.closeWith(transports.ErrSessionExpired)
+			return err
+		}
 		return c.refused(resp, out)
 	}
 	if out.kind != protocol.KindRequest {
@@ -301,12 +301,41 @@ func (c *Conn) setHeaders(h http.Header, out outgoing) {
 // underneath the request says so.
 func (c *Conn) requestError(ctx context.Context, err error) error {
 	switch {
-	case ctx.Err() != nil:
-		return fmt.Errorf("streamable: %w", context.Cause(ctx))
 	case c.ctx.Err() != nil:
 		return transports.ErrClosed
+	case ctx.Err() != nil:
+		return fmt.Errorf("streamable: %w", context.Cause(ctx))
 	}
 	return fmt.Errorf("streamable: POST: %w", err)
+}
+
+// sessionGone reports whether an error answer to a request that carried
+// a session id says the server no longer knows the session: 404, as the
+// spec says, or a 400 whose body is about the session id, as the
+// TypeScript SDK's servers answer an unknown session. It consumes the
+// body of a 400 only when it reports true.
+func sessionGone(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		return true
+	case http.StatusBadRequest:
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+		return bytes.Contains(bytes.ToLower(head), []byte("session"))
+	}
+	return false
+}
+
+// interrupted explains a request whose context ended: the connection
+// closed, or the caller gave up.
+func (c *Conn) interrupted(ctx context.Context) error {
+	if c.ctx.Err() != nil {
+		return transports.ErrClosed
+	}
+	return fmt.Errorf("streamable: %w", context.Cause(ctx))
 }
 
 // refused handles a POST answered with an error status. A JSON-RPC error
@@ -357,7 +386,7 @@ func (c *Conn) readResponseStream(ctx context.Context, body io.ReadCloser, out o
 			failures = 0
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("streamable: %w", context.Cause(ctx))
+			return c.interrupted(ctx)
 		}
 		lastID := er.LastID()
 		if out.modern || lastID == "" {
@@ -367,7 +396,7 @@ func (c *Conn) readResponseStream(ctx context.Context, body io.ReadCloser, out o
 			return fmt.Errorf("%w after %d resumptions (%v)", transports.ErrStreamBroken, c.opts.MaxResumes, err)
 		}
 		if err := sleep(ctx, c.retryDelay(er)); err != nil {
-			return fmt.Errorf("streamable: %w", context.Cause(ctx))
+			return c.interrupted(ctx)
 		}
 		resp, err := c.get(ctx, out, lastID)
 		if err != nil {
