@@ -1,0 +1,466 @@
+package inproc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/mcpvisor/mcpvisor/transports"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder is a Receiver that keeps everything it is given and checks
+// the contract: nothing after Closed, Closed once.
+type recorder struct {
+	mu        sync.Mutex
+	frames    []string
+	frameErrs []error
+	closedErr error
+	late      int // calls after Closed
+	closed    chan struct{}
+	got       chan struct{}
+}
+
+func newRecorder() *recorder {
+	return &recorder{closed: make(chan struct{}), got: make(chan struct{}, 1<<16)}
+}
+
+func (r *recorder) isClosed() bool {
+	select {
+	case <-r.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *recorder) Frame(b []byte) {
+	r.mu.Lock()
+	if r.isClosed() {
+		r.late++
+	}
+	r.frames = append(r.frames, string(b))
+	r.mu.Unlock()
+	r.got <- struct{}{}
+}
+
+func (r *recorder) FrameError(err error) {
+	r.mu.Lock()
+	if r.isClosed() {
+		r.late++
+	}
+	r.frameErrs = append(r.frameErrs, err)
+	r.mu.Unlock()
+	r.got <- struct{}{}
+}
+
+func (r *recorder) Closed(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.isClosed() {
+		panic("Closed called twice")
+	}
+	r.closedErr = err
+	close(r.closed)
+}
+
+// wait waits until n frames and frame errors arrived.
+func (r *recorder) wait(t *testing.T, n int) ([]string, []error) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		r.mu.Lock()
+		frames, errs := append([]string(nil), r.frames...), append([]error(nil), r.frameErrs...)
+		r.mu.Unlock()
+		if len(frames)+len(errs) >= n {
+			return frames, errs
+		}
+		select {
+		case <-r.got:
+		case <-deadline:
+			t.Fatalf("got %d frames and %d frame errors, want %d in all", len(frames), len(errs), n)
+		}
+	}
+}
+
+func (r *recorder) waitClosed(t *testing.T) error {
+	t.Helper()
+	select {
+	case <-r.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Closed was not called")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	assert.Zero(t, r.late, "Frame or FrameError after Closed")
+	return r.closedErr
+}
+
+// echo answers every line with itself until its input ends.
+var echo = ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if _, err := fmt.Fprintf(w, "%s\n", sc.Bytes()); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+})
+
+func dial(t *testing.T, srv Server, opts Options) (*Conn, *recorder) {
+	t.Helper()
+	rec := newRecorder()
+	c, err := Dial(context.Background(), srv, opts, rec)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c.Close(ctx)
+	})
+	return c, rec
+}
+
+func TestFramesRoundTrip(t *testing.T) {
+	c, rec := dial(t, echo, Options{})
+	ctx := context.Background()
+	for i := range 3 {
+		require.NoError(t, c.Send(ctx, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)))
+	}
+	frames, _ := rec.wait(t, 3)
+	assert.Equal(t, []string{
+		`{"jsonrpc":"2.0","id":0,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+	}, frames)
+
+	require.NoError(t, c.Close(ctx))
+	err := rec.waitClosed(t)
+	assert.ErrorIs(t, err, transports.ErrClosed)
+	assert.Equal(t, transports.ClassClosed, transports.Classify(err))
+}
+
+func TestConcurrentSendsNeverInterleave(t *testing.T) {
+	c, rec := dial(t, echo, Options{})
+	const senders, each = 16, 40
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Go(func() {
+			for i := range each {
+				frame := fmt.Sprintf(`{"sender":%d,"i":%d,"pad":"%s"}`, s, i, strings.Repeat("x", 100*s))
+				assert.NoError(t, c.Send(context.Background(), []byte(frame)))
+			}
+		})
+	}
+	wg.Wait()
+	frames, _ := rec.wait(t, senders*each)
+	seen := map[string]bool{}
+	for _, f := range frames {
+		var s, i int
+		var pad string
+		_, err := fmt.Sscanf(f, `{"sender":%d,"i":%d,"pad":%q}`, &s, &i, &pad)
+		require.NoError(t, err, f)
+		require.Equal(t, strings.Repeat("x", 100*s), pad, "frame intact")
+		seen[f] = true
+	}
+	assert.Len(t, seen, senders*each)
+}
+
+func TestOversizeLinesAreDroppedAndReportedNotFatal(t *testing.T) {
+	big := `{"jsonrpc":"2.0","id":7,"result":"` + strings.Repeat("y", 10000) + `"}`
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		fmt.Fprintf(w, "%s\n{\"ok\":1}\n", big)
+		<-ctx.Done()
+		return nil
+	})
+	_, rec := dial(t, srv, Options{MaxFrameSize: 5000, CloseTimeout: time.Millisecond})
+	frames, errs := rec.wait(t, 2)
+	assert.Equal(t, []string{`{"ok":1}`}, frames, "the connection goes on")
+	require.Len(t, errs, 1)
+	var tl *transports.FrameTooLargeError
+	require.ErrorAs(t, errs[0], &tl)
+	assert.EqualValues(t, 5000, tl.Limit)
+	assert.EqualValues(t, len(big), tl.Size)
+	assert.Equal(t, big[:4096], string(tl.Prefix))
+}
+
+func TestATrailingOversizeLineIsReportedWhenTheOutputEnds(t *testing.T) {
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		fmt.Fprint(w, strings.Repeat("z", 100))
+		return nil
+	})
+	_, rec := dial(t, srv, Options{MaxFrameSize: 10})
+	err := rec.waitClosed(t)
+	var exit *ExitError
+	require.ErrorAs(t, err, &exit)
+	frames, errs := rec.wait(t, 1)
+	assert.Empty(t, frames)
+	var tl *transports.FrameTooLargeError
+	require.ErrorAs(t, errs[0], &tl)
+	assert.EqualValues(t, 100, tl.Size)
+}
+
+func TestBlankLinesCRLFAndAMissingFinalNewlineAreTolerated(t *testing.T) {
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		io.WriteString(w, "\n \r\n{\"a\":1}\r\n\n{\"b\":2}\n{\"c\":3}")
+		return nil
+	})
+	_, rec := dial(t, srv, Options{})
+	require.Error(t, rec.waitClosed(t))
+	frames, errs := rec.wait(t, 3)
+	assert.Equal(t, []string{`{"a":1}`, `{"b":2}`, `{"c":3}`}, frames)
+	assert.Empty(t, errs)
+}
+
+func TestServeMCPReturningEndsTheConnection(t *testing.T) {
+	boom := errors.New("boom")
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		io.WriteString(w, "{\"last\":true}\n")
+		return boom
+	})
+	c, rec := dial(t, srv, Options{})
+	err := rec.waitClosed(t)
+	frames, _ := rec.wait(t, 1)
+	assert.Equal(t, []string{`{"last":true}`}, frames, "output written before returning is delivered")
+
+	var exit *ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.ErrorIs(t, err, boom)
+	assert.ErrorIs(t, err, transports.ErrClosed)
+	assert.Equal(t, transports.ClassClosed, transports.Classify(err))
+
+	err = c.Send(context.Background(), []byte(`{}`))
+	assert.ErrorIs(t, err, transports.ErrClosed, "a send after the server returned fails")
+	assert.NoError(t, c.Close(context.Background()))
+}
+
+func TestServeMCPReturningNilIsAClosedConnection(t *testing.T) {
+	_, rec := dial(t, ServerFunc(func(context.Context, io.Reader, io.Writer) error { return nil }), Options{})
+	err := rec.waitClosed(t)
+	var exit *ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.NoError(t, exit.Err)
+	assert.Equal(t, transports.ClassClosed, transports.Classify(err))
+}
+
+func TestAPanicInServeMCPIsRecoveredAndReported(t *testing.T) {
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		panic("kaboom")
+	})
+	_, rec := dial(t, srv, Options{})
+	err := rec.waitClosed(t)
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "kaboom", pe.Value)
+	assert.Contains(t, string(pe.Stack), "inproc_test.go", "the stack shows where")
+	assert.ErrorIs(t, err, transports.ErrClosed)
+	assert.Contains(t, err.Error(), "kaboom")
+
+	wrapped := errors.New("inner")
+	_, rec = dial(t, ServerFunc(func(context.Context, io.Reader, io.Writer) error { panic(wrapped) }), Options{})
+	assert.ErrorIs(t, rec.waitClosed(t), wrapped, "a panic with an error unwraps to it")
+}
+
+func TestCloseEndsTheServersInput(t *testing.T) {
+	var sawEOF bool
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		_, err := io.Copy(io.Discard, r)
+		sawEOF = err == nil // io.Copy turns EOF into nil
+		return err
+	})
+	c, rec := dial(t, srv, Options{CloseTimeout: 10 * time.Second})
+	start := time.Now()
+	require.NoError(t, c.Close(context.Background()))
+	assert.Less(t, time.Since(start), 5*time.Second, "no timeout was needed")
+	assert.True(t, sawEOF)
+	err := rec.waitClosed(t)
+	assert.Equal(t, transports.ErrClosed, err, "a connection closed by Close reports ErrClosed")
+}
+
+func TestCloseCancelsAServerThatIgnoresItsInputEnding(t *testing.T) {
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	c, rec := dial(t, srv, Options{CloseTimeout: 50 * time.Millisecond})
+	start := time.Now()
+	require.NoError(t, c.Close(context.Background()))
+	assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond, "the server had CloseTimeout to return by itself")
+	assert.Equal(t, transports.ErrClosed, rec.waitClosed(t))
+}
+
+func TestCloseReportsAServerThatWillNotStop(t *testing.T) {
+	release := make(chan struct{})
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		<-release
+		_, err := io.WriteString(w, "{\"too\":\"late\"}\n")
+		return err
+	})
+	c, rec := dial(t, srv, Options{CloseTimeout: 20 * time.Millisecond})
+	err := c.Close(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "leaked")
+	assert.Equal(t, transports.ErrClosed, rec.waitClosed(t), "Closed is reported all the same")
+	assert.Equal(t, err, c.Close(context.Background()), "a later Close gives the same answer")
+
+	close(release) // the test's goroutine check needs the server gone
+	select {
+	case <-c.served:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server did not return")
+	}
+	frames, _ := rec.wait(t, 0)
+	assert.Empty(t, frames, "output after Close gave up is not delivered")
+}
+
+func TestCloseIsBoundedByItsContext(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		<-release
+		return nil
+	})
+	c, rec := dial(t, srv, Options{CloseTimeout: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := c.Close(ctx)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "leaks")
+	rec.waitClosed(t)
+}
+
+func TestCloseIsIdempotentAndSafeConcurrently(t *testing.T) {
+	c, rec := dial(t, echo, Options{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { assert.NoError(t, c.Close(context.Background())) })
+	}
+	wg.Wait()
+	assert.NoError(t, c.Close(context.Background()))
+	rec.waitClosed(t)
+}
+
+func TestSendHonoursItsContextWhileTheServerDoesNotRead(t *testing.T) {
+	startReading := make(chan struct{})
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		select {
+		case <-startReading:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return echo(ctx, r, w)
+	})
+	c, rec := dial(t, srv, Options{})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := c.Send(ctx, []byte(`{"first":1}`))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotErrorIs(t, err, transports.ErrClosed, "nothing was written: the connection is intact")
+
+	// A second sender gives up while waiting for its turn, too.
+	cancelled, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	assert.ErrorIs(t, c.Send(cancelled, []byte(`{}`)), context.Canceled)
+
+	close(startReading)
+	require.NoError(t, c.Send(context.Background(), []byte(`{"second":2}`)))
+	frames, _ := rec.wait(t, 1)
+	assert.Equal(t, []string{`{"second":2}`}, frames, "the withdrawn frame never reached the server")
+}
+
+func TestASendCutMidFrameEndsTheConnection(t *testing.T) {
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		io.ReadFull(r, make([]byte, 5)) // then stop reading
+		<-ctx.Done()                    // which Send's giving up cancels
+		return ctx.Err()
+	})
+	c, rec := dial(t, srv, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := c.Send(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	require.ErrorIs(t, err, transports.ErrClosed)
+	assert.Contains(t, err.Error(), "read 5 of")
+
+	cause := rec.waitClosed(t)
+	assert.ErrorIs(t, cause, transports.ErrClosed)
+	assert.Contains(t, cause.Error(), "cut")
+	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed, "the connection stays ended")
+}
+
+func TestSendAfterCloseFails(t *testing.T) {
+	c, _ := dial(t, echo, Options{})
+	require.NoError(t, c.Close(context.Background()))
+	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed)
+}
+
+func TestAServerClosingItsInputMakesSendsFail(t *testing.T) {
+	closed := make(chan struct{})
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		r.(io.Closer).Close()
+		close(closed)
+		<-ctx.Done()
+		return nil
+	})
+	c, _ := dial(t, srv, Options{CloseTimeout: time.Millisecond})
+	<-closed
+	err := c.Send(context.Background(), []byte(`{}`))
+	assert.ErrorIs(t, err, transports.ErrClosed)
+	assert.Contains(t, err.Error(), "closed its input")
+}
+
+func TestAServerClosingItsOutputEndsTheConnection(t *testing.T) {
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		w.(io.Closer).Close()
+		<-ctx.Done() // but it does not return
+		return nil
+	})
+	c, rec := dial(t, srv, Options{CloseTimeout: time.Millisecond})
+	err := rec.waitClosed(t)
+	assert.ErrorIs(t, err, transports.ErrClosed)
+	assert.Contains(t, err.Error(), "closed its output")
+	assert.NoError(t, c.Close(context.Background()), "Close still stops the server")
+}
+
+func TestTheServersContextCarriesDialsValuesButNotItsCancellation(t *testing.T) {
+	type key struct{}
+	got := make(chan any, 1)
+	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+		got <- ctx.Value(key{})
+		return echo(ctx, r, w)
+	})
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	rec := newRecorder()
+	c, err := Dial(ctx, srv, Options{}, rec)
+	require.NoError(t, err)
+	defer c.Close(context.Background())
+	cancel()
+	assert.Equal(t, "v", <-got)
+	require.NoError(t, c.Send(context.Background(), []byte(`{"still":"up"}`)))
+	rec.wait(t, 1)
+}
+
+func TestDialRefusesADoneContextAndANilServer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Dial(ctx, echo, Options{}, newRecorder())
+	assert.ErrorIs(t, err, context.Canceled)
+
+	_, err = Dial(context.Background(), nil, Options{}, newRecorder())
+	var cfgErr *transports.ConfigError
+	assert.ErrorAs(t, err, &cfgErr)
+}
