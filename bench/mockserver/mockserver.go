@@ -5,8 +5,15 @@
 // SIGTERM, or leave a grandchild behind.
 //
 // It runs over stdio (`mcpvisor mock`, or a test binary re-executing
-// itself; see Command) and is deliberately lean, so that a benchmark
+// itself; see Command) and is deliberately lean there, so that a benchmark
 // measures the client, not the server.
+//
+// Request handling does not know where answers go: every request is
+// dispatched with an output that receives its answer (today the stdio
+// writer), and
+// server-initiated notifications (tools/list_changed from the announce
+// tool) go through a hub to every connection, session stream and
+// subscriptions/listen stream that takes them.
 package mockserver
 
 import (
@@ -52,6 +59,7 @@ type Options struct {
 	IgnoreSIGTERM bool  // ignore SIGTERM and stdin EOF: only SIGKILL ends it
 	Grandchild    bool  // start a sleeping child process in the same group
 	Silent        bool  // answer nothing at all (a hung server)
+
 }
 
 // EnvRole marks a process started to act as a mock server (or as its
@@ -146,7 +154,7 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 }
 
 // Run serves one client over r and w until r ends (or, with
-// IgnoreSIGTERM, forever). It returns the process exit code.
+// IgnoreSIGTERM, forever) and returns the process exit code.
 func Run(ctx context.Context, o Options, r io.Reader, w io.Writer) int {
 	if o.ExitAtStart {
 		fmt.Fprintln(os.Stderr, "mockserver: exiting at start as configured")
@@ -160,7 +168,10 @@ func Run(ctx context.Context, o Options, r io.Reader, w io.Writer) int {
 			fmt.Fprintln(os.Stderr, "mockserver: grandchild:", err)
 		}
 	}
-	s := newServer(o, w)
+	s := newServer(o)
+	out := &stdioConn{garbage: o.Garbage, out: bufio.NewWriterSize(w, 64<<10)}
+	p := &peer{conn: out}
+	s.hub.add(out)
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -169,7 +180,8 @@ func Run(ctx context.Context, o Options, r io.Reader, w io.Writer) int {
 			line, err = append(slices.Clone(line), rest...), err2
 		}
 		if len(line) > 0 {
-			if code, exit := s.handle(ctx, line); exit {
+			if code, exit := s.handle(ctx, p, line, out); exit {
+				out.flush()
 				return code
 			}
 		}
@@ -194,25 +206,53 @@ func spawnSleeper() error {
 	return cmd.Start() // same process group; never waited: it outlives us on purpose
 }
 
+// server is the transport-independent part: the catalogue, the faults that
+// concern requests, and the notification hub. handle and dispatch may be
+// called concurrently; an answer goes to the output the request came with,
+// possibly later from another goroutine.
 type server struct {
 	o        Options
 	versions []string
 	tmu      sync.Mutex
 	tools    []protocol.Tool // guarded by tmu; grows with announce
 
-	wmu sync.Mutex
-	out *bufio.Writer // guarded by wmu
-
-	initialized atomic.Bool
-	calls       atomic.Int64
-	wg          sync.WaitGroup // calls answered after a latency
+	hub   hub
+	calls atomic.Int64   // tools/call received, for ExitAfter
+	wg    sync.WaitGroup // calls answered after a latency
 }
 
-func newServer(o Options, w io.Writer) *server {
+// output receives the answer to a request; on the connection transports
+// (stdio, WebSocket) it is the connection itself. Implementations are safe
+// for concurrent use, since answers delayed by a latency arrive from other
+// goroutines. They own the frames they are given.
+type output interface {
+	// send writes one JSON-RPC message.
+	send(frame []byte)
+	// sendOversize writes a response to id whose encoding is at least
+	// size bytes long, without building it in memory.
+	sendOversize(id protocol.ID, size int64)
+}
+
+// peer is the server's view of one client: the stdio connection.
+type peer struct {
+	initialized atomic.Bool // notifications/initialized received
+	// conn is the connection of a connection transport (stdio), where its
+	// subscriptions/listen streams deliver.
+	conn sink
+}
+
+// note processes a notification or response from the client.
+func (p *peer) note(m *protocol.Message) {
+	if m.Method == protocol.NotificationInitialized {
+		p.initialized.Store(true)
+	}
+}
+
+func newServer(o Options) *server {
 	if o.Name == "" {
 		o.Name = "mockserver"
 	}
-	s := &server{o: o, versions: o.Versions, out: bufio.NewWriterSize(w, 64<<10)}
+	s := &server{o: o, versions: o.Versions}
 	if len(s.versions) == 0 {
 		s.versions = protocol.SupportedVersions()
 	}
@@ -238,24 +278,28 @@ func newServer(o Options, w io.Writer) *server {
 	return s
 }
 
-// handle processes one frame; it reports (code, true) when the process
-// must exit.
-func (s *server) handle(ctx context.Context, line []byte) (int, bool) {
+// handle processes one frame from p; the answer, if any, goes to out. It
+// reports (code, true) when the server must exit.
+func (s *server) handle(ctx context.Context, p *peer, line []byte, out output) (int, bool) {
 	m, err := protocol.Decode(line)
 	if err != nil {
-		s.writeError(protocol.ID{}, protocol.NewError(protocol.CodeParseError, "%v", err))
+		s.replyError(out, protocol.ID{}, protocol.NewError(protocol.CodeParseError, "%v", err))
 		return 0, false
 	}
 	if s.o.Silent || m.Kind != protocol.KindRequest {
-		if m.Method == protocol.NotificationInitialized {
-			s.initialized.Store(true)
-		}
+		p.note(m)
 		return 0, false
 	}
-	modern := s.modernVersion(m.Params)
-	if !modern && !s.initialized.Load() && m.Method != protocol.MethodInitialize &&
+	return s.dispatch(ctx, p, m, s.modernVersion(m.Params), out)
+}
+
+// dispatch answers request m from p to out; modern says whether m carries
+// a stateless-era protocol version this server serves (modernVersion). It
+// reports (code, true) when the server must exit.
+func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, modern bool, out output) (int, bool) {
+	if !modern && !p.initialized.Load() && m.Method != protocol.MethodInitialize &&
 		m.Method != protocol.MethodDiscover && m.Method != protocol.MethodPing {
-		s.writeError(m.ID, protocol.NewError(protocol.CodeInvalidRequest, "%s before initialization", m.Method))
+		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "%s before initialization", m.Method))
 		return 0, false
 	}
 	if s.o.InitDelay > 0 && (m.Method == protocol.MethodDiscover || m.Method == protocol.MethodInitialize) {
@@ -263,22 +307,21 @@ func (s *server) handle(ctx context.Context, line []byte) (int, bool) {
 	}
 	switch m.Method {
 	case protocol.MethodDiscover:
-		s.discover(m, modern)
+		s.discover(out, m, modern)
 	case protocol.MethodInitialize:
-		s.initialize(m)
+		s.initialize(out, m)
 	case protocol.MethodPing:
-		s.writeResult(m.ID, json.RawMessage(`{}`))
+		s.reply(out, m.ID, json.RawMessage(`{}`))
 	case protocol.MethodToolsList:
 		s.tmu.Lock()
 		tools := s.tools
 		s.tmu.Unlock()
 		page, next := paginate(tools, cursorOf(m.Params), s.o.PageSize)
-		s.writeResult(m.ID, protocol.ListToolsResult{Tools: page, NextCursor: next})
+		s.reply(out, m.ID, protocol.ListToolsResult{Tools: page, NextCursor: next})
 	case protocol.MethodToolsCall:
 		n := s.calls.Add(1)
 		if s.o.ExitAfter > 0 && n > int64(s.o.ExitAfter) {
 			fmt.Fprintf(os.Stderr, "mockserver: exiting after %d calls as configured\n", s.o.ExitAfter)
-			s.flush()
 			return 3, true
 		}
 		if s.o.HangOnCall {
@@ -289,37 +332,43 @@ func (s *server) handle(ctx context.Context, line []byte) (int, bool) {
 			go func() {
 				defer s.wg.Done()
 				time.Sleep(s.o.Latency)
-				s.callTool(m)
+				s.callTool(out, m)
 			}()
 			return 0, false
 		}
-		s.callTool(m)
+		s.callTool(out, m)
 	case protocol.MethodResourcesList:
-		s.writeResult(m.ID, protocol.ListResourcesResult{Resources: s.resources()})
+		s.reply(out, m.ID, protocol.ListResourcesResult{Resources: s.resources()})
 	case protocol.MethodResourcesTemplatesList:
-		s.writeResult(m.ID, protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{
+		s.reply(out, m.ID, protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{
 			{URITemplate: "mock://template/{id}", Name: "template", MimeType: "text/plain"},
 		}})
 	case protocol.MethodResourcesRead:
 		var p protocol.ReadResourceParams
 		_ = json.Unmarshal(m.Params, &p)
 		if !strings.HasPrefix(p.URI, "mock://") {
-			s.writeError(m.ID, protocol.NewError(protocol.CodeInvalidParams, "no resource %q", p.URI)) // SEP-2164
+			s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "no resource %q", p.URI)) // SEP-2164
 			return 0, false
 		}
-		s.writeResult(m.ID, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{
+		s.reply(out, m.ID, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{
 			{URI: p.URI, MimeType: "text/plain", Text: "contents of " + p.URI},
 		}})
 	case protocol.MethodPromptsList:
-		s.writeResult(m.ID, protocol.ListPromptsResult{Prompts: s.prompts()})
+		s.reply(out, m.ID, protocol.ListPromptsResult{Prompts: s.prompts()})
 	case protocol.MethodPromptsGet:
 		var p protocol.GetPromptParams
 		_ = json.Unmarshal(m.Params, &p)
-		s.writeResult(m.ID, protocol.GetPromptResult{Description: p.Name, Messages: []protocol.PromptMessage{
+		s.reply(out, m.ID, protocol.GetPromptResult{Description: p.Name, Messages: []protocol.PromptMessage{
 			{Role: "user", Content: protocol.TextContent(fmt.Sprintf("prompt %s for %s", p.Name, p.Arguments["name"]))},
 		}})
+	case protocol.MethodSubscriptionsListen:
+		if !modern || p.conn == nil {
+			s.replyError(out, m.ID, protocol.NewError(protocol.CodeMethodNotFound, "method %q not found", m.Method))
+			return 0, false
+		}
+		s.listen(m, p.conn)
 	default:
-		s.writeError(m.ID, protocol.NewError(protocol.CodeMethodNotFound, "method %q not found", m.Method))
+		s.replyError(out, m.ID, protocol.NewError(protocol.CodeMethodNotFound, "method %q not found", m.Method))
 	}
 	_ = ctx
 	return 0, false
@@ -328,17 +377,27 @@ func (s *server) handle(ctx context.Context, line []byte) (int, bool) {
 // modernVersion reports whether a request carries a stateless-era
 // protocol version this server serves.
 func (s *server) modernVersion(params json.RawMessage) bool {
-	if len(params) == 0 || !slices.Contains(s.versions, protocol.Version20260728) {
+	if len(params) == 0 || !s.servesModern() {
 		return false
 	}
+	v := requestVersion(params)
+	return protocol.UsesDiscover(v) && slices.Contains(s.versions, v)
+}
+
+// servesModern reports whether the server serves the stateless era.
+func (s *server) servesModern() bool { return slices.Contains(s.versions, protocol.Version20260728) }
+
+// requestVersion returns the protocol version in a request's _meta, or "".
+func requestVersion(params json.RawMessage) string {
 	var p struct {
 		Meta protocol.Meta `json:"_meta"`
 	}
-	if json.Unmarshal(params, &p) != nil {
-		return false
+	if len(params) == 0 || json.Unmarshal(params, &p) != nil {
+		return ""
 	}
 	var v string
-	return p.Meta.Get(protocol.MetaProtocolVersion, &v) && protocol.UsesDiscover(v) && slices.Contains(s.versions, v)
+	p.Meta.Get(protocol.MetaProtocolVersion, &v)
+	return v
 }
 
 func (s *server) capabilities() protocol.ServerCapabilities {
@@ -356,22 +415,28 @@ func (s *server) info() protocol.Implementation {
 	return protocol.Implementation{Name: s.o.Name, Version: "1.0.0"}
 }
 
-func (s *server) discover(m *protocol.Message, modern bool) {
-	if !slices.Contains(s.versions, protocol.Version20260728) {
-		s.writeError(m.ID, protocol.NewError(protocol.CodeMethodNotFound, "method %q not found", m.Method))
+func (s *server) discover(out output, m *protocol.Message, modern bool) {
+	if !s.servesModern() {
+		s.replyError(out, m.ID, protocol.NewError(protocol.CodeMethodNotFound, "method %q not found", m.Method))
 		return
 	}
 	if !modern {
-		data, _ := json.Marshal(protocol.UnsupportedProtocolVersionData{Supported: s.versions})
-		s.writeError(m.ID, &protocol.Error{Code: protocol.CodeUnsupportedProtocolVersion, Message: "unsupported protocol version", Data: data})
+		s.replyError(out, m.ID, s.unsupportedVersion(requestVersion(m.Params)))
 		return
 	}
 	res := protocol.DiscoverResult{SupportedVersions: s.versions, Capabilities: s.capabilities(), Meta: protocol.Meta{}}
 	_ = res.Meta.Set(protocol.MetaServerInfo, s.info())
-	s.writeResult(m.ID, res)
+	s.reply(out, m.ID, res)
 }
 
-func (s *server) initialize(m *protocol.Message) {
+// unsupportedVersion is the stateless era's answer to a request for a
+// version the server does not serve.
+func (s *server) unsupportedVersion(requested string) *protocol.Error {
+	data, _ := json.Marshal(protocol.UnsupportedProtocolVersionData{Supported: s.versions, Requested: requested})
+	return &protocol.Error{Code: protocol.CodeUnsupportedProtocolVersion, Message: "unsupported protocol version", Data: data}
+}
+
+func (s *server) initialize(out output, m *protocol.Message) {
 	var p protocol.InitializeParams
 	_ = json.Unmarshal(m.Params, &p)
 	version := ""
@@ -390,10 +455,10 @@ func (s *server) initialize(m *protocol.Message) {
 	if version == "" {
 		version = protocol.LatestHandshakeVersion
 	}
-	s.writeResult(m.ID, protocol.InitializeResult{ProtocolVersion: version, Capabilities: s.capabilities(), ServerInfo: s.info()})
+	s.reply(out, m.ID, protocol.InitializeResult{ProtocolVersion: version, Capabilities: s.capabilities(), ServerInfo: s.info()})
 }
 
-func (s *server) callTool(m *protocol.Message) {
+func (s *server) callTool(out output, m *protocol.Message) {
 	var p struct {
 		Name      string `json:"name"`
 		Arguments struct {
@@ -404,11 +469,11 @@ func (s *server) callTool(m *protocol.Message) {
 		} `json:"arguments"`
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil {
-		s.writeError(m.ID, protocol.NewError(protocol.CodeInvalidParams, "%v", err))
+		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "%v", err))
 		return
 	}
 	if s.o.OversizeBytes > 0 {
-		s.writeOversize(m.ID)
+		out.sendOversize(m.ID, s.o.OversizeBytes)
 		return
 	}
 	switch {
@@ -417,14 +482,14 @@ func (s *server) callTool(m *protocol.Message) {
 		if s.o.Payload > 0 {
 			text = strings.Repeat("x", s.o.Payload)
 		}
-		s.writeResult(m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(text)}})
+		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(text)}})
 	case p.Name == "add":
 		if p.Arguments.A == nil || p.Arguments.B == nil {
-			s.writeResult(m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("add needs a and b")}})
+			s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("add needs a and b")}})
 			return
 		}
 		sum := *p.Arguments.A + *p.Arguments.B
-		s.writeResult(m.ID, protocol.CallToolResult{
+		s.reply(out, m.ID, protocol.CallToolResult{
 			Content:           []protocol.Content{protocol.TextContent(strconv.FormatFloat(sum, 'g', -1, 64))},
 			StructuredContent: json.RawMessage(`{"sum":` + strconv.FormatFloat(sum, 'g', -1, 64) + `}`),
 		})
@@ -432,20 +497,19 @@ func (s *server) callTool(m *protocol.Message) {
 		s.tmu.Lock()
 		s.tools = append(slices.Clip(s.tools), protocol.Tool{Name: p.Arguments.Text, Description: "Announced at run time.", InputSchema: json.RawMessage(`{"type":"object"}`)})
 		s.tmu.Unlock()
-		s.writeResult(m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("announced " + p.Arguments.Text)}})
-		frame, _ := protocol.AppendRequest(nil, protocol.ID{}, protocol.NotificationToolsListChanged, nil)
-		s.write(frame)
+		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("announced " + p.Arguments.Text)}})
+		s.hub.toolsChanged()
 	case p.Name == "fail":
-		s.writeResult(m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("this tool always fails")}})
+		s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("this tool always fails")}})
 	case p.Name == "sleep":
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			time.Sleep(time.Duration(p.Arguments.Ms) * time.Millisecond)
-			s.writeResult(m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("slept")}})
+			s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("slept")}})
 		}()
 	default:
-		s.writeError(m.ID, protocol.NewError(protocol.CodeInvalidParams, "unknown tool %q", p.Name))
+		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "unknown tool %q", p.Name))
 	}
 }
 
@@ -487,48 +551,77 @@ func paginate[T any](items []T, cursor string, size int) ([]T, string) {
 	return items[start:end], next
 }
 
-func (s *server) writeResult(id protocol.ID, result any) {
+func (s *server) reply(out output, id protocol.ID, result any) {
 	frame, err := protocol.AppendResult(nil, id, result)
 	if err != nil {
-		s.writeError(id, protocol.NewError(protocol.CodeInternalError, "%v", err))
+		s.replyError(out, id, protocol.NewError(protocol.CodeInternalError, "%v", err))
 		return
 	}
-	s.write(frame)
+	out.send(frame)
 }
 
-func (s *server) writeError(id protocol.ID, e *protocol.Error) {
+func (s *server) replyError(out output, id protocol.ID, e *protocol.Error) {
 	frame, _ := protocol.AppendError(nil, id, e)
-	s.write(frame)
+	out.send(frame)
 }
 
-func (s *server) writeOversize(id protocol.ID) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+// Garbage is what the Garbage fault writes before each message: a line
+// that is not JSON and a frame cut short.
+const (
+	garbageLine  = "mockserver: this line is not JSON"
+	garbageFrame = `{"jsonrpc":"2.0","id":`
+)
+
+// writeOversize writes a response to id of at least size bytes (no
+// newline).
+func writeOversize(w io.Writer, id protocol.ID, size int64) error {
 	idJSON, _ := id.MarshalJSON()
 	head := `{"jsonrpc":"2.0","id":` + string(idJSON) + `,"result":{"content":[{"type":"text","text":"`
-	s.out.WriteString(head)
+	if _, err := io.WriteString(w, head); err != nil {
+		return err
+	}
 	chunk := []byte(strings.Repeat("o", 64<<10))
-	for n := int64(len(head)); n < s.o.OversizeBytes; n += int64(len(chunk)) {
-		s.out.Write(chunk)
+	for n := int64(len(head)); n < size; n += int64(len(chunk)) {
+		if _, err := w.Write(chunk); err != nil {
+			return err
+		}
 	}
-	s.out.WriteString("\"}]}}\n")
-	s.out.Flush()
+	_, err := io.WriteString(w, `"}]}}`)
+	return err
 }
 
-func (s *server) write(frame []byte) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.o.Garbage {
-		s.out.WriteString("mockserver: this line is not JSON\n")
-		s.out.WriteString("{\"jsonrpc\":\"2.0\",\"id\":\n")
-	}
-	s.out.Write(frame)
-	s.out.WriteByte('\n')
-	s.out.Flush()
+// stdioConn is the stdio transport's output and notification sink: one
+// buffered writer, flushed after every message.
+type stdioConn struct {
+	garbage bool
+	mu      sync.Mutex
+	out     *bufio.Writer // guarded by mu
 }
 
-func (s *server) flush() {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.out.Flush()
+func (c *stdioConn) send(frame []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.garbage {
+		c.out.WriteString(garbageLine + "\n")
+		c.out.WriteString(garbageFrame + "\n")
+	}
+	c.out.Write(frame)
+	c.out.WriteByte('\n')
+	c.out.Flush()
+}
+
+func (c *stdioConn) notify(frame []byte) { c.send(frame) }
+
+func (c *stdioConn) sendOversize(id protocol.ID, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_ = writeOversize(c.out, id, size)
+	c.out.WriteByte('\n')
+	c.out.Flush()
+}
+
+func (c *stdioConn) flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.out.Flush()
 }

@@ -1,0 +1,171 @@
+package mockserver
+
+import (
+	"encoding/json"
+	"slices"
+	"sync"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// sink receives server-initiated notifications for one connection, session
+// stream or subscription. notify is safe for concurrent use and may be
+// called once more after the sink was removed from the hub; it owns frame.
+type sink interface {
+	notify(frame []byte)
+}
+
+// hub fans server-initiated notifications out to everyone who takes them:
+// connections that get them unsolicited (stdio), and
+// subscriptions/listen streams (2026-07-28), which get only the kinds they
+// asked for, tagged with their subscription id. A connection with a
+// subscription gets notifications only through it.
+//
+// The mutex guards the two sets; notify is called outside it.
+type hub struct {
+	mu    sync.Mutex
+	plain map[sink]struct{}
+	subs  map[*subscription]struct{}
+}
+
+// subscription is one open subscriptions/listen request.
+type subscription struct {
+	id    protocol.ID // the listen request's id, echoed as the subscription id
+	tools bool        // toolsListChanged agreed
+	out   sink
+}
+
+func (h *hub) add(k sink) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.plain == nil {
+		h.plain = make(map[sink]struct{})
+	}
+	h.plain[k] = struct{}{}
+}
+
+// remove forgets k and every subscription delivering to it.
+func (h *hub) remove(k sink) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.plain, k)
+	for sub := range h.subs {
+		if sub.out == k {
+			delete(h.subs, sub)
+		}
+	}
+}
+
+// subscribe registers sub; when conn is not nil (a connection transport),
+// conn stops getting untagged notifications.
+func (h *hub) subscribe(sub *subscription, conn sink) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subs == nil {
+		h.subs = make(map[*subscription]struct{})
+	}
+	h.subs[sub] = struct{}{}
+	if conn != nil {
+		delete(h.plain, conn)
+	}
+}
+
+func (h *hub) unsubscribe(sub *subscription) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs, sub)
+}
+
+// toolsChanged sends notifications/tools/list_changed to everyone who
+// takes it.
+func (h *hub) toolsChanged() {
+	h.mu.Lock()
+	plain := make([]sink, 0, len(h.plain))
+	for k := range h.plain {
+		plain = append(plain, k)
+	}
+	var subs []*subscription
+	for sub := range h.subs {
+		if sub.tools {
+			subs = append(subs, sub)
+		}
+	}
+	h.mu.Unlock()
+	if len(plain) > 0 {
+		frame, _ := protocol.AppendRequest(nil, protocol.ID{}, protocol.NotificationToolsListChanged, nil)
+		for _, k := range plain[1:] {
+			k.notify(slices.Clone(frame)) // each sink owns its frame
+		}
+		plain[0].notify(frame)
+	}
+	for _, sub := range subs {
+		sub.out.notify(subscriptionMessage(protocol.NotificationToolsListChanged, sub.id, ""))
+	}
+}
+
+// listenFilter is the notification filter of subscriptions/listen, and of
+// its acknowledgement (the agreed subset).
+//
+// TODO: move to protocol (SubscriptionFilter, SubscriptionsListenParams).
+type listenFilter struct {
+	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
+	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+}
+
+// listenParams is the params of subscriptions/listen: the filter is the
+// notifications member. A filter at the top level is accepted too.
+type listenParams struct {
+	Notifications *listenFilter `json:"notifications"`
+	listenFilter
+}
+
+// agreedFilter returns the subset of the requested filter the server
+// honours: it only ever changes its tools.
+func agreedFilter(params json.RawMessage) listenFilter {
+	var p listenParams
+	_ = json.Unmarshal(params, &p)
+	f := p.listenFilter
+	if p.Notifications != nil {
+		f = *p.Notifications
+	}
+	return listenFilter{ToolsListChanged: f.ToolsListChanged}
+}
+
+// subscriptionMessage returns a notification tagged with subscription id;
+// extra, when not empty, is more members of params (JSON, without braces).
+func subscriptionMessage(method string, id protocol.ID, extra string) []byte {
+	idJSON, _ := id.MarshalJSON()
+	params := `{"_meta":{"` + protocol.MetaSubscriptionID + `":` + string(idJSON) + `}`
+	if extra != "" {
+		params += "," + extra
+	}
+	frame, _ := protocol.AppendRequest(nil, protocol.ID{}, method, protocol.ValidJSON(params+"}"))
+	return frame
+}
+
+// listenAck returns the first message of a subscriptions/listen stream.
+func listenAck(id protocol.ID, agreed listenFilter) []byte {
+	f, _ := json.Marshal(agreed)
+	return subscriptionMessage(protocol.NotificationSubscriptionsAck, id, `"notifications":`+string(f))
+}
+
+// listenComplete returns the response that ends a subscriptions/listen
+// stream gracefully.
+func listenComplete(id protocol.ID) []byte {
+	idJSON, _ := id.MarshalJSON()
+	frame, _ := protocol.AppendResult(nil, id, protocol.ValidJSON(
+		`{"resultType":"complete","_meta":{"`+protocol.MetaSubscriptionID+`":`+string(idJSON)+`}}`))
+	return frame
+}
+
+// listen opens a subscription on a connection transport: the
+// acknowledgement and the notifications go to conn, and the request stays
+// unanswered for the connection's life.
+func (s *server) listen(m *protocol.Message, conn sink) {
+	agreed := agreedFilter(m.Params)
+	sub := &subscription{id: m.ID, tools: agreed.ToolsListChanged, out: conn}
+	conn.notify(listenAck(m.ID, agreed))
+	s.hub.subscribe(sub, conn)
+}
