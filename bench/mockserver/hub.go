@@ -16,7 +16,8 @@ type sink interface {
 }
 
 // hub fans server-initiated notifications out to everyone who takes them:
-// connections that get them unsolicited (stdio), and
+// connections and sessions that get them unsolicited (stdio, WebSocket,
+// legacy SSE sessions, Streamable HTTP GET streams), and
 // subscriptions/listen streams (2026-07-28), which get only the kinds they
 // asked for, tagged with their subscription id. A connection with a
 // subscription gets notifications only through it.

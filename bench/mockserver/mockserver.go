@@ -6,11 +6,16 @@
 //
 // It runs over stdio (`mcpvisor mock`, or a test binary re-executing
 // itself; see Command) and is deliberately lean there, so that a benchmark
-// measures the client, not the server.
+// measures the client, not the server. It also serves the HTTP-based
+// transports (see Options.Transport): Streamable HTTP at /mcp, both with
+// sessions (2025-03-26 … 2025-11-25) and stateless (2026-07-28), the legacy
+// HTTP+SSE transport (2024-11-05) at /sse and /message, and WebSocket at
+// /ws, each with its own faults. Serve runs one in process; NewHandler
+// returns its http.Handler.
 //
 // Request handling does not know where answers go: every request is
-// dispatched with an output that receives its answer (today the stdio
-// writer), and
+// dispatched with an output that receives its answer (the stdio writer, a
+// WebSocket, or the request's own HTTP response stream), and
 // server-initiated notifications (tools/list_changed from the announce
 // tool) go through a hub to every connection, session stream and
 // subscriptions/listen stream that takes them.
@@ -60,7 +65,45 @@ type Options struct {
 	Grandchild    bool  // start a sleeping child process in the same group
 	Silent        bool  // answer nothing at all (a hung server)
 
+	// Transport is TransportStdio (Run's default), TransportHTTP,
+	// TransportSSE or TransportWS. NewHandler and Serve treat "" as
+	// TransportHTTP.
+	Transport string
+	// Listen is the TCP address the HTTP transports listen on; default
+	// DefaultListen (a free loopback port).
+	Listen string
+
+	// Streamable HTTP only.
+	SSEResponses bool          // answer POSTed requests with an event stream instead of JSON; in a session, a priming event (id, retry, empty data) comes first
+	SSERetry     time.Duration // retry field of the priming event; default DefaultSSERetry
+	NoGetStream  bool          // answer GET /mcp with 405: no standalone stream
+	DropStream   bool          // with SSEResponses: close a tools/call stream after the priming event, leaving the response to a GET with Last-Event-ID
+	ListenCut    time.Duration // cut subscriptions/listen streams (2026-07-28) after this long, without a response
+
+	// Every HTTP transport.
+	HTTP5xx            int           // answer the first N POSTs after the first initialize or server/discover with 503
+	ExpireSessionAfter int           // forget a session once it has answered N tools/call; its next request gets 404
+	FirstByteDelay     time.Duration // wait this long before writing any response's status line
 }
+
+// Names of the transports, for Options.Transport.
+const (
+	TransportStdio = "stdio" // newline-delimited JSON-RPC on stdin and stdout
+	TransportHTTP  = "http"  // Streamable HTTP at /mcp
+	TransportSSE   = "sse"   // HTTP+SSE (2024-11-05): GET /sse, POST /message?sessionId=…
+	TransportWS    = "ws"    // WebSocket at /ws, subprotocol "mcp", one text message per JSON-RPC message
+)
+
+// Defaults of the HTTP transports' options.
+const (
+	DefaultListen   = "127.0.0.1:0"
+	DefaultSSERetry = 500 * time.Millisecond
+)
+
+// URLLinePrefix starts the one line a mock server run by Main with an
+// HTTP transport writes to stderr once it listens: the prefix, then the
+// endpoint's URL (http://…/mcp, http://…/sse or ws://…/ws).
+const URLLinePrefix = "MCPVISOR_MOCK_URL="
 
 // EnvRole marks a process started to act as a mock server (or as its
 // grandchild). Test binaries and the mcpvisor binary check it first thing
@@ -84,8 +127,9 @@ func Command(args ...string) transports.Config {
 	return transports.Config{Command: exe, Args: args, Env: env}
 }
 
-// Main runs a mock server over stdin/stdout with flags from args and
-// returns the exit code. When the process is a grandchild (EnvRole =
+// Main runs a mock server with flags from args and returns the exit code:
+// over stdin/stdout, or with an HTTP transport until SIGTERM, SIGINT or the
+// end of stdin (see Run). When the process is a grandchild (EnvRole =
 // "sleeper") it sleeps until killed.
 func Main(args []string) int {
 	if os.Getenv(EnvRole) == "sleeper" {
@@ -97,7 +141,13 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "mockserver:", err)
 		return 2
 	}
-	return Run(context.Background(), opts, os.Stdin, os.Stdout)
+	ctx := context.Background()
+	if opts.Transport != TransportStdio && !opts.IgnoreSIGTERM {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+		defer stop()
+	}
+	return Run(ctx, opts, os.Stdin, os.Stdout)
 }
 
 // ParseFlags reads Options from command-line flags. -h returns
@@ -108,6 +158,11 @@ func ParseFlags(args []string) (Options, error) {
 	fs := flagSet(&o, &versions)
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	switch o.Transport {
+	case TransportStdio, TransportHTTP, TransportSSE, TransportWS:
+	default:
+		return o, fmt.Errorf("unknown transport %q (want stdio, http, sse or ws)", o.Transport)
 	}
 	if versions != "" {
 		for _, v := range strings.Split(versions, ",") {
@@ -150,11 +205,26 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and stdin EOF: only SIGKILL ends it")
 	fs.BoolVar(&o.Grandchild, "grandchild", false, "start a sleeping child process in the same process group")
 	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
+	fs.StringVar(&o.Transport, "transport", TransportStdio,
+		"stdio, http (Streamable HTTP at /mcp), sse (HTTP+SSE at /sse) or ws (WebSocket at /ws); the HTTP ones print "+URLLinePrefix+"<url> on stderr")
+	fs.StringVar(&o.Listen, "listen", DefaultListen, "address the HTTP transports listen on")
+	fs.BoolVar(&o.SSEResponses, "sse-responses", false, "http: answer requests with an event stream (priming event first) instead of JSON")
+	fs.DurationVar(&o.SSERetry, "sse-retry", DefaultSSERetry, "http: retry field of the priming event")
+	fs.BoolVar(&o.NoGetStream, "no-get-stream", false, "http: answer GET /mcp with 405")
+	fs.BoolVar(&o.DropStream, "drop-stream", false, "http with -sse-responses: end tools/call streams after the priming event; the response waits for GET + Last-Event-ID")
+	fs.DurationVar(&o.ListenCut, "listen-cut", 0, "http: cut subscriptions/listen streams after this long, without a response")
+	fs.IntVar(&o.HTTP5xx, "http-5xx", 0, "http, sse: answer the first N POSTs after the first initialize or server/discover with 503")
+	fs.IntVar(&o.ExpireSessionAfter, "expire-session-after", 0, "http, sse: forget a session after it answered N tools/call (then 404)")
+	fs.DurationVar(&o.FirstByteDelay, "first-byte-delay", 0, "http, sse, ws: wait this long before writing any response headers")
 	return fs
 }
 
 // Run serves one client over r and w until r ends (or, with
 // IgnoreSIGTERM, forever) and returns the process exit code.
+//
+// With an HTTP transport it listens on o.Listen instead, writes one line
+// URLLinePrefix+url to stderr, and serves until ctx ends, r ends (unless
+// IgnoreSIGTERM), or an exit fault fires; w is not used.
 func Run(ctx context.Context, o Options, r io.Reader, w io.Writer) int {
 	if o.ExitAtStart {
 		fmt.Fprintln(os.Stderr, "mockserver: exiting at start as configured")
@@ -167,6 +237,9 @@ func Run(ctx context.Context, o Options, r io.Reader, w io.Writer) int {
 		if err := spawnSleeper(); err != nil {
 			fmt.Fprintln(os.Stderr, "mockserver: grandchild:", err)
 		}
+	}
+	if o.Transport != "" && o.Transport != TransportStdio {
+		return runNet(ctx, o, r)
 	}
 	s := newServer(o)
 	out := &stdioConn{garbage: o.Garbage, out: bufio.NewWriterSize(w, 64<<10)}
@@ -196,6 +269,30 @@ func Run(ctx context.Context, o Options, r io.Reader, w io.Writer) int {
 	return 0
 }
 
+// runNet serves an HTTP transport for Run.
+func runNet(ctx context.Context, o Options, r io.Reader) int {
+	srv, err := Serve(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mockserver:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "%s%s\n", URLLinePrefix, srv.URL)
+	eof := make(chan struct{})
+	if r != nil && !o.IgnoreSIGTERM {
+		go func() {
+			_, _ = io.Copy(io.Discard, r)
+			close(eof)
+		}()
+	}
+	select {
+	case <-ctx.Done():
+	case <-eof:
+	case <-srv.Done():
+	}
+	srv.Close()
+	return srv.ExitCode()
+}
+
 func spawnSleeper() error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -208,8 +305,8 @@ func spawnSleeper() error {
 
 // server is the transport-independent part: the catalogue, the faults that
 // concern requests, and the notification hub. handle and dispatch may be
-// called concurrently; an answer goes to the output the request came with,
-// possibly later from another goroutine.
+// called concurrently (HTTP serves requests in parallel); an answer goes to
+// the output the request came with, possibly later from another goroutine.
 type server struct {
 	o        Options
 	versions []string
@@ -233,11 +330,14 @@ type output interface {
 	sendOversize(id protocol.ID, size int64)
 }
 
-// peer is the server's view of one client: the stdio connection.
+// peer is the server's view of one client: the stdio connection, a
+// WebSocket, or an HTTP session. Requests of the stateless era share one
+// peer that was never initialized and does not need to be.
 type peer struct {
 	initialized atomic.Bool // notifications/initialized received
-	// conn is the connection of a connection transport (stdio), where its
-	// subscriptions/listen streams deliver.
+	// conn is the connection of a connection transport (stdio,
+	// WebSocket), where its subscriptions/listen streams deliver; nil for
+	// the HTTP transports, which answer subscriptions/listen themselves.
 	conn sink
 }
 

@@ -1,0 +1,107 @@
+package mockserver
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// stdioSession runs Run over pipes; send writes a line, recv reads one.
+type stdioSession struct {
+	in   *io.PipeWriter
+	out  *bufio.Reader
+	code chan int
+}
+
+func runStdio(t *testing.T, o Options) *stdioSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &stdioSession{in: inW, out: bufio.NewReader(outR), code: make(chan int, 1)}
+	go func() {
+		s.code <- Run(context.Background(), o, inR, outW)
+		outW.Close()
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		go io.Copy(io.Discard, outR)
+		select {
+		case <-s.code:
+		case <-time.After(waitFor):
+			t.Error("Run did not return at the end of its input")
+		}
+	})
+	return s
+}
+
+func (s *stdioSession) send(t *testing.T, frame []byte) {
+	t.Helper()
+	if _, err := s.in.Write(append(frame, '\n')); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *stdioSession) recv(t *testing.T) []byte {
+	t.Helper()
+	line, err := s.out.ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return line[:len(line)-1]
+}
+
+// TestStdio: answers, then the announce tool's list_changed after its
+// result, on the one connection.
+func TestStdio(t *testing.T) {
+	s := runStdio(t, Options{})
+	s.send(t, encode(t, 1, protocol.MethodInitialize, initParams(protocol.Version20251125)))
+	var init protocol.InitializeResult
+	result(t, message(t, s.recv(t)), &init)
+	s.send(t, encode(t, 0, protocol.NotificationInitialized, nil))
+	s.send(t, encode(t, 2, protocol.MethodToolsCall, map[string]any{"name": "announce", "arguments": map[string]any{"text": "z"}}))
+	if got := callText(t, message(t, s.recv(t))); got != "announced z" {
+		t.Fatalf("announce answered %q", got)
+	}
+	if m := message(t, s.recv(t)); m.Method != protocol.NotificationToolsListChanged {
+		t.Fatalf("after the result: %+v", m)
+	}
+}
+
+// TestStdioListen: a stateless-era client that opens subscriptions/listen
+// gets its list_changed tagged, and only through the subscription.
+func TestStdioListen(t *testing.T) {
+	s := runStdio(t, Options{})
+	s.send(t, encode(t, 9, protocol.MethodSubscriptionsListen, listenReq()))
+	checkSubscription(t, s.recv(t), protocol.NotificationSubscriptionsAck, protocol.Int64ID(9))
+	announce := modernParams(protocol.Version20260728, map[string]any{"name": "announce", "arguments": map[string]any{"text": "q"}})
+	s.send(t, encode(t, 10, protocol.MethodToolsCall, announce))
+	callText(t, message(t, s.recv(t)))
+	checkSubscription(t, s.recv(t), protocol.NotificationToolsListChanged, protocol.Int64ID(9))
+	s.send(t, encode(t, 11, protocol.MethodPing, nil))
+	if m := message(t, s.recv(t)); m.ID != protocol.Int64ID(11) {
+		t.Fatalf("got %+v, want the ping's answer (and no untagged list_changed)", m)
+	}
+}
+
+func TestStdioExitAfter(t *testing.T) {
+	s := runStdio(t, Options{ExitAfter: 1})
+	s.send(t, encode(t, 1, protocol.MethodInitialize, initParams(protocol.Version20251125)))
+	s.recv(t)
+	s.send(t, encode(t, 0, protocol.NotificationInitialized, nil))
+	s.send(t, encode(t, 2, protocol.MethodToolsCall, echoParams("a")))
+	s.recv(t)
+	s.send(t, encode(t, 3, protocol.MethodToolsCall, echoParams("b")))
+	select {
+	case code := <-s.code:
+		s.code <- code
+		if code != 3 {
+			t.Fatalf("exit code %d, want 3", code)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("Run did not exit")
+	}
+}
