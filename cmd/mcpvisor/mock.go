@@ -19,6 +19,10 @@ speaking every protocol version mcpvisor does. It serves the tools echo, add, fa
 what the flags ask for, and can misbehave on purpose. Use it as a server's
 command in a config file: "command": "mcpvisor", "args": ["mock", "-latency", "50ms"].
 
+With -transport http, sse or ws it listens instead (Streamable HTTP at /mcp,
+HTTP+SSE at /sse, WebSocket at /ws), prints one line MCPVISOR_MOCK_URL=<url> on
+stderr, and serves until SIGTERM, SIGINT or the end of stdin (keep stdin open).
+
 Usage:
   mcpvisor mock [flags]
 
@@ -27,7 +31,8 @@ Flags (Go flag syntax: -flag value, -flag=value; booleans take no value):
 	b.WriteString(mockserver.Usage())
 	b.WriteString(`
 Exit codes:
-  0  stdin ended
+  0  stdin ended (or, over HTTP, SIGTERM or SIGINT)
+  1  cannot listen
   2  bad flag
   3  -exit-after reached
   4  -exit-at-start
@@ -38,7 +43,7 @@ Exit codes:
 func (a *app) mockCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                "mock [flags]",
-		Short:              "Run the bundled mock MCP server over stdio",
+		Short:              "Run the bundled mock MCP server (stdio, HTTP, SSE or WebSocket)",
 		Long:               mockHelp(),
 		DisableFlagParsing: true, // the flags are the mock server's own
 		RunE: func(cmd *cobra.Command, args []string) error {
