@@ -30,10 +30,22 @@ import (
 	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // ServerConfig is one entry of an .mcp.json "mcpServers" map.
 type ServerConfig = actors.ServerConfig
+
+// TransportConfig says how to reach a server: the members of a config
+// entry a transport uses (type, command, args, env, cwd, url, headers, tls).
+type TransportConfig = transports.Config
+
+// TLSConfig is a remote server's TLS client settings.
+type TLSConfig = transports.TLSConfig
+
+// QualifiedName is the pool name of a server's tool: mcp__<server>__<tool>,
+// with characters outside [A-Za-z0-9_-] replaced.
+func QualifiedName(server, tool string) string { return actors.QualifiedName(server, tool) }
 
 // ToolFilter selects a server's tools by glob.
 type ToolFilter = actors.ToolFilter

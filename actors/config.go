@@ -12,6 +12,7 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -88,6 +89,17 @@ type Options struct {
 	// ClientInfo names the host to servers. Default: mcpvisor and its
 	// version.
 	ClientInfo protocol.Implementation
+
+	// Capabilities are the client capabilities declared to every server:
+	// roots, sampling, elicitation. Declare only what Requests answers.
+	Capabilities protocol.ClientCapabilities
+
+	// Requests answers the requests servers send to the host
+	// (elicitation/create, sampling/createMessage, roots/list). It runs in
+	// a goroutine of its own per request, with a context that ends when
+	// the connection does; it returns the result to send, or an error (a
+	// *protocol.Error is sent as is). Nil answers them method-not-found.
+	Requests func(ctx context.Context, server, method string, params json.RawMessage) (any, error)
 
 	// LocalConnectLimit is how many local (stdio, in-process) servers may
 	// connect at once. Zero means $MCP_SERVER_CONNECTION_BATCH_SIZE, else 3.

@@ -60,6 +60,12 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 		var res protocol.DiscoverResult
 		err = s.Call(pctx, protocol.MethodDiscover, protocol.DiscoverParams{Meta: meta}, &res)
 		cancel()
+		if err == nil && len(res.SupportedVersions) == 0 {
+			// Not a DiscoverResult (supportedVersions is required): a
+			// server that answers every unknown method with an empty
+			// result. It speaks the handshake eras.
+			err = fmt.Errorf("%w: server/discover answered without supportedVersions", ErrMalformedResponse)
+		}
 		if err == nil {
 			chosen := version
 			if len(res.SupportedVersions) > 0 && !slices.Contains(res.SupportedVersions, version) {

@@ -79,6 +79,12 @@ type Options struct {
 	// up (the POST channel is unaffected). Zero means 5.
 	GetStreamAttempts int
 
+	// GetStreamWait bounds how long sending the initialized notification
+	// waits for the standalone GET stream to open, so that nothing the
+	// server sends before the first request's answer is lost. Zero means
+	// 2 s.
+	GetStreamWait time.Duration
+
 	// DeleteTimeout bounds the DELETE that ends the session on Close.
 	// Zero means 2 s.
 	DeleteTimeout time.Duration
@@ -103,6 +109,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.GetStreamAttempts <= 0 {
 		o.GetStreamAttempts = 5
+	}
+	if o.GetStreamWait <= 0 {
+		o.GetStreamWait = 2 * time.Second
 	}
 	if o.DeleteTimeout <= 0 {
 		o.DeleteTimeout = 2 * time.Second
@@ -268,7 +277,18 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 	}
 	if out.kind != protocol.KindRequest {
 		if out.method == protocol.NotificationInitialized {
-			c.startGetStream()
+			// Servers send what is not an answer (elicitation, sampling,
+			// notifications) on the GET stream and drop it while there is
+			// none: have it open before the first request.
+			if opened := c.startGetStream(); opened != nil {
+				t := time.NewTimer(c.opts.GetStreamWait)
+				select {
+				case <-opened:
+				case <-t.C:
+				case <-ctx.Done():
+				}
+				t.Stop()
+			}
 		}
 		return nil // notifications and responses: 202, nothing to read
 	}
@@ -489,21 +509,25 @@ func (c *Conn) get(ctx context.Context, out outgoing, lastEventID string) (*http
 }
 
 // startGetStream opens the standalone GET stream once, after the
-// initialized notification, in the session eras.
-func (c *Conn) startGetStream() {
+// initialized notification, in the session eras. The channel it returns
+// is closed when the server answered the first GET (or it failed); nil
+// means no stream is opened.
+func (c *Conn) startGetStream() <-chan struct{} {
 	c.mu.Lock()
 	if c.getStarted || c.closed || c.modern || c.opts.DisableGetStream {
 		c.mu.Unlock()
-		return
+		return nil
 	}
 	c.getStarted = true
 	out := outgoing{session: c.sessionID, version: c.version}
 	c.wg.Add(1)
 	c.mu.Unlock()
+	opened := make(chan struct{})
 	go func() {
 		defer c.wg.Done()
-		c.runGetStream(out)
+		c.runGetStream(out, opened)
 	}()
+	return opened
 }
 
 // runGetStream keeps the standalone GET stream open: it delivers the
@@ -511,7 +535,14 @@ func (c *Conn) startGetStream() {
 // the last event id, with backoff. A server that does not offer the
 // stream (405, or 404/400 as some do) is left alone; repeated failures
 // without an event give up. Either way the POST channel is unaffected.
-func (c *Conn) runGetStream(out outgoing) {
+func (c *Conn) runGetStream(out outgoing, opened chan struct{}) {
+	defer func() {
+		select {
+		case <-opened:
+		default:
+			close(opened)
+		}
+	}()
 	ctx := c.ctx
 	lastID := ""
 	var retry time.Duration
@@ -520,6 +551,11 @@ func (c *Conn) runGetStream(out outgoing) {
 	backoff := c.opts.DefaultRetry
 	for ctx.Err() == nil {
 		resp, err := c.get(ctx, out, lastID)
+		select {
+		case <-opened:
+		default:
+			close(opened)
+		}
 		if err != nil {
 			var status *transports.HTTPStatusError
 			if errors.As(err, &status) && status.StatusCode < 500 && status.StatusCode != http.StatusTooManyRequests {

@@ -628,3 +628,32 @@ func TestSecretsAreNotInErrors(t *testing.T) {
 	assert.NotContains(t, string(b), "secret")
 	assert.False(t, errors.Is(err, transports.ErrClosed))
 }
+
+// A server sends requests that are not answers (elicitation, sampling) on
+// the GET stream and drops them while it is not open: the initialized
+// notification returns only once the GET stream has been answered.
+func TestInitializedWaitsForTheGetStream(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			time.Sleep(200 * time.Millisecond)
+			sse(w)
+			<-r.Context().Done()
+		case http.MethodPost:
+			decodeBody(t, r)
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	c, _ := dial(t, srv.URL, Options{})
+	start := time.Now()
+	require.NoError(t, c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+
+	c2, _ := dial(t, srv.URL, Options{GetStreamWait: 20 * time.Millisecond})
+	start = time.Now()
+	require.NoError(t, c2.Send(context.Background(), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
+	assert.Less(t, time.Since(start), 150*time.Millisecond, "the wait is bounded")
+	require.NoError(t, c.Close(context.Background()))
+	require.NoError(t, c2.Close(context.Background()))
+}
