@@ -7,8 +7,16 @@ DEPS      := .deps
 NPM_DIR   := $(DEPS)/npm
 EVERYTHING_VERSION := 2026.8.31
 EVERYTHING := $(NPM_DIR)/node_modules/.bin/mcp-server-everything
+# The conformance suite needs Node >= 22; npm installs one next to it.
+CONFORMANCE_DIR     := $(DEPS)/conformance
+CONFORMANCE_VERSION := 0.1.16
+CONFORMANCE         := $(CONFORMANCE_DIR)/node_modules/.bin/conformance
+CONFORMANCE_RESULTS := $(DEPS)/conformance-results
+# The scenarios that must pass (the rest are expected failures, listed in
+# testdata/conformance/baseline.yml).
+CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-defaults sse-retry
 
-.PHONY: all build run test test-go deps npm-deps lint fmt vet fuzz bench clean
+.PHONY: all build run test test-go deps npm-deps lint fmt vet fuzz bench conformance clean
 
 all: build
 
@@ -26,14 +34,31 @@ deps: npm-deps
 	cd testdata/gosdkserver && $(GO) mod download
 	cd bench/peers && $(GO) mod download
 
-npm-deps: $(EVERYTHING)
+npm-deps: $(EVERYTHING) $(CONFORMANCE)
 
 $(EVERYTHING):
 	mkdir -p $(NPM_DIR)
 	cd $(NPM_DIR) && { [ -f package.json ] || npm init -y >/dev/null; } && \
 		npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/server-everything@$(EVERYTHING_VERSION)
 
-test: deps vet
+$(CONFORMANCE):
+	mkdir -p $(CONFORMANCE_DIR)
+	cd $(CONFORMANCE_DIR) && { [ -f package.json ] || npm init -y >/dev/null; } && \
+		npm install --no-audit --no-fund --loglevel=error node@22 @modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
+
+# conformance runs the official suite (all scenarios, in parallel) against
+# `mcpvisor conformance`, with the known failures as the baseline, then
+# checks that the required scenarios really ran and passed.
+conformance: build $(CONFORMANCE)
+	rm -rf $(CONFORMANCE_RESULTS)
+	PATH=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin:$$PATH conformance client \
+		--command "$(abspath $(BIN))/mcpvisor conformance" --suite all \
+		--expected-failures testdata/conformance/baseline.yml -o $(CONFORMANCE_RESULTS) \
+		> $(DEPS)/conformance-summary.txt || { cat $(DEPS)/conformance-summary.txt; exit 1; }
+	tail -n 4 $(DEPS)/conformance-summary.txt
+	$(CONFORMANCE_DIR)/node_modules/.bin/node testdata/conformance/check.mjs $(CONFORMANCE_RESULTS) $(CONFORMANCE_REQUIRED)
+
+test: deps vet conformance
 	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 \
 		$(GO) test -race -count=1 -timeout 15m ./...
 	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
