@@ -23,6 +23,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/inproc"
 )
 
 // ServerConfig is one entry of an .mcp.json "mcpServers" map: how to reach
@@ -100,6 +101,11 @@ type Options struct {
 	// the connection does; it returns the result to send, or an error (a
 	// *protocol.Error is sent as is). Nil answers them method-not-found.
 	Requests func(ctx context.Context, server, method string, params json.RawMessage) (any, error)
+
+	// InProcess holds the Go MCP servers living in the host's process, by
+	// server name: a config entry of type "sdk" connects to the one
+	// registered under its name (see transports/inproc).
+	InProcess map[string]inproc.Server
 
 	// LocalConnectLimit is how many local (stdio, in-process) servers may
 	// connect at once. Zero means $MCP_SERVER_CONNECTION_BATCH_SIZE, else 3.

@@ -6,19 +6,28 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/inproc"
+	"github.com/mcpvisor/mcpvisor/transports/sse"
 	"github.com/mcpvisor/mcpvisor/transports/stdio"
 	"github.com/mcpvisor/mcpvisor/transports/streamable"
+	"github.com/mcpvisor/mcpvisor/transports/ws"
 )
 
 // dialConfig is what a server actor needs to build its transport: the
-// per-kind options, derived once from Options.
+// per-kind options, derived once from Options, and the in-process server
+// registered under the server's name, if any.
 type dialConfig struct {
 	stdio      stdio.Options
 	streamable streamable.Options
+	sse        sse.Options
+	ws         ws.Options
+	inproc     inproc.Options
+	inprocSrv  inproc.Server
 }
 
 func (a *serverActor) dialConfig() dialConfig {
 	ua := a.opts.ClientInfo.Name + "/" + a.opts.ClientInfo.Version
+	maxFrame := int(a.opts.MaxFrameSize)
 	return dialConfig{
 		stdio: stdio.Options{
 			MaxFrameSize:      a.opts.MaxFrameSize,
@@ -26,11 +35,11 @@ func (a *serverActor) dialConfig() dialConfig {
 			TerminateTimeout:  a.opts.TerminateTimeout,
 			Logger:            a.log,
 		},
-		streamable: streamable.Options{
-			MaxFrameSize: int(a.opts.MaxFrameSize),
-			UserAgent:    ua,
-			Logger:       a.log,
-		},
+		streamable: streamable.Options{MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
+		sse:        sse.Options{MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
+		ws:         ws.Options{MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
+		inproc:     inproc.Options{MaxFrameSize: maxFrame, Logger: a.log},
+		inprocSrv:  a.opts.InProcess[a.h.name],
 	}
 }
 
@@ -46,8 +55,21 @@ func dialer(cfg ServerConfig, dc dialConfig) (session.DialFunc, error) {
 		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
 			return streamable.Dial(ctx, tcfg, dc.streamable, r)
 		}, nil
-	case transports.TypeSSE, transports.TypeWS, transports.TypeSDK:
-		return nil, fmt.Errorf("%w: transport %q is not available in this build yet", ErrUnsupportedTransport, cfg.Kind())
+	case transports.TypeSSE:
+		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
+			return sse.Dial(ctx, tcfg, dc.sse, r)
+		}, nil
+	case transports.TypeWS:
+		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
+			return ws.Dial(ctx, tcfg, dc.ws, r)
+		}, nil
+	case transports.TypeSDK:
+		if dc.inprocSrv == nil {
+			return nil, &transports.ConfigError{Err: fmt.Errorf(`no in-process server is registered under this name (Options.InProcess)`)}
+		}
+		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
+			return inproc.Dial(ctx, dc.inprocSrv, dc.inproc, r)
+		}, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnsupportedTransport, cfg.Kind())
 }
