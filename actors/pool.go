@@ -92,7 +92,7 @@ func buildPool(servers map[string]*serverEntry, log zerolog.Logger) *pool {
 	for _, name := range names {
 		e := servers[name]
 		v := e.h.view.Load()
-		if v == nil || v.state != StateReady {
+		if v == nil || !v.offersTools() {
 			continue
 		}
 		trusted := v.cfg.Trust == "trusted"

@@ -14,9 +14,11 @@ import (
 
 // Reconnecting. A session that expired (the server forgot it) is replaced
 // at once: that is not a failure of the server. A remote server whose
-// connection was lost, or whose reconnect failed, is tried again after an
-// exponential backoff, up to maxReconnects times in a row; then it stays
-// failed until Reconnect or a config change wakes it.
+// connect failed, or whose connection was lost, for a reason that may heal
+// by itself (refused, reset, timeout, 5xx: transports.Class.Transient) is
+// tried again after an exponential backoff, up to maxReconnects times in a
+// row; then it stays failed until Reconnect or a config change wakes it.
+// Auth, config and other 4xx failures are not retried.
 
 // maxReconnects bounds consecutive automatic reconnects of one server.
 const maxReconnects = 5
@@ -43,7 +45,7 @@ func (a *serverActor) scheduleReconnect(cause error) {
 		return
 	}
 	class := transports.Classify(cause)
-	if class == transports.ClassConfig || class == transports.ClassAuth || errors.Is(cause, ErrUnsupportedTransport) || errors.Is(cause, session.ErrVersionMismatch) {
+	if !class.Transient() || errors.Is(cause, ErrUnsupportedTransport) || errors.Is(cause, session.ErrVersionMismatch) {
 		a.log.Warn().Str("class", class.String()).Msg("not reconnecting: the failure needs a config change or a new login")
 		return
 	}

@@ -345,12 +345,12 @@ type flushGaps struct{}
 // server changes the pool.
 func poolChanged(prev, v *serverView) bool {
 	if prev == nil {
-		return v.state == StateReady
+		return v.offersTools()
 	}
-	if (prev.state == StateReady) != (v.state == StateReady) {
+	if prev.offersTools() != v.offersTools() {
 		return true
 	}
-	return v.state == StateReady && (!sameSlice(prev.lists.tools, v.lists.tools) || !sameSlice(prev.lists.prompts, v.lists.prompts))
+	return v.offersTools() && (!sameSlice(prev.lists.tools, v.lists.tools) || !sameSlice(prev.lists.prompts, v.lists.prompts))
 }
 
 func sameSlice[T any](a, b []T) bool {

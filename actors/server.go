@@ -86,6 +86,15 @@ type serverView struct {
 	connectedSince  time.Time
 	protocolVersion string
 	serverInfo      protocol.Implementation
+	// renewing is set while the server replaces a session that expired:
+	// its tools stay offered and calls wait for the new session.
+	renewing bool
+}
+
+// offersTools reports whether the server's tools belong in the pool: when
+// it is ready, and while it renews an expired session.
+func (v *serverView) offersTools() bool {
+	return v.state == StateReady || (v.renewing && (v.state == StatePending || v.state == StateConnecting))
 }
 
 // status renders the view for hosts.
@@ -142,6 +151,8 @@ type serverActor struct {
 
 	relisting   [numListKinds]bool // a re-list of that kind is in flight
 	relistAgain [numListKinds]bool // a list_changed arrived during it
+
+	renewing bool // replacing an expired session (see serverView.renewing)
 
 	stopping    bool
 	stopWaiters []chan struct{}
@@ -238,6 +249,7 @@ func (a *serverActor) publish() {
 		lists:          a.lists,
 		err:            a.err,
 		connectedSince: a.connectedSince,
+		renewing:       a.renewing,
 	}
 	if a.state == StateReady && a.sess != nil {
 		v.sess = a.sess
@@ -257,11 +269,15 @@ func (a *serverActor) connect() {
 		a.publish() // answers the admission ticket without connecting
 		return
 	}
+	renewing := a.renewing
 	a.abandon(session.ErrServerRestarting)
+	a.renewing = renewing
 	a.gen = a.h.gens.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.ConnectTimeout)
 	a.cancelConnect = cancel
-	a.lists = lists{}
+	if !a.renewing {
+		a.lists = lists{}
+	}
 	a.setState(StateConnecting, nil)
 
 	gen, cfg, self, root := a.gen, a.cfg, a.self, a.root
@@ -355,6 +371,7 @@ func (a *serverActor) connected(m connectResult) {
 		return
 	}
 	a.cancelConnect = nil
+	a.renewing = false
 	if m.err == nil && m.sess.Err() != nil {
 		// The connection died between listing and now; its connectionLost
 		// was ignored because no session was installed yet.
@@ -363,9 +380,7 @@ func (a *serverActor) connected(m connectResult) {
 	}
 	if m.err != nil {
 		a.setState(StateFailed, m.err)
-		if a.reconnects > 0 {
-			a.scheduleReconnect(m.err) // a reconnect failed: keep trying, within the budget
-		}
+		a.scheduleReconnect(m.err)
 		return
 	}
 	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
@@ -387,6 +402,7 @@ func (a *serverActor) lost(m connectionLost) {
 		// The server forgot the session (it restarted, or expires idle
 		// sessions): initialize a new one at once. Not a failure.
 		a.log.Info().Msg("session expired; initializing a new one")
+		a.renewing = true
 		a.setState(StatePending, m.err)
 		return
 	}
@@ -398,6 +414,7 @@ func (a *serverActor) lost(m connectionLost) {
 // failing its pending calls with cause.
 func (a *serverActor) abandon(cause error) {
 	a.cancelReconnect()
+	a.renewing = false
 	if a.cancelConnect != nil {
 		a.cancelConnect()
 		a.cancelConnect = nil

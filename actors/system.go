@@ -280,11 +280,7 @@ func ready(h *serverHandle) (*serverView, error) {
 // onSession runs one request on a ready server's live session, with the
 // server's default deadline when ctx has none.
 func onSession[T any](ctx context.Context, s *System, h *serverHandle, request func(context.Context, *session.Session) (T, error)) (T, error) {
-	v, err := ready(h)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
+	v := h.view.Load()
 	if _, ok := ctx.Deadline(); !ok {
 		d := s.opts.CallTimeout
 		if v.cfg.TimeoutMs > 0 {
@@ -293,6 +289,18 @@ func onSession[T any](ctx context.Context, s *System, h *serverHandle, request f
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
+	}
+	if v.renewing && v.sess == nil {
+		// The session expired and is being replaced: wait for the new one.
+		var err error
+		if v, err = replacedSession(ctx, h, nil); err != nil {
+			var zero T
+			return zero, err
+		}
+	}
+	if v.state != StateReady || v.sess == nil {
+		var zero T
+		return zero, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
 	}
 	res, err := request(ctx, v.sess)
 	if err != nil && errors.Is(err, transports.ErrSessionExpired) {
