@@ -115,6 +115,8 @@ const (
 
 // startListening opens the listen stream of a ready stateless-era
 // session, selecting the list_changed notifications the server offers.
+// Each acknowledgement of the stream re-lists what it covers (see
+// notification): changes before the stream opened were not announced.
 func (a *serverActor) startListening() {
 	sess := a.sess
 	if !protocol.UsesDiscover(sess.ProtocolVersion()) {
@@ -129,12 +131,12 @@ func (a *serverActor) startListening() {
 	if subs.IsEmpty() {
 		return
 	}
-	gen, self, root, log := a.gen, a.self, a.root, a.log
+	log := a.log
 	a.goroutine(func() {
 		b := backoff.NewExponentialBackOff()
 		b.InitialInterval, b.MaxInterval, b.MaxElapsedTime, b.RandomizationFactor = listenMinWait, listenMaxWait, 0, 0.2
 		b.Reset()
-		failures, reopened := 0, false
+		failures := 0
 		for {
 			opened := time.Now()
 			out, err := sess.Listen(context.Background(), subs)
@@ -145,15 +147,6 @@ func (a *serverActor) startListening() {
 			if errors.As(err, &rpcErr) && (rpcErr.Code == protocol.CodeMethodNotFound || rpcErr.Code == protocol.CodeInvalidParams) {
 				log.Info().Err(err).Msg("the server does not offer subscriptions/listen; list changes are seen at the next connection")
 				return
-			}
-			if out.Acknowledged {
-				if reopened {
-					// Changes during the gap were not seen: list again.
-					for _, method := range []string{protocol.NotificationToolsListChanged, protocol.NotificationPromptsListChanged, protocol.NotificationResourcesListChanged} {
-						root.Send(self, serverNotification{gen: gen, method: method})
-					}
-				}
-				reopened = true
 			}
 			if out.Acknowledged && time.Since(opened) >= listenHealthy {
 				b.Reset()

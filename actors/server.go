@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -499,6 +500,23 @@ func (a *serverActor) notification(m serverNotification) {
 		a.relist(kind)
 		return
 	}
+	if m.method == protocol.NotificationSubscriptionsAck {
+		// A listen stream (re)opened: what changed before it was not
+		// announced, so list again what it covers.
+		var ack protocol.SubscriptionsAcknowledgedParams
+		if json.Unmarshal(m.params, &ack) == nil {
+			if ack.Notifications.ToolsListChanged {
+				a.relist(listTools)
+			}
+			if ack.Notifications.ResourcesListChanged {
+				a.relist(listResources)
+			}
+			if ack.Notifications.PromptsListChanged {
+				a.relist(listPrompts)
+			}
+		}
+		return
+	}
 	a.log.Debug().Str("method", m.method).Msg("notification")
 }
 
@@ -539,6 +557,7 @@ func (a *serverActor) relisted(m relisted) {
 	if m.err != nil {
 		a.log.Warn().Err(m.err).Int("kind", int(m.kind)).Msg("re-listing after list_changed failed; keeping the previous list")
 	} else {
+		before := a.lists
 		switch m.kind {
 		case listTools:
 			a.lists.tools = m.lists.tools
@@ -547,7 +566,13 @@ func (a *serverActor) relisted(m relisted) {
 		case listPrompts:
 			a.lists.prompts = m.lists.prompts
 		}
-		a.publish()
+		// A re-list that finds nothing new (after a listen stream opened,
+		// or a spurious list_changed) changes nothing for subscribers.
+		if !reflect.DeepEqual(before, a.lists) {
+			a.publish()
+		} else {
+			a.lists = before
+		}
 	}
 	if a.relistAgain[m.kind] {
 		a.relistAgain[m.kind] = false
