@@ -334,6 +334,17 @@ func expandServer(sc *ServerConfig, path string, lookup func(string) (string, bo
 	if e := one(&sc.URL, pathKey(path, "url")); e != nil {
 		return e
 	}
+	if tls := sc.TLS; tls != nil {
+		tlsPath := pathKey(path, "tls")
+		for _, f := range []struct {
+			s    *string
+			name string
+		}{{&tls.CAFile, "caFile"}, {&tls.CertFile, "certFile"}, {&tls.KeyFile, "keyFile"}, {&tls.ServerName, "serverName"}} {
+			if e := one(f.s, pathKey(tlsPath, f.name)); e != nil {
+				return e
+			}
+		}
+	}
 	return mapValues(sc.Headers, pathKey(path, "headers"))
 }
 

@@ -658,3 +658,29 @@ func TestLoadConfigFilesMissingFile(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	assert.EqualError(t, err, missing+": no such file or directory")
 }
+
+func TestLoadConfigRemoteServerWithTLS(t *testing.T) {
+	file := writeFile(t, t.TempDir(), ".mcp.json", `{"mcpServers": {
+		"api": {
+			"type": "http",
+			"url": "https://${HOST}/mcp",
+			"headers": {"Authorization": "Bearer ${TOKEN}"},
+			"tls": {"caFile": "${CERTS}/ca.pem", "certFile": "${CERTS}/client.pem", "keyFile": "${CERTS}/client.key", "serverName": "mcp.internal"}
+		}
+	}}`)
+	env := fakeEnv(map[string]string{"HOST": "mcp.example.com", "TOKEN": "t0k", "CERTS": "/etc/certs"})
+	cfg, err := LoadConfig(LoadOptions{Files: []string{file}, LookupEnv: env})
+	require.NoError(t, err)
+	sc := cfg.Servers["api"]
+	assert.Equal(t, "https://mcp.example.com/mcp", sc.URL)
+	assert.Equal(t, "Bearer t0k", sc.Headers["Authorization"])
+	require.NotNil(t, sc.TLS)
+	assert.Equal(t, TLSConfig{CAFile: "/etc/certs/ca.pem", CertFile: "/etc/certs/client.pem", KeyFile: "/etc/certs/client.key", ServerName: "mcp.internal"}, *sc.TLS)
+
+	bad := writeFile(t, t.TempDir(), ".mcp.json", `{"mcpServers": {"api": {"url": "https://h", "tls": {"caFile": "${NOPE}"}}}}`)
+	_, err = LoadConfig(LoadOptions{Files: []string{bad}, LookupEnv: env})
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "mcpServers.api.tls.caFile", ce.Path)
+	assert.ErrorIs(t, err, ErrUnsetVariable)
+}
