@@ -1,0 +1,581 @@
+package ws
+
+import (
+	"bytes"
+	"context"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/mcpvisor/mcpvisor/transports"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder is a Receiver that keeps everything it is given and checks
+// the contract: nothing after Closed, Closed once.
+type recorder struct {
+	mu        sync.Mutex
+	frames    []string
+	frameErrs []error
+	closedErr error
+	late      int // calls after Closed
+	closed    chan struct{}
+	got       chan struct{}
+}
+
+func newRecorder() *recorder {
+	return &recorder{closed: make(chan struct{}), got: make(chan struct{}, 1<<16)}
+}
+
+func (r *recorder) isClosed() bool {
+	select {
+	case <-r.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *recorder) Frame(b []byte) {
+	r.mu.Lock()
+	if r.isClosed() {
+		r.late++
+	}
+	r.frames = append(r.frames, string(b))
+	r.mu.Unlock()
+	r.got <- struct{}{}
+}
+
+func (r *recorder) FrameError(err error) {
+	r.mu.Lock()
+	if r.isClosed() {
+		r.late++
+	}
+	r.frameErrs = append(r.frameErrs, err)
+	r.mu.Unlock()
+	r.got <- struct{}{}
+}
+
+func (r *recorder) Closed(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.isClosed() {
+		panic("Closed called twice")
+	}
+	r.closedErr = err
+	close(r.closed)
+}
+
+func (r *recorder) wait(t *testing.T, n int) ([]string, []error) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		r.mu.Lock()
+		frames, errs := append([]string(nil), r.frames...), append([]error(nil), r.frameErrs...)
+		r.mu.Unlock()
+		if len(frames)+len(errs) >= n {
+			return frames, errs
+		}
+		select {
+		case <-r.got:
+		case <-deadline:
+			t.Fatalf("got %d frames and %d frame errors, want %d in all", len(frames), len(errs), n)
+		}
+	}
+}
+
+func (r *recorder) waitClosed(t *testing.T) error {
+	t.Helper()
+	select {
+	case <-r.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Closed was not called")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	assert.Zero(t, r.late, "Frame or FrameError after Closed")
+	return r.closedErr
+}
+
+func (r *recorder) assertOpen(t *testing.T) {
+	t.Helper()
+	assert.False(t, r.isClosed(), "the connection ended: %v", r.closedErr)
+}
+
+// wsServer runs handle on every accepted WebSocket (subprotocol "mcp"
+// offered unless noMCP) and records the handshakes' headers.
+type wsServer struct {
+	*httptest.Server
+	mu      sync.Mutex
+	headers []http.Header
+	pings   atomic.Int32
+	handled sync.WaitGroup
+}
+
+type serverOpts struct {
+	noMCP   bool
+	noPong  bool
+	tls     bool
+	handle  func(ctx context.Context, c *websocket.Conn)
+	handler http.HandlerFunc // replaces the WebSocket handler entirely
+}
+
+func newServer(t *testing.T, o serverOpts) *wsServer {
+	s := &wsServer{}
+	h := o.handler
+	if h == nil {
+		h = func(w http.ResponseWriter, r *http.Request) {
+			// Added before the hijack, while httptest still tracks the
+			// request, so that Close returning orders it before Wait.
+			s.handled.Add(1)
+			defer s.handled.Done()
+			s.mu.Lock()
+			s.headers = append(s.headers, r.Header.Clone())
+			s.mu.Unlock()
+			ao := &websocket.AcceptOptions{
+				OnPingReceived: func(context.Context, []byte) bool { s.pings.Add(1); return !o.noPong },
+			}
+			if !o.noMCP {
+				ao.Subprotocols = []string{"other", Subprotocol}
+			}
+			c, err := websocket.Accept(w, r, ao)
+			if err != nil {
+				return
+			}
+			defer c.CloseNow()
+			o.handle(r.Context(), c)
+		}
+	}
+	if o.tls {
+		s.Server = httptest.NewUnstartedServer(h)
+		s.EnableHTTP2 = true
+		s.StartTLS()
+	} else {
+		s.Server = httptest.NewServer(h)
+	}
+	t.Cleanup(func() {
+		s.CloseClientConnections()
+		s.Close()
+		s.handled.Wait()
+	})
+	return s
+}
+
+// echo answers every message with itself.
+func echo(ctx context.Context, c *websocket.Conn) {
+	c.SetReadLimit(-1)
+	for {
+		typ, b, err := c.Read(ctx)
+		if err != nil {
+			return
+		}
+		if err := c.Write(ctx, typ, b); err != nil {
+			return
+		}
+	}
+}
+
+func (s *wsServer) config() transports.Config {
+	return transports.Config{
+		Type:    transports.TypeWS,
+		URL:     "ws" + strings.TrimPrefix(s.URL, "http") + "/mcp",
+		Headers: map[string]string{"Authorization": "Bearer t0ken-value"},
+	}
+}
+
+func dial(t *testing.T, cfg transports.Config, opts Options) (*Conn, *recorder) {
+	t.Helper()
+	rec := newRecorder()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, cfg, opts, rec)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c.Close(ctx)
+	})
+	return c, rec
+}
+
+func TestFramesRoundTrip(t *testing.T) {
+	s := newServer(t, serverOpts{handle: echo})
+	c, rec := dial(t, s.config(), Options{UserAgent: "mcpvisor-test"})
+	for i := range 3 {
+		require.NoError(t, c.Send(context.Background(), fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)))
+	}
+	frames, _ := rec.wait(t, 3)
+	assert.Equal(t, []string{
+		`{"jsonrpc":"2.0","id":0,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+	}, frames)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Len(t, s.headers, 1)
+	h := s.headers[0]
+	assert.Equal(t, "Bearer t0ken-value", h.Get("Authorization"))
+	assert.Equal(t, "mcpvisor-test", h.Get("User-Agent"))
+	assert.Equal(t, Subprotocol, h.Get("Sec-WebSocket-Protocol"))
+}
+
+func TestConcurrentSendsNeverInterleave(t *testing.T) {
+	s := newServer(t, serverOpts{handle: echo})
+	c, rec := dial(t, s.config(), Options{})
+	const senders, each = 12, 30
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Go(func() {
+			for i := range each {
+				frame := fmt.Sprintf(`{"g":%d,"i":%d,"pad":"%s"}`, g, i, strings.Repeat("p", 1000*g))
+				assert.NoError(t, c.Send(context.Background(), []byte(frame)))
+			}
+		})
+	}
+	wg.Wait()
+	frames, _ := rec.wait(t, senders*each)
+	seen := map[string]bool{}
+	for _, f := range frames {
+		var g, i int
+		var pad string
+		_, err := fmt.Sscanf(f, `{"g":%d,"i":%d,"pad":%q}`, &g, &i, &pad)
+		require.NoError(t, err)
+		require.Equal(t, strings.Repeat("p", 1000*g), pad)
+		seen[f] = true
+	}
+	assert.Len(t, seen, senders*each)
+}
+
+func TestDialRequiresTheMCPSubprotocol(t *testing.T) {
+	ended := make(chan struct{})
+	s := newServer(t, serverOpts{noMCP: true, handle: func(ctx context.Context, c *websocket.Conn) {
+		defer close(ended)
+		c.Read(ctx)
+	}})
+	_, err := Dial(context.Background(), s.config(), Options{}, newRecorder())
+	var se *SubprotocolError
+	require.ErrorAs(t, err, &se)
+	assert.Empty(t, se.Got)
+	assert.Equal(t, transports.ClassConfig, transports.Classify(err))
+	assert.Contains(t, err.Error(), `"mcp" subprotocol`)
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the refused connection was not closed")
+	}
+}
+
+func TestDialReportsTheHandshakesStatus(t *testing.T) {
+	s := newServer(t, serverOpts{handler: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		http.Error(w, "token expired", http.StatusUnauthorized)
+	}})
+	_, err := Dial(context.Background(), s.config(), Options{}, newRecorder())
+	var herr *transports.HTTPStatusError
+	require.ErrorAs(t, err, &herr)
+	assert.Equal(t, http.StatusUnauthorized, herr.StatusCode)
+	assert.Equal(t, http.MethodGet, herr.Method)
+	assert.Contains(t, string(herr.Body), "token expired")
+	assert.Contains(t, herr.WWWAuthenticate, "invalid_token")
+	assert.Equal(t, transports.ClassAuth, transports.Classify(err))
+}
+
+func TestDialRefusesABadURL(t *testing.T) {
+	for _, u := range []string{"ftp://example.com/", "example.com/mcp", "ws:///nohost"} {
+		_, err := Dial(context.Background(), transports.Config{URL: u}, Options{}, newRecorder())
+		assert.Equal(t, transports.ClassConfig, transports.Classify(err), u)
+	}
+}
+
+func TestDialReportsARefusedConnectionWithoutTheURLsQuery(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	_, err = Dial(context.Background(), transports.Config{URL: "ws://" + addr + "/mcp?token=s3cret"}, Options{}, newRecorder())
+	require.Error(t, err)
+	assert.Equal(t, transports.ClassRefused, transports.Classify(err))
+	assert.NotContains(t, err.Error(), "s3cret")
+	assert.Contains(t, err.Error(), addr+"/mcp")
+}
+
+func TestDialIsBoundedByItsContext(t *testing.T) {
+	s := newServer(t, serverOpts{handler: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := Dial(ctx, s.config(), Options{}, newRecorder())
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, transports.ClassTimeout, transports.Classify(err))
+}
+
+func TestTheConnectionOutlivesDialsContext(t *testing.T) {
+	s := newServer(t, serverOpts{handle: echo})
+	ctx, cancel := context.WithCancel(context.Background())
+	rec := newRecorder()
+	c, err := Dial(ctx, s.config(), Options{}, rec)
+	require.NoError(t, err)
+	defer c.Close(context.Background())
+	cancel()
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, c.Send(context.Background(), []byte(`{"still":"up"}`)))
+	rec.wait(t, 1)
+	rec.assertOpen(t)
+}
+
+func TestWSSWithTheConfigsCAAndHTTP2Offered(t *testing.T) {
+	s := newServer(t, serverOpts{tls: true, handle: echo})
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}), 0o600))
+	cfg := s.config()
+	cfg.URL = "wss" + strings.TrimPrefix(s.URL, "https") + "/mcp"
+	cfg.TLS = &transports.TLSConfig{CAFile: ca}
+	c, rec := dial(t, cfg, Options{})
+	require.NoError(t, c.Send(context.Background(), []byte(`{"tls":true}`)))
+	frames, _ := rec.wait(t, 1)
+	assert.Equal(t, []string{`{"tls":true}`}, frames)
+
+	cfg.TLS = nil // the test CA is not in the system's roots
+	_, err := Dial(context.Background(), cfg, Options{}, newRecorder())
+	assert.Equal(t, transports.ClassTLS, transports.Classify(err), "%v", err)
+}
+
+func TestAnOversizeMessageIsDroppedAndTheConnectionGoesOn(t *testing.T) {
+	big := `{"jsonrpc":"2.0","id":5,"result":"` + strings.Repeat("b", 20000) + `"}`
+	s := newServer(t, serverOpts{handle: func(ctx context.Context, c *websocket.Conn) {
+		c.Write(ctx, websocket.MessageText, []byte(big))
+		c.Write(ctx, websocket.MessageText, []byte(`{"small":1}`))
+		echo(ctx, c)
+	}})
+	c, rec := dial(t, s.config(), Options{MaxFrameSize: 10000})
+	frames, errs := rec.wait(t, 2)
+	assert.Equal(t, []string{`{"small":1}`}, frames)
+	require.Len(t, errs, 1)
+	var tl *transports.FrameTooLargeError
+	require.ErrorAs(t, errs[0], &tl)
+	assert.EqualValues(t, 10000, tl.Limit)
+	assert.EqualValues(t, len(big), tl.Size)
+	assert.Equal(t, big[:4096], string(tl.Prefix))
+
+	require.NoError(t, c.Send(context.Background(), []byte(`{"after":1}`)))
+	frames, _ = rec.wait(t, 3)
+	assert.Equal(t, `{"after":1}`, frames[1], "the connection goes on")
+	rec.assertOpen(t)
+}
+
+func TestAMessageAtTheCapIsDelivered(t *testing.T) {
+	s := newServer(t, serverOpts{handle: echo})
+	c, rec := dial(t, s.config(), Options{MaxFrameSize: 100})
+	at := `"` + strings.Repeat("a", 98) + `"`
+	require.NoError(t, c.Send(context.Background(), []byte(at)))
+	frames, _ := rec.wait(t, 1)
+	assert.Equal(t, []string{at}, frames)
+}
+
+func TestBinaryMessagesAreFramesAndBlankOnesAreSkipped(t *testing.T) {
+	s := newServer(t, serverOpts{handle: func(ctx context.Context, c *websocket.Conn) {
+		c.Write(ctx, websocket.MessageBinary, []byte(`{"bin":1}`))
+		c.Write(ctx, websocket.MessageText, []byte(" \n"))
+		c.Write(ctx, websocket.MessageText, []byte(`{"text":2}`))
+		echo(ctx, c)
+	}})
+	_, rec := dial(t, s.config(), Options{})
+	frames, _ := rec.wait(t, 2)
+	assert.Equal(t, []string{`{"bin":1}`, `{"text":2}`}, frames)
+}
+
+func TestTheServersCloseFrameIsAClosedConnection(t *testing.T) {
+	for _, code := range []websocket.StatusCode{websocket.StatusNormalClosure, websocket.StatusGoingAway, websocket.StatusInternalError} {
+		t.Run(fmt.Sprint(int(code)), func(t *testing.T) {
+			s := newServer(t, serverOpts{handle: func(ctx context.Context, c *websocket.Conn) {
+				c.Write(ctx, websocket.MessageText, []byte(`{"bye":1}`))
+				c.Close(code, "done here")
+			}})
+			c, rec := dial(t, s.config(), Options{})
+			err := rec.waitClosed(t)
+			frames, _ := rec.wait(t, 1)
+			assert.Equal(t, []string{`{"bye":1}`}, frames)
+			var ce *CloseError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, int(code), ce.Code)
+			assert.Equal(t, "done here", ce.Reason)
+			assert.ErrorIs(t, err, transports.ErrClosed)
+			assert.Equal(t, transports.ClassClosed, transports.Classify(err))
+			assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed)
+		})
+	}
+}
+
+func TestAConnectionDroppedWithoutACloseFrameIsReset(t *testing.T) {
+	drop := make(chan struct{})
+	s := newServer(t, serverOpts{handle: func(ctx context.Context, c *websocket.Conn) {
+		<-drop
+		c.CloseNow() // no close frame
+	}})
+	_, rec := dial(t, s.config(), Options{})
+	close(drop)
+	err := rec.waitClosed(t)
+	assert.Equal(t, transports.ClassReset, transports.Classify(err), "%v", err)
+	assert.NotErrorIs(t, err, transports.ErrClosed)
+}
+
+func TestPingsKeepAHealthyConnection(t *testing.T) {
+	s := newServer(t, serverOpts{handle: echo})
+	_, rec := dial(t, s.config(), Options{PingInterval: 10 * time.Millisecond, PingTimeout: time.Second})
+	require.Eventually(t, func() bool { return s.pings.Load() >= 3 }, 5*time.Second, 5*time.Millisecond)
+	rec.assertOpen(t)
+}
+
+func TestAMissedPongEndsTheConnectionWithATimeout(t *testing.T) {
+	s := newServer(t, serverOpts{noPong: true, handle: echo})
+	c, rec := dial(t, s.config(), Options{PingInterval: 20 * time.Millisecond, PingTimeout: 50 * time.Millisecond})
+	err := rec.waitClosed(t)
+	assert.ErrorIs(t, err, ErrPingTimeout)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, transports.ClassTimeout, transports.Classify(err))
+	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed)
+}
+
+func TestPingsCanBeDisabled(t *testing.T) {
+	s := newServer(t, serverOpts{noPong: true, handle: echo})
+	_, rec := dial(t, s.config(), Options{PingInterval: -1, PingTimeout: time.Millisecond})
+	time.Sleep(100 * time.Millisecond)
+	assert.Zero(t, s.pings.Load())
+	rec.assertOpen(t)
+}
+
+func TestCloseSendsANormalClosure(t *testing.T) {
+	got := make(chan error, 1)
+	s := newServer(t, serverOpts{handle: func(ctx context.Context, c *websocket.Conn) {
+		_, _, err := c.Read(ctx)
+		got <- err
+	}})
+	c, rec := dial(t, s.config(), Options{})
+	require.NoError(t, c.Close(context.Background()))
+	assert.Equal(t, websocket.StatusNormalClosure, websocket.CloseStatus(<-got))
+	assert.Equal(t, transports.ErrClosed, rec.waitClosed(t))
+	assert.NoError(t, c.Close(context.Background()), "Close is idempotent")
+	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed)
+}
+
+func TestCloseIsSafeConcurrentlyWithSendsAndItself(t *testing.T) {
+	s := newServer(t, serverOpts{handle: echo})
+	c, rec := dial(t, s.config(), Options{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				if err := c.Send(context.Background(), []byte(`{}`)); err != nil {
+					assert.ErrorIs(t, err, transports.ErrClosed)
+					return
+				}
+			}
+		})
+	}
+	for range 4 {
+		wg.Go(func() { assert.NoError(t, c.Close(context.Background())) })
+	}
+	wg.Wait()
+	rec.waitClosed(t)
+}
+
+func TestCloseIsBoundedByItsContext(t *testing.T) {
+	release := make(chan struct{})
+	s := newServer(t, serverOpts{handle: func(ctx context.Context, c *websocket.Conn) {
+		select { // never reads, so never answers the close frame
+		case <-release:
+		case <-ctx.Done():
+		}
+	}})
+	defer close(release)
+	c, rec := dial(t, s.config(), Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := c.Close(ctx)
+	assert.Less(t, time.Since(start), 3*time.Second)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, transports.ErrClosed, rec.waitClosed(t))
+	require.Eventually(t, func() bool { return c.Close(context.Background()) == nil }, 5*time.Second, 10*time.Millisecond,
+		"the dropped connection's goroutines end")
+}
+
+func TestSendHonoursItsContext(t *testing.T) {
+	release := make(chan struct{})
+	s := newServer(t, serverOpts{handle: func(ctx context.Context, c *websocket.Conn) {
+		select { // does not read: the client's writes back up
+		case <-release:
+		case <-ctx.Done():
+		}
+	}})
+	defer close(release)
+	c, rec := dial(t, s.config(), Options{PingInterval: -1})
+
+	huge := bytes.Repeat([]byte("h"), 64<<20) // more than the socket buffers hold
+	first := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		first <- c.Send(ctx, huge)
+	}()
+	time.Sleep(50 * time.Millisecond)
+
+	// A second send gives up while waiting for its turn: nothing of it
+	// was written, so its error is the context's alone.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := c.Send(ctx, []byte(`{}`))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotErrorIs(t, err, transports.ErrClosed)
+
+	// The first gives up mid-message: the connection cannot go on.
+	select {
+	case err := <-first:
+		assert.ErrorIs(t, err, transports.ErrClosed)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stuck send did not return")
+	}
+	cause := rec.waitClosed(t)
+	assert.ErrorIs(t, cause, transports.ErrClosed)
+	assert.Contains(t, cause.Error(), "abandoned mid-message")
+}
+
+func TestSecretsStayOutOfLogsAndErrors(t *testing.T) {
+	var logs bytes.Buffer
+	log := zerolog.New(&logs).Level(zerolog.DebugLevel)
+	s := newServer(t, serverOpts{handle: func(ctx context.Context, c *websocket.Conn) {
+		c.Write(ctx, websocket.MessageBinary, []byte(`{}`))
+		c.Close(websocket.StatusPolicyViolation, "")
+	}})
+	cfg := s.config()
+	cfg.URL += "?key=s3cret"
+	_, rec := dial(t, cfg, Options{Logger: log})
+	err := rec.waitClosed(t)
+	out := logs.String() + err.Error()
+	for _, secret := range []string{"t0ken-value", "s3cret"} {
+		assert.NotContains(t, out, secret)
+	}
+}
+
+func TestSubprotocolErrorSaysWhatTheServerChose(t *testing.T) {
+	assert.Contains(t, (&SubprotocolError{Got: "graphql-ws"}).Error(), `"graphql-ws"`)
+	assert.True(t, errors.Is(&CloseError{Code: 1000}, transports.ErrClosed))
+}
