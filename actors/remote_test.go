@@ -148,6 +148,7 @@ func TestServerErrorBurstIsRetriedWithBackoff(t *testing.T) {
 		}
 	}
 	assert.Contains(t, failure, "503")
+	assert.Empty(t, statusOf(s, "r").LastErrorClass, "a ready server has no error")
 	_, err = call(t, s, "mcp__r__echo", "after the burst")
 	assert.NoError(t, err)
 }
@@ -257,4 +258,5 @@ func TestInProcessServer(t *testing.T) {
 	bad := statusOf(s, "unexpected")
 	assert.Equal(t, StateFailed, bad.State)
 	assert.Contains(t, bad.LastError, "no in-process server")
+	assert.Equal(t, "config", bad.LastErrorClass)
 }

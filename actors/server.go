@@ -115,6 +115,7 @@ func (v *serverView) status() ServerStatus {
 	}
 	if v.err != nil {
 		st.LastError = v.err.Error()
+		st.LastErrorClass = transports.Classify(v.err).String()
 	}
 	if v.sess != nil {
 		st.InFlight = v.sess.InFlight()

@@ -44,9 +44,13 @@ type ServerStatus struct {
 	Prompts         int                     `json:"prompts"`
 	InFlight        int                     `json:"inFlight"`
 	LastError       string                  `json:"lastError,omitempty"`
-	ConnectedSince  time.Time               `json:"connectedSince"`
-	StateSince      time.Time               `json:"stateSince"`
-	Lazy            bool                    `json:"lazy,omitempty"`
+	// LastErrorClass classifies LastError (transports.Class): refused,
+	// reset, timeout, dns, tls, auth, session-expired, http-4xx,
+	// http-5xx, config, closed, canceled or other.
+	LastErrorClass string    `json:"lastErrorClass,omitempty"`
+	ConnectedSince time.Time `json:"connectedSince"`
+	StateSince     time.Time `json:"stateSince"`
+	Lazy           bool      `json:"lazy,omitempty"`
 }
 
 // EventType names what an Event reports.
