@@ -235,7 +235,7 @@ func TestExpiredSessionClosesTheConnection(t *testing.T) {
 func TestBadRequestAboutTheSessionIsAnExpiredSession(t *testing.T) {
 	for body, expired := range map[string]bool{
 		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`: true,
-		`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: invalid params"},"id":null}`:                false,
+		`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: invalid params"},"id":null}`:               false,
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodDelete {
