@@ -78,7 +78,9 @@ func NewReader(r io.Reader, maxEventSize int) *Reader {
 		maxEventSize = DefaultMaxEventSize
 	}
 	return &Reader{
-		br:      bufio.NewReaderSize(r, 32<<10),
+		// Small: most streams are idle (a GET stream per session) and
+		// most events are small; a longer line is assembled across reads.
+		br:      bufio.NewReaderSize(r, 4<<10),
 		max:     maxEventSize,
 		lineMax: maxEventSize + len(dataField),
 	}
