@@ -1,6 +1,6 @@
-// Command gosdkserver is a small stdio MCP server built with the official Go
-// SDK (github.com/modelcontextprotocol/go-sdk), for mcpvisor's interop
-// tests: a server that nobody on this project wrote the protocol code of.
+// Command gosdkserver is a small MCP server built with the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk), for mcpvisor's interop tests: a
+// server that nobody on this project wrote the protocol code of.
 //
 // It offers two tools, echo (text → the same text) and add (a, b → their
 // sum, as text and as structured output {"sum": …}), one static resource
@@ -8,22 +8,44 @@
 //
 // Usage:
 //
-//	gosdkserver [-versions 2025-11-25,2025-06-18]
+//	gosdkserver [-versions 2025-11-25,2025-06-18] [-http 127.0.0.1:PORT] [-announce] [-trace]
 //
 // -versions narrows the protocol versions the server advertises and
 // negotiates (ServerOptions.SupportedProtocolVersions); by default it speaks
-// every version the SDK does. The server speaks JSON-RPC on stdin and stdout,
-// logs only to stderr, and exits when stdin closes.
+// every version the SDK does.
+//
+// Without -http the server speaks JSON-RPC on stdin and stdout and exits
+// when stdin closes. With -http it serves Streamable HTTP at
+// http://ADDR/mcp (mcp.NewStreamableHTTPHandler) until SIGINT or SIGTERM.
+// The handler is stateless (no Mcp-Session-Id; the SDK serves 2026-07-28
+// only on stateless handlers) when the server speaks 2026-07-28, and
+// stateful (sessions, GET stream) when -versions leaves that version out.
+//
+// -announce adds a third tool, announce (name → a new tool by that name
+// that echoes like echo), so that a client can make the server send
+// notifications/tools/list_changed.
+//
+// -trace writes a line "gosdkserver: received METHOD" to stderr for every
+// request and notification the server receives, and "gosdkserver: ended
+// subscriptions/listen" when a listen stream ends, so that a test can see
+// which streams a client opened.
+//
+// The server logs only to stderr.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,17 +56,23 @@ const (
 	greetingText = "hello from go-sdk"
 )
 
+// statelessVersion is the first protocol version without sessions.
+const statelessVersion = "2026-07-28"
+
 func main() {
 	versions := flag.String("versions", "", "comma-separated protocol versions to support (default: all the SDK speaks)")
+	addr := flag.String("http", "", "serve Streamable HTTP at http://`ADDR`/mcp instead of stdio")
+	announce := flag.Bool("announce", false, "offer the announce tool, which adds a tool at run time")
+	trace := flag.Bool("trace", false, "write every method received to stderr")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := run(context.Background(), *versions, logger); err != nil {
+	if err := run(context.Background(), *versions, *addr, *announce, *trace, logger); err != nil {
 		logger.Error("gosdkserver failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, versions string, logger *slog.Logger) error {
+func run(ctx context.Context, versions, addr string, announce, trace bool, logger *slog.Logger) error {
 	opts := &mcp.ServerOptions{Logger: logger}
 	if versions != "" {
 		opts.SupportedProtocolVersions = strings.Split(versions, ",")
@@ -55,8 +83,47 @@ func run(ctx context.Context, versions string, logger *slog.Logger) error {
 			}
 		}
 	}
-	// Run returns nil when the client closes stdin.
-	return newServer(opts).Run(ctx, &mcp.StdioTransport{})
+	server := newServer(opts)
+	if announce {
+		addAnnounceTool(server)
+	}
+	if trace {
+		server.AddReceivingMiddleware(traceMethods)
+	}
+	if addr == "" {
+		// Run returns nil when the client closes stdin.
+		return server.Run(ctx, &mcp.StdioTransport{})
+	}
+	stateless := versions == "" || slices.Contains(opts.SupportedProtocolVersions, statelessVersion)
+	return serveHTTP(ctx, server, addr, stateless, logger)
+}
+
+// serveHTTP serves server over Streamable HTTP at http://addr/mcp until
+// SIGINT or SIGTERM.
+func serveHTTP(ctx context.Context, server *mcp.Server, addr string, stateless bool, logger *slog.Logger) error {
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: stateless, Logger: logger})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", handler)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.ListenAndServe() }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	// Listen streams and GET streams never end by themselves: bound the
+	// wait for them.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
 }
 
 type echoArgs struct {
@@ -70,6 +137,40 @@ type addArgs struct {
 
 type addResult struct {
 	Sum float64 `json:"sum"`
+}
+
+// traceMethods writes every method received to stderr, and the end of
+// every subscriptions/listen.
+func traceMethods(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		fmt.Fprintf(os.Stderr, "gosdkserver: received %s\n", method)
+		res, err := next(ctx, method, req)
+		if method == "subscriptions/listen" {
+			fmt.Fprintf(os.Stderr, "gosdkserver: ended %s\n", method)
+		}
+		return res, err
+	}
+}
+
+type announceArgs struct {
+	Name string `json:"name" jsonschema:"the name of the tool to add"`
+}
+
+// addAnnounceTool offers announce, which adds a tool named by its argument;
+// the SDK then sends notifications/tools/list_changed to every session (in
+// the 2026-07-28 era, to the subscriptions/listen streams that asked).
+func addAnnounceTool(server *mcp.Server) {
+	mcp.AddTool(server, &mcp.Tool{Name: "announce", Description: "Add a tool that echoes, under the given name."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in announceArgs) (*mcp.CallToolResult, any, error) {
+			if in.Name == "" {
+				return nil, nil, errors.New(`announce needs a "name"`)
+			}
+			mcp.AddTool(server, &mcp.Tool{Name: in.Name, Description: "Echo the text back (added by announce)."},
+				func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+				})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added " + in.Name}}}, nil, nil
+		})
 }
 
 func newServer(opts *mcp.ServerOptions) *mcp.Server {
