@@ -32,6 +32,7 @@ run: build
 deps: npm-deps
 	$(GO) mod download
 	cd testdata/gosdkserver && $(GO) mod download
+	cd testdata/mcpgoserver && $(GO) mod download
 	cd bench/peers && $(GO) mod download
 
 npm-deps: $(EVERYTHING) $(CONFORMANCE)
