@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -104,9 +105,9 @@ func (a *serverActor) resetReconnects() {
 // only on a subscriptions/listen stream, which the server actor keeps open
 // for the life of the session: reopened after a drop with a backoff of at
 // least listenMinWait, so that a host cutting streams on a timer cannot
-// cause a reopen loop, and given up after listenMaxFailures drops in a row
-// that were never acknowledged.
-const (
+// cause a reopen loop. After listenMaxFailures drops in a row that were
+// never acknowledged the connection counts as lost.
+var (
 	listenMinWait     = time.Second
 	listenMaxWait     = time.Minute
 	listenHealthy     = 5 * time.Second // a stream open this long after its ack resets the backoff
@@ -131,10 +132,11 @@ func (a *serverActor) startListening() {
 	if subs.IsEmpty() {
 		return
 	}
-	log := a.log
+	gen, self, root, log := a.gen, a.self, a.root, a.log
 	a.goroutine(func() {
+		minWait, maxFailures := listenMinWait, listenMaxFailures
 		b := backoff.NewExponentialBackOff()
-		b.InitialInterval, b.MaxInterval, b.MaxElapsedTime, b.RandomizationFactor = listenMinWait, listenMaxWait, 0, 0.2
+		b.InitialInterval, b.MaxInterval, b.MaxElapsedTime, b.RandomizationFactor = minWait, listenMaxWait, 0, 0.2
 		b.Reset()
 		failures := 0
 		for {
@@ -151,11 +153,18 @@ func (a *serverActor) startListening() {
 			if out.Acknowledged && time.Since(opened) >= listenHealthy {
 				b.Reset()
 				failures = 0
-			} else if failures++; failures >= listenMaxFailures {
-				log.Warn().Err(err).Int("attempts", failures).Msg("giving up subscriptions/listen for this session")
+			} else if failures++; failures >= maxFailures {
+				// A stateless server has no connection whose end would
+				// say it is gone: a listen stream that cannot be kept
+				// open is that signal. The connection counts as lost (the
+				// actor reconnects with backoff, and the next session
+				// listens anew), rather than a session that looks ready
+				// and hears nothing.
+				log.Warn().Err(err).Int("attempts", failures).Msg("subscriptions/listen keeps failing; treating the connection as lost")
+				root.Send(self, connectionLost{gen: gen, err: fmt.Errorf("%w: subscriptions/listen failed %d times in a row: %w", session.ErrConnectionClosed, failures, err)})
 				return
 			}
-			wait := max(b.NextBackOff(), listenMinWait)
+			wait := max(b.NextBackOff(), minWait)
 			log.Debug().Err(err).Bool("acknowledged", out.Acknowledged).Dur("reopen_in", wait).Msg("listen stream ended")
 			t := time.NewTimer(wait)
 			select {

@@ -224,6 +224,42 @@ func TestStreamServersAreReconnectedAfterARestart(t *testing.T) {
 	}
 }
 
+// A stateless server has no connection to lose: when it goes away, its
+// listen stream cannot be reopened, and after a few attempts the server
+// counts as lost and is reconnected once it is back.
+func TestStatelessServerThatGoesAwayIsReconnected(t *testing.T) {
+	minWait, maxFailures := listenMinWait, listenMaxFailures
+	listenMinWait, listenMaxFailures = 10*time.Millisecond, 3
+	t.Cleanup(func() { listenMinWait, listenMaxFailures = minWait, maxFailures })
+
+	o := mockserver.Options{Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20260728}}
+	first := serveMock(t, o)
+	s := start(t, testOptions)
+	events := s.Subscribe(t.Context(), false, 0, 64)
+	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, first.URL)})
+	require.Equal(t, protocol.Version20260728, statusOf(s, "r").ProtocolVersion)
+	require.NoError(t, first.Close())
+
+	deadline := time.After(15 * time.Second)
+	for failed := false; !failed; {
+		select {
+		case ev := <-events:
+			failed = ev.State == StateFailed && strings.Contains(ev.Err, "subscriptions/listen")
+		case <-deadline:
+			t.Fatalf("a stateless server that went away still looks %s", statusOf(s, "r").State)
+		}
+	}
+
+	o.Listen = hostPort(t, first.URL)
+	second, err := mockserver.Serve(context.Background(), o)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = second.Close() })
+	require.Eventually(t, func() bool {
+		_, err := call(t, s, "mcp__r__echo", "back")
+		return err == nil
+	}, 20*time.Second, 50*time.Millisecond, "reconnected once the server is back")
+}
+
 func hostPort(t *testing.T, rawURL string) string {
 	t.Helper()
 	rest := rawURL[strings.Index(rawURL, "://")+3:]

@@ -534,7 +534,10 @@ func (c *Conn) startGetStream() <-chan struct{} {
 // server's messages and reopens the stream when it ends, resuming after
 // the last event id, with backoff. A server that does not offer the
 // stream (405, or 404/400 as some do) is left alone; repeated failures
-// without an event give up. Either way the POST channel is unaffected.
+// without an event give up. Either way the POST channel is unaffected —
+// except when a stream that was open is refused with 404 (or a 400 about
+// the session) on reopening: the server restarted and forgot the session,
+// and the connection ends with ErrSessionExpired at once.
 func (c *Conn) runGetStream(out outgoing, opened chan struct{}) {
 	defer func() {
 		select {
@@ -548,6 +551,7 @@ func (c *Conn) runGetStream(out outgoing, opened chan struct{}) {
 	var retry time.Duration
 	hasRetry := false
 	failures := 0
+	everOpened := false
 	backoff := c.opts.DefaultRetry
 	for ctx.Err() == nil {
 		resp, err := c.get(ctx, out, lastID)
@@ -559,6 +563,13 @@ func (c *Conn) runGetStream(out outgoing, opened chan struct{}) {
 		if err != nil {
 			var status *transports.HTTPStatusError
 			if errors.As(err, &status) && status.StatusCode < 500 && status.StatusCode != http.StatusTooManyRequests {
+				if everOpened && out.session != "" && (status.StatusCode == http.StatusNotFound ||
+					status.StatusCode == http.StatusBadRequest && bytes.Contains(bytes.ToLower(status.Body), []byte("session"))) {
+					// The stream was open before: the server forgot the
+					// session (it restarted). Say so now, not at the next call.
+					c.closeWith(transports.ErrSessionExpired)
+					return
+				}
 				c.opts.Logger.Debug().Int("status", status.StatusCode).Msg("the server offers no standalone GET stream")
 				return
 			}
@@ -567,6 +578,7 @@ func (c *Conn) runGetStream(out outgoing, opened chan struct{}) {
 			}
 			c.opts.Logger.Debug().Err(err).Msg("standalone GET stream failed")
 		} else {
+			everOpened = true
 			er := eventstream.NewReader(resp.Body, c.opts.MaxFrameSize)
 			er.Resume(lastID, retry, hasRetry)
 			_, progressed, err := c.deliver(er, protocol.ID{})

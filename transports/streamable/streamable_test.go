@@ -657,3 +657,39 @@ func TestInitializedWaitsForTheGetStream(t *testing.T) {
 	require.NoError(t, c.Close(context.Background()))
 	require.NoError(t, c2.Close(context.Background()))
 }
+
+// A server that restarts forgets its sessions: the GET stream that was
+// open is refused on reopening, and the connection ends at once with
+// ErrSessionExpired instead of looking healthy until the next call.
+func TestRefusedReopenOfTheGetStreamMeansTheSessionExpired(t *testing.T) {
+	var gets atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			if gets.Add(1) > 1 {
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
+			sse(w) // open, then end: the server went away
+		case http.MethodPost:
+			m := decodeBody(t, r)
+			if m.Method == "initialize" {
+				w.Header().Set("Mcp-Session-Id", "s1")
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, result(m.ID, `{}`))
+				return
+			}
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	c, rec := dial(t, srv.URL, Options{DefaultRetry: 10 * time.Millisecond})
+	require.NoError(t, c.Send(context.Background(), request(1, "initialize", "")))
+	require.NoError(t, c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
+	select {
+	case <-rec.closedOnce:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection outlived its session")
+	}
+	assert.ErrorIs(t, rec.closed, transports.ErrSessionExpired)
+}
