@@ -74,6 +74,7 @@ fmt:
 
 fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz FuzzDecode -fuzztime 30s
+	$(GO) test ./transports/eventstream -run '^$$' -fuzz FuzzReader -fuzztime 30s
 
 bench:
 	cd bench/peers && $(GO) test -run '^$$' -bench . -benchtime 3s -count 3 .
