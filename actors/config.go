@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -135,6 +136,11 @@ type Options struct {
 	// Zero means 2 s each.
 	CloseStdinTimeout time.Duration
 	TerminateTimeout  time.Duration
+
+	// sharedHTTP is the HTTP client of the remote servers without TLS
+	// settings of their own, shared so that idle servers cost one
+	// connection each, not a client and its pool each. Set by Start.
+	sharedHTTP *http.Client
 
 	// EventBuffer is how many past events are kept for subscribers that
 	// resume from a sequence number. Zero means 1024.

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/httpclient"
 )
 
 // Errors of the supervision core. The root package re-exports them.
@@ -85,6 +86,11 @@ type System struct {
 // Start starts the supervision core with no servers.
 func Start(opts Options) (*System, error) {
 	opts = opts.withDefaults()
+	shared, err := httpclient.New(transports.Config{}, httpclient.Options{Unlimited: true})
+	if err != nil {
+		return nil, err
+	}
+	opts.sharedHTTP = shared
 	s := &System{
 		opts:          opts,
 		log:           opts.Logger,
@@ -450,6 +456,7 @@ func (s *System) Close(ctx context.Context) error {
 			<-done
 			s.actors.Root.StopFuture(s.registry).Wait()
 			s.actors.Shutdown()
+			s.opts.sharedHTTP.CloseIdleConnections()
 			close(s.closeDone)
 		}()
 	})

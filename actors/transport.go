@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/transports"
@@ -28,6 +29,10 @@ type dialConfig struct {
 func (a *serverActor) dialConfig() dialConfig {
 	ua := a.opts.ClientInfo.Name + "/" + a.opts.ClientInfo.Version
 	maxFrame := int(a.opts.MaxFrameSize)
+	var client *http.Client // nil: the transport builds one from the server's TLS settings
+	if a.cfg.TLS == nil {
+		client = a.opts.sharedHTTP
+	}
 	return dialConfig{
 		stdio: stdio.Options{
 			MaxFrameSize:      a.opts.MaxFrameSize,
@@ -35,9 +40,9 @@ func (a *serverActor) dialConfig() dialConfig {
 			TerminateTimeout:  a.opts.TerminateTimeout,
 			Logger:            a.log,
 		},
-		streamable: streamable.Options{MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
-		sse:        sse.Options{MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
-		ws:         ws.Options{MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
+		streamable: streamable.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
+		sse:        sse.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
+		ws:         ws.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
 		inproc:     inproc.Options{MaxFrameSize: maxFrame, Logger: a.log},
 		inprocSrv:  a.opts.InProcess[a.h.name],
 	}

@@ -30,6 +30,10 @@ type Options struct {
 	ResponseHeaderTimeout time.Duration
 	// MaxConnsPerHost bounds the connections to the server. Zero means 64.
 	MaxConnsPerHost int
+	// Unlimited lifts MaxConnsPerHost, for a client shared by many
+	// servers' sessions: each open event stream holds a connection, and a
+	// cap would make the next session wait for one forever.
+	Unlimited bool
 	// Proxy picks the proxy of a request. Nil means
 	// http.ProxyFromEnvironment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY);
 	// loopback addresses are never proxied.
@@ -56,6 +60,10 @@ func New(cfg transports.Config, opts Options) (*http.Client, error) {
 		opts.Proxy = http.ProxyFromEnvironment
 	}
 	dialer := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
+	maxConns := opts.MaxConnsPerHost
+	if opts.Unlimited {
+		maxConns = 0
+	}
 	tr := &http.Transport{
 		Proxy:                 opts.Proxy,
 		DialContext:           dialer.DialContext,
@@ -64,7 +72,7 @@ func New(cfg transports.Config, opts Options) (*http.Client, error) {
 		ResponseHeaderTimeout: opts.ResponseHeaderTimeout,
 		MaxIdleConns:          opts.MaxConnsPerHost,
 		MaxIdleConnsPerHost:   opts.MaxConnsPerHost,
-		MaxConnsPerHost:       opts.MaxConnsPerHost,
+		MaxConnsPerHost:       maxConns,
 		IdleConnTimeout:       90 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}
