@@ -30,8 +30,6 @@
 package inproc
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -95,11 +93,8 @@ func (o *Options) withDefaults() Options {
 }
 
 const (
-	readBufferSize = 64 << 10
-	// prefixSize is how much of an oversize frame is kept for diagnosis.
-	prefixSize = 4 << 10
-	// retainedBufferLimit: buffers that grew beyond this for one big
-	// frame are not kept for the next.
+	// retainedBufferLimit: write buffers that grew beyond this for one
+	// big frame are not kept for the next.
 	retainedBufferLimit = 1 << 20
 	// outputClosedWait is how long, after the server closed its output,
 	// the reader waits for ServeMCP to return so that Closed can say how
@@ -314,64 +309,8 @@ func (c *Conn) endedBy() error {
 // reports Closed.
 func (c *Conn) read() {
 	defer close(c.readerDone)
-	br := bufio.NewReaderSize(c.outR, readBufferSize)
-	limit := c.opts.MaxFrameSize
-	var long []byte    // a frame longer than the read buffer, being assembled
-	var dropping int64 // >0: bytes of an oversize frame discarded so far
-	var prefix []byte  // the start of the oversize frame
-	var err error
-	for {
-		var chunk []byte
-		chunk, err = br.ReadSlice('\n')
-		complete := len(chunk) > 0 && chunk[len(chunk)-1] == '\n'
-		if complete {
-			chunk = chunk[:len(chunk)-1]
-		}
-		switch {
-		case dropping > 0:
-			dropping += int64(len(chunk))
-		case len(long)+len(chunk) > limit:
-			dropping = int64(len(long) + len(chunk))
-			prefix = append(make([]byte, 0, prefixSize), long[:min(len(long), prefixSize)]...)
-			prefix = append(prefix, chunk[:min(len(chunk), prefixSize-len(prefix))]...)
-			long = long[:0]
-		case complete && len(long) == 0:
-			c.deliver(chunk) // the common case: no copy
-		default:
-			long = append(long, chunk...)
-			if complete {
-				c.deliver(long)
-				long = long[:0]
-			}
-		}
-		if complete {
-			if cap(long) > retainedBufferLimit {
-				long = nil
-			}
-			if dropping > 0 {
-				c.recv.FrameError(&transports.FrameTooLargeError{Size: dropping, Limit: int64(limit), Prefix: prefix})
-				dropping, prefix = 0, nil
-			}
-		}
-		if err != nil && err != bufio.ErrBufferFull {
-			break
-		}
-	}
-	switch {
-	case dropping > 0: // an oversize last line without its newline
-		c.recv.FrameError(&transports.FrameTooLargeError{Size: dropping, Limit: int64(limit), Prefix: prefix})
-	case len(long) > 0: // a last frame without its newline
-		c.deliver(long)
-	}
+	err := transports.ReadLines(c.outR, int64(c.opts.MaxFrameSize), c.recv)
 	c.recv.Closed(c.cause(err))
-}
-
-func (c *Conn) deliver(frame []byte) {
-	frame = bytes.TrimRight(frame, "\r")
-	if len(bytes.TrimSpace(frame)) == 0 {
-		return
-	}
-	c.recv.Frame(frame)
 }
 
 // cause explains why the server's output ended.

@@ -68,7 +68,6 @@ func (o *Options) withDefaults() Options {
 }
 
 const (
-	readBufferSize = 64 << 10
 	// exitDrainTimeout is how long, after the server process exits, the
 	// reader may keep draining stdout before it is cut off (a grandchild
 	// that inherited stdout would otherwise keep the stream open forever).
@@ -78,9 +77,7 @@ const (
 	groupReapTimeout = 500 * time.Millisecond
 	// killWaitTimeout bounds the wait for the exit after SIGKILL.
 	killWaitTimeout = 2 * time.Second
-	// prefixSize is how much of an oversize frame is kept for diagnosis.
-	prefixSize = 4 << 10
-	// retainedBufferLimit: write and frame buffers larger than this are not
+	// retainedBufferLimit: write buffers larger than this are not
 	// kept for reuse after a big frame.
 	retainedBufferLimit = 1 << 20
 )
@@ -272,64 +269,8 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 // read delivers stdout frames until the stream ends, then reports Closed.
 func (c *Conn) read() {
 	defer close(c.readerDone)
-	br := bufio.NewReaderSize(c.stdout, readBufferSize)
-	limit := c.opts.MaxFrameSize
-	var long []byte    // a frame longer than the read buffer, being assembled
-	var dropping int64 // >0: bytes of an oversize frame discarded so far
-	var prefix []byte  // the start of the oversize frame
-	var readErr error
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(chunk) > 0 {
-			complete := chunk[len(chunk)-1] == '\n'
-			if complete {
-				chunk = chunk[:len(chunk)-1]
-			}
-			switch {
-			case dropping > 0:
-				dropping += int64(len(chunk))
-			case int64(len(long)+len(chunk)) > limit:
-				dropping = int64(len(long) + len(chunk))
-				prefix = append(append(make([]byte, 0, prefixSize), long...), chunk...)
-				if len(prefix) > prefixSize {
-					prefix = prefix[:prefixSize]
-				}
-				long = nil
-			case complete && len(long) == 0:
-				c.deliver(chunk) // the common case: no copy
-			default:
-				long = append(long, chunk...)
-				if complete {
-					c.deliver(long)
-					long = long[:0]
-					if cap(long) > retainedBufferLimit {
-						long = nil
-					}
-				}
-			}
-			if complete && dropping > 0 {
-				c.recv.FrameError(&transports.FrameTooLargeError{Size: dropping, Limit: limit, Prefix: prefix})
-				dropping, prefix = 0, nil
-			}
-		}
-		if err == nil || err == bufio.ErrBufferFull {
-			continue
-		}
-		if len(long) > 0 && dropping == 0 {
-			c.deliver(long) // a last frame without its newline
-		}
-		readErr = err
-		break
-	}
-	c.recv.Closed(c.cause(readErr))
-}
-
-func (c *Conn) deliver(frame []byte) {
-	frame = bytes.TrimRight(frame, "\r")
-	if len(bytes.TrimSpace(frame)) == 0 {
-		return
-	}
-	c.recv.Frame(frame)
+	err := transports.ReadLines(c.stdout, int64(c.opts.MaxFrameSize), c.recv)
+	c.recv.Closed(c.cause(err))
 }
 
 // cause explains why the stdout stream ended.
