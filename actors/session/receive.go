@@ -130,7 +130,7 @@ func (s *Session) badFrame(data []byte, err error) {
 		}
 	default:
 		n := s.malformed.Add(1)
-		if id, ok := findID(trimmed); ok {
+		if id, ok := protocol.FindID(trimmed); ok {
 			if s.failID(id, fmt.Errorf("%w: %v", ErrMalformedResponse, err)) {
 				return
 			}
@@ -157,7 +157,7 @@ func (s *Session) FrameError(err error) {
 	}
 	s.oversize.Add(1)
 	failed := false
-	if id, ok := findID(tooBig.Prefix); ok {
+	if id, ok := protocol.FindID(tooBig.Prefix); ok {
 		failed = s.failID(id, tooBig)
 	}
 	s.log.Warn().Int64("limit", tooBig.Limit).Int64("size_at_least", tooBig.Size).Bool("call_failed", failed).Msg("dropped an oversize frame")
@@ -218,65 +218,6 @@ func (s *Session) serveRequest(m *protocol.Message) {
 	if err := s.conn.Send(ctx, frame); err != nil && s.Err() == nil {
 		s.log.Debug().Err(err).Str("method", m.Method).Msg("could not answer a server request")
 	}
-}
-
-// findID extracts the top-level JSON-RPC id from the start of a frame,
-// for failing the call a truncated or broken frame was answering. It is a
-// best effort over a prefix, not a parser.
-func findID(b []byte) (protocol.ID, bool) {
-	depth := 0
-	inStr := false
-	for i := 0; i < len(b); i++ {
-		ch := b[i]
-		if inStr {
-			switch ch {
-			case '\\':
-				i++
-			case '"':
-				inStr = false
-			}
-			continue
-		}
-		switch ch {
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-		case '"':
-			if depth == 1 && bytes.HasPrefix(b[i:], []byte(`"id"`)) {
-				rest := bytes.TrimLeft(b[i+4:], " \t\r\n")
-				if len(rest) > 0 && rest[0] == ':' {
-					return parseIDValue(bytes.TrimLeft(rest[1:], " \t\r\n"))
-				}
-			}
-			inStr = true
-		}
-	}
-	return protocol.ID{}, false
-}
-
-func parseIDValue(b []byte) (protocol.ID, bool) {
-	end := 0
-	if len(b) > 0 && b[0] == '"' {
-		for end = 1; end < len(b) && b[end] != '"'; end++ {
-			if b[end] == '\\' {
-				end++
-			}
-		}
-		end++
-	} else {
-		for end < len(b) && (b[end] == '-' || (b[end] >= '0' && b[end] <= '9')) {
-			end++
-		}
-	}
-	if end > len(b) {
-		return protocol.ID{}, false
-	}
-	var id protocol.ID
-	if err := json.Unmarshal(b[:end], &id); err != nil || id.IsZero() {
-		return protocol.ID{}, false
-	}
-	return id, true
 }
 
 func clip(b []byte, n int) []byte {

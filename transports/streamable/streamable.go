@@ -446,7 +446,7 @@ func (c *Conn) deliver(er *eventstream.Reader, id protocol.ID) (answered, progre
 			if errors.As(err, &tooBig) {
 				progressed = true
 				c.recv.FrameError(tooBig)
-				if !id.IsZero() && prefixID(tooBig.Prefix) == id {
+				if found, ok := protocol.FindID(tooBig.Prefix); ok && found == id {
 					return true, true, nil // the answer was dropped: the receiver failed the call
 				}
 				continue
@@ -713,34 +713,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// prefixID finds the id in the start of a frame too large to decode.
-func prefixID(prefix []byte) protocol.ID {
-	var head struct {
-		ID *protocol.ID `json:"id"`
-	}
-	// The prefix is cut off; decoding it token by token finds an "id"
-	// member that precedes the (large) result.
-	dec := json.NewDecoder(bytes.NewReader(prefix))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return protocol.ID{}
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return protocol.ID{}
-		}
-		if key == "id" {
-			if dec.Decode(&head.ID) != nil || head.ID == nil {
-				return protocol.ID{}
-			}
-			return *head.ID
-		}
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
-			return protocol.ID{}
-		}
-	}
-	return protocol.ID{}
 }
