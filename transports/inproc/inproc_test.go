@@ -16,96 +16,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/transporttest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// recorder is a Receiver that keeps everything it is given and checks
-// the contract: nothing after Closed, Closed once.
-type recorder struct {
-	mu        sync.Mutex
-	frames    []string
-	frameErrs []error
-	closedErr error
-	late      int // calls after Closed
-	closed    chan struct{}
-	got       chan struct{}
-}
-
-func newRecorder() *recorder {
-	return &recorder{closed: make(chan struct{}), got: make(chan struct{}, 1<<16)}
-}
-
-func (r *recorder) isClosed() bool {
-	select {
-	case <-r.closed:
-		return true
-	default:
-		return false
-	}
-}
-
-func (r *recorder) Frame(b []byte) {
-	r.mu.Lock()
-	if r.isClosed() {
-		r.late++
-	}
-	r.frames = append(r.frames, string(b))
-	r.mu.Unlock()
-	r.got <- struct{}{}
-}
-
-func (r *recorder) FrameError(err error) {
-	r.mu.Lock()
-	if r.isClosed() {
-		r.late++
-	}
-	r.frameErrs = append(r.frameErrs, err)
-	r.mu.Unlock()
-	r.got <- struct{}{}
-}
-
-func (r *recorder) Closed(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.isClosed() {
-		panic("Closed called twice")
-	}
-	r.closedErr = err
-	close(r.closed)
-}
-
-// wait waits until n frames and frame errors arrived.
-func (r *recorder) wait(t *testing.T, n int) ([]string, []error) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		r.mu.Lock()
-		frames, errs := append([]string(nil), r.frames...), append([]error(nil), r.frameErrs...)
-		r.mu.Unlock()
-		if len(frames)+len(errs) >= n {
-			return frames, errs
-		}
-		select {
-		case <-r.got:
-		case <-deadline:
-			t.Fatalf("got %d frames and %d frame errors, want %d in all", len(frames), len(errs), n)
-		}
-	}
-}
-
-func (r *recorder) waitClosed(t *testing.T) error {
-	t.Helper()
-	select {
-	case <-r.closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Closed was not called")
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	assert.Zero(t, r.late, "Frame or FrameError after Closed")
-	return r.closedErr
-}
 
 // echo answers every line with itself until its input ends.
 var echo = ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
@@ -119,9 +33,9 @@ var echo = ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error 
 	return sc.Err()
 })
 
-func dial(t *testing.T, srv Server, opts Options) (*Conn, *recorder) {
+func dial(t *testing.T, srv Server, opts Options) (*Conn, *transporttest.Recorder) {
 	t.Helper()
-	rec := newRecorder()
+	rec := transporttest.NewRecorder()
 	c, err := Dial(context.Background(), srv, opts, rec)
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -138,7 +52,7 @@ func TestFramesRoundTrip(t *testing.T) {
 	for i := range 3 {
 		require.NoError(t, c.Send(ctx, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)))
 	}
-	frames, _ := rec.wait(t, 3)
+	frames, _ := rec.Wait(t, 3)
 	assert.Equal(t, []string{
 		`{"jsonrpc":"2.0","id":0,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
@@ -146,7 +60,7 @@ func TestFramesRoundTrip(t *testing.T) {
 	}, frames)
 
 	require.NoError(t, c.Close(ctx))
-	err := rec.waitClosed(t)
+	err := rec.WaitClosed(t)
 	assert.ErrorIs(t, err, transports.ErrClosed)
 	assert.Equal(t, transports.ClassClosed, transports.Classify(err))
 }
@@ -164,7 +78,7 @@ func TestConcurrentSendsNeverInterleave(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	frames, _ := rec.wait(t, senders*each)
+	frames, _ := rec.Wait(t, senders*each)
 	seen := map[string]bool{}
 	for _, f := range frames {
 		var s, i int
@@ -185,7 +99,7 @@ func TestOversizeLinesAreDroppedAndReportedNotFatal(t *testing.T) {
 		return nil
 	})
 	_, rec := dial(t, srv, Options{MaxFrameSize: 5000, CloseTimeout: time.Millisecond})
-	frames, errs := rec.wait(t, 2)
+	frames, errs := rec.Wait(t, 2)
 	assert.Equal(t, []string{`{"ok":1}`}, frames, "the connection goes on")
 	require.Len(t, errs, 1)
 	var tl *transports.FrameTooLargeError
@@ -201,10 +115,10 @@ func TestATrailingOversizeLineIsReportedWhenTheOutputEnds(t *testing.T) {
 		return nil
 	})
 	_, rec := dial(t, srv, Options{MaxFrameSize: 10})
-	err := rec.waitClosed(t)
+	err := rec.WaitClosed(t)
 	var exit *ExitError
 	require.ErrorAs(t, err, &exit)
-	frames, errs := rec.wait(t, 1)
+	frames, errs := rec.Wait(t, 1)
 	assert.Empty(t, frames)
 	var tl *transports.FrameTooLargeError
 	require.ErrorAs(t, errs[0], &tl)
@@ -217,8 +131,8 @@ func TestBlankLinesCRLFAndAMissingFinalNewlineAreTolerated(t *testing.T) {
 		return nil
 	})
 	_, rec := dial(t, srv, Options{})
-	require.Error(t, rec.waitClosed(t))
-	frames, errs := rec.wait(t, 3)
+	require.Error(t, rec.WaitClosed(t))
+	frames, errs := rec.Wait(t, 3)
 	assert.Equal(t, []string{`{"a":1}`, `{"b":2}`, `{"c":3}`}, frames)
 	assert.Empty(t, errs)
 }
@@ -230,8 +144,8 @@ func TestServeMCPReturningEndsTheConnection(t *testing.T) {
 		return boom
 	})
 	c, rec := dial(t, srv, Options{})
-	err := rec.waitClosed(t)
-	frames, _ := rec.wait(t, 1)
+	err := rec.WaitClosed(t)
+	frames, _ := rec.Wait(t, 1)
 	assert.Equal(t, []string{`{"last":true}`}, frames, "output written before returning is delivered")
 
 	var exit *ExitError
@@ -247,7 +161,7 @@ func TestServeMCPReturningEndsTheConnection(t *testing.T) {
 
 func TestServeMCPReturningNilIsAClosedConnection(t *testing.T) {
 	_, rec := dial(t, ServerFunc(func(context.Context, io.Reader, io.Writer) error { return nil }), Options{})
-	err := rec.waitClosed(t)
+	err := rec.WaitClosed(t)
 	var exit *ExitError
 	require.ErrorAs(t, err, &exit)
 	assert.NoError(t, exit.Err)
@@ -259,7 +173,7 @@ func TestAPanicInServeMCPIsRecoveredAndReported(t *testing.T) {
 		panic("kaboom")
 	})
 	_, rec := dial(t, srv, Options{})
-	err := rec.waitClosed(t)
+	err := rec.WaitClosed(t)
 	var pe *PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "kaboom", pe.Value)
@@ -269,7 +183,7 @@ func TestAPanicInServeMCPIsRecoveredAndReported(t *testing.T) {
 
 	wrapped := errors.New("inner")
 	_, rec = dial(t, ServerFunc(func(context.Context, io.Reader, io.Writer) error { panic(wrapped) }), Options{})
-	assert.ErrorIs(t, rec.waitClosed(t), wrapped, "a panic with an error unwraps to it")
+	assert.ErrorIs(t, rec.WaitClosed(t), wrapped, "a panic with an error unwraps to it")
 }
 
 func TestCloseEndsTheServersInput(t *testing.T) {
@@ -284,7 +198,7 @@ func TestCloseEndsTheServersInput(t *testing.T) {
 	require.NoError(t, c.Close(context.Background()))
 	assert.Less(t, time.Since(start), 5*time.Second, "no timeout was needed")
 	assert.True(t, sawEOF)
-	err := rec.waitClosed(t)
+	err := rec.WaitClosed(t)
 	assert.Equal(t, transports.ErrClosed, err, "a connection closed by Close reports ErrClosed")
 }
 
@@ -297,7 +211,7 @@ func TestCloseCancelsAServerThatIgnoresItsInputEnding(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, c.Close(context.Background()))
 	assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond, "the server had CloseTimeout to return by itself")
-	assert.Equal(t, transports.ErrClosed, rec.waitClosed(t))
+	assert.Equal(t, transports.ErrClosed, rec.WaitClosed(t))
 }
 
 func TestCloseReportsAServerThatWillNotStop(t *testing.T) {
@@ -311,7 +225,7 @@ func TestCloseReportsAServerThatWillNotStop(t *testing.T) {
 	err := c.Close(context.Background())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "leaked")
-	assert.Equal(t, transports.ErrClosed, rec.waitClosed(t), "Closed is reported all the same")
+	assert.Equal(t, transports.ErrClosed, rec.WaitClosed(t), "Closed is reported all the same")
 	assert.Equal(t, err, c.Close(context.Background()), "a later Close gives the same answer")
 
 	close(release) // the test's goroutine check needs the server gone
@@ -320,7 +234,7 @@ func TestCloseReportsAServerThatWillNotStop(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server did not return")
 	}
-	frames, _ := rec.wait(t, 0)
+	frames, _ := rec.Wait(t, 0)
 	assert.Empty(t, frames, "output after Close gave up is not delivered")
 }
 
@@ -340,7 +254,7 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), "leaks")
-	rec.waitClosed(t)
+	rec.WaitClosed(t)
 }
 
 func TestCloseIsIdempotentAndSafeConcurrently(t *testing.T) {
@@ -351,7 +265,7 @@ func TestCloseIsIdempotentAndSafeConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 	assert.NoError(t, c.Close(context.Background()))
-	rec.waitClosed(t)
+	rec.WaitClosed(t)
 }
 
 func TestSendHonoursItsContextWhileTheServerDoesNotRead(t *testing.T) {
@@ -379,7 +293,7 @@ func TestSendHonoursItsContextWhileTheServerDoesNotRead(t *testing.T) {
 
 	close(startReading)
 	require.NoError(t, c.Send(context.Background(), []byte(`{"second":2}`)))
-	frames, _ := rec.wait(t, 1)
+	frames, _ := rec.Wait(t, 1)
 	assert.Equal(t, []string{`{"second":2}`}, frames, "the withdrawn frame never reached the server")
 }
 
@@ -396,7 +310,7 @@ func TestASendCutMidFrameEndsTheConnection(t *testing.T) {
 	require.ErrorIs(t, err, transports.ErrClosed)
 	assert.Contains(t, err.Error(), "read 5 of")
 
-	cause := rec.waitClosed(t)
+	cause := rec.WaitClosed(t)
 	assert.ErrorIs(t, cause, transports.ErrClosed)
 	assert.Contains(t, cause.Error(), "cut")
 	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed, "the connection stays ended")
@@ -430,7 +344,7 @@ func TestAServerClosingItsOutputEndsTheConnection(t *testing.T) {
 		return nil
 	})
 	c, rec := dial(t, srv, Options{CloseTimeout: time.Millisecond})
-	err := rec.waitClosed(t)
+	err := rec.WaitClosed(t)
 	assert.ErrorIs(t, err, transports.ErrClosed)
 	assert.Contains(t, err.Error(), "closed its output")
 	assert.NoError(t, c.Close(context.Background()), "Close still stops the server")
@@ -444,23 +358,23 @@ func TestTheServersContextCarriesDialsValuesButNotItsCancellation(t *testing.T) 
 		return echo(ctx, r, w)
 	})
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
-	rec := newRecorder()
+	rec := transporttest.NewRecorder()
 	c, err := Dial(ctx, srv, Options{}, rec)
 	require.NoError(t, err)
 	defer c.Close(context.Background())
 	cancel()
 	assert.Equal(t, "v", <-got)
 	require.NoError(t, c.Send(context.Background(), []byte(`{"still":"up"}`)))
-	rec.wait(t, 1)
+	rec.Wait(t, 1)
 }
 
 func TestDialRefusesADoneContextAndANilServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Dial(ctx, echo, Options{}, newRecorder())
+	_, err := Dial(ctx, echo, Options{}, transporttest.NewRecorder())
 	assert.ErrorIs(t, err, context.Canceled)
 
-	_, err = Dial(context.Background(), nil, Options{}, newRecorder())
+	_, err = Dial(context.Background(), nil, Options{}, transporttest.NewRecorder())
 	var cfgErr *transports.ConfigError
 	assert.ErrorAs(t, err, &cfgErr)
 }

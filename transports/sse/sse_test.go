@@ -23,104 +23,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/transporttest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// recorder is a Receiver that keeps everything it is given and checks
-// the contract: nothing after Closed, Closed once.
-type recorder struct {
-	mu        sync.Mutex
-	frames    []string
-	frameErrs []error
-	closedErr error
-	late      int // calls after Closed
-	closed    chan struct{}
-	got       chan struct{}
-	block     chan struct{} // if set, Frame waits for it
-}
-
-func newRecorder() *recorder {
-	return &recorder{closed: make(chan struct{}), got: make(chan struct{}, 1<<16)}
-}
-
-func (r *recorder) isClosed() bool {
-	select {
-	case <-r.closed:
-		return true
-	default:
-		return false
-	}
-}
-
-func (r *recorder) Frame(b []byte) {
-	if r.block != nil {
-		<-r.block
-	}
-	r.mu.Lock()
-	if r.isClosed() {
-		r.late++
-	}
-	r.frames = append(r.frames, string(b))
-	r.mu.Unlock()
-	r.got <- struct{}{}
-}
-
-func (r *recorder) FrameError(err error) {
-	r.mu.Lock()
-	if r.isClosed() {
-		r.late++
-	}
-	r.frameErrs = append(r.frameErrs, err)
-	r.mu.Unlock()
-	r.got <- struct{}{}
-}
-
-func (r *recorder) Closed(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.isClosed() {
-		panic("Closed called twice")
-	}
-	r.closedErr = err
-	close(r.closed)
-}
-
-func (r *recorder) wait(t *testing.T, n int) ([]string, []error) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		r.mu.Lock()
-		frames, errs := append([]string(nil), r.frames...), append([]error(nil), r.frameErrs...)
-		r.mu.Unlock()
-		if len(frames)+len(errs) >= n {
-			return frames, errs
-		}
-		select {
-		case <-r.got:
-		case <-deadline:
-			t.Fatalf("got %d frames and %d frame errors, want %d in all", len(frames), len(errs), n)
-		}
-	}
-}
-
-func (r *recorder) waitClosed(t *testing.T) error {
-	t.Helper()
-	select {
-	case <-r.closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Closed was not called")
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	assert.Zero(t, r.late, "Frame or FrameError after Closed")
-	return r.closedErr
-}
-
-func (r *recorder) assertOpen(t *testing.T) {
-	t.Helper()
-	assert.False(t, r.isClosed(), "the connection ended: %v", r.closedErr)
-}
 
 // posted is one POST the test server received.
 type posted struct {
@@ -224,9 +130,9 @@ func (s *legacyServer) config() transports.Config {
 	}
 }
 
-func dial(t *testing.T, cfg transports.Config, opts Options) (*Conn, *recorder) {
+func dial(t *testing.T, cfg transports.Config, opts Options) (*Conn, *transporttest.Recorder) {
 	t.Helper()
-	rec := newRecorder()
+	rec := transporttest.NewRecorder()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := Dial(ctx, cfg, opts, rec)
@@ -246,7 +152,7 @@ func TestFramesRoundTrip(t *testing.T) {
 	for i := range 3 {
 		require.NoError(t, c.Send(ctx, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)))
 	}
-	frames, _ := rec.wait(t, 3)
+	frames, _ := rec.Wait(t, 3)
 	assert.Equal(t, []string{
 		`{"jsonrpc":"2.0","id":0,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
@@ -284,7 +190,7 @@ func TestConcurrentSends(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	frames, _ := rec.wait(t, senders*each)
+	frames, _ := rec.Wait(t, senders*each)
 	seen := map[string]bool{}
 	for _, f := range frames {
 		seen[f] = true
@@ -310,7 +216,7 @@ func TestTheEndpointIsResolvedAgainstTheURL(t *testing.T) {
 			s.mu.Unlock()
 			c, rec := dial(t, s.config(), Options{})
 			require.NoError(t, c.Send(context.Background(), []byte(`{"x":1}`)))
-			rec.wait(t, 1)
+			rec.Wait(t, 1)
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			assert.Equal(t, tt.wantPath, s.posts[0].URL)
@@ -332,7 +238,7 @@ func TestAnEndpointOnAnotherOriginIsRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newLegacyServer(t, func(s *legacyServer) { s.endpoint = tt.endpoint })
-			_, err := Dial(context.Background(), s.config(), Options{}, newRecorder())
+			_, err := Dial(context.Background(), s.config(), Options{}, transporttest.NewRecorder())
 			require.Error(t, err)
 			var oe *OriginError
 			require.ErrorAs(t, err, &oe)
@@ -375,7 +281,7 @@ func TestDialWaitsForTheEndpointBoundedByEndpointTimeout(t *testing.T) {
 	}))
 	defer noEndpoint.Close()
 
-	rec := newRecorder()
+	rec := transporttest.NewRecorder()
 	start := time.Now()
 	_, err := Dial(context.Background(), transports.Config{URL: noEndpoint.URL}, Options{EndpointTimeout: 100 * time.Millisecond}, rec)
 	require.Error(t, err)
@@ -383,8 +289,8 @@ func TestDialWaitsForTheEndpointBoundedByEndpointTimeout(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, transports.ClassTimeout, transports.Classify(err))
 	assert.Contains(t, err.Error(), "no endpoint event within 100ms")
-	assert.False(t, rec.isClosed(), "a failed Dial calls no Receiver method")
-	assert.Empty(t, rec.frames, "events before the endpoint are dropped")
+	assert.False(t, rec.IsClosed(), "a failed Dial calls no Receiver method")
+	assert.Empty(t, rec.Frames(), "events before the endpoint are dropped")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -402,15 +308,15 @@ func TestDialWaitsForTheEndpointBoundedByEndpointTimeout(t *testing.T) {
 func TestTheStreamOutlivesDialsContext(t *testing.T) {
 	s := newLegacyServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	rec := newRecorder()
+	rec := transporttest.NewRecorder()
 	c, err := Dial(ctx, s.config(), Options{EndpointTimeout: 50 * time.Millisecond}, rec)
 	require.NoError(t, err)
 	defer c.Close(context.Background())
 	cancel()
 	time.Sleep(100 * time.Millisecond) // past EndpointTimeout too
 	require.NoError(t, c.Send(context.Background(), []byte(`{"still":"up"}`)))
-	rec.wait(t, 1)
-	rec.assertOpen(t)
+	rec.Wait(t, 1)
+	rec.AssertOpen(t)
 }
 
 func TestDialReportsTheGETsStatus(t *testing.T) {
@@ -419,7 +325,7 @@ func TestDialReportsTheGETsStatus(t *testing.T) {
 		http.Error(w, "no token", http.StatusUnauthorized)
 	}))
 	defer srv.Close()
-	_, err := Dial(context.Background(), transports.Config{URL: srv.URL}, Options{}, newRecorder())
+	_, err := Dial(context.Background(), transports.Config{URL: srv.URL}, Options{}, transporttest.NewRecorder())
 	var herr *transports.HTTPStatusError
 	require.ErrorAs(t, err, &herr)
 	assert.Equal(t, http.StatusUnauthorized, herr.StatusCode)
@@ -434,7 +340,7 @@ func TestDialRefusesAResponseThatIsNotAnEventStream(t *testing.T) {
 		io.WriteString(w, `{}`)
 	}))
 	defer srv.Close()
-	_, err := Dial(context.Background(), transports.Config{URL: srv.URL}, Options{}, newRecorder())
+	_, err := Dial(context.Background(), transports.Config{URL: srv.URL}, Options{}, transporttest.NewRecorder())
 	var ce *transports.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, err.Error(), "not an event stream")
@@ -442,7 +348,7 @@ func TestDialRefusesAResponseThatIsNotAnEventStream(t *testing.T) {
 
 func TestDialRefusesABadURL(t *testing.T) {
 	for _, u := range []string{"ftp://example.com/sse", "/relative", "ws://example.com/"} {
-		_, err := Dial(context.Background(), transports.Config{URL: u}, Options{}, newRecorder())
+		_, err := Dial(context.Background(), transports.Config{URL: u}, Options{}, transporttest.NewRecorder())
 		assert.Equal(t, transports.ClassConfig, transports.Classify(err), u)
 	}
 }
@@ -453,7 +359,7 @@ func TestDialReportsAStreamThatEndsBeforeTheEndpoint(t *testing.T) {
 		io.WriteString(w, ": bye\n\n")
 	}))
 	defer srv.Close()
-	_, err := Dial(context.Background(), transports.Config{URL: srv.URL}, Options{}, newRecorder())
+	_, err := Dial(context.Background(), transports.Config{URL: srv.URL}, Options{}, transporttest.NewRecorder())
 	assert.ErrorIs(t, err, transports.ErrClosed)
 	assert.Equal(t, transports.ClassClosed, transports.Classify(err))
 }
@@ -463,7 +369,7 @@ func TestDialReportsARefusedConnectionWithoutTheURLsQuery(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	l.Close()
-	_, err = Dial(context.Background(), transports.Config{URL: "http://" + addr + "/sse?token=s3cret"}, Options{}, newRecorder())
+	_, err = Dial(context.Background(), transports.Config{URL: "http://" + addr + "/sse?token=s3cret"}, Options{}, transporttest.NewRecorder())
 	require.Error(t, err)
 	assert.Equal(t, transports.ClassRefused, transports.Classify(err))
 	assert.NotContains(t, err.Error(), "s3cret")
@@ -480,7 +386,7 @@ func TestOnlyMessageEventsAreFrames(t *testing.T) {
 	s.events <- "data:\n\n"
 	s.events <- ": comment\n\n"
 	s.events <- "data: {\"n\":\ndata: 3}\n\n"
-	frames, errs := rec.wait(t, 3)
+	frames, errs := rec.Wait(t, 3)
 	assert.Equal(t, []string{`{"n":1}`, `{"n":2}`, "{\"n\":\n3}"}, frames)
 	assert.Empty(t, errs)
 }
@@ -491,7 +397,7 @@ func TestAnOversizeEventIsReportedAndTheStreamGoesOn(t *testing.T) {
 	big := `{"jsonrpc":"2.0","id":9,"result":"` + strings.Repeat("z", 500) + `"}`
 	s.events <- "data: " + big + "\n\n"
 	s.events <- "data: {\"small\":1}\n\n"
-	frames, errs := rec.wait(t, 2)
+	frames, errs := rec.Wait(t, 2)
 	assert.Equal(t, []string{`{"small":1}`}, frames)
 	require.Len(t, errs, 1)
 	var tl *transports.FrameTooLargeError
@@ -499,7 +405,7 @@ func TestAnOversizeEventIsReportedAndTheStreamGoesOn(t *testing.T) {
 	assert.EqualValues(t, 100, tl.Limit)
 	assert.EqualValues(t, len(big), tl.Size)
 	assert.Equal(t, big, string(tl.Prefix))
-	rec.assertOpen(t)
+	rec.AssertOpen(t)
 }
 
 func TestPOSTStatuses(t *testing.T) {
@@ -531,7 +437,7 @@ func TestPOSTStatuses(t *testing.T) {
 			err := c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 			if !tt.wantErr {
 				require.NoError(t, err)
-				rec.assertOpen(t)
+				rec.AssertOpen(t)
 				return
 			}
 			var herr *transports.HTTPStatusError
@@ -541,12 +447,12 @@ func TestPOSTStatuses(t *testing.T) {
 			assert.Equal(t, tt.class, transports.Classify(err))
 			assert.Equal(t, tt.isExpired, errors.Is(err, transports.ErrSessionExpired))
 			if !tt.endsConn {
-				rec.assertOpen(t)
+				rec.AssertOpen(t)
 				s.postStatus.Store(202)
 				assert.NoError(t, c.Send(context.Background(), []byte(`{}`)), "the connection stays up")
 				return
 			}
-			cause := rec.waitClosed(t)
+			cause := rec.WaitClosed(t)
 			assert.Equal(t, err, cause, "Closed reports the same error")
 			assert.Equal(t, transports.ClassSessionExpired, transports.Classify(cause))
 			err = c.Send(context.Background(), []byte(`{}`))
@@ -565,13 +471,13 @@ func TestSendHonoursItsContext(t *testing.T) {
 	err := c.Send(ctx, []byte(`{"slow":1}`))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.NotErrorIs(t, err, transports.ErrClosed)
-	rec.assertOpen(t)
+	rec.AssertOpen(t)
 	require.Eventually(t, func() bool { return s.cancelledPosts.Load() == 1 }, 5*time.Second, time.Millisecond,
 		"the server saw the POST cancelled")
 
 	close(hold)
 	require.NoError(t, c.Send(context.Background(), []byte(`{"fast":2}`)))
-	frames, _ := rec.wait(t, 1)
+	frames, _ := rec.Wait(t, 1)
 	assert.Equal(t, []string{`{"fast":2}`}, frames)
 }
 
@@ -579,12 +485,12 @@ func TestTheServerEndingTheStreamIsAClosedConnection(t *testing.T) {
 	s := newLegacyServer(t)
 	c, rec := dial(t, s.config(), Options{})
 	s.events <- "data: {\"last\":1}\n\n"
-	rec.wait(t, 1)
+	rec.Wait(t, 1)
 	close(s.endStream)
-	err := rec.waitClosed(t)
+	err := rec.WaitClosed(t)
 	assert.ErrorIs(t, err, transports.ErrClosed)
 	assert.Equal(t, transports.ClassClosed, transports.Classify(err))
-	frames, _ := rec.wait(t, 1)
+	frames, _ := rec.Wait(t, 1)
 	assert.Equal(t, []string{`{"last":1}`}, frames)
 	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed, "the connection is over")
 }
@@ -626,7 +532,7 @@ func TestABrokenStreamIsAResetConnection(t *testing.T) {
 			srv, drop := brokenServer(t, reset)
 			_, rec := dial(t, transports.Config{URL: srv.URL}, Options{})
 			close(drop)
-			err := rec.waitClosed(t)
+			err := rec.WaitClosed(t)
 			assert.Equal(t, transports.ClassReset, transports.Classify(err), "%v", err)
 			assert.NotErrorIs(t, err, transports.ErrClosed)
 		})
@@ -637,7 +543,7 @@ func TestCloseEndsTheStream(t *testing.T) {
 	s := newLegacyServer(t)
 	c, rec := dial(t, s.config(), Options{})
 	require.NoError(t, c.Close(context.Background()))
-	assert.Equal(t, transports.ErrClosed, rec.waitClosed(t))
+	assert.Equal(t, transports.ErrClosed, rec.WaitClosed(t))
 	select {
 	case <-s.getEnded:
 	case <-time.After(5 * time.Second):
@@ -665,7 +571,7 @@ func TestCloseIsSafeConcurrentlyWithSendsAndItself(t *testing.T) {
 		wg.Go(func() { assert.NoError(t, c.Close(context.Background())) })
 	}
 	wg.Wait()
-	rec.waitClosed(t)
+	rec.WaitClosed(t)
 }
 
 func TestCloseCancelsSendsInFlight(t *testing.T) {
@@ -683,13 +589,13 @@ func TestCloseCancelsSendsInFlight(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the send was not cancelled")
 	}
-	rec.waitClosed(t)
+	rec.WaitClosed(t)
 }
 
 func TestCloseIsBoundedByItsContext(t *testing.T) {
 	s := newLegacyServer(t)
-	rec := newRecorder()
-	rec.block = make(chan struct{})
+	rec := transporttest.NewRecorder()
+	rec.Block = make(chan struct{})
 	c, err := Dial(context.Background(), s.config(), Options{}, rec)
 	require.NoError(t, err)
 	s.events <- "data: {}\n\n" // the receiver blocks on it
@@ -698,8 +604,8 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 	defer cancel()
 	err = c.Close(ctx)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	close(rec.block)
-	rec.waitClosed(t)
+	close(rec.Block)
+	rec.WaitClosed(t)
 	assert.NoError(t, c.Close(context.Background()))
 }
 
@@ -710,7 +616,7 @@ func TestSecretsStayOutOfLogsAndErrors(t *testing.T) {
 	c, rec := dial(t, s.config(), Options{Logger: log})
 	s.events <- "event: custom\ndata: x\n\n"
 	s.events <- "data: {}\n\n"
-	rec.wait(t, 1)
+	rec.Wait(t, 1)
 	s.postStatus.Store(500)
 	err := c.Send(context.Background(), []byte(`{}`))
 	require.Error(t, err)
@@ -718,7 +624,7 @@ func TestSecretsStayOutOfLogsAndErrors(t *testing.T) {
 	err2 := c.Send(context.Background(), []byte(`{}`))
 	require.Error(t, err2)
 	require.NoError(t, c.Close(context.Background()))
-	out := logs.String() + err.Error() + err2.Error() + rec.waitClosed(t).Error()
+	out := logs.String() + err.Error() + err2.Error() + rec.WaitClosed(t).Error()
 	assert.Contains(t, logs.String(), "/messages", "the endpoint's path is logged")
 	for _, secret := range []string{"t0ken-value", "s3cret-session"} {
 		assert.NotContains(t, out, secret)
@@ -748,11 +654,11 @@ func TestAPOSTsNetworkErrorIsReturnedAndTheConnectionStaysUp(t *testing.T) {
 	assert.Equal(t, transports.ClassRefused, transports.Classify(err))
 	assert.Contains(t, err.Error(), "POST")
 	assert.NotContains(t, err.Error(), "s3cret-session", "the endpoint's query stays out of errors")
-	rec.assertOpen(t)
+	rec.AssertOpen(t)
 
 	failPosts.Store(false)
 	require.NoError(t, c.Send(context.Background(), []byte(`{"ok":1}`)))
-	rec.wait(t, 1)
+	rec.Wait(t, 1)
 }
 
 func mustParse(t *testing.T, s string) *url.URL {

@@ -24,100 +24,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/transporttest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// recorder is a Receiver that keeps everything it is given and checks
-// the contract: nothing after Closed, Closed once.
-type recorder struct {
-	mu        sync.Mutex
-	frames    []string
-	frameErrs []error
-	closedErr error
-	late      int // calls after Closed
-	closed    chan struct{}
-	got       chan struct{}
-}
-
-func newRecorder() *recorder {
-	return &recorder{closed: make(chan struct{}), got: make(chan struct{}, 1<<16)}
-}
-
-func (r *recorder) isClosed() bool {
-	select {
-	case <-r.closed:
-		return true
-	default:
-		return false
-	}
-}
-
-func (r *recorder) Frame(b []byte) {
-	r.mu.Lock()
-	if r.isClosed() {
-		r.late++
-	}
-	r.frames = append(r.frames, string(b))
-	r.mu.Unlock()
-	r.got <- struct{}{}
-}
-
-func (r *recorder) FrameError(err error) {
-	r.mu.Lock()
-	if r.isClosed() {
-		r.late++
-	}
-	r.frameErrs = append(r.frameErrs, err)
-	r.mu.Unlock()
-	r.got <- struct{}{}
-}
-
-func (r *recorder) Closed(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.isClosed() {
-		panic("Closed called twice")
-	}
-	r.closedErr = err
-	close(r.closed)
-}
-
-func (r *recorder) wait(t *testing.T, n int) ([]string, []error) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		r.mu.Lock()
-		frames, errs := append([]string(nil), r.frames...), append([]error(nil), r.frameErrs...)
-		r.mu.Unlock()
-		if len(frames)+len(errs) >= n {
-			return frames, errs
-		}
-		select {
-		case <-r.got:
-		case <-deadline:
-			t.Fatalf("got %d frames and %d frame errors, want %d in all", len(frames), len(errs), n)
-		}
-	}
-}
-
-func (r *recorder) waitClosed(t *testing.T) error {
-	t.Helper()
-	select {
-	case <-r.closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Closed was not called")
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	assert.Zero(t, r.late, "Frame or FrameError after Closed")
-	return r.closedErr
-}
-
-func (r *recorder) assertOpen(t *testing.T) {
-	t.Helper()
-	assert.False(t, r.isClosed(), "the connection ended: %v", r.closedErr)
-}
 
 // wsServer runs handle on every accepted WebSocket (subprotocol "mcp"
 // offered unless noMCP) and records the handshakes' headers.
@@ -200,9 +110,9 @@ func (s *wsServer) config() transports.Config {
 	}
 }
 
-func dial(t *testing.T, cfg transports.Config, opts Options) (*Conn, *recorder) {
+func dial(t *testing.T, cfg transports.Config, opts Options) (*Conn, *transporttest.Recorder) {
 	t.Helper()
-	rec := newRecorder()
+	rec := transporttest.NewRecorder()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := Dial(ctx, cfg, opts, rec)
@@ -221,7 +131,7 @@ func TestFramesRoundTrip(t *testing.T) {
 	for i := range 3 {
 		require.NoError(t, c.Send(context.Background(), fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)))
 	}
-	frames, _ := rec.wait(t, 3)
+	frames, _ := rec.Wait(t, 3)
 	assert.Equal(t, []string{
 		`{"jsonrpc":"2.0","id":0,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
@@ -250,7 +160,7 @@ func TestConcurrentSendsNeverInterleave(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	frames, _ := rec.wait(t, senders*each)
+	frames, _ := rec.Wait(t, senders*each)
 	seen := map[string]bool{}
 	for _, f := range frames {
 		var g, i int
@@ -269,7 +179,7 @@ func TestDialRequiresTheMCPSubprotocol(t *testing.T) {
 		defer close(ended)
 		c.Read(ctx)
 	}})
-	_, err := Dial(context.Background(), s.config(), Options{}, newRecorder())
+	_, err := Dial(context.Background(), s.config(), Options{}, transporttest.NewRecorder())
 	var se *SubprotocolError
 	require.ErrorAs(t, err, &se)
 	assert.Empty(t, se.Got)
@@ -287,7 +197,7 @@ func TestDialReportsTheHandshakesStatus(t *testing.T) {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		http.Error(w, "token expired", http.StatusUnauthorized)
 	}})
-	_, err := Dial(context.Background(), s.config(), Options{}, newRecorder())
+	_, err := Dial(context.Background(), s.config(), Options{}, transporttest.NewRecorder())
 	var herr *transports.HTTPStatusError
 	require.ErrorAs(t, err, &herr)
 	assert.Equal(t, http.StatusUnauthorized, herr.StatusCode)
@@ -299,7 +209,7 @@ func TestDialReportsTheHandshakesStatus(t *testing.T) {
 
 func TestDialRefusesABadURL(t *testing.T) {
 	for _, u := range []string{"ftp://example.com/", "example.com/mcp", "ws:///nohost"} {
-		_, err := Dial(context.Background(), transports.Config{URL: u}, Options{}, newRecorder())
+		_, err := Dial(context.Background(), transports.Config{URL: u}, Options{}, transporttest.NewRecorder())
 		assert.Equal(t, transports.ClassConfig, transports.Classify(err), u)
 	}
 }
@@ -309,7 +219,7 @@ func TestDialReportsARefusedConnectionWithoutTheURLsQuery(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	l.Close()
-	_, err = Dial(context.Background(), transports.Config{URL: "ws://" + addr + "/mcp?token=s3cret"}, Options{}, newRecorder())
+	_, err = Dial(context.Background(), transports.Config{URL: "ws://" + addr + "/mcp?token=s3cret"}, Options{}, transporttest.NewRecorder())
 	require.Error(t, err)
 	assert.Equal(t, transports.ClassRefused, transports.Classify(err))
 	assert.NotContains(t, err.Error(), "s3cret")
@@ -320,7 +230,7 @@ func TestDialIsBoundedByItsContext(t *testing.T) {
 	s := newServer(t, serverOpts{handler: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := Dial(ctx, s.config(), Options{}, newRecorder())
+	_, err := Dial(ctx, s.config(), Options{}, transporttest.NewRecorder())
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, transports.ClassTimeout, transports.Classify(err))
 }
@@ -328,15 +238,15 @@ func TestDialIsBoundedByItsContext(t *testing.T) {
 func TestTheConnectionOutlivesDialsContext(t *testing.T) {
 	s := newServer(t, serverOpts{handle: echo})
 	ctx, cancel := context.WithCancel(context.Background())
-	rec := newRecorder()
+	rec := transporttest.NewRecorder()
 	c, err := Dial(ctx, s.config(), Options{}, rec)
 	require.NoError(t, err)
 	defer c.Close(context.Background())
 	cancel()
 	time.Sleep(20 * time.Millisecond)
 	require.NoError(t, c.Send(context.Background(), []byte(`{"still":"up"}`)))
-	rec.wait(t, 1)
-	rec.assertOpen(t)
+	rec.Wait(t, 1)
+	rec.AssertOpen(t)
 }
 
 func TestWSSWithTheConfigsCAAndHTTP2Offered(t *testing.T) {
@@ -348,11 +258,11 @@ func TestWSSWithTheConfigsCAAndHTTP2Offered(t *testing.T) {
 	cfg.TLS = &transports.TLSConfig{CAFile: ca}
 	c, rec := dial(t, cfg, Options{})
 	require.NoError(t, c.Send(context.Background(), []byte(`{"tls":true}`)))
-	frames, _ := rec.wait(t, 1)
+	frames, _ := rec.Wait(t, 1)
 	assert.Equal(t, []string{`{"tls":true}`}, frames)
 
 	cfg.TLS = nil // the test CA is not in the system's roots
-	_, err := Dial(context.Background(), cfg, Options{}, newRecorder())
+	_, err := Dial(context.Background(), cfg, Options{}, transporttest.NewRecorder())
 	assert.Equal(t, transports.ClassTLS, transports.Classify(err), "%v", err)
 }
 
@@ -364,7 +274,7 @@ func TestAnOversizeMessageIsDroppedAndTheConnectionGoesOn(t *testing.T) {
 		echo(ctx, c)
 	}})
 	c, rec := dial(t, s.config(), Options{MaxFrameSize: 10000})
-	frames, errs := rec.wait(t, 2)
+	frames, errs := rec.Wait(t, 2)
 	assert.Equal(t, []string{`{"small":1}`}, frames)
 	require.Len(t, errs, 1)
 	var tl *transports.FrameTooLargeError
@@ -374,9 +284,9 @@ func TestAnOversizeMessageIsDroppedAndTheConnectionGoesOn(t *testing.T) {
 	assert.Equal(t, big[:4096], string(tl.Prefix))
 
 	require.NoError(t, c.Send(context.Background(), []byte(`{"after":1}`)))
-	frames, _ = rec.wait(t, 3)
+	frames, _ = rec.Wait(t, 3)
 	assert.Equal(t, `{"after":1}`, frames[1], "the connection goes on")
-	rec.assertOpen(t)
+	rec.AssertOpen(t)
 }
 
 func TestAMessageAtTheCapIsDelivered(t *testing.T) {
@@ -384,7 +294,7 @@ func TestAMessageAtTheCapIsDelivered(t *testing.T) {
 	c, rec := dial(t, s.config(), Options{MaxFrameSize: 100})
 	at := `"` + strings.Repeat("a", 98) + `"`
 	require.NoError(t, c.Send(context.Background(), []byte(at)))
-	frames, _ := rec.wait(t, 1)
+	frames, _ := rec.Wait(t, 1)
 	assert.Equal(t, []string{at}, frames)
 }
 
@@ -396,7 +306,7 @@ func TestBinaryMessagesAreFramesAndBlankOnesAreSkipped(t *testing.T) {
 		echo(ctx, c)
 	}})
 	_, rec := dial(t, s.config(), Options{})
-	frames, _ := rec.wait(t, 2)
+	frames, _ := rec.Wait(t, 2)
 	assert.Equal(t, []string{`{"bin":1}`, `{"text":2}`}, frames)
 }
 
@@ -408,8 +318,8 @@ func TestTheServersCloseFrameIsAClosedConnection(t *testing.T) {
 				c.Close(code, "done here")
 			}})
 			c, rec := dial(t, s.config(), Options{})
-			err := rec.waitClosed(t)
-			frames, _ := rec.wait(t, 1)
+			err := rec.WaitClosed(t)
+			frames, _ := rec.Wait(t, 1)
 			assert.Equal(t, []string{`{"bye":1}`}, frames)
 			var ce *CloseError
 			require.ErrorAs(t, err, &ce)
@@ -430,7 +340,7 @@ func TestAConnectionDroppedWithoutACloseFrameIsReset(t *testing.T) {
 	}})
 	_, rec := dial(t, s.config(), Options{})
 	close(drop)
-	err := rec.waitClosed(t)
+	err := rec.WaitClosed(t)
 	assert.Equal(t, transports.ClassReset, transports.Classify(err), "%v", err)
 	assert.NotErrorIs(t, err, transports.ErrClosed)
 }
@@ -439,13 +349,13 @@ func TestPingsKeepAHealthyConnection(t *testing.T) {
 	s := newServer(t, serverOpts{handle: echo})
 	_, rec := dial(t, s.config(), Options{PingInterval: 10 * time.Millisecond, PingTimeout: time.Second})
 	require.Eventually(t, func() bool { return s.pings.Load() >= 3 }, 5*time.Second, 5*time.Millisecond)
-	rec.assertOpen(t)
+	rec.AssertOpen(t)
 }
 
 func TestAMissedPongEndsTheConnectionWithATimeout(t *testing.T) {
 	s := newServer(t, serverOpts{noPong: true, handle: echo})
 	c, rec := dial(t, s.config(), Options{PingInterval: 20 * time.Millisecond, PingTimeout: 50 * time.Millisecond})
-	err := rec.waitClosed(t)
+	err := rec.WaitClosed(t)
 	assert.ErrorIs(t, err, ErrPingTimeout)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, transports.ClassTimeout, transports.Classify(err))
@@ -457,7 +367,7 @@ func TestPingsCanBeDisabled(t *testing.T) {
 	_, rec := dial(t, s.config(), Options{PingInterval: -1, PingTimeout: time.Millisecond})
 	time.Sleep(100 * time.Millisecond)
 	assert.Zero(t, s.pings.Load())
-	rec.assertOpen(t)
+	rec.AssertOpen(t)
 }
 
 func TestCloseSendsANormalClosure(t *testing.T) {
@@ -469,7 +379,7 @@ func TestCloseSendsANormalClosure(t *testing.T) {
 	c, rec := dial(t, s.config(), Options{})
 	require.NoError(t, c.Close(context.Background()))
 	assert.Equal(t, websocket.StatusNormalClosure, websocket.CloseStatus(<-got))
-	assert.Equal(t, transports.ErrClosed, rec.waitClosed(t))
+	assert.Equal(t, transports.ErrClosed, rec.WaitClosed(t))
 	assert.NoError(t, c.Close(context.Background()), "Close is idempotent")
 	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed)
 }
@@ -492,7 +402,7 @@ func TestCloseIsSafeConcurrentlyWithSendsAndItself(t *testing.T) {
 		wg.Go(func() { assert.NoError(t, c.Close(context.Background())) })
 	}
 	wg.Wait()
-	rec.waitClosed(t)
+	rec.WaitClosed(t)
 }
 
 func TestCloseIsBoundedByItsContext(t *testing.T) {
@@ -512,7 +422,7 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 	assert.Less(t, time.Since(start), 3*time.Second)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, transports.ErrClosed, rec.waitClosed(t))
+	assert.Equal(t, transports.ErrClosed, rec.WaitClosed(t))
 	require.Eventually(t, func() bool { return c.Close(context.Background()) == nil }, 5*time.Second, 10*time.Millisecond,
 		"the dropped connection's goroutines end")
 }
@@ -553,7 +463,7 @@ func TestSendHonoursItsContext(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stuck send did not return")
 	}
-	cause := rec.waitClosed(t)
+	cause := rec.WaitClosed(t)
 	assert.ErrorIs(t, cause, transports.ErrClosed)
 	assert.Contains(t, cause.Error(), "abandoned mid-message")
 }
@@ -568,7 +478,7 @@ func TestSecretsStayOutOfLogsAndErrors(t *testing.T) {
 	cfg := s.config()
 	cfg.URL += "?key=s3cret"
 	_, rec := dial(t, cfg, Options{Logger: log})
-	err := rec.waitClosed(t)
+	err := rec.WaitClosed(t)
 	out := logs.String() + err.Error()
 	for _, secret := range []string{"t0ken-value", "s3cret"} {
 		assert.NotContains(t, out, secret)
