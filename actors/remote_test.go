@@ -174,11 +174,11 @@ func TestSlowFirstByteEndsTheCallAtItsDeadline(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	_, err := s.CallTool(ctx, "mcp__r__echo", json.RawMessage(`{"text":"x"}`))
 	require.Error(t, err)
+	// The server would answer after 300 ms: a timeout means the 100 ms
+	// deadline ended the call.
 	assert.True(t, errors.Is(err, session.ErrTimeout) || errors.Is(err, context.DeadlineExceeded), err.Error())
-	assert.Less(t, time.Since(start), 2*time.Second, "ended by its deadline, not by the server")
 
 	_, err = call(t, s, "mcp__r__echo", "patient")
 	assert.NoError(t, err)

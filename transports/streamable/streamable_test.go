@@ -633,10 +633,17 @@ func TestSecretsAreNotInErrors(t *testing.T) {
 // the GET stream and drops them while it is not open: the initialized
 // notification returns only once the GET stream has been answered.
 func TestInitializedWaitsForTheGetStream(t *testing.T) {
+	var answerGets atomic.Bool
+	getAnswered := make(chan struct{}, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet:
-			time.Sleep(200 * time.Millisecond)
+			if !answerGets.Load() {
+				<-r.Context().Done() // a GET stream that never opens
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+			getAnswered <- struct{}{}
 			sse(w)
 			<-r.Context().Done()
 		case http.MethodPost:
@@ -645,16 +652,28 @@ func TestInitializedWaitsForTheGetStream(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, _ := dial(t, srv.URL, Options{})
-	start := time.Now()
-	require.NoError(t, c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
-	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+	initialized := []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 
-	c2, _ := dial(t, srv.URL, Options{GetStreamWait: 20 * time.Millisecond})
-	start = time.Now()
-	require.NoError(t, c2.Send(context.Background(), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
-	assert.Less(t, time.Since(start), 150*time.Millisecond, "the wait is bounded")
+	answerGets.Store(true)
+	c, _ := dial(t, srv.URL, Options{})
+	require.NoError(t, c.Send(context.Background(), initialized))
+	select {
+	case <-getAnswered:
+	default:
+		t.Fatal("Send returned before the GET stream was answered")
+	}
 	require.NoError(t, c.Close(context.Background()))
+
+	answerGets.Store(false)
+	c2, _ := dial(t, srv.URL, Options{GetStreamWait: 20 * time.Millisecond})
+	sent := make(chan error, 1)
+	go func() { sent <- c2.Send(context.Background(), initialized) }()
+	select {
+	case err := <-sent:
+		require.NoError(t, err, "the wait for a GET stream that never opens is bounded")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Send waits for a GET stream that never opens")
+	}
 	require.NoError(t, c2.Close(context.Background()))
 }
 
