@@ -28,7 +28,9 @@ type Options struct {
 	// (a server's slow first byte). Zero means no limit beyond the call's
 	// own deadline.
 	ResponseHeaderTimeout time.Duration
-	// MaxConnsPerHost bounds the connections to the server. Zero means 64.
+	// MaxConnsPerHost bounds the requests in flight to one host (a
+	// response being read counts until its body is finished), and the
+	// idle keep-alive connections kept for it. Zero means 64.
 	MaxConnsPerHost int
 	// Unlimited lifts MaxConnsPerHost, for a client shared by many
 	// servers' sessions: each open event stream holds a connection, and a
@@ -39,6 +41,9 @@ type Options struct {
 	// loopback addresses are never proxied.
 	Proxy func(*http.Request) (*url.URL, error)
 }
+
+// idleConnTimeout is how long an unused keep-alive connection is kept.
+const idleConnTimeout = 90 * time.Second
 
 // New returns a client for the server cfg describes. Its errors are
 // *transports.ConfigError (an unreadable CA or key file).
@@ -73,11 +78,21 @@ func New(cfg transports.Config, opts Options) (*http.Client, error) {
 		MaxIdleConns:          opts.MaxConnsPerHost,
 		MaxIdleConnsPerHost:   opts.MaxConnsPerHost,
 		MaxConnsPerHost:       maxConns,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       idleConnTimeout,
 		ForceAttemptHTTP2:     true,
 	}
+	inline := &inlineTransport{
+		fallback:              tr,
+		proxy:                 opts.Proxy,
+		dial:                  dialer.DialContext,
+		responseHeaderTimeout: opts.ResponseHeaderTimeout,
+		maxInFlight:           maxConns,
+		maxIdle:               opts.MaxConnsPerHost,
+		idleTimeout:           idleConnTimeout,
+		hosts:                 make(map[string]*inlineHost),
+	}
 	return &http.Client{
-		Transport: tr,
+		Transport: inline,
 		// A redirect would carry the session id and credentials to
 		// another origin: MCP endpoints do not redirect, so refuse.
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
