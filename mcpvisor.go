@@ -77,12 +77,14 @@ type State = actors.State
 
 // The server states.
 const (
-	StatePending    = actors.StatePending
-	StateConnecting = actors.StateConnecting
-	StateReady      = actors.StateReady
-	StateFailed     = actors.StateFailed
-	StateDisabled   = actors.StateDisabled
-	StateStopped    = actors.StateStopped
+	StatePending      = actors.StatePending
+	StateConnecting   = actors.StateConnecting
+	StateReady        = actors.StateReady
+	StateReconnecting = actors.StateReconnecting
+	StateFailed       = actors.StateFailed
+	StateNeedsAuth    = actors.StateNeedsAuth
+	StateDisabled     = actors.StateDisabled
+	StateStopped      = actors.StateStopped
 )
 
 // Event is one entry of the event stream.
@@ -123,6 +125,35 @@ var (
 
 // NotReadyError reports a call to a server that is not ready.
 type NotReadyError = actors.NotReadyError
+
+// ConnectionLostError reports a call whose connection ended before it was
+// answered; it matches ErrConnectionClosed or ErrServerRestarting.
+type ConnectionLostError = actors.ConnectionLostError
+
+// ReconnectPolicy says how a server's connection is healed: strikes,
+// backoff, budget per episode, stable uptime.
+type ReconnectPolicy = actors.ReconnectPolicy
+
+// Duration is a time.Duration read from config as "500ms" or milliseconds.
+type Duration = actors.Duration
+
+// FailureKind is what an error means for supervision; see
+// ClassifyFailure.
+type FailureKind = actors.FailureKind
+
+// The failure kinds.
+const (
+	FailureTransient      = actors.FailureTransient
+	FailureClosed         = actors.FailureClosed
+	FailureSessionExpired = actors.FailureSessionExpired
+	FailureAuth           = actors.FailureAuth
+	FailureConfig         = actors.FailureConfig
+	FailureProtocol       = actors.FailureProtocol
+	FailureCall           = actors.FailureCall
+)
+
+// ClassifyFailure decides what err means for supervision.
+func ClassifyFailure(err error) FailureKind { return actors.ClassifyFailure(err) }
 
 // TimeoutError reports a call whose deadline passed; it also matches
 // context.DeadlineExceeded.

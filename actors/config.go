@@ -51,6 +51,15 @@ type ServerConfig struct {
 	// milliseconds. Zero means Options.CallTimeout.
 	TimeoutMs int `json:"timeoutMs,omitempty"`
 
+	// Reconnect overrides fields of Options.Reconnect for this server.
+	Reconnect ReconnectPolicy `json:"reconnect,omitempty"`
+
+	// PingInterval, when set, pings the server this often while it is
+	// ready; overrides Options.PingInterval. A ping that fails at the
+	// transport (or times out) is a strike; a server that answers ping
+	// with method-not-found is not pinged again.
+	PingInterval Duration `json:"pingInterval,omitempty"`
+
 	// ProtocolVersion pins the protocol version. Empty means the newest
 	// the server supports.
 	ProtocolVersion string `json:"protocolVersion,omitempty"`
@@ -77,6 +86,12 @@ func (c *ServerConfig) Validate() error {
 	}
 	if c.TimeoutMs < 0 {
 		return fmt.Errorf("timeoutMs must not be negative")
+	}
+	if c.PingInterval < 0 {
+		return fmt.Errorf("pingInterval must not be negative")
+	}
+	if err := c.Reconnect.Validate(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -128,6 +143,27 @@ type Options struct {
 	// era is not yet known. Zero means 3 s.
 	DiscoverTimeout time.Duration
 
+	// Reconnect is the reconnect policy of every server (see
+	// ReconnectPolicy; zero fields mean the defaults).
+	Reconnect ReconnectPolicy
+
+	// PingInterval, when positive, pings every ready server this often
+	// (ServerConfig.PingInterval overrides it). Zero means no pings: a
+	// silent server is healthy until a call says otherwise.
+	PingInterval time.Duration
+
+	// FailFast makes a call to a server that is reconnecting fail at once
+	// with a *NotReadyError. By default such a call waits for the server
+	// to be ready again, up to the call's deadline.
+	FailFast bool
+
+	// ReplayIdempotent resends, once, a tool call whose connection was
+	// lost before it was answered, after the server is ready again — only
+	// for servers marked trust: "trusted", and only for tools whose
+	// annotations say both readOnlyHint and idempotentHint. Otherwise a
+	// call is never sent twice.
+	ReplayIdempotent bool
+
 	// MaxFrameSize caps one frame from a server. Zero means 16 MiB.
 	MaxFrameSize int64
 
@@ -164,6 +200,7 @@ func (o Options) withDefaults() Options {
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 2 * time.Minute
 	}
+	o.Reconnect = o.Reconnect.over(defaultPolicy)
 	if o.EventBuffer <= 0 {
 		o.EventBuffer = 1024
 	}

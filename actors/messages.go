@@ -95,6 +95,13 @@ type reconnectServer struct {
 	reply chan error
 }
 
+// wakeServer asks for one connect attempt of a parked server, or the
+// first of a lazy one; sent by a call that waits for it.
+type wakeServer struct {
+	name   string
+	handle *serverHandle
+}
+
 // subscribe adds an event subscriber.
 type subscribe struct {
 	sub   *subscriber

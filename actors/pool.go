@@ -15,6 +15,10 @@ type pool struct {
 	toolsByName   map[string]poolEntry
 	prompts       []Prompt // sorted by qualified name
 	promptsByName map[string]poolEntry
+	// parkedTools routes the qualified names of the tools parked servers
+	// offered when last connected: not in the pool, but a call by name
+	// wakes the server.
+	parkedTools map[string]poolEntry
 }
 
 // poolEntry routes a qualified name to its server and the server's own
@@ -24,7 +28,7 @@ type poolEntry struct {
 	name string
 }
 
-var emptyPool = &pool{toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{}}
+var emptyPool = &pool{toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{}, parkedTools: map[string]poolEntry{}}
 
 // QualifiedName returns the name under which a server's tool (or prompt)
 // is offered: mcp__<server>__<name>, with every character outside
@@ -88,11 +92,21 @@ func buildPool(servers map[string]*serverEntry, log zerolog.Logger) *pool {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	p := &pool{toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{}}
+	p := &pool{toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{}, parkedTools: map[string]poolEntry{}}
 	for _, name := range names {
 		e := servers[name]
 		v := e.h.view.Load()
-		if v == nil || !v.offersTools() {
+		if v == nil {
+			continue
+		}
+		if v.state.Parked() {
+			for _, t := range v.lists.tools {
+				if v.cfg.Tools.allowed(t.Name) {
+					p.parkedTools[QualifiedName(name, t.Name)] = poolEntry{h: e.h, name: t.Name}
+				}
+			}
+		}
+		if !v.offersTools() {
 			continue
 		}
 		trusted := v.cfg.Trust == "trusted"

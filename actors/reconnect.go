@@ -6,63 +6,80 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/transports"
 )
 
-// Reconnecting. A session that expired (the server forgot it) is replaced
-// at once: that is not a failure of the server. A remote server whose
-// connect failed, or whose connection was lost, for a reason that may heal
-// by itself (refused, reset, timeout, 5xx: transports.Class.Transient) is
-// tried again after an exponential backoff, up to maxReconnects times in a
-// row; then it stays failed until Reconnect or a config change wakes it.
-// Auth, config and other 4xx failures are not retried.
-
-// maxReconnects bounds consecutive automatic reconnects of one server.
-const maxReconnects = 5
-
-func newReconnectBackoff() *backoff.ExponentialBackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 500 * time.Millisecond
-	b.Multiplier = 2
-	b.RandomizationFactor = 0.3
-	b.MaxInterval = 30 * time.Second
-	b.MaxElapsedTime = 0 // the attempt count bounds it
-	b.Reset()
-	return b
-}
+// Reconnecting (see ReconnectPolicy). Every failure goes through
+// afterFailure, which decides with ClassifyFailure: auth failures park the
+// server in needs-auth, config and protocol failures in failed; anything
+// else (the connection ended, a transient transport error) starts or
+// continues an episode of reconnect attempts, bounded by the policy's
+// budget. Attempts go through the registry's connect scheduler like any
+// connect (the server goes back to pending), so a storm of reconnects is
+// admitted a few at a time.
 
 // retryNow is sent by a reconnect timer when its delay is over.
 type retryNow struct{ gen uint64 }
 
-// scheduleReconnect arms a reconnect of a remote server after the next
-// backoff delay, unless the budget is spent or the failure cannot heal by
-// itself (a config error).
-func (a *serverActor) scheduleReconnect(cause error) {
-	if a.cfg.IsLocal() || a.stopping || a.cfg.Disabled {
+// stableNow is sent when connection gen has stayed up for the policy's
+// StableAfter.
+type stableNow struct{ gen uint64 }
+
+// strikeOut is sent (by a caller or the pinger) when connection gen has
+// had ReconnectPolicy.Strikes transient errors in a row; err is the last.
+type strikeOut struct {
+	gen uint64
+	err error
+}
+
+// resetEpisode is sent by the registry before a Reconnect's connect: the
+// server gets a full reconnect budget again.
+type resetEpisode struct{}
+
+// afterFailure handles a failed connect attempt, or (lost set) the end of
+// a live connection.
+func (a *serverActor) afterFailure(err error, lost bool) {
+	if a.stopping || a.cfg.Disabled {
 		return
 	}
-	class := transports.Classify(cause)
-	if !class.Transient() || errors.Is(cause, ErrUnsupportedTransport) || errors.Is(cause, session.ErrVersionMismatch) {
-		a.log.Warn().Str("class", class.String()).Msg("not reconnecting: the failure needs a config change or a new login")
+	switch kind := ClassifyFailure(err); kind {
+	case FailureAuth:
+		a.park(StateNeedsAuth, err)
+		return
+	case FailureConfig, FailureProtocol:
+		a.park(StateFailed, err)
 		return
 	}
-	if a.reconnects >= maxReconnects {
-		a.log.Warn().Int("attempts", a.reconnects).Msg("reconnect budget spent; parked until Reconnect or a config change")
+	if a.attempt >= max(a.policy.MaxAttempts, 0) {
+		if a.attempt > 0 {
+			err = fmt.Errorf("gave up after %d reconnect attempts: %w", a.attempt, err)
+		}
+		a.park(StateFailed, err)
 		return
 	}
 	if a.backoff == nil {
-		a.backoff = newReconnectBackoff()
+		a.backoff = a.policy.newBackoff()
 	}
-	a.reconnects++
+	a.attempt++
+	if lost && a.attempt == 1 && ClassifyFailure(err) == FailureClosed {
+		// The connection simply ended (the process exited, the server
+		// closed it): the first attempt goes at once.
+		a.log.Info().Msg("connection ended; reconnecting")
+		a.setState(StatePending, err)
+		return
+	}
 	delay := a.backoff.NextBackOff()
+	a.nextRetry = time.Now().Add(delay)
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancelRetry = cancel
 	gen, self, root := a.gen, a.self, a.root
-	a.log.Info().Dur("in", delay).Int("attempt", a.reconnects).Str("class", class.String()).Msg("reconnect scheduled")
+	a.log.Info().Dur("in", delay).Int("attempt", a.attempt).Int("of", a.policy.MaxAttempts).
+		Str("failure", string(ClassifyFailure(err))).Msg("reconnect scheduled")
+	a.setState(StateReconnecting, err)
 	a.goroutine(func() {
 		t := time.NewTimer(delay)
 		defer t.Stop()
@@ -74,13 +91,24 @@ func (a *serverActor) scheduleReconnect(cause error) {
 	})
 }
 
+// park stops trying: the server makes no request until woken (a call,
+// Reconnect, a config change). Its last lists are kept, out of the pool,
+// so that a call by a tool's qualified name can still wake it.
+func (a *serverActor) park(state State, err error) {
+	a.recovering = false
+	a.nextRetry = time.Time{}
+	a.log.Warn().Str("failure", string(ClassifyFailure(err))).Msg("parked until woken by a call, Reconnect or a config change")
+	a.setState(state, err)
+}
+
 // retry handles a reconnect timer: the server goes back to pending, and
 // the registry admits it again.
 func (a *serverActor) retry(m retryNow) {
-	if m.gen != a.gen || a.state != StateFailed || a.stopping {
+	if m.gen != a.gen || a.state != StateReconnecting || a.stopping {
 		return
 	}
 	a.cancelRetry = nil
+	a.nextRetry = time.Time{}
 	a.setState(StatePending, a.err)
 }
 
@@ -90,14 +118,110 @@ func (a *serverActor) cancelReconnect() {
 		a.cancelRetry()
 		a.cancelRetry = nil
 	}
+	a.nextRetry = time.Time{}
 }
 
-// resetReconnects forgets past failures, once a connection is ready or
-// the config changed.
-func (a *serverActor) resetReconnects() {
-	a.reconnects = 0
-	if a.backoff != nil {
-		a.backoff.Reset()
+// endEpisode forgets past failures: after a stable connection, a config
+// change or a Reconnect.
+func (a *serverActor) endEpisode() {
+	a.attempt = 0
+	a.backoff = nil
+	a.h.strikes.Store(0)
+}
+
+// startStableTimer ends the episode once the new connection has stayed up
+// for the policy's StableAfter.
+func (a *serverActor) startStableTimer() {
+	if a.attempt == 0 && a.backoff == nil {
+		return // no episode to end
+	}
+	sess, gen, self, root, after := a.sess, a.gen, a.self, a.root, time.Duration(a.policy.StableAfter)
+	a.goroutine(func() {
+		t := time.NewTimer(after)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			root.Send(self, stableNow{gen: gen})
+		case <-sess.Done():
+		}
+	})
+}
+
+func (a *serverActor) stable(m stableNow) {
+	if m.gen != a.gen || a.sess == nil {
+		return
+	}
+	a.log.Info().Int("attempts", a.attempt).Msg("connection stable; reconnect history cleared")
+	a.endEpisode()
+	a.publish()
+}
+
+// struckOut closes a connection that had too many transient errors in a
+// row, failing its pending calls, and reconnects with backoff.
+func (a *serverActor) struckOut(m strikeOut) {
+	if m.gen != a.gen || a.sess == nil {
+		return
+	}
+	a.log.Warn().Err(m.err).Int("strikes", a.policy.Strikes).Msg("too many transient errors in a row; reconnecting")
+	sess := a.sess
+	a.sess = nil
+	cause := fmt.Errorf("%w: %d transient errors in a row, the last: %w", session.ErrServerRestarting, a.policy.Strikes, m.err)
+	a.closeInBackground(sess, cause)
+	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
+	a.recovering = true
+	a.afterFailure(m.err, false)
+}
+
+// pingTimeout bounds one liveness ping.
+const pingTimeout = 10 * time.Second
+
+// startPinging pings the ready server at its ping interval, if any. A
+// failed ping is a strike like a failed call; an answer clears the
+// strikes; a server without ping (method not found) is left alone.
+func (a *serverActor) startPinging() {
+	interval := time.Duration(a.cfg.PingInterval)
+	if interval <= 0 {
+		interval = a.opts.PingInterval
+	}
+	if interval <= 0 {
+		return
+	}
+	sess, h, root, log := a.sess, a.h, a.root, a.log
+	gen, limit := a.gen, a.policy.Strikes
+	a.goroutine(func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+			case <-sess.Done():
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), min(interval, pingTimeout))
+			err := sess.Ping(ctx)
+			cancel()
+			if sess.Err() != nil {
+				return
+			}
+			var rpcErr *protocol.Error
+			if errors.As(err, &rpcErr) && rpcErr.Code == protocol.CodeMethodNotFound {
+				log.Info().Msg("the server does not answer ping; no liveness pings")
+				return
+			}
+			if err != nil && rpcErr == nil {
+				h.strike(root, gen, limit, err)
+				continue
+			}
+			h.strikes.Store(0)
+		}
+	})
+}
+
+// strike counts one transient error of connection gen, and tells the
+// actor when it is the limit-th in a row.
+func (h *serverHandle) strike(root *actor.RootContext, gen uint64, limit int, err error) {
+	if int(h.strikes.Add(1)) == limit {
+		root.Send(h.pid, strikeOut{gen: gen, err: err})
 	}
 }
 

@@ -99,6 +99,8 @@ func (r *registry) Receive(ctx actor.Context) {
 		r.serverChanged(m)
 	case reconnectServer:
 		m.reply <- r.reconnect(ctx, m.name)
+	case wakeServer:
+		r.wake(ctx, m)
 	case subscribe:
 		if r.closing {
 			close(m.sub.ch)
@@ -302,10 +304,12 @@ func (r *registry) serverChanged(m serverChanged) {
 	if prev == nil || prev.state != v.state {
 		r.publishState(v, prevState, v.err)
 	}
-	if poolChanged(prev, v) {
+	if visible := poolChanged(prev, v); visible || parkedChanged(prev, v) {
 		p := buildPool(r.servers, r.log)
 		r.sys.pool.Store(p)
-		r.publish(Event{Type: EventToolsChanged, Server: m.name, Tools: len(p.tools)})
+		if visible {
+			r.publish(Event{Type: EventToolsChanged, Server: m.name, Tools: len(p.tools)})
+		}
 	}
 	r.pump()
 	r.checkSettled()
@@ -351,6 +355,15 @@ func poolChanged(prev, v *serverView) bool {
 		return true
 	}
 	return v.offersTools() && (!sameSlice(prev.lists.tools, v.lists.tools) || !sameSlice(prev.lists.prompts, v.lists.prompts))
+}
+
+// parkedChanged reports whether the server's entry among the parked
+// servers' tools (pool.parkedTools) changed.
+func parkedChanged(prev, v *serverView) bool {
+	if prev == nil {
+		return v.state.Parked() && len(v.lists.tools) > 0
+	}
+	return prev.state.Parked() != v.state.Parked() || (v.state.Parked() && !sameSlice(prev.lists.tools, v.lists.tools))
 }
 
 func sameSlice[T any](a, b []T) bool {
@@ -401,11 +414,31 @@ func (r *registry) reconnect(ctx actor.Context, name string) error {
 			r.respawn(ctx, n, e, e.cfg)
 			continue
 		}
+		ctx.Send(e.h.pid, resetEpisode{})
 		r.enqueue(n, e)
 	}
 	r.publishHandles()
 	r.pump()
 	return nil
+}
+
+// wake admits a parked server for one attempt (or a lazy one for its
+// first), for a call waiting on it.
+func (r *registry) wake(ctx actor.Context, m wakeServer) {
+	e, ok := r.servers[m.name]
+	if r.closing || !ok || e.h != m.handle || e.cfg.Disabled {
+		return
+	}
+	if e.dead {
+		r.respawn(ctx, m.name, e, e.cfg)
+		r.publishHandles()
+		r.pump()
+		return
+	}
+	if v := e.h.view.Load(); v.state.Parked() || v.state == StatePending {
+		r.enqueue(m.name, e)
+		r.pump()
+	}
 }
 
 // checkSettled wakes the WaitSettled callers once no server is pending

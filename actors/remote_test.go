@@ -140,7 +140,7 @@ func TestServerErrorBurstIsRetriedWithBackoff(t *testing.T) {
 	for statusOf(s, "r").State != StateReady || failure == "" {
 		select {
 		case ev := <-events:
-			if ev.State == StateFailed {
+			if ev.State == StateReconnecting {
 				failure = ev.Err
 			}
 		case <-deadline:
@@ -244,7 +244,7 @@ func TestStatelessServerThatGoesAwayIsReconnected(t *testing.T) {
 	for failed := false; !failed; {
 		select {
 		case ev := <-events:
-			failed = ev.State == StateFailed && strings.Contains(ev.Err, "subscriptions/listen")
+			failed = ev.State == StateReconnecting && strings.Contains(ev.Err, "subscriptions/listen")
 		case <-deadline:
 			t.Fatalf("a stateless server that went away still looks %s", statusOf(s, "r").State)
 		}

@@ -43,6 +43,10 @@ type serverHandle struct {
 	// stopped is set when the actor (any instance) has stopped for good, so
 	// that its goroutines do not message a dead mailbox.
 	stopped atomic.Bool
+	// strikes counts the consecutive transient errors of the live
+	// connection, from calls and pings (see recordOutcome); the actor
+	// clears it for each new connection.
+	strikes atomic.Int32
 	memory  session.Memory
 	changed changeSignal // fires on every new view
 }
@@ -81,21 +85,39 @@ type serverView struct {
 	state           State
 	since           time.Time
 	admitted        uint64           // ticket of the connect this view answers
+	gen             uint64           // generation of the current connect attempt or session
 	sess            *session.Session // non-nil exactly when state is ready
-	lists           lists
+	lists           lists            // what the server offered when last connected
 	err             error
+	failure         FailureKind // ClassifyFailure(err)
 	connectedSince  time.Time
 	protocolVersion string
 	serverInfo      protocol.Implementation
-	// renewing is set while the server replaces a session that expired:
-	// its tools stay offered and calls wait for the new session.
-	renewing bool
+	// recovering is set while the server reconnects after it was ready:
+	// its tools stay offered and calls wait for the new connection.
+	recovering  bool
+	attempt     int       // connect attempts in the current episode
+	nextRetry   time.Time // when the scheduled attempt starts, while reconnecting
+	strikeLimit int       // ReconnectPolicy.Strikes of this server
 }
 
 // offersTools reports whether the server's tools belong in the pool: when
-// it is ready, and while it renews an expired session.
+// it is ready, and while it recovers from a lost connection or an expired
+// session.
 func (v *serverView) offersTools() bool {
-	return v.state == StateReady || (v.renewing && (v.state == StatePending || v.state == StateConnecting))
+	switch v.state {
+	case StateReady:
+		return true
+	case StatePending, StateConnecting, StateReconnecting:
+		return v.recovering
+	}
+	return false
+}
+
+// renewing reports whether the server is replacing a session the server
+// expired, which is quick and not a failure.
+func (v *serverView) renewing() bool {
+	return v.recovering && v.failure == FailureSessionExpired && (v.state == StatePending || v.state == StateConnecting)
 }
 
 // status renders the view for hosts.
@@ -112,10 +134,13 @@ func (v *serverView) status() ServerStatus {
 		ConnectedSince:  v.connectedSince,
 		StateSince:      v.since,
 		Lazy:            v.cfg.Lazy,
+		Attempt:         v.attempt,
+		NextRetry:       v.nextRetry,
 	}
 	if v.err != nil {
 		st.LastError = v.err.Error()
 		st.LastErrorClass = transports.Classify(v.err).String()
+		st.LastFailure = v.failure
 	}
 	if v.sess != nil {
 		st.InFlight = v.sess.InFlight()
@@ -147,14 +172,20 @@ type serverActor struct {
 	lists          lists
 	connectedSince time.Time
 
-	backoff     *backoff.ExponentialBackOff // delays between automatic reconnects
-	reconnects  int                         // automatic reconnects since the last ready connection
+	policy      ReconnectPolicy             // Options.Reconnect with the server's overrides
+	backoff     *backoff.ExponentialBackOff // delays of the current episode; nil outside one
+	attempt     int                         // connect attempts in the current episode; 0 outside one
+	nextRetry   time.Time                   // when the scheduled attempt starts; zero if none
 	cancelRetry context.CancelFunc          // non-nil while a reconnect is scheduled
+	// fullEpisode is set by resetEpisode (Reconnect) so that the next
+	// connect of a parked server starts a full episode, not one wake-up
+	// attempt.
+	fullEpisode bool
 
 	relisting   [numListKinds]bool // a re-list of that kind is in flight
 	relistAgain [numListKinds]bool // a list_changed arrived during it
 
-	renewing bool // replacing an expired session (see serverView.renewing)
+	recovering bool // reconnecting after being ready (see serverView.recovering)
 
 	stopping    bool
 	stopWaiters []chan struct{}
@@ -162,10 +193,11 @@ type serverActor struct {
 
 func newServerActor(h *serverHandle, cfg ServerConfig, opts Options) *serverActor {
 	return &serverActor{
-		h:    h,
-		cfg:  cfg,
-		opts: opts,
-		log:  opts.Logger.With().Str("server", h.name).Logger(),
+		h:      h,
+		cfg:    cfg,
+		opts:   opts,
+		policy: cfg.Reconnect.over(opts.Reconnect),
+		log:    opts.Logger.With().Str("server", h.name).Logger(),
 	}
 }
 
@@ -184,6 +216,7 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.self, a.parent, a.root = ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
 		if prev := a.h.view.Load(); prev != nil {
 			a.cfg = prev.cfg // a restarted instance keeps the latest config
+			a.policy = a.cfg.Reconnect.over(a.opts.Reconnect)
 		}
 		if a.cfg.Disabled {
 			a.setState(StateDisabled, nil)
@@ -210,6 +243,14 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.relisted(m)
 	case retryNow:
 		a.retry(m)
+	case stableNow:
+		a.stable(m)
+	case strikeOut:
+		a.struckOut(m)
+	case resetEpisode:
+		a.endEpisode()
+		a.fullEpisode = true
+		a.publish()
 	case reconfigure:
 		a.reconfigure(m.cfg)
 	case shutdown:
@@ -231,7 +272,7 @@ func (a *serverActor) setState(s State, err error) {
 	}
 	a.state, a.err = s, err
 	ev := a.log.Info()
-	if s == StateFailed {
+	if s.Parked() || s == StateReconnecting {
 		ev = a.log.Warn()
 	}
 	if s != prev && prev != "" {
@@ -248,10 +289,15 @@ func (a *serverActor) publish() {
 		state:          a.state,
 		since:          a.since,
 		admitted:       a.h.admitted.Load(),
+		gen:            a.gen,
 		lists:          a.lists,
 		err:            a.err,
+		failure:        ClassifyFailure(a.err),
 		connectedSince: a.connectedSince,
-		renewing:       a.renewing,
+		recovering:     a.recovering,
+		attempt:        a.attempt,
+		nextRetry:      a.nextRetry,
+		strikeLimit:    a.policy.Strikes,
 	}
 	if a.state == StateReady && a.sess != nil {
 		v.sess = a.sess
@@ -271,16 +317,23 @@ func (a *serverActor) connect() {
 		a.publish() // answers the admission ticket without connecting
 		return
 	}
-	renewing := a.renewing
+	if a.state.Parked() && !a.fullEpisode {
+		// Woken by a call: one fresh attempt; if it fails the server
+		// parks again at once.
+		a.attempt = max(a.attempt, a.policy.MaxAttempts, 0)
+	}
+	a.fullEpisode = false
+	recovering := a.recovering
 	a.abandon(session.ErrServerRestarting)
-	a.renewing = renewing
+	a.recovering = recovering
 	a.gen = a.h.gens.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.ConnectTimeout)
 	a.cancelConnect = cancel
-	if !a.renewing {
+	if !a.recovering {
 		a.lists = lists{}
 	}
-	a.setState(StateConnecting, nil)
+	a.nextRetry = time.Time{}
+	a.setState(StateConnecting, a.err)
 
 	gen, cfg, self, root := a.gen, a.cfg, a.self, a.root
 	sopts := a.sessionOptions(gen)
@@ -373,7 +426,6 @@ func (a *serverActor) connected(m connectResult) {
 		return
 	}
 	a.cancelConnect = nil
-	a.renewing = false
 	if m.err == nil && m.sess.Err() != nil {
 		// The connection died between listing and now; its connectionLost
 		// was ignored because no session was installed yet.
@@ -381,14 +433,16 @@ func (a *serverActor) connected(m connectResult) {
 		m.err = m.sess.Err()
 	}
 	if m.err != nil {
-		a.setState(StateFailed, m.err)
-		a.scheduleReconnect(m.err)
+		a.afterFailure(m.err, false)
 		return
 	}
+	a.recovering = false
 	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
-	a.resetReconnects()
+	a.h.strikes.Store(0)
 	a.setState(StateReady, nil)
 	a.startListening()
+	a.startStableTimer()
+	a.startPinging()
 }
 
 // lost handles the end of a live connection.
@@ -400,23 +454,22 @@ func (a *serverActor) lost(m connectionLost) {
 	a.sess = nil
 	a.closeInBackground(sess, m.err)
 	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
+	a.recovering = true
 	if errors.Is(m.err, transports.ErrSessionExpired) {
 		// The server forgot the session (it restarted, or expires idle
 		// sessions): initialize a new one at once. Not a failure.
 		a.log.Info().Msg("session expired; initializing a new one")
-		a.renewing = true
 		a.setState(StatePending, m.err)
 		return
 	}
-	a.setState(StateFailed, m.err)
-	a.scheduleReconnect(m.err)
+	a.afterFailure(m.err, true)
 }
 
 // abandon cancels a running connect attempt and tears down the session,
 // failing its pending calls with cause.
 func (a *serverActor) abandon(cause error) {
 	a.cancelReconnect()
-	a.renewing = false
+	a.recovering = false
 	if a.cancelConnect != nil {
 		a.cancelConnect()
 		a.cancelConnect = nil
@@ -452,8 +505,9 @@ func (a *serverActor) reconfigure(cfg ServerConfig) {
 		a.h.memory.Forget() // possibly another server altogether
 	}
 	a.cfg = cfg
+	a.policy = cfg.Reconnect.over(a.opts.Reconnect)
 	a.lists = lists{}
-	a.resetReconnects()
+	a.endEpisode()
 	if cfg.Disabled {
 		a.setState(StateDisabled, nil)
 		return

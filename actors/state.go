@@ -18,10 +18,20 @@ const (
 	StateConnecting State = "connecting"
 	// StateReady: connected; its tools are in the pool.
 	StateReady State = "ready"
-	// StateFailed: the last connect failed or the connection died; the
-	// error says why. Nothing is sent to the server until it is woken by
-	// Reconnect or a config change.
+	// StateReconnecting: the connection was lost (or a connect failed)
+	// and the next attempt waits for its backoff delay (NextRetry). The
+	// tools the server offered stay in the pool, and calls wait for it to
+	// be ready again (unless Options.FailFast).
+	StateReconnecting State = "reconnecting"
+	// StateFailed: parked. The failure cannot heal by itself (a config or
+	// protocol error) or the episode's reconnect budget is spent; the
+	// error says why. Nothing is sent to the server until it is woken: by
+	// a call (which waits for one fresh attempt), by Reconnect, or by a
+	// config change.
 	StateFailed State = "failed"
+	// StateNeedsAuth: parked because the server refused the credentials
+	// (HTTP 401/403). Woken like StateFailed.
+	StateNeedsAuth State = "needs-auth"
 	// StateDisabled: disabled in config; never started.
 	StateDisabled State = "disabled"
 	// StateStopped: removed from the config and shut down.
@@ -29,8 +39,13 @@ const (
 )
 
 // Settled reports whether a server in state s is waiting for nothing:
-// connects that are queued or running are not settled.
+// connects that are queued or running are not settled. A server waiting
+// for its backoff delay is settled.
 func (s State) Settled() bool { return s != StatePending && s != StateConnecting }
+
+// Parked reports whether a server in state s makes no requests until it is
+// woken.
+func (s State) Parked() bool { return s == StateFailed || s == StateNeedsAuth }
 
 // ServerStatus describes one server as of the latest change.
 type ServerStatus struct {
@@ -48,6 +63,18 @@ type ServerStatus struct {
 	// reset, timeout, dns, tls, auth, session-expired, http-4xx,
 	// http-5xx, config, closed, canceled or other.
 	LastErrorClass string    `json:"lastErrorClass,omitempty"`
+	// LastFailure is what LastError meant for supervision
+	// (ClassifyFailure): transient, closed, session-expired, auth,
+	// config, protocol or call.
+	LastFailure FailureKind `json:"lastFailure,omitempty"`
+	// Strikes counts the consecutive transient errors of the live
+	// connection (ReconnectPolicy.Strikes of them close it).
+	Strikes int `json:"strikes"`
+	// Attempt is the number of connect attempts in the current reconnect
+	// episode (0 outside one).
+	Attempt int `json:"attempt"`
+	// NextRetry is when the next attempt starts, while reconnecting.
+	NextRetry      time.Time `json:"nextRetry,omitzero"`
 	ConnectedSince time.Time `json:"connectedSince"`
 	StateSince     time.Time `json:"stateSince"`
 	Lazy           bool      `json:"lazy,omitempty"`

@@ -36,25 +36,62 @@ var (
 )
 
 // NotReadyError reports a call to a server that is not ready. It matches
-// ErrServerNotReady and unwraps to the server's last error, if any.
+// ErrServerNotReady and unwraps to the server's last error, if any, and to
+// why the call stopped waiting, if it waited.
 type NotReadyError struct {
 	Server string
 	State  State
-	Cause  error
+	Cause  error // the server's last error
+	// Waited is set when the call waited for the server and its context
+	// ended first: context.DeadlineExceeded or the cancellation cause.
+	Waited error
 }
 
 func (e *NotReadyError) Error() string {
-	if e.Cause != nil {
-		return fmt.Sprintf("mcpvisor: server %q is %s: %v", e.Server, e.State, e.Cause)
+	msg := fmt.Sprintf("mcpvisor: server %q is %s", e.Server, e.State)
+	if e.Waited != nil {
+		msg = fmt.Sprintf("mcpvisor: server %q still %s when the call gave up waiting (%v)", e.Server, e.State, e.Waited)
 	}
-	return fmt.Sprintf("mcpvisor: server %q is %s", e.Server, e.State)
+	if e.Cause != nil {
+		msg += ": " + e.Cause.Error()
+	}
+	return msg
 }
 
 // Is makes a NotReadyError match ErrServerNotReady.
 func (e *NotReadyError) Is(target error) bool { return target == ErrServerNotReady }
 
-// Unwrap returns the server's last error.
-func (e *NotReadyError) Unwrap() error { return e.Cause }
+// Unwrap returns the server's last error and why the call gave up.
+func (e *NotReadyError) Unwrap() []error {
+	var errs []error
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
+	}
+	if e.Waited != nil {
+		errs = append(errs, e.Waited)
+	}
+	return errs
+}
+
+// ConnectionLostError reports a call whose connection ended before it was
+// answered: the server's process exited, the transport broke, or the
+// supervisor tore the connection down to replace it. The call may or may
+// not have been carried out by the server. It matches ErrConnectionClosed
+// or ErrServerRestarting (whichever Err does).
+type ConnectionLostError struct {
+	Server string
+	// Attempt is the reconnect attempt of the server's current episode
+	// when the call failed (0: none started yet).
+	Attempt int
+	Err     error
+}
+
+func (e *ConnectionLostError) Error() string {
+	return fmt.Sprintf("mcpvisor: server %q: %v (reconnect attempt %d)", e.Server, e.Err, e.Attempt)
+}
+
+// Unwrap returns the session's error.
+func (e *ConnectionLostError) Unwrap() error { return e.Err }
 
 // System is a running supervision core: an actor system with one
 // registry actor and one server actor per configured server.
@@ -283,11 +320,16 @@ func ready(h *serverHandle) (*serverView, error) {
 	return v, nil
 }
 
-// onSession runs one request on a ready server's live session, with the
-// server's default deadline when ctx has none.
+// onSession runs one request on the server's live session, with the
+// server's default deadline when ctx has none. A server that is not ready
+// is waited for (see awaitReady). The outcome feeds the connection's
+// strike count. A request the server refused unread because it forgot the
+// session is sent once more on the new session; a request whose
+// connection ended fails with a *ConnectionLostError.
 func onSession[T any](ctx context.Context, s *System, h *serverHandle, request func(context.Context, *session.Session) (T, error)) (T, error) {
-	v := h.view.Load()
+	var zero T
 	if _, ok := ctx.Deadline(); !ok {
+		v := h.view.Load()
 		d := s.opts.CallTimeout
 		if v.cfg.TimeoutMs > 0 {
 			d = time.Duration(v.cfg.TimeoutMs) * time.Millisecond
@@ -296,48 +338,86 @@ func onSession[T any](ctx context.Context, s *System, h *serverHandle, request f
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	if v.renewing && v.sess == nil {
-		// The session expired and is being replaced: wait for the new one.
-		var err error
-		if v, err = replacedSession(ctx, h, nil); err != nil {
-			var zero T
-			return zero, err
-		}
-	}
-	if v.state != StateReady || v.sess == nil {
-		var zero T
-		return zero, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
+	v, err := s.awaitReady(ctx, h, nil)
+	if err != nil {
+		return zero, err
 	}
 	res, err := request(ctx, v.sess)
+	s.recordOutcome(h, v, err)
 	if err != nil && errors.Is(err, transports.ErrSessionExpired) {
 		// The server forgot the session and refused the request unread:
 		// the server actor is initializing a new session. Wait for it and
 		// send the request once more.
-		nv, werr := replacedSession(ctx, h, v.sess)
+		nv, werr := s.awaitReady(ctx, h, v.sess)
 		if werr != nil {
 			return res, fmt.Errorf("%w (and no new session: %w)", err, werr)
 		}
-		return request(ctx, nv.sess)
+		res, err = request(ctx, nv.sess)
+		s.recordOutcome(h, nv, err)
+	}
+	if err != nil && (errors.Is(err, session.ErrConnectionClosed) || errors.Is(err, session.ErrServerRestarting)) {
+		return res, &ConnectionLostError{Server: h.name, Attempt: h.view.Load().attempt, Err: err}
 	}
 	return res, err
 }
 
-// replacedSession waits until the server is ready with a session other
-// than old, or settles without one.
-func replacedSession(ctx context.Context, h *serverHandle, old *session.Session) (*serverView, error) {
+// recordOutcome counts a request's outcome on connection v: a transient
+// transport error is a strike, an answer clears the strikes.
+func (s *System) recordOutcome(h *serverHandle, v *serverView, err error) {
+	strike, ok := strikes(err)
+	if !ok || h.view.Load().sess != v.sess {
+		return // says nothing, or about a connection already replaced
+	}
+	if strike {
+		h.strike(s.actors.Root, v.gen, v.strikeLimit, err)
+	} else if h.strikes.Load() != 0 {
+		h.strikes.Store(0)
+	}
+}
+
+// awaitReady returns the server's view once it is ready with a session
+// other than old. A server connecting or reconnecting is waited for, up to
+// ctx's end (unless Options.FailFast; a session being renewed after
+// expiry is always waited for). A parked server is woken, and the call
+// waits for that one fresh attempt. Disabled and stopped servers fail at
+// once.
+func (s *System) awaitReady(ctx context.Context, h *serverHandle, old *session.Session) (*serverView, error) {
+	woken, wokenAt := false, uint64(0)
 	for {
 		changed := h.changed.next()
 		v := h.view.Load()
 		switch {
 		case v.state == StateReady && v.sess != nil && v.sess != old:
-			return v, nil
-		case v.state == StateFailed || v.state == StateDisabled || v.state == StateStopped:
+			if v.sess.Err() == nil {
+				return v, nil
+			}
+			// The session has ended and the actor is about to say so:
+			// wait for what comes next rather than fail a call never sent.
+		case v.state == StateDisabled || v.state == StateStopped:
 			return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
+		case v.state.Parked():
+			if woken && v.gen > wokenAt {
+				return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err} // the fresh attempt failed
+			}
+			if s.opts.FailFast {
+				return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
+			}
+			if !woken {
+				woken, wokenAt = true, v.gen
+				s.actors.Root.Send(s.registry, wakeServer{name: h.name, handle: h})
+			}
+		case s.opts.FailFast && !v.renewing():
+			return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
+		case v.state == StatePending && v.cfg.Lazy && !woken:
+			// A lazy server connects on first use.
+			woken, wokenAt = true, v.gen
+			s.actors.Root.Send(s.registry, wakeServer{name: h.name, handle: h})
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return nil, context.Cause(ctx)
+			v := h.view.Load()
+			return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err, Waited: context.Cause(ctx)}
 		}
 	}
 }
@@ -348,9 +428,14 @@ func replacedSession(ctx context.Context, h *serverHandle, old *session.Session)
 // not complete (unknown tool, server not ready, connection lost, timeout,
 // or a JSON-RPC error from the server).
 func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage) (*protocol.CallToolResult, error) {
-	e, ok := s.pool.Load().toolsByName[name]
+	p := s.pool.Load()
+	e, ok := p.toolsByName[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+		// A parked server's tools are out of the pool, but a call by name
+		// wakes the server.
+		if e, ok = p.parkedTools[name]; !ok {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+		}
 	}
 	return onSession(ctx, s, e.h, func(ctx context.Context, sess *session.Session) (*protocol.CallToolResult, error) {
 		return sess.CallTool(ctx, e.name, args, nil)

@@ -36,6 +36,9 @@ var testOptions = Options{
 	CloseStdinTimeout: 500 * time.Millisecond,
 	TerminateTimeout:  500 * time.Millisecond,
 	ConnectTimeout:    10 * time.Second,
+	// Short backoff delays, so that reconnect episodes play out in
+	// well under a second: 20, 40, 80, 160, 200 ms.
+	Reconnect: ReconnectPolicy{InitialDelay: Duration(20 * time.Millisecond), MaxDelay: Duration(200 * time.Millisecond)},
 }
 
 // start runs a System for the test and closes it at the end, checking
@@ -154,16 +157,22 @@ func TestAFailingServerDoesNotHoldBackTheOthers(t *testing.T) {
 		"not-json": {Config: transports.Config{Command: "/bin/sh", Args: []string{"-c", "echo hello; sleep 0.2"}}},
 	})
 	assert.Equal(t, StateReady, statusOf(s, "good").State)
+	// A config that cannot work parks at once; a server that dies while
+	// connecting is tried again until the episode's budget is spent.
 	for name, want := range map[string]string{
 		"missing":  "executable file not found",
 		"crashes":  "exiting at start",
 		"bad-cwd":  "/no/such/dir",
-		"not-json": "connection closed",
+		"not-json": "gave up after 6 reconnect attempts: connect",
 	} {
+		require.Eventually(t, func() bool { return statusOf(s, name).State == StateFailed }, 10*time.Second, 10*time.Millisecond, name)
 		st := statusOf(s, name)
-		assert.Equal(t, StateFailed, st.State, name)
 		assert.Contains(t, st.LastError, want, name)
 	}
+	assert.Equal(t, FailureConfig, statusOf(s, "missing").LastFailure)
+	assert.Equal(t, FailureConfig, statusOf(s, "bad-cwd").LastFailure)
+	assert.Equal(t, FailureClosed, statusOf(s, "crashes").LastFailure)
+	assert.Equal(t, 6, statusOf(s, "crashes").Attempt)
 
 	_, err := s.CallTool(context.Background(), "mcp__crashes__echo", nil)
 	assert.ErrorIs(t, err, ErrUnknownTool, "a failed server offers no tools")
@@ -188,34 +197,38 @@ func TestInvalidConfigIsReportedAndNotStarted(t *testing.T) {
 	assert.Len(t, s.Status(), 1)
 }
 
-func TestDeadServerFailsInFlightCallsAndLeavesThePool(t *testing.T) {
+func TestDeadProcessFailsInFlightCallsAndIsRestartedAtOnce(t *testing.T) {
 	s := start(t, testOptions)
 	events := s.Subscribe(t.Context(), false, 0, 64)
 	setAndSettle(t, s, map[string]ServerConfig{"flaky": mock("-exit-after", "1"), "steady": mock()})
+	firstPid := pidOf(s, "flaky")
 
 	_, err := s.CallTool(context.Background(), "mcp__flaky__echo", json.RawMessage(`{"text":"a"}`))
 	require.NoError(t, err)
 	_, err = s.CallTool(context.Background(), "mcp__flaky__echo", json.RawMessage(`{"text":"b"}`))
 	require.ErrorIs(t, err, session.ErrConnectionClosed)
+	var lost *ConnectionLostError
+	require.ErrorAs(t, err, &lost, "the in-flight call fails with a typed error")
+	assert.Equal(t, "flaky", lost.Server)
 	var pe *stdio.ProcessExitError
 	assert.ErrorAs(t, err, &pe)
 
-	require.Eventually(t, func() bool { return statusOf(s, "flaky").State == StateFailed }, 5*time.Second, 10*time.Millisecond)
-	assert.Contains(t, statusOf(s, "flaky").LastError, "exited with code 3")
-	require.Eventually(t, func() bool {
-		for _, tool := range s.Tools() {
-			if tool.Server == "flaky" {
-				return false
-			}
-		}
-		return true
-	}, 5*time.Second, 10*time.Millisecond, "a failed server's tools leave the pool")
-	_, err = s.CallTool(context.Background(), "mcp__steady__echo", json.RawMessage(`{"text":"c"}`))
+	// The process exit is not a strike: the server is restarted at once
+	// (no backoff), and its tools stay in the pool meanwhile.
+	res, err := s.CallTool(context.Background(), "mcp__flaky__echo", json.RawMessage(`{"text":"c"}`))
+	require.NoError(t, err, "a call made while the server restarts waits for it")
+	assert.Equal(t, "c", res.Content[0].Text)
+	assert.NotEqual(t, firstPid, pidOf(s, "flaky"))
+	st := statusOf(s, "flaky")
+	assert.Equal(t, StateReady, st.State)
+	assert.Equal(t, 1, st.Attempt, "one reconnect in this episode")
+	_, err = s.CallTool(context.Background(), "mcp__steady__echo", json.RawMessage(`{"text":"d"}`))
 	assert.NoError(t, err, "the other server is unaffected")
+	assert.True(t, hasTool(s, "mcp__flaky__echo"))
 
 	var seen []string
 	deadline := time.After(5 * time.Second)
-	for len(seen) < 4 {
+	for len(seen) < 6 {
 		select {
 		case ev := <-events:
 			if ev.Type == EventServerState && ev.Server == "flaky" {
@@ -225,7 +238,7 @@ func TestDeadServerFailsInFlightCallsAndLeavesThePool(t *testing.T) {
 			t.Fatalf("events so far: %v", seen)
 		}
 	}
-	assert.Equal(t, []string{"pending", "connecting", "ready", "failed"}, seen)
+	assert.Equal(t, []string{"pending", "connecting", "ready", "pending", "connecting", "ready"}, seen[:6])
 }
 
 func TestCallsHaveADefaultDeadline(t *testing.T) {
@@ -274,16 +287,21 @@ func pidOf(s *System, name string) int {
 
 func TestReconnect(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"a": mock("-exit-after", "1")})
-	_, _ = s.CallTool(context.Background(), "mcp__a__echo", nil)
-	_, err := s.CallTool(context.Background(), "mcp__a__echo", nil)
-	require.Error(t, err)
-	require.Eventually(t, func() bool { return statusOf(s, "a").State == StateFailed }, 5*time.Second, 10*time.Millisecond)
+	setAndSettle(t, s, map[string]ServerConfig{"a": mock(), "missing": {Config: transports.Config{Command: "mcpvisor-no-such-server"}}})
+	pid := pidOf(s, "a")
 
 	require.NoError(t, s.Reconnect(context.Background(), "a"))
-	require.Eventually(t, func() bool { return statusOf(s, "a").State == StateReady }, 10*time.Second, 10*time.Millisecond)
-	_, err = s.CallTool(context.Background(), "mcp__a__echo", nil)
+	require.Eventually(t, func() bool { return statusOf(s, "a").State == StateReady && pidOf(s, "a") != pid }, 10*time.Second, 10*time.Millisecond,
+		"a ready server is reconnected: a new process")
+	_, err := s.CallTool(context.Background(), "mcp__a__echo", nil)
 	assert.NoError(t, err)
+
+	// A parked server gets one more attempt.
+	h, err := s.handle("missing")
+	require.NoError(t, err)
+	gen := h.view.Load().gen
+	require.NoError(t, s.Reconnect(context.Background(), "missing"))
+	require.Eventually(t, func() bool { v := h.view.Load(); return v.gen > gen && v.state == StateFailed }, 10*time.Second, 10*time.Millisecond)
 
 	assert.ErrorIs(t, s.Reconnect(context.Background(), "nope"), ErrUnknownServer)
 }

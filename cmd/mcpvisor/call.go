@@ -81,7 +81,7 @@ func (a *app) call(ctx context.Context, tool string, args json.RawMessage, timeo
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	sup, err := a.startSupervisor(ctx)
+	sup, err := a.startSupervisor(ctx, true)
 	if err != nil {
 		return failed(nil)
 	}

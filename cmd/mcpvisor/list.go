@@ -69,7 +69,7 @@ func (a *app) list(ctx context.Context, jsonOut bool, timeout time.Duration) err
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	sup, err := a.startSupervisor(ctx)
+	sup, err := a.startSupervisor(ctx, true)
 	if err != nil {
 		return failed(nil)
 	}

@@ -224,9 +224,14 @@ func (a *app) applyConfig(ctx context.Context, sup *mcpvisor.Supervisor) (*mcpvi
 }
 
 // startSupervisor starts a supervisor that logs through the library
-// logger.
-func (a *app) startSupervisor(ctx context.Context) (*mcpvisor.Supervisor, error) {
-	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{Logger: a.libLog})
+// logger. A one-shot command's supervisor does not reconnect: it reports
+// each server as it finds it.
+func (a *app) startSupervisor(ctx context.Context, oneShot bool) (*mcpvisor.Supervisor, error) {
+	opts := mcpvisor.Options{Logger: a.libLog}
+	if oneShot {
+		opts.Reconnect.MaxAttempts = -1
+	}
+	sup, err := mcpvisor.Start(ctx, opts)
 	if err != nil {
 		a.log.Error().Err(err).Msg("starting the supervisor")
 		return nil, err

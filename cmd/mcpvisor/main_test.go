@@ -578,8 +578,10 @@ func TestSupervise(t *testing.T) {
 		"a":      mock(bin),
 		"legacy": mock(bin, "-versions", "2025-06-18"),
 		"parent": mock(bin, "-grandchild"),
-		"bad":    mock(bin, "-exit-at-start"),
-		"off":    map[string]any{"command": bin, "args": []string{"mock"}, "disabled": true},
+		// Two quick reconnect attempts, then parked in failed.
+		"bad": map[string]any{"command": bin, "args": []string{"mock", "-exit-at-start"},
+			"reconnect": map[string]any{"maxAttempts": 2, "initialDelay": "10ms", "maxDelay": 20}},
+		"off": map[string]any{"command": bin, "args": []string{"mock"}, "disabled": true},
 	})
 
 	cmd := exec.Command(bin, "supervise", "--config", cfg)

@@ -43,7 +43,7 @@ func (a *app) supervise(ctx context.Context) error {
 		a.logConfigError(err)
 		return failed(nil)
 	}
-	sup, err := a.startSupervisor(ctx)
+	sup, err := a.startSupervisor(ctx, false)
 	if err != nil {
 		return failed(nil)
 	}

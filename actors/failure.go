@@ -1,0 +1,118 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net/http"
+	"os/exec"
+
+	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
+)
+
+// FailureKind is what a failure means for supervision: whether it costs
+// the connection a strike, ends it, parks the server, or concerns one call
+// only. Every decision of the supervisor about an error goes through
+// ClassifyFailure.
+type FailureKind string
+
+// The failure kinds.
+const (
+	// FailureNone: no error.
+	FailureNone FailureKind = ""
+	// FailureTransient: the transport failed in a way that may heal by
+	// itself (connection reset or refused, broken pipe, unexpected EOF, a
+	// transport timeout, DNS, HTTP 429/5xx but 501). On a live connection
+	// it is a strike; a connect failing with it is retried with backoff.
+	FailureTransient FailureKind = "transient"
+	// FailureClosed: the connection ended (the process exited, the
+	// transport closed). The server is reconnected at once, then with
+	// backoff.
+	FailureClosed FailureKind = "closed"
+	// FailureSessionExpired: the server forgot the session (HTTP 404 on a
+	// known session). A new one is initialized at once; not a failure of
+	// the server.
+	FailureSessionExpired FailureKind = "session-expired"
+	// FailureAuth: credentials are missing, expired or insufficient
+	// (HTTP 401/403, invalid_token). The server is parked in needs-auth.
+	FailureAuth FailureKind = "auth"
+	// FailureConfig: the config cannot work (command not found,
+	// permission denied, a bad URL, TLS verification, an unsupported
+	// transport). The server is parked in failed until its config changes
+	// or it is woken.
+	FailureConfig FailureKind = "config"
+	// FailureProtocol: the server does not speak MCP as mcpvisor does (no
+	// common version, malformed answers, another HTTP 4xx). Parked in
+	// failed.
+	FailureProtocol FailureKind = "protocol"
+	// FailureCall: one call failed and the connection is fine (a JSON-RPC
+	// error, the caller's deadline or cancellation). Never a strike.
+	FailureCall FailureKind = "call"
+)
+
+// ClassifyFailure decides what err means for supervision.
+func ClassifyFailure(err error) FailureKind {
+	if err == nil {
+		return FailureNone
+	}
+	var rpcErr *protocol.Error
+	var timeout *session.TimeoutError
+	var status *transports.HTTPStatusError
+	var execErr *exec.Error
+	switch {
+	// The session's own verdicts come first: they wrap the transport
+	// error that caused them.
+	case errors.Is(err, session.ErrVersionMismatch), errors.Is(err, session.ErrMalformedResponse):
+		return FailureProtocol
+	case errors.Is(err, ErrUnsupportedTransport), errors.As(err, &execErr),
+		errors.Is(err, fs.ErrPermission), errors.Is(err, fs.ErrNotExist):
+		// A command that cannot be found or run, a missing working
+		// directory or file.
+		return FailureConfig
+	case errors.As(err, &timeout), errors.As(err, &rpcErr), errors.Is(err, context.Canceled):
+		return FailureCall
+	case errors.As(err, &status) && status.StatusCode == http.StatusNotImplemented:
+		return FailureProtocol
+	}
+	switch transports.Classify(err) {
+	case transports.ClassSessionExpired:
+		return FailureSessionExpired
+	case transports.ClassAuth:
+		return FailureAuth
+	case transports.ClassConfig, transports.ClassTLS:
+		return FailureConfig
+	case transports.ClassHTTP4xx:
+		return FailureProtocol
+	case transports.ClassRefused, transports.ClassReset, transports.ClassTimeout, transports.ClassDNS, transports.ClassHTTP5xx:
+		return FailureTransient
+	case transports.ClassCanceled:
+		return FailureCall
+	}
+	// The connection ended (EOF, process exit, a closed transport), or
+	// something unrecognised ended it: reconnecting is the way out.
+	return FailureClosed
+}
+
+// strikes reports whether a call that ended with err costs its connection
+// a strike (true), proves it healthy (false, with ok), or says nothing
+// about it (ok false: the caller gave up, or the session was already
+// gone).
+func strikes(err error) (strike, ok bool) {
+	if err == nil {
+		return false, true
+	}
+	if errors.Is(err, session.ErrConnectionClosed) || errors.Is(err, session.ErrServerRestarting) {
+		return false, false // the actor learns of the end from the session itself
+	}
+	switch ClassifyFailure(err) {
+	case FailureTransient:
+		return true, true
+	case FailureCall:
+		var rpcErr *protocol.Error
+		// A JSON-RPC error is an answer: the connection works.
+		return false, errors.As(err, &rpcErr)
+	}
+	return false, false
+}

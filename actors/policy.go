@@ -1,0 +1,135 @@
+package actors
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// ReconnectPolicy says how a server's connection is healed. A zero field
+// means its default; a server's own policy (ServerConfig.Reconnect)
+// overrides Options.Reconnect field by field.
+//
+// An episode starts when a connection is lost or a connect fails, and ends
+// when a connection has stayed up for StableAfter (or when the server is
+// woken by Reconnect or a config change). Within an episode the server
+// makes at most MaxAttempts connect attempts: the first at once when the
+// connection simply ended (the process exited, the transport closed),
+// every other one after an exponential backoff with jitter. When the
+// budget is spent the server is parked in StateFailed, where it costs
+// nothing until woken.
+type ReconnectPolicy struct {
+	// Strikes is how many consecutive transient transport errors on a live
+	// connection (reset, refused, a transport timeout, HTTP 5xx) close it
+	// for a reconnect. A successful exchange clears them. Default 3.
+	Strikes int `json:"strikes,omitempty"`
+	// MaxAttempts bounds the connect attempts of one episode. Default 6;
+	// a negative value means none: a failure parks the server at once
+	// (one-shot tools that report what they find).
+	MaxAttempts int `json:"maxAttempts,omitempty"`
+	// InitialDelay is the first backoff delay; each next one is Multiplier
+	// times longer, up to MaxDelay. Defaults 500 ms, 2, 30 s.
+	InitialDelay Duration `json:"initialDelay,omitempty"`
+	Multiplier   float64  `json:"multiplier,omitempty"`
+	MaxDelay     Duration `json:"maxDelay,omitempty"`
+	// Jitter randomizes each delay by ±Jitter of itself. Default 0.3; a
+	// negative value means none.
+	Jitter float64 `json:"jitter,omitempty"`
+	// StableAfter is how long a connection must stay up for the episode to
+	// end: strikes, attempts and backoff start over. Default 60 s.
+	StableAfter Duration `json:"stableAfter,omitempty"`
+}
+
+// The policy's defaults.
+var defaultPolicy = ReconnectPolicy{
+	Strikes:      3,
+	MaxAttempts:  6,
+	InitialDelay: Duration(500 * time.Millisecond),
+	Multiplier:   2,
+	MaxDelay:     Duration(30 * time.Second),
+	Jitter:       0.3,
+	StableAfter:  Duration(time.Minute),
+}
+
+// over returns p with its zero fields taken from base.
+func (p ReconnectPolicy) over(base ReconnectPolicy) ReconnectPolicy {
+	if p.Strikes <= 0 {
+		p.Strikes = base.Strikes
+	}
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = base.MaxAttempts
+	}
+	if p.InitialDelay <= 0 {
+		p.InitialDelay = base.InitialDelay
+	}
+	if p.Multiplier <= 0 {
+		p.Multiplier = base.Multiplier
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = base.MaxDelay
+	}
+	if p.Jitter == 0 {
+		p.Jitter = base.Jitter
+	}
+	if p.StableAfter <= 0 {
+		p.StableAfter = base.StableAfter
+	}
+	return p
+}
+
+// Validate reports a policy field out of range.
+func (p ReconnectPolicy) Validate() error {
+	switch {
+	case p.Strikes < 0, p.InitialDelay < 0, p.MaxDelay < 0, p.StableAfter < 0:
+		return fmt.Errorf("reconnect: counts and durations must not be negative")
+	case p.Multiplier != 0 && p.Multiplier < 1:
+		return fmt.Errorf("reconnect: multiplier must be at least 1")
+	case p.Jitter >= 1:
+		return fmt.Errorf("reconnect: jitter must be below 1")
+	}
+	return nil
+}
+
+// newBackoff returns the policy's backoff, reset.
+func (p ReconnectPolicy) newBackoff() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = time.Duration(p.InitialDelay)
+	b.Multiplier = p.Multiplier
+	b.MaxInterval = time.Duration(p.MaxDelay)
+	b.RandomizationFactor = max(p.Jitter, 0)
+	b.MaxElapsedTime = 0 // MaxAttempts bounds an episode
+	b.Reset()
+	return b
+}
+
+// Duration is a time.Duration that reads from JSON either as a Go
+// duration string ("500ms", "2m") or as a number of milliseconds, and is
+// written as a string.
+type Duration time.Duration
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	ms, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("duration %s: want a string such as \"2s\" or milliseconds", b)
+	}
+	*d = Duration(ms * float64(time.Millisecond))
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
