@@ -62,7 +62,7 @@ type ServerStatus struct {
 	// LastErrorClass classifies LastError (transports.Class): refused,
 	// reset, timeout, dns, tls, auth, session-expired, http-4xx,
 	// http-5xx, config, closed, canceled or other.
-	LastErrorClass string    `json:"lastErrorClass,omitempty"`
+	LastErrorClass string `json:"lastErrorClass,omitempty"`
 	// LastFailure is what LastError meant for supervision
 	// (ClassifyFailure): transient, closed, session-expired, auth,
 	// config, protocol or call.
