@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
 // pool is an immutable snapshot of everything the ready servers offer,
@@ -26,6 +28,10 @@ type pool struct {
 type poolEntry struct {
 	h    *serverHandle
 	name string
+	// replayable: the server is trusted and the tool's annotations say
+	// read-only and idempotent, so a call lost with its connection may be
+	// sent again (Options.ReplayIdempotent).
+	replayable bool
 }
 
 var emptyPool = &pool{toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{}, parkedTools: map[string]poolEntry{}}
@@ -102,7 +108,7 @@ func buildPool(servers map[string]*serverEntry, log zerolog.Logger) *pool {
 		if v.state.Parked() {
 			for _, t := range v.lists.tools {
 				if v.cfg.Tools.allowed(t.Name) {
-					p.parkedTools[QualifiedName(name, t.Name)] = poolEntry{h: e.h, name: t.Name}
+					p.parkedTools[QualifiedName(name, t.Name)] = poolEntry{h: e.h, name: t.Name, replayable: v.cfg.Trust == "trusted" && readOnlyAndIdempotent(t)}
 				}
 			}
 		}
@@ -119,7 +125,7 @@ func buildPool(servers map[string]*serverEntry, log zerolog.Logger) *pool {
 				log.Warn().Str("tool", q).Str("kept", prev.h.name+"/"+prev.name).Str("dropped", name+"/"+t.Name).Msg("tool name collision")
 				continue
 			}
-			p.toolsByName[q] = poolEntry{h: e.h, name: t.Name}
+			p.toolsByName[q] = poolEntry{h: e.h, name: t.Name, replayable: trusted && readOnlyAndIdempotent(t)}
 			p.tools = append(p.tools, Tool{Name: q, Server: name, Trusted: trusted, Definition: t})
 		}
 		for _, pr := range v.lists.prompts {
@@ -134,4 +140,11 @@ func buildPool(servers map[string]*serverEntry, log zerolog.Logger) *pool {
 	sort.Slice(p.tools, func(i, j int) bool { return p.tools[i].Name < p.tools[j].Name })
 	sort.Slice(p.prompts, func(i, j int) bool { return p.prompts[i].Name < p.prompts[j].Name })
 	return p
+}
+
+// readOnlyAndIdempotent reports whether a tool's annotations say both
+// readOnlyHint and idempotentHint.
+func readOnlyAndIdempotent(t protocol.Tool) bool {
+	a := t.Annotations
+	return a != nil && a.ReadOnlyHint != nil && *a.ReadOnlyHint && a.IdempotentHint != nil && *a.IdempotentHint
 }

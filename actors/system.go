@@ -296,7 +296,11 @@ func (s *System) Status() []ServerStatus {
 	hs := *s.handles.Load()
 	out := make([]ServerStatus, 0, len(hs))
 	for _, h := range hs {
-		out = append(out, h.view.Load().status())
+		st := h.view.Load().status()
+		if st.State == StateReady {
+			st.Strikes = int(h.strikes.Load())
+		}
+		out = append(out, st)
 	}
 	return out
 }
@@ -329,13 +333,8 @@ func ready(h *serverHandle) (*serverView, error) {
 func onSession[T any](ctx context.Context, s *System, h *serverHandle, request func(context.Context, *session.Session) (T, error)) (T, error) {
 	var zero T
 	if _, ok := ctx.Deadline(); !ok {
-		v := h.view.Load()
-		d := s.opts.CallTimeout
-		if v.cfg.TimeoutMs > 0 {
-			d = time.Duration(v.cfg.TimeoutMs) * time.Millisecond
-		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
+		ctx, cancel = context.WithTimeout(ctx, s.callTimeout(h))
 		defer cancel()
 	}
 	v, err := s.awaitReady(ctx, h, nil)
@@ -359,6 +358,15 @@ func onSession[T any](ctx context.Context, s *System, h *serverHandle, request f
 		return res, &ConnectionLostError{Server: h.name, Attempt: h.view.Load().attempt, Err: err}
 	}
 	return res, err
+}
+
+// callTimeout is the default deadline of a call to the server: its
+// timeoutMs, else Options.CallTimeout.
+func (s *System) callTimeout(h *serverHandle) time.Duration {
+	if ms := h.view.Load().cfg.TimeoutMs; ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return s.opts.CallTimeout
 }
 
 // recordOutcome counts a request's outcome on connection v: a transient
@@ -426,7 +434,9 @@ func (s *System) awaitReady(ctx context.Context, h *serverHandle, old *session.S
 // straight to the server's session: no actor mailbox is involved. A tool
 // that failed is a result with IsError set; an error means the call did
 // not complete (unknown tool, server not ready, connection lost, timeout,
-// or a JSON-RPC error from the server).
+// or a JSON-RPC error from the server). A call whose connection was lost
+// is sent again only when Options.ReplayIdempotent allows it for this
+// tool (see poolEntry.replayable).
 func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage) (*protocol.CallToolResult, error) {
 	p := s.pool.Load()
 	e, ok := p.toolsByName[name]
@@ -437,9 +447,25 @@ func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage
 			return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 		}
 	}
-	return onSession(ctx, s, e.h, func(ctx context.Context, sess *session.Session) (*protocol.CallToolResult, error) {
+	call := func(ctx context.Context, sess *session.Session) (*protocol.CallToolResult, error) {
 		return sess.CallTool(ctx, e.name, args, nil)
-	})
+	}
+	if !s.opts.ReplayIdempotent || !e.replayable {
+		return onSession(ctx, s, e.h, call)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		// One deadline for the call and its replay.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.callTimeout(e.h))
+		defer cancel()
+	}
+	res, err := onSession(ctx, s, e.h, call)
+	var lost *ConnectionLostError
+	if errors.As(err, &lost) {
+		s.log.Info().Str("server", e.h.name).Str("tool", e.name).Msg("replaying a read-only, idempotent call after its connection was lost")
+		return onSession(ctx, s, e.h, call)
+	}
+	return res, err
 }
 
 // Resources lists the resources of one ready server, or of all when
