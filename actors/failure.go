@@ -61,6 +61,7 @@ func ClassifyFailure(err error) FailureKind {
 	var timeout *session.TimeoutError
 	var status *transports.HTTPStatusError
 	var execErr *exec.Error
+	var tooBig *transports.FrameTooLargeError
 	switch {
 	// The session's own verdicts come first: they wrap the transport
 	// error that caused them.
@@ -71,8 +72,13 @@ func ClassifyFailure(err error) FailureKind {
 		// A command that cannot be found or run, a missing working
 		// directory or file.
 		return FailureConfig
-	case errors.As(err, &timeout), errors.As(err, &rpcErr), errors.Is(err, context.Canceled):
+	case errors.As(err, &timeout), errors.As(err, &rpcErr), errors.Is(err, context.Canceled),
+		errors.Is(err, ErrUnknownTool), errors.Is(err, ErrUnknownPrompt), errors.Is(err, ErrUnknownServer):
 		return FailureCall
+	case errors.As(err, &tooBig):
+		// One answer too large: the call fails. Many in a row end the
+		// session with ErrMalformedResponse, above.
+		return FailureProtocol
 	case errors.As(err, &status) && status.StatusCode == http.StatusNotImplemented:
 		return FailureProtocol
 	}
@@ -107,7 +113,9 @@ func strikes(err error) (strike, ok bool) {
 		return false, false // the actor learns of the end from the session itself
 	}
 	switch ClassifyFailure(err) {
-	case FailureTransient:
+	case FailureTransient, FailureClosed:
+		// A request whose own connection broke (an HTTP POST that ended
+		// with EOF): the session did not end, so it is a strike.
 		return true, true
 	case FailureCall:
 		var rpcErr *protocol.Error

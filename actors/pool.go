@@ -17,9 +17,10 @@ type pool struct {
 	toolsByName   map[string]poolEntry
 	prompts       []Prompt // sorted by qualified name
 	promptsByName map[string]poolEntry
-	// parkedTools routes the qualified names of the tools parked servers
-	// offered when last connected: not in the pool, but a call by name
-	// wakes the server.
+	// parkedTools routes the qualified names of the tools a server not
+	// offering them (parked, or trying to connect again after it was
+	// parked) listed when last connected: not in the pool, but a call by
+	// name wakes the server or waits for it.
 	parkedTools map[string]poolEntry
 }
 
@@ -105,7 +106,7 @@ func buildPool(servers map[string]*serverEntry, log zerolog.Logger) *pool {
 		if v == nil {
 			continue
 		}
-		if v.state.Parked() {
+		if v.routesHiddenTools() {
 			for _, t := range v.lists.tools {
 				if v.cfg.Tools.allowed(t.Name) {
 					p.parkedTools[QualifiedName(name, t.Name)] = poolEntry{h: e.h, name: t.Name, replayable: v.cfg.Trust == "trusted" && readOnlyAndIdempotent(t)}

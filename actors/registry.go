@@ -357,13 +357,13 @@ func poolChanged(prev, v *serverView) bool {
 	return v.offersTools() && (!sameSlice(prev.lists.tools, v.lists.tools) || !sameSlice(prev.lists.prompts, v.lists.prompts))
 }
 
-// parkedChanged reports whether the server's entry among the parked
-// servers' tools (pool.parkedTools) changed.
+// parkedChanged reports whether the server's entry among the tools that
+// are routed but not offered (pool.parkedTools) changed.
 func parkedChanged(prev, v *serverView) bool {
 	if prev == nil {
-		return v.state.Parked() && len(v.lists.tools) > 0
+		return v.routesHiddenTools()
 	}
-	return prev.state.Parked() != v.state.Parked() || (v.state.Parked() && !sameSlice(prev.lists.tools, v.lists.tools))
+	return prev.routesHiddenTools() != v.routesHiddenTools() || (v.routesHiddenTools() && !sameSlice(prev.lists.tools, v.lists.tools))
 }
 
 func sameSlice[T any](a, b []T) bool {

@@ -114,6 +114,13 @@ func (v *serverView) offersTools() bool {
 	return false
 }
 
+// routesHiddenTools reports whether calls to the tools the server listed
+// when last connected still reach it although they are not offered (see
+// pool.parkedTools).
+func (v *serverView) routesHiddenTools() bool {
+	return !v.offersTools() && len(v.lists.tools) > 0 && v.state != StateDisabled && v.state != StateStopped
+}
+
 // renewing reports whether the server is replacing a session the server
 // expired, which is quick and not a failure.
 func (v *serverView) renewing() bool {
@@ -323,15 +330,16 @@ func (a *serverActor) connect() {
 		a.attempt = max(a.attempt, a.policy.MaxAttempts, 0)
 	}
 	a.fullEpisode = false
-	recovering := a.recovering
+	// A ready server being reconnected keeps offering its tools, as one
+	// recovering from a lost connection does. The lists are kept in any
+	// case (a parked server's still route calls that wake it) until the
+	// new connection lists afresh.
+	recovering := a.recovering || a.sess != nil
 	a.abandon(session.ErrServerRestarting)
 	a.recovering = recovering
 	a.gen = a.h.gens.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.ConnectTimeout)
 	a.cancelConnect = cancel
-	if !a.recovering {
-		a.lists = lists{}
-	}
 	a.nextRetry = time.Time{}
 	a.setState(StateConnecting, a.err)
 

@@ -354,10 +354,27 @@ func onSession[T any](ctx context.Context, s *System, h *serverHandle, request f
 		res, err = request(ctx, nv.sess)
 		s.recordOutcome(h, nv, err)
 	}
-	if err != nil && (errors.Is(err, session.ErrConnectionClosed) || errors.Is(err, session.ErrServerRestarting)) {
+	switch {
+	case err == nil:
+	case errors.Is(err, session.ErrConnectionClosed), errors.Is(err, session.ErrServerRestarting):
 		return res, &ConnectionLostError{Server: h.name, Attempt: h.view.Load().attempt, Err: err}
+	case brokeMidRequest(err):
+		// Over HTTP each request has its own connection, and the
+		// session outlives it: the call is lost all the same.
+		return res, &ConnectionLostError{Server: h.name, Attempt: h.view.Load().attempt, Err: fmt.Errorf("%w: %w", session.ErrConnectionClosed, err)}
 	}
 	return res, err
+}
+
+// brokeMidRequest reports whether a request failed because the
+// connection carrying it broke after it was sent (reset, EOF, a stream
+// cut off) rather than being refused or answered with an error.
+func brokeMidRequest(err error) bool {
+	switch transports.Classify(err) {
+	case transports.ClassReset, transports.ClassClosed:
+		return true
+	}
+	return false
 }
 
 // callTimeout is the default deadline of a call to the server: its

@@ -280,7 +280,9 @@ func pidOf(s *System, name string) int {
 		return 0
 	}
 	if v := h.view.Load(); v.sess != nil {
-		return v.sess.Conn().(*stdio.Conn).Pid()
+		if c, ok := v.sess.Conn().(*stdio.Conn); ok {
+			return c.Pid()
+		}
 	}
 	return 0
 }

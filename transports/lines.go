@@ -3,6 +3,7 @@ package transports
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
 )
 
@@ -26,7 +27,9 @@ const (
 // A trailing CR is dropped and blank lines are skipped. A frame over
 // limit bytes is discarded and reported through recv.FrameError as a
 // *FrameTooLargeError with the frame's first bytes; reading goes on. A
-// last frame without its newline is delivered.
+// last frame without its newline is delivered if it is valid JSON, and
+// dropped otherwise: it is a write cut short by the writer's death, and
+// the end of the stream says more than a malformed frame would.
 func ReadLines(r io.Reader, limit int64, recv Receiver) error {
 	br := bufio.NewReaderSize(r, lineReadBuffer)
 	var long []byte    // a frame longer than the read buffer, being assembled
@@ -71,7 +74,7 @@ func ReadLines(r io.Reader, limit int64, recv Receiver) error {
 			switch {
 			case dropping > 0: // an oversize last line without its newline
 				tooLarge()
-			case len(long) > 0: // a last frame without its newline
+			case len(long) > 0 && json.Valid(long): // a last frame without its newline
 				deliverLine(recv, long)
 			}
 			return err

@@ -23,6 +23,9 @@ func (s *Session) Frame(data []byte) {
 		s.badFrame(data, err)
 		return
 	}
+	if s.badInARow.Load() != 0 {
+		s.badInARow.Store(0)
+	}
 	switch m.Kind {
 	case protocol.KindResponse:
 		s.complete(m)
@@ -130,6 +133,7 @@ func (s *Session) badFrame(data []byte, err error) {
 		}
 	default:
 		n := s.malformed.Add(1)
+		defer s.countBadFrame()
 		if id, ok := protocol.FindID(trimmed); ok {
 			if s.failID(id, fmt.Errorf("%w: %v", ErrMalformedResponse, err)) {
 				return
@@ -138,6 +142,16 @@ func (s *Session) badFrame(data []byte, err error) {
 		if n <= 10 || n%1000 == 0 {
 			s.log.Warn().Err(err).Int64("count", n).Bytes("frame", clip(trimmed, 200)).Msg("skipping malformed frame")
 		}
+	}
+}
+
+// countBadFrame counts a malformed or oversize frame, and ends the session
+// when there have been maxBadFramesInARow of them with no valid frame in
+// between.
+func (s *Session) countBadFrame() {
+	if n := s.badInARow.Add(1); n == maxBadFramesInARow {
+		s.log.Warn().Int64("frames", n).Msg("too many malformed or oversize frames in a row; ending the session")
+		s.Closed(fmt.Errorf("%w: %d malformed or oversize frames in a row", ErrMalformedResponse, n))
 	}
 }
 
@@ -156,6 +170,7 @@ func (s *Session) FrameError(err error) {
 		return
 	}
 	s.oversize.Add(1)
+	defer s.countBadFrame()
 	failed := false
 	if id, ok := protocol.FindID(tooBig.Prefix); ok {
 		failed = s.failID(id, tooBig)

@@ -91,6 +91,11 @@ const (
 	defaultDiscoverTimeout = 3 * time.Second
 	// cancelNotifyTimeout bounds sending notifications/cancelled.
 	cancelNotifyTimeout = time.Second
+	// maxBadFramesInARow malformed or oversize frames with no valid frame
+	// in between end the session with ErrMalformedResponse: such a
+	// server does not speak the protocol. (Lines that are not JSON at all,
+	// such as logs printed to stdout, are skipped and never counted.)
+	maxBadFramesInARow = 32
 	// replyTimeout bounds answering a server-to-client request.
 	replyTimeout = 5 * time.Second
 	// maxPages bounds pagination, so that a server returning cursors
@@ -150,6 +155,9 @@ type Session struct {
 	modernMetaJSON   json.RawMessage // modernMeta, encoded once
 
 	nonProtocol, malformed, oversize, unknown atomic.Int64
+	// badInARow counts malformed and oversize frames since the last frame
+	// that decoded (see maxBadFramesInARow).
+	badInARow atomic.Int64
 	acks                                      atomic.Int64 // subscriptions/listen acknowledgements received
 	listening                                 atomic.Int64 // subscriptions/listen requests open
 }

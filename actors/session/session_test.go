@@ -309,7 +309,7 @@ func TestCloseFailsPendingCallsAtOnce(t *testing.T) {
 
 func TestGarbageOnStdoutIsSkipped(t *testing.T) {
 	f := mustOpen(t, session.Options{}, "-garbage")
-	for range 3 {
+	for range 40 { // a malformed frame before each answer: never many in a row
 		res, err := f.s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"ok"}`), nil)
 		require.NoError(t, err)
 		assert.Equal(t, "ok", res.Content[0].Text)
@@ -330,6 +330,22 @@ func TestOversizeAnswerFailsItsCallAtOnce(t *testing.T) {
 	assert.Equal(t, int64(1<<20), tooBig.Limit)
 	assert.Equal(t, int64(1), f.s.Stats().OversizeFrames)
 	assert.NoError(t, f.s.Ping(context.Background()), "the connection survives")
+}
+
+// A server that answers nothing but malformed or oversize frames does not
+// speak the protocol: after 32 in a row the session ends.
+func TestManyBadFramesInARowEndTheSession(t *testing.T) {
+	f, err := open(t, session.Options{}, stdio.Options{MaxFrameSize: 64 << 10, CloseStdinTimeout: 500 * time.Millisecond}, "-oversize", "100000")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := 0; i < 40 && f.s.Err() == nil; i++ {
+		_, err = f.s.CallTool(ctx, "echo", nil, nil)
+		require.Error(t, err)
+	}
+	require.ErrorIs(t, f.s.Err(), session.ErrMalformedResponse)
+	assert.Contains(t, f.s.Err().Error(), "32 malformed or oversize frames in a row")
+	assert.Equal(t, int64(32), f.s.Stats().OversizeFrames)
 }
 
 func TestPaginationResourcesAndPrompts(t *testing.T) {

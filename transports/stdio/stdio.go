@@ -93,7 +93,7 @@ func (e *ProcessExitError) Error() string {
 	var b strings.Builder
 	b.WriteString("server process ")
 	if e.Signal != "" {
-		fmt.Fprintf(&b, "killed by %s", e.Signal)
+		fmt.Fprintf(&b, "ended by a signal (%s)", e.Signal)
 	} else {
 		fmt.Fprintf(&b, "exited with code %d", e.ExitCode)
 	}
