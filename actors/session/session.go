@@ -158,8 +158,8 @@ type Session struct {
 	// badInARow counts malformed and oversize frames since the last frame
 	// that decoded (see maxBadFramesInARow).
 	badInARow atomic.Int64
-	acks                                      atomic.Int64 // subscriptions/listen acknowledgements received
-	listening                                 atomic.Int64 // subscriptions/listen requests open
+	acks      atomic.Int64 // subscriptions/listen acknowledgements received
+	listening atomic.Int64 // subscriptions/listen requests open
 }
 
 // call is one pending request. ch is buffered so that completing never
