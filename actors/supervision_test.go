@@ -407,3 +407,16 @@ func TestADeadRemoteServerCostsABoundedNumberOfRequests(t *testing.T) {
 	assert.LessOrEqual(t, spent, int64(2*(1+6)), "at most one connect (discover, then initialize) per attempt")
 	assert.True(t, strings.Contains(statusOf(s, "dead").LastError, "gave up after 6"))
 }
+
+// A lazy server is not connected at start; a call that names it connects
+// it and waits.
+func TestALazyServerConnectsOnItsFirstCall(t *testing.T) {
+	s := start(t, testOptions)
+	lazy := mock()
+	lazy.Lazy = true
+	setAndSettle(t, s, map[string]ServerConfig{"lazy": lazy})
+	require.Equal(t, StatePending, statusOf(s, "lazy").State)
+	require.NoError(t, s.Ping(t.Context(), "lazy"))
+	assert.Equal(t, StateReady, statusOf(s, "lazy").State)
+	assert.True(t, hasTool(s, "mcp__lazy__echo"))
+}
