@@ -161,7 +161,7 @@ func TestAFailingServerDoesNotHoldBackTheOthers(t *testing.T) {
 	// connecting is tried again until the episode's budget is spent.
 	for name, want := range map[string]string{
 		"missing":  "executable file not found",
-		"crashes":  "exiting at start",
+		"crashes":  "gave up after 6 reconnect attempts: connect",
 		"bad-cwd":  "/no/such/dir",
 		"not-json": "gave up after 6 reconnect attempts: connect",
 	} {

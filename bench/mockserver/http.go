@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -46,11 +47,13 @@ const (
 //   - TransportWS: WebSocket at /ws, subprotocol "mcp" only, one text
 //     message per JSON-RPC message.
 //
-// Every other path is 404. The handler keeps its sessions in memory for
-// its whole life. When an exit fault fires (ExitAfter) the handler stops
+// Every other path is 404; with HTTP401 every request, whatever its path,
+// is 401. The handler keeps its sessions in memory for its whole life.
+// When an exit fault fires (ExitAfter, CrashMidResponse) the handler stops
 // for good: the request in flight and every later one is aborted
 // (http.ErrAbortHandler). Process-level options (ExitAtStart,
-// IgnoreSIGTERM, Grandchild, Listen) do not concern it.
+// IgnoreSIGTERM, Grandchild, Listen) and flapping (FlapUp, FlapDown:
+// Serve's business) do not concern it.
 //
 // The handler is also an io.Closer. Its Close ends the event streams it
 // holds open (standalone GET, legacy SSE and subscriptions/listen
@@ -93,6 +96,7 @@ type handler struct {
 	armed    bool                    // guarded by mu: an initialize or server/discover came in
 	burst    int                     // guarded by mu: 503s still to send once armed
 	listens  map[*stream]protocol.ID // guarded by mu: open subscriptions/listen streams
+	ws       map[*wsConn]struct{}    // guarded by mu: open WebSockets
 	shut     bool                    // guarded by mu: shutdown was called
 }
 
@@ -124,6 +128,7 @@ func newHandler(o Options) (*handler, error) {
 		s: newServer(o), o: o, transport: t, retry: o.SSERetry,
 		closing: make(chan struct{}), dead: make(chan struct{}),
 		sessions: make(map[string]*session), listens: make(map[*stream]protocol.ID),
+		ws: make(map[*wsConn]struct{}),
 	}
 	if h.retry <= 0 {
 		h.retry = DefaultSSERetry
@@ -143,6 +148,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "mockserver: shutting down", http.StatusServiceUnavailable)
 		return
 	default:
+	}
+	if h.o.HTTP401 {
+		unauthorized(w, r)
+		return
 	}
 	if h.o.Silent {
 		h.hang(r.Context())
@@ -179,6 +188,21 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// unauthorized answers as a server that needs an OAuth token (HTTP401):
+// 401, the Bearer challenge pointing at the protected resource metadata
+// (RFC 9728 §5.1), and a JSON body.
+func unauthorized(w http.ResponseWriter, r *http.Request) {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	metadata := scheme + "://" + r.Host + "/.well-known/oauth-protected-resource"
+	w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+metadata+`", error="invalid_token"`)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusUnauthorized)
+	io.WriteString(w, `{"error":"invalid_token","error_description":"mockserver: authorization required (-http-401)"}`+"\n")
+}
+
 // hang answers nothing until the client or the server goes away.
 func (h *handler) hang(ctx context.Context) {
 	select {
@@ -199,9 +223,13 @@ func (h *handler) die(code int) {
 	})
 }
 
-// abortIfDead aborts the response when the exit fault has fired.
+// abortIfDead aborts the response when the exit fault has fired, or
+// fires it when err is pump's errCrashed.
 func (h *handler) abortIfDead(err error) {
-	if errors.Is(err, errDead) {
+	if errors.Is(err, errCrashed) {
+		h.die(exitCrash)
+	}
+	if errors.Is(err, errDead) || errors.Is(err, errCrashed) {
 		panic(http.ErrAbortHandler)
 	}
 	select {
@@ -236,6 +264,39 @@ func (h *handler) shutdown() {
 	}
 	for _, sess := range sessions {
 		sess.get.end()
+	}
+}
+
+// reset ends everything a server that goes down (FlapUp) loses, once
+// its listener and its HTTP connections are closed: the sessions are
+// forgotten (later requests in them get 404), their streams and the
+// subscriptions/listen streams end without a word, and the WebSockets
+// (which the http.Server no longer tracks) close at once.
+func (h *handler) reset() {
+	h.mu.Lock()
+	sessions := make([]*session, 0, len(h.sessions))
+	for _, sess := range h.sessions {
+		sessions = append(sessions, sess)
+	}
+	clear(h.sessions)
+	listens := make([]*stream, 0, len(h.listens))
+	for st := range h.listens {
+		listens = append(listens, st)
+	}
+	ws := make([]*wsConn, 0, len(h.ws))
+	for c := range h.ws {
+		ws = append(ws, c)
+	}
+	h.mu.Unlock()
+	for _, sess := range sessions {
+		h.s.hub.remove(sess.get)
+		sess.get.cut()
+	}
+	for _, st := range listens {
+		st.cut()
+	}
+	for _, c := range ws {
+		c.c.CloseNow()
 	}
 }
 
@@ -470,6 +531,9 @@ func (h *handler) writeAnswer(w http.ResponseWriter, r *http.Request, st *stream
 		}
 		return
 	}
+	if ev.partial {
+		h.crashAnswer(w, st, ev, stateless && h.o.SSEResponses)
+	}
 	status := http.StatusOK
 	if stateless && ev.oversize == 0 && isProtocolError(ev.data) {
 		status = http.StatusBadRequest
@@ -492,6 +556,25 @@ func (h *handler) writeAnswer(w http.ResponseWriter, r *http.Request, st *stream
 		return
 	}
 	w.Write(ev.data)
+}
+
+// crashAnswer writes half of a crash's answer (CrashMidResponse) and ends
+// the server: as a one-event stream whose event stops halfway, or as a
+// 200 whose Content-Length counts the whole answer, with half the body.
+// It does not return.
+func (h *handler) crashAnswer(w http.ResponseWriter, st *stream, ev event, eventStream bool) {
+	if eventStream {
+		startEventStream(w)
+		_ = st.write(w, ev)
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(ev.data)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(ev.data[:len(ev.data)/2])
+	}
+	_ = http.NewResponseController(w).Flush()
+	h.die(exitCrash)
+	panic(http.ErrAbortHandler)
 }
 
 // isProtocolError reports whether frame is an error the stateless era
@@ -727,6 +810,8 @@ func (h *handler) legacyPost(w http.ResponseWriter, r *http.Request) {
 type lastAnswer struct{ st *stream }
 
 func (l lastAnswer) send(frame []byte) { l.st.finish(frame) }
+
+func (l lastAnswer) crash(frame []byte) bool { return l.st.crash(frame) }
 
 func (l lastAnswer) sendOversize(id protocol.ID, size int64) {
 	l.st.sendOversize(id, size)

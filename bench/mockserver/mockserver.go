@@ -1,8 +1,11 @@
 // Package mockserver is a configurable MCP server for load tests and fault
 // injection. It speaks every protocol era mcpvisor does, serves a set of
 // tools, resources and prompts of any size, and can misbehave on purpose:
-// exit after N calls, hang, print garbage, send oversize frames, ignore
-// SIGTERM, or leave a grandchild behind.
+// exit after N calls, crash in the middle of an answer, hang, answer
+// slowly, print garbage, send oversize frames, ignore SIGTERM, leave a
+// grandchild behind, demand authorization, expire sessions, answer with
+// bursts of 503s, drop streams, or flap (go down and come back, again and
+// again).
 //
 // It runs over stdio (`mcpvisor mock`, or a test binary re-executing
 // itself; see Command) and is deliberately lean there, so that a benchmark
@@ -23,6 +26,7 @@ package mockserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -65,6 +69,33 @@ type Options struct {
 	Grandchild    bool  // start a sleeping child process in the same group
 	Silent        bool  // answer nothing at all (a hung server)
 
+	// CrashMidResponse makes every tools/call crash the server (code 5)
+	// while it answers: after Latency, it writes the first half of the
+	// answer and exits, as a process dying in the middle of a write.
+	// Over stdio that is half a line, without its newline. Over
+	// Streamable HTTP it is a 200 whose Content-Length counts the whole
+	// answer with half the body, or, with SSEResponses, an event stream
+	// whose answer event stops halfway; over HTTP+SSE the session's
+	// stream stops halfway through the answer's event; over WebSocket a
+	// frame header announces the whole answer and half the payload
+	// follows. Then every connection closes (Serve stops, and Run
+	// returns 5).
+	CrashMidResponse bool
+
+	// FlapUp makes the server flap: it serves for FlapUp, goes down, and
+	// comes back. Over stdio the process exits (code 6) after FlapUp and
+	// it is up to its supervisor to start it again; FlapDown does not
+	// apply. With an HTTP transport Serve stays up for FlapUp, then for
+	// FlapDown it closes its listener and every open connection (HTTP
+	// requests, event streams and WebSockets alike), so that clients see
+	// refused and reset connections, then listens again on the same
+	// address and port, and so on until the server is closed. Sessions
+	// do not survive a down period, as if the process had restarted:
+	// an old Mcp-Session-Id (or sessionId) gets 404 afterwards; the
+	// catalogue (announced tools) and the fault counters carry on.
+	FlapUp   time.Duration
+	FlapDown time.Duration // with FlapUp: how long each down period of the HTTP transports lasts
+
 	// Transport is TransportStdio (Run's default), TransportHTTP,
 	// TransportSSE or TransportWS. NewHandler and Serve treat "" as
 	// TransportHTTP.
@@ -84,7 +115,26 @@ type Options struct {
 	HTTP5xx            int           // answer the first N POSTs after the first initialize or server/discover with 503
 	ExpireSessionAfter int           // forget a session once it has answered N tools/call; its next request gets 404
 	FirstByteDelay     time.Duration // wait this long before writing any response's status line
+
+	// HTTP401 answers every request of the HTTP transports (the
+	// initialize or server/discover POST, the GET of an event stream, the
+	// WebSocket upgrade, and everything else, the protected resource
+	// metadata URL included) with 401 Unauthorized, a small JSON body
+	// and the challenge of a server that needs an OAuth token:
+	//
+	//	WWW-Authenticate: Bearer resource_metadata="<base URL>/.well-known/oauth-protected-resource", error="invalid_token"
+	//
+	// where the base URL is http:// and the request's Host.
+	HTTP401 bool
 }
+
+// Exit codes of the exit faults (Run's result, ExitCode's for Serve).
+const (
+	exitAfterCalls = 3 // ExitAfter
+	exitAtStart    = 4 // ExitAtStart
+	exitCrash      = 5 // CrashMidResponse
+	exitFlap       = 6 // FlapUp, over stdio
+)
 
 // Names of the transports, for Options.Transport.
 const (
@@ -164,6 +214,12 @@ func ParseFlags(args []string) (Options, error) {
 	default:
 		return o, fmt.Errorf("unknown transport %q (want stdio, http, sse or ws)", o.Transport)
 	}
+	if o.FlapUp < 0 || o.FlapDown < 0 {
+		return o, fmt.Errorf("negative -flap-up or -flap-down")
+	}
+	if o.FlapDown > 0 && o.FlapUp == 0 {
+		return o, fmt.Errorf("-flap-down needs -flap-up")
+	}
 	if versions != "" {
 		for _, v := range strings.Split(versions, ",") {
 			v = strings.TrimSpace(v)
@@ -205,6 +261,11 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and stdin EOF: only SIGKILL ends it")
 	fs.BoolVar(&o.Grandchild, "grandchild", false, "start a sleeping child process in the same process group")
 	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
+	fs.BoolVar(&o.CrashMidResponse, "crash-mid-response", false,
+		"on tools/call write the first half of the answer, then exit with code 5 (every transport; over HTTP the connections close)")
+	fs.DurationVar(&o.FlapUp, "flap-up", 0,
+		"flap: serve this long, then go down (stdio: exit with code 6; http, sse, ws: close the listener and every connection for -flap-down, then listen again on the same port, and repeat; sessions are forgotten)")
+	fs.DurationVar(&o.FlapDown, "flap-down", 0, "http, sse, ws with -flap-up: how long each down period lasts")
 	fs.StringVar(&o.Transport, "transport", TransportStdio,
 		"stdio, http (Streamable HTTP at /mcp), sse (HTTP+SSE at /sse) or ws (WebSocket at /ws); the HTTP ones print "+URLLinePrefix+"<url> on stderr")
 	fs.StringVar(&o.Listen, "listen", DefaultListen, "address the HTTP transports listen on")
@@ -216,11 +277,16 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.IntVar(&o.HTTP5xx, "http-5xx", 0, "http, sse: answer the first N POSTs after the first initialize or server/discover with 503")
 	fs.IntVar(&o.ExpireSessionAfter, "expire-session-after", 0, "http, sse: forget a session after it answered N tools/call (then 404)")
 	fs.DurationVar(&o.FirstByteDelay, "first-byte-delay", 0, "http, sse, ws: wait this long before writing any response headers")
+	fs.BoolVar(&o.HTTP401, "http-401", false,
+		"http, sse, ws: answer every request (the WebSocket upgrade too) with 401 and WWW-Authenticate: Bearer resource_metadata=…, error=\"invalid_token\"")
 	return fs
 }
 
 // Run serves one client over r and w until r ends (or, with
-// IgnoreSIGTERM, forever) and returns the process exit code.
+// IgnoreSIGTERM, forever), an exit fault fires, or FlapUp has passed, and
+// returns the process exit code. With FlapUp, r is read by another
+// goroutine, which ends when r does; nothing is written to w after Run
+// has returned.
 //
 // With an HTTP transport it listens on o.Listen instead, writes one line
 // URLLinePrefix+url to stderr, and serves until ctx ends, r ends (unless
@@ -228,7 +294,7 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 func Run(ctx context.Context, o Options, r io.Reader, w io.Writer) int {
 	if o.ExitAtStart {
 		fmt.Fprintln(os.Stderr, "mockserver: exiting at start as configured")
-		return 4
+		return exitAtStart
 	}
 	if o.IgnoreSIGTERM {
 		signal.Ignore(syscall.SIGTERM)
@@ -246,6 +312,43 @@ func Run(ctx context.Context, o Options, r io.Reader, w io.Writer) int {
 	p := &peer{conn: out}
 	s.hub.add(out)
 	br := bufio.NewReaderSize(r, 64<<10)
+	var down <-chan time.Time // FlapUp's end; nil (never) without it
+	var end stdioEnd
+	if o.FlapUp <= 0 {
+		end = s.serveStdio(ctx, p, br, out) // in this goroutine: the lean path
+	} else {
+		t := time.NewTimer(o.FlapUp)
+		defer t.Stop()
+		down = t.C
+		ended := make(chan stdioEnd, 1)
+		go func() { ended <- s.serveStdio(ctx, p, br, out) }()
+		select {
+		case end = <-ended:
+		case <-down:
+			return flapExit(out, o.FlapUp)
+		}
+	}
+	if end.exit {
+		return end.code
+	}
+	s.wg.Wait()
+	if o.IgnoreSIGTERM {
+		<-down // only SIGKILL ends it, or the flap
+		return flapExit(out, o.FlapUp)
+	}
+	return 0
+}
+
+// stdioEnd is how serveStdio ended: at the end of its input, or with an
+// exit fault (exit) and its code.
+type stdioEnd struct {
+	code int
+	exit bool
+}
+
+// serveStdio handles the lines of br until it ends or an exit fault
+// fires.
+func (s *server) serveStdio(ctx context.Context, p *peer, br *bufio.Reader, out *stdioConn) stdioEnd {
 	for {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
@@ -255,18 +358,21 @@ func Run(ctx context.Context, o Options, r io.Reader, w io.Writer) int {
 		if len(line) > 0 {
 			if code, exit := s.handle(ctx, p, line, out); exit {
 				out.flush()
-				return code
+				return stdioEnd{code: code, exit: true}
 			}
 		}
 		if err != nil {
-			break
+			return stdioEnd{}
 		}
 	}
-	s.wg.Wait()
-	if o.IgnoreSIGTERM {
-		select {} // only SIGKILL ends it
-	}
-	return 0
+}
+
+// flapExit ends a stdio server's up period: nothing more is written, and
+// the process exits with exitFlap.
+func flapExit(out *stdioConn, up time.Duration) int {
+	out.close()
+	fmt.Fprintf(os.Stderr, "mockserver: going down after %v as configured (-flap-up)\n", up)
+	return exitFlap
 }
 
 // runNet serves an HTTP transport for Run.
@@ -328,6 +434,12 @@ type output interface {
 	// sendOversize writes a response to id whose encoding is at least
 	// size bytes long, without building it in memory.
 	sendOversize(id protocol.ID, size int64)
+	// crash writes the first half of frame, an answer the server dies
+	// while writing (CrashMidResponse), and reports whether the server
+	// must now exit. A connection (stdio, WebSocket) writes it at once
+	// and reports true; an HTTP stream reports false, and the response
+	// that writes it ends the server then.
+	crash(frame []byte) bool
 }
 
 // peer is the server's view of one client: the stdio connection, a
@@ -395,7 +507,9 @@ func (s *server) handle(ctx context.Context, p *peer, line []byte, out output) (
 
 // dispatch answers request m from p to out; modern says whether m carries
 // a stateless-era protocol version this server serves (modernVersion). It
-// reports (code, true) when the server must exit.
+// reports (code, true) when the server must exit at once. (An HTTP
+// stream given a crash, see output, ends the server itself once it has
+// written it.)
 func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, modern bool, out output) (int, bool) {
 	if !modern && !p.initialized.Load() && m.Method != protocol.MethodInitialize &&
 		m.Method != protocol.MethodDiscover && m.Method != protocol.MethodPing {
@@ -422,10 +536,13 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 		n := s.calls.Add(1)
 		if s.o.ExitAfter > 0 && n > int64(s.o.ExitAfter) {
 			fmt.Fprintf(os.Stderr, "mockserver: exiting after %d calls as configured\n", s.o.ExitAfter)
-			return 3, true
+			return exitAfterCalls, true
 		}
 		if s.o.HangOnCall {
 			return 0, false
+		}
+		if s.o.CrashMidResponse {
+			return s.crashMidCall(out, m)
 		}
 		if s.o.Latency > 0 {
 			s.wg.Add(1)
@@ -613,6 +730,46 @@ func (s *server) callTool(out output, m *protocol.Message) {
 	}
 }
 
+// crashMidCall answers tools/call m the CrashMidResponse way: after the
+// latency, out gets the first half of the real answer, and the server
+// dies. The call is answered in the caller's goroutine (a stdio server
+// reads nothing more meanwhile: it is about to die).
+func (s *server) crashMidCall(out output, m *protocol.Message) (int, bool) {
+	if s.o.Latency > 0 {
+		time.Sleep(s.o.Latency)
+	}
+	answer := make(capture, 1)
+	s.callTool(answer, m)
+	frame := <-answer // the sleep tool answers from another goroutine
+	fmt.Fprintln(os.Stderr, "mockserver: crashing in the middle of an answer as configured")
+	if out.crash(frame) {
+		return exitCrash, true
+	}
+	return 0, false
+}
+
+// capture is an output that keeps the one answer it is given, for
+// crashMidCall.
+type capture chan []byte
+
+func (c capture) send(frame []byte) {
+	select {
+	case c <- frame:
+	default: // a second answer: there is none
+	}
+}
+
+func (c capture) sendOversize(id protocol.ID, size int64) {
+	var b bytes.Buffer
+	_ = writeOversize(&b, id, size)
+	c.send(b.Bytes())
+}
+
+func (c capture) crash(frame []byte) bool {
+	c.send(frame)
+	return false
+}
+
 func (s *server) resources() []protocol.Resource {
 	out := make([]protocol.Resource, s.o.Resources)
 	for i := range out {
@@ -691,16 +848,20 @@ func writeOversize(w io.Writer, id protocol.ID, size int64) error {
 }
 
 // stdioConn is the stdio transport's output and notification sink: one
-// buffered writer, flushed after every message.
+// buffered writer, flushed after every message, until close.
 type stdioConn struct {
 	garbage bool
 	mu      sync.Mutex
 	out     *bufio.Writer // guarded by mu
+	closed  bool          // guarded by mu: nothing more is written
 }
 
 func (c *stdioConn) send(frame []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
 	if c.garbage {
 		c.out.WriteString(garbageLine + "\n")
 		c.out.WriteString(garbageFrame + "\n")
@@ -715,13 +876,40 @@ func (c *stdioConn) notify(frame []byte) { c.send(frame) }
 func (c *stdioConn) sendOversize(id protocol.ID, size int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
 	_ = writeOversize(c.out, id, size)
 	c.out.WriteByte('\n')
 	c.out.Flush()
 }
 
+// crash writes the first half of frame, without a newline, and closes.
+func (c *stdioConn) crash(frame []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.out.Write(frame[:len(frame)/2])
+		c.out.Flush()
+		c.closed = true
+	}
+	return true
+}
+
 func (c *stdioConn) flush() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.out.Flush()
+	if !c.closed {
+		c.out.Flush()
+	}
+}
+
+// close flushes what was written and stops writing.
+func (c *stdioConn) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.out.Flush()
+		c.closed = true
+	}
 }

@@ -50,6 +50,7 @@ type event struct {
 	retry    time.Duration // the priming event's retry field
 	oversize int64         // > 0: the event is a response to id this large, written on the fly
 	id       protocol.ID   // the oversize response's id
+	partial  bool          // CrashMidResponse: only the first half of data is written, and the server dies
 }
 
 func newStream(no uint32, evType string, resumable, answer, garbage bool) *stream {
@@ -63,6 +64,14 @@ func (st *stream) sendOversize(id protocol.ID, size int64) {
 }
 
 func (st *stream) notify(frame []byte) { st.push(event{data: frame}, false) }
+
+// crash appends the answer the server dies while writing, and ends the
+// stream: the response that writes it writes half of it and then ends
+// the server (pump returns errCrashed).
+func (st *stream) crash(frame []byte) bool {
+	st.push(event{data: frame, partial: true}, true)
+	return false
+}
 
 // prime appends the priming event: an id, the retry field, empty data.
 func (st *stream) prime(retry time.Duration) { st.push(event{retry: retry}, false) }
@@ -143,16 +152,18 @@ func parseEventID(id string) (no, seq uint32, ok bool) {
 	return uint32(n), uint32(q), found && err1 == nil && err2 == nil
 }
 
-// errStolen and errDead are why pump stopped early.
+// errStolen, errDead and errCrashed are why pump stopped early.
 var (
-	errStolen = errors.New("mockserver: another response attached to the stream")
-	errDead   = errors.New("mockserver: the server exited")
+	errStolen  = errors.New("mockserver: another response attached to the stream")
+	errDead    = errors.New("mockserver: the server exited")
+	errCrashed = errors.New("mockserver: the server crashed in the middle of an answer")
 )
 
 // pump writes the stream's events after seq as an event stream to w,
 // flushing after each batch, until the stream is done and drained (nil),
 // another response attaches (errStolen), ctx ends, dead is closed
-// (errDead), or writing fails.
+// (errDead), it has written half of a crash's answer (errCrashed: the
+// caller must end the server), or writing fails.
 func (st *stream) pump(ctx context.Context, w http.ResponseWriter, after uint32, dead <-chan struct{}) error {
 	rc := http.NewResponseController(w)
 	token := st.attach()
@@ -180,6 +191,10 @@ func (st *stream) pump(ctx context.Context, w http.ResponseWriter, after uint32,
 				return err
 			}
 			after = ev.seq
+			if ev.partial {
+				_ = rc.Flush()
+				return errCrashed
+			}
 		}
 		if len(batch) > 0 {
 			if err := rc.Flush(); err != nil {
@@ -199,16 +214,18 @@ func (st *stream) pump(ctx context.Context, w http.ResponseWriter, after uint32,
 	}
 }
 
-// write writes one event.
+// write writes one event; of a partial one, the fields before data and
+// the first half of data, on one line that does not end.
 func (st *stream) write(w io.Writer, ev event) error {
 	id := ""
 	if st.resumable {
 		id = eventID(st.no, ev.seq)
 	}
-	if ev.oversize == 0 {
+	if ev.oversize == 0 && !ev.partial {
 		return eventstream.Write(w, eventstream.Event{ID: id, Type: st.evType, Data: ev.data}, ev.retry)
 	}
-	// An oversize response, written as it is made: one data line.
+	// An oversize response, written as it is made, or a partial one: one
+	// data line.
 	head := ""
 	if id != "" {
 		head += "id: " + id + "\n"
@@ -217,6 +234,10 @@ func (st *stream) write(w io.Writer, ev event) error {
 		head += "event: " + st.evType + "\n"
 	}
 	if _, err := io.WriteString(w, head+"data: "); err != nil {
+		return err
+	}
+	if ev.partial {
+		_, err := w.Write(ev.data[:len(ev.data)/2])
 		return err
 	}
 	if err := writeOversize(w, ev.id, ev.oversize); err != nil {

@@ -1,7 +1,10 @@
 package mockserver
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -32,7 +35,8 @@ func (h *handler) serveWS(w http.ResponseWriter, r *http.Request) {
 	h.conns.Add(1)
 	h.mu.Unlock()
 	defer h.conns.Done()
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wsSubprotocol}})
+	hj := &hijackRecorder{ResponseWriter: w}
+	c, err := websocket.Accept(hj, r, &websocket.AcceptOptions{Subprotocols: []string{wsSubprotocol}})
 	if err != nil {
 		return // Accept has answered
 	}
@@ -52,10 +56,18 @@ func (h *handler) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	conn := &wsConn{c: c, garbage: h.o.Garbage}
+	conn := &wsConn{c: c, raw: hj.conn, garbage: h.o.Garbage}
 	p := &peer{conn: conn}
 	h.s.hub.add(conn)
 	defer h.s.hub.remove(conn)
+	h.mu.Lock()
+	h.ws[conn] = struct{}{}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.ws, conn)
+		h.mu.Unlock()
+	}()
 	for {
 		typ, data, err := c.Read(ctx)
 		if err != nil {
@@ -84,10 +96,29 @@ func offersSubprotocol(r *http.Request, proto string) bool {
 	return false
 }
 
+// hijackRecorder keeps the connection the WebSocket upgrade takes over,
+// so that CrashMidResponse can write a frame cut short beneath the
+// WebSocket library (which only ever writes whole messages).
+type hijackRecorder struct {
+	http.ResponseWriter
+	conn net.Conn // set by Hijack
+}
+
+func (h *hijackRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	h.conn = c
+	return c, brw, err
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (h *hijackRecorder) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
 // wsConn is a WebSocket client's output and notification sink. The mutex
-// keeps the Garbage fault's messages next to the message they precede.
+// keeps the Garbage fault's messages next to the message they precede,
+// and a crash's frame out of any other message.
 type wsConn struct {
 	c       *websocket.Conn
+	raw     net.Conn // the connection beneath c, for crash
 	garbage bool
 	mu      sync.Mutex
 }
@@ -114,4 +145,28 @@ func (c *wsConn) sendOversize(id protocol.ID, size int64) {
 	}
 	_ = writeOversize(wr, id, size)
 	_ = wr.Close()
+}
+
+// crash writes the header of an unfragmented text frame that carries all
+// of frame, then the first half of frame, directly on the connection (the
+// WebSocket library has flushed every message it wrote); the handler then
+// closes the connection.
+func (c *wsConn) crash(frame []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.raw == nil {
+		return true
+	}
+	// RFC 6455 §5.2: FIN and opcode 1 (text); a server does not mask.
+	head := []byte{0x81}
+	switch n := len(frame); {
+	case n < 126:
+		head = append(head, byte(n))
+	case n <= 0xffff:
+		head = binary.BigEndian.AppendUint16(append(head, 126), uint16(n))
+	default:
+		head = binary.BigEndian.AppendUint64(append(head, 127), uint64(n))
+	}
+	_, _ = c.raw.Write(append(head, frame[:len(frame)/2]...))
+	return true
 }

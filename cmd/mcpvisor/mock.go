@@ -36,6 +36,8 @@ Exit codes:
   2  bad flag
   3  -exit-after reached
   4  -exit-at-start
+  5  -crash-mid-response (a tools/call crashed it)
+  6  -flap-up period over (stdio)
 `)
 	return b.String()
 }
