@@ -337,9 +337,12 @@ func onSession[T any](ctx context.Context, s *System, h *serverHandle, request f
 		ctx, cancel = context.WithTimeout(ctx, s.callTimeout(h))
 		defer cancel()
 	}
-	v, err := s.awaitReady(ctx, h, nil)
-	if err != nil {
-		return zero, err
+	v := h.view.Load()
+	if v.state != StateReady || v.sess == nil || v.sess.Err() != nil {
+		var err error
+		if v, err = s.awaitReady(ctx, h, nil); err != nil {
+			return zero, err
+		}
 	}
 	res, err := request(ctx, v.sess)
 	s.recordOutcome(h, v, err)
