@@ -80,8 +80,11 @@ func (e *NotReadyError) Unwrap() []error {
 // or ErrServerRestarting (whichever Err does).
 type ConnectionLostError struct {
 	Server string
-	// Attempt is the reconnect attempt of the server's current episode
-	// when the call failed (0: none started yet).
+	// Attempt is the number of the reconnect attempt the loss of this
+	// connection leads to: 1 when the connection was the first of its
+	// reconnect episode, n+1 when it was made by the episode's attempt n.
+	// (A session that merely expired, or a server out of budget, may make
+	// no such attempt.)
 	Attempt int
 	Err     error
 }
@@ -356,15 +359,16 @@ func onSession[T any](ctx context.Context, s *System, h *serverHandle, request f
 		}
 		res, err = request(ctx, nv.sess)
 		s.recordOutcome(h, nv, err)
+		v = nv
 	}
 	switch {
 	case err == nil:
 	case errors.Is(err, session.ErrConnectionClosed), errors.Is(err, session.ErrServerRestarting):
-		return res, &ConnectionLostError{Server: h.name, Attempt: h.view.Load().attempt, Err: err}
+		return res, &ConnectionLostError{Server: h.name, Attempt: v.attempt + 1, Err: err}
 	case brokeMidRequest(err):
 		// Over HTTP each request has its own connection, and the
 		// session outlives it: the call is lost all the same.
-		return res, &ConnectionLostError{Server: h.name, Attempt: h.view.Load().attempt, Err: fmt.Errorf("%w: %w", session.ErrConnectionClosed, err)}
+		return res, &ConnectionLostError{Server: h.name, Attempt: v.attempt + 1, Err: fmt.Errorf("%w: %w", session.ErrConnectionClosed, err)}
 	}
 	return res, err
 }

@@ -210,8 +210,9 @@ func TestDeadProcessFailsInFlightCallsAndIsRestartedAtOnce(t *testing.T) {
 	var lost *ConnectionLostError
 	require.ErrorAs(t, err, &lost, "the in-flight call fails with a typed error")
 	assert.Equal(t, "flaky", lost.Server)
-	var pe *stdio.ProcessExitError
-	assert.ErrorAs(t, err, &pe)
+	assert.Equal(t, 1, lost.Attempt, "the loss starts the episode's first reconnect")
+	// (Usually the error carries the *stdio.ProcessExitError; about one
+	// run in ten the write of the call already finds the pipe closed.)
 
 	// The process exit is not a strike: the server is restarted at once
 	// (no backoff), and its tools stay in the pool meanwhile.
