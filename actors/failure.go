@@ -57,6 +57,15 @@ func ClassifyFailure(err error) FailureKind {
 	if err == nil {
 		return FailureNone
 	}
+	var notReady *NotReadyError
+	if errors.As(err, &notReady) {
+		// The call reached no server: what matters is why the server is
+		// not ready (not that the call's deadline passed meanwhile).
+		if notReady.Cause == nil {
+			return FailureCall
+		}
+		return ClassifyFailure(notReady.Cause)
+	}
 	var rpcErr *protocol.Error
 	var timeout *session.TimeoutError
 	var status *transports.HTTPStatusError

@@ -420,3 +420,31 @@ func TestALazyServerConnectsOnItsFirstCall(t *testing.T) {
 	assert.Equal(t, StateReady, statusOf(s, "lazy").State)
 	assert.True(t, hasTool(s, "mcp__lazy__echo"))
 }
+
+func TestClassifyFailure(t *testing.T) {
+	tests := []struct {
+		err  error
+		want FailureKind
+	}{
+		{nil, FailureNone},
+		{&transports.HTTPStatusError{StatusCode: http.StatusServiceUnavailable}, FailureTransient},
+		{&transports.HTTPStatusError{StatusCode: http.StatusNotImplemented}, FailureProtocol},
+		{&transports.HTTPStatusError{StatusCode: http.StatusUnauthorized}, FailureAuth},
+		{&transports.HTTPStatusError{StatusCode: http.StatusBadRequest}, FailureProtocol},
+		{transports.ErrSessionExpired, FailureSessionExpired},
+		{&transports.ConfigError{Err: io.EOF}, FailureConfig},
+		{&transports.FrameTooLargeError{Size: 2, Limit: 1}, FailureProtocol},
+		{session.ErrVersionMismatch, FailureProtocol},
+		{&session.TimeoutError{Method: "tools/call"}, FailureCall},
+		{protocol.NewError(protocol.CodeInvalidParams, "bad"), FailureCall},
+		{context.Canceled, FailureCall},
+		{ErrUnknownTool, FailureCall},
+		{io.ErrUnexpectedEOF, FailureTransient},
+		{session.ErrConnectionClosed, FailureClosed},
+		{&NotReadyError{Server: "s", State: StateReconnecting, Cause: session.ErrConnectionClosed, Waited: context.DeadlineExceeded}, FailureClosed},
+		{&NotReadyError{Server: "s", State: StatePending, Waited: context.DeadlineExceeded}, FailureCall},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, ClassifyFailure(tt.err), "%v", tt.err)
+	}
+}
