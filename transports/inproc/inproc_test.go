@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,28 +66,7 @@ func TestFramesRoundTrip(t *testing.T) {
 
 func TestConcurrentSendsNeverInterleave(t *testing.T) {
 	c, rec := dial(t, echo, Options{})
-	const senders, each = 16, 40
-	var wg sync.WaitGroup
-	for s := range senders {
-		wg.Go(func() {
-			for i := range each {
-				frame := fmt.Sprintf(`{"sender":%d,"i":%d,"pad":"%s"}`, s, i, strings.Repeat("x", 100*s))
-				assert.NoError(t, c.Send(context.Background(), []byte(frame)))
-			}
-		})
-	}
-	wg.Wait()
-	frames, _ := rec.Wait(t, senders*each)
-	seen := map[string]bool{}
-	for _, f := range frames {
-		var s, i int
-		var pad string
-		_, err := fmt.Sscanf(f, `{"sender":%d,"i":%d,"pad":%q}`, &s, &i, &pad)
-		require.NoError(t, err, f)
-		require.Equal(t, strings.Repeat("x", 100*s), pad, "frame intact")
-		seen[f] = true
-	}
-	assert.Len(t, seen, senders*each)
+	transporttest.SendsDoNotInterleave(t, c, rec, 16, 40, 100)
 }
 
 func TestOversizeLinesAreDroppedAndReportedNotFatal(t *testing.T) {
@@ -259,13 +237,7 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 
 func TestCloseIsIdempotentAndSafeConcurrently(t *testing.T) {
 	c, rec := dial(t, echo, Options{})
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() { assert.NoError(t, c.Close(context.Background())) })
-	}
-	wg.Wait()
-	assert.NoError(t, c.Close(context.Background()))
-	rec.WaitClosed(t)
+	transporttest.CloseIsSafeConcurrently(t, c, rec, 20)
 }
 
 func TestSendHonoursItsContextWhileTheServerDoesNotRead(t *testing.T) {

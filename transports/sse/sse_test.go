@@ -180,22 +180,7 @@ func TestFramesRoundTrip(t *testing.T) {
 func TestConcurrentSends(t *testing.T) {
 	s := newLegacyServer(t, func(s *legacyServer) { s.events = make(chan string, 1000) })
 	c, rec := dial(t, s.config(), Options{})
-	const senders, each = 10, 20
-	var wg sync.WaitGroup
-	for g := range senders {
-		wg.Go(func() {
-			for i := range each {
-				assert.NoError(t, c.Send(context.Background(), fmt.Appendf(nil, `{"g":%d,"i":%d}`, g, i)))
-			}
-		})
-	}
-	wg.Wait()
-	frames, _ := rec.Wait(t, senders*each)
-	seen := map[string]bool{}
-	for _, f := range frames {
-		seen[f] = true
-	}
-	assert.Len(t, seen, senders*each)
+	transporttest.SendsDoNotInterleave(t, c, rec, 10, 20, 100)
 }
 
 func TestTheEndpointIsResolvedAgainstTheURL(t *testing.T) {
@@ -556,22 +541,7 @@ func TestCloseEndsTheStream(t *testing.T) {
 func TestCloseIsSafeConcurrentlyWithSendsAndItself(t *testing.T) {
 	s := newLegacyServer(t, func(s *legacyServer) { s.events = make(chan string, 10000) })
 	c, rec := dial(t, s.config(), Options{})
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for range 20 {
-				if err := c.Send(context.Background(), []byte(`{}`)); err != nil {
-					assert.ErrorIs(t, err, transports.ErrClosed)
-					return
-				}
-			}
-		})
-	}
-	for range 4 {
-		wg.Go(func() { assert.NoError(t, c.Close(context.Background())) })
-	}
-	wg.Wait()
-	rec.WaitClosed(t)
+	transporttest.CloseIsSafeConcurrently(t, c, rec, 20)
 }
 
 func TestCloseCancelsSendsInFlight(t *testing.T) {

@@ -149,28 +149,7 @@ func TestFramesRoundTrip(t *testing.T) {
 func TestConcurrentSendsNeverInterleave(t *testing.T) {
 	s := newServer(t, serverOpts{handle: echo})
 	c, rec := dial(t, s.config(), Options{})
-	const senders, each = 12, 30
-	var wg sync.WaitGroup
-	for g := range senders {
-		wg.Go(func() {
-			for i := range each {
-				frame := fmt.Sprintf(`{"g":%d,"i":%d,"pad":"%s"}`, g, i, strings.Repeat("p", 1000*g))
-				assert.NoError(t, c.Send(context.Background(), []byte(frame)))
-			}
-		})
-	}
-	wg.Wait()
-	frames, _ := rec.Wait(t, senders*each)
-	seen := map[string]bool{}
-	for _, f := range frames {
-		var g, i int
-		var pad string
-		_, err := fmt.Sscanf(f, `{"g":%d,"i":%d,"pad":%q}`, &g, &i, &pad)
-		require.NoError(t, err)
-		require.Equal(t, strings.Repeat("p", 1000*g), pad)
-		seen[f] = true
-	}
-	assert.Len(t, seen, senders*each)
+	transporttest.SendsDoNotInterleave(t, c, rec, 12, 30, 1000)
 }
 
 func TestDialRequiresTheMCPSubprotocol(t *testing.T) {
@@ -387,22 +366,7 @@ func TestCloseSendsANormalClosure(t *testing.T) {
 func TestCloseIsSafeConcurrentlyWithSendsAndItself(t *testing.T) {
 	s := newServer(t, serverOpts{handle: echo})
 	c, rec := dial(t, s.config(), Options{})
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for range 50 {
-				if err := c.Send(context.Background(), []byte(`{}`)); err != nil {
-					assert.ErrorIs(t, err, transports.ErrClosed)
-					return
-				}
-			}
-		})
-	}
-	for range 4 {
-		wg.Go(func() { assert.NoError(t, c.Close(context.Background())) })
-	}
-	wg.Wait()
-	rec.WaitClosed(t)
+	transporttest.CloseIsSafeConcurrently(t, c, rec, 50)
 }
 
 func TestCloseIsBoundedByItsContext(t *testing.T) {
