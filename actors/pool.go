@@ -17,11 +17,11 @@ type pool struct {
 	toolsByName   map[string]poolEntry
 	prompts       []Prompt // sorted by qualified name
 	promptsByName map[string]poolEntry
-	// parkedTools routes the qualified names of the tools a server not
+	// hiddenTools routes the qualified names of the tools a server not
 	// offering them (parked, or trying to connect again after it was
 	// parked) listed when last connected: not in the pool, but a call by
 	// name wakes the server or waits for it.
-	parkedTools map[string]poolEntry
+	hiddenTools map[string]poolEntry
 }
 
 // poolEntry routes a qualified name to its server and the server's own
@@ -35,7 +35,7 @@ type poolEntry struct {
 	replayable bool
 }
 
-var emptyPool = &pool{toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{}, parkedTools: map[string]poolEntry{}}
+var emptyPool = &pool{toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{}, hiddenTools: map[string]poolEntry{}}
 
 // QualifiedName returns the name under which a server's tool (or prompt)
 // is offered: mcp__<server>__<name>, with every character outside
@@ -99,7 +99,7 @@ func buildPool(servers map[string]*serverEntry, log zerolog.Logger) *pool {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	p := &pool{toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{}, parkedTools: map[string]poolEntry{}}
+	p := &pool{toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{}, hiddenTools: map[string]poolEntry{}}
 	for _, name := range names {
 		e := servers[name]
 		v := e.h.view.Load()
@@ -109,7 +109,7 @@ func buildPool(servers map[string]*serverEntry, log zerolog.Logger) *pool {
 		if v.routesHiddenTools() {
 			for _, t := range v.lists.tools {
 				if v.cfg.Tools.allowed(t.Name) {
-					p.parkedTools[QualifiedName(name, t.Name)] = poolEntry{h: e.h, name: t.Name, replayable: v.cfg.Trust == "trusted" && readOnlyAndIdempotent(t)}
+					p.hiddenTools[QualifiedName(name, t.Name)] = poolEntry{h: e.h, name: t.Name, replayable: v.cfg.Trust == "trusted" && readOnlyAndIdempotent(t)}
 				}
 			}
 		}

@@ -46,7 +46,8 @@ func (a *serverActor) afterFailure(err error, lost bool) {
 	if a.stopping || a.cfg.Disabled {
 		return
 	}
-	switch kind := ClassifyFailure(err); kind {
+	kind := ClassifyFailure(err)
+	switch kind {
 	case FailureAuth:
 		a.park(StateNeedsAuth, err)
 		return
@@ -65,7 +66,7 @@ func (a *serverActor) afterFailure(err error, lost bool) {
 		a.backoff = a.policy.newBackoff()
 	}
 	a.attempt++
-	if lost && a.attempt == 1 && ClassifyFailure(err) == FailureClosed {
+	if lost && a.attempt == 1 && kind == FailureClosed {
 		// The connection simply ended (the process exited, the server
 		// closed it): the first attempt goes at once.
 		a.log.Info().Msg("connection ended; reconnecting")
@@ -78,7 +79,7 @@ func (a *serverActor) afterFailure(err error, lost bool) {
 	a.cancelRetry = cancel
 	gen, self, root := a.gen, a.self, a.root
 	a.log.Info().Dur("in", delay).Int("attempt", a.attempt).Int("of", a.policy.MaxAttempts).
-		Str("failure", string(ClassifyFailure(err))).Msg("reconnect scheduled")
+		Str("failure", string(kind)).Msg("reconnect scheduled")
 	a.setState(StateReconnecting, err)
 	a.goroutine(func() {
 		t := time.NewTimer(delay)

@@ -304,7 +304,7 @@ func (r *registry) serverChanged(m serverChanged) {
 	if prev == nil || prev.state != v.state {
 		r.publishState(v, prevState, v.err)
 	}
-	if visible := poolChanged(prev, v); visible || parkedChanged(prev, v) {
+	if visible := poolChanged(prev, v); visible || hiddenChanged(prev, v) {
 		p := buildPool(r.servers, r.log)
 		r.sys.pool.Store(p)
 		if visible {
@@ -357,9 +357,9 @@ func poolChanged(prev, v *serverView) bool {
 	return v.offersTools() && (!sameSlice(prev.lists.tools, v.lists.tools) || !sameSlice(prev.lists.prompts, v.lists.prompts))
 }
 
-// parkedChanged reports whether the server's entry among the tools that
-// are routed but not offered (pool.parkedTools) changed.
-func parkedChanged(prev, v *serverView) bool {
+// hiddenChanged reports whether the server's entry among the tools that
+// are routed but not offered (pool.hiddenTools) changed.
+func hiddenChanged(prev, v *serverView) bool {
 	if prev == nil {
 		return v.routesHiddenTools()
 	}

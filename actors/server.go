@@ -116,7 +116,7 @@ func (v *serverView) offersTools() bool {
 
 // routesHiddenTools reports whether calls to the tools the server listed
 // when last connected still reach it although they are not offered (see
-// pool.parkedTools).
+// pool.hiddenTools).
 func (v *serverView) routesHiddenTools() bool {
 	return !v.offersTools() && len(v.lists.tools) > 0 && v.state != StateDisabled && v.state != StateStopped
 }

@@ -467,7 +467,7 @@ func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage
 	if !ok {
 		// A parked server's tools are out of the pool, but a call by name
 		// wakes the server.
-		if e, ok = p.parkedTools[name]; !ok {
+		if e, ok = p.hiddenTools[name]; !ok {
 			return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 		}
 	}

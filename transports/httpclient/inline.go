@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -280,16 +281,14 @@ func (pc *inlineConn) reuse() {
 func (pc *inlineConn) expire() {
 	t, h := pc.t, pc.host
 	t.mu.Lock()
-	for i, c := range h.idle {
-		if c == pc {
-			h.idle = append(h.idle[:i], h.idle[i+1:]...)
-			h.idle = h.idle[:len(h.idle):len(h.idle)]
-			t.mu.Unlock()
-			pc.nc.Close()
-			return
-		}
+	i := slices.Index(h.idle, pc)
+	if i >= 0 {
+		h.idle = slices.Delete(h.idle, i, i+1)
 	}
 	t.mu.Unlock()
+	if i >= 0 {
+		pc.nc.Close()
+	}
 }
 
 // CloseIdleConnections closes every pooled connection, here and in the
