@@ -12,7 +12,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -296,24 +295,8 @@ func (c *streamClient) notify(t *testing.T, method string, params any) {
 func dialLegacy(t *testing.T, sseURL string) rpcClient {
 	t.Helper()
 	c := newStreamClient()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, sseURL, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	r := newSSEReader(resp.Body)
-	ev, err := r.next()
-	if err != nil || ev.typ != "endpoint" {
-		t.Fatalf("first event %+v, %v; want endpoint", ev, err)
-	}
-	base, _ := url.Parse(sseURL)
-	endpoint, err := base.Parse(ev.data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.endpoint = endpoint.String()
+	r, endpoint := openLegacy(t, sseURL)
+	c.endpoint = endpoint
 	go func() {
 		for {
 			ev, err := r.next()
@@ -327,7 +310,7 @@ func dialLegacy(t *testing.T, sseURL string) rpcClient {
 	}()
 	c.send = func(t *testing.T, frame []byte) {
 		t.Helper()
-		resp, err := http.Post(endpoint.String(), "application/json", bytes.NewReader(frame))
+		resp, err := http.Post(endpoint, "application/json", bytes.NewReader(frame))
 		if err != nil {
 			t.Fatal(err)
 		}

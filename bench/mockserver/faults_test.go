@@ -179,6 +179,7 @@ func TestCrashMidResponse(t *testing.T) {
 func openLegacy(t *testing.T, sseURL string) (*sseReader, string) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, sseURL, nil)
+	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
