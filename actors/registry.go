@@ -301,15 +301,19 @@ func (r *registry) serverChanged(m serverChanged) {
 	if prev != nil {
 		prevState = prev.state
 	}
+	// The pool first, so that a subscriber told of the new state already
+	// sees the pool that goes with it.
+	var p *pool
+	visible := poolChanged(prev, v)
+	if visible || hiddenChanged(prev, v) {
+		p = buildPool(r.servers, r.log)
+		r.sys.pool.Store(p)
+	}
 	if prev == nil || prev.state != v.state {
 		r.publishState(v, prevState, v.err)
 	}
-	if visible := poolChanged(prev, v); visible || hiddenChanged(prev, v) {
-		p := buildPool(r.servers, r.log)
-		r.sys.pool.Store(p)
-		if visible {
-			r.publish(Event{Type: EventToolsChanged, Server: m.name, Tools: len(p.tools)})
-		}
+	if visible {
+		r.publish(Event{Type: EventToolsChanged, Server: m.name, Tools: len(p.tools)})
 	}
 	r.pump()
 	r.checkSettled()
