@@ -8,8 +8,7 @@
 //
 //	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{Logger: log})
 //	cfg, err := mcpvisor.LoadConfig(mcpvisor.LoadOptions{})
-//	res, err := sup.SetServers(ctx, cfg.Servers)
-//	err = sup.WaitSettled(ctx)
+//	res, err := sup.SetServers(ctx, cfg.Servers, mcpvisor.AwaitSettled(10*time.Second))
 //	for _, t := range sup.Tools() { ... t.Name, t.Definition.InputSchema ... }
 //	out, err := sup.CallTool(ctx, "mcp__github__create_issue", args)
 //	defer sup.Close(ctx)
@@ -25,7 +24,9 @@ package mcpvisor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/actors/session"
@@ -44,8 +45,17 @@ type TransportConfig = transports.Config
 type TLSConfig = transports.TLSConfig
 
 // QualifiedName is the pool name of a server's tool: mcp__<server>__<tool>,
-// with characters outside [A-Za-z0-9_-] replaced.
+// with characters outside [A-Za-z0-9_-] replaced, shortened to
+// MaxNameLength with a stable hash when longer. (A tool whose name another
+// claimed first is renamed; an EventCollision says to what.)
 func QualifiedName(server, tool string) string { return actors.QualifiedName(server, tool) }
+
+// MaxNameLength is the longest name the tool pool offers.
+const MaxNameLength = actors.MaxNameLength
+
+// BuiltinTool is a tool the host implements, offered in the pool before
+// the MCP tools and routed by CallTool (Options.Builtins).
+type BuiltinTool = actors.BuiltinTool
 
 // ToolFilter selects a server's tools by glob.
 type ToolFilter = actors.ToolFilter
@@ -95,10 +105,31 @@ type EventType = actors.EventType
 
 // The event types.
 const (
-	EventServerState  = actors.EventServerState
-	EventToolsChanged = actors.EventToolsChanged
-	EventGap          = actors.EventGap
+	EventServerState       = actors.EventServerState
+	EventServerToggled     = actors.EventServerToggled
+	EventToolsChanged      = actors.EventToolsChanged
+	EventPromptsChanged    = actors.EventPromptsChanged
+	EventResourcesChanged  = actors.EventResourcesChanged
+	EventResourceUpdated   = actors.EventResourceUpdated
+	EventLogMessage        = actors.EventLogMessage
+	EventProgress          = actors.EventProgress
+	EventChannelMessage    = actors.EventChannelMessage
+	EventPermissionRequest = actors.EventPermissionRequest
+	EventCollision         = actors.EventCollision
+	EventGap               = actors.EventGap
 )
+
+// The reasons of an EventGap.
+const (
+	GapSlowSubscriber = actors.GapSlowSubscriber
+	GapCursorTooOld   = actors.GapCursorTooOld
+)
+
+// ListDiff is what changed in one server's list of one kind.
+type ListDiff = actors.ListDiff
+
+// Collision reports a qualified name claimed twice, and the rename.
+type Collision = actors.Collision
 
 // CallToolResult is the result of a tool call; Content is a list of text,
 // image, audio, resource-link and embedded-resource blocks.
@@ -115,6 +146,8 @@ var (
 	ErrUnknownPrompt        = actors.ErrUnknownPrompt
 	ErrUnknownServer        = actors.ErrUnknownServer
 	ErrServerNotReady       = actors.ErrServerNotReady
+	ErrServerOff            = actors.ErrServerOff
+	ErrHostTool             = actors.ErrHostTool
 	ErrUnsupportedTransport = actors.ErrUnsupportedTransport
 	ErrConnectionClosed     = session.ErrConnectionClosed
 	ErrServerRestarting     = session.ErrServerRestarting
@@ -178,13 +211,68 @@ func Start(ctx context.Context, opts Options) (*Supervisor, error) {
 	return &Supervisor{sys: sys}, nil
 }
 
+// SetOption configures SetServers.
+type SetOption func(*setOptions)
+
+type setOptions struct {
+	await   bool
+	timeout time.Duration
+}
+
+// AwaitSettled makes SetServers wait until every server has settled
+// (ready, failed, needs-auth, disabled — see State.Settled; lazy servers
+// excepted), for at most timeout (zero: until ctx ends). Servers still
+// connecting then are named in SetResult.Unsettled and go on connecting;
+// that is not an error.
+func AwaitSettled(timeout time.Duration) SetOption {
+	return func(o *setOptions) { o.await, o.timeout = true, timeout }
+}
+
 // SetServers makes servers the configured set and returns what changed:
-// new names are started, missing ones shut down, changed ones
-// reconnected, unchanged ones left alone, invalid ones reported in Errors
-// (a running server keeps its old config). It returns once the change is
-// applied; connects continue in the background (see WaitSettled).
-func (s *Supervisor) SetServers(ctx context.Context, servers map[string]ServerConfig) (SetResult, error) {
-	return s.sys.SetServers(ctx, servers)
+// new names are started, missing ones shut down (the full ladder),
+// changed ones reconnected when the change affects the connection,
+// unchanged ones left alone, invalid ones reported in Errors (a running
+// server keeps its old config). Disabled servers are never started; lazy
+// ones wait for first use. Every server reaches a state Status shows. By
+// default it returns once the change is applied and connects continue in
+// the background; with AwaitSettled it waits for them.
+func (s *Supervisor) SetServers(ctx context.Context, servers map[string]ServerConfig, opts ...SetOption) (SetResult, error) {
+	var o setOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	res, err := s.sys.SetServers(ctx, servers)
+	if err != nil || !o.await {
+		return res, err
+	}
+	wait := ctx
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	switch err := s.sys.WaitSettled(wait); {
+	case err == nil:
+		res.Settled = true
+	case errors.Is(err, ErrClosed):
+		return res, err
+	default:
+		for _, st := range s.sys.Status() {
+			if !st.State.Settled() && !(st.Lazy && st.State == StatePending) {
+				res.Unsettled = append(res.Unsettled, st.Name)
+			}
+		}
+	}
+	return res, nil
+}
+
+// Toggle hides a server's tools, prompts and resources and refuses calls
+// to it with ErrServerOff (on=false), keeping its connection so that
+// toggling it on again is instant; on=true offers them again. Each toggle
+// publishes an EventServerToggled and the pool's diffs. A server disabled
+// in its config cannot be toggled on.
+func (s *Supervisor) Toggle(ctx context.Context, name string, on bool) error {
+	return s.sys.Toggle(ctx, name, on)
 }
 
 // WaitSettled blocks until every server has reached a state that waits
@@ -192,7 +280,8 @@ func (s *Supervisor) SetServers(ctx context.Context, servers map[string]ServerCo
 // ends.
 func (s *Supervisor) WaitSettled(ctx context.Context) error { return s.sys.WaitSettled(ctx) }
 
-// Tools returns the tool pool: the tools of every ready server, named
+// Tools returns the tool pool: the host's built-ins (Options.Builtins)
+// sorted by name, then the tools of every ready server, named
 // mcp__<server>__<tool>, sorted by name. The slice is the caller's.
 func (s *Supervisor) Tools() []Tool { return s.sys.Tools() }
 
@@ -223,8 +312,10 @@ func encodeArgs(args any) (json.RawMessage, error) {
 	return json.Marshal(args)
 }
 
-// ListResources returns the resources and resource templates of one ready
-// server, or of every ready server when server is empty.
+// ListResources returns the resources and resource templates of one
+// server, or of every server when server is empty (sorted by server, then
+// URI; every page of the server's lists). A named server that is not
+// ready is a *NotReadyError; one toggled off, ErrServerOff.
 func (s *Supervisor) ListResources(server string) ([]Resource, []ResourceTemplate, error) {
 	return s.sys.Resources(server)
 }
@@ -234,9 +325,9 @@ func (s *Supervisor) ReadResource(ctx context.Context, server, uri string) (*pro
 	return s.sys.ReadResource(ctx, server, uri)
 }
 
-// ListPrompts returns the prompts of every ready server, named
-// mcp__<server>__<prompt>, sorted by name.
-func (s *Supervisor) ListPrompts() []Prompt { return s.sys.Prompts() }
+// ListPrompts returns the prompts of one server, or of every server when
+// server is empty, named mcp__<server>__<prompt>, sorted by name.
+func (s *Supervisor) ListPrompts(server string) ([]Prompt, error) { return s.sys.Prompts(server) }
 
 // GetPrompt renders a prompt by its qualified name.
 func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error) {

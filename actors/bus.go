@@ -20,6 +20,19 @@ type bus struct {
 type subscriber struct {
 	ch      chan Event
 	dropped uint64 // registry goroutine only
+	// tooOld is set while the dropped events include some its resume
+	// cursor asked for but the ring no longer held (registry goroutine
+	// only).
+	tooOld bool
+}
+
+// gap is the marker that tells s how many events it lost, and why.
+func (s *subscriber) gap() Event {
+	reason := GapSlowSubscriber
+	if s.tooOld {
+		reason = GapCursorTooOld
+	}
+	return Event{Type: EventGap, Time: time.Now(), Dropped: s.dropped, GapReason: reason}
 }
 
 func newBus(size int) *bus {
@@ -52,8 +65,10 @@ func (b *bus) add(s *subscriber, resume bool, after uint64) {
 		past := b.since(after)
 		if len(past) > 0 && past[0].Seq > after+1 {
 			s.dropped += past[0].Seq - after - 1
+			s.tooOld = true
 		} else if len(past) == 0 && b.seq > after {
 			s.dropped += b.seq - after
+			s.tooOld = true
 		}
 		for _, ev := range past {
 			s.deliver(ev)
@@ -85,8 +100,8 @@ func (b *bus) flushGaps() (pending bool) {
 			continue
 		}
 		select {
-		case s.ch <- Event{Type: EventGap, Time: time.Now(), Dropped: s.dropped}:
-			s.dropped = 0
+		case s.ch <- s.gap():
+			s.dropped, s.tooOld = 0, false
 		default:
 			pending = true
 		}
@@ -123,8 +138,8 @@ func (b *bus) closeAll() {
 func (s *subscriber) deliver(ev Event) {
 	if s.dropped > 0 {
 		select {
-		case s.ch <- Event{Type: EventGap, Time: time.Now(), Dropped: s.dropped}:
-			s.dropped = 0
+		case s.ch <- s.gap():
+			s.dropped, s.tooOld = 0, false
 		default:
 			s.dropped++
 			return

@@ -35,9 +35,10 @@ type ServerConfig struct {
 	// Disabled servers are never started; their tools are not offered.
 	Disabled bool `json:"disabled,omitempty"`
 
-	// Lazy servers are not connected at start. (Connect-on-first-use
-	// arrives with the connect scheduler; for now they are left pending
-	// until Reconnect.)
+	// Lazy servers are not connected at start: they stay pending until
+	// first used — a call naming one of their tools (mcp__<server>__…) or
+	// prompts, or naming the server (ReadResource, Ping) — or Reconnect.
+	// Their tools are unknown to the pool until then.
 	Lazy bool `json:"lazy,omitempty"`
 
 	// Trust is "trusted" for servers whose tool annotations the host may
@@ -46,6 +47,11 @@ type ServerConfig struct {
 
 	// Tools filters the tools offered from this server by glob.
 	Tools ToolFilter `json:"tools,omitempty"`
+
+	// ConnectTimeoutMs bounds one connect of this server (start,
+	// negotiation and listing), in milliseconds. Zero means
+	// Options.ConnectTimeout.
+	ConnectTimeoutMs int `json:"connectTimeoutMs,omitempty"`
 
 	// TimeoutMs is the default deadline of a call to this server, in
 	// milliseconds. Zero means Options.CallTimeout.
@@ -86,6 +92,9 @@ func (c *ServerConfig) Validate() error {
 	}
 	if c.TimeoutMs < 0 {
 		return fmt.Errorf("timeoutMs must not be negative")
+	}
+	if c.ConnectTimeoutMs < 0 {
+		return fmt.Errorf("connectTimeoutMs must not be negative")
 	}
 	if c.PingInterval < 0 {
 		return fmt.Errorf("pingInterval must not be negative")
@@ -131,13 +140,27 @@ type Options struct {
 	// Zero means $MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE, else 20.
 	RemoteConnectLimit int
 
-	// ConnectTimeout bounds one connect: start, negotiation and listing.
-	// Zero means 30 s.
+	// ConnectTimeout bounds one connect: start, negotiation and listing
+	// (ServerConfig.ConnectTimeoutMs overrides it per server). Zero means
+	// $MCP_TIMEOUT (milliseconds), else 30 s.
 	ConnectTimeout time.Duration
 
 	// CallTimeout is the default deadline of a call whose context has none
-	// and whose server sets no timeoutMs. Zero means 2 minutes.
+	// and whose server sets no timeoutMs. Zero means $MCP_TOOL_TIMEOUT
+	// (milliseconds), else 2 minutes.
 	CallTimeout time.Duration
+
+	// Builtins are the host's own tools, offered first in the pool (sorted
+	// by name) and routed by CallTool like MCP tools. On a name collision a
+	// built-in keeps its name and the MCP tool is renamed. Names must be
+	// unique and non-empty.
+	Builtins []BuiltinTool
+
+	// MaxDescriptionLength caps the description of every MCP tool and
+	// prompt in the pool, in bytes (cut on a character boundary, ending in
+	// "…"): hosts pay for every token they send a model. Zero means 2048;
+	// negative means no cap.
+	MaxDescriptionLength int
 
 	// DiscoverTimeout bounds the server/discover probe of a server whose
 	// era is not yet known. Zero means 3 s.
@@ -195,16 +218,46 @@ func (o Options) withDefaults() Options {
 		o.RemoteConnectLimit = envInt("MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE", 20)
 	}
 	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = 30 * time.Second
+		o.ConnectTimeout = time.Duration(envInt("MCP_TIMEOUT", 30_000)) * time.Millisecond
 	}
 	if o.CallTimeout <= 0 {
-		o.CallTimeout = 2 * time.Minute
+		o.CallTimeout = time.Duration(envInt("MCP_TOOL_TIMEOUT", 120_000)) * time.Millisecond
+	}
+	if o.MaxDescriptionLength == 0 {
+		o.MaxDescriptionLength = 2048
 	}
 	o.Reconnect = o.Reconnect.over(defaultPolicy)
 	if o.EventBuffer <= 0 {
 		o.EventBuffer = 1024
 	}
 	return o
+}
+
+// validate reports options Start cannot run with.
+func (o *Options) validate() error {
+	seen := map[string]bool{}
+	for i, b := range o.Builtins {
+		switch name := b.Definition.Name; {
+		case name == "":
+			return fmt.Errorf("mcpvisor: built-in tool %d has no name", i)
+		case seen[name]:
+			return fmt.Errorf("mcpvisor: built-in tool %q is given twice", name)
+		default:
+			seen[name] = true
+		}
+	}
+	return nil
+}
+
+// BuiltinTool is a tool the host implements itself, offered in the pool
+// next to the MCP tools so that a host builds its model's tool list, and
+// routes its model's calls, in one place.
+type BuiltinTool struct {
+	// Definition is what the model sees: name, description, input schema.
+	Definition protocol.Tool
+	// Call runs the tool. Nil means the host runs it itself: CallTool
+	// then fails with ErrHostTool.
+	Call func(ctx context.Context, args json.RawMessage) (*protocol.CallToolResult, error)
 }
 
 // Version is mcpvisor's version, sent as clientInfo.version.

@@ -74,6 +74,20 @@ type reconfigure struct {
 	cfg ServerConfig
 }
 
+// retune gives a server actor a changed config that keeps its
+// connection (see affectsConnection).
+type retune struct {
+	cfg ServerConfig
+}
+
+// serverEvent carries an event a server's notification raised (resource
+// updated, log message, progress, channel message, permission request) to
+// the registry, which numbers and publishes it.
+type serverEvent struct {
+	handle *serverHandle
+	event  Event
+}
+
 // Messages of the registry actor.
 
 // setServers replaces the desired configuration.
@@ -101,6 +115,19 @@ type wakeServer struct {
 	name   string
 	handle *serverHandle
 }
+
+// toggleServer hides (off) or shows again a server's tools, prompts and
+// resources, keeping its connection.
+type toggleServer struct {
+	name  string
+	on    bool
+	reply chan error
+}
+
+// flushPool asks the registry to rebuild the pool and publish the events
+// waiting for it; sent by the registry to itself, so a burst of server
+// changes already in its mailbox costs one rebuild.
+type flushPool struct{}
 
 // subscribe adds an event subscriber.
 type subscribe struct {

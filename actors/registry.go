@@ -10,13 +10,27 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// SetResult says what SetServers did.
+// SetResult says what SetServers did. Every name given to SetServers, and
+// every name it removed, is in exactly one of Added, Removed, Changed,
+// Unchanged and Errors; each list is sorted.
 type SetResult struct {
-	Added     []string         `json:"added"`
-	Removed   []string         `json:"removed"`
-	Changed   []string         `json:"changed"`
-	Unchanged []string         `json:"unchanged"`
-	Errors    map[string]error `json:"-"` // servers whose config was rejected; they were not started
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
+	// Changed servers had a config that differs; those whose change
+	// affects the connection (anything but trust, tools, timeoutMs, lazy
+	// and reconnect) are also in Reconnected: their connection was
+	// replaced. The others kept it.
+	Changed     []string `json:"changed"`
+	Reconnected []string `json:"reconnected,omitempty"`
+	Unchanged   []string `json:"unchanged"`
+	// Errors holds the servers whose config was rejected: a new one was
+	// not started, a running one keeps its old config.
+	Errors map[string]error `json:"-"`
+	// Settled is set when the caller asked to wait and every server
+	// settled in time; Unsettled then names those still pending or
+	// connecting when the wait ended (they go on connecting).
+	Settled   bool     `json:"settled,omitempty"`
+	Unsettled []string `json:"unsettled,omitempty"`
 }
 
 // admissionClass separates local servers (which compete for this
@@ -45,6 +59,10 @@ type serverEntry struct {
 	class admissionClass
 	view  *serverView // the latest view the registry processed
 	dead  bool        // its actor was stopped by supervision (crash loop)
+	off   bool        // toggled off by the host: out of the pool, calls refused
+	// unconfirmed is set from sending the actor a changed config until a
+	// view carrying it arrives: until then e.view describes the old one.
+	unconfirmed bool
 }
 
 // registry owns the set of server actors (its children), admits their
@@ -67,10 +85,19 @@ type registry struct {
 	peak     [numClasses]int
 	tickets  uint64
 
+	// The pool is rebuilt once per burst of changes: a change marks it
+	// dirty and queues a flushPool message, and the flush stores the new
+	// pool before publishing the events waiting for it (so a subscriber
+	// told of a change sees the pool that goes with it).
+	poolDirty   bool
+	flushQueued bool
+	pending     []Event // events to publish at the next flush
+
 	bus           *bus
 	gapTimer      *time.Timer // set while a gap flush is scheduled
 	settleWaiters []chan struct{}
 	closing       bool
+	closed        bool // every server is gone and the bus is closed
 	closeWaiters  []chan struct{}
 }
 
@@ -101,6 +128,16 @@ func (r *registry) Receive(ctx actor.Context) {
 		m.reply <- r.reconnect(ctx, m.name)
 	case wakeServer:
 		r.wake(ctx, m)
+	case toggleServer:
+		m.reply <- r.toggle(m.name, m.on)
+	case flushPool:
+		r.flush()
+	case serverEvent:
+		if e, ok := r.servers[m.handle.name]; ok && e.h == m.handle {
+			ev := m.event
+			ev.Server = m.handle.name
+			r.publish(ev)
+		}
 	case subscribe:
 		if r.closing {
 			close(m.sub.ch)
@@ -163,18 +200,29 @@ func (r *registry) setServers(ctx actor.Context, desired map[string]ServerConfig
 		case e.dead:
 			r.respawn(ctx, name, e, cfg)
 			res.Changed = append(res.Changed, name)
+			res.Reconnected = append(res.Reconnected, name)
 		default:
-			r.change(name, e, cfg)
+			if r.change(name, e, cfg) {
+				res.Reconnected = append(res.Reconnected, name)
+			}
 			res.Changed = append(res.Changed, name)
 		}
 	}
-	for _, l := range [][]string{res.Added, res.Removed, res.Changed, res.Unchanged} {
+	for _, l := range [][]string{res.Added, res.Removed, res.Changed, res.Reconnected, res.Unchanged} {
 		sort.Strings(l)
 	}
 	r.publishHandles()
 	r.pump()
 	r.checkSettled()
 	return res
+}
+
+// affectsConnection reports whether changing a server's config from a to
+// b needs a new connection: anything but how the pool and calls use the
+// server (trust, tool filter, call timeout, laziness, reconnect policy).
+func affectsConnection(a, b ServerConfig) bool {
+	a.Trust, a.Tools, a.TimeoutMs, a.Lazy, a.Reconnect = b.Trust, b.Tools, b.TimeoutMs, b.Lazy, b.Reconnect
+	return !reflect.DeepEqual(a, b)
 }
 
 func (r *registry) add(ctx actor.Context, name string, cfg ServerConfig) {
@@ -212,19 +260,32 @@ func initialState(cfg ServerConfig) State {
 	return StatePending
 }
 
-func (r *registry) change(name string, e *serverEntry, cfg ServerConfig) {
+// change applies a server's changed config, and reports whether its
+// connection is replaced.
+func (r *registry) change(name string, e *serverEntry, cfg ServerConfig) bool {
+	if !affectsConnection(e.cfg, cfg) {
+		wasLazy := e.cfg.Lazy
+		e.cfg, e.unconfirmed = cfg, true
+		r.sys.actors.Root.Send(e.h.pid, retune{cfg: cfg})
+		if wasLazy && !cfg.Lazy && !cfg.Disabled && e.h.view.Load().state == StatePending {
+			r.enqueue(name, e) // no longer waits for first use
+		}
+		return false
+	}
 	r.dequeue(name, e)
-	e.cfg, e.class = cfg, classOf(cfg)
+	e.cfg, e.class, e.unconfirmed = cfg, classOf(cfg), true
 	r.sys.actors.Root.Send(e.h.pid, reconfigure{cfg: cfg})
 	if !cfg.Disabled && !cfg.Lazy {
 		r.enqueue(name, e)
 	}
+	return true
 }
 
 func (r *registry) remove(ctx actor.Context, name string, e *serverEntry) {
 	r.dequeue(name, e)
 	delete(r.servers, name)
 	r.removing[e.h] = e
+	r.markPoolDirty() // its tools leave the pool now, not when it has stopped
 	if e.dead {
 		// No actor to shut it down: wait for the goroutines it left (a
 		// session close, a connect attempt) to finish with their processes.
@@ -287,6 +348,9 @@ func (r *registry) serverChanged(m serverChanged) {
 	}
 	prev := e.view
 	e.view = v
+	if e.unconfirmed && reflect.DeepEqual(v.cfg, e.cfg) {
+		e.unconfirmed = false
+	}
 	if ticket, ok := r.inflight[m.name]; ok && v.admitted == ticket && v.state != StateConnecting {
 		delete(r.inflight, m.name)
 		r.running[e.class]--
@@ -301,30 +365,101 @@ func (r *registry) serverChanged(m serverChanged) {
 	if prev != nil {
 		prevState = prev.state
 	}
-	// The pool first, so that a subscriber told of the new state already
-	// sees the pool that goes with it.
-	var p *pool
-	visible := poolChanged(prev, v)
-	if visible || hiddenChanged(prev, v) {
-		p = buildPool(r.servers, r.log)
-		r.sys.pool.Store(p)
+	if poolChanged(prev, v) || hiddenChanged(prev, v) {
+		r.markPoolDirty()
 	}
 	if prev == nil || prev.state != v.state {
-		r.publishState(v, prevState, v.err)
-	}
-	if visible {
-		r.publish(Event{Type: EventToolsChanged, Server: m.name, Tools: len(p.tools)})
+		r.queueState(v, prevState, v.err)
 	}
 	r.pump()
 	r.checkSettled()
 }
 
-func (r *registry) publishState(v *serverView, prev State, err error) {
+// queueState queues a server's state event for the next flush, after the
+// pool that goes with the state.
+func (r *registry) queueState(v *serverView, prev State, err error) {
 	ev := Event{Type: EventServerState, Server: v.name, State: v.state, Previous: prev}
 	if err != nil {
 		ev.Err = err.Error()
 	}
-	r.publish(ev)
+	r.pending = append(r.pending, ev)
+	r.scheduleFlush()
+}
+
+// markPoolDirty asks for a pool rebuild at the next flush.
+func (r *registry) markPoolDirty() {
+	r.poolDirty = true
+	r.scheduleFlush()
+}
+
+func (r *registry) scheduleFlush() {
+	if !r.flushQueued {
+		r.flushQueued = true
+		r.sys.actors.Root.Send(r.sys.registry, flushPool{})
+	}
+}
+
+// flush rebuilds the pool if it is dirty, stores it, and then publishes
+// the queued events followed by the pool's diff and collision events.
+func (r *registry) flush() {
+	r.flushQueued = false
+	if r.closed {
+		return
+	}
+	var diffs []Event
+	if r.poolDirty {
+		r.poolDirty = false
+		old := r.sys.pool.Load()
+		p := r.buildPool()
+		r.sys.pool.Store(p)
+		r.sys.poolChanged.notify()
+		diffs = diffPools(old, p)
+	}
+	pending := r.pending
+	r.pending = nil
+	for _, ev := range pending {
+		r.publish(ev)
+	}
+	for _, ev := range diffs {
+		if ev.Type == EventCollision {
+			c := ev.Collision
+			r.log.Warn().Str("kind", c.Kind).Str("name", c.Name).Str("holder", c.Holder).
+				Str("renamed", c.Server+"/"+c.Original+" → "+c.Renamed).Msg("name collision")
+		}
+		r.publish(ev)
+	}
+	r.checkSettled()
+}
+
+// buildPool builds the pool from the configured servers.
+func (r *registry) buildPool() *pool {
+	servers := make([]poolServer, 0, len(r.servers))
+	for name, e := range r.servers {
+		servers = append(servers, poolServer{name: name, h: e.h, off: e.off})
+	}
+	return buildPool(servers, r.opts.Builtins, r.opts.MaxDescriptionLength)
+}
+
+// toggle hides (on=false) or shows again a server's tools, prompts and
+// resources; its connection is kept either way.
+func (r *registry) toggle(name string, on bool) error {
+	if r.closing {
+		return ErrClosed
+	}
+	e, ok := r.servers[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
+	}
+	if on && e.cfg.Disabled {
+		return fmt.Errorf("mcpvisor: server %q is disabled in its config (disabled: true); toggling cannot start it", name)
+	}
+	if e.off == !on {
+		return nil
+	}
+	e.off = !on
+	r.pending = append(r.pending, Event{Type: EventServerToggled, Server: name, ToggledOff: e.off})
+	r.markPoolDirty()
+	return nil
 }
 
 // publish puts an event on the bus.
@@ -358,7 +493,16 @@ func poolChanged(prev, v *serverView) bool {
 	if prev.offersTools() != v.offersTools() {
 		return true
 	}
-	return v.offersTools() && (!sameSlice(prev.lists.tools, v.lists.tools) || !sameSlice(prev.lists.prompts, v.lists.prompts))
+	if v.offersTools() && !sameLists(prev.lists, v.lists) {
+		return true
+	}
+	// The config parts the pool applies (a tool filter, trust) changed.
+	return v.offersTools() && (!reflect.DeepEqual(prev.cfg.Tools, v.cfg.Tools) || prev.cfg.Trust != v.cfg.Trust)
+}
+
+func sameLists(a, b lists) bool {
+	return sameSlice(a.tools, b.tools) && sameSlice(a.prompts, b.prompts) &&
+		sameSlice(a.resources, b.resources) && sameSlice(a.templates, b.templates)
 }
 
 // hiddenChanged reports whether the server's entry among the tools that
@@ -448,14 +592,20 @@ func (r *registry) wake(ctx actor.Context, m wakeServer) {
 // checkSettled wakes the WaitSettled callers once no server is pending
 // (other than lazy ones) or connecting.
 func (r *registry) checkSettled() {
-	if len(r.settleWaiters) == 0 {
-		return
+	if len(r.settleWaiters) == 0 || r.flushQueued {
+		return // a queued flush checks again once the pool is up to date
 	}
-	for _, e := range r.servers {
+	for name, e := range r.servers {
 		// e.view, not the handle's latest: settled means the registry has
-		// also folded the server's state into the pool.
+		// also folded the server's state into the pool. A server queued or
+		// admitted for a connect, or not yet past a config change, is not
+		// settled whatever its view says.
 		v := e.view
-		if v == nil || v.state == StateConnecting || (v.state == StatePending && !e.cfg.Lazy && !e.cfg.Disabled) {
+		if v == nil || e.unconfirmed || r.queued[name] || v.state == StateConnecting ||
+			(v.state == StatePending && !e.cfg.Lazy && !e.cfg.Disabled) {
+			return
+		}
+		if _, admitted := r.inflight[name]; admitted {
 			return
 		}
 	}
@@ -479,6 +629,8 @@ func (r *registry) maybeClosed() {
 	if !r.closing || len(r.removing) > 0 {
 		return
 	}
+	r.flush() // the last events, before the bus closes
+	r.closed = true
 	r.sys.pool.Store(emptyPool)
 	if r.gapTimer != nil {
 		r.gapTimer.Stop()
@@ -516,7 +668,7 @@ func (r *registry) stopped(h *serverHandle) {
 		h.view.Store(&stopped)
 		v = &stopped
 	}
-	r.publishState(v, prev, nil)
+	r.queueState(v, prev, nil)
 	r.maybeClosed()
 }
 
@@ -528,7 +680,7 @@ func (r *registry) terminated(pid *actor.PID) {
 		if e.h.pid.Equal(pid) {
 			err := fmt.Errorf("the server's actor crashed repeatedly and was stopped")
 			r.log.Error().Str("server", name).Msg(err.Error())
-			e.dead = true
+			e.dead, e.unconfirmed = true, false
 			prev := e.h.view.Load()
 			v := *prev
 			v.state, v.err, v.sess, v.lists, v.since = StateFailed, err, nil, lists{}, time.Now()

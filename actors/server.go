@@ -260,6 +260,8 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.publish()
 	case reconfigure:
 		a.reconfigure(m.cfg)
+	case retune:
+		a.retune(m.cfg)
 	case shutdown:
 		a.stopping = true
 		a.stopWaiters = append(a.stopWaiters, m.done)
@@ -338,7 +340,7 @@ func (a *serverActor) connect() {
 	a.abandon(session.ErrServerRestarting)
 	a.recovering = recovering
 	a.gen = a.h.gens.Add(1)
-	ctx, cancel := context.WithTimeout(context.Background(), a.opts.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), a.connectTimeout())
 	a.cancelConnect = cancel
 	a.nextRetry = time.Time{}
 	a.setState(StateConnecting, a.err)
@@ -505,6 +507,24 @@ func closeSession(sess *session.Session, cause error) {
 	_ = sess.Close(ctx, cause)
 }
 
+// connectTimeout bounds one connect (and one re-list): the server's
+// connectTimeoutMs, else Options.ConnectTimeout.
+func (a *serverActor) connectTimeout() time.Duration {
+	if ms := a.cfg.ConnectTimeoutMs; ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return a.opts.ConnectTimeout
+}
+
+// retune applies a config change that needs no new connection (trust,
+// tool filter, call timeout, laziness, reconnect policy): the next view
+// carries it, so the pool applies it at once.
+func (a *serverActor) retune(cfg ServerConfig) {
+	a.cfg = cfg
+	a.policy = cfg.Reconnect.over(a.opts.Reconnect)
+	a.publish()
+}
+
 // reconfigure applies a changed config: the connection is dropped and the
 // server waits for admission again (or is disabled).
 func (a *serverActor) reconfigure(cfg ServerConfig) {
@@ -580,7 +600,39 @@ func (a *serverActor) notification(m serverNotification) {
 		}
 		return
 	}
+	if ev, ok := notificationEvent(m.method, m.params); ok {
+		if a.parent != nil {
+			a.root.Send(a.parent, serverEvent{handle: a.h, event: ev})
+		}
+		return
+	}
 	a.log.Debug().Str("method", m.method).Msg("notification")
+}
+
+// notificationEvent turns a notification a host hears about into its
+// event (without Server, Seq and Time, which the registry sets).
+func notificationEvent(method string, params json.RawMessage) (Event, bool) {
+	switch method {
+	case protocol.NotificationResourceUpdated:
+		var p struct {
+			URI string `json:"uri"`
+		}
+		_ = json.Unmarshal(params, &p)
+		return Event{Type: EventResourceUpdated, URI: p.URI, Data: params}, true
+	case protocol.NotificationMessage:
+		var p struct {
+			Level string `json:"level"`
+		}
+		_ = json.Unmarshal(params, &p)
+		return Event{Type: EventLogMessage, Level: p.Level, Data: params}, true
+	case protocol.NotificationProgress:
+		return Event{Type: EventProgress, Data: params}, true
+	case protocol.NotificationChannel:
+		return Event{Type: EventChannelMessage, Data: params}, true
+	case protocol.NotificationChannelPermissionRequest:
+		return Event{Type: EventPermissionRequest, Data: params}, true
+	}
+	return Event{}, false
 }
 
 // relist re-lists one kind, at most one request in flight per kind; a
@@ -592,7 +644,7 @@ func (a *serverActor) relist(kind listKind) {
 	}
 	a.relisting[kind] = true
 	sess, gen, self, root := a.sess, a.gen, a.self, a.root
-	timeout := a.opts.ConnectTimeout
+	timeout := a.connectTimeout()
 	a.goroutine(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -78,6 +79,8 @@ type ServerStatus struct {
 	ConnectedSince time.Time `json:"connectedSince"`
 	StateSince     time.Time `json:"stateSince"`
 	Lazy           bool      `json:"lazy,omitempty"`
+	// ToggledOff is set while the host has the server toggled off.
+	ToggledOff bool `json:"toggledOff,omitempty"`
 }
 
 // EventType names what an Event reports.
@@ -87,17 +90,58 @@ type EventType string
 const (
 	// EventServerState: a server changed state (State, Previous, Err).
 	EventServerState EventType = "server_state"
-	// EventToolsChanged: the tool pool changed (Server is the server whose
-	// tools changed; Tools is the pool's size after the change).
+	// EventServerToggled: the host toggled a server off or on again
+	// (ToggledOff); its tools, prompts and resources left or rejoined the
+	// pool (their diffs follow).
+	EventServerToggled EventType = "server_toggled"
+	// EventToolsChanged: the tools a server offers in the pool changed.
+	// Diff names the qualified tools added, removed and changed (changed:
+	// the definition differs, e.g. its schema or description); Tools is
+	// the pool's size (MCP tools) after the change. Published after a
+	// list_changed re-list, a (re)connect, a toggle, a filter change, a
+	// server leaving the pool, and a rename forced by a collision.
 	EventToolsChanged EventType = "tools_changed"
-	// EventGap: the subscriber missed Dropped events because it read too
-	// slowly, or its resume cursor was older than the buffer.
+	// EventPromptsChanged: the prompts a server offers changed (Diff, by
+	// qualified name).
+	EventPromptsChanged EventType = "prompts_changed"
+	// EventResourcesChanged: the resources and resource templates a
+	// server offers changed (Diff, by URI and URI template).
+	EventResourcesChanged EventType = "resources_changed"
+	// EventResourceUpdated: a server said the resource at URI changed
+	// (notifications/resources/updated).
+	EventResourceUpdated EventType = "resource_updated"
+	// EventLogMessage: a server logged a message (notifications/message):
+	// Level, and Data holding the notification's params.
+	EventLogMessage EventType = "log_message"
+	// EventProgress: a server reported progress (notifications/progress);
+	// Data holds the params (progressToken, progress, total, message).
+	EventProgress EventType = "progress"
+	// EventChannelMessage: a server pushed a channel message
+	// (notifications/claude/channel); Data holds {content, meta}.
+	EventChannelMessage EventType = "channel_message"
+	// EventPermissionRequest: a channel server relayed a permission
+	// request (notifications/claude/channel/permission_request); Data
+	// holds its params.
+	EventPermissionRequest EventType = "permission_request"
+	// EventCollision: two tools (or prompts) came out with the same
+	// qualified name; Collision says which one was renamed, and to what.
+	// Reported once per collision, when it first appears.
+	EventCollision EventType = "collision"
+	// EventGap: the subscriber missed Dropped events, because it read too
+	// slowly (GapReason "slow-subscriber") or because its resume cursor
+	// was older than the buffer (GapReason "cursor-too-old").
 	EventGap EventType = "gap"
+)
+
+// The reasons of a gap event.
+const (
+	GapSlowSubscriber = "slow-subscriber"
+	GapCursorTooOld   = "cursor-too-old"
 )
 
 // Event is one entry of the supervisor's event stream. Seq increases by
 // one per event for the supervisor's lifetime, so a subscriber can resume
-// after the last one it saw.
+// after the last one it saw. Which fields are set depends on Type.
 type Event struct {
 	Seq    uint64    `json:"seq"`
 	Time   time.Time `json:"time"`
@@ -110,22 +154,77 @@ type Event struct {
 	Previous State  `json:"previous,omitempty"`
 	Err      string `json:"error,omitempty"`
 
-	Tools int `json:"tools,omitempty"`
+	// ToggledOff describes an EventServerToggled.
+	ToggledOff bool `json:"toggledOff,omitempty"`
 
-	Dropped uint64 `json:"dropped,omitempty"`
+	// Diff describes the *_changed events; Tools is the pool's size after
+	// an EventToolsChanged.
+	Diff  *ListDiff `json:"diff,omitempty"`
+	Tools int       `json:"tools,omitempty"`
+
+	// URI names the resource of an EventResourceUpdated.
+	URI string `json:"uri,omitempty"`
+	// Level is the severity of an EventLogMessage (debug … emergency).
+	Level string `json:"level,omitempty"`
+	// Data is the notification's params, for the events that carry one
+	// (log message, progress, channel message, permission request).
+	Data json.RawMessage `json:"data,omitempty"`
+
+	// Collision describes an EventCollision.
+	Collision *Collision `json:"collision,omitempty"`
+
+	// Dropped and GapReason describe an EventGap.
+	Dropped   uint64 `json:"dropped,omitempty"`
+	GapReason string `json:"gapReason,omitempty"`
+}
+
+// ListDiff is what changed in one server's list of one kind, by pool name
+// (qualified name for tools and prompts, URI for resources). Each slice is
+// sorted.
+type ListDiff struct {
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+}
+
+// Empty reports whether nothing changed.
+func (d *ListDiff) Empty() bool {
+	return len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Changed) == 0
+}
+
+// Collision reports a qualified name claimed twice. The holder (a host
+// built-in, or the server first by name, then the tool first by name)
+// keeps Name; the other is offered as Renamed.
+type Collision struct {
+	// Kind is "tool" or "prompt".
+	Kind string `json:"kind"`
+	// Name is the contested qualified name.
+	Name string `json:"name"`
+	// Holder is who keeps Name: "server/tool", or "built-in".
+	Holder string `json:"holder"`
+	// Server and Original name the renamed entry as its server lists it.
+	Server   string `json:"server"`
+	Original string `json:"original"`
+	// Renamed is the name it is offered under instead.
+	Renamed string `json:"renamed"`
 }
 
 // Tool is one entry of the tool pool.
 type Tool struct {
-	// Name is the qualified name a model calls: mcp__<server>__<tool>.
+	// Name is what a model calls: the built-in's own name, or the
+	// qualified name mcp__<server>__<tool> (at most 64 characters; see
+	// QualifiedName).
 	Name string
-	// Server is the configured server name.
+	// Builtin is set for the host's own tools (Options.Builtins).
+	Builtin bool
+	// Server is the configured server name (empty for a built-in).
 	Server string
 	// Trusted reports whether the server is marked trusted, so that the
 	// annotations may be relied on.
 	Trusted bool
 	// Definition is the tool as the server lists it (Definition.Name is
-	// the server's own name for it).
+	// the server's own name for it), its description cut to
+	// Options.MaxDescriptionLength.
 	Definition protocol.Tool
 }
 

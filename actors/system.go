@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,12 @@ var (
 	// ErrServerNotReady: the server is not connected; a *NotReadyError
 	// says in which state it is and why.
 	ErrServerNotReady = errors.New("mcpvisor: server not ready")
+	// ErrServerOff: the host toggled the server off (Toggle); its
+	// connection is kept, but nothing of it is offered or callable.
+	ErrServerOff = errors.New("mcpvisor: server toggled off")
+	// ErrHostTool: the built-in tool has no Call function; the host runs
+	// it itself.
+	ErrHostTool = errors.New("mcpvisor: built-in tool run by the host")
 )
 
 // NotReadyError reports a call to a server that is not ready. It matches
@@ -109,8 +116,11 @@ type System struct {
 	actors *actor.ActorSystem
 
 	registry *actor.PID
-	pool     atomic.Pointer[pool]            // written by the registry
-	handles  atomic.Pointer[[]*serverHandle] // written by the registry; sorted by name
+	pool     atomic.Pointer[pool] // written by the registry
+	// poolChanged fires after every new pool (for calls waiting for a lazy
+	// server's tools).
+	poolChanged changeSignal
+	handles     atomic.Pointer[[]*serverHandle] // written by the registry; sorted by name
 
 	// unsubscribers holds the context.AfterFunc registrations of live
 	// subscriptions, stopped on Close so none fires at a stopped registry.
@@ -126,6 +136,9 @@ type System struct {
 // Start starts the supervision core with no servers.
 func Start(opts Options) (*System, error) {
 	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	shared, err := httpclient.New(transports.Config{}, httpclient.Options{Unlimited: true})
 	if err != nil {
 		return nil, err
@@ -138,7 +151,7 @@ func Start(opts Options) (*System, error) {
 		closed:        make(chan struct{}),
 		closeDone:     make(chan struct{}),
 	}
-	s.pool.Store(emptyPool)
+	s.pool.Store(buildPool(nil, opts.Builtins, opts.MaxDescriptionLength))
 	s.handles.Store(&[]*serverHandle{})
 	s.actors = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return newSlogLogger(opts.Logger) }),
@@ -246,6 +259,18 @@ func (s *System) Reconnect(ctx context.Context, name string) error {
 	return err
 }
 
+// Toggle hides a server's tools, prompts and resources from the pool and
+// refuses calls to it (on=false), keeping its connection, or offers them
+// again (on=true). A server disabled in its config cannot be toggled on.
+func (s *System) Toggle(ctx context.Context, name string, on bool) error {
+	reply := make(chan error, 1)
+	err, askErr := ask(ctx, s, toggleServer{name: name, on: on, reply: reply}, reply)
+	if askErr != nil {
+		return askErr
+	}
+	return err
+}
+
 // AdmissionStats returns the connect scheduler's counters.
 func (s *System) AdmissionStats(ctx context.Context) (AdmissionStats, error) {
 	reply := make(chan AdmissionStats, 1)
@@ -283,23 +308,56 @@ func (s *System) Subscribe(ctx context.Context, resume bool, after uint64, buffe
 	return sub.ch
 }
 
-// Tools returns the tool pool, sorted by qualified name.
+// Tools returns the tool pool: the host's built-ins sorted by name, then
+// the MCP tools sorted by qualified name.
 func (s *System) Tools() []Tool {
-	return append([]Tool(nil), s.pool.Load().tools...)
+	p := s.pool.Load()
+	return append(append(make([]Tool, 0, len(p.builtins)+len(p.tools)), p.builtins...), p.tools...)
 }
 
-// Prompts returns the prompts of every ready server, sorted by qualified
-// name.
-func (s *System) Prompts() []Prompt {
-	return append([]Prompt(nil), s.pool.Load().prompts...)
+// Prompts returns the prompts the servers offer (of one server, when
+// server is not empty), sorted by qualified name.
+func (s *System) Prompts(server string) ([]Prompt, error) {
+	p := s.pool.Load()
+	if server == "" {
+		return append([]Prompt(nil), p.prompts...), nil
+	}
+	if err := s.offered(p, server); err != nil {
+		return nil, err
+	}
+	var out []Prompt
+	for _, pr := range p.prompts {
+		if pr.Server == server {
+			out = append(out, pr)
+		}
+	}
+	return out, nil
+}
+
+// offered checks that a named server's lists are in pool p: configured,
+// not toggled off, and ready (or recovering).
+func (s *System) offered(p *pool, server string) error {
+	h, err := s.handle(server)
+	if err != nil {
+		return err
+	}
+	if p.off[server] {
+		return fmt.Errorf("%w: %q", ErrServerOff, server)
+	}
+	if v := h.view.Load(); !v.offersTools() {
+		return &NotReadyError{Server: server, State: v.state, Cause: v.err}
+	}
+	return nil
 }
 
 // Status returns every configured server's status, sorted by name.
 func (s *System) Status() []ServerStatus {
 	hs := *s.handles.Load()
 	out := make([]ServerStatus, 0, len(hs))
+	off := s.pool.Load().off
 	for _, h := range hs {
 		st := h.view.Load().status()
+		st.ToggledOff = off[h.name]
 		if st.State == StateReady {
 			st.Strikes = int(h.strikes.Load())
 		}
@@ -335,6 +393,9 @@ func ready(h *serverHandle) (*serverView, error) {
 // connection ended fails with a *ConnectionLostError.
 func onSession[T any](ctx context.Context, s *System, h *serverHandle, request func(context.Context, *session.Session) (T, error)) (T, error) {
 	var zero T
+	if s.pool.Load().off[h.name] {
+		return zero, fmt.Errorf("%w: %q", ErrServerOff, h.name)
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.callTimeout(h))
@@ -463,13 +524,23 @@ func (s *System) awaitReady(ctx context.Context, h *serverHandle, old *session.S
 // tool (see poolEntry.replayable).
 func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage) (*protocol.CallToolResult, error) {
 	p := s.pool.Load()
-	e, ok := p.toolsByName[name]
-	if !ok {
+	if b, ok := p.builtinByName[name]; ok {
+		if b.Call == nil {
+			return nil, fmt.Errorf("%w: %q", ErrHostTool, name)
+		}
+		return b.Call(ctx, args)
+	}
+	e, err := s.route(ctx, name, func(p *pool) (poolEntry, bool) {
+		if e, ok := p.toolsByName[name]; ok {
+			return e, true
+		}
 		// A parked server's tools are out of the pool, but a call by name
 		// wakes the server.
-		if e, ok = p.hiddenTools[name]; !ok {
-			return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
-		}
+		e, ok := p.hiddenTools[name]
+		return e, ok
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q", err, name)
 	}
 	call := func(ctx context.Context, sess *session.Session) (*protocol.CallToolResult, error) {
 		return sess.CallTool(ctx, e.name, args, nil)
@@ -492,34 +563,92 @@ func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage
 	return res, err
 }
 
-// Resources lists the resources of one ready server, or of all when
-// server is empty.
-func (s *System) Resources(server string) ([]Resource, []ResourceTemplate, error) {
-	var rs []Resource
-	var ts []ResourceTemplate
-	for _, h := range *s.handles.Load() {
-		if server != "" && h.name != server {
-			continue
+// route finds the pool entry of a qualified name with find. A name no
+// entry has may belong to a lazy server not yet connected (its tools are
+// unknown until then): the name's mcp__<server>__ prefix wakes it, and
+// the name is looked up again once it is ready.
+func (s *System) route(ctx context.Context, name string, find func(*pool) (poolEntry, bool)) (poolEntry, error) {
+	p := s.pool.Load()
+	if e, ok := find(p); ok {
+		return e, nil
+	}
+	if server, ok := p.offRoutes[name]; ok {
+		return poolEntry{}, fmt.Errorf("%w (server %q)", ErrServerOff, server)
+	}
+	h := s.lazyServerOf(name)
+	if h == nil {
+		return poolEntry{}, ErrUnknownTool
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.callTimeout(h))
+		defer cancel()
+	}
+	if _, err := s.awaitReady(ctx, h, nil); err != nil {
+		return poolEntry{}, err
+	}
+	// The registry folds the new lists into the pool just after the
+	// server's ready view: wait for it.
+	for {
+		changed := s.poolChanged.next()
+		if e, ok := find(s.pool.Load()); ok {
+			return e, nil
 		}
-		v := h.view.Load()
-		if v.state != StateReady {
-			if server != "" {
-				return nil, nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
-			}
-			continue
+		if v := h.view.Load(); v.state == StateReady && s.poolHas(h) {
+			return poolEntry{}, ErrUnknownTool // ready, and has no such tool
 		}
-		for _, r := range v.lists.resources {
-			rs = append(rs, Resource{Server: h.name, Resource: r})
-		}
-		for _, t := range v.lists.templates {
-			ts = append(ts, ResourceTemplate{Server: h.name, Template: t})
-		}
-		if server != "" {
-			return rs, ts, nil
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return poolEntry{}, ErrUnknownTool
 		}
 	}
-	if server != "" {
-		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownServer, server)
+}
+
+// lazyServerOf returns the lazy, never-connected server whose qualified
+// names start like name (the longest such prefix), or nil.
+func (s *System) lazyServerOf(name string) *serverHandle {
+	var best *serverHandle
+	bestLen := 0
+	for _, h := range *s.handles.Load() {
+		v := h.view.Load()
+		if !v.cfg.Lazy || v.state != StatePending || v.connectedSince != (time.Time{}) {
+			continue
+		}
+		prefix := "mcp__" + sanitize(h.name) + "__"
+		if strings.HasPrefix(name, prefix) && len(prefix) > bestLen {
+			best, bestLen = h, len(prefix)
+		}
+	}
+	return best
+}
+
+// poolHas reports whether the pool reflects server h's current view.
+func (s *System) poolHas(h *serverHandle) bool {
+	return s.pool.Load().views[h] == h.view.Load()
+}
+
+// Resources lists the resources and resource templates the servers offer
+// (of one server, when server is not empty), sorted by server, then URI.
+func (s *System) Resources(server string) ([]Resource, []ResourceTemplate, error) {
+	p := s.pool.Load()
+	if server == "" {
+		return append([]Resource(nil), p.resources...), append([]ResourceTemplate(nil), p.templates...), nil
+	}
+	if err := s.offered(p, server); err != nil {
+		return nil, nil, err
+	}
+	var rs []Resource
+	var ts []ResourceTemplate
+	for _, r := range p.resources {
+		if r.Server == server {
+			rs = append(rs, r)
+		}
+	}
+	for _, t := range p.templates {
+		if t.Server == server {
+			ts = append(ts, t)
+		}
 	}
 	return rs, ts, nil
 }
@@ -537,9 +666,15 @@ func (s *System) ReadResource(ctx context.Context, server, uri string) (*protoco
 
 // GetPrompt renders a prompt, named by its qualified name.
 func (s *System) GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error) {
-	e, ok := s.pool.Load().promptsByName[name]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownPrompt, name)
+	e, err := s.route(ctx, name, func(p *pool) (poolEntry, bool) {
+		e, ok := p.promptsByName[name]
+		return e, ok
+	})
+	if errors.Is(err, ErrUnknownTool) {
+		err = ErrUnknownPrompt
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q", err, name)
 	}
 	return onSession(ctx, s, e.h, func(ctx context.Context, sess *session.Session) (*protocol.GetPromptResult, error) {
 		return sess.GetPrompt(ctx, e.name, args)

@@ -346,7 +346,8 @@ func TestPromptsAndResources(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "contents of mock://resource/2", out.Contents[0].Text)
 
-	prompts := s.Prompts()
+	prompts, err := s.Prompts("")
+	require.NoError(t, err)
 	require.Len(t, prompts, 1)
 	assert.Equal(t, "mcp__r__prompt_1", prompts[0].Name)
 	gp, err := s.GetPrompt(context.Background(), prompts[0].Name, map[string]string{"name": "x"})

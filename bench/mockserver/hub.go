@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"sync"
@@ -81,27 +82,61 @@ func (h *hub) unsubscribe(sub *subscription) {
 // takes it.
 func (h *hub) toolsChanged() {
 	h.mu.Lock()
-	plain := make([]sink, 0, len(h.plain))
-	for k := range h.plain {
-		plain = append(plain, k)
-	}
 	var subs []*subscription
 	for sub := range h.subs {
 		if sub.tools {
 			subs = append(subs, sub)
 		}
 	}
-	h.mu.Unlock()
-	if len(plain) > 0 {
-		frame, _ := protocol.AppendRequest(nil, protocol.ID{}, protocol.NotificationToolsListChanged, nil)
-		for _, k := range plain[1:] {
-			k.notify(slices.Clone(frame)) // each sink owns its frame
-		}
-		plain[0].notify(frame)
+	plain := make([]sink, 0, len(h.plain))
+	for k := range h.plain {
+		plain = append(plain, k)
 	}
+	h.mu.Unlock()
+	h.send(plain, protocol.NotificationToolsListChanged, nil)
 	for _, sub := range subs {
 		sub.out.notify(subscriptionMessage(protocol.NotificationToolsListChanged, sub.id, ""))
 	}
+}
+
+// broadcast sends a notification to everyone: connections and sessions
+// that get notifications unsolicited, and every subscriptions/listen
+// stream (tagged with its subscription id) whatever it asked for.
+func (h *hub) broadcast(method string, params json.RawMessage) {
+	h.mu.Lock()
+	plain := make([]sink, 0, len(h.plain))
+	for k := range h.plain {
+		plain = append(plain, k)
+	}
+	subs := make([]*subscription, 0, len(h.subs))
+	for sub := range h.subs {
+		subs = append(subs, sub)
+	}
+	h.mu.Unlock()
+	h.send(plain, method, params)
+	var members string // params' members, for the tagged copies
+	if t := bytes.TrimSpace(params); len(t) > 2 && t[0] == '{' {
+		members = string(bytes.TrimSpace(t[1 : len(t)-1]))
+	}
+	for _, sub := range subs {
+		sub.out.notify(subscriptionMessage(method, sub.id, members))
+	}
+}
+
+// send sends a notification to each of plain.
+func (h *hub) send(plain []sink, method string, params json.RawMessage) {
+	if len(plain) == 0 {
+		return
+	}
+	var p any
+	if len(params) > 0 {
+		p = params
+	}
+	frame, _ := protocol.AppendRequest(nil, protocol.ID{}, method, p)
+	for _, k := range plain[1:] {
+		k.notify(slices.Clone(frame)) // each sink owns its frame
+	}
+	plain[0].notify(frame)
 }
 
 // listenFilter is the notification filter of subscriptions/listen, and of

@@ -68,6 +68,10 @@ type Options struct {
 	IgnoreSIGTERM bool  // ignore SIGTERM and stdin EOF: only SIGKILL ends it
 	Grandchild    bool  // start a sleeping child process in the same group
 	Silent        bool  // answer nothing at all (a hung server)
+	// NotifyTool adds the tool "notify" {method, params}: it sends that
+	// notification to every connection (not to subscriptions/listen
+	// streams), then answers.
+	NotifyTool bool
 
 	// CrashMidResponse makes every tools/call crash the server (code 5)
 	// while it answers: after Latency, it writes the first half of the
@@ -261,6 +265,7 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and stdin EOF: only SIGKILL ends it")
 	fs.BoolVar(&o.Grandchild, "grandchild", false, "start a sleeping child process in the same process group")
 	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
+	fs.BoolVar(&o.NotifyTool, "notify-tool", false, "add the tool notify {method, params}: sends that notification to every connection")
 	fs.BoolVar(&o.CrashMidResponse, "crash-mid-response", false,
 		"on tools/call write the first half of the answer, then exit with code 5 (every transport; over HTTP the connections close)")
 	fs.DurationVar(&o.FlapUp, "flap-up", 0,
@@ -482,6 +487,10 @@ func newServer(o Options) *server {
 		{Name: "sleep", Description: "Sleeps for ms milliseconds.", InputSchema: obj(`"ms":{"type":"integer"}`, "ms")},
 		{Name: "announce", Description: "Adds a tool named text and sends tools/list_changed.", InputSchema: obj(`"text":{"type":"string"}`, "text")},
 	}
+	if o.NotifyTool {
+		s.tools = append(s.tools, protocol.Tool{Name: "notify", Description: "Sends the notification method with params to every connection.",
+			InputSchema: obj(`"method":{"type":"string"},"params":{"type":"object"}`, "method")})
+	}
 	for i := 1; i <= o.Tools; i++ {
 		s.tools = append(s.tools, protocol.Tool{
 			Name: fmt.Sprintf("tool_%03d", i), Description: "An extra tool that echoes.", InputSchema: obj(`"text":{"type":"string"}`),
@@ -683,6 +692,9 @@ func (s *server) callTool(out output, m *protocol.Message) {
 			A    *float64 `json:"a"`
 			B    *float64 `json:"b"`
 			Ms   int      `json:"ms"`
+			// notify's
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
 		} `json:"arguments"`
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil {
@@ -716,6 +728,9 @@ func (s *server) callTool(out output, m *protocol.Message) {
 		s.tmu.Unlock()
 		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("announced " + p.Arguments.Text)}})
 		s.hub.toolsChanged()
+	case p.Name == "notify" && s.o.NotifyTool:
+		s.hub.broadcast(p.Arguments.Method, p.Arguments.Params)
+		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("sent " + p.Arguments.Method)}})
 	case p.Name == "fail":
 		s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("this tool always fails")}})
 	case p.Name == "sleep":

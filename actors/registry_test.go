@@ -1,0 +1,233 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// nextEvent returns the next event of type typ for server, skipping
+// others.
+func nextEvent(t *testing.T, events <-chan Event, typ EventType, server string) Event {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-events:
+			require.True(t, ok, "the subscription ended before a %s event for %s", typ, server)
+			if ev.Type == typ && ev.Server == server {
+				return ev
+			}
+		case <-timeout:
+			t.Fatalf("no %s event for %s", typ, server)
+		}
+	}
+}
+
+func TestListChangedPublishesTheDiff(t *testing.T) {
+	s := start(t, testOptions)
+	events := s.Subscribe(t.Context(), false, 0, 256)
+	setAndSettle(t, s, map[string]ServerConfig{"dyn": mock()})
+	first := nextEvent(t, events, EventToolsChanged, "dyn")
+	assert.Len(t, first.Diff.Added, 5, "connecting adds the server's tools: %v", first.Diff)
+
+	_, err := call(t, s, "mcp__dyn__announce", "late_tool")
+	require.NoError(t, err)
+	ev := nextEvent(t, events, EventToolsChanged, "dyn")
+	assert.Equal(t, &ListDiff{Added: []string{"mcp__dyn__late_tool"}}, ev.Diff)
+	assert.True(t, hasTool(s, "mcp__dyn__late_tool"), "the pool already has it when the event arrives")
+
+	// A burst of list_changed: every tool arrives, with at most one re-list
+	// in flight, and each diff names only what is new.
+	for i := range 10 {
+		_, err := call(t, s, "mcp__dyn__announce", fmt.Sprintf("burst_%d", i))
+		require.NoError(t, err)
+	}
+	added := map[string]bool{}
+	for len(added) < 10 {
+		ev := nextEvent(t, events, EventToolsChanged, "dyn")
+		assert.Empty(t, ev.Diff.Removed)
+		for _, name := range ev.Diff.Added {
+			assert.False(t, added[name], "%s added twice", name)
+			added[name] = true
+		}
+	}
+}
+
+func TestReconnectPublishesOnlyWhatChanged(t *testing.T) {
+	s := start(t, testOptions)
+	setAndSettle(t, s, map[string]ServerConfig{"m": mock("-exit-after", "1")})
+	events := s.Subscribe(t.Context(), false, 0, 256)
+	_, err := call(t, s, "mcp__m__announce", "gone_after_restart")
+	require.NoError(t, err)
+	nextEvent(t, events, EventToolsChanged, "m")
+	_, err = call(t, s, "mcp__m__echo", "dies") // the second call kills it
+	require.Error(t, err)
+	waitForState(t, events, "m", StateReady, 10*time.Second)
+	ev := nextEvent(t, events, EventToolsChanged, "m")
+	assert.Equal(t, &ListDiff{Removed: []string{"mcp__m__gone_after_restart"}}, ev.Diff,
+		"the restarted server no longer has the announced tool; everything else is unchanged")
+}
+
+func TestToggleHidesAServerButKeepsItsConnection(t *testing.T) {
+	s := start(t, testOptions)
+	setAndSettle(t, s, map[string]ServerConfig{"t": mock("-resources", "1", "-prompts", "1"), "other": mock()})
+	pid := pidOf(s, "t")
+	events := s.Subscribe(t.Context(), false, 0, 256)
+
+	require.NoError(t, s.Toggle(context.Background(), "t", false))
+	ev := nextEvent(t, events, EventServerToggled, "t")
+	assert.True(t, ev.ToggledOff)
+	diff := nextEvent(t, events, EventToolsChanged, "t")
+	assert.Len(t, diff.Diff.Removed, 5)
+	assert.False(t, hasTool(s, "mcp__t__echo"))
+	assert.True(t, hasTool(s, "mcp__other__echo"))
+	_, err := call(t, s, "mcp__t__echo", "x")
+	assert.ErrorIs(t, err, ErrServerOff, "a call to a toggled-off server is refused, not reported unknown")
+	_, _, err = s.Resources("t")
+	assert.ErrorIs(t, err, ErrServerOff)
+	rs, _, err := s.Resources("")
+	require.NoError(t, err)
+	assert.Empty(t, rs, "its resources are hidden")
+	prompts, err := s.Prompts("")
+	require.NoError(t, err)
+	assert.Empty(t, prompts, "its prompts are hidden")
+	_, err = s.ReadResource(context.Background(), "t", "mock://resource/1")
+	assert.ErrorIs(t, err, ErrServerOff)
+	assert.True(t, statusOf(s, "t").ToggledOff)
+	assert.Equal(t, StateReady, statusOf(s, "t").State, "the connection is kept")
+
+	require.NoError(t, s.Toggle(context.Background(), "t", true))
+	ev = nextEvent(t, events, EventServerToggled, "t")
+	assert.False(t, ev.ToggledOff)
+	assert.Len(t, nextEvent(t, events, EventToolsChanged, "t").Diff.Added, 5)
+	out, err := call(t, s, "mcp__t__echo", "back")
+	require.NoError(t, err)
+	assert.Equal(t, "back", out.Content[0].Text)
+	assert.Equal(t, pid, pidOf(s, "t"), "the same process served it throughout")
+
+	assert.ErrorIs(t, s.Toggle(context.Background(), "nope", false), ErrUnknownServer)
+	setAndSettle(t, s, map[string]ServerConfig{"t": {Config: mock().Config, Disabled: true}})
+	assert.Error(t, s.Toggle(context.Background(), "t", true), "a server disabled in config cannot be toggled on")
+}
+
+func TestAChangeThatKeepsTheConnectionIsAppliedWithoutReconnecting(t *testing.T) {
+	s := start(t, testOptions)
+	setAndSettle(t, s, map[string]ServerConfig{"m": mock()})
+	pid := pidOf(s, "m")
+	filtered := mock()
+	filtered.Tools = ToolFilter{Deny: []string{"fail", "sleep"}}
+	filtered.Trust = "trusted"
+	res := setAndSettle(t, s, map[string]ServerConfig{"m": filtered})
+	assert.Equal(t, []string{"m"}, res.Changed)
+	assert.Empty(t, res.Reconnected, "a filter and trust change keeps the connection")
+	require.Eventually(t, func() bool { return !hasTool(s, "mcp__m__fail") }, 5*time.Second, 10*time.Millisecond)
+	assert.True(t, hasTool(s, "mcp__m__echo"))
+	assert.Equal(t, pid, pidOf(s, "m"))
+
+	res = setAndSettle(t, s, map[string]ServerConfig{"m": mock("-tools", "1")})
+	assert.Equal(t, []string{"m"}, res.Reconnected, "new args need a new process")
+	assert.NotEqual(t, pid, pidOf(s, "m"))
+}
+
+func TestALazyServerConnectsOnFirstUse(t *testing.T) {
+	s := start(t, testOptions)
+	lazy := mock()
+	lazy.Lazy = true
+	setAndSettle(t, s, map[string]ServerConfig{"lazy": lazy, "eager": mock()})
+	assert.Equal(t, StatePending, statusOf(s, "lazy").State, "not connected by SetServers")
+	assert.False(t, hasTool(s, "mcp__lazy__echo"), "its tools are unknown until it connects")
+
+	out, err := call(t, s, "mcp__lazy__echo", "woke")
+	require.NoError(t, err, "a call naming one of its tools connects it and is sent")
+	assert.Equal(t, "woke", out.Content[0].Text)
+	assert.Equal(t, StateReady, statusOf(s, "lazy").State)
+	assert.True(t, hasTool(s, "mcp__lazy__echo"))
+
+	_, err = call(t, s, "mcp__eager__no_such_tool", "x")
+	assert.ErrorIs(t, err, ErrUnknownTool)
+	lazy2 := mock()
+	lazy2.Lazy = true
+	setAndSettle(t, s, map[string]ServerConfig{"lazy": lazy, "eager": mock(), "lazy2": lazy2})
+	_, err = call(t, s, "mcp__lazy2__no_such_tool", "x")
+	assert.ErrorIs(t, err, ErrUnknownTool, "a lazy server without the tool says so once connected")
+	assert.Equal(t, StateReady, statusOf(s, "lazy2").State)
+}
+
+func TestBuiltinsAreOfferedFirstAndRouted(t *testing.T) {
+	opts := testOptions
+	opts.Builtins = []BuiltinTool{
+		{Definition: protocol.Tool{Name: "Bash", Description: "Runs a command."}, Call: func(ctx context.Context, args json.RawMessage) (*protocol.CallToolResult, error) {
+			return &protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("ran " + string(args))}}, nil
+		}},
+		{Definition: protocol.Tool{Name: "AskUser"}}, // the host runs it
+	}
+	s := start(t, opts)
+	setAndSettle(t, s, map[string]ServerConfig{"m": mock()})
+	tools := s.Tools()
+	require.Len(t, tools, 2+5)
+	assert.Equal(t, []string{"AskUser", "Bash"}, []string{tools[0].Name, tools[1].Name})
+	assert.True(t, tools[0].Builtin)
+	assert.Equal(t, "mcp__m__add", tools[2].Name, "MCP tools follow, sorted")
+
+	out, err := s.CallTool(context.Background(), "Bash", json.RawMessage(`{"cmd":"ls"}`))
+	require.NoError(t, err)
+	assert.Equal(t, `ran {"cmd":"ls"}`, out.Content[0].Text)
+	_, err = s.CallTool(context.Background(), "AskUser", nil)
+	assert.ErrorIs(t, err, ErrHostTool)
+
+	_, err = Start(Options{Builtins: []BuiltinTool{{Definition: protocol.Tool{Name: "x"}}, {Definition: protocol.Tool{Name: "x"}}}})
+	assert.Error(t, err, "two built-ins with one name are refused")
+}
+
+func TestServerNotificationsBecomeEvents(t *testing.T) {
+	s := start(t, testOptions)
+	setAndSettle(t, s, map[string]ServerConfig{"n": mock("-notify-tool")})
+	events := s.Subscribe(t.Context(), false, 0, 256)
+	notify := func(method, params string) {
+		t.Helper()
+		args := fmt.Sprintf(`{"method":%q,"params":%s}`, method, params)
+		_, err := s.CallTool(context.Background(), "mcp__n__notify", json.RawMessage(args))
+		require.NoError(t, err)
+	}
+	notify(protocol.NotificationResourceUpdated, `{"uri":"mock://resource/1"}`)
+	assert.Equal(t, "mock://resource/1", nextEvent(t, events, EventResourceUpdated, "n").URI)
+	notify(protocol.NotificationMessage, `{"level":"warning","data":"disk almost full"}`)
+	ev := nextEvent(t, events, EventLogMessage, "n")
+	assert.Equal(t, "warning", ev.Level)
+	var log struct{ Data string }
+	require.NoError(t, json.Unmarshal(ev.Data, &log), "Data is the notification's params")
+	assert.Equal(t, "disk almost full", log.Data)
+	notify(protocol.NotificationChannel, `{"content":"build failed","meta":{"job":"42"}}`)
+	var channel struct {
+		Content string
+		Meta    map[string]string
+	}
+	require.NoError(t, json.Unmarshal(nextEvent(t, events, EventChannelMessage, "n").Data, &channel))
+	assert.Equal(t, "build failed", channel.Content)
+	assert.Equal(t, map[string]string{"job": "42"}, channel.Meta)
+	notify(protocol.NotificationChannelPermissionRequest, `{"request_id":"r1","tool_name":"Bash"}`)
+	nextEvent(t, events, EventPermissionRequest, "n")
+	notify(protocol.NotificationProgress, `{"progressToken":"p","progress":1}`)
+	nextEvent(t, events, EventProgress, "n")
+}
+
+func TestResumingFromAForgottenCursorSaysSo(t *testing.T) {
+	opts := testOptions
+	opts.EventBuffer = 4
+	s := start(t, opts)
+	setAndSettle(t, s, map[string]ServerConfig{"a": mock(), "b": mock(), "c": mock()}) // > 4 events
+	got := collect(s.Subscribe(t.Context(), true, 1, 64), 100*time.Millisecond)
+	require.NotEmpty(t, got)
+	assert.Equal(t, EventGap, got[0].Type)
+	assert.Equal(t, GapCursorTooOld, got[0].GapReason)
+	require.Len(t, got, 5, "the gap, then the four events still remembered")
+	assert.Equal(t, got[1].Seq-2, got[0].Dropped, "the gap counts exactly the forgotten events after the cursor")
+}
