@@ -8,12 +8,16 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // Config is the set of servers read from one or more config files.
@@ -27,35 +31,81 @@ type Config struct {
 	// and has exactly the keys of Servers.
 	Sources map[string]string
 
-	// Files lists the files that were read, in load order (lowest
-	// precedence first). Missing layer files that were skipped are not
-	// listed.
+	// Files lists the files whose servers were loaded, in load order
+	// (lowest precedence first). Missing layer files that were skipped are
+	// not listed, nor is a managed file read only for its policy (its path
+	// is the Source of its entry in Policies).
 	Files []string
+
+	// Excluded maps each server that a policy removed to the reason, which
+	// names the rule (see ServerPolicy.Check). It is never nil, and its
+	// keys are in neither Servers nor Sources: an excluded server is never
+	// started.
+	Excluded map[string]string
+
+	// Policies are the server policies that were applied, in the order
+	// they were checked: the managed file's, then LoadOptions.Policy. A
+	// server had to pass every one to stay in Servers. Empty means no
+	// policy.
+	Policies []ServerPolicy
+}
+
+// Check reports whether a server may run under every policy in
+// c.Policies, as LoadConfig decided for the servers it loaded: a host
+// vets a server it adds at runtime with it. When ok is false, reason is
+// the first failing policy's (see ServerPolicy.Check). With no policies
+// every server may run.
+func (c *Config) Check(name string, sc ServerConfig) (ok bool, reason string) {
+	for i := range c.Policies {
+		if ok, reason := c.Policies[i].Check(name, sc); !ok {
+			return false, reason
+		}
+	}
+	return true, ""
 }
 
 // DefaultManagedFile is the managed (administrator) config file that
 // LoadConfig looks for when LoadOptions.ManagedFile is empty. When it
-// exists it is the only file loaded.
+// exists, its server policy applies to every load, and when it holds a
+// server map it is the only file loaded (see LoadConfig).
 const DefaultManagedFile = "/etc/mcpvisor/managed-mcp.json"
+
+// PolicyOptionSource is the Source LoadConfig gives LoadOptions.Policy
+// when the caller left it empty: it names that policy in exclusion
+// reasons and is the File of the *ConfigError for a problem in it.
+const PolicyOptionSource = "LoadOptions.Policy"
 
 // ErrUnsetVariable is wrapped (inside a *ConfigError) when a ${VAR}
 // reference without a default names a variable that is not set. The
 // message names the variable.
 var ErrUnsetVariable = errors.New("environment variable is not set")
 
+// ErrInputVariable is wrapped (inside a *ConfigError) when a value holds a
+// VS Code input variable, ${input:id}: mcpvisor has no one to prompt. The
+// message names the reference.
+var ErrInputVariable = errors.New("VS Code input variables are not supported; set the value in env or the file")
+
+// workspaceFolderVar is the VS Code variable that expands to the project
+// directory.
+const workspaceFolderVar = "workspaceFolder"
+
 // ConfigError reports a problem in one config file. Every error that
 // LoadConfig and LoadConfigFiles return for a file's content or for reading
 // it is a *ConfigError (several are combined with errors.Join; errors.As
 // finds the first).
 type ConfigError struct {
-	// File is the file as named to the loader.
+	// File is the file as named to the loader. For a problem in a
+	// programmatic ServerPolicy it is the policy's Source
+	// (PolicyOptionSource for LoadOptions.Policy), which may be empty; the
+	// message then starts with Path.
 	File string
 
 	// Path locates the problem inside the file, in JavaScript-like
-	// notation: mcpServers.github.args[2], servers["my.server"].env.TOKEN.
-	// Members whose name is not made of letters, digits, '_' and '-' are
-	// written as quoted indexes. Path is empty when the problem concerns
-	// the whole file (unreadable, not JSON, no server map).
+	// notation: mcpServers.github.args[2], servers["my.server"].env.TOKEN,
+	// deniedMcpServers[1].serverUrl. Members whose name is not made of
+	// letters, digits, '_' and '-' are written as quoted indexes. Path is
+	// empty when the problem concerns the whole file (unreadable, not
+	// JSON, no server map).
 	Path string
 
 	// Err is the problem.
@@ -63,22 +113,28 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
-	if e.Path == "" {
-		return e.File + ": " + e.Err.Error()
+	msg := e.Err.Error()
+	if e.Path != "" {
+		msg = e.Path + ": " + msg
 	}
-	return e.File + ": " + e.Path + ": " + e.Err.Error()
+	if e.File != "" {
+		msg = e.File + ": " + msg
+	}
+	return msg
 }
 
 // Unwrap returns Err.
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// LoadOptions select the files LoadConfig reads and how it expands them.
-// The zero value does the standard layered discovery with the process
-// environment.
+// LoadOptions select the files LoadConfig reads, how it expands them and
+// the policy it applies. The zero value does the standard layered
+// discovery with the process environment.
 type LoadOptions struct {
-	// Files, when not empty, are the only files loaded, in order (later
-	// files win); each must exist. Home, Dir and ManagedFile are then
-	// ignored, the managed file included.
+	// Files, when not empty, are the only files whose servers are loaded,
+	// in order (later files win); each must exist. Home and Dir are then
+	// ignored, and so is the managed file's server map, but not its
+	// policy: an administrator's allowedMcpServers and deniedMcpServers
+	// apply to these files too.
 	Files []string
 
 	// Home is the directory holding the user layer (<Home>/.mcp.json).
@@ -87,13 +143,21 @@ type LoadOptions struct {
 	Home string
 
 	// Dir is the project directory holding the project layer
-	// (<Dir>/.mcp.json) and the local layer (<Dir>/.mcp.local.json).
-	// Empty means the working directory.
+	// (<Dir>/.mcp.json) and the local layer (<Dir>/.mcp.local.json), and
+	// the value of ${workspaceFolder} (made absolute). Empty means the
+	// working directory.
 	Dir string
 
 	// ManagedFile is the managed config file. Empty means
 	// DefaultManagedFile.
 	ManagedFile string
+
+	// Policy, when not nil, is a server policy applied in addition to the
+	// managed file's: a server must pass both (see ServerPolicy.Check).
+	// LoadConfig does not modify it. Its Source, if empty, becomes
+	// PolicyOptionSource in Config.Policies. A malformed entry fails the
+	// load with a *ConfigError whose File is that Source.
+	Policy *ServerPolicy
 
 	// LookupEnv resolves ${VAR} references. Nil means os.LookupEnv.
 	LookupEnv func(name string) (value string, ok bool)
@@ -101,60 +165,145 @@ type LoadOptions struct {
 
 // LoadConfig loads the servers a host should run.
 //
-// With opts.Files set it loads exactly those files. Otherwise, if the
-// managed file exists, it loads only that file; if not, it loads the layers
-// that exist, lowest precedence first: user <Home>/.mcp.json, project
-// <Dir>/.mcp.json, local <Dir>/.mcp.local.json. A layer that does not exist
-// is skipped; a layer that exists but cannot be read is an error. The same
-// file reached twice (Home equal to Dir) is loaded once. Finding no file at
-// all is not an error: the Config is empty.
+// The managed file is read first, if it exists (a managed file that exists
+// but cannot be read is an error, never skipped). It is a JSON object
+// holding a server map ("mcpServers" or "servers"), a server policy
+// ("allowedMcpServers", "deniedMcpServers"; see ServerPolicy), or both; a
+// managed file with neither is an error.
+//
+// Then the servers. With opts.Files set it loads exactly those files.
+// Otherwise, if the managed file holds a server map, it loads only that
+// map: the managed file is exclusive. If not (no managed file, or one
+// holding only a policy), it loads the layers that exist, lowest
+// precedence first: user <Home>/.mcp.json, project <Dir>/.mcp.json, local
+// <Dir>/.mcp.local.json. A layer that does not exist is skipped; a layer
+// that exists but cannot be read is an error. The same file reached twice
+// (Home equal to Dir) is loaded once. Finding no file at all is not an
+// error: the Config is empty.
+//
+// Last, the policies: the managed file's, then opts.Policy. Each server
+// that fails one is moved from Servers (and Sources) to Excluded with the
+// reason; Config.Policies holds the policies for Config.Check. Policy
+// lists in files other than the managed file are ignored like any other
+// unknown top-level member.
 //
 // Files are read as described at LoadConfigFiles. On error the Config is
 // nil and the error holds every problem found, each a *ConfigError (the
-// one exception: failing to find the working directory when Dir is empty).
+// one exception: failing to find the working directory when Dir is empty
+// and the layers are loaded).
 func LoadConfig(opts LoadOptions) (*Config, error) {
 	lookup := opts.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	if len(opts.Files) > 0 {
-		return loadFiles(opts.Files, false, lookup)
-	}
+	lookup = withWorkspace(lookup, opts.Dir)
+
+	var errs []error
+	var policies []ServerPolicy
 
 	managed := opts.ManagedFile
 	if managed == "" {
 		managed = DefaultManagedFile
 	}
-	switch _, err := os.Stat(managed); {
+	var managedTop map[string]json.RawMessage // nil: no managed file
+	switch data, err := os.ReadFile(managed); {
 	case err == nil:
-		return loadFiles([]string{managed}, false, lookup)
+		top, e := decodeTop(data, true)
+		if e != nil {
+			e.File = managed
+			errs = append(errs, e)
+			break
+		}
+		policy, hasPolicy, policyErrs := parsePolicy(top)
+		for _, e := range policyErrs {
+			e.File = managed
+			errs = append(errs, e)
+		}
+		_, hasMCP := top["mcpServers"]
+		_, hasVS := top["servers"]
+		if !hasPolicy && !hasMCP && !hasVS {
+			errs = append(errs, &ConfigError{File: managed, Err: errors.New(
+				`no "mcpServers", "servers", "allowedMcpServers" or "deniedMcpServers" member`)})
+		}
+		if hasPolicy {
+			policy.Source = managed
+			policies = append(policies, policy)
+		}
+		managedTop = top
 	case !errors.Is(err, fs.ErrNotExist):
 		// A policy file we cannot see must not be silently ignored.
-		return nil, &ConfigError{File: managed, Err: fileError(err)}
+		errs = append(errs, &ConfigError{File: managed, Err: fileError(err)})
 	}
 
-	var layers []string
-	home := opts.Home
-	if home == "" {
-		home, _ = os.UserHomeDir() // no home: no user layer
-	}
-	if home != "" {
-		layers = append(layers, filepath.Join(home, ".mcp.json"))
-	}
-	dir := opts.Dir
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, fmt.Errorf("mcpvisor: finding the project directory: %w", err)
+	if opts.Policy != nil {
+		policy := *opts.Policy
+		if policy.Source == "" {
+			policy.Source = PolicyOptionSource
 		}
-		dir = wd
+		for _, e := range policy.validate() {
+			errs = append(errs, e)
+		}
+		policies = append(policies, policy)
 	}
-	layers = append(layers, filepath.Join(dir, ".mcp.json"), filepath.Join(dir, ".mcp.local.json"))
-	return loadFiles(layers, true, lookup)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	var cfg *Config
+	_, hasMCP := managedTop["mcpServers"]
+	_, hasVS := managedTop["servers"]
+	switch {
+	case len(opts.Files) > 0:
+		cfg, errs = loadFiles(opts.Files, false, lookup)
+	case hasMCP || hasVS:
+		cfg = newConfig()
+		servers, fileErrs := parseServers(managedTop, lookup)
+		for _, e := range fileErrs {
+			e.File = managed
+			errs = append(errs, e)
+		}
+		cfg.addFile(managed, servers)
+	default:
+		var layers []string
+		home := opts.Home
+		if home == "" {
+			home, _ = os.UserHomeDir() // no home: no user layer
+		}
+		if home != "" {
+			layers = append(layers, filepath.Join(home, ".mcp.json"))
+		}
+		dir := opts.Dir
+		if dir == "" {
+			wd, err := os.Getwd()
+			if err != nil {
+				return nil, fmt.Errorf("mcpvisor: finding the project directory: %w", err)
+			}
+			dir = wd
+		}
+		layers = append(layers, filepath.Join(dir, ".mcp.json"), filepath.Join(dir, ".mcp.local.json"))
+		cfg, errs = loadFiles(layers, true, lookup)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	cfg.Policies = policies
+	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
+		for i := range policies {
+			if ok, reason := policies[i].check(name, cfg.Servers[name]); !ok {
+				cfg.Excluded[name] = reason
+				delete(cfg.Servers, name)
+				delete(cfg.Sources, name)
+				break
+			}
+		}
+	}
+	return cfg, nil
 }
 
 // LoadConfigFiles loads the named files in order, expanding references
-// from the process environment. Every file must exist.
+// from the process environment. Every file must exist. It reads no
+// managed file and applies no policy: Config.Excluded is empty.
 //
 // A file is a JSON object (strict JSON: no comments or trailing commas)
 // holding its servers either under "mcpServers" (the .mcp.json format of
@@ -165,26 +314,63 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 //
 // Inside an entry, unknown members are ignored and null means absent, but
 // a known member of the wrong JSON type is an error. Member names are
-// case-sensitive. In command, args, env values, cwd, url and header values
-// (nowhere else, and never in keys) ${VAR} is replaced by the variable's
-// value and ${VAR:-default} by the value, or by default when the variable
-// is unset or empty. A ${VAR} whose variable is unset is an error
-// (ErrUnsetVariable), never an empty string. Only "${" starts a reference:
-// a lone "$" and "$$" are literal. Names are letters, digits and '_', not
-// starting with a digit; defaults may contain anything but "}" and "${".
-// Each entry is then checked with ServerConfig.Validate; the empty server
-// name is rejected.
+// case-sensitive. In command, args, env values, cwd, url, header values and
+// the tls members (nowhere else, and never in keys) ${VAR} is replaced by
+// the variable's value and ${VAR:-default} by the value, or by default
+// when the variable is unset or empty. A ${VAR} whose variable is unset is
+// an error (ErrUnsetVariable), never an empty string. Only "${" starts a
+// reference: a lone "$" and "$$" are literal. Names are letters, digits
+// and '_', not starting with a digit; defaults may contain anything but
+// "}" and "${". Two VS Code variables are understood: ${workspaceFolder}
+// is the project directory, absolute (LoadOptions.Dir, or the working
+// directory), whatever the environment says; ${input:id} is an error
+// (ErrInputVariable). Each entry is then checked with
+// ServerConfig.Validate; the empty server name is rejected.
 //
 // On error the Config is nil and the error holds every problem found (at
 // most one per server entry), each a *ConfigError.
 func LoadConfigFiles(paths ...string) (*Config, error) {
-	return loadFiles(paths, false, os.LookupEnv)
+	cfg, errs := loadFiles(paths, false, withWorkspace(os.LookupEnv, ""))
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return cfg, nil
+}
+
+// withWorkspace makes lookup resolve ${workspaceFolder} to dir, made
+// absolute ("" is the working directory). If the directory cannot be
+// found, the variable is unset.
+func withWorkspace(lookup func(string) (string, bool), dir string) func(string) (string, bool) {
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	return func(name string) (string, bool) {
+		if name == workspaceFolderVar {
+			return abs, err == nil
+		}
+		return lookup(name)
+	}
+}
+
+// newConfig returns an empty Config with its maps made.
+func newConfig() *Config {
+	return &Config{Servers: map[string]ServerConfig{}, Sources: map[string]string{}, Excluded: map[string]string{}}
+}
+
+// addFile records that file was loaded and defines servers.
+func (c *Config) addFile(file string, servers map[string]ServerConfig) {
+	c.Files = append(c.Files, file)
+	for name, sc := range servers {
+		c.Servers[name] = sc
+		c.Sources[name] = file
+	}
 }
 
 // loadFiles loads paths in order. With skipMissing, files that do not exist
-// are skipped.
-func loadFiles(paths []string, skipMissing bool, lookup func(string) (string, bool)) (*Config, error) {
-	cfg := &Config{Servers: map[string]ServerConfig{}, Sources: map[string]string{}}
+// are skipped. With errors, the Config is nil.
+func loadFiles(paths []string, skipMissing bool, lookup func(string) (string, bool)) (*Config, []error) {
+	cfg := newConfig()
 	var errs []error
 	seen := map[string]bool{}
 	for _, file := range paths {
@@ -206,19 +392,15 @@ func loadFiles(paths []string, skipMissing bool, lookup func(string) (string, bo
 			errs = append(errs, &ConfigError{File: file, Err: fileError(err)})
 			continue
 		}
-		cfg.Files = append(cfg.Files, file)
 		servers, fileErrs := parseFile(data, lookup)
 		for _, e := range fileErrs {
 			e.File = file
 			errs = append(errs, e)
 		}
-		for name, sc := range servers {
-			cfg.Servers[name] = sc
-			cfg.Sources[name] = file
-		}
+		cfg.addFile(file, servers)
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, errs
 	}
 	return cfg, nil
 }
@@ -233,21 +415,629 @@ func fileError(err error) error {
 	return err
 }
 
+// ServerPolicy is an administrator's rule on which servers may run, as
+// the "allowedMcpServers" and "deniedMcpServers" members of the managed
+// file (the JSON form of this type) or LoadOptions.Policy.
+//
+// A server that matches an entry of Denied never runs, whatever Allowed
+// says. With Allowed nil every other server runs; otherwise a server must
+// match an entry of *Allowed, and an empty list lets no server run. Which
+// Allowed entries count depends on the server, because its name is a
+// label that whoever writes the config chooses, while its command and URL
+// are what actually runs: a stdio server must match a serverCommand entry
+// when *Allowed has any, a remote (http, sse, ws) server a serverUrl entry
+// when *Allowed has any; otherwise (and for in-process servers, always) a
+// serverName entry. Denied entries all count: a name, a command or a URL
+// match denies.
+//
+// Policy entries are matched against the server entry after ${VAR}
+// expansion; they are never expanded themselves.
+type ServerPolicy struct {
+	// Allowed, when not nil, lists the servers allowed to run. Nil (the
+	// JSON member absent or null) allows every server that Denied does not
+	// deny; a pointer to an empty list (JSON []) allows none. A pointer,
+	// rather than a nil-or-empty slice, so that an allow list built empty
+	// by a program still allows nothing, and so that the JSON form
+	// round-trips.
+	Allowed *[]PolicyEntry `json:"allowedMcpServers,omitempty"`
+
+	// Denied lists the servers that never run.
+	Denied []PolicyEntry `json:"deniedMcpServers,omitempty"`
+
+	// Source names the policy in the reasons Check gives and is the File
+	// of the errors Validate returns: LoadConfig sets it to the managed
+	// file's path, or PolicyOptionSource. Empty names nothing.
+	Source string `json:"-"`
+}
+
+// MarshalJSON writes the policy as the managed file holds it. A non-nil
+// Allowed is written as an array even when it points to a nil slice, so
+// that "allows nothing" survives the round trip.
+func (p ServerPolicy) MarshalJSON() ([]byte, error) {
+	type plain ServerPolicy // without this method
+	q := plain(p)
+	if q.Allowed != nil && *q.Allowed == nil {
+		q.Allowed = &[]PolicyEntry{}
+	}
+	return json.Marshal(q)
+}
+
+// PolicyEntry is one entry of a ServerPolicy list. Exactly one of its
+// members is set.
+type PolicyEntry struct {
+	// ServerName matches the server's name (its key in the server map) as
+	// a path.Match pattern: '*' matches any run of characters but '/', '?'
+	// one character, [a-z] a class, '\' escapes.
+	ServerName string `json:"serverName,omitempty"`
+
+	// ServerCommand matches a stdio server's command line; see
+	// CommandPattern.
+	ServerCommand CommandPattern `json:"serverCommand,omitzero"`
+
+	// ServerURL matches a remote server's URL. It is scheme://host[:port]
+	// followed by an optional path and query, where '*' matches any run of
+	// characters (possibly none) within the part it is in: scheme, host,
+	// port, or path and query together; every other character stands for
+	// itself. Scheme and host compare case-insensitively, and a trailing
+	// '.' of the server's host is ignored. No port means the scheme's
+	// default port (80 for http and ws, 443 for https and wss); :* means
+	// any port. No path means "/". The server's path is compared decoded
+	// (%2F is "/"), with "." and ".." segments resolved; its query is
+	// compared as written, and its fragment and user information are
+	// ignored. So "https://*.example.com/*" matches
+	// https://a.b.example.com/mcp but neither https://example.com/ (the
+	// dot is literal), https://a.example.com:8443/ (another port),
+	// https://evil.com/.example.com/ nor https://a.example.com@evil.com/
+	// (whose host is evil.com).
+	ServerURL string `json:"serverUrl,omitempty"`
+}
+
+// CommandPattern is the serverCommand of a PolicyEntry. In JSON it is an
+// array of strings, which sets Exact, or a string, which sets Glob. The
+// zero value is absent.
+type CommandPattern struct {
+	// Exact, when not nil, is a command followed by its arguments. It
+	// matches a stdio server whose command and args are these strings, in
+	// this order, and no others. Commands compare as written, not resolved
+	// against PATH or cwd.
+	Exact []string
+
+	// Glob, when Exact is nil, is matched against the server's command
+	// line: its command and arguments joined by single spaces. '*' matches
+	// any run of characters, spaces and '/' included, so it crosses
+	// argument boundaries ("npx -y @corp/*" matches npx with -y and any
+	// arguments after "@corp/"); every other character stands for itself.
+	// Use Exact to pin the arguments.
+	Glob string
+}
+
+// IsZero reports whether the pattern is absent.
+func (c CommandPattern) IsZero() bool { return c.Exact == nil && c.Glob == "" }
+
+// MarshalJSON writes Exact as an array, or else Glob as a string.
+func (c CommandPattern) MarshalJSON() ([]byte, error) {
+	if c.Exact != nil {
+		return json.Marshal(c.Exact)
+	}
+	return json.Marshal(c.Glob)
+}
+
+// UnmarshalJSON reads an array of strings into Exact or a string into
+// Glob; null leaves the pattern absent.
+func (c *CommandPattern) UnmarshalJSON(data []byte) error {
+	var p CommandPattern
+	switch k := jsonKind(data); k {
+	case "null":
+	case "string":
+		if err := json.Unmarshal(data, &p.Glob); err != nil {
+			return err
+		}
+	case "array":
+		if err := json.Unmarshal(data, &p.Exact); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("serverCommand: want array or string, got %s", k)
+	}
+	*c = p
+	return nil
+}
+
+// String writes the pattern as it is written in JSON.
+func (c CommandPattern) String() string {
+	b, _ := c.MarshalJSON() // strings always marshal
+	return string(b)
+}
+
+// String describes the entry as it is written in JSON, without the
+// braces: serverUrl "https://*.example.com/*".
+func (e PolicyEntry) String() string {
+	var parts []string
+	if e.ServerName != "" {
+		parts = append(parts, "serverName "+strconv.Quote(e.ServerName))
+	}
+	if !e.ServerCommand.IsZero() {
+		parts = append(parts, "serverCommand "+e.ServerCommand.String())
+	}
+	if e.ServerURL != "" {
+		parts = append(parts, "serverUrl "+strconv.Quote(e.ServerURL))
+	}
+	if len(parts) == 0 {
+		return "empty entry"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Validate reports every malformed entry: one without exactly one member,
+// or whose pattern is malformed. Each problem is a *ConfigError with File
+// p.Source and Path locating the entry (allowedMcpServers[2]) or its
+// member (deniedMcpServers[0].serverUrl); several are joined with
+// errors.Join. A nil policy is valid.
+func (p *ServerPolicy) Validate() error {
+	errs := p.validate()
+	if len(errs) == 0 {
+		return nil
+	}
+	joined := make([]error, len(errs))
+	for i, e := range errs {
+		joined[i] = e
+	}
+	return errors.Join(joined...)
+}
+
+func (p *ServerPolicy) validate() []*ConfigError {
+	if p == nil {
+		return nil
+	}
+	var errs []*ConfigError
+	list := func(name string, entries []PolicyEntry) {
+		for i, e := range entries {
+			path := pathIndex(name, i)
+			if e := e.validate(path); e != nil {
+				e.File = p.Source
+				errs = append(errs, e)
+			}
+		}
+	}
+	if p.Allowed != nil {
+		list("allowedMcpServers", *p.Allowed)
+	}
+	list("deniedMcpServers", p.Denied)
+	return errs
+}
+
+// validate checks an entry found at the ConfigError path at.
+func (e PolicyEntry) validate(at string) *ConfigError {
+	var set []string
+	if e.ServerName != "" {
+		set = append(set, `"serverName"`)
+	}
+	if !e.ServerCommand.IsZero() {
+		set = append(set, `"serverCommand"`)
+	}
+	if e.ServerURL != "" {
+		set = append(set, `"serverUrl"`)
+	}
+	switch {
+	case len(set) == 0:
+		return &ConfigError{Path: at, Err: errEntryNeedsOne}
+	case len(set) > 1:
+		return &ConfigError{Path: at, Err: fmt.Errorf("entry has %s; an entry has exactly one", strings.Join(set, " and "))}
+	}
+	switch c := e.ServerCommand; {
+	case e.ServerName != "":
+		if _, err := path.Match(e.ServerName, ""); err != nil {
+			return &ConfigError{Path: pathKey(at, "serverName"), Err: fmt.Errorf("malformed pattern %q: %w", e.ServerName, err)}
+		}
+	case c.Exact != nil && c.Glob != "":
+		return &ConfigError{Path: pathKey(at, "serverCommand"), Err: errors.New("both Exact and Glob are set; set one")}
+	case c.Exact != nil:
+		if len(c.Exact) == 0 || c.Exact[0] == "" {
+			return &ConfigError{Path: pathKey(at, "serverCommand"), Err: errors.New("command must not be empty")}
+		}
+	case e.ServerURL != "":
+		if _, err := parseURLPattern(e.ServerURL); err != nil {
+			return &ConfigError{Path: pathKey(at, "serverUrl"), Err: err}
+		}
+	}
+	return nil
+}
+
+var errEntryNeedsOne = errors.New(`entry needs one of "serverName", "serverCommand" or "serverUrl"`)
+
+// Check reports whether the server named name, configured as sc, may run
+// under the policy (see ServerPolicy for the rules). A nil policy allows
+// every server. When ok is false, reason names the rule, prefixed by
+// Source and ": " when Source is set: the denying entry, as in
+// `deniedMcpServers[1] (serverUrl "https://*.evil.com/*")`, or why no
+// allowed entry admits the server. A malformed policy (see Validate)
+// allows nothing. Reasons never quote the server's command line or URL,
+// which may hold secrets after expansion; they are empty when ok is true.
+//
+// Check pins what starts or where it connects, not how: a command match
+// says nothing of the server's env or cwd, a URL match nothing of its
+// headers.
+func (p *ServerPolicy) Check(name string, sc ServerConfig) (ok bool, reason string) {
+	if p == nil {
+		return true, ""
+	}
+	if errs := p.validate(); len(errs) > 0 {
+		e := *errs[0]
+		e.File = ""
+		return false, p.reason("malformed policy: " + e.Error())
+	}
+	return p.check(name, sc)
+}
+
+// check is Check on a policy already validated.
+func (p *ServerPolicy) check(name string, sc ServerConfig) (ok bool, reason string) {
+	id := identify(name, sc)
+	for i, e := range p.Denied {
+		if e.matches(id) {
+			return false, p.reason(fmt.Sprintf("deniedMcpServers[%d] (%s)", i, e))
+		}
+	}
+	if p.Allowed == nil {
+		return true, ""
+	}
+	allowed := *p.Allowed
+	if len(allowed) == 0 {
+		return false, p.reason("allowedMcpServers is empty: no server may run")
+	}
+	// The member that identifies this server in the allow list.
+	var key string
+	switch {
+	case id.command != nil && slices.ContainsFunc(allowed, func(e PolicyEntry) bool { return !e.ServerCommand.IsZero() }):
+		key = "serverCommand"
+	case id.remote && slices.ContainsFunc(allowed, func(e PolicyEntry) bool { return e.ServerURL != "" }):
+		key = "serverUrl"
+	default:
+		key = "serverName"
+	}
+	for _, e := range allowed {
+		if e.key() == key && e.matches(id) {
+			return true, ""
+		}
+	}
+	switch key {
+	case "serverCommand":
+		return false, p.reason("no allowedMcpServers serverCommand entry matches its command line (a stdio server must match one when the list has any)")
+	case "serverUrl":
+		return false, p.reason("no allowedMcpServers serverUrl entry matches its url (a remote server must match one when the list has any)")
+	}
+	return false, p.reason("no allowedMcpServers serverName entry matches its name")
+}
+
+func (p *ServerPolicy) reason(r string) string {
+	if p.Source == "" {
+		return r
+	}
+	return p.Source + ": " + r
+}
+
+// key names the member an entry sets ("" for a malformed entry).
+func (e PolicyEntry) key() string {
+	switch {
+	case e.ServerName != "":
+		return "serverName"
+	case !e.ServerCommand.IsZero():
+		return "serverCommand"
+	case e.ServerURL != "":
+		return "serverUrl"
+	}
+	return ""
+}
+
+// serverIdentity is what policy entries match a server on.
+type serverIdentity struct {
+	name    string
+	command []string // a stdio server's command and args; nil otherwise
+	remote  bool     // an http, sse or ws server
+	url     *url.URL // a remote server's parsed URL; nil if it does not parse
+}
+
+func identify(name string, sc ServerConfig) serverIdentity {
+	id := serverIdentity{name: name}
+	switch sc.Kind() {
+	case transports.TypeStdio:
+		id.command = append([]string{sc.Command}, sc.Args...)
+	case transports.TypeHTTP, transports.TypeSSE, transports.TypeWS:
+		id.remote = true
+		if u, err := url.Parse(sc.URL); err == nil && u.Scheme != "" && u.Host != "" {
+			id.url = u
+		}
+	}
+	return id
+}
+
+// matches reports whether a valid entry matches the server. A serverUrl
+// entry matches no remote server whose URL does not parse, and a
+// serverCommand or serverUrl entry nothing of the other kind or
+// in-process.
+func (e PolicyEntry) matches(id serverIdentity) bool {
+	switch e.key() {
+	case "serverName":
+		ok, _ := path.Match(e.ServerName, id.name)
+		return ok
+	case "serverCommand":
+		switch {
+		case id.command == nil:
+			return false
+		case e.ServerCommand.Exact != nil:
+			return slices.Equal(e.ServerCommand.Exact, id.command)
+		}
+		return wildcardMatch(e.ServerCommand.Glob, strings.Join(id.command, " "))
+	case "serverUrl":
+		if id.url == nil {
+			return false
+		}
+		pat, err := parseURLPattern(e.ServerURL)
+		return err == nil && pat.matches(id.url)
+	}
+	return false
+}
+
+// urlPattern is a parsed serverUrl entry.
+type urlPattern struct {
+	scheme, host string // lower case; host without IPv6 brackets
+	port         string // "" means the scheme's default port
+	rest         string // path and query
+}
+
+func parseURLPattern(s string) (urlPattern, error) {
+	const example = ` (want scheme://host[:port][/path], e.g. "https://*.example.com/*")`
+	scheme, after, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" {
+		return urlPattern{}, fmt.Errorf("malformed URL pattern %q: no scheme%s", s, example)
+	}
+	for _, c := range []byte(scheme) {
+		if !(c == '*' || c == '+' || c == '-' || c == '.' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return urlPattern{}, fmt.Errorf("malformed URL pattern %q: bad scheme%s", s, example)
+		}
+	}
+	if strings.Contains(after, "#") {
+		return urlPattern{}, fmt.Errorf("malformed URL pattern %q: a fragment is never sent, so it cannot be matched", s)
+	}
+	authority, rest := after, ""
+	if i := strings.IndexAny(after, "/?"); i >= 0 {
+		authority, rest = after[:i], after[i:]
+	}
+	if strings.Contains(authority, "@") {
+		return urlPattern{}, fmt.Errorf("malformed URL pattern %q: user information is not matched; leave it out", s)
+	}
+	host, port := authority, ""
+	hasPort := false
+	if strings.HasPrefix(authority, "[") {
+		end := strings.IndexByte(authority, ']')
+		if end < 0 {
+			return urlPattern{}, fmt.Errorf("malformed URL pattern %q: unclosed '[' in the host", s)
+		}
+		host, port = authority[1:end], authority[end+1:]
+		if port != "" {
+			if port[0] != ':' {
+				return urlPattern{}, fmt.Errorf("malformed URL pattern %q: bad port%s", s, example)
+			}
+			port, hasPort = port[1:], true
+		}
+	} else if i := strings.LastIndexByte(authority, ':'); i >= 0 {
+		host, port, hasPort = authority[:i], authority[i+1:], true
+	}
+	if host == "" {
+		return urlPattern{}, fmt.Errorf("malformed URL pattern %q: no host%s", s, example)
+	}
+	if hasPort && (port == "" || strings.Trim(port, "0123456789*") != "") {
+		return urlPattern{}, fmt.Errorf("malformed URL pattern %q: a port is digits or '*'", s)
+	}
+	switch {
+	case rest == "":
+		rest = "/"
+	case rest[0] == '?':
+		rest = "/" + rest
+	}
+	return urlPattern{scheme: strings.ToLower(scheme), host: strings.ToLower(host), port: port, rest: rest}, nil
+}
+
+// matches reports whether the pattern matches u, which has a scheme and a
+// host.
+func (p urlPattern) matches(u *url.URL) bool {
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	def := defaultPort[scheme]
+	port := u.Port()
+	if port == "" {
+		port = def
+	}
+	if p.port == "" {
+		if port != def {
+			return false
+		}
+	} else if !wildcardMatch(p.port, port) {
+		return false
+	}
+	rest := u.Path
+	if rest == "" {
+		rest = "/"
+	}
+	clean := path.Clean(rest)
+	if strings.HasSuffix(rest, "/") && clean != "/" {
+		clean += "/"
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		clean += "?" + u.RawQuery
+	}
+	return wildcardMatch(p.scheme, scheme) && wildcardMatch(p.host, host) && wildcardMatch(p.rest, clean)
+}
+
+var defaultPort = map[string]string{"http": "80", "ws": "80", "https": "443", "wss": "443"}
+
+// wildcardMatch reports whether s matches pattern, in which '*' matches
+// any run of bytes (possibly none) and every other byte itself.
+func wildcardMatch(pattern, s string) bool {
+	p, i := 0, 0
+	star, mark := -1, 0 // the last '*' seen, and where in s it started matching
+	for i < len(s) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, i
+			p++
+		case p < len(pattern) && pattern[p] == s[i]:
+			p++
+			i++
+		case star >= 0: // let the last '*' take one more byte
+			mark++
+			p, i = star+1, mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+// parsePolicy decodes the policy members of a managed file's top-level
+// object. has reports whether either list is present (not null). Errors
+// lack File; there is at most one per entry.
+func parsePolicy(top map[string]json.RawMessage) (policy ServerPolicy, has bool, errs []*ConfigError) {
+	list := func(name string) (entries []PolicyEntry, present bool) {
+		raw, ok := top[name]
+		if !ok || jsonKind(raw) == "null" {
+			return nil, false
+		}
+		if k := jsonKind(raw); k != "array" {
+			errs = append(errs, typeError(name, "array", k))
+			return nil, true
+		}
+		var elems []json.RawMessage
+		if err := json.Unmarshal(raw, &elems); err != nil {
+			errs = append(errs, &ConfigError{Path: name, Err: err})
+			return nil, true
+		}
+		entries = make([]PolicyEntry, 0, len(elems))
+		for i, elem := range elems {
+			path := pathIndex(name, i)
+			e, ce := decodePolicyEntry(elem, path)
+			if ce == nil {
+				ce = e.validate(path)
+			}
+			if ce != nil {
+				errs = append(errs, ce)
+				continue
+			}
+			entries = append(entries, e)
+		}
+		return entries, true
+	}
+	allowed, hasAllowed := list("allowedMcpServers")
+	denied, hasDenied := list("deniedMcpServers")
+	if hasAllowed {
+		policy.Allowed = &allowed
+	}
+	policy.Denied = denied
+	return policy, hasAllowed || hasDenied, errs
+}
+
+// decodePolicyEntry decodes one list element. Unlike a server entry, a
+// policy entry may hold no unknown member: a misspelt key must not quietly
+// widen what the entry allows or narrow what it denies.
+func decodePolicyEntry(raw json.RawMessage, path string) (PolicyEntry, *ConfigError) {
+	var e PolicyEntry
+	if k := jsonKind(raw); k != "object" {
+		return e, typeError(path, "object", k)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return e, &ConfigError{Path: path, Err: err}
+	}
+	present := 0
+	var both []string
+	for _, k := range slices.Sorted(maps.Keys(members)) {
+		v := members[k]
+		p := pathKey(path, k)
+		kind := jsonKind(v)
+		if kind == "null" {
+			continue // absent
+		}
+		switch k {
+		case "serverName", "serverUrl":
+			if kind != "string" {
+				return e, typeError(p, "string", kind)
+			}
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				return e, &ConfigError{Path: p, Err: err}
+			}
+			if s == "" {
+				return e, &ConfigError{Path: p, Err: errors.New("must not be empty")}
+			}
+			if k == "serverName" {
+				e.ServerName = s
+			} else {
+				e.ServerURL = s
+			}
+		case "serverCommand":
+			switch kind {
+			case "string":
+				if err := json.Unmarshal(v, &e.ServerCommand.Glob); err != nil {
+					return e, &ConfigError{Path: p, Err: err}
+				}
+				if e.ServerCommand.Glob == "" {
+					return e, &ConfigError{Path: p, Err: errors.New("must not be empty")}
+				}
+			case "array":
+				if ce := decodeValue(reflect.ValueOf(&e.ServerCommand.Exact).Elem(), v, p); ce != nil {
+					return e, ce
+				}
+			default:
+				return e, typeError(p, "array or string", kind)
+			}
+		default:
+			return e, &ConfigError{Path: p, Err: fmt.Errorf(`unknown member %q: an entry has one of "serverName", "serverCommand" or "serverUrl"`, k)}
+		}
+		present++
+		both = append(both, strconv.Quote(k))
+	}
+	if present > 1 {
+		return e, &ConfigError{Path: path, Err: fmt.Errorf("entry has %s; an entry has exactly one", strings.Join(both, " and "))}
+	}
+	return e, nil
+}
+
 // parseFile decodes, expands and validates one file's servers. The errors
 // it returns lack File.
 func parseFile(data []byte, lookup func(string) (string, bool)) (map[string]ServerConfig, []*ConfigError) {
+	top, e := decodeTop(data, false)
+	if e != nil {
+		return nil, []*ConfigError{e}
+	}
+	return parseServers(top, lookup)
+}
+
+// decodeTop decodes a file's top-level object. The error lacks File.
+func decodeTop(data []byte, managed bool) (map[string]json.RawMessage, *ConfigError) {
+	want := `want a JSON object with "mcpServers" or "servers"`
+	if managed {
+		want = `want a JSON object with "mcpServers", "servers", "allowedMcpServers" or "deniedMcpServers"`
+	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
 			line, col := lineCol(data, syn.Offset-1) // Offset counts the bad byte
-			return nil, []*ConfigError{{Err: fmt.Errorf("invalid JSON at line %d, column %d: %w", line, col, err)}}
+			return nil, &ConfigError{Err: fmt.Errorf("invalid JSON at line %d, column %d: %w", line, col, err)}
 		}
-		return nil, []*ConfigError{{Err: fmt.Errorf(`want a JSON object with "mcpServers" or "servers", got %s`, jsonKind(data))}}
+		return nil, &ConfigError{Err: fmt.Errorf("%s, got %s", want, jsonKind(data))}
 	}
 	if top == nil { // the file is "null"
-		return nil, []*ConfigError{{Err: errors.New(`want a JSON object with "mcpServers" or "servers", got null`)}}
+		return nil, &ConfigError{Err: fmt.Errorf("%s, got null", want)}
 	}
+	return top, nil
+}
+
+// parseServers decodes, expands and validates the server map of a file's
+// top-level object. The errors it returns lack File.
+func parseServers(top map[string]json.RawMessage, lookup func(string) (string, bool)) (map[string]ServerConfig, []*ConfigError) {
 	mcpServers, hasMCP := top["mcpServers"]
 	vsServers, hasVS := top["servers"]
 	var root string
@@ -374,7 +1164,13 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 		case name == "":
 			return "", fmt.Errorf(`empty variable name in "${%s}"`, ref)
 		case !isVarName(name):
-			if n, _, ok := strings.Cut(name, ":"); ok && isVarName(n) {
+			if n, rest, ok := strings.Cut(name, ":"); ok && isVarName(n) {
+				switch {
+				case n == "input":
+					return "", fmt.Errorf("${%s}: %w", name, ErrInputVariable)
+				case n == "env" && isVarName(rest):
+					return "", fmt.Errorf(`unsupported reference "${%s}": write ${%s}`, name, rest)
+				}
 				return "", fmt.Errorf(`unsupported reference "${%s}": only ${VAR} and ${VAR:-default} are supported`, name)
 			}
 			return "", fmt.Errorf(`malformed reference "${%s}": a name is letters, digits and '_', not starting with a digit; only ${VAR} and ${VAR:-default} are supported`, name)

@@ -1,11 +1,14 @@
 package mcpvisor
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -266,7 +269,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{name: "nested reference in header", content: `{"servers": {"a": {"url": "http://h", "headers": {"X": "${A:-${B}}"}}}}`,
 			wantPath: "servers.a.headers.X", wantErr: "nested reference"},
 		{name: "VS Code input variable", content: `{"servers": {"a": {"url": "http://h", "headers": {"X": "${input:api-key}"}}}}`,
-			wantPath: "servers.a.headers.X", wantErr: `unsupported reference "${input:api-key}"`},
+			wantPath: "servers.a.headers.X", wantErr: "${input:api-key}: VS Code input variables are not supported; set the value in env or the file",
+			wantIs: ErrInputVariable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -394,7 +398,9 @@ func TestExpand(t *testing.T) {
 		{in: "${A-b}", wantErr: `malformed reference "${A-b}"`},
 		{in: "${A:=b}", wantErr: `unsupported reference "${A:=b}"`},
 		{in: "${A:?b}", wantErr: `unsupported reference "${A:?b}"`},
-		{in: "${env:HOME}", wantErr: `unsupported reference "${env:HOME}"`},
+		{in: "${env:HOME}", wantErr: `unsupported reference "${env:HOME}": write ${HOME}`},
+		{in: "${input:token}", wantErr: "${input:token}: VS Code input variables", wantIs: ErrInputVariable},
+		{in: "${input:}", wantErr: "${input:}: VS Code input variables", wantIs: ErrInputVariable},
 		{in: "${1A}", wantErr: `malformed reference "${1A}"`},
 		{in: "${ A }", wantErr: `malformed reference "${ A }"`},
 		{in: "${A.B}", wantErr: `malformed reference "${A.B}"`},
@@ -683,4 +689,688 @@ func TestLoadConfigRemoteServerWithTLS(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "mcpServers.api.tls.caFile", ce.Path)
 	assert.ErrorIs(t, err, ErrUnsetVariable)
+}
+
+func remote(typ transports.Type, url string) ServerConfig {
+	return ServerConfig{Config: transports.Config{Type: typ, URL: url}}
+}
+
+// allow makes an allow list; allow() is the empty one.
+func allow(entries ...PolicyEntry) *[]PolicyEntry {
+	if entries == nil {
+		entries = []PolicyEntry{}
+	}
+	return &entries
+}
+
+// TestServerPolicyMatching specifies what one entry matches: each case puts
+// the entry in a deny list and asks whether the server is denied.
+func TestServerPolicyMatching(t *testing.T) {
+	byName := func(p string) PolicyEntry { return PolicyEntry{ServerName: p} }
+	exact := func(argv ...string) PolicyEntry { return PolicyEntry{ServerCommand: CommandPattern{Exact: argv}} }
+	glob := func(p string) PolicyEntry { return PolicyEntry{ServerCommand: CommandPattern{Glob: p}} }
+	byURL := func(p string) PolicyEntry { return PolicyEntry{ServerURL: p} }
+	https := func(u string) ServerConfig { return remote(transports.TypeHTTP, u) }
+	sdk := ServerConfig{Config: transports.Config{Type: transports.TypeSDK}}
+
+	tests := []struct {
+		name   string
+		entry  PolicyEntry
+		server string
+		sc     ServerConfig
+		want   bool
+	}{
+		// serverName: path.Match on the name, whatever the transport.
+		{"name exact", byName("github"), "github", stdio("x"), true},
+		{"name is case-sensitive", byName("github"), "GitHub", stdio("x"), false},
+		{"name is whole", byName("git"), "github", stdio("x"), false},
+		{"name star", byName("git*"), "github", stdio("x"), true},
+		{"name star matches empty", byName("github*"), "github", stdio("x"), true},
+		{"name question mark", byName("gith?b"), "github", stdio("x"), true},
+		{"name class", byName("[a-c]*"), "beta", stdio("x"), true},
+		{"name star stops at slash", byName("corp*"), "corp/tools", stdio("x"), false},
+		{"name matches a remote server", byName("docs"), "docs", https("https://h/"), true},
+		{"name matches an in-process server", byName("inproc"), "inproc", sdk, true},
+
+		// serverCommand as an array: command and args exactly.
+		{"command exact", exact("npx", "-y", "pkg"), "s", stdio("npx", "-y", "pkg"), true},
+		{"command exact, an arg missing", exact("npx", "-y", "pkg"), "s", stdio("npx", "pkg"), false},
+		{"command exact, an arg more", exact("npx", "-y", "pkg"), "s", stdio("npx", "-y", "pkg", "--flag"), false},
+		{"command exact, args reordered", exact("npx", "-y", "pkg"), "s", stdio("npx", "pkg", "-y"), false},
+		{"command exact has no wildcards", exact("npx", "*"), "s", stdio("npx", "pkg"), false},
+		{"command exact compares as written", exact("npx"), "s", stdio("/usr/bin/npx"), false},
+		{"command exact, no args", exact("server"), "s", stdio("server"), true},
+		{"command with explicit stdio type", exact("server"), "s", ServerConfig{Config: transports.Config{Type: "STDIO", Command: "server"}}, true},
+
+		// serverCommand as a string: '*' over the command line joined by spaces.
+		{"command glob", glob("npx -y @corp/*"), "s", stdio("npx", "-y", "@corp/tools"), true},
+		{"command glob crosses arguments", glob("npx -y @corp/*"), "s", stdio("npx", "-y", "@corp/tools", "--stdio"), true},
+		{"command glob literal elsewhere", glob("npx -y @corp/*"), "s", stdio("npx", "--yes", "@corp/tools"), false},
+		{"command glob anchored", glob("npx -y @corp/*"), "s", stdio("sudo", "npx", "-y", "@corp/tools"), false},
+		{"command glob star anywhere", glob("* evil-pkg*"), "s", stdio("npx", "-y", "evil-pkg@latest"), true},
+		{"command glob, ? is literal", glob("server?"), "s", stdio("servers"), false},
+		{"command glob whole line", glob("python /opt/a.py"), "s", stdio("python", "/opt/a.py"), true},
+		{"command never matches a remote server", glob("*"), "s", https("https://h/"), false},
+		{"command never matches an in-process server", glob("*"), "s", sdk, false},
+
+		// serverUrl: '*' within scheme, host, port or path-and-query.
+		{"url exact", byURL("https://mcp.example.com/mcp"), "s", https("https://mcp.example.com/mcp"), true},
+		{"url path differs", byURL("https://mcp.example.com/mcp"), "s", https("https://mcp.example.com/other"), false},
+		{"url all paths", byURL("https://mcp.example.com/*"), "s", https("https://mcp.example.com/a/b/c"), true},
+		{"url all paths includes root", byURL("https://mcp.example.com/*"), "s", https("https://mcp.example.com"), true},
+		{"url no path means root", byURL("https://mcp.example.com"), "s", https("https://mcp.example.com/"), true},
+		{"url root only", byURL("https://mcp.example.com"), "s", https("https://mcp.example.com/mcp"), false},
+		{"url subdomain", byURL("https://*.example.com/*"), "s", https("https://a.b.example.com/mcp"), true},
+		{"url subdomain needs the dot", byURL("https://*.example.com/*"), "s", https("https://example.com/mcp"), false},
+		{"url star stays in the host", byURL("https://*.example.com/*"), "s", https("https://evil.com/.example.com/"), false},
+		{"url suffix is not the host", byURL("https://*.example.com/*"), "s", https("https://a.example.com.evil.io/"), false},
+		{"url userinfo is not the host", byURL("https://*.example.com/*"), "s", https("https://a.example.com@evil.com/"), false},
+		{"url userinfo ignored", byURL("https://*.example.com/*"), "s", https("https://user:pw@a.example.com/mcp"), true},
+		{"url host case-insensitive", byURL("https://MCP.Example.com/*"), "s", https("https://mcp.EXAMPLE.com/x"), true},
+		{"url path case-sensitive", byURL("https://h/MCP"), "s", https("https://h/mcp"), false},
+		{"url host trailing dot", byURL("https://*.evil.com/*"), "s", https("https://x.evil.com./mcp"), true},
+		{"url scheme differs", byURL("https://h/*"), "s", remote(transports.TypeHTTP, "http://h/mcp"), false},
+		{"url scheme wildcard", byURL("*://*.evil.com/*"), "s", remote(transports.TypeWS, "ws://a.evil.com/ws"), true},
+		{"url scheme case-insensitive", byURL("https://h/*"), "s", https("HTTPS://h/mcp"), true},
+		{"url default port", byURL("https://h/*"), "s", https("https://h:443/mcp"), true},
+		{"url other port", byURL("https://h/*"), "s", https("https://h:8443/mcp"), false},
+		{"url explicit port", byURL("https://h:8443/*"), "s", https("https://h:8443/mcp"), true},
+		{"url explicit default port", byURL("https://h:443/*"), "s", https("https://h/mcp"), true},
+		{"url any port", byURL("http://localhost:*/*"), "s", remote(transports.TypeSSE, "http://localhost:3000/sse"), true},
+		{"url any port includes the default", byURL("http://localhost:*/*"), "s", remote(transports.TypeSSE, "http://localhost/sse"), true},
+		{"url port wildcard", byURL("http://localhost:30*/*"), "s", https("http://localhost:3001/"), true},
+		{"url ipv6", byURL("http://[::1]:*/*"), "s", https("http://[::1]:8080/mcp"), true},
+		{"url query must be matched", byURL("https://h/mcp"), "s", https("https://h/mcp?tenant=a"), false},
+		{"url query by wildcard", byURL("https://h/mcp*"), "s", https("https://h/mcp?tenant=a"), true},
+		{"url query on root", byURL("https://h?x=1"), "s", https("https://h/?x=1"), true},
+		{"url fragment ignored", byURL("https://h/mcp"), "s", https("https://h/mcp#frag"), true},
+		{"url dot segments resolved", byURL("https://h/ok/*"), "s", https("https://h/ok/../admin"), false},
+		{"url encoded dot segments resolved", byURL("https://h/ok/*"), "s", https("https://h/ok/%2e%2e/admin"), false},
+		{"url path compared decoded", byURL("https://h/a b"), "s", https("https://h/a%20b"), true},
+		{"url trailing slash kept", byURL("https://h/mcp/"), "s", https("https://h/mcp/"), true},
+		{"url never matches a stdio server", byURL("*://*"), "s", stdio("npx"), false},
+		{"url never matches an unparsable url", byURL("*://*/*"), "s", https("::not a url"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := ServerPolicy{Denied: []PolicyEntry{tt.entry}}
+			require.NoError(t, p.Validate())
+			ok, reason := p.Check(tt.server, tt.sc)
+			assert.Equal(t, tt.want, !ok, "denied; reason %q", reason)
+		})
+	}
+}
+
+func TestWildcardMatch(t *testing.T) {
+	tests := []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"", "", true},
+		{"", "a", false},
+		{"*", "", true},
+		{"*", "any/thing at all", true},
+		{"a*", "a", true},
+		{"a*b", "ab", true},
+		{"a*b", "a/x/b", true},
+		{"a*b", "a/x/bc", false},
+		{"*a*b*", "xaybz", true},
+		{"a**b", "ab", true},
+		{"*.example.com", "a.b.example.com", true},
+		{"*.example.com", "example.com", false},
+		{"a?c", "abc", false},
+		{"a?c", "a?c", true},
+		{"[ab]", "a", false},
+		{"*aab", "aaaab", true}, // needs backtracking
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, wildcardMatch(tt.pattern, tt.s), "%q ~ %q", tt.pattern, tt.s)
+	}
+}
+
+func TestServerPolicyCheck(t *testing.T) {
+	github := stdio("npx", "-y", "@modelcontextprotocol/server-github")
+	docs := remote(transports.TypeHTTP, "https://docs.corp.example.com/mcp")
+	inproc := ServerConfig{Config: transports.Config{Type: transports.TypeSDK}}
+
+	tests := []struct {
+		name       string
+		policy     *ServerPolicy
+		server     string
+		sc         ServerConfig
+		wantReason string // empty: allowed
+	}{
+		{name: "nil policy allows", policy: nil, server: "github", sc: github},
+		{name: "zero policy allows", policy: &ServerPolicy{}, server: "github", sc: github},
+		{name: "absent allow list allows what is not denied",
+			policy: &ServerPolicy{Denied: []PolicyEntry{{ServerName: "other"}}}, server: "github", sc: github},
+		{name: "empty allow list allows nothing",
+			policy: &ServerPolicy{Allowed: allow()}, server: "github", sc: github,
+			wantReason: "allowedMcpServers is empty: no server may run"},
+		{name: "empty allow list allows nothing, in-process servers included",
+			policy: &ServerPolicy{Allowed: allow()}, server: "inproc", sc: inproc,
+			wantReason: "allowedMcpServers is empty: no server may run"},
+		{name: "allowed by name",
+			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "git*"})}, server: "github", sc: github},
+		{name: "not allowed by name",
+			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "sentry"})}, server: "github", sc: github,
+			wantReason: "no allowedMcpServers serverName entry matches its name"},
+		{name: "deny beats allow",
+			policy: &ServerPolicy{
+				Allowed: allow(PolicyEntry{ServerName: "github"}),
+				Denied:  []PolicyEntry{{ServerName: "sentry"}, {ServerCommand: CommandPattern{Glob: "npx *"}}},
+			},
+			server: "github", sc: github,
+			wantReason: `deniedMcpServers[1] (serverCommand "npx *")`},
+		{name: "the first denying entry is named",
+			policy: &ServerPolicy{Denied: []PolicyEntry{{ServerName: "*"}, {ServerName: "github"}}},
+			server: "github", sc: github,
+			wantReason: `deniedMcpServers[0] (serverName "*")`},
+		{name: "deny by exact command is reported as an array",
+			policy: &ServerPolicy{Denied: []PolicyEntry{{ServerCommand: CommandPattern{Exact: []string{"npx", "-y", "@modelcontextprotocol/server-github"}}}}},
+			server: "github", sc: github,
+			wantReason: `deniedMcpServers[0] (serverCommand ["npx","-y","@modelcontextprotocol/server-github"])`},
+		{name: "deny by url",
+			policy: &ServerPolicy{Denied: []PolicyEntry{{ServerURL: "https://*.corp.example.com/*"}}},
+			server: "docs", sc: docs,
+			wantReason: `deniedMcpServers[0] (serverUrl "https://*.corp.example.com/*")`},
+		{name: "deny by name applies to a server the allow list admits by command",
+			policy: &ServerPolicy{
+				Allowed: allow(PolicyEntry{ServerCommand: CommandPattern{Glob: "npx *"}}),
+				Denied:  []PolicyEntry{{ServerName: "github"}},
+			},
+			server: "github", sc: github, wantReason: `deniedMcpServers[0] (serverName "github")`},
+
+		// A name is a label its config's author picks: when the allow list
+		// pins stdio servers by command or remote servers by URL, a name
+		// entry does not admit a server of that kind.
+		{name: "stdio server must match a command entry when there is one",
+			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "github"}, PolicyEntry{ServerCommand: CommandPattern{Exact: []string{"approved"}}})},
+			server: "github", sc: github,
+			wantReason: "no allowedMcpServers serverCommand entry matches its command line (a stdio server must match one when the list has any)"},
+		{name: "stdio server matching a command entry",
+			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "other"}, PolicyEntry{ServerCommand: CommandPattern{Glob: "npx -y @modelcontextprotocol/*"}})},
+			server: "github", sc: github},
+		{name: "url entries do not pin stdio servers",
+			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "github"}, PolicyEntry{ServerURL: "https://*/*"})},
+			server: "github", sc: github},
+		{name: "remote server must match a url entry when there is one",
+			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "docs"}, PolicyEntry{ServerURL: "https://mcp.example.com/*"})},
+			server: "docs", sc: docs,
+			wantReason: "no allowedMcpServers serverUrl entry matches its url (a remote server must match one when the list has any)"},
+		{name: "remote server matching a url entry",
+			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://*.corp.example.com/*"})},
+			server: "docs", sc: docs},
+		{name: "command entries do not pin remote servers",
+			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "docs"}, PolicyEntry{ServerCommand: CommandPattern{Glob: "*"}})},
+			server: "docs", sc: docs},
+		{name: "remote server with only command entries is not allowed",
+			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerCommand: CommandPattern{Glob: "*"}})},
+			server: "docs", sc: docs,
+			wantReason: "no allowedMcpServers serverName entry matches its name"},
+		{name: "in-process server is allowed by name only",
+			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "inproc"}, PolicyEntry{ServerCommand: CommandPattern{Glob: "*"}}, PolicyEntry{ServerURL: "*://*/*"})},
+			server: "inproc", sc: inproc},
+
+		{name: "source prefixes the reason",
+			policy: &ServerPolicy{Denied: []PolicyEntry{{ServerName: "github"}}, Source: "/etc/mcpvisor/managed-mcp.json"},
+			server: "github", sc: github,
+			wantReason: `/etc/mcpvisor/managed-mcp.json: deniedMcpServers[0] (serverName "github")`},
+		{name: "malformed policy allows nothing",
+			policy: &ServerPolicy{Denied: []PolicyEntry{{}}, Source: "host"},
+			server: "github", sc: github,
+			wantReason: `host: malformed policy: deniedMcpServers[0]: entry needs one of "serverName", "serverCommand" or "serverUrl"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ok, reason := tt.policy.Check(tt.server, tt.sc)
+			assert.Equal(t, tt.wantReason == "", ok)
+			assert.Equal(t, tt.wantReason, reason)
+		})
+	}
+}
+
+func TestServerPolicyCheckDoesNotEchoSecrets(t *testing.T) {
+	p := &ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://ok.example.com/*"}, PolicyEntry{ServerCommand: CommandPattern{Glob: "ok"}})}
+	for _, sc := range []ServerConfig{
+		remote(transports.TypeHTTP, "https://evil.example.com/mcp?token=sk-live-secret"),
+		stdio("server", "--token", "sk-live-secret"),
+	} {
+		ok, reason := p.Check("s", sc)
+		assert.False(t, ok)
+		assert.NotContains(t, reason, "sk-live-secret")
+	}
+}
+
+func TestServerPolicyValidate(t *testing.T) {
+	tests := []struct {
+		name     string
+		policy   ServerPolicy
+		wantPath string
+		wantErr  string
+	}{
+		{name: "entry with no member", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "a"}, PolicyEntry{})},
+			wantPath: "allowedMcpServers[1]", wantErr: `entry needs one of "serverName", "serverCommand" or "serverUrl"`},
+		{name: "entry with two members", policy: ServerPolicy{Denied: []PolicyEntry{{ServerName: "a", ServerURL: "https://h/"}}},
+			wantPath: "deniedMcpServers[0]", wantErr: `entry has "serverName" and "serverUrl"; an entry has exactly one`},
+		{name: "entry with three members", policy: ServerPolicy{Denied: []PolicyEntry{{ServerName: "a", ServerCommand: CommandPattern{Glob: "x"}, ServerURL: "https://h/"}}},
+			wantPath: "deniedMcpServers[0]", wantErr: `entry has "serverName" and "serverCommand" and "serverUrl"`},
+		{name: "malformed name pattern", policy: ServerPolicy{Denied: []PolicyEntry{{ServerName: "[a-"}}},
+			wantPath: "deniedMcpServers[0].serverName", wantErr: `malformed pattern "[a-"`},
+		{name: "command with both forms", policy: ServerPolicy{Denied: []PolicyEntry{{ServerCommand: CommandPattern{Exact: []string{"a"}, Glob: "a"}}}},
+			wantPath: "deniedMcpServers[0].serverCommand", wantErr: "both Exact and Glob are set"},
+		{name: "empty exact command", policy: ServerPolicy{Denied: []PolicyEntry{{ServerCommand: CommandPattern{Exact: []string{}}}}},
+			wantPath: "deniedMcpServers[0].serverCommand", wantErr: "command must not be empty"},
+		{name: "url without scheme", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "*.example.com/*"})},
+			wantPath: "allowedMcpServers[0].serverUrl", wantErr: `malformed URL pattern "*.example.com/*": no scheme`},
+		{name: "url without host", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https:///mcp"})},
+			wantPath: "allowedMcpServers[0].serverUrl", wantErr: "no host"},
+		{name: "url with user information", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://*@h/*"})},
+			wantPath: "allowedMcpServers[0].serverUrl", wantErr: "user information"},
+		{name: "url with fragment", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://h/#x"})},
+			wantPath: "allowedMcpServers[0].serverUrl", wantErr: "fragment"},
+		{name: "url with bad port", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://h:http/"})},
+			wantPath: "allowedMcpServers[0].serverUrl", wantErr: "a port is digits or '*'"},
+		{name: "url with empty port", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://h:/"})},
+			wantPath: "allowedMcpServers[0].serverUrl", wantErr: "a port is digits or '*'"},
+		{name: "url with unclosed ipv6 host", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://[::1/"})},
+			wantPath: "allowedMcpServers[0].serverUrl", wantErr: "unclosed '['"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.policy.Source = "host policy"
+			err := tt.policy.Validate()
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, "host policy", ce.File)
+			assert.Equal(t, tt.wantPath, ce.Path)
+			assert.Contains(t, ce.Err.Error(), tt.wantErr)
+			assert.Contains(t, err.Error(), "host policy: "+tt.wantPath+": ")
+		})
+	}
+
+	t.Run("valid and nil policies", func(t *testing.T) {
+		var nilPolicy *ServerPolicy
+		assert.NoError(t, nilPolicy.Validate())
+		assert.NoError(t, (&ServerPolicy{Allowed: allow()}).Validate())
+		assert.NoError(t, (&ServerPolicy{Allowed: allow(
+			PolicyEntry{ServerName: "*"},
+			PolicyEntry{ServerCommand: CommandPattern{Exact: []string{"a", ""}}},
+			PolicyEntry{ServerURL: "*://*"},
+			PolicyEntry{ServerURL: "http://[::1]:*/*"},
+		)}).Validate())
+	})
+	t.Run("errors are collected, without a Source", func(t *testing.T) {
+		err := (&ServerPolicy{Allowed: allow(PolicyEntry{}), Denied: []PolicyEntry{{ServerURL: "x"}}}).Validate()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "allowedMcpServers[0]: entry needs one of")
+		assert.Contains(t, err.Error(), "\ndeniedMcpServers[0].serverUrl: malformed URL pattern")
+	})
+}
+
+// TestServerPolicyJSON: the managed file's lists decode into a ServerPolicy
+// with encoding/json, and round-trip, absent and empty allow lists
+// included.
+func TestServerPolicyJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		json string
+		want ServerPolicy
+	}{
+		{name: "absent allow list", json: `{"deniedMcpServers":[{"serverName":"x"}]}`,
+			want: ServerPolicy{Denied: []PolicyEntry{{ServerName: "x"}}}},
+		{name: "empty allow list", json: `{"allowedMcpServers":[]}`,
+			want: ServerPolicy{Allowed: allow()}},
+		{name: "every kind of entry", json: `{"allowedMcpServers":[{"serverName":"a"},{"serverCommand":["npx","-y","p"]},{"serverCommand":"npx *"},{"serverUrl":"https://*/*"}]}`,
+			want: ServerPolicy{Allowed: allow(
+				PolicyEntry{ServerName: "a"},
+				PolicyEntry{ServerCommand: CommandPattern{Exact: []string{"npx", "-y", "p"}}},
+				PolicyEntry{ServerCommand: CommandPattern{Glob: "npx *"}},
+				PolicyEntry{ServerURL: "https://*/*"},
+			)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got ServerPolicy
+			require.NoError(t, json.Unmarshal([]byte(tt.json), &got))
+			assert.Equal(t, tt.want, got)
+			out, err := json.Marshal(got)
+			require.NoError(t, err)
+			assert.JSONEq(t, tt.json, string(out))
+		})
+	}
+
+	var none []PolicyEntry // an allow list a program built empty
+	out, err := json.Marshal(ServerPolicy{Allowed: &none})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"allowedMcpServers":[]}`, string(out), "allows nothing, in JSON too")
+	ok, _ := (&ServerPolicy{Allowed: &none}).Check("s", stdio("x"))
+	assert.False(t, ok)
+
+	var p ServerPolicy
+	err = json.Unmarshal([]byte(`{"deniedMcpServers":[{"serverCommand":3}]}`), &p)
+	assert.ErrorContains(t, err, "serverCommand: want array or string, got number")
+	require.NoError(t, json.Unmarshal([]byte(`{"allowedMcpServers":null}`), &p))
+	assert.Nil(t, p.Allowed, "null is absent")
+}
+
+func TestLoadConfigPolicy(t *testing.T) {
+	const (
+		dir           = "testdata/config/policy"
+		policyOnly    = dir + "/managed-policy-only.json"
+		serversPolicy = dir + "/managed-servers-and-policy.json"
+		serversNoPol  = "testdata/config/layers/managed/managed-mcp.json"
+		home          = dir + "/home"
+		project       = dir + "/project"
+		userFile      = home + "/.mcp.json"
+		projectFile   = project + "/.mcp.json"
+	)
+	env := fakeEnv(map[string]string{"TEAM": "infra"})
+
+	tests := []struct {
+		name         string
+		opts         LoadOptions
+		wantServers  []string
+		wantExcluded map[string]string
+		wantFiles    []string
+		wantPolicies []string // sources
+	}{
+		{
+			name: "managed file with only a policy: the layers load, filtered",
+			opts: LoadOptions{Home: home, Dir: project, ManagedFile: policyOnly},
+			// github and corp-tools match an allowed command, docs an allowed URL.
+			wantServers: []string{"corp-tools", "docs", "github"},
+			wantExcluded: map[string]string{
+				"sneaky":       policyOnly + `: deniedMcpServers[2] (serverCommand "* evil-pkg*")`,
+				"renamed-evil": policyOnly + `: deniedMcpServers[0] (serverName "renamed-*")`,
+				"tracker":      policyOnly + `: deniedMcpServers[1] (serverUrl "*://*.evil.example.net/*")`,
+				// Its name matches {"serverName": "local-*"}, but the list pins stdio servers by command.
+				"local-notes": policyOnly + ": no allowedMcpServers serverCommand entry matches its command line (a stdio server must match one when the list has any)",
+			},
+			wantFiles:    []string{userFile, projectFile},
+			wantPolicies: []string{policyOnly},
+		},
+		{
+			name:        "managed file with servers and a policy: exclusive, and filtered",
+			opts:        LoadOptions{Home: home, Dir: project, ManagedFile: serversPolicy},
+			wantServers: []string{"corp-docs"},
+			wantExcluded: map[string]string{
+				"corp-legacy": serversPolicy + ": no allowedMcpServers serverUrl entry matches its url (a remote server must match one when the list has any)",
+				"scratch":     serversPolicy + `: deniedMcpServers[0] (serverName "scratch")`,
+			},
+			wantFiles:    []string{serversPolicy},
+			wantPolicies: []string{serversPolicy},
+		},
+		{
+			name:         "managed file with servers only: exclusive, no policy",
+			opts:         LoadOptions{Home: home, Dir: project, ManagedFile: serversNoPol},
+			wantServers:  []string{"policy"},
+			wantExcluded: map[string]string{},
+			wantFiles:    []string{serversNoPol},
+		},
+		{
+			name:        "explicit files skip the managed servers but not the managed policy",
+			opts:        LoadOptions{Files: []string{projectFile}, ManagedFile: serversPolicy},
+			wantServers: []string{"docs"},
+			wantExcluded: map[string]string{
+				"github":       serversPolicy + ": no allowedMcpServers serverName entry matches its name",
+				"corp-tools":   serversPolicy + ": no allowedMcpServers serverName entry matches its name",
+				"renamed-evil": serversPolicy + ": no allowedMcpServers serverName entry matches its name",
+				"local-notes":  serversPolicy + ": no allowedMcpServers serverName entry matches its name",
+				"tracker":      serversPolicy + ": no allowedMcpServers serverUrl entry matches its url (a remote server must match one when the list has any)",
+			},
+			wantFiles:    []string{projectFile},
+			wantPolicies: []string{serversPolicy},
+		},
+		{
+			name:        "LoadOptions.Policy alone",
+			opts:        LoadOptions{Home: home, Dir: project, ManagedFile: noManaged(t), Policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "*"}), Denied: []PolicyEntry{{ServerName: "*e*"}}}},
+			wantServers: []string{"corp-tools", "docs", "github"},
+			wantExcluded: map[string]string{
+				"sneaky":       `LoadOptions.Policy: deniedMcpServers[0] (serverName "*e*")`,
+				"renamed-evil": `LoadOptions.Policy: deniedMcpServers[0] (serverName "*e*")`,
+				"tracker":      `LoadOptions.Policy: deniedMcpServers[0] (serverName "*e*")`,
+				"local-notes":  `LoadOptions.Policy: deniedMcpServers[0] (serverName "*e*")`,
+			},
+			wantFiles:    []string{userFile, projectFile},
+			wantPolicies: []string{PolicyOptionSource},
+		},
+		{
+			name: "managed policy and LoadOptions.Policy: a server must pass both, the managed file is checked first",
+			opts: LoadOptions{Home: home, Dir: project, ManagedFile: policyOnly, Policy: &ServerPolicy{
+				Source: "host", Denied: []PolicyEntry{{ServerName: "github"}, {ServerName: "tracker"}},
+			}},
+			wantServers: []string{"corp-tools", "docs"},
+			wantExcluded: map[string]string{
+				"github":       `host: deniedMcpServers[0] (serverName "github")`,
+				"tracker":      policyOnly + `: deniedMcpServers[1] (serverUrl "*://*.evil.example.net/*")`,
+				"sneaky":       policyOnly + `: deniedMcpServers[2] (serverCommand "* evil-pkg*")`,
+				"renamed-evil": policyOnly + `: deniedMcpServers[0] (serverName "renamed-*")`,
+				"local-notes":  policyOnly + ": no allowedMcpServers serverCommand entry matches its command line (a stdio server must match one when the list has any)",
+			},
+			wantFiles:    []string{userFile, projectFile},
+			wantPolicies: []string{policyOnly, "host"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := tt.opts
+			opts.LookupEnv = env
+			cfg, err := LoadConfig(opts)
+			require.NoError(t, err)
+			got := slices.Sorted(maps.Keys(cfg.Servers))
+			if got == nil {
+				got = []string{}
+			}
+			assert.Equal(t, tt.wantServers, got)
+			assert.Equal(t, tt.wantExcluded, cfg.Excluded)
+			assert.NotNil(t, cfg.Excluded)
+			assert.Equal(t, slices.Sorted(maps.Keys(cfg.Servers)), slices.Sorted(maps.Keys(cfg.Sources)), "Sources has exactly the keys of Servers")
+			assert.Equal(t, tt.wantFiles, cfg.Files)
+			var sources []string
+			for _, p := range cfg.Policies {
+				sources = append(sources, p.Source)
+			}
+			assert.Equal(t, tt.wantPolicies, sources)
+		})
+	}
+}
+
+func TestLoadConfigPolicyOnlyInManagedFile(t *testing.T) {
+	dir := t.TempDir()
+	// In a layer, the lists are unknown top-level members: ignored.
+	layer := writeFile(t, dir, ".mcp.json", `{"mcpServers": {"a": {"command": "x"}}, "deniedMcpServers": [{"serverName": "*"}], "allowedMcpServers": []}`)
+	cfg, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
+	require.NoError(t, err)
+	assert.Contains(t, cfg.Servers, "a")
+	assert.Empty(t, cfg.Excluded)
+	assert.Empty(t, cfg.Policies)
+
+	// A policy alone does not make a server file.
+	policyOnly := writeFile(t, dir, "policy.json", `{"deniedMcpServers": [{"serverName": "*"}]}`)
+	_, err = LoadConfig(LoadOptions{Files: []string{layer, policyOnly}, ManagedFile: noManaged(t)})
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, policyOnly, ce.File)
+	assert.EqualError(t, ce.Err, `no "mcpServers" or "servers" member`)
+
+	// LoadConfigFiles applies no policy.
+	cfg, err = LoadConfigFiles(layer)
+	require.NoError(t, err)
+	assert.Contains(t, cfg.Servers, "a")
+	assert.NotNil(t, cfg.Excluded)
+	assert.Empty(t, cfg.Excluded)
+}
+
+func TestLoadConfigPolicyErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		managed  string
+		wantPath string
+		wantErr  string
+	}{
+		{name: "neither servers nor policy", managed: `{"allowManagedMcpServersOnly": true}`,
+			wantErr: `no "mcpServers", "servers", "allowedMcpServers" or "deniedMcpServers" member`},
+		{name: "null lists are absent", managed: `{"allowedMcpServers": null, "deniedMcpServers": null}`,
+			wantErr: `no "mcpServers", "servers", "allowedMcpServers" or "deniedMcpServers" member`},
+		{name: "not an object", managed: `[]`,
+			wantErr: `want a JSON object with "mcpServers", "servers", "allowedMcpServers" or "deniedMcpServers", got array`},
+		{name: "list not an array", managed: `{"allowedMcpServers": {"serverName": "a"}}`,
+			wantPath: "allowedMcpServers", wantErr: "want array, got object"},
+		{name: "entry not an object", managed: `{"deniedMcpServers": [{"serverName": "a"}, "b"]}`,
+			wantPath: "deniedMcpServers[1]", wantErr: "want object, got string"},
+		{name: "entry with no member", managed: `{"allowedMcpServers": [{"serverName": "a"}, {"serverName": "b"}, {}]}`,
+			wantPath: "allowedMcpServers[2]", wantErr: `entry needs one of "serverName", "serverCommand" or "serverUrl"`},
+		{name: "entry with only null members", managed: `{"allowedMcpServers": [{"serverName": null}]}`,
+			wantPath: "allowedMcpServers[0]", wantErr: `entry needs one of`},
+		{name: "entry with two members", managed: `{"allowedMcpServers": [{"serverName": "a", "serverUrl": "https://h/*"}]}`,
+			wantPath: "allowedMcpServers[0]", wantErr: `entry has "serverName" and "serverUrl"; an entry has exactly one`},
+		{name: "misspelt member", managed: `{"deniedMcpServers": [{"serverName": "a", "serverurl": "https://h/*"}]}`,
+			wantPath: "deniedMcpServers[0].serverurl", wantErr: `unknown member "serverurl"`},
+		{name: "member names are case-sensitive", managed: `{"deniedMcpServers": [{"ServerName": "a"}]}`,
+			wantPath: "deniedMcpServers[0].ServerName", wantErr: `unknown member "ServerName"`},
+		{name: "name not a string", managed: `{"deniedMcpServers": [{"serverName": ["a"]}]}`,
+			wantPath: "deniedMcpServers[0].serverName", wantErr: "want string, got array"},
+		{name: "empty name", managed: `{"deniedMcpServers": [{"serverName": ""}]}`,
+			wantPath: "deniedMcpServers[0].serverName", wantErr: "must not be empty"},
+		{name: "malformed name pattern", managed: `{"deniedMcpServers": [{"serverName": "a["}]}`,
+			wantPath: "deniedMcpServers[0].serverName", wantErr: `malformed pattern "a["`},
+		{name: "command a number", managed: `{"deniedMcpServers": [{"serverCommand": 1}]}`,
+			wantPath: "deniedMcpServers[0].serverCommand", wantErr: "want array or string, got number"},
+		{name: "command element a number", managed: `{"deniedMcpServers": [{"serverCommand": ["npx", 1]}]}`,
+			wantPath: "deniedMcpServers[0].serverCommand[1]", wantErr: "want string, got number"},
+		{name: "command element null", managed: `{"deniedMcpServers": [{"serverCommand": ["npx", null]}]}`,
+			wantPath: "deniedMcpServers[0].serverCommand[1]", wantErr: "want string, got null"},
+		{name: "empty command array", managed: `{"deniedMcpServers": [{"serverCommand": []}]}`,
+			wantPath: "deniedMcpServers[0].serverCommand", wantErr: "command must not be empty"},
+		{name: "empty command string", managed: `{"deniedMcpServers": [{"serverCommand": ""}]}`,
+			wantPath: "deniedMcpServers[0].serverCommand", wantErr: "must not be empty"},
+		{name: "url pattern without scheme", managed: `{"allowedMcpServers": [{"serverUrl": "mcp.example.com"}]}`,
+			wantPath: "allowedMcpServers[0].serverUrl", wantErr: `malformed URL pattern "mcp.example.com": no scheme`},
+		{name: "policy values are not expanded", managed: `{"allowedMcpServers": [{"serverUrl": "${CORP_URL}"}]}`,
+			wantPath: "allowedMcpServers[0].serverUrl", wantErr: "no scheme"},
+		{name: "bad policy with servers", managed: `{"mcpServers": {"a": {"command": "x"}}, "deniedMcpServers": [{}]}`,
+			wantPath: "deniedMcpServers[0]", wantErr: "entry needs one of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			managed := writeFile(t, t.TempDir(), "managed-mcp.json", tt.managed)
+			for _, opts := range []LoadOptions{
+				{Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed},
+				{Files: []string{writeFile(t, t.TempDir(), "a.json", `{"servers": {}}`)}, ManagedFile: managed},
+			} {
+				cfg, err := LoadConfig(opts)
+				assert.Nil(t, cfg)
+				var ce *ConfigError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, managed, ce.File)
+				assert.Equal(t, tt.wantPath, ce.Path)
+				assert.Contains(t, ce.Err.Error(), tt.wantErr)
+			}
+		})
+	}
+
+	t.Run("every malformed entry is reported", func(t *testing.T) {
+		managed := writeFile(t, t.TempDir(), "managed-mcp.json",
+			`{"allowedMcpServers": [{}, {"serverName": "ok"}, {"serverUrl": "x"}], "deniedMcpServers": [{"serverName": 1}]}`)
+		_, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed})
+		require.Error(t, err)
+		for _, want := range []string{
+			managed + ": allowedMcpServers[0]: entry needs one of",
+			managed + ": allowedMcpServers[2].serverUrl: malformed URL pattern",
+			managed + ": deniedMcpServers[0].serverName: want string, got number",
+		} {
+			assert.Contains(t, err.Error(), want)
+		}
+	})
+	t.Run("a broken server map of the managed file does not matter to explicit files", func(t *testing.T) {
+		managed := writeFile(t, t.TempDir(), "managed-mcp.json", `{"mcpServers": {"a": {"command": "${UNSET}"}}, "deniedMcpServers": [{"serverName": "b"}]}`)
+		file := writeFile(t, t.TempDir(), "a.json", `{"servers": {"b": {"command": "b"}, "c": {"command": "c"}}}`)
+		cfg, err := LoadConfig(LoadOptions{Files: []string{file}, ManagedFile: managed, LookupEnv: fakeEnv(nil)})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"c"}, slices.Sorted(maps.Keys(cfg.Servers)))
+		assert.Equal(t, map[string]string{"b": managed + `: deniedMcpServers[0] (serverName "b")`}, cfg.Excluded)
+	})
+	t.Run("unreadable managed file fails explicit files too", func(t *testing.T) {
+		managed := t.TempDir() // a directory
+		file := writeFile(t, t.TempDir(), "a.json", `{"servers": {}}`)
+		_, err := LoadConfig(LoadOptions{Files: []string{file}, ManagedFile: managed})
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, managed, ce.File)
+	})
+	t.Run("malformed LoadOptions.Policy", func(t *testing.T) {
+		policy := &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "a"}, PolicyEntry{ServerName: "b", ServerURL: "https://h/"})}
+		_, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: noManaged(t), Policy: policy})
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, PolicyOptionSource, ce.File)
+		assert.Equal(t, "allowedMcpServers[1]", ce.Path)
+		assert.EqualError(t, err, `LoadOptions.Policy: allowedMcpServers[1]: entry has "serverName" and "serverUrl"; an entry has exactly one`)
+		assert.Empty(t, policy.Source, "LoadConfig does not modify the caller's policy")
+	})
+}
+
+func TestConfigCheck(t *testing.T) {
+	cfg, err := LoadConfig(LoadOptions{
+		Home: "testdata/config/policy/home", Dir: "testdata/config/policy/project",
+		ManagedFile: "testdata/config/policy/managed-policy-only.json",
+		Policy:      &ServerPolicy{Source: "host", Denied: []PolicyEntry{{ServerName: "blocked"}}},
+	})
+	require.NoError(t, err)
+
+	// A server the host adds at runtime is vetted by the same policies.
+	ok, reason := cfg.Check("corp-search", stdio("npx", "-y", "@corp/search"))
+	assert.True(t, ok)
+	assert.Empty(t, reason)
+	ok, reason = cfg.Check("corp-search", stdio("node", "search.js"))
+	assert.False(t, ok)
+	assert.Contains(t, reason, "testdata/config/policy/managed-policy-only.json: no allowedMcpServers serverCommand entry")
+	ok, reason = cfg.Check("blocked", remote(transports.TypeHTTP, "https://x.corp.example.com/mcp"))
+	assert.False(t, ok)
+	assert.Equal(t, `host: deniedMcpServers[0] (serverName "blocked")`, reason)
+
+	ok, _ = (&Config{}).Check("any", stdio("x"))
+	assert.True(t, ok, "no policies: everything may run")
+}
+
+func TestLoadConfigVSCodeVariables(t *testing.T) {
+	const file = "testdata/config/vscode_variables.json"
+	dir := t.TempDir()
+	cfg, err := LoadConfig(LoadOptions{Files: []string{file}, Dir: dir, LookupEnv: fakeEnv(map[string]string{"workspaceFolder": "/from/env"})})
+	require.NoError(t, err)
+	sc := cfg.Servers["files"]
+	assert.Equal(t, dir+"/bin/files-server", sc.Command, "${workspaceFolder} is LoadOptions.Dir, whatever the environment says")
+	assert.Equal(t, []string{"--root", dir}, sc.Args)
+	assert.Equal(t, dir, sc.Cwd)
+
+	// A relative Dir is made absolute, as VS Code's variable is.
+	cfg, err = LoadConfig(LoadOptions{Files: []string{file}, Dir: "testdata/config/policy/project"})
+	require.NoError(t, err)
+	abs, err := filepath.Abs("testdata/config/policy/project")
+	require.NoError(t, err)
+	assert.Equal(t, abs, cfg.Servers["files"].Cwd)
+
+	// No Dir: the working directory; also for LoadConfigFiles.
+	wd := t.TempDir()
+	t.Chdir(wd)
+	moved := writeFile(t, wd, "mcp.json", `{"servers": {"files": {"command": "x", "cwd": "${workspaceFolder}/sub"}}}`)
+	cfg, err = LoadConfig(LoadOptions{Files: []string{moved}})
+	require.NoError(t, err)
+	assert.Equal(t, wd+"/sub", cfg.Servers["files"].Cwd)
+	cfg, err = LoadConfigFiles(moved)
+	require.NoError(t, err)
+	assert.Equal(t, wd+"/sub", cfg.Servers["files"].Cwd)
+
+	// The layers' project directory.
+	writeFile(t, wd, ".mcp.json", `{"servers": {"files": {"command": "x", "cwd": "${workspaceFolder}"}}}`)
+	cfg, err = LoadConfig(LoadOptions{Home: t.TempDir(), ManagedFile: noManaged(t)})
+	require.NoError(t, err)
+	assert.Equal(t, wd, cfg.Servers["files"].Cwd)
+
+	// Input variables have no one to prompt.
+	bad := writeFile(t, t.TempDir(), "mcp.json", `{"servers": {"api": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${input:api-key}"}}}}`)
+	_, err = LoadConfig(LoadOptions{Files: []string{bad}})
+	assert.ErrorIs(t, err, ErrInputVariable)
+	assert.EqualError(t, err, bad+`: servers.api.headers.Authorization: ${input:api-key}: VS Code input variables are not supported; set the value in env or the file`)
 }
