@@ -231,3 +231,45 @@ func TestResumingFromAForgottenCursorSaysSo(t *testing.T) {
 	require.Len(t, got, 5, "the gap, then the four events still remembered")
 	assert.Equal(t, got[1].Seq-2, got[0].Dropped, "the gap counts exactly the forgotten events after the cursor")
 }
+
+// server-everything (the TypeScript SDK's reference server) over stdio
+// registers tools around initialize and says so with list_changed: the
+// pool shows them, and subscribers get the diffs, without any call.
+func TestServerEverythingOverStdioAnnouncesItsTools(t *testing.T) {
+	bin := everythingBin(t)
+	s := start(t, remoteOptions())
+	events := s.Subscribe(t.Context(), false, 0, 1024)
+	cfg := ServerConfig{}
+	cfg.Command, cfg.Args = bin, []string{"stdio"}
+	setAndSettle(t, s, map[string]ServerConfig{"everything": cfg})
+	require.Equal(t, StateReady, statusOf(s, "everything").State, statusOf(s, "everything").LastError)
+
+	added := map[string]bool{}
+	require.Eventually(t, func() bool {
+		for {
+			select {
+			case ev := <-events:
+				if ev.Type == EventToolsChanged && ev.Server == "everything" {
+					for _, name := range ev.Diff.Added {
+						added[name] = true
+					}
+				}
+				continue
+			default:
+			}
+			break
+		}
+		return len(added) > 0 && len(added) == len(s.Tools())
+	}, remoteEventually, remoteTick, "every tool in the pool was announced by a diff")
+	assert.True(t, added["mcp__everything__echo"])
+	t.Logf("server-everything offers %d tools, all announced by diffs", len(added))
+	for _, tool := range s.Tools() {
+		assert.LessOrEqual(t, len(tool.Name), MaxNameLength)
+	}
+	prompts, err := s.Prompts("everything")
+	require.NoError(t, err)
+	assert.NotEmpty(t, prompts)
+	rs, _, err := s.Resources("everything")
+	require.NoError(t, err)
+	assert.NotEmpty(t, rs, "resources are listed with their server (every page)")
+}
