@@ -623,7 +623,7 @@ func TestSupervise(t *testing.T) {
 	})
 	logs.waitFor(t, 5*time.Second, "the pool of three servers", func(lines []map[string]any) bool {
 		for _, m := range lines {
-			if m["message"] == "tool pool changed" && m["tools"] == float64(15) {
+			if m["message"] == "tools_changed" && m["tools"] == float64(15) {
 				return true
 			}
 		}

@@ -73,6 +73,9 @@ func (a *app) supervise(ctx context.Context) error {
 	for _, name := range slices.Sorted(maps.Keys(res.Errors)) {
 		a.log.Error().Str("server", name).Err(res.Errors[name]).Msg("server config rejected")
 	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Excluded)) {
+		a.log.Warn().Str("server", name).Str("reason", cfg.Excluded[name]).Msg("server excluded by policy; not started")
+	}
 	if len(cfg.Servers) == 0 {
 		a.log.Warn().Msg("no servers configured")
 	}
@@ -118,14 +121,25 @@ func (a *app) logEvents(events <-chan mcpvisor.Event) {
 				e = e.Str("error", ev.Err)
 			}
 			e.Msg("server state")
-		case mcpvisor.EventToolsChanged:
-			e := a.log.Info().Uint64("seq", ev.Seq)
-			if ev.Server != "" {
-				e = e.Str("server", ev.Server)
+		case mcpvisor.EventToolsChanged, mcpvisor.EventPromptsChanged, mcpvisor.EventResourcesChanged:
+			e := a.log.Info().Uint64("seq", ev.Seq).Str("server", ev.Server)
+			if ev.Diff != nil {
+				e = e.Strs("added", ev.Diff.Added).Strs("removed", ev.Diff.Removed).Strs("changed", ev.Diff.Changed)
 			}
-			e.Int("tools", ev.Tools).Msg("tool pool changed")
+			if ev.Type == mcpvisor.EventToolsChanged {
+				e = e.Int("tools", ev.Tools)
+			}
+			e.Msg(string(ev.Type))
+		case mcpvisor.EventCollision:
+			c := ev.Collision
+			a.log.Warn().Uint64("seq", ev.Seq).Str("kind", c.Kind).Str("name", c.Name).Str("holder", c.Holder).
+				Str("server", c.Server).Str("original", c.Original).Str("renamed", c.Renamed).Msg("name collision")
+		case mcpvisor.EventServerToggled:
+			a.log.Info().Uint64("seq", ev.Seq).Str("server", ev.Server).Bool("off", ev.ToggledOff).Msg("server toggled")
+		case mcpvisor.EventLogMessage:
+			a.log.Info().Uint64("seq", ev.Seq).Str("server", ev.Server).Str("level", ev.Level).RawJSON("params", ev.Data).Msg("server log")
 		case mcpvisor.EventGap:
-			a.log.Warn().Uint64("seq", ev.Seq).Uint64("dropped", ev.Dropped).Msg("events lost: the log fell behind")
+			a.log.Warn().Uint64("seq", ev.Seq).Uint64("dropped", ev.Dropped).Str("reason", ev.GapReason).Msg("events lost")
 		default:
 			a.log.Debug().Uint64("seq", ev.Seq).Str("type", string(ev.Type)).Str("server", ev.Server).Msg("event")
 		}
