@@ -86,3 +86,44 @@ func TestStartWithAnEndedContext(t *testing.T) {
 	_, err := mcpvisor.Start(ctx, mcpvisor.Options{})
 	assert.True(t, errors.Is(err, context.Canceled))
 }
+
+// SetServers can return at once, or wait until every server has settled
+// for as long as the caller allows; servers still connecting then are
+// named, and go on connecting.
+func TestSetServersCanAwaitSettled(t *testing.T) {
+	ctx := context.Background()
+	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{})
+	require.NoError(t, err)
+	defer sup.Close(ctx)
+
+	res, err := sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{
+		"quick": {Config: mockserver.Command()},
+		"slow":  {Config: mockserver.Command("-init-delay", "3s")},
+		"lazy":  {Config: mockserver.Command(), Lazy: true},
+	}, mcpvisor.AwaitSettled(300*time.Millisecond))
+	require.NoError(t, err, "a wait that ends first is not an error")
+	assert.False(t, res.Settled)
+	assert.Equal(t, []string{"slow"}, res.Unsettled, "lazy servers wait for first use; only the slow one is still connecting")
+	assert.Equal(t, mcpvisor.StateReady, statusOf(sup, "quick").State)
+
+	res, err = sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{
+		"quick": {Config: mockserver.Command()},
+		"slow":  {Config: mockserver.Command("-init-delay", "3s")},
+		"lazy":  {Config: mockserver.Command(), Lazy: true},
+	}, mcpvisor.AwaitSettled(0))
+	require.NoError(t, err)
+	assert.True(t, res.Settled)
+	assert.Empty(t, res.Unsettled)
+	assert.Equal(t, []string{"lazy", "quick", "slow"}, res.Unchanged)
+	assert.Equal(t, mcpvisor.StateReady, statusOf(sup, "slow").State)
+	assert.Equal(t, mcpvisor.StatePending, statusOf(sup, "lazy").State)
+}
+
+func statusOf(sup *mcpvisor.Supervisor, name string) mcpvisor.ServerStatus {
+	for _, st := range sup.Status() {
+		if st.Name == name {
+			return st
+		}
+	}
+	return mcpvisor.ServerStatus{}
+}
