@@ -273,3 +273,44 @@ func TestServerEverythingOverStdioAnnouncesItsTools(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, rs, "resources are listed with their server (every page)")
 }
+
+func TestEachServerHasItsOwnConnectDeadline(t *testing.T) {
+	s := start(t, testOptions)
+	slow := mock("-init-delay", "5s")
+	slow.ConnectTimeoutMs = 200
+	began := time.Now()
+	setAndSettle(t, s, map[string]ServerConfig{"slow": slow, "fine": mock("-init-delay", "300ms")})
+	st := statusOf(s, "slow")
+	assert.Contains(t, []State{StateReconnecting, StateFailed}, st.State, "a server that misses its connect deadline gets a state saying so; it is not dropped")
+	assert.Equal(t, "timeout", st.LastErrorClass, st.LastError)
+	assert.Equal(t, StateReady, statusOf(s, "fine").State, "the default deadline of the others is untouched")
+	t.Logf("settled in %v", time.Since(began))
+}
+
+// A subscriber that stops reading loses only counted events, and gets the
+// ones it lost back by resuming from the last sequence number it saw.
+func TestASlowSubscriberResumesByCursor(t *testing.T) {
+	s := start(t, testOptions)
+	ctx, cancel := context.WithCancel(context.Background())
+	slow := s.Subscribe(ctx, false, 0, 3)
+	servers := map[string]ServerConfig{}
+	for i := range 6 {
+		servers[fmt.Sprintf("s%d", i)] = mock()
+	}
+	setAndSettle(t, s, servers) // dozens of events into a buffer of 3, unread
+	got := collect(slow, 300*time.Millisecond)
+	cancel()
+	require.Len(t, got, 4, "three events filled the buffer; then a gap said how many were lost")
+	gap := got[3]
+	require.Equal(t, EventGap, gap.Type)
+	assert.Equal(t, GapSlowSubscriber, gap.GapReason)
+
+	last := got[2].Seq
+	resumed := collect(s.Subscribe(t.Context(), true, last, 1024), 100*time.Millisecond)
+	require.NotEmpty(t, resumed)
+	assert.Equal(t, last+1, resumed[0].Seq, "resuming starts right after the cursor")
+	assert.Len(t, resumed, int(gap.Dropped), "exactly the lost events come back")
+	for i, ev := range resumed {
+		assert.Equal(t, last+1+uint64(i), ev.Seq, "in order, without holes")
+	}
+}
