@@ -63,6 +63,15 @@ type serverEntry struct {
 	// unconfirmed is set from sending the actor a changed config until a
 	// view carrying it arrives: until then e.view describes the old one.
 	unconfirmed bool
+	// used is set once a lazy server was first used (or reconnected): from
+	// then on it is supervised like any other, reconnects included.
+	used bool
+}
+
+// eager reports whether the server connects without waiting for a call:
+// enabled, and not lazy or already used.
+func (e *serverEntry) eager() bool {
+	return !e.cfg.Disabled && (!e.cfg.Lazy || e.used)
 }
 
 // registry owns the set of server actors (its children), admits their
@@ -239,7 +248,7 @@ func (r *registry) add(ctx actor.Context, name string, cfg ServerConfig) {
 	h.pid = pid
 	e := &serverEntry{cfg: cfg, h: h, class: classOf(cfg)}
 	r.servers[name] = e
-	if !cfg.Disabled && !cfg.Lazy {
+	if e.eager() {
 		r.enqueue(name, e)
 	}
 }
@@ -273,9 +282,9 @@ func (r *registry) change(name string, e *serverEntry, cfg ServerConfig) bool {
 		return false
 	}
 	r.dequeue(name, e)
-	e.cfg, e.class, e.unconfirmed = cfg, classOf(cfg), true
+	e.cfg, e.class, e.unconfirmed, e.used = cfg, classOf(cfg), true, false
 	r.sys.actors.Root.Send(e.h.pid, reconfigure{cfg: cfg})
-	if !cfg.Disabled && !cfg.Lazy {
+	if e.eager() {
 		r.enqueue(name, e)
 	}
 	return true
@@ -355,7 +364,7 @@ func (r *registry) serverChanged(m serverChanged) {
 		delete(r.inflight, m.name)
 		r.running[e.class]--
 	}
-	if v.state == StatePending && !e.cfg.Lazy && !e.cfg.Disabled {
+	if v.state == StatePending && e.eager() {
 		// A server back in pending (its actor restarted after a crash, or
 		// its config changed) waits for a slot again. Idempotent: a server
 		// already queued or admitted is left where it is.
@@ -563,6 +572,7 @@ func (r *registry) reconnect(ctx actor.Context, name string) error {
 			continue
 		}
 		ctx.Send(e.h.pid, resetEpisode{})
+		e.used = true
 		r.enqueue(n, e)
 	}
 	r.publishHandles()
@@ -579,10 +589,14 @@ func (r *registry) wake(ctx actor.Context, m wakeServer) {
 	}
 	if e.dead {
 		r.respawn(ctx, m.name, e, e.cfg)
+		e = r.servers[m.name]
+		e.used = true
+		r.enqueue(m.name, e)
 		r.publishHandles()
 		r.pump()
 		return
 	}
+	e.used = true
 	if v := e.h.view.Load(); v.state.Parked() || v.state == StatePending {
 		r.enqueue(m.name, e)
 		r.pump()
@@ -602,7 +616,7 @@ func (r *registry) checkSettled() {
 		// settled whatever its view says.
 		v := e.view
 		if v == nil || e.unconfirmed || r.queued[name] || v.state == StateConnecting ||
-			(v.state == StatePending && !e.cfg.Lazy && !e.cfg.Disabled) {
+			(v.state == StatePending && e.eager()) {
 			return
 		}
 		if _, admitted := r.inflight[name]; admitted {

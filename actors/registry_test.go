@@ -314,3 +314,21 @@ func TestASlowSubscriberResumesByCursor(t *testing.T) {
 		assert.Equal(t, last+1+uint64(i), ev.Seq, "in order, without holes")
 	}
 }
+
+// Once used, a lazy server is supervised like any other: a lost
+// connection is reconnected without waiting for another call.
+func TestAUsedLazyServerIsReconnectedLikeAnyOther(t *testing.T) {
+	s := start(t, testOptions)
+	lazy := mock("-exit-after", "1")
+	lazy.Lazy = true
+	setAndSettle(t, s, map[string]ServerConfig{"lazy": lazy})
+	_, err := call(t, s, "mcp__lazy__echo", "first use")
+	require.NoError(t, err)
+	first := pidOf(s, "lazy")
+	_, err = call(t, s, "mcp__lazy__echo", "kills it")
+	require.Error(t, err)
+	require.Eventually(t, func() bool {
+		pid := pidOf(s, "lazy")
+		return pid != 0 && pid != first && statusOf(s, "lazy").State == StateReady
+	}, 10*time.Second, 10*time.Millisecond, "a new process, with no call waiting for it")
+}
