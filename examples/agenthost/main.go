@@ -39,9 +39,14 @@ import (
 
 func main() {
 	// The bundled config runs "${AGENTHOST_BIN} mock ...": this program,
-	// serving as a mock MCP server over stdin and stdout.
-	if len(os.Args) > 1 && os.Args[1] == "mock" {
+	// serving as a mock MCP server over stdin and stdout. (A mock started
+	// the mockserver.Command way, or its -grandchild, is marked by
+	// mockserver.EnvRole instead.)
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "mock":
 		os.Exit(mockserver.Main(os.Args[2:]))
+	case mockserver.IsRequested():
+		os.Exit(mockserver.Main(os.Args[1:]))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := run(ctx, os.Stdout, os.Args[1:])

@@ -17,8 +17,11 @@ import (
 func TestMain(m *testing.M) {
 	// run's bundled config starts "${AGENTHOST_BIN} mock ...": here
 	// ${AGENTHOST_BIN} is this test binary, which must serve as the mock.
-	if len(os.Args) > 1 && os.Args[1] == "mock" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "mock":
 		os.Exit(mockserver.Main(os.Args[2:]))
+	case mockserver.IsRequested():
+		os.Exit(mockserver.Main(os.Args[1:]))
 	}
 	// The mock servers are this race-enabled binary too: without this,
 	// each of them sleeps 1 s on exit.
