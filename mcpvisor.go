@@ -268,9 +268,10 @@ func (s *Supervisor) SetServers(ctx context.Context, servers map[string]ServerCo
 
 // Toggle hides a server's tools, prompts and resources and refuses calls
 // to it with ErrServerOff (on=false), keeping its connection so that
-// toggling it on again is instant; on=true offers them again. Each toggle
-// publishes an EventServerToggled and the pool's diffs. A server disabled
-// in its config cannot be toggled on.
+// toggling it on again is instant; on=true offers them again. The pool has
+// changed when Toggle returns. Each toggle publishes an
+// EventServerToggled and the pool's diffs. A server disabled in its config
+// cannot be toggled on.
 func (s *Supervisor) Toggle(ctx context.Context, name string, on bool) error {
 	return s.sys.Toggle(ctx, name, on)
 }
@@ -352,6 +353,14 @@ func (s *Supervisor) Reconnect(ctx context.Context, name string) error {
 
 // ReconnectAll reconnects every enabled server.
 func (s *Supervisor) ReconnectAll(ctx context.Context) error { return s.sys.Reconnect(ctx, "") }
+
+// LastSeq returns the sequence number of the latest event, so that a host
+// can act and then see exactly the events that followed:
+//
+//	seq, _ := sup.LastSeq(ctx)
+//	sup.CallTool(ctx, "mcp__srv__announce", args)
+//	events := sup.Subscribe(ctx, mcpvisor.FromSequence(seq))
+func (s *Supervisor) LastSeq(ctx context.Context) (uint64, error) { return s.sys.LastSeq(ctx) }
 
 // SubscribeOption configures Subscribe.
 type SubscribeOption func(*subscribeOptions)

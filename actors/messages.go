@@ -124,6 +124,11 @@ type toggleServer struct {
 	reply chan error
 }
 
+// seqQuery asks for the sequence number of the latest event.
+type seqQuery struct {
+	reply chan uint64
+}
+
 // flushPool asks the registry to rebuild the pool and publish the events
 // waiting for it; sent by the registry to itself, so a burst of server
 // changes already in its mailbox costs one rebuild.

@@ -38,6 +38,8 @@ type pool struct {
 	offRoutes map[string]string
 	// collisions are the renames this pool made, in the order made.
 	collisions []Collision
+	// offered counts each server's tools in the pool.
+	offered map[string]int
 	// views are the server views the pool was built from.
 	views map[*serverHandle]*serverView
 }
@@ -215,7 +217,7 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int)
 	p := &pool{
 		builtinByName: map[string]*BuiltinTool{}, toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{},
 		hiddenTools: map[string]poolEntry{}, off: map[string]bool{}, offRoutes: map[string]string{},
-		views: make(map[*serverHandle]*serverView, len(servers)),
+		views: make(map[*serverHandle]*serverView, len(servers)), offered: map[string]int{},
 	}
 	tools, prompts := newNamer("tool"), newNamer("prompt")
 	for i := range builtins {
@@ -259,6 +261,7 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int)
 			t.Description = capDescription(t.Description, maxDescription)
 			p.toolsByName[q] = poolEntry{h: s.h, name: t.Name, replayable: trusted && readOnlyAndIdempotent(t)}
 			p.tools = append(p.tools, Tool{Name: q, Server: s.name, Trusted: trusted, Definition: t})
+			p.offered[s.name]++
 		}
 		for _, pr := range sortedBy(v.lists.prompts, func(p protocol.Prompt) string { return p.Name }) {
 			q := prompts.claim(s.name, pr.Name)

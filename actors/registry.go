@@ -100,6 +100,8 @@ type registry struct {
 	// told of a change sees the pool that goes with it).
 	poolDirty   bool
 	flushQueued bool
+	flushTimer  *time.Timer // set while a flush waits for minFlushInterval
+	lastFlush   time.Time
 	pending     []Event // events to publish at the next flush
 
 	bus           *bus
@@ -139,6 +141,8 @@ func (r *registry) Receive(ctx actor.Context) {
 		r.wake(ctx, m)
 	case toggleServer:
 		m.reply <- r.toggle(m.name, m.on)
+	case seqQuery:
+		m.reply <- r.bus.seq
 	case flushPool:
 		r.flush()
 	case serverEvent:
@@ -221,6 +225,9 @@ func (r *registry) setServers(ctx actor.Context, desired map[string]ServerConfig
 		sort.Strings(l)
 	}
 	r.publishHandles()
+	if r.poolDirty {
+		r.flush() // before the reply: removed servers' tools are gone when SetServers returns
+	}
 	r.pump()
 	r.checkSettled()
 	return res
@@ -401,20 +408,38 @@ func (r *registry) markPoolDirty() {
 	r.scheduleFlush()
 }
 
+// minFlushInterval spaces pool rebuilds during a storm of changes (a
+// thousand servers connecting): a change within it of the last flush
+// waits for the rest of it, together with every change that follows.
+// Rebuilding is O(pool), so this keeps a storm O(pool) per interval
+// rather than per change.
+const minFlushInterval = 2 * time.Millisecond
+
 func (r *registry) scheduleFlush() {
-	if !r.flushQueued {
-		r.flushQueued = true
-		r.sys.actors.Root.Send(r.sys.registry, flushPool{})
+	if r.flushQueued {
+		return
 	}
+	r.flushQueued = true
+	root, self := r.sys.actors.Root, r.sys.registry
+	if wait := minFlushInterval - time.Since(r.lastFlush); wait > 0 {
+		r.flushTimer = time.AfterFunc(wait, func() { root.Send(self, flushPool{}) })
+		return
+	}
+	root.Send(self, flushPool{})
 }
 
 // flush rebuilds the pool if it is dirty, stores it, and then publishes
 // the queued events followed by the pool's diff and collision events.
 func (r *registry) flush() {
 	r.flushQueued = false
+	if r.flushTimer != nil {
+		r.flushTimer.Stop() // flushing early (at close): the timer's flush would be empty
+		r.flushTimer = nil
+	}
 	if r.closed {
 		return
 	}
+	r.lastFlush = time.Now()
 	var diffs []Event
 	if r.poolDirty {
 		r.poolDirty = false
@@ -467,7 +492,8 @@ func (r *registry) toggle(name string, on bool) error {
 	}
 	e.off = !on
 	r.pending = append(r.pending, Event{Type: EventServerToggled, Server: name, ToggledOff: e.off})
-	r.markPoolDirty()
+	r.poolDirty = true
+	r.flush() // before the reply: once Toggle returns, the pool says so
 	return nil
 }
 

@@ -332,3 +332,29 @@ func TestAUsedLazyServerIsReconnectedLikeAnyOther(t *testing.T) {
 		return pid != 0 && pid != first && statusOf(s, "lazy").State == StateReady
 	}, 10*time.Second, 10*time.Millisecond, "a new process, with no call waiting for it")
 }
+
+// Toggle and SetServers change the pool before they return: a host that
+// acts on their result never sees the old pool.
+func TestTheCallerSeesThePoolItChanged(t *testing.T) {
+	s := start(t, testOptions)
+	setAndSettle(t, s, map[string]ServerConfig{"a": mock(), "b": mock()})
+	for range 50 {
+		require.NoError(t, s.Toggle(context.Background(), "a", false))
+		require.False(t, hasTool(s, "mcp__a__echo"))
+		require.NoError(t, s.Toggle(context.Background(), "a", true))
+		require.True(t, hasTool(s, "mcp__a__echo"))
+	}
+	_, err := s.SetServers(context.Background(), map[string]ServerConfig{"a": mock()})
+	require.NoError(t, err)
+	assert.False(t, hasTool(s, "mcp__b__echo"), "a removed server's tools are gone when SetServers returns")
+
+	seq, err := s.LastSeq(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, s.Toggle(context.Background(), "a", false))
+	got := collect(s.Subscribe(t.Context(), true, seq, 64), 100*time.Millisecond)
+	require.NotEmpty(t, got)
+	assert.Equal(t, EventServerToggled, got[0].Type, "resuming from LastSeq shows exactly what followed")
+	assert.Equal(t, seq+1, got[0].Seq)
+	assert.Equal(t, 0, statusOf(s, "a").OfferedTools)
+	assert.Equal(t, 5, statusOf(s, "a").Tools)
+}

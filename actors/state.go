@@ -55,11 +55,15 @@ type ServerStatus struct {
 	Transport       string                  `json:"transport"`
 	ProtocolVersion string                  `json:"protocolVersion,omitempty"`
 	ServerInfo      protocol.Implementation `json:"serverInfo"`
-	Tools           int                     `json:"tools"`
-	Resources       int                     `json:"resources"`
-	Prompts         int                     `json:"prompts"`
-	InFlight        int                     `json:"inFlight"`
-	LastError       string                  `json:"lastError,omitempty"`
+	// Tools, Resources and Prompts count what the server lists;
+	// OfferedTools counts its tools in the pool (after its tools filter;
+	// 0 while it is not ready or is toggled off).
+	Tools        int    `json:"tools"`
+	OfferedTools int    `json:"offeredTools"`
+	Resources    int    `json:"resources"`
+	Prompts      int    `json:"prompts"`
+	InFlight     int    `json:"inFlight"`
+	LastError    string `json:"lastError,omitempty"`
 	// LastErrorClass classifies LastError (transports.Class): refused,
 	// reset, timeout, dns, tls, auth, session-expired, http-4xx,
 	// http-5xx, config, closed, canceled or other.

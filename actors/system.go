@@ -271,6 +271,14 @@ func (s *System) Toggle(ctx context.Context, name string, on bool) error {
 	return err
 }
 
+// LastSeq returns the sequence number of the latest event published, so
+// that a caller can act and then see exactly the events that followed:
+// Subscribe(ctx, true, LastSeq(), n) before or after acting.
+func (s *System) LastSeq(ctx context.Context) (uint64, error) {
+	reply := make(chan uint64, 1)
+	return ask(ctx, s, seqQuery{reply: reply}, reply)
+}
+
 // AdmissionStats returns the connect scheduler's counters.
 func (s *System) AdmissionStats(ctx context.Context) (AdmissionStats, error) {
 	reply := make(chan AdmissionStats, 1)
@@ -354,10 +362,11 @@ func (s *System) offered(p *pool, server string) error {
 func (s *System) Status() []ServerStatus {
 	hs := *s.handles.Load()
 	out := make([]ServerStatus, 0, len(hs))
-	off := s.pool.Load().off
+	p := s.pool.Load()
 	for _, h := range hs {
 		st := h.view.Load().status()
-		st.ToggledOff = off[h.name]
+		st.ToggledOff = p.off[h.name]
+		st.OfferedTools = p.offered[h.name]
 		if st.State == StateReady {
 			st.Strikes = int(h.strikes.Load())
 		}
@@ -527,6 +536,11 @@ func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage
 	if b, ok := p.builtinByName[name]; ok {
 		if b.Call == nil {
 			return nil, fmt.Errorf("%w: %q", ErrHostTool, name)
+		}
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.opts.CallTimeout)
+			defer cancel()
 		}
 		return b.Call(ctx, args)
 	}

@@ -474,7 +474,7 @@ func newServer(o Options) *server {
 		s.versions = protocol.SupportedVersions()
 	}
 	obj := func(props string, required ...string) json.RawMessage {
-		req, _ := json.Marshal(required)
+		req, _ := json.Marshal(append([]string{}, required...)) // [] rather than null: strict validators reject null
 		return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `}`)
 	}
 	readOnly := true
