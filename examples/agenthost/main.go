@@ -283,8 +283,8 @@ func text(res *mcpvisor.CallToolResult) string {
 }
 
 // awaitDiff waits until the event loop has printed a tools_changed event
-// of server whose diff satisfies want. (Changes reach the pool, then the
-// event stream, shortly after the call or Toggle that caused them returns.)
+// of server whose diff satisfies want. (A list_changed reaches the pool,
+// then the event stream, shortly after the call that caused it returns.)
 func (h *host) awaitDiff(ctx context.Context, server string, want func(*mcpvisor.ListDiff) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -300,8 +300,9 @@ func (h *host) awaitDiff(ctx context.Context, server string, want func(*mcpvisor
 	}
 }
 
-// toggle switches a server off or on, as a user would in the host's UI,
-// and waits until its tools have left the pool or are back.
+// toggle switches a server off or on, as a user would in the host's UI.
+// The pool has changed when Toggle returns; waiting for the diff event
+// only keeps this program's output in order.
 func (h *host) toggle(ctx context.Context, server string, on bool) error {
 	h.out.printf("toggle %s on=%v\n", server, on)
 	if err := h.sup.Toggle(ctx, server, on); err != nil {
