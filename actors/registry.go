@@ -100,8 +100,9 @@ type registry struct {
 	// told of a change sees the pool that goes with it).
 	poolDirty   bool
 	flushQueued bool
-	flushTimer  *time.Timer // set while a flush waits for minFlushInterval
+	flushTimer  *time.Timer // set while a flush waits for flushSpacing
 	lastFlush   time.Time
+	lastBuild   time.Duration // how long the last pool rebuild took
 	pending     []Event // events to publish at the next flush
 
 	bus           *bus
@@ -408,12 +409,20 @@ func (r *registry) markPoolDirty() {
 	r.scheduleFlush()
 }
 
-// minFlushInterval spaces pool rebuilds during a storm of changes (a
-// thousand servers connecting): a change within it of the last flush
-// waits for the rest of it, together with every change that follows.
-// Rebuilding is O(pool), so this keeps a storm O(pool) per interval
-// rather than per change.
-const minFlushInterval = 2 * time.Millisecond
+// Pool rebuilds are spaced so that they take at most a fifth of the
+// registry's time: a change within flushSpacing of the last flush waits
+// for the rest of it, together with every change that follows. Rebuilding
+// is O(pool), so in a storm (a thousand servers connecting) this keeps the
+// cost per change bounded, while a small pool, which rebuilds in
+// microseconds, is hardly delayed.
+const (
+	flushCostShare  = 4 // spacing = flushCostShare × the last rebuild
+	maxFlushSpacing = 20 * time.Millisecond
+)
+
+func (r *registry) flushSpacing() time.Duration {
+	return min(flushCostShare*r.lastBuild, maxFlushSpacing)
+}
 
 func (r *registry) scheduleFlush() {
 	if r.flushQueued {
@@ -421,7 +430,7 @@ func (r *registry) scheduleFlush() {
 	}
 	r.flushQueued = true
 	root, self := r.sys.actors.Root, r.sys.registry
-	if wait := minFlushInterval - time.Since(r.lastFlush); wait > 0 {
+	if wait := r.flushSpacing() - time.Since(r.lastFlush); wait > 0 {
 		r.flushTimer = time.AfterFunc(wait, func() { root.Send(self, flushPool{}) })
 		return
 	}
@@ -444,7 +453,9 @@ func (r *registry) flush() {
 	if r.poolDirty {
 		r.poolDirty = false
 		old := r.sys.pool.Load()
+		began := time.Now()
 		p := r.buildPool()
+		r.lastBuild = time.Since(began)
 		r.sys.pool.Store(p)
 		r.sys.poolChanged.notify()
 		diffs = diffPools(old, p)
