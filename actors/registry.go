@@ -103,7 +103,7 @@ type registry struct {
 	flushTimer  *time.Timer // set while a flush waits for flushSpacing
 	lastFlush   time.Time
 	lastBuild   time.Duration // how long the last pool rebuild took
-	pending     []Event // events to publish at the next flush
+	pending     []Event       // events to publish at the next flush
 
 	bus           *bus
 	gapTimer      *time.Timer // set while a gap flush is scheduled
