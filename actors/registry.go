@@ -150,7 +150,13 @@ func (r *registry) Receive(ctx actor.Context) {
 		if e, ok := r.servers[m.handle.name]; ok && e.h == m.handle {
 			ev := m.event
 			ev.Server = m.handle.name
-			r.publish(ev)
+			if r.flushQueued {
+				// After the state and pool events already waiting, so
+				// that the stream keeps the order things happened in.
+				r.pending = append(r.pending, ev)
+			} else {
+				r.publish(ev)
+			}
 		}
 	case subscribe:
 		if r.closing {
