@@ -38,10 +38,25 @@ type pool struct {
 	offRoutes map[string]string
 	// collisions are the renames this pool made, in the order made.
 	collisions []Collision
+	// renamed remembers the names collisions gave (kind, server,
+	// original → name), also for servers no longer offering them, so that
+	// a parked or toggled-off server's tools are still routed, or refused,
+	// under the name the model knows.
+	renamed map[renameKey]string
 	// offered counts each server's tools in the pool.
 	offered map[string]int
 	// views are the server views the pool was built from.
 	views map[*serverHandle]*serverView
+}
+
+type renameKey struct{ kind, server, original string }
+
+// knownName is the name server's entry original was last offered under.
+func (p *pool) knownName(kind, server, original string) string {
+	if name, ok := p.renamed[renameKey{kind, server, original}]; ok {
+		return name
+	}
+	return QualifiedName(server, original)
 }
 
 // poolEntry routes a qualified name to its server and the server's own
@@ -212,12 +227,26 @@ type poolServer struct {
 // resolve the same way whatever order the servers became ready in: a
 // built-in keeps its name, then the server first by name, then the tool
 // first by its own name.
-func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int) *pool {
+// prev, the pool this one replaces (nil for the first), supplies the names
+// of the entries of servers not offering them.
+func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int, prev *pool) *pool {
+	if prev == nil {
+		prev = emptyPool
+	}
 	slices.SortFunc(servers, func(a, b poolServer) int { return strings.Compare(a.name, b.name) })
 	p := &pool{
 		builtinByName: map[string]*BuiltinTool{}, toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{},
 		hiddenTools: map[string]poolEntry{}, off: map[string]bool{}, offRoutes: map[string]string{},
-		views: make(map[*serverHandle]*serverView, len(servers)), offered: map[string]int{},
+		views: make(map[*serverHandle]*serverView, len(servers)), offered: map[string]int{}, renamed: map[renameKey]string{},
+	}
+	// known is the name of an entry of a server not offering it now, which
+	// stays remembered for the next pool.
+	known := func(kind, server, original string) string {
+		name := prev.knownName(kind, server, original)
+		if name != QualifiedName(server, original) {
+			p.renamed[renameKey{kind, server, original}] = name
+		}
+		return name
 	}
 	tools, prompts := newNamer("tool"), newNamer("prompt")
 	for i := range builtins {
@@ -235,10 +264,10 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int)
 		if s.off {
 			p.off[s.name] = true
 			for _, t := range v.lists.tools {
-				p.offRoutes[QualifiedName(s.name, t.Name)] = s.name
+				p.offRoutes[known("tool", s.name, t.Name)] = s.name
 			}
 			for _, pr := range v.lists.prompts {
-				p.offRoutes[QualifiedName(s.name, pr.Name)] = s.name
+				p.offRoutes[known("prompt", s.name, pr.Name)] = s.name
 			}
 			continue
 		}
@@ -246,7 +275,7 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int)
 		if v.routesHiddenTools() {
 			for _, t := range v.lists.tools {
 				if v.cfg.Tools.allowed(t.Name) {
-					p.hiddenTools[QualifiedName(s.name, t.Name)] = poolEntry{h: s.h, name: t.Name, replayable: trusted && readOnlyAndIdempotent(t)}
+					p.hiddenTools[known("tool", s.name, t.Name)] = poolEntry{h: s.h, name: t.Name, replayable: trusted && readOnlyAndIdempotent(t)}
 				}
 			}
 		}
@@ -280,6 +309,9 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int)
 	slices.SortFunc(p.tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(p.prompts, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
 	p.collisions = append(tools.collisions, prompts.collisions...)
+	for _, c := range p.collisions {
+		p.renamed[renameKey{c.Kind, c.Server, c.Original}] = c.Renamed
+	}
 	return p
 }
 

@@ -488,7 +488,7 @@ func (r *registry) buildPool() *pool {
 	for name, e := range r.servers {
 		servers = append(servers, poolServer{name: name, h: e.h, off: e.off})
 	}
-	return buildPool(servers, r.opts.Builtins, r.opts.MaxDescriptionLength)
+	return buildPool(servers, r.opts.Builtins, r.opts.MaxDescriptionLength, r.sys.pool.Load())
 }
 
 // toggle hides (on=false) or shows again a server's tools, prompts and

@@ -151,7 +151,7 @@ func Start(opts Options) (*System, error) {
 		closed:        make(chan struct{}),
 		closeDone:     make(chan struct{}),
 	}
-	s.pool.Store(buildPool(nil, opts.Builtins, opts.MaxDescriptionLength))
+	s.pool.Store(buildPool(nil, opts.Builtins, opts.MaxDescriptionLength, nil))
 	s.handles.Store(&[]*serverHandle{})
 	s.actors = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return newSlogLogger(opts.Logger) }),
