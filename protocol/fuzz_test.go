@@ -89,3 +89,33 @@ func FuzzCallToolResult(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPlainStringMember checks PlainStringMember against encoding/json
+// wherever it answers.
+func FuzzPlainStringMember(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"echo","arguments":{"name":"inner"}}`,
+		`{"Name":"a","name":"b"}`,
+		`{"name":"a","name":"b"}`,
+		`{"name":"caf\u00e9"}`,
+		`{"name":1}`,
+		` { "uri" : "file:///x" } `,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		got, ok := PlainStringMember(data, "name")
+		if !ok {
+			return
+		}
+		var want struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(data, &want); err != nil || want.Name != got {
+			t.Fatalf("PlainStringMember(%q) = %q, encoding/json: %q (%v)", data, got, want.Name, err)
+		}
+	})
+}
