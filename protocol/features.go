@@ -79,9 +79,22 @@ type callToolResultAlias CallToolResult
 func (r *CallToolResult) UnmarshalJSON(data []byte) error { return r.decodeJSON(data) }
 
 func (r *CallToolResult) decodeJSON(data []byte) error {
+	if r.isZero() {
+		var fast CallToolResult
+		if scanCallToolResult(data, &fast) {
+			*r = fast
+			return nil
+		}
+	}
 	extra, err := decodeWithExtra(data, (*callToolResultAlias)(r))
 	r.Extra = extra
 	return err
+}
+
+// isZero reports whether r holds nothing yet: only then may the fast scan
+// replace it (encoding/json merges into what a struct already holds).
+func (r *CallToolResult) isZero() bool {
+	return r.Meta == nil && r.Content == nil && r.StructuredContent == nil && !r.IsError && r.ResultType == "" && r.Extra == nil
 }
 
 // MarshalJSON encodes a result with its Extra members.

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
@@ -45,6 +46,76 @@ func FuzzDecode(f *testing.F) {
 		}
 		if m.Kind != m2.Kind || m.ID != m2.ID || m.Method != m2.Method {
 			t.Fatalf("round trip changed the envelope: %+v vs %+v", m, m2)
+		}
+	})
+}
+
+// FuzzCallToolResult checks that the scan of common tools/call results
+// (scanCallToolResult) agrees with encoding/json wherever it accepts.
+func FuzzCallToolResult(f *testing.F) {
+	for _, seed := range []string{
+		`{"content":[{"type":"text","text":"0123456789abcdef"}]}`,
+		`{"content":[{"type":"text","text":"a\"b\u00e9"},{"type":"image","data":"AAA=","mimeType":"image/png"}],"isError":true}`,
+		` { "content" : [ ] , "isError" : null , "structuredContent" : {"a":[1,2]} , "resultType" : "complete" } `,
+		`{"content":null,"isError":false}`,
+		`{"content":[{"type":"resource_link","uri":"file:///x","name":"x","title":"X","description":"d"}]}`,
+		`{"content":[{"type":"text","text":null}],"content":[]}`,
+		`{"content":[{"type":"text","Text":"case"}]}`,
+		"{\"content\":[{\"type\":\"text\",\"text\":\"\xff\"}]}",
+		`{"_meta":{"a":1},"content":[]}`,
+		`{"content":[],"extra":1}`,
+		`{"content":[null]}`,
+		`{"content":[{"type":1}]}`,
+		`[]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return // the scan is only given validated JSON
+		}
+		var fast CallToolResult
+		if !scanCallToolResult(data, &fast) {
+			return
+		}
+		var slow CallToolResult
+		extra, err := decodeWithExtra(data, (*callToolResultAlias)(&slow))
+		slow.Extra = extra
+		if err != nil {
+			t.Fatalf("scan accepted %q, encoding/json rejects it: %v", data, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("scan and encoding/json disagree on %q:\nscan %#v\njson %#v", data, fast, slow)
+		}
+	})
+}
+
+// FuzzPlainStringMember checks PlainStringMember against encoding/json
+// wherever it answers.
+func FuzzPlainStringMember(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"echo","arguments":{"name":"inner"}}`,
+		`{"Name":"a","name":"b"}`,
+		`{"name":"a","name":"b"}`,
+		`{"name":"caf\u00e9"}`,
+		`{"name":1}`,
+		` { "uri" : "file:///x" } `,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		got, ok := PlainStringMember(data, "name")
+		if !ok {
+			return
+		}
+		var want struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(data, &want); err != nil || want.Name != got {
+			t.Fatalf("PlainStringMember(%q) = %q, encoding/json: %q (%v)", data, got, want.Name, err)
 		}
 	})
 }

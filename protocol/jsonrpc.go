@@ -509,6 +509,10 @@ func appendMember(b []byte, name string, v any) ([]byte, error) {
 	return append(b, enc...), nil
 }
 
+// AppendString appends s encoded as a JSON string, as encoding/json
+// encodes it.
+func AppendString(b []byte, s string) []byte { return appendJSONString(b, s) }
+
 // appendJSONString appends s as a JSON string. Method names and IDs are
 // almost always plain ASCII, so the common case avoids encoding/json.
 func appendJSONString(b []byte, s string) []byte {

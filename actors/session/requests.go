@@ -40,8 +40,7 @@ func callToolParams(meta json.RawMessage, name string, args json.RawMessage) pro
 		b = append(b, ',')
 	}
 	b = append(b, `"name":`...)
-	enc, _ := json.Marshal(name) // a string always encodes
-	b = append(b, enc...)
+	b = protocol.AppendString(b, name)
 	if args != nil {
 		b = append(b, `,"arguments":`...)
 		b = append(b, args...)

@@ -323,7 +323,13 @@ func (s *Session) Call(ctx context.Context, method string, params, result any) e
 func (s *Session) roundTrip(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	start := time.Now()
 	id := s.nextID.Add(1)
-	frame, err := protocol.AppendRequest(nil, protocol.Int64ID(id), method, s.withMeta(params))
+	params = s.withMeta(params)
+	var buf []byte
+	if raw, ok := params.(protocol.ValidJSON); ok {
+		// Sized for the envelope, so that encoding allocates once.
+		buf = make([]byte, 0, len(raw)+len(method)+64)
+	}
+	frame, err := protocol.AppendRequest(buf, protocol.Int64ID(id), method, params)
 	if err != nil {
 		return nil, err
 	}

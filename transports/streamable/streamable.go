@@ -131,6 +131,12 @@ const (
 	acceptPost            = contentJSON + ", " + contentEventStream
 )
 
+// Header values every POST carries, shared by all requests (read-only).
+var (
+	contentJSONValue = []string{contentJSON}
+	acceptPostValue  = []string{acceptPost}
+)
+
 // Conn is one Streamable HTTP connection.
 //
 // Concurrency: Send runs in its callers' goroutines; the GET stream and
@@ -245,15 +251,20 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 	if err != nil {
 		return &transports.ConfigError{Err: err}
 	}
+	// A map sized for what is set here, and shared value slices for the
+	// constant headers: the keys are canonical already, so Header.Set's
+	// canonicalisation and its one-element slice per value are skipped.
+	// Neither net/http nor httpclient modifies a request's headers.
+	req.Header = make(http.Header, len(c.header)+6)
 	c.setHeaders(req.Header, out)
-	req.Header.Set("Content-Type", contentJSON)
-	req.Header.Set("Accept", acceptPost)
+	req.Header["Content-Type"] = contentJSONValue
+	req.Header["Accept"] = acceptPostValue
 	if out.modern {
 		if out.method != "" {
-			req.Header.Set(headerMethod, out.method)
+			req.Header[headerMethod] = []string{out.method}
 		}
 		if out.name != "" {
-			req.Header.Set(headerName, encodeHeaderValue(out.name))
+			req.Header[headerName] = []string{encodeHeaderValue(out.name)}
 		}
 	}
 	resp, err := c.client.Do(req)
@@ -295,13 +306,24 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 	if resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent {
 		return nil // the answer, if any, comes on the GET stream
 	}
-	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	switch ctype {
+	switch mediaType(resp.Header.Get("Content-Type")) {
 	case contentEventStream:
 		return c.readResponseStream(rctx, resp.Body, out)
 	default:
-		return c.readJSON(resp.Body)
+		return c.readJSON(resp.Body, resp.ContentLength)
 	}
+}
+
+// mediaType returns the media type of a Content-Type header value. The
+// two values servers send (without parameters) are recognised without
+// mime.ParseMediaType, which allocates a map per call.
+func mediaType(v string) string {
+	switch v {
+	case contentJSON, contentEventStream:
+		return v
+	}
+	t, _, _ := mime.ParseMediaType(v)
+	return t
 }
 
 // setHeaders adds the config's headers and the session's.
@@ -310,10 +332,10 @@ func (c *Conn) setHeaders(h http.Header, out outgoing) {
 		h[k] = v
 	}
 	if out.session != "" {
-		h.Set(headerSessionID, out.session)
+		h[headerSessionID] = []string{out.session}
 	}
 	if out.version != "" && out.method != protocol.MethodInitialize {
-		h.Set(headerProtocolVersion, out.version)
+		h[headerProtocolVersion] = []string{out.version}
 	}
 }
 
@@ -372,15 +394,37 @@ func (c *Conn) refused(resp *http.Response, out outgoing) error {
 	return statusErr
 }
 
-// readJSON delivers a JSON answer.
-func (c *Conn) readJSON(body io.Reader) error {
-	data, err := io.ReadAll(io.LimitReader(body, int64(c.opts.MaxFrameSize)+1))
+// answerBuffers hold JSON answers while they are delivered: the receiver
+// copies what it keeps (transports.Receiver), so a buffer is reused by the
+// next answer rather than allocated per call as io.ReadAll would.
+var answerBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// retainedAnswerBuffer bounds the buffers kept for reuse, so that one big
+// answer does not pin its memory.
+const retainedAnswerBuffer = 64 << 10
+
+// readJSON delivers a JSON answer. size is the Content-Length, or -1.
+func (c *Conn) readJSON(body io.Reader, size int64) error {
+	buf := answerBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= retainedAnswerBuffer {
+			buf.Reset()
+			answerBuffers.Put(buf)
+		}
+	}()
+	limit := int64(c.opts.MaxFrameSize)
+	if size > 0 && size <= limit {
+		buf.Grow(int(size) + 1) // +1: the read that sees the end
+	}
+	_, err := buf.ReadFrom(io.LimitReader(body, limit+1))
 	if err != nil {
 		return fmt.Errorf("streamable: reading the answer: %w", err)
 	}
+	data := buf.Bytes()
 	if len(data) > c.opts.MaxFrameSize {
 		n, _ := io.Copy(io.Discard, body)
-		c.recv.FrameError(&transports.FrameTooLargeError{Size: int64(len(data)) + n, Limit: int64(c.opts.MaxFrameSize), Prefix: data[:min(len(data), 4<<10)]})
+		prefix := bytes.Clone(data[:min(len(data), 4<<10)]) // the error outlives the buffer
+		c.recv.FrameError(&transports.FrameTooLargeError{Size: int64(len(data)) + n, Limit: int64(c.opts.MaxFrameSize), Prefix: prefix})
 		return nil
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -667,21 +711,28 @@ func (c *Conn) deleteSession(ctx context.Context, sid, version string) {
 // nameOf returns what Mcp-Name mirrors: params.name of tools/call and
 // prompts/get, params.uri of resources/read.
 func nameOf(method string, params json.RawMessage) string {
+	key := "name"
+	switch method {
+	case protocol.MethodToolsCall, protocol.MethodPromptsGet:
+	case protocol.MethodResourcesRead:
+		key = "uri"
+	default:
+		return ""
+	}
+	if v, ok := protocol.PlainStringMember(params, key); ok {
+		return v // the usual case, without encoding/json's reflection
+	}
 	var p struct {
 		Name string `json:"name"`
 		URI  string `json:"uri"`
 	}
-	switch method {
-	case protocol.MethodToolsCall, protocol.MethodPromptsGet:
-		if json.Unmarshal(params, &p) == nil {
-			return p.Name
-		}
-	case protocol.MethodResourcesRead:
-		if json.Unmarshal(params, &p) == nil {
-			return p.URI
-		}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
 	}
-	return ""
+	if key == "uri" {
+		return p.URI
+	}
+	return p.Name
 }
 
 // Header values mirrored from a body are sent verbatim when they are
