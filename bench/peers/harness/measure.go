@@ -110,6 +110,9 @@ func Measure(ctx context.Context, b Batch, call func(context.Context) error) (Ca
 
 // Warm makes n calls with inFlight in flight, unmeasured.
 func Warm(ctx context.Context, n, inFlight int, call func(context.Context) error) error {
+	if n <= 0 {
+		return nil
+	}
 	_, err := Measure(ctx, Batch{InFlight: inFlight, Calls: n, Duration: time.Hour}, call)
 	return err
 }
