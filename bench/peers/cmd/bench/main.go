@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -66,10 +67,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() {} // printed for -h only, below
 	var (
 		quick       = fs.Bool("quick", false, "the short profile (make bench)")
 		large       = fs.Bool("large", false, "add N=1000 stdio servers to connect and storm")
@@ -82,7 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		eras        = fs.String("eras", "", "call: comma-separated `list` of modern, 2025-11-25 (default the profile's)")
 		calls       = fs.Int("calls", 0, "call: at most `N` calls per batch (default the profile's)")
 		duration    = fs.Duration("duration", 0, "call: at most this `long` per batch (default the profile's)")
-		warmup      = fs.Int("warmup", -1, "call: `N` unmeasured calls before each batch (default the profile's)")
+		warmup      = fs.String("warmup", "", "call: `N` unmeasured calls before each batch (default the profile's)")
 		connectN    = fs.String("connect", "", "connect: comma-separated `numbers` of stdio servers (default the profile's)")
 		connectHTTP = fs.String("connect-http", "", "connect: comma-separated `numbers` of HTTP sessions (default the profile's)")
 		pool        = fs.Int("pool", 0, "stdio connects at once: mcpvisor's LocalConnectLimit, the peers' and the spawn's semaphore (default 3, mcpvisor's default)")
@@ -94,8 +92,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, usage)
+			fs.PrintDefaults()
 			return 0
 		}
+		fmt.Fprintln(stderr, "Run 'mcpvisor bench -h' for usage.")
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -167,8 +168,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if *duration > 0 {
 			s.Duration = harness.Duration(*duration)
 		}
-		if *warmup >= 0 {
-			s.Warmup = *warmup
+		if *warmup != "" {
+			n, err := strconv.Atoi(*warmup)
+			if err != nil || n < 0 {
+				return usageErr(fmt.Errorf("bad -warmup %q", *warmup))
+			}
+			s.Warmup = n
 		}
 	}
 	for _, f := range []struct {
