@@ -84,9 +84,11 @@ func (p *PipeEcho) read(r io.Reader) {
 		var line []byte
 		line, err = br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
+			// Keep the start before the next read overwrites it.
+			head := bytes.Clone(line)
 			var rest []byte
 			rest, err = br.ReadBytes('\n')
-			line = append(bytes.Clone(line), rest...)
+			line = append(head, rest...)
 		} else if err == nil {
 			line = bytes.Clone(line)
 		}

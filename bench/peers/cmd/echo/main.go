@@ -101,8 +101,10 @@ func pipe(r io.Reader, w io.Writer, payload int) error {
 	for {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
+			// Keep the start before the next read overwrites it.
+			head := bytes.Clone(line)
 			rest, err2 := br.ReadBytes('\n')
-			line, err = append(bytes.Clone(line), rest...), err2
+			line, err = append(head, rest...), err2
 		}
 		if req := bytes.TrimRight(line, "\r\n"); len(req) > 0 {
 			out = append(a.answer(out[:0], req), '\n')
