@@ -89,6 +89,7 @@ func (r *runner) callSet(ctx context.Context, tr string, set CallSet, withCalls,
 	}
 	args := mockPayloadArgs(set.Payload)
 	var connect func(p Peer, era string) (Session, error)
+	serverPid := 0
 	switch tr {
 	case TransportStdio:
 		cmd := Command{Path: r.bins.Mock, Args: args}
@@ -112,6 +113,7 @@ func (r *runner) callSet(ctx context.Context, tr string, set CallSet, withCalls,
 				r.fail("%s mock server: %v", tr, err)
 			}
 		}()
+		serverPid = srv.Pid()
 		connect = func(p Peer, era string) (Session, error) {
 			cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 			defer cancel()
@@ -147,7 +149,14 @@ func (r *runner) callSet(ctx context.Context, tr string, set CallSet, withCalls,
 				continue
 			}
 			base.Version = s.Version()
-			r.batches(ctx, base, set, EchoCall(s, wantText(set.Payload)))
+			pid := serverPid
+			if tr == TransportStdio {
+				pid = 0
+				if pids := Children(r.bins.Mock); len(pids) == 1 {
+					pid = pids[0]
+				}
+			}
+			r.batches(ctx, base, set, pid, EchoCall(s, wantText(set.Payload)))
 			if err := s.Close(); err != nil {
 				r.fail("%s %s %s: close: %v", name, tr, era, err)
 			}
@@ -164,6 +173,7 @@ func (r *runner) floorSet(ctx context.Context, tr string, set CallSet) {
 	}
 	base := CallResult{Client: Floor, Transport: tr, PayloadBytes: set.Payload}
 	var s Session
+	pid := 0
 	switch tr {
 	case TransportStdio:
 		p, err := StartPipeEcho(r.bins.Echo, payload)
@@ -171,7 +181,7 @@ func (r *runner) floorSet(ctx context.Context, tr string, set CallSet) {
 			r.fail("floor %s: %v", tr, err)
 			return
 		}
-		s = p
+		s, pid = p, p.cmd.Process.Pid
 	case TransportHTTP:
 		srv, err := StartNetServer(r.bins.Echo, EchoURLPrefix, "-mode", "http", "-payload", strconv.Itoa(payload))
 		if err != nil {
@@ -179,16 +189,16 @@ func (r *runner) floorSet(ctx context.Context, tr string, set CallSet) {
 			return
 		}
 		defer srv.Stop()
-		s = NewHTTPEcho(srv.URL, payload)
+		s, pid = NewHTTPEcho(srv.URL, payload), srv.Pid()
 	}
-	r.batches(ctx, base, set, EchoCall(s, EchoText))
+	r.batches(ctx, base, set, pid, EchoCall(s, EchoText))
 	if err := s.Close(); err != nil {
 		r.fail("floor %s: close: %v", tr, err)
 	}
 }
 
 // batches measures call at every level of set, each after a warm-up.
-func (r *runner) batches(ctx context.Context, base CallResult, set CallSet, call func(context.Context) error) {
+func (r *runner) batches(ctx context.Context, base CallResult, set CallSet, serverPid int, call func(context.Context) error) {
 	for _, n := range set.InFlight {
 		if ctx.Err() != nil {
 			return
@@ -199,7 +209,7 @@ func (r *runner) batches(ctx context.Context, base CallResult, set CallSet, call
 		bctx, cancel := context.WithTimeout(ctx, time.Duration(set.Duration)+callGrace)
 		err := Warm(bctx, set.Warmup, n, call)
 		if err == nil {
-			res.CallStats, err = Measure(bctx, Batch{InFlight: n, Calls: set.Calls, Duration: time.Duration(set.Duration)}, call)
+			res.CallStats, err = Measure(bctx, Batch{InFlight: n, Calls: set.Calls, Duration: time.Duration(set.Duration), ServerPid: serverPid}, call)
 		}
 		cancel()
 		if err != nil {

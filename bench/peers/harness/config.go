@@ -102,12 +102,12 @@ func QuickProfile() Config {
 		Clients:    []string{Mcpvisor, GoSDK, McpGo},
 		Transports: []string{TransportStdio, TransportHTTP, TransportWS},
 		CallSets: []CallSet{
-			{Payload: 16, InFlight: []int{1, 8, 32, 128}, Eras: []string{EraModern, EraLegacy}, Warmup: 200, Calls: 20000, Duration: Duration(time.Second)},
+			{Payload: 16, InFlight: []int{1, 8, 32, 128}, Eras: []string{EraModern, EraLegacy}, Warmup: 200, Calls: 30000, Duration: Duration(1500 * time.Millisecond)},
 			{Payload: 4 << 10, InFlight: []int{1, 32}, Eras: []string{EraModern}, Warmup: 100, Calls: 10000, Duration: Duration(time.Second)},
 			{Payload: 1 << 20, InFlight: []int{1}, Eras: []string{EraModern}, Warmup: 3, Calls: 30, Duration: Duration(time.Second)},
 		},
 		ConnectStdio: []int{10, 100},
-		ConnectHTTP:  []int{100},
+		ConnectHTTP:  []int{100, 1000},
 		Pool:         3,
 		HTTPPool:     20,
 		StormN:       []int{100},
@@ -127,8 +127,6 @@ func FullProfile() Config {
 		{Payload: 4 << 10, InFlight: []int{1, 8, 32, 128}, Eras: []string{EraModern, EraLegacy}, Warmup: 200, Calls: 100000, Duration: Duration(4 * time.Second)},
 		{Payload: 1 << 20, InFlight: []int{1, 8, 32}, Eras: []string{EraModern}, Warmup: 5, Calls: 400, Duration: Duration(4 * time.Second)},
 	}
-	c.ConnectStdio = []int{10, 100}
-	c.ConnectHTTP = []int{100, 1000}
 	c.StormN = []int{10, 100}
 	c.FanOutOps = 100
 	return c

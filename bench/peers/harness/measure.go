@@ -27,6 +27,11 @@ type CallStats struct {
 	// TotalAlloc over the batch, per call.
 	AllocsPerCall float64 `json:"allocsPerCall"`
 	BytesPerCall  float64 `json:"bytesPerCall"`
+	// ServerCPUPerCallUs is the server process's CPU over the batch, per
+	// call (/proc/<pid>/stat, 10 ms ticks), when its process is known: with
+	// client and server on the same CPUs, calls/s in flight is bounded by
+	// both.
+	ServerCPUPerCallUs float64 `json:"serverCpuPerCallUs,omitempty"`
 }
 
 // Batch bounds one batch of calls: at most Calls calls, and no call
@@ -35,6 +40,9 @@ type Batch struct {
 	InFlight int
 	Calls    int
 	Duration time.Duration
+	// ServerPid is the server's process, whose CPU is measured too; 0 for
+	// none.
+	ServerPid int
 }
 
 // Measure makes calls with b.InFlight goroutines each calling call in a
@@ -72,7 +80,7 @@ func Measure(ctx context.Context, b Batch, call func(context.Context) error) (Ca
 	runtime.GC()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	cpu0 := CPUTime()
+	cpu0, srv0 := CPUTime(), ProcessCPUTime(b.ServerPid)
 	start := time.Now()
 	if workers == 1 {
 		worker(0)
@@ -84,7 +92,7 @@ func Measure(ctx context.Context, b Batch, call func(context.Context) error) (Ca
 		wg.Wait()
 	}
 	elapsed := time.Since(start)
-	cpu := CPUTime() - cpu0
+	cpu, srv1 := CPUTime()-cpu0, ProcessCPUTime(b.ServerPid)
 	runtime.ReadMemStats(&ms1)
 
 	all := slices.Concat(lat...)
@@ -105,6 +113,9 @@ func Measure(ctx context.Context, b Batch, call func(context.Context) error) (Ca
 	st.CPUPerCallUs = us(cpu) / float64(n)
 	st.AllocsPerCall = float64(ms1.Mallocs-ms0.Mallocs) / float64(n)
 	st.BytesPerCall = float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(n)
+	if srv0 >= 0 && srv1 >= srv0 {
+		st.ServerCPUPerCallUs = us(srv1-srv0) / float64(n)
+	}
 	return st, firstErr
 }
 

@@ -23,6 +23,35 @@ func CPUTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// ProcessCPUTime is the CPU (user+system) process pid has used so far,
+// from /proc/<pid>/stat (in clock ticks of 10 ms), or -1 when pid is 0 or
+// cannot be read.
+func ProcessCPUTime(pid int) time.Duration {
+	if pid <= 0 {
+		return -1
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return -1
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return -1
+	}
+	// After the comm: state(0) ppid(1) … utime(11) stime(12).
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	const tick = 10 * time.Millisecond // USER_HZ: 100 on Linux
+	return time.Duration(utime+stime) * tick
+}
+
 // statusKB returns a field of /proc/self/status in KiB (VmRSS, VmHWM), or
 // -1 when it cannot be read.
 func statusKB(field string) int64 {

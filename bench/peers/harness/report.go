@@ -307,8 +307,8 @@ func writeCallSummary(b *strings.Builder, res *Results, plots []string) {
 	w("\n")
 
 	w("### Every batch\n\n")
-	w("| transport | payload | era | in flight | client | calls | calls/s | p50 µs | p90 µs | p99 µs | CPU µs/call | allocs/call | bytes/call |\n")
-	w("|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	w("| transport | payload | era | in flight | client | calls | calls/s | p50 µs | p90 µs | p99 µs | CPU µs/call | allocs/call | bytes/call | server CPU µs/call |\n")
+	w("|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	rows := slices.Clone(res.Call)
 	slices.SortStableFunc(rows, func(a, b CallResult) int {
 		if a.Transport != b.Transport {
@@ -327,11 +327,15 @@ func writeCallSummary(b *strings.Builder, res *Results, plots []string) {
 	})
 	for _, c := range rows {
 		if c.Error != "" {
-			w("| %s | %s | %s | %d | %s | error: %s | | | | | | | |\n", c.Transport, SizeName(c.PayloadBytes), eraName(c.Era), c.InFlight, c.Client, oneLine(c.Error))
+			w("| %s | %s | %s | %d | %s | error: %s | | | | | | | | |\n", c.Transport, SizeName(c.PayloadBytes), eraName(c.Era), c.InFlight, c.Client, oneLine(c.Error))
 			continue
 		}
-		w("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Transport, SizeName(c.PayloadBytes), eraName(c.Era), c.InFlight, c.Client,
-			thousands(float64(c.Calls)), thousands(c.CallsPerSec), f1(c.P50Us), f1(c.P90Us), f1(c.P99Us), f1(c.CPUPerCallUs), f1(c.AllocsPerCall), bytesName(c.BytesPerCall))
+		srv := "–"
+		if c.ServerCPUPerCallUs > 0 {
+			srv = f1(c.ServerCPUPerCallUs)
+		}
+		w("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Transport, SizeName(c.PayloadBytes), eraName(c.Era), c.InFlight, c.Client,
+			thousands(float64(c.Calls)), thousands(c.CallsPerSec), f1(c.P50Us), f1(c.P90Us), f1(c.P99Us), f1(c.CPUPerCallUs), f1(c.AllocsPerCall), bytesName(c.BytesPerCall), srv)
 	}
 	w("\n")
 	for _, p := range plots {
@@ -391,7 +395,11 @@ func writeConnect(b *strings.Builder, res *Results, plots []string) {
 		if s := findConnect(res, Spawn, c.Transport, c.N); s != nil && c.Client != Spawn {
 			vsSpawn = ratio(c.AllReadyMs, s.AllReadyMs)
 		}
-		peak := fmt.Sprintf("%s (+%s)", bytesName(float64(c.PeakRSSBytes)), bytesName(float64(c.PeakRSSGrowthBytes)))
+		growth := bytesName(float64(c.PeakRSSGrowthBytes))
+		if c.PeakRSSGrowthBytes >= 0 {
+			growth = "+" + growth
+		}
+		peak := fmt.Sprintf("%s (%s)", bytesName(float64(c.PeakRSSBytes)), growth)
 		if c.PeakRSSSinceStart {
 			peak = bytesName(float64(c.PeakRSSBytes)) + " (since start)"
 		}

@@ -39,6 +39,18 @@ func fasterPeer(res *Results, m *CallResult) *CallResult {
 	return best
 }
 
+// leanerPeer returns the peer batch with the least CPU per call at the
+// same coordinates as m, or nil.
+func leanerPeer(res *Results, m *CallResult) *CallResult {
+	var best *CallResult
+	for _, p := range []string{GoSDK, McpGo} {
+		if c := findCall(res, p, m.Transport, m.Era, m.PayloadBytes, m.InFlight); c != nil && (best == nil || c.CPUPerCallUs < best.CPUPerCallUs) {
+			best = c
+		}
+	}
+	return best
+}
+
 // findConnect returns the successful connect run of the given coordinates,
 // or nil.
 func findConnect(res *Results, client, transport string, n int) *ConnectResult {
@@ -89,6 +101,9 @@ func EvaluateTargets(res *Results) []Target {
 					c := m.CPUPerCallUs / p.CPUPerCallUs
 					cpu.Got = fmt.Sprintf("%.2f× (mcpvisor %.1f µs, %s %.1f µs)", c, m.CPUPerCallUs, p.Client, p.CPUPerCallUs)
 					cpu.Met = met(c <= targetCPU)
+					if l := leanerPeer(res, m); l != nil && l.Client != p.Client {
+						cpu.Note = fmt.Sprintf("the leaner peer, %s (%.1f µs), gives %.2f×", l.Client, l.CPUPerCallUs, m.CPUPerCallUs/l.CPUPerCallUs)
+					}
 				}
 				ts = append(ts, speed, cpu)
 			}
