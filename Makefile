@@ -16,7 +16,7 @@ CONFORMANCE_RESULTS := $(DEPS)/conformance-results
 # testdata/conformance/baseline.yml).
 CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-defaults sse-retry
 
-.PHONY: all build run test test-go deps npm-deps lint fmt vet fuzz bench conformance clean
+.PHONY: all build run test test-go deps npm-deps lint fmt vet fuzz bench bench-peers conformance clean
 
 all: build
 
@@ -76,7 +76,15 @@ fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./transports/eventstream -run '^$$' -fuzz FuzzReader -fuzztime 30s
 
-bench:
+# bench runs the benchmark runner's quick profile (about three minutes on
+# 2 vCPUs) through `mcpvisor bench`, into bench/results/latest (which git
+# ignores). `bin/mcpvisor bench` without -quick runs every size; see
+# `bin/mcpvisor bench -h`. bench-peers runs bench/peers' go test
+# benchmarks (what `make bench` ran before the runner).
+bench: build
+	$(BIN)/mcpvisor bench -quick -out bench/results/latest
+
+bench-peers:
 	cd bench/peers && $(GO) test -run '^$$' -bench . -benchtime 3s -count 3 .
 
 clean:

@@ -357,8 +357,11 @@ func (s *server) serveStdio(ctx context.Context, p *peer, br *bufio.Reader, out 
 	for {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer: keep its start before the
+			// next read overwrites it.
+			head := slices.Clone(line)
 			rest, err2 := br.ReadBytes('\n')
-			line, err = append(slices.Clone(line), rest...), err2
+			line, err = append(head, rest...), err2
 		}
 		if len(line) > 0 {
 			if code, exit := s.handle(ctx, p, line, out); exit {

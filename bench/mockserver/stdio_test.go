@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +104,19 @@ func TestStdioExitAfter(t *testing.T) {
 		}
 	case <-time.After(waitFor):
 		t.Fatal("Run did not exit")
+	}
+}
+
+// TestStdioLongLine: a request longer than the reader's buffer (64 KiB)
+// is read whole.
+func TestStdioLongLine(t *testing.T) {
+	s := runStdio(t, Options{})
+	s.send(t, encode(t, 1, protocol.MethodInitialize, initParams(protocol.Version20251125)))
+	s.recv(t)
+	s.send(t, encode(t, 0, protocol.NotificationInitialized, nil))
+	long := strings.Repeat("y", 200<<10)
+	s.send(t, encode(t, 2, protocol.MethodToolsCall, echoParams(long)))
+	if got := callText(t, message(t, s.recv(t))); got != long {
+		t.Fatalf("echo answered %d bytes (%.20q…), want %d", len(got), got, len(long))
 	}
 }

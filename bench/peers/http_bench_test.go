@@ -3,6 +3,8 @@ package peers
 import (
 	"context"
 	"testing"
+
+	"github.com/mcpvisor/mcpvisor/bench/peers/harness"
 )
 
 // BenchmarkHTTPCallSequential is BenchmarkCallSequential over Streamable
@@ -10,7 +12,7 @@ import (
 // server process serving HTTP (started per benchmark, so that the
 // benchmark process's CPU is the client's).
 func BenchmarkHTTPCallSequential(b *testing.B) {
-	forEachPeer(b, func(b *testing.B, p peer, era string) {
+	forEachPeer(b, func(b *testing.B, p harness.Peer, era string) {
 		benchHTTPCalls(b, p, era, 1)
 	})
 }
@@ -18,12 +20,12 @@ func BenchmarkHTTPCallSequential(b *testing.B) {
 // BenchmarkHTTPCallConcurrent32 is BenchmarkCallConcurrent32 over
 // Streamable HTTP: 32 calls in flight on one session.
 func BenchmarkHTTPCallConcurrent32(b *testing.B) {
-	forEachPeer(b, func(b *testing.B, p peer, era string) {
+	forEachPeer(b, func(b *testing.B, p harness.Peer, era string) {
 		benchHTTPCalls(b, p, era, inFlight)
 	})
 }
 
-func benchHTTPCalls(b *testing.B, p peer, era string, workers int) {
+func benchHTTPCalls(b *testing.B, p harness.Peer, era string, workers int) {
 	srv := startHTTPMock(b)
-	benchCalls(b, era, workers, func(ctx context.Context) (session, error) { return p.connectHTTP(ctx, srv.URL, era) })
+	benchCalls(b, era, workers, func(ctx context.Context) (harness.Session, error) { return p.ConnectHTTP(ctx, srv.URL, era) })
 }

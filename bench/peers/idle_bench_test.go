@@ -16,6 +16,8 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/httpclient"
+
+	"github.com/mcpvisor/mcpvisor/bench/peers/harness"
 )
 
 // idleSessions is how many sessions BenchmarkIdleSessionMemory opens per
@@ -59,19 +61,19 @@ type idleHost interface {
 // realistic use, N servers in one Supervisor, and the sessions alone.
 var idleClients = []idleClient{
 	{"mcpvisor", startSupervisorHost},
-	{"mcpvisor-session", sessionsOf(func(ctx context.Context, url string) (session, error) {
-		return connectMcpvisorSession(ctx, url, eraLegacy, nil)
+	{"mcpvisor-session", sessionsOf(func(ctx context.Context, url string) (harness.Session, error) {
+		return connectMcpvisorSession(ctx, url, harness.EraLegacy, nil)
 	}, nil)},
 	{"mcpvisor-session-sharedclient", startSharedClientSessions},
-	{"gosdk", sessionsOf(func(ctx context.Context, url string) (session, error) {
-		return connectGoSDKHTTP(ctx, url, eraLegacy)
-	}, peerHTTPClient)},
-	{"mcpgo", sessionsOf(func(ctx context.Context, url string) (session, error) {
-		return connectMcpGoHTTP(ctx, url, eraLegacy)
-	}, peerHTTPClient)},
-	{"mcpgo-listen", sessionsOf(func(ctx context.Context, url string) (session, error) {
-		return connectMcpGoHTTPWith(ctx, url, eraLegacy, mcpgotransport.WithContinuousListening())
-	}, peerHTTPClient)},
+	{"gosdk", sessionsOf(func(ctx context.Context, url string) (harness.Session, error) {
+		return harness.ConnectGoSDKHTTP(ctx, url, harness.EraLegacy)
+	}, harness.PeerHTTPClient)},
+	{"mcpgo", sessionsOf(func(ctx context.Context, url string) (harness.Session, error) {
+		return harness.ConnectMcpGoHTTP(ctx, url, harness.EraLegacy)
+	}, harness.PeerHTTPClient)},
+	{"mcpgo-listen", sessionsOf(func(ctx context.Context, url string) (harness.Session, error) {
+		return harness.ConnectMcpGoHTTPWith(ctx, url, harness.EraLegacy, mcpgotransport.WithContinuousListening())
+	}, harness.PeerHTTPClient)},
 }
 
 // BenchmarkIdleSessionMemory measures what idle sessions cost the client:
@@ -85,7 +87,7 @@ var idleClients = []idleClient{
 // Supervisor). ns/op is the time to open and close them all, GCs included.
 func BenchmarkIdleSessionMemory(b *testing.B) {
 	for _, c := range idleClients {
-		b.Run("client="+c.name+"/era="+eraLegacy, func(b *testing.B) {
+		b.Run("client="+c.name+"/era="+harness.EraLegacy, func(b *testing.B) {
 			srv := startHTTPMock(b)
 			var sum memDelta
 			for range b.N {
@@ -179,12 +181,12 @@ func measureIdle(c idleClient, url string, n int) (memDelta, error) {
 // by connect.
 type sessionsHost struct {
 	url      string
-	connect  func(ctx context.Context, url string) (session, error)
+	connect  func(ctx context.Context, url string) (harness.Session, error)
 	client   *http.Client // the client the sessions share, if any: its idle connections are closed last
-	sessions []session
+	sessions []harness.Session
 }
 
-func sessionsOf(connect func(ctx context.Context, url string) (session, error), shared *http.Client) func(context.Context, string) (idleHost, error) {
+func sessionsOf(connect func(ctx context.Context, url string) (harness.Session, error), shared *http.Client) func(context.Context, string) (idleHost, error) {
 	return func(_ context.Context, url string) (idleHost, error) {
 		return &sessionsHost{url: url, connect: connect, client: shared}, nil
 	}
@@ -201,22 +203,22 @@ func startSharedClientSessions(_ context.Context, url string) (idleHost, error) 
 	if err != nil {
 		return nil, err
 	}
-	connect := func(ctx context.Context, url string) (session, error) {
-		return connectMcpvisorSession(ctx, url, eraLegacy, client)
+	connect := func(ctx context.Context, url string) (harness.Session, error) {
+		return connectMcpvisorSession(ctx, url, harness.EraLegacy, client)
 	}
 	return &sessionsHost{url: url, connect: connect, client: client}, nil
 }
 
 func (h *sessionsHost) open(ctx context.Context, n int) error {
-	h.sessions = make([]session, n)
+	h.sessions = make([]harness.Session, n)
 	return parallel(n, idleWorkers, func(i int) error {
 		s, err := h.connect(ctx, h.url)
 		if err != nil {
 			return err
 		}
 		h.sessions[i] = s
-		if got := s.version(); got != eraLegacy {
-			return fmt.Errorf("negotiated %q, want %q", got, eraLegacy)
+		if got := s.Version(); got != harness.EraLegacy {
+			return fmt.Errorf("negotiated %q, want %q", got, harness.EraLegacy)
 		}
 		return nil
 	})
@@ -225,7 +227,7 @@ func (h *sessionsHost) open(ctx context.Context, n int) error {
 func (h *sessionsHost) close() error {
 	err := parallel(len(h.sessions), idleWorkers, func(i int) error {
 		if s := h.sessions[i]; s != nil {
-			return s.close()
+			return s.Close()
 		}
 		return nil
 	})
@@ -286,7 +288,7 @@ func (h *supervisorHost) open(ctx context.Context, n int) error {
 	for i := range n {
 		servers[fmt.Sprintf("m%04d", i)] = mcpvisor.ServerConfig{
 			Config:          transports.Config{Type: transports.TypeHTTP, URL: h.url},
-			ProtocolVersion: eraLegacy,
+			ProtocolVersion: harness.EraLegacy,
 		}
 	}
 	res, err := h.sup.SetServers(ctx, servers)
@@ -304,8 +306,8 @@ func (h *supervisorHost) open(ctx context.Context, n int) error {
 		return fmt.Errorf("%d servers, want %d", len(st), n)
 	}
 	for _, s := range st {
-		if s.State != mcpvisor.StateReady || s.ProtocolVersion != eraLegacy {
-			return fmt.Errorf("server %s: %s at %q, want ready at %q", s.Name, s.State, s.ProtocolVersion, eraLegacy)
+		if s.State != mcpvisor.StateReady || s.ProtocolVersion != harness.EraLegacy {
+			return fmt.Errorf("server %s: %s at %q, want ready at %q", s.Name, s.State, s.ProtocolVersion, harness.EraLegacy)
 		}
 	}
 	return nil

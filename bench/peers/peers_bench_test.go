@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor/bench/peers/harness"
 )
 
 // mockBin is the mock server binary every client spawns, built once by
@@ -28,19 +29,14 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	mockBin = filepath.Join(dir, "mockserver")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		gobin = "go"
-	}
 	// Built without -race even under `go test -race`: the server must stay
 	// lean so that the benchmarks measure the clients.
-	build := exec.Command(gobin, "build", "-o", mockBin, "./cmd/mockserver")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	bins, err := harness.Build(dir)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "peers: building the mock server:", err)
 		return 1
 	}
+	mockBin = bins.Mock
 	code := m.Run()
 	if orphans := waitNoMockProcesses(2 * time.Second); len(orphans) > 0 {
 		fmt.Fprintf(os.Stderr, "peers: mock server processes left running: %v (killed)\n", orphans)
@@ -96,10 +92,10 @@ const (
 
 // forEachPeer runs f as sub-benchmark client=<name>/era=<era> for every
 // client and era.
-func forEachPeer(b *testing.B, f func(b *testing.B, p peer, era string)) {
-	for _, p := range peers {
-		for _, era := range eras {
-			b.Run("client="+p.name+"/era="+era, func(b *testing.B) { f(b, p, era) })
+func forEachPeer(b *testing.B, f func(b *testing.B, p harness.Peer, era string)) {
+	for _, p := range harness.Peers {
+		for _, era := range harness.Eras {
+			b.Run("client="+p.Name+"/era="+era, func(b *testing.B) { f(b, p, era) })
 		}
 	}
 }
@@ -119,18 +115,18 @@ func cpuTime(b *testing.B) time.Duration {
 // the process to exit). mcpvisor's includes starting and closing a
 // Supervisor around the server.
 func BenchmarkConnect(b *testing.B) {
-	forEachPeer(b, func(b *testing.B, p peer, era string) {
+	forEachPeer(b, func(b *testing.B, p harness.Peer, era string) {
 		b.ReportAllocs()
 		ctx := context.Background()
 		cpu0 := cpuTime(b)
 		for i := 0; i < b.N; i++ {
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			s, err := p.connect(cctx, mockBin, era)
+			s, err := p.Connect(cctx, harness.Command{Path: mockBin}, era)
 			cancel()
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := s.close(); err != nil {
+			if err := s.Close(); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -142,23 +138,27 @@ func BenchmarkConnect(b *testing.B) {
 // BenchmarkCallSequential measures b.N sequential tools/call of echo on
 // one session.
 func BenchmarkCallSequential(b *testing.B) {
-	forEachPeer(b, func(b *testing.B, p peer, era string) {
-		benchCalls(b, era, 1, func(ctx context.Context) (session, error) { return p.connect(ctx, mockBin, era) })
+	forEachPeer(b, func(b *testing.B, p harness.Peer, era string) {
+		benchCalls(b, era, 1, func(ctx context.Context) (harness.Session, error) {
+			return p.Connect(ctx, harness.Command{Path: mockBin}, era)
+		})
 	})
 }
 
 // BenchmarkCallConcurrent32 measures b.N tools/call of echo on one
 // session with 32 calls in flight (a pool of 32 goroutines).
 func BenchmarkCallConcurrent32(b *testing.B) {
-	forEachPeer(b, func(b *testing.B, p peer, era string) {
-		benchCalls(b, era, inFlight, func(ctx context.Context) (session, error) { return p.connect(ctx, mockBin, era) })
+	forEachPeer(b, func(b *testing.B, p harness.Peer, era string) {
+		benchCalls(b, era, inFlight, func(ctx context.Context) (harness.Session, error) {
+			return p.Connect(ctx, harness.Command{Path: mockBin}, era)
+		})
 	})
 }
 
 // benchCalls opens a session with connect, checks that it speaks era,
 // warms it up and measures b.N echo calls with workers calls in flight,
 // reporting calls/s and the client's CPU per call.
-func benchCalls(b *testing.B, era string, workers int, connect func(context.Context) (session, error)) {
+func benchCalls(b *testing.B, era string, workers int, connect func(context.Context) (harness.Session, error)) {
 	ctx := context.Background()
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	s, err := connect(cctx)
@@ -167,12 +167,12 @@ func benchCalls(b *testing.B, era string, workers int, connect func(context.Cont
 		b.Fatal(err)
 	}
 	defer func() {
-		if err := s.close(); err != nil {
+		if err := s.Close(); err != nil {
 			b.Error("close:", err)
 		}
 	}()
-	if got := s.version(); got != wantVersion[era] {
-		b.Fatalf("negotiated %q, want %q", got, wantVersion[era])
+	if got := s.Version(); got != harness.WantVersion[era] {
+		b.Fatalf("negotiated %q, want %q", got, harness.WantVersion[era])
 	}
 	if err := runCalls(ctx, s, warmupCalls, workers); err != nil {
 		b.Fatal("warm-up:", err)
@@ -194,7 +194,7 @@ func benchCalls(b *testing.B, era string, workers int, connect func(context.Cont
 
 // runCalls makes n echo calls on s with workers calls in flight and
 // returns the first error.
-func runCalls(ctx context.Context, s session, n, workers int) error {
+func runCalls(ctx context.Context, s harness.Session, n, workers int) error {
 	if workers <= 1 {
 		for range n {
 			if err := checkEcho(ctx, s); err != nil {
@@ -224,13 +224,13 @@ func runCalls(ctx context.Context, s session, n, workers int) error {
 	return firstErr
 }
 
-func checkEcho(ctx context.Context, s session) error {
-	text, err := s.echo(ctx)
+func checkEcho(ctx context.Context, s harness.Session) error {
+	text, err := s.Echo(ctx)
 	if err != nil {
 		return err
 	}
-	if text != echoText {
-		return fmt.Errorf("echo returned %q, want %q", text, echoText)
+	if text != harness.EchoText {
+		return fmt.Errorf("echo returned %q, want %q", text, harness.EchoText)
 	}
 	return nil
 }

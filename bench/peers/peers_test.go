@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor/bench/peers/harness"
 )
 
 // TestAllClientsTalkToTheMock checks the benchmark setup without running
@@ -11,10 +13,12 @@ import (
 // era, negotiates the era's version and gets the echo back, sequentially
 // and with calls in flight; and no server process outlives its session.
 func TestAllClientsTalkToTheMock(t *testing.T) {
-	for _, p := range peers {
-		for _, era := range eras {
-			t.Run("client="+p.name+"/era="+era, func(t *testing.T) {
-				checkClient(t, era, func(ctx context.Context) (session, error) { return p.connect(ctx, mockBin, era) })
+	for _, p := range harness.Peers {
+		for _, era := range harness.Eras {
+			t.Run("client="+p.Name+"/era="+era, func(t *testing.T) {
+				checkClient(t, era, func(ctx context.Context) (harness.Session, error) {
+					return p.Connect(ctx, harness.Command{Path: mockBin}, era)
+				})
 			})
 		}
 	}
@@ -27,10 +31,10 @@ func TestAllClientsTalkToTheMock(t *testing.T) {
 // Streamable HTTP, against one mock server process.
 func TestAllClientsTalkToTheMockHTTP(t *testing.T) {
 	srv := startHTTPMock(t)
-	for _, p := range peers {
-		for _, era := range eras {
-			t.Run("client="+p.name+"/era="+era, func(t *testing.T) {
-				checkClient(t, era, func(ctx context.Context) (session, error) { return p.connectHTTP(ctx, srv.URL, era) })
+	for _, p := range harness.Peers {
+		for _, era := range harness.Eras {
+			t.Run("client="+p.Name+"/era="+era, func(t *testing.T) {
+				checkClient(t, era, func(ctx context.Context) (harness.Session, error) { return p.ConnectHTTP(ctx, srv.URL, era) })
 			})
 		}
 	}
@@ -38,7 +42,7 @@ func TestAllClientsTalkToTheMockHTTP(t *testing.T) {
 
 // checkClient connects, checks the negotiated version, echoes once and
 // then 100 times with calls in flight, and closes.
-func checkClient(t *testing.T, era string, connect func(context.Context) (session, error)) {
+func checkClient(t *testing.T, era string, connect func(context.Context) (harness.Session, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := connect(ctx)
@@ -48,24 +52,24 @@ func checkClient(t *testing.T, era string, connect func(context.Context) (sessio
 	closed := false
 	defer func() {
 		if !closed {
-			s.close()
+			s.Close()
 		}
 	}()
-	if got := s.version(); got != wantVersion[era] {
-		t.Errorf("negotiated %q, want %q", got, wantVersion[era])
+	if got := s.Version(); got != harness.WantVersion[era] {
+		t.Errorf("negotiated %q, want %q", got, harness.WantVersion[era])
 	}
-	text, err := s.echo(ctx)
+	text, err := s.Echo(ctx)
 	if err != nil {
 		t.Fatal("echo:", err)
 	}
-	if text != echoText {
-		t.Fatalf("echo returned %q, want %q", text, echoText)
+	if text != harness.EchoText {
+		t.Fatalf("echo returned %q, want %q", text, harness.EchoText)
 	}
 	if err := runCalls(ctx, s, 100, inFlight); err != nil {
 		t.Fatal("concurrent echo:", err)
 	}
 	closed = true
-	if err := s.close(); err != nil {
+	if err := s.Close(); err != nil {
 		t.Fatal("close:", err)
 	}
 }

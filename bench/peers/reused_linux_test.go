@@ -12,6 +12,8 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports"
+
+	"github.com/mcpvisor/mcpvisor/bench/peers/harness"
 )
 
 // BenchmarkConnectReusedSupervisor is BenchmarkConnect for mcpvisor with
@@ -26,7 +28,7 @@ import (
 // delivered (see README.md). Finding the pid reads /proc/<pid>/exe of the
 // pids handed out since the previous iteration's server.
 func BenchmarkConnectReusedSupervisor(b *testing.B) {
-	for _, era := range eras {
+	for _, era := range harness.Eras {
 		b.Run("client=mcpvisor/era="+era, func(b *testing.B) {
 			ctx := context.Background()
 			sup, err := mcpvisor.Start(ctx, mcpvisor.Options{})
@@ -41,8 +43,8 @@ func BenchmarkConnectReusedSupervisor(b *testing.B) {
 				}
 			}()
 			servers := map[string]mcpvisor.ServerConfig{"m": {
-				Config:          transports.Config{Command: mockBin, Args: mockArgs},
-				ProtocolVersion: pinned(era),
+				Config:          transports.Config{Command: mockBin},
+				ProtocolVersion: harness.Pinned(era),
 			}}
 			none := map[string]mcpvisor.ServerConfig{}
 			lastPid := 0

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/bench/peers/harness"
+)
+
+// TestRunnerSmoke runs every scenario with a tiny profile (a few calls,
+// N=3) and checks that the report is written and reads back: results.json
+// with a figure of every kind and no error, summary.md with its sections,
+// and PNG plots that decode.
+func TestRunnerSmoke(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := run([]string{
+		"-quick", "-out", out,
+		"-transports", "stdio,http,ws", "-payloads", "16", "-inflight", "1,4", "-eras", "modern",
+		"-calls", "20", "-duration", "200ms", "-warmup", "2",
+		"-connect", "3", "-connect-http", "3", "-storm", "3", "-fanout", "1,3", "-fanout-ops", "2",
+	}, &stdout, &stderr)
+	t.Logf("ran in %v; stderr:\n%s", time.Since(start).Round(time.Millisecond), stderr.String())
+	if code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+
+	data, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res harness.Results
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal("results.json:", err)
+	}
+	if len(res.Errors) > 0 {
+		t.Errorf("errors: %q", res.Errors)
+	}
+	clients := map[string]bool{}
+	for _, c := range res.Call {
+		if c.Error == "" && c.Calls > 0 && c.CallsPerSec > 0 && c.P50Us > 0 && c.CPUPerCallUs > 0 {
+			clients[c.Client+"/"+c.Transport] = true
+		}
+	}
+	for _, want := range []string{"mcpvisor/stdio", "gosdk/stdio", "mcpgo/stdio", "floor/stdio", "mcpvisor/http", "gosdk/http", "mcpgo/http", "floor/http", "mcpvisor/ws"} {
+		if !clients[want] {
+			t.Errorf("no call figures for %s", want)
+		}
+	}
+	if len(res.Connect) != 7 { // stdio: spawn + 3 clients; http: 3 clients
+		t.Errorf("%d connect runs, want 7", len(res.Connect))
+	}
+	for _, c := range res.Connect {
+		if c.Error != "" || c.AllReadyMs <= 0 {
+			t.Errorf("connect %s %s: %+v", c.Client, c.Transport, c)
+		}
+	}
+	if len(res.Storm) != 1 || res.Storm[0].Failed != 3 || res.Storm[0].AllReadyAgainMs <= 0 {
+		t.Errorf("storm: %+v", res.Storm)
+	}
+	if len(res.FanOut) != 2 || res.FanOut[1].Ops != 2 || res.FanOut[1].DeliveryP50Us <= 0 {
+		t.Errorf("fan-out: %+v", res.FanOut)
+	}
+	if len(res.Targets) == 0 || res.Machine.Cores == 0 || res.Machine.GoVersion == "" {
+		t.Errorf("targets %d, machine %+v", len(res.Targets), res.Machine)
+	}
+
+	md, err := os.ReadFile(filepath.Join(out, "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Issue 6 targets", "## Calls", "## Connect", "## Reconnect storm", "## Fan-out", "![latency-stdio-16B-modern](latency-stdio-16B-modern.png)"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("summary.md lacks %q", want)
+		}
+	}
+	plots, _ := filepath.Glob(filepath.Join(out, "*.png"))
+	if len(plots) < 5 {
+		t.Errorf("%d plots: %v", len(plots), plots)
+	}
+	for _, p := range plots {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := png.Decode(f); err != nil {
+			t.Errorf("%s: %v", filepath.Base(p), err)
+		}
+		f.Close()
+	}
+	if !strings.Contains(stdout.String(), "summary.md") {
+		t.Errorf("stdout: %q", stdout.String())
+	}
+}
