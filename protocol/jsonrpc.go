@@ -176,8 +176,13 @@ func Decode(data []byte) (*Message, error) {
 		return nil, fmt.Errorf("%w: frame starts with %q", ErrParse, truncate(data, 20))
 	}
 	if json.Valid(data) {
-		if w, ok := scanEnvelope(data); ok {
-			return w.message()
+		var w wireMessage
+		var id ID
+		if hasID, ok := scanEnvelope(data, &w, &id); ok {
+			if !hasID {
+				return w.messageWithID(nil)
+			}
+			return w.messageWithID(&id)
 		}
 	}
 	return decodeSlow(data)
@@ -201,20 +206,24 @@ func decodeSlow(data []byte) (*Message, error) {
 }
 
 // message validates a decoded envelope and classifies it.
-func (w *wireMessage) message() (*Message, error) {
+func (w *wireMessage) message() (*Message, error) { return w.messageWithID(w.ID) }
+
+// messageWithID is message with the id (nil: none) passed apart from w,
+// so that Decode's id stays on its stack.
+func (w *wireMessage) messageWithID(id *ID) (*Message, error) {
 	if w.JSONRPC != JSONRPCVersion {
 		return nil, fmt.Errorf("%w: jsonrpc member is %q, want %q", ErrInvalidMessage, w.JSONRPC, JSONRPCVersion)
 	}
 	m := &Message{Method: w.Method, Params: nullToNil(w.Params), Result: w.Result, Error: w.Error}
-	if w.ID != nil {
-		m.ID = *w.ID
+	if id != nil {
+		m.ID = *id
 	}
 	switch {
 	case w.Method != "":
 		if w.Result != nil || w.Error != nil {
 			return nil, fmt.Errorf("%w: message has both method and result/error", ErrInvalidMessage)
 		}
-		if w.ID == nil {
+		if id == nil {
 			m.Kind = KindNotification
 		} else {
 			if m.ID.IsZero() {
@@ -243,8 +252,11 @@ func (w *wireMessage) message() (*Message, error) {
 // encoding/json: an escaped key, an escaped or non-string method, a
 // jsonrpc member other than the literal "2.0", a malformed id or error.
 // Params and result are copied, so the result does not alias data.
-func scanEnvelope(data []byte) (*wireMessage, bool) {
-	w := &wireMessage{}
+//
+// w and id are the caller's locals, so that decoding allocates only the
+// message and one copy of params and result. The id goes to *id, and
+// hasID reports a non-null one (w.ID is left nil).
+func scanEnvelope(data []byte, w *wireMessage, id *ID) (hasID, ok bool) {
 	var params, result []byte
 	i := skipSpace(data, 1)
 	for i < len(data) && data[i] != '}' {
@@ -254,45 +266,44 @@ func scanEnvelope(data []byte) (*wireMessage, bool) {
 		}
 		keyEnd, escaped := stringEnd(data, i)
 		if escaped || keyEnd < 0 {
-			return nil, false
+			return false, false
 		}
 		key := data[i+1 : keyEnd-1]
 		i = skipSpace(data, keyEnd)
 		i = skipSpace(data, i+1) // the colon
 		end := valueEnd(data, i)
 		if end < 0 {
-			return nil, false
+			return false, false
 		}
 		v := data[i:end]
 		switch string(key) {
 		case "jsonrpc":
 			if string(v) != `"2.0"` {
-				return nil, false
+				return false, false
 			}
 			w.JSONRPC = JSONRPCVersion
 		case "id":
 			if string(v) == "null" {
-				w.ID = nil
+				hasID = false
 				break
 			}
-			var id ID
 			if v[0] == '"' {
 				if _, esc := stringEnd(v, 0); esc {
-					return nil, false
+					return false, false
 				}
-				id = StringID(string(v[1 : len(v)-1]))
+				*id = StringID(string(v[1 : len(v)-1]))
 			} else if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-				id = Int64ID(n)
+				*id = Int64ID(n)
 			} else {
-				return nil, false
+				return false, false
 			}
-			w.ID = &id
+			hasID = true
 		case "method":
 			if v[0] != '"' {
-				return nil, false
+				return false, false
 			}
 			if _, esc := stringEnd(v, 0); esc {
-				return nil, false
+				return false, false
 			}
 			w.Method = string(v[1 : len(v)-1])
 		case "params":
@@ -306,7 +317,7 @@ func scanEnvelope(data []byte) (*wireMessage, bool) {
 			}
 			var e Error
 			if json.Unmarshal(v, &e) != nil {
-				return nil, false
+				return false, false
 			}
 			w.Error = &e
 		default:
@@ -314,7 +325,7 @@ func scanEnvelope(data []byte) (*wireMessage, bool) {
 			// decide about near-misses such as "ID" so both paths agree.
 			for _, name := range envelopeMembers {
 				if bytes.EqualFold(key, name) {
-					return nil, false
+					return false, false
 				}
 			}
 		}
@@ -331,7 +342,7 @@ func scanEnvelope(data []byte) (*wireMessage, bool) {
 			w.Result = buf[len(buf)-len(result):]
 		}
 	}
-	return w, true
+	return hasID, true
 }
 
 var envelopeMembers = [][]byte{[]byte("jsonrpc"), []byte("id"), []byte("method"), []byte("params"), []byte("result"), []byte("error")}

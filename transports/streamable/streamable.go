@@ -155,13 +155,16 @@ type Conn struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // Sends in flight and the GET stream
 
-	mu         sync.Mutex
-	sessionID  string // guarded by mu; issued with the initialize response
-	version    string // guarded by mu; the negotiated (or probed) version
-	modern     bool   // guarded by mu; version is of the stateless era
-	getStarted bool   // guarded by mu
-	closed     bool   // guarded by mu
-	closeOnce  sync.Once
+	mu        sync.Mutex
+	sessionID string // guarded by mu; issued with the initialize response
+	version   string // guarded by mu; the negotiated (or probed) version
+	// sessionIDValue and versionValue are sessionID and version as the
+	// header values every POST carries, built once (read-only once set).
+	sessionIDValue, versionValue []string // guarded by mu
+	modern                       bool     // guarded by mu; version is of the stateless era
+	getStarted                   bool     // guarded by mu
+	closed                       bool     // guarded by mu
+	closeOnce                    sync.Once
 }
 
 var (
@@ -195,6 +198,7 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, r transports
 func (c *Conn) SetProtocolVersion(version string) {
 	c.mu.Lock()
 	c.version = version
+	c.versionValue = []string{version}
 	c.modern = protocol.UsesDiscover(version)
 	c.mu.Unlock()
 }
@@ -215,6 +219,9 @@ type outgoing struct {
 	version string
 	session string
 	modern  bool
+	// The header values of version and session, when the Conn has them
+	// built (nil: built per request).
+	versionValue, sessionValue []string
 }
 
 // Send POSTs one frame. For a request it then reads the answer (JSON, or
@@ -233,7 +240,8 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 		c.mu.Unlock()
 		return transports.ErrClosed
 	}
-	out := outgoing{kind: m.Kind, id: m.ID, method: m.Method, version: c.version, session: c.sessionID, modern: c.modern}
+	out := outgoing{kind: m.Kind, id: m.ID, method: m.Method, version: c.version, session: c.sessionID, modern: c.modern,
+		versionValue: c.versionValue, sessionValue: c.sessionIDValue}
 	c.wg.Add(1)
 	c.mu.Unlock()
 	defer c.wg.Done()
@@ -276,6 +284,7 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 	if sid := resp.Header.Get(headerSessionID); sid != "" && out.method == protocol.MethodInitialize && resp.StatusCode < 300 {
 		c.mu.Lock()
 		c.sessionID = sid
+		c.sessionIDValue = []string{sid}
 		c.mu.Unlock()
 	}
 	if resp.StatusCode >= 300 {
@@ -332,10 +341,16 @@ func (c *Conn) setHeaders(h http.Header, out outgoing) {
 		h[k] = v
 	}
 	if out.session != "" {
-		h[headerSessionID] = []string{out.session}
+		if out.sessionValue == nil {
+			out.sessionValue = []string{out.session}
+		}
+		h[headerSessionID] = out.sessionValue
 	}
 	if out.version != "" && out.method != protocol.MethodInitialize {
-		h[headerProtocolVersion] = []string{out.version}
+		if out.versionValue == nil {
+			out.versionValue = []string{out.version}
+		}
+		h[headerProtocolVersion] = out.versionValue
 	}
 }
 
