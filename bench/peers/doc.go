@@ -4,6 +4,7 @@
 // bench/mockserver): over stdio (a server process per session) and over
 // Streamable HTTP (one server process per benchmark, serving both the
 // session eras and the stateless one), including what idle sessions cost
-// a client. It is a nested module so that the peers never become
-// dependencies of mcpvisor itself. See README.md.
+// a client. Package harness holds the clients and the benchmark runner
+// behind `mcpvisor bench` (cmd/bench). It is a nested module so that the
+// peers never become dependencies of mcpvisor itself. See README.md.
 package peers

@@ -2,7 +2,9 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,142 +81,209 @@ func wantText(payload int) string {
 	return strings.Repeat("x", payload)
 }
 
-// callSet runs one transport and payload.
+// contender is one client (or the floor) of a call group, connected.
+type contender struct {
+	base  CallResult
+	call  func(context.Context) error
+	pid   int    // the server process, for its CPU; 0 when unknown
+	err   string // why it could not connect
+	close func() error
+}
+
+// callSet runs one transport and payload: for each era, the clients (and,
+// with the first era, the floor) are connected at once and measured in
+// interleaved rounds, so that a change of the machine's load over time
+// affects them alike.
 func (r *runner) callSet(ctx context.Context, tr string, set CallSet, withCalls, withFloor bool) {
+	var floor *contender
 	if withFloor && tr != TransportWS {
-		r.floorSet(ctx, tr, set)
-	}
-	if !withCalls {
-		return
-	}
-	args := mockPayloadArgs(set.Payload)
-	var connect func(p Peer, era string) (Session, error)
-	serverPid := 0
-	switch tr {
-	case TransportStdio:
-		cmd := Command{Path: r.bins.Mock, Args: args}
-		connect = func(p Peer, era string) (Session, error) {
-			cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-			defer cancel()
-			return p.Connect(cctx, cmd, era)
+		floor = r.startFloor(tr, set.Payload)
+		if floor != nil && floor.close != nil {
+			defer func() {
+				if err := floor.close(); err != nil {
+					r.fail("floor %s: close: %v", tr, err)
+				}
+			}()
 		}
-	case TransportHTTP, TransportWS:
+	}
+	eras := set.Eras
+	if !withCalls {
+		eras = []string{""}
+	}
+	var url string
+	serverPid := 0
+	if withCalls && tr != TransportStdio {
 		mt := mockserver.TransportHTTP
 		if tr == TransportWS {
 			mt = mockserver.TransportWS
 		}
-		srv, err := StartNetServer(r.bins.Mock, mockserver.URLLinePrefix, append([]string{"-transport", mt, "-listen", mockserver.DefaultListen}, args...)...)
+		srv, err := StartNetServer(r.bins.Mock, mockserver.URLLinePrefix, append([]string{"-transport", mt, "-listen", mockserver.DefaultListen}, mockPayloadArgs(set.Payload)...)...)
 		if err != nil {
 			r.fail("%s mock server: %v", tr, err)
-			return
-		}
-		defer func() {
-			if err := srv.Stop(); err != nil {
-				r.fail("%s mock server: %v", tr, err)
-			}
-		}()
-		serverPid = srv.Pid()
-		connect = func(p Peer, era string) (Session, error) {
-			cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-			defer cancel()
-			if tr == TransportWS {
-				return p.ConnectWS(cctx, srv.URL, era)
-			}
-			return p.ConnectHTTP(cctx, srv.URL, era)
+			withCalls = false
+		} else {
+			defer func() {
+				if err := srv.Stop(); err != nil {
+					r.fail("%s mock server: %v", tr, err)
+				}
+			}()
+			url, serverPid = srv.URL, srv.Pid()
 		}
 	}
-	for _, era := range set.Eras {
-		for _, name := range r.cfg.Clients {
-			p, _ := PeerByName(name)
-			if tr == TransportWS && p.ConnectWS == nil {
-				continue
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			base := CallResult{Client: name, Transport: tr, Era: era, PayloadBytes: set.Payload}
-			s, err := connect(p, era)
-			if err == nil && s.Version() != WantVersion[era] {
-				err = fmt.Errorf("negotiated %q, want %q", s.Version(), WantVersion[era])
-				s.Close()
-			}
-			if err != nil {
-				msg := r.fail("%s %s %s %s: connect: %v", name, tr, era, SizeName(set.Payload), err)
-				for _, n := range set.InFlight {
-					res := base
-					res.InFlight, res.Error = n, msg
-					r.res.Call = append(r.res.Call, res)
-					r.prog.Step("%s %s %s: connect failed", name, tr, era)
+	for i, era := range eras {
+		if ctx.Err() != nil {
+			return
+		}
+		var cs []*contender
+		if i == 0 && floor != nil {
+			cs = append(cs, floor)
+		}
+		if withCalls {
+			for _, name := range r.cfg.Clients {
+				p, _ := PeerByName(name)
+				if tr == TransportWS && p.ConnectWS == nil {
+					continue
 				}
-				continue
+				cs = append(cs, r.connectContender(ctx, p, tr, era, set.Payload, url, serverPid))
 			}
-			base.Version = s.Version()
-			pid := serverPid
-			if tr == TransportStdio {
-				pid = 0
-				if pids := Children(r.bins.Mock); len(pids) == 1 {
-					pid = pids[0]
+		}
+		r.interleaved(ctx, set, cs)
+		for _, c := range cs {
+			if c != floor && c.close != nil {
+				if err := c.close(); err != nil {
+					r.fail("%s %s %s: close: %v", c.base.Client, tr, era, err)
 				}
-			}
-			r.batches(ctx, base, set, pid, EchoCall(s, wantText(set.Payload)))
-			if err := s.Close(); err != nil {
-				r.fail("%s %s %s: close: %v", name, tr, era, err)
 			}
 		}
 	}
 }
 
-// floorSet runs the limit scenario's batches of one transport and
-// payload: a bare echo child process.
-func (r *runner) floorSet(ctx context.Context, tr string, set CallSet) {
-	payload := set.Payload
-	if payload == len(EchoText) {
-		payload = 0 // the request itself comes back
-	}
-	base := CallResult{Client: Floor, Transport: tr, PayloadBytes: set.Payload}
+// connectContender connects client p over tr in era to a mock server
+// answering with payload bytes: over stdio a process of its own, else the
+// server at url (process serverPid).
+func (r *runner) connectContender(ctx context.Context, p Peer, tr, era string, payload int, url string, serverPid int) *contender {
+	c := &contender{base: CallResult{Client: p.Name, Transport: tr, Era: era, PayloadBytes: payload}, pid: serverPid}
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
 	var s Session
-	pid := 0
+	var err error
 	switch tr {
 	case TransportStdio:
-		p, err := StartPipeEcho(r.bins.Echo, payload)
-		if err != nil {
-			r.fail("floor %s: %v", tr, err)
-			return
+		before := Children(r.bins.Mock)
+		s, err = p.Connect(cctx, Command{Path: r.bins.Mock, Args: mockPayloadArgs(payload)}, era)
+		if err == nil {
+			for _, pid := range Children(r.bins.Mock) {
+				if !slices.Contains(before, pid) {
+					c.pid = pid
+				}
+			}
 		}
-		s, pid = p, p.cmd.Process.Pid
 	case TransportHTTP:
-		srv, err := StartNetServer(r.bins.Echo, EchoURLPrefix, "-mode", "http", "-payload", strconv.Itoa(payload))
-		if err != nil {
-			r.fail("floor %s: %v", tr, err)
-			return
-		}
-		defer srv.Stop()
-		s, pid = NewHTTPEcho(srv.URL, payload), srv.Pid()
+		s, err = p.ConnectHTTP(cctx, url, era)
+	case TransportWS:
+		s, err = p.ConnectWS(cctx, url, era)
 	}
-	r.batches(ctx, base, set, pid, EchoCall(s, EchoText))
-	if err := s.Close(); err != nil {
-		r.fail("floor %s: close: %v", tr, err)
+	if err == nil && s.Version() != WantVersion[era] {
+		err = fmt.Errorf("negotiated %q, want %q", s.Version(), WantVersion[era])
+		s.Close()
 	}
+	if err != nil {
+		c.err = r.fail("%s %s %s %s: connect: %v", p.Name, tr, era, SizeName(payload), err)
+		return c
+	}
+	c.base.Version = s.Version()
+	c.call = EchoCall(s, wantText(payload))
+	c.close = s.Close
+	return c
 }
 
-// batches measures call at every level of set, each after a warm-up.
-func (r *runner) batches(ctx context.Context, base CallResult, set CallSet, serverPid int, call func(context.Context) error) {
+// startFloor starts the limit scenario's bare echo child for tr and
+// payload.
+func (r *runner) startFloor(tr string, payload int) *contender {
+	c := &contender{base: CallResult{Client: Floor, Transport: tr, PayloadBytes: payload}}
+	echoPayload := payload
+	if payload == len(EchoText) {
+		echoPayload = 0 // the request itself comes back
+	}
+	switch tr {
+	case TransportStdio:
+		p, err := StartPipeEcho(r.bins.Echo, echoPayload)
+		if err != nil {
+			c.err = r.fail("floor %s: %v", tr, err)
+			return c
+		}
+		c.pid, c.close = p.cmd.Process.Pid, p.Close
+		c.call = EchoCall(p, EchoText)
+	case TransportHTTP:
+		srv, err := StartNetServer(r.bins.Echo, EchoURLPrefix, "-mode", "http", "-payload", strconv.Itoa(echoPayload))
+		if err != nil {
+			c.err = r.fail("floor %s: %v", tr, err)
+			return c
+		}
+		h := NewHTTPEcho(srv.URL, echoPayload)
+		c.pid = srv.Pid()
+		c.close = func() error { return errors.Join(h.Close(), srv.Stop()) }
+		c.call = EchoCall(h, EchoText)
+	}
+	return c
+}
+
+// interleaved measures the contenders at every level of set: each is
+// warmed up, then they take turns, set.Rounds times (in a rotating
+// order), each turn a batch of 1/Rounds of set's calls and duration; a
+// contender's figures combine its turns.
+func (r *runner) interleaved(ctx context.Context, set CallSet, cs []*contender) {
+	rounds := max(set.Rounds, 1)
 	for _, n := range set.InFlight {
 		if ctx.Err() != nil {
 			return
 		}
-		res := base
-		res.InFlight = n
-		r.prog.Step("%s %s %s %s ×%d", base.Client, base.Transport, base.Era, SizeName(base.PayloadBytes), n)
-		bctx, cancel := context.WithTimeout(ctx, time.Duration(set.Duration)+callGrace)
-		err := Warm(bctx, set.Warmup, n, call)
-		if err == nil {
-			res.CallStats, err = Measure(bctx, Batch{InFlight: n, Calls: set.Calls, Duration: time.Duration(set.Duration), ServerPid: serverPid}, call)
+		samples := make([][]Sample, len(cs))
+		errs := make([]string, len(cs))
+		name := func(c *contender) string {
+			return fmt.Sprintf("%s %s %s %s ×%d", c.base.Client, c.base.Transport, c.base.Era, SizeName(c.base.PayloadBytes), n)
 		}
-		cancel()
-		if err != nil {
-			res.Error = r.fail("%s %s %s %s ×%d: %v", base.Client, base.Transport, base.Era, SizeName(base.PayloadBytes), n, err)
+		for i, c := range cs {
+			r.prog.Step("%s", name(c))
+			if c.err != "" {
+				errs[i] = c.err
+				continue
+			}
+			wctx, cancel := context.WithTimeout(ctx, callGrace)
+			err := Warm(wctx, set.Warmup, n, c.call)
+			cancel()
+			if err != nil {
+				errs[i] = r.fail("%s: warm-up: %v", name(c), err)
+			}
 		}
-		r.res.Call = append(r.res.Call, res)
+		batch := Batch{InFlight: n, Calls: max(set.Calls/rounds, 1), Duration: time.Duration(set.Duration) / time.Duration(rounds)}
+		for round := range rounds {
+			for k := range cs {
+				i := (k + round) % len(cs)
+				c := cs[i]
+				if errs[i] != "" || ctx.Err() != nil {
+					continue
+				}
+				b := batch
+				b.ServerPid = c.pid
+				bctx, cancel := context.WithTimeout(ctx, b.Duration+callGrace)
+				smp, err := MeasureSample(bctx, b, c.call)
+				cancel()
+				samples[i] = append(samples[i], smp)
+				if err != nil {
+					errs[i] = r.fail("%s: %v", name(c), err)
+				}
+			}
+		}
+		for i, c := range cs {
+			res := c.base
+			res.InFlight = n
+			res.CallStats = Combine(samples[i]...)
+			res.Error = errs[i]
+			if res.Error == "" && res.Calls == 0 {
+				res.Error = "no call completed"
+			}
+			r.res.Call = append(r.res.Call, res)
+		}
 	}
 }

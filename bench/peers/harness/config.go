@@ -49,9 +49,13 @@ type CallSet struct {
 	Payload  int      `json:"payloadBytes"` // the echo's answer text; 16 is EchoText itself
 	InFlight []int    `json:"inFlight"`     // 1 is sequential
 	Eras     []string `json:"eras"`
-	Warmup   int      `json:"warmupCalls"` // unmeasured calls before each batch
-	Calls    int      `json:"maxCalls"`    // a batch ends after this many calls …
+	Warmup   int      `json:"warmupCalls"` // unmeasured calls before each level
+	Calls    int      `json:"maxCalls"`    // a level ends after this many calls per client …
 	Duration Duration `json:"maxDuration"` // … or when this has passed, whichever comes first
+	// Rounds splits each level into this many turns per client, the
+	// clients taking turns in a rotating order, so that the machine's load
+	// over time affects them alike.
+	Rounds int `json:"rounds"`
 }
 
 // Config is what a run measures.
@@ -102,9 +106,9 @@ func QuickProfile() Config {
 		Clients:    []string{Mcpvisor, GoSDK, McpGo},
 		Transports: []string{TransportStdio, TransportHTTP, TransportWS},
 		CallSets: []CallSet{
-			{Payload: 16, InFlight: []int{1, 8, 32, 128}, Eras: []string{EraModern, EraLegacy}, Warmup: 200, Calls: 30000, Duration: Duration(1500 * time.Millisecond)},
-			{Payload: 4 << 10, InFlight: []int{1, 32}, Eras: []string{EraModern}, Warmup: 100, Calls: 10000, Duration: Duration(time.Second)},
-			{Payload: 1 << 20, InFlight: []int{1}, Eras: []string{EraModern}, Warmup: 3, Calls: 30, Duration: Duration(time.Second)},
+			{Payload: 16, InFlight: []int{1, 8, 32, 128}, Eras: []string{EraModern, EraLegacy}, Warmup: 200, Calls: 30000, Duration: Duration(1500 * time.Millisecond), Rounds: 3},
+			{Payload: 4 << 10, InFlight: []int{1, 32}, Eras: []string{EraModern}, Warmup: 100, Calls: 10000, Duration: Duration(time.Second), Rounds: 2},
+			{Payload: 1 << 20, InFlight: []int{1}, Eras: []string{EraModern}, Warmup: 3, Calls: 30, Duration: Duration(time.Second), Rounds: 1},
 		},
 		ConnectStdio: []int{10, 100},
 		ConnectHTTP:  []int{100, 1000},
@@ -123,9 +127,9 @@ func FullProfile() Config {
 	c := QuickProfile()
 	c.Profile = "full"
 	c.CallSets = []CallSet{
-		{Payload: 16, InFlight: []int{1, 8, 32, 128}, Eras: []string{EraModern, EraLegacy}, Warmup: 500, Calls: 200000, Duration: Duration(5 * time.Second)},
-		{Payload: 4 << 10, InFlight: []int{1, 8, 32, 128}, Eras: []string{EraModern, EraLegacy}, Warmup: 200, Calls: 100000, Duration: Duration(4 * time.Second)},
-		{Payload: 1 << 20, InFlight: []int{1, 8, 32}, Eras: []string{EraModern}, Warmup: 5, Calls: 400, Duration: Duration(4 * time.Second)},
+		{Payload: 16, InFlight: []int{1, 8, 32, 128}, Eras: []string{EraModern, EraLegacy}, Warmup: 500, Calls: 200000, Duration: Duration(5 * time.Second), Rounds: 5},
+		{Payload: 4 << 10, InFlight: []int{1, 8, 32, 128}, Eras: []string{EraModern, EraLegacy}, Warmup: 200, Calls: 100000, Duration: Duration(4 * time.Second), Rounds: 4},
+		{Payload: 1 << 20, InFlight: []int{1, 8, 32}, Eras: []string{EraModern}, Warmup: 5, Calls: 400, Duration: Duration(4 * time.Second), Rounds: 2},
 	}
 	c.StormN = []int{10, 100}
 	c.FanOutOps = 100

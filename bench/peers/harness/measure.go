@@ -50,6 +50,26 @@ type Batch struct {
 // b.Duration has passed, and returns the figures. It stops at the first
 // error, which it returns with the figures so far.
 func Measure(ctx context.Context, b Batch, call func(context.Context) error) (CallStats, error) {
+	smp, err := MeasureSample(ctx, b, call)
+	st := Combine(smp)
+	if err == nil && st.Calls == 0 {
+		err = fmt.Errorf("no call completed")
+	}
+	return st, err
+}
+
+// Sample is the raw outcome of one batch: Combine turns samples (of
+// interleaved rounds) into figures.
+type Sample struct {
+	Latencies      []time.Duration // of every call that completed
+	Elapsed        time.Duration
+	CPU            time.Duration // this process's
+	ServerCPU      time.Duration // the server process's; -1 when unknown
+	Mallocs, Bytes uint64
+}
+
+// MeasureSample is Measure without the figures.
+func MeasureSample(ctx context.Context, b Batch, call func(context.Context) error) (Sample, error) {
 	workers := max(b.InFlight, 1)
 	lat := make([][]time.Duration, workers)
 	per := b.Calls/workers + 1
@@ -94,16 +114,47 @@ func Measure(ctx context.Context, b Batch, call func(context.Context) error) (Ca
 	elapsed := time.Since(start)
 	cpu, srv1 := CPUTime()-cpu0, ProcessCPUTime(b.ServerPid)
 	runtime.ReadMemStats(&ms1)
+	smp := Sample{
+		Latencies: slices.Concat(lat...),
+		Elapsed:   elapsed,
+		CPU:       cpu,
+		ServerCPU: -1,
+		Mallocs:   ms1.Mallocs - ms0.Mallocs,
+		Bytes:     ms1.TotalAlloc - ms0.TotalAlloc,
+	}
+	if srv0 >= 0 && srv1 >= srv0 {
+		smp.ServerCPU = srv1 - srv0
+	}
+	return smp, firstErr
+}
 
-	all := slices.Concat(lat...)
+// Combine sums samples into figures: calls/s is all calls over all the
+// samples' time, CPU and allocations per call likewise, and the
+// percentiles are over every call.
+func Combine(samples ...Sample) CallStats {
+	var (
+		all            []time.Duration
+		elapsed, cpu   time.Duration
+		srv            time.Duration
+		srvKnown       = len(samples) > 0
+		mallocs, bytes uint64
+	)
+	for _, s := range samples {
+		all = append(all, s.Latencies...)
+		elapsed += s.Elapsed
+		cpu += s.CPU
+		mallocs += s.Mallocs
+		bytes += s.Bytes
+		if s.ServerCPU < 0 {
+			srvKnown = false
+		}
+		srv += s.ServerCPU
+	}
 	slices.Sort(all)
 	n := len(all)
 	st := CallStats{Calls: n, ElapsedMs: ms(elapsed)}
 	if n == 0 {
-		if firstErr == nil {
-			firstErr = fmt.Errorf("no call completed")
-		}
-		return st, firstErr
+		return st
 	}
 	st.CallsPerSec = float64(n) / elapsed.Seconds()
 	st.P50Us = us(Percentile(all, 50))
@@ -111,12 +162,12 @@ func Measure(ctx context.Context, b Batch, call func(context.Context) error) (Ca
 	st.P99Us = us(Percentile(all, 99))
 	st.MaxUs = us(all[n-1])
 	st.CPUPerCallUs = us(cpu) / float64(n)
-	st.AllocsPerCall = float64(ms1.Mallocs-ms0.Mallocs) / float64(n)
-	st.BytesPerCall = float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(n)
-	if srv0 >= 0 && srv1 >= srv0 {
-		st.ServerCPUPerCallUs = us(srv1-srv0) / float64(n)
+	st.AllocsPerCall = float64(mallocs) / float64(n)
+	st.BytesPerCall = float64(bytes) / float64(n)
+	if srvKnown {
+		st.ServerCPUPerCallUs = us(srv) / float64(n)
 	}
-	return st, firstErr
+	return st
 }
 
 // Warm makes n calls with inFlight in flight, unmeasured.

@@ -247,6 +247,7 @@ func writeCallSummary(b *strings.Builder, res *Results, plots []string) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("## Calls: mcpvisor vs go-sdk vs mcp-go vs the floor\n\n")
 	w("One session per client (a Supervisor with one server, for mcpvisor), `tools/call` of the mock's `echo`; ")
+	w("the clients of a row (and the floor) are connected at once and take turns in rounds, so that the machine's load over time falls on them alike; ")
 	w("the floor is the same request over a bare newline-JSON echo child (pipe) or a plain net/http echo server (loopback HTTP) with no MCP layer. ")
 	w("calls/s over the batch; CPU: the client process's user+system time (getrusage) per call — every server is another process; ")
 	w("allocs: runtime Mallocs per call. \"÷ best peer\" is mcpvisor's calls/s over the faster peer's; \"floor ÷\" the floor's calls/s over mcpvisor's; ")

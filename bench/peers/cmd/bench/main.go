@@ -78,9 +78,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		payloads    = fs.String("payloads", "", "call: comma-separated `sizes` of the echo's answer (16, 4k, 1m; default the profile's)")
 		inflight    = fs.String("inflight", "", "call: comma-separated `levels` of calls in flight, 1 = sequential (default the profile's)")
 		eras        = fs.String("eras", "", "call: comma-separated `list` of modern, 2025-11-25 (default the profile's)")
-		calls       = fs.Int("calls", 0, "call: at most `N` calls per batch (default the profile's)")
-		duration    = fs.Duration("duration", 0, "call: at most this `long` per batch (default the profile's)")
-		warmup      = fs.String("warmup", "", "call: `N` unmeasured calls before each batch (default the profile's)")
+		calls       = fs.Int("calls", 0, "call: at most `N` calls per client and level (default the profile's)")
+		duration    = fs.Duration("duration", 0, "call: at most this `long` per client and level (default the profile's)")
+		warmup      = fs.String("warmup", "", "call: `N` unmeasured calls before each level (default the profile's)")
+		rounds      = fs.Int("rounds", 0, "call: the clients of a level take `N` turns each, in rotation (default the profile's)")
 		connectN    = fs.String("connect", "", "connect: comma-separated `numbers` of stdio servers (default the profile's)")
 		connectHTTP = fs.String("connect-http", "", "connect: comma-separated `numbers` of HTTP sessions (default the profile's)")
 		pool        = fs.Int("pool", 0, "stdio connects at once: mcpvisor's LocalConnectLimit, the peers' and the spawn's semaphore (default 3, mcpvisor's default)")
@@ -164,6 +165,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		if *calls > 0 {
 			s.Calls = *calls
+		}
+		if *rounds > 0 {
+			s.Rounds = *rounds
 		}
 		if *duration > 0 {
 			s.Duration = harness.Duration(*duration)
