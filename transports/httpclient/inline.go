@@ -196,7 +196,7 @@ func (pc *inlineConn) exchange(ctx context.Context, req *http.Request) (*http.Re
 
 	bw := writeBuffers.Get().(*bufio.Writer)
 	bw.Reset(pc.nc)
-	err := req.Write(bw)
+	err := writeRequest(bw, req)
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -211,7 +211,7 @@ func (pc *inlineConn) exchange(ctx context.Context, req *http.Request) (*http.Re
 	}
 	var resp *http.Response
 	for {
-		resp, err = http.ReadResponse(pc.br, req)
+		resp, err = readResponse(pc.br, req)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
 				err = &responseHeaderTimeoutError{pc.t.responseHeaderTimeout}
