@@ -93,6 +93,10 @@ func Build(dir string) (Binaries, error) {
 	if err != nil {
 		return Binaries{}, err
 	}
+	// The real path: processes are recognised by /proc/<pid>/exe.
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
 	b := Binaries{Mock: filepath.Join(dir, "mockserver"), Echo: filepath.Join(dir, "echo")}
 	for _, t := range []struct{ out, pkg string }{{b.Mock, "./cmd/mockserver"}, {b.Echo, "./cmd/echo"}} {
 		cmd := exec.Command(GoCommand(), "build", "-o", t.out, t.pkg)

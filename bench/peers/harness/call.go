@@ -244,7 +244,7 @@ func (r *runner) interleaved(ctx context.Context, set CallSet, cs []*contender) 
 			return fmt.Sprintf("%s %s %s %s ×%d", c.base.Client, c.base.Transport, c.base.Era, SizeName(c.base.PayloadBytes), n)
 		}
 		for i, c := range cs {
-			r.prog.Step("%s", name(c))
+			r.prog.Step("%s: warm-up", name(c))
 			if c.err != "" {
 				errs[i] = c.err
 				continue
@@ -264,6 +264,7 @@ func (r *runner) interleaved(ctx context.Context, set CallSet, cs []*contender) 
 				if errs[i] != "" || ctx.Err() != nil {
 					continue
 				}
+				r.prog.Status("%s, round %d/%d", name(c), round+1, rounds)
 				b := batch
 				b.ServerPid = c.pid
 				bctx, cancel := context.WithTimeout(ctx, b.Duration+callGrace)

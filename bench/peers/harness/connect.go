@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,6 +95,9 @@ func (r *runner) connectOne(ctx context.Context, client, transport, era string, 
 		res.Error = r.fail("%s %s N=%d: %v", client, transport, n, err)
 		return
 	}
+	// The previous run's freed pages go back to the OS first, so that
+	// every client's peak RSS grows from the same floor.
+	debug.FreeOSMemory()
 	before := idleSnapshot()
 	res.PeakRSSSinceStart = !ResetPeakRSS()
 	stopSampling := sampleGoroutines()

@@ -53,6 +53,16 @@ func (p *Progress) Step(format string, args ...any) {
 	}
 }
 
+// Status redraws the terminal line without counting a step.
+func (p *Progress) Status(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K[%s %d/%d %s] %s", p.scenario, p.done, max(p.total, p.done),
+			time.Since(p.start).Round(time.Second), fmt.Sprintf(format, args...))
+	}
+}
+
 // End ends the scenario with a summary line.
 func (p *Progress) End(format string, args ...any) {
 	p.mu.Lock()
