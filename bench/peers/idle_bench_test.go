@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,7 +209,7 @@ func startSharedClientSessions(_ context.Context, url string) (idleHost, error) 
 
 func (h *sessionsHost) open(ctx context.Context, n int) error {
 	h.sessions = make([]harness.Session, n)
-	return parallel(n, idleWorkers, func(i int) error {
+	return harness.Parallel(n, idleWorkers, func(i int) error {
 		s, err := h.connect(ctx, h.url)
 		if err != nil {
 			return err
@@ -225,7 +223,7 @@ func (h *sessionsHost) open(ctx context.Context, n int) error {
 }
 
 func (h *sessionsHost) close() error {
-	err := parallel(len(h.sessions), idleWorkers, func(i int) error {
+	err := harness.Parallel(len(h.sessions), idleWorkers, func(i int) error {
 		if s := h.sessions[i]; s != nil {
 			return s.Close()
 		}
@@ -236,34 +234,6 @@ func (h *sessionsHost) close() error {
 		h.client.CloseIdleConnections()
 	}
 	return err
-}
-
-// parallel runs f(0) … f(n-1), workers at a time, and returns the first
-// error; after an error the calls not yet started are skipped.
-func parallel(n, workers int, f func(i int) error) error {
-	var (
-		next     atomic.Int64
-		firstErr error
-		once     sync.Once
-		wg       sync.WaitGroup
-	)
-	for range min(workers, n) {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(n) {
-					return
-				}
-				if err := f(int(i)); err != nil {
-					once.Do(func() { firstErr = err })
-					next.Store(int64(n))
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return firstErr
 }
 
 // --- n servers in one Supervisor ---

@@ -200,9 +200,9 @@ func sampleGoroutines() func() int {
 	}
 }
 
-// parallel runs f(0) … f(n-1), workers at a time, and returns the first
+// Parallel runs f(0) … f(n-1), workers at a time, and returns the first
 // error; after an error the calls not yet started are skipped.
-func parallel(n, workers int, f func(i int) error) error {
+func Parallel(n, workers int, f func(i int) error) error {
 	var (
 		next     atomic.Int64
 		firstErr error
@@ -239,7 +239,7 @@ type sessionFleet struct {
 
 func (f *sessionFleet) open(ctx context.Context, n int) error {
 	f.sessions = make([]Session, n)
-	return parallel(n, f.pool, func(i int) error {
+	return Parallel(n, f.pool, func(i int) error {
 		s, err := f.connect(ctx)
 		if err != nil {
 			return err
@@ -252,7 +252,7 @@ func (f *sessionFleet) open(ctx context.Context, n int) error {
 func (f *sessionFleet) close() error {
 	var mu sync.Mutex
 	var errs []error
-	parallel(len(f.sessions), f.pool, func(i int) error {
+	Parallel(len(f.sessions), f.pool, func(i int) error {
 		if s := f.sessions[i]; s != nil {
 			if err := s.Close(); err != nil {
 				mu.Lock()
@@ -350,7 +350,7 @@ type spawnFleet struct {
 }
 
 func (f *spawnFleet) open(ctx context.Context, n int) error {
-	return parallel(n, f.pool, func(int) error {
+	return Parallel(n, f.pool, func(int) error {
 		cmd := exec.CommandContext(ctx, f.bin, "-exit-at-start")
 		cmd.Stderr = nil
 		err := cmd.Run()
