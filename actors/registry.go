@@ -431,7 +431,7 @@ func (r *registry) flushSpacing() time.Duration {
 }
 
 func (r *registry) scheduleFlush() {
-	if r.flushQueued {
+	if r.flushQueued || r.closed {
 		return
 	}
 	r.flushQueued = true
@@ -689,6 +689,7 @@ func (r *registry) maybeClosed() {
 	r.flush() // the last events, before the bus closes
 	r.closed = true
 	r.sys.pool.Store(emptyPool)
+	r.sys.poolChanged.notify()
 	if r.gapTimer != nil {
 		r.gapTimer.Stop()
 		r.gapTimer = nil

@@ -613,6 +613,8 @@ func (s *System) route(ctx context.Context, name string, find func(*pool) (poolE
 		}
 		select {
 		case <-changed:
+		case <-s.closed:
+			return poolEntry{}, ErrClosed
 		case <-ctx.Done():
 			return poolEntry{}, ErrUnknownTool
 		}
