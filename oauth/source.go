@@ -1,0 +1,1088 @@
+package oauth
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/rs/zerolog"
+	"golang.org/x/oauth2"
+)
+
+// UserAgent runs the user's part of the authorization code flow: it shows
+// the authorization URL (a browser, the host's own UI, or a headless
+// client in tests) and returns the query of the redirect the
+// authorization server sent to RedirectURI.
+type UserAgent interface {
+	// RedirectURI is the redirect URI of the flow; it is fixed before the
+	// client registers (a loopback listener is bound first).
+	RedirectURI() string
+	// Authorize shows authURL and waits for the redirect.
+	Authorize(ctx context.Context, authURL string) (url.Values, error)
+}
+
+// EnterpriseConfig configures the enterprise-managed authorization
+// extension (SEP-990): an identity provider's ID token is exchanged
+// (RFC 8693) at the IdP for an identity assertion grant (ID-JAG), which
+// the MCP server's authorization server exchanges (RFC 7523 jwt-bearer)
+// for an access token.
+type EnterpriseConfig struct {
+	IDToken          string // the user's ID token from the IdP
+	IdPTokenEndpoint string
+	IdPClientID      string
+	IdPClientSecret  string
+}
+
+// Config configures a Source. ServerURL is required; the rest has usable
+// zero values.
+type Config struct {
+	// ServerURL is the MCP server's URL.
+	ServerURL string
+
+	// ClientID and ClientSecret are a pre-registered client (tried
+	// first). ClientMetadataURL is the HTTPS URL of this client's Client
+	// ID Metadata Document, used as client_id with servers that support
+	// it (tried second). Dynamic registration comes last.
+	ClientID          string
+	ClientSecret      string
+	ClientMetadataURL string
+	// ClientName is sent with dynamic registration. Default "mcpvisor".
+	ClientName string
+
+	// Grant is the grant used: "" or "authorization_code" (the user
+	// authorizes in a browser), "client_credentials" (machine to machine,
+	// pre-registered client with ClientSecret or PrivateKeyPEM) or
+	// GrantJWTBearer with Enterprise set.
+	Grant string
+	// PrivateKeyPEM is a PKCS#8 (or EC/RSA) private key for
+	// private_key_jwt client authentication; SigningAlgorithm defaults
+	// from the key (ES256 for P-256, RS256 for RSA).
+	PrivateKeyPEM    string
+	SigningAlgorithm string
+	Enterprise       *EnterpriseConfig
+
+	// Scopes, when set, is requested when the server's challenge names
+	// no scope (instead of the resource's scopes_supported).
+	Scopes []string
+
+	// AuthServerMetadataURL is used when the resource publishes no
+	// protected resource metadata (instead of the 2025-03-26 fallback).
+	AuthServerMetadataURL string
+
+	// AllowNoPKCE proceeds with servers that do not advertise
+	// code_challenge_methods_supported (PKCE S256 is still sent).
+	AllowNoPKCE bool
+
+	// UserAgent, when set, lets the source run the authorization code
+	// flow by itself when the server demands it (a 401 without usable
+	// credentials, a 403 insufficient_scope). Nil: such a demand ends in
+	// a *NeedsAuthError, and Login must be called.
+	UserAgent UserAgent
+
+	// RefreshMargin is how long before expiry a token is refreshed. The
+	// margin is capped at a fifth of the token's lifetime. Zero: 1 min.
+	RefreshMargin time.Duration
+	// DefaultLifetime is assumed when a token comes without expires_in.
+	// Zero: 1 h.
+	DefaultLifetime time.Duration
+	// MaxStepUps bounds the step-up authorizations in a row (403
+	// insufficient_scope) without a successful request. Zero: 2.
+	MaxStepUps int
+	// RefreshBackoff is the first delay after a transient failure of the
+	// authorization server, doubling up to MaxRefreshBackoff. Zero: 2 s
+	// and 15 min.
+	RefreshBackoff    time.Duration
+	MaxRefreshBackoff time.Duration
+
+	// HTTPClient talks to the authorization server and fetches metadata.
+	// Nil: a client with a 30 s timeout.
+	HTTPClient *http.Client
+	// Store persists credentials. Nil: a MemoryStore.
+	Store Store
+	// Now is the clock. Nil: time.Now.
+	Now func() time.Time
+	// Logger receives diagnostics; never token values.
+	Logger zerolog.Logger
+}
+
+// Status describes a source for status output. It holds no secrets.
+type Status struct {
+	Issuer       string    `json:"issuer,omitempty"`
+	Resource     string    `json:"resource,omitempty"`
+	ClientID     string    `json:"clientId,omitempty"`
+	ClientSource string    `json:"clientSource,omitempty"`
+	Authorized   bool      `json:"authorized"`
+	HasRefresh   bool      `json:"hasRefreshToken,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
+	Scope        string    `json:"scope,omitempty"`
+	// NeedScope is the scope the server asked for when it last refused
+	// the credentials.
+	NeedScope string `json:"needScope,omitempty"`
+	// RetryAt is when the authorization server is contacted again after
+	// a transient failure.
+	RetryAt time.Time `json:"retryAt,omitzero"`
+	// Refreshes and Authorizations count what this source did.
+	Refreshes      int `json:"refreshes"`
+	Authorizations int `json:"authorizations"`
+}
+
+// Source provides the access token of one MCP server: it loads it from
+// the store, refreshes it ahead of expiry, answers the server's 401 and
+// 403 challenges, and runs the authorization flows. It starts no
+// goroutines; it is safe for concurrent use. All traffic to the
+// authorization server is single-flight: one operation at a time per
+// source (sem), and, for refreshes, one per store (Store.Lock) — callers
+// that queued meanwhile find the new token and make no request.
+type Source struct {
+	cfg       Config
+	canonical string
+	client    *http.Client
+	store     Store
+	now       func() time.Time
+	log       zerolog.Logger
+	sign      assertionSigner // nil without PrivateKeyPEM
+
+	sem chan struct{} // held by the one goroutine talking to the AS
+
+	mu sync.Mutex // guards everything below
+	// loaded is set once the store was read.
+	loaded bool
+	entry  Entry // the credentials in use (Issuer empty until known)
+	prm    *ResourceMetadata
+	meta   *ServerMetadata
+	// resource is the value of the resource parameter: the PRM's
+	// resource verbatim, else the canonical server URL.
+	resource  string
+	challenge BearerChallenge // the latest the server sent
+	needScope string
+	rejected  string // an access token the server refused; not offered again
+	stepUps   int
+	bo        *backoff.ExponentialBackOff
+	retryAt   time.Time // no AS traffic before this, after a transient failure
+	refreshes int
+	authzs    int
+}
+
+// NewSource returns the token source of cfg.ServerURL.
+func NewSource(cfg Config) (*Source, error) {
+	canonical, err := CanonicalResource(cfg.ServerURL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ClientName == "" {
+		cfg.ClientName = "mcpvisor"
+	}
+	if cfg.RefreshMargin <= 0 {
+		cfg.RefreshMargin = time.Minute
+	}
+	if cfg.DefaultLifetime <= 0 {
+		cfg.DefaultLifetime = time.Hour
+	}
+	if cfg.MaxStepUps <= 0 {
+		cfg.MaxStepUps = 2
+	}
+	if cfg.RefreshBackoff <= 0 {
+		cfg.RefreshBackoff = 2 * time.Second
+	}
+	if cfg.MaxRefreshBackoff <= 0 {
+		cfg.MaxRefreshBackoff = 15 * time.Minute
+	}
+	s := &Source{
+		cfg:       cfg,
+		canonical: canonical,
+		client:    cfg.HTTPClient,
+		store:     cfg.Store,
+		now:       cfg.Now,
+		log:       cfg.Logger,
+		sem:       make(chan struct{}, 1),
+		resource:  canonical,
+	}
+	if s.client == nil {
+		s.client = &http.Client{Timeout: 30 * time.Second}
+	}
+	if s.store == nil {
+		s.store = &MemoryStore{}
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if cfg.PrivateKeyPEM != "" {
+		if s.sign, err = newAssertionSigner(cfg.PrivateKeyPEM, cfg.SigningAlgorithm, s.now); err != nil {
+			return nil, err
+		}
+	}
+	switch cfg.Grant {
+	case "", GrantAuthorizationCode:
+	case GrantClientCredentials:
+		if cfg.ClientID == "" || (cfg.ClientSecret == "" && cfg.PrivateKeyPEM == "") {
+			return nil, errors.New("oauth: client_credentials needs clientId and clientSecret or a private key")
+		}
+	case GrantJWTBearer:
+		if cfg.Enterprise == nil || cfg.ClientID == "" {
+			return nil, errors.New("oauth: the jwt-bearer grant needs the enterprise settings and a clientId")
+		}
+	default:
+		return nil, fmt.Errorf("oauth: unknown grant %q", cfg.Grant)
+	}
+	s.bo = s.newBackoff()
+	return s, nil
+}
+
+type clockFunc func() time.Time
+
+func (c clockFunc) Now() time.Time { return c() }
+
+func (s *Source) newBackoff() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = s.cfg.RefreshBackoff
+	b.MaxInterval = s.cfg.MaxRefreshBackoff
+	b.Multiplier = 2
+	b.RandomizationFactor = 0.2
+	b.MaxElapsedTime = 0
+	b.Clock = clockFunc(s.now)
+	b.Reset()
+	return b
+}
+
+// ServerURL returns the canonical URL of the source's MCP server.
+func (s *Source) ServerURL() string { return s.canonical }
+
+// Interactive reports whether the source can obtain a token without the
+// user (client credentials, enterprise) or with its own UserAgent.
+func (s *Source) Interactive() bool {
+	return s.cfg.UserAgent != nil || s.machine()
+}
+
+func (s *Source) machine() bool {
+	return s.cfg.Grant == GrantClientCredentials || s.cfg.Grant == GrantJWTBearer
+}
+
+// Status reports the source's state.
+func (s *Source) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Status{Issuer: s.entry.Issuer, Resource: s.resource, Scope: s.entry.Scope, NeedScope: s.needScope,
+		RetryAt: s.retryAt, Refreshes: s.refreshes, Authorizations: s.authzs}
+	if c := s.entry.Client; c != nil {
+		st.ClientID, st.ClientSource = c.ClientID, c.Source
+	}
+	if t := s.entry.Token; t != nil && t.AccessToken != "" && t.AccessToken != s.rejected {
+		st.Authorized, st.HasRefresh, st.Expiry = t.Valid(s.now()) || t.RefreshToken != "", t.RefreshToken != "", t.Expiry
+	}
+	return st
+}
+
+// acquire takes the single-flight slot.
+func (s *Source) acquire(ctx context.Context) error {
+	select {
+	case s.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Source) release() { <-s.sem }
+
+// refreshAt is when t should be refreshed.
+func (s *Source) refreshAt(t *Token, issued time.Time) time.Time {
+	margin := s.cfg.RefreshMargin
+	if !issued.IsZero() {
+		if life := t.Expiry.Sub(issued); life > 0 && margin > life/5 {
+			margin = life / 5
+		}
+	}
+	return t.Expiry.Add(-margin)
+}
+
+// fresh reports whether the token in use needs nothing before being
+// sent. Called with mu held.
+func (s *Source) fresh(now time.Time) (string, bool) {
+	t := s.entry.Token
+	if t == nil || t.AccessToken == "" || t.AccessToken == s.rejected || !t.Valid(now) {
+		return "", false
+	}
+	return t.AccessToken, now.Before(s.refreshAt(t, s.entry.UpdatedAt))
+}
+
+// Token returns the access token to send, refreshing it first when it is
+// within the refresh margin of its expiry. It returns "" (and no error)
+// when there is no token yet: the request goes without one, and the
+// server's 401 starts the authorization (see Unauthorized). Errors: a
+// transient failure of the authorization server while the token has
+// expired (ErrTransient, ErrBackoff), or ctx's.
+func (s *Source) Token(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	if tok, ok := s.fresh(s.now()); ok && s.loaded {
+		s.mu.Unlock()
+		return tok, nil
+	}
+	s.mu.Unlock()
+	if err := s.acquire(ctx); err != nil {
+		return "", err
+	}
+	defer s.release()
+	if err := s.load(ctx); err != nil {
+		return "", err
+	}
+	now := s.now()
+	s.mu.Lock()
+	tok, ok := s.fresh(now)
+	t := s.entry.Token
+	s.mu.Unlock()
+	if ok {
+		return tok, nil
+	}
+	var err error
+	switch {
+	case t != nil && t.RefreshToken != "":
+		err = s.refresh(ctx, false)
+	case s.machine() && s.meta != nil:
+		// A machine client simply asks again (once discovery is done:
+		// else the server's 401 starts it).
+		err = s.obtain(ctx, s.scopeFor(""))
+	default:
+		return tok, nil // a valid token without refresh, or none
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if nt, _ := s.fresh(now); nt != "" {
+		return nt, nil
+	}
+	if t := s.entry.Token; t != nil && t.Valid(s.now()) && t.AccessToken != s.rejected {
+		return t.AccessToken, nil // refreshed early, or kept during a transient failure
+	}
+	if err != nil && (isTransient(err) || errors.Is(err, ErrBackoff) || ctx.Err() != nil) {
+		return "", err
+	}
+	return "", nil
+}
+
+// load reads the store once. Called with sem held.
+func (s *Source) load(ctx context.Context) error {
+	s.mu.Lock()
+	loaded := s.loaded
+	s.mu.Unlock()
+	if loaded {
+		return nil
+	}
+	e, err := s.store.Load(ctx, s.canonical, "")
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loaded = true
+	if e != nil {
+		s.entry = *e
+	}
+	return nil
+}
+
+// save persists the entry in use. Called with sem held.
+func (s *Source) save(ctx context.Context) error {
+	s.mu.Lock()
+	s.entry.ServerURL = s.canonical
+	s.entry.UpdatedAt = s.now()
+	e := cloneEntry(&s.entry)
+	s.mu.Unlock()
+	if e.Issuer == "" {
+		return nil
+	}
+	return s.store.Save(ctx, e)
+}
+
+// gate refuses authorization server traffic during a backoff delay.
+func (s *Source) gate() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now := s.now(); now.Before(s.retryAt) {
+		return fmt.Errorf("%w (next attempt in %s)", ErrBackoff, s.retryAt.Sub(now).Round(time.Second))
+	}
+	return nil
+}
+
+// outcome updates the backoff after authorization server traffic.
+func (s *Source) outcome(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil && isTransient(err) {
+		d := s.bo.NextBackOff()
+		s.retryAt = s.now().Add(d)
+		s.log.Warn().Err(err).Dur("retry_in", d).Msg("authorization server unavailable; backing off")
+		return
+	}
+	if err == nil {
+		s.bo.Reset()
+		s.retryAt = time.Time{}
+	}
+}
+
+// Unauthorized handles a 401 or 403 from the MCP server to a request
+// that carried used (maybe ""), with the response's WWW-Authenticate
+// values. It returns the token to retry the request with, or retry false
+// with the reason: a *NeedsAuthError when the user must authorize
+// (needs-auth), a transient error, or nil when the answer is not one
+// authorization can fix (a 403 without insufficient_scope).
+func (s *Source) Unauthorized(ctx context.Context, status int, wwwAuthenticate []string, used string) (token string, retry bool, err error) {
+	b, _ := ParseBearer(wwwAuthenticate)
+	if err := s.acquire(ctx); err != nil {
+		return "", false, err
+	}
+	defer s.release()
+	if err := s.load(ctx); err != nil {
+		return "", false, err
+	}
+	s.mu.Lock()
+	s.challenge = b
+	cur := s.entry.Token
+	now := s.now()
+	if used != "" && (cur == nil || cur.AccessToken == used) {
+		s.rejected = used
+	}
+	// Someone refreshed or authorized while this request was out.
+	if cur != nil && cur.AccessToken != used && cur.AccessToken != s.rejected && cur.Valid(now) && status == http.StatusUnauthorized {
+		s.mu.Unlock()
+		return cur.AccessToken, true, nil
+	}
+	s.mu.Unlock()
+
+	if status == http.StatusForbidden || b.Error == "insufficient_scope" {
+		if b.Error != "insufficient_scope" {
+			return "", false, nil
+		}
+		return s.stepUp(ctx, b)
+	}
+	// 401: one refresh for the rejected token, else a new authorization.
+	if cur != nil && cur.RefreshToken != "" {
+		err := s.refresh(ctx, true)
+		if err == nil {
+			s.mu.Lock()
+			tok := s.entry.Token.AccessToken
+			s.mu.Unlock()
+			return tok, true, nil
+		}
+		if !errors.Is(err, ErrNeedsLogin) {
+			return "", false, err
+		}
+	}
+	if !s.Interactive() {
+		return "", false, s.needsAuth(s.scopeFor(b.Scope), "the server refused the credentials", nil)
+	}
+	// Discovery first: the scope may come from the resource's metadata.
+	if err := s.discover(ctx, b.ResourceMetadata); err != nil {
+		return "", false, err
+	}
+	if err := s.authorize(ctx, b.ResourceMetadata, s.scopeFor(b.Scope)); err != nil {
+		return "", false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.entry.Token.AccessToken, true, nil
+}
+
+// stepUp re-authorizes with the union of the scopes (403
+// insufficient_scope), at most MaxStepUps times in a row.
+func (s *Source) stepUp(ctx context.Context, b BearerChallenge) (string, bool, error) {
+	s.mu.Lock()
+	scope := unionScope(s.entry.Scope, b.Scope)
+	limited := s.stepUps >= s.cfg.MaxStepUps
+	if !limited && s.Interactive() {
+		s.stepUps++
+	}
+	s.mu.Unlock()
+	if limited {
+		return "", false, s.needsAuth(scope, "insufficient scope after step-up", ErrStepUpLimit)
+	}
+	if !s.Interactive() {
+		return "", false, s.needsAuth(scope, "insufficient scope", nil)
+	}
+	if err := s.authorize(ctx, b.ResourceMetadata, scope); err != nil {
+		return "", false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.entry.Token.AccessToken, true, nil
+}
+
+// Succeeded tells the source a request with its token succeeded: the
+// step-up count starts over.
+func (s *Source) Succeeded() {
+	s.mu.Lock()
+	s.stepUps = 0
+	s.needScope = ""
+	s.mu.Unlock()
+}
+
+func (s *Source) needsAuth(scope, reason string, err error) error {
+	s.mu.Lock()
+	s.needScope = scope
+	s.mu.Unlock()
+	if err == nil {
+		err = ErrNeedsLogin
+	}
+	return &NeedsAuthError{Scope: scope, Reason: reason, Err: err}
+}
+
+func unionScope(a, b string) string {
+	out := strings.Fields(a)
+	for _, s := range strings.Fields(b) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// scopeFor selects the scope to request (MCP "Scope Selection
+// Strategy"): the challenge's, else the configured scopes, else the
+// resource's scopes_supported, else none. offline_access is added for
+// the code flow when the authorization server lists it.
+func (s *Source) scopeFor(challenged string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	scope := challenged
+	switch {
+	case scope != "":
+	case len(s.cfg.Scopes) > 0:
+		scope = strings.Join(s.cfg.Scopes, " ")
+	case s.prm != nil && len(s.prm.ScopesSupported) > 0:
+		scope = strings.Join(s.prm.ScopesSupported, " ")
+	}
+	return scope
+}
+
+func (s *Source) withOfflineAccess(scope string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.machine() || scope == "" && s.meta == nil {
+		return scope
+	}
+	if s.meta != nil && slices.Contains(s.meta.ScopesSupported, "offline_access") {
+		return unionScope(scope, "offline_access")
+	}
+	return scope
+}
+
+// Login runs the authorization code flow with ua (or the machine grant),
+// whether or not the server asked: `mcpvisor auth login`. scope overrides
+// the scope selection when set.
+func (s *Source) Login(ctx context.Context, ua UserAgent, scope string) error {
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.release()
+	if err := s.load(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	prev := s.cfg.UserAgent
+	if ua != nil {
+		s.cfg.UserAgent = ua
+	}
+	rm := s.challenge.ResourceMetadata
+	if scope == "" {
+		scope = unionScope(s.needScope, s.challenge.Scope)
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.cfg.UserAgent = prev
+		s.mu.Unlock()
+	}()
+	if scope == "" {
+		// Discovery first, for the resource's scopes_supported.
+		if err := s.discover(ctx, rm); err != nil {
+			return err
+		}
+		scope = s.scopeFor("")
+	}
+	return s.authorize(ctx, rm, scope)
+}
+
+// Logout forgets the server's tokens (all issuers), keeping nothing but
+// the dynamic client registrations.
+func (s *Source) Logout(ctx context.Context) error {
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.release()
+	entries, err := s.store.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.ServerURL != s.canonical {
+			continue
+		}
+		e.Token = nil
+		if err := s.store.Save(ctx, e); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.entry.Token = nil
+	s.loaded = false
+	s.mu.Unlock()
+	return nil
+}
+
+// Forget drops what the source knows about the authorization server
+// (metadata, challenge), so that the next authorization discovers afresh.
+func (s *Source) Forget() {
+	s.mu.Lock()
+	s.prm, s.meta = nil, nil
+	s.mu.Unlock()
+}
+
+// discover finds the resource's authorization server. Called with sem
+// held.
+func (s *Source) discover(ctx context.Context, resourceMetadata string) error {
+	s.mu.Lock()
+	have := s.meta != nil && (resourceMetadata == "" || s.prm == nil || s.prm.URL == resourceMetadata)
+	s.mu.Unlock()
+	if have {
+		return nil
+	}
+	if err := s.gate(); err != nil {
+		return err
+	}
+	err := s.discoverNow(ctx, resourceMetadata)
+	s.outcome(err)
+	return err
+}
+
+func (s *Source) discoverNow(ctx context.Context, resourceMetadata string) error {
+	prm, err := DiscoverResource(ctx, s.client, s.cfg.ServerURL, resourceMetadata)
+	if err != nil {
+		return err
+	}
+	var md *ServerMetadata
+	resource := s.canonical
+	switch {
+	case prm != nil:
+		resource = prm.Resource
+		// The client chooses among the listed servers (RFC 9728 §7.6):
+		// the first whose metadata can be fetched.
+		var lastErr error
+		for _, issuer := range prm.AuthorizationServers {
+			if md, lastErr = DiscoverServer(ctx, s.client, issuer); lastErr == nil {
+				break
+			}
+			if isTransient(lastErr) || ctx.Err() != nil {
+				return lastErr
+			}
+		}
+		if md == nil {
+			return lastErr
+		}
+	case s.cfg.AuthServerMetadataURL != "":
+		md = &ServerMetadata{}
+		st, err := getJSON(ctx, s.client, s.cfg.AuthServerMetadataURL, md)
+		if st != fetchOK {
+			return fmt.Errorf("%w: configured metadata %s: %w", ErrNoAuthServer, s.cfg.AuthServerMetadataURL, err)
+		}
+		md.URL = s.cfg.AuthServerMetadataURL
+		if md.Issuer == "" {
+			return fmt.Errorf("%w: configured metadata %s has no issuer", ErrNoAuthServer, md.URL)
+		}
+		if err := md.validate(); err != nil {
+			return err
+		}
+	default:
+		if md, err = legacyServer(ctx, s.client, s.cfg.ServerURL); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prm, s.meta, s.resource = prm, md, resource
+	if s.entry.Issuer != md.Issuer {
+		// Another authorization server: its own credentials, never the
+		// previous one's.
+		s.log.Info().Str("issuer", md.Issuer).Msg("authorization server discovered")
+		s.entry = Entry{ServerURL: s.canonical, Issuer: md.Issuer}
+		s.loaded = false
+	}
+	return nil
+}
+
+// loadIssuer reads the store's entry for the discovered issuer. Called
+// with sem held, after discover.
+func (s *Source) loadIssuer(ctx context.Context) error {
+	s.mu.Lock()
+	loaded, issuer := s.loaded, s.entry.Issuer
+	s.mu.Unlock()
+	if loaded {
+		return nil
+	}
+	e, err := s.store.Load(ctx, s.canonical, issuer)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loaded = true
+	if e != nil {
+		s.entry = *e
+	}
+	return nil
+}
+
+// authorize obtains a new token: the machine grant, or the code flow with
+// the UserAgent. Called with sem held.
+func (s *Source) authorize(ctx context.Context, resourceMetadata, scope string) error {
+	if err := s.discover(ctx, resourceMetadata); err != nil {
+		return err
+	}
+	if err := s.loadIssuer(ctx); err != nil {
+		return err
+	}
+	if s.machine() {
+		return s.obtain(ctx, scope)
+	}
+	s.mu.Lock()
+	ua := s.cfg.UserAgent
+	s.mu.Unlock()
+	if ua == nil {
+		return s.needsAuth(scope, "login required", nil)
+	}
+	return s.codeFlow(ctx, ua, scope)
+}
+
+// client returns the client identity for the current authorization
+// server: pre-registered, else a Client ID Metadata Document, else a
+// stored registration, else a new dynamic registration. Called with sem
+// held.
+func (s *Source) clientFor(ctx context.Context, redirectURI, scope string) (*ClientInfo, error) {
+	s.mu.Lock()
+	md, stored := s.meta, s.entry.Client
+	s.mu.Unlock()
+	switch {
+	case s.cfg.ClientID != "":
+		c := &ClientInfo{ClientID: s.cfg.ClientID, ClientSecret: s.cfg.ClientSecret, Source: "preregistered"}
+		if s.sign != nil {
+			c.AuthMethod = AuthMethodPrivateKey
+		} else {
+			c.AuthMethod = chooseAuthMethod(c.ClientSecret != "", md.TokenEndpointAuthMethodsSupported)
+		}
+		return c, nil
+	case s.cfg.ClientMetadataURL != "" && md.ClientIDMetadataDocumentSupported:
+		return &ClientInfo{ClientID: s.cfg.ClientMetadataURL, AuthMethod: AuthMethodNone, Source: "cimd"}, nil
+	case stored != nil && stored.Source == "dynamic" && (stored.SecretExpiresAt.IsZero() || s.now().Before(stored.SecretExpiresAt)):
+		return stored, nil
+	case md.RegistrationEndpoint != "":
+		c, err := register(ctx, s.client, md, s.cfg.ClientName, redirectURI, scope)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.entry.Client = c
+		s.mu.Unlock()
+		if err := s.save(ctx); err != nil {
+			return nil, err
+		}
+		s.log.Info().Str("client_id", c.ClientID).Str("auth_method", c.AuthMethod).Msg("registered a client")
+		return c, nil
+	}
+	return nil, fmt.Errorf("%w: %s", ErrNoClient, md.Issuer)
+}
+
+func randomString(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// codeFlow runs the authorization code flow with PKCE. Called with sem
+// held.
+func (s *Source) codeFlow(ctx context.Context, ua UserAgent, scope string) error {
+	s.mu.Lock()
+	md, resource := s.meta, s.resource
+	s.authzs++
+	s.mu.Unlock()
+	if md.AuthorizationEndpoint == "" {
+		return fmt.Errorf("%w: %s has no authorization_endpoint", ErrNoAuthServer, md.Issuer)
+	}
+	if !slices.Contains(md.CodeChallengeMethodsSupported, "S256") && !s.cfg.AllowNoPKCE {
+		return fmt.Errorf("%w (%s)", ErrNoPKCE, md.Issuer)
+	}
+	if err := checkEndpoint(md.AuthorizationEndpoint); err != nil {
+		return err
+	}
+	scope = s.withOfflineAccess(scope)
+	redirect := ua.RedirectURI()
+	info, err := s.clientFor(ctx, redirect, scope)
+	if err != nil {
+		return err
+	}
+	verifier := oauth2.GenerateVerifier()
+	state := randomString(24)
+	au, err := url.Parse(md.AuthorizationEndpoint)
+	if err != nil {
+		return err
+	}
+	q := au.Query()
+	q.Set("response_type", "code")
+	q.Set("client_id", info.ClientID)
+	q.Set("redirect_uri", redirect)
+	q.Set("state", state)
+	q.Set("code_challenge", oauth2.S256ChallengeFromVerifier(verifier))
+	q.Set("code_challenge_method", "S256")
+	q.Set("resource", resource)
+	if scope != "" {
+		q.Set("scope", scope)
+	}
+	au.RawQuery = q.Encode()
+	s.log.Info().Str("issuer", md.Issuer).Str("scope", scope).Msg("authorization requested")
+	back, err := ua.Authorize(ctx, au.String())
+	if err != nil {
+		return fmt.Errorf("oauth: authorization: %w", err)
+	}
+	// RFC 9207: the issuer first, so that a mix-up attacker's error is
+	// not even read.
+	if iss, ok := back["iss"]; ok {
+		if len(iss) != 1 || iss[0] != md.Issuer {
+			return fmt.Errorf("%w: authorization response from %q, expected %q", ErrIssuerMismatch, back.Get("iss"), md.Issuer)
+		}
+	} else if md.AuthorizationResponseISSParameterSupported {
+		return fmt.Errorf("%w: the authorization response has no iss although %s advertises it", ErrIssuerMismatch, md.Issuer)
+	}
+	if back.Get("state") != state {
+		return ErrStateMismatch
+	}
+	if e := back.Get("error"); e != "" {
+		return &Error{Endpoint: "authorization", Code: e, Description: back.Get("error_description"), Err: ErrNeedsLogin}
+	}
+	code := back.Get("code")
+	if code == "" {
+		return &Error{Endpoint: "authorization", Code: "invalid_response", Description: "no code in the redirect"}
+	}
+	form := url.Values{
+		"grant_type":    {GrantAuthorizationCode},
+		"code":          {code},
+		"redirect_uri":  {redirect},
+		"code_verifier": {verifier},
+		"resource":      {resource},
+	}
+	return s.exchange(ctx, info, form, scope)
+}
+
+// exchange calls the token endpoint and installs the token. Called with
+// sem held.
+func (s *Source) exchange(ctx context.Context, info *ClientInfo, form url.Values, scope string) error {
+	s.mu.Lock()
+	md := s.meta
+	s.mu.Unlock()
+	now := s.now()
+	call := &tokenCall{client: s.client, endpoint: md.TokenEndpoint, info: info, sign: s.sign, audience: md.Issuer,
+		form: form, now: now, lifetime: s.cfg.DefaultLifetime}
+	t, _, err := call.do(ctx)
+	s.outcome(err)
+	if err != nil {
+		var oe *Error
+		if errors.As(err, &oe) && oe.Code == "invalid_client" {
+			s.dropClient(ctx, info)
+		}
+		return err
+	}
+	s.install(info, t, scope)
+	return s.save(ctx)
+}
+
+func (s *Source) install(info *ClientInfo, t *Token, scope string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entry.Client = info
+	s.entry.Token = t
+	s.entry.UpdatedAt = s.now()
+	if scope != "" {
+		s.entry.Scope = scope
+	}
+	s.rejected = ""
+	s.needScope = ""
+	s.log.Info().Bool("refresh_token", t.RefreshToken != "").Time("expiry", t.Expiry).Msg("access token obtained")
+}
+
+// dropClient forgets a dynamic registration the server no longer knows
+// (invalid_client), so that the next authorization registers again.
+func (s *Source) dropClient(ctx context.Context, info *ClientInfo) {
+	if info.Source != "dynamic" {
+		return
+	}
+	s.mu.Lock()
+	s.entry.Client, s.entry.Token = nil, nil
+	s.mu.Unlock()
+	_ = s.save(ctx)
+}
+
+// obtain runs the machine grant (client credentials, or the enterprise
+// token exchange then jwt-bearer). Called with sem held.
+func (s *Source) obtain(ctx context.Context, scope string) error {
+	if err := s.gate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	md, resource := s.meta, s.resource
+	s.authzs++
+	s.mu.Unlock()
+	info := &ClientInfo{ClientID: s.cfg.ClientID, ClientSecret: s.cfg.ClientSecret, Source: "preregistered"}
+	if s.sign != nil {
+		info.AuthMethod = AuthMethodPrivateKey
+	} else {
+		info.AuthMethod = chooseAuthMethod(info.ClientSecret != "", md.TokenEndpointAuthMethodsSupported)
+	}
+	form := url.Values{"resource": {resource}}
+	if scope != "" {
+		form.Set("scope", scope)
+	}
+	switch s.cfg.Grant {
+	case GrantClientCredentials:
+		form.Set("grant_type", GrantClientCredentials)
+	case GrantJWTBearer:
+		jag, err := s.identityAssertion(ctx, md.Issuer, resource, scope)
+		if err != nil {
+			s.outcome(err)
+			return err
+		}
+		form.Set("grant_type", GrantJWTBearer)
+		form.Set("assertion", jag)
+	}
+	return s.exchange(ctx, info, form, scope)
+}
+
+// identityAssertion exchanges the IdP's ID token for an ID-JAG (RFC 8693)
+// at the IdP's token endpoint.
+func (s *Source) identityAssertion(ctx context.Context, audience, resource, scope string) (string, error) {
+	e := s.cfg.Enterprise
+	form := url.Values{
+		"grant_type":           {GrantTokenExchange},
+		"subject_token":        {e.IDToken},
+		"subject_token_type":   {"urn:ietf:params:oauth:token-type:id_token"},
+		"requested_token_type": {"urn:ietf:params:oauth:token-type:id-jag"},
+		"audience":             {audience},
+		"resource":             {resource},
+	}
+	if scope != "" {
+		form.Set("scope", scope)
+	}
+	info := &ClientInfo{ClientID: e.IdPClientID, ClientSecret: e.IdPClientSecret}
+	info.AuthMethod = chooseAuthMethod(info.ClientSecret != "", nil)
+	call := &tokenCall{client: s.client, endpoint: e.IdPTokenEndpoint, info: info, form: form, now: s.now(),
+		lifetime: s.cfg.DefaultLifetime, name: "identity provider token"}
+	if info.ClientID == "" {
+		call.info = nil
+	}
+	t, _, err := call.do(ctx)
+	if err != nil {
+		return "", err
+	}
+	return t.AccessToken, nil
+}
+
+// refresh spends the refresh token, under the store's lock, after
+// re-reading the store: when another process (or source) refreshed
+// meanwhile, its token is adopted and nothing is spent. force refreshes
+// even a token that looks fresh (the server rejected it). Called with sem
+// held.
+func (s *Source) refresh(ctx context.Context, force bool) error {
+	if err := s.gate(); err != nil {
+		return err
+	}
+	if err := s.discover(ctx, ""); err != nil {
+		return err
+	}
+	if err := s.loadIssuer(ctx); err != nil {
+		return err
+	}
+	unlock, err := s.store.Lock(ctx, s.canonical)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	s.mu.Lock()
+	issuer, held := s.entry.Issuer, s.entry.Token
+	s.mu.Unlock()
+	if e, err := s.store.Load(ctx, s.canonical, issuer); err == nil && e != nil && e.Token != nil && held != nil &&
+		e.Token.RefreshToken != held.RefreshToken {
+		// Refreshed elsewhere: adopt.
+		s.mu.Lock()
+		s.entry = *e
+		tok, fresh := s.fresh(s.now())
+		s.mu.Unlock()
+		if tok != "" && (fresh || !force) {
+			s.log.Debug().Msg("token refreshed by another holder of the store; adopted")
+			return nil
+		}
+	}
+	s.mu.Lock()
+	md, resource, t, info, scope := s.meta, s.resource, s.entry.Token, s.entry.Client, s.entry.Scope
+	s.refreshes++
+	s.mu.Unlock()
+	if t == nil || t.RefreshToken == "" {
+		return s.needsAuth(scope, "no refresh token", nil)
+	}
+	if info == nil {
+		info = &ClientInfo{ClientID: s.cfg.ClientID, ClientSecret: s.cfg.ClientSecret, AuthMethod: AuthMethodNone}
+	}
+	form := url.Values{
+		"grant_type":    {GrantRefreshToken},
+		"refresh_token": {t.RefreshToken},
+		"resource":      {resource},
+	}
+	call := &tokenCall{client: s.client, endpoint: md.TokenEndpoint, info: info, sign: s.sign, audience: md.Issuer,
+		form: form, now: s.now(), lifetime: s.cfg.DefaultLifetime}
+	nt, _, err := call.do(ctx)
+	s.outcome(err)
+	if err != nil {
+		if isTransient(err) || ctx.Err() != nil {
+			return err // credentials kept
+		}
+		var oe *Error
+		if errors.As(err, &oe) && oe.Code == "invalid_client" {
+			s.dropClient(ctx, info)
+		} else {
+			// The grant is over (invalid_grant, revoked): forget the
+			// tokens, keep the client.
+			s.mu.Lock()
+			s.entry.Token = nil
+			s.mu.Unlock()
+			_ = s.save(ctx)
+		}
+		s.log.Warn().Err(err).Msg("refresh refused; login required")
+		return s.needsAuth(scope, "refresh refused: "+oe.codeOr(err), nil)
+	}
+	if nt.RefreshToken == "" {
+		nt.RefreshToken = t.RefreshToken // not rotated: keep the old one
+	}
+	if nt.Scope == "" {
+		nt.Scope = t.Scope
+	}
+	s.mu.Lock()
+	s.entry.Token = nt
+	s.rejected = ""
+	s.mu.Unlock()
+	// Persist the rotated refresh token before the new access token is
+	// used.
+	if err := s.save(ctx); err != nil {
+		return err
+	}
+	s.log.Debug().Time("expiry", nt.Expiry).Msg("token refreshed")
+	return nil
+}
+
+func (e *Error) codeOr(err error) string {
+	if e != nil && e.Code != "" {
+		return e.Code
+	}
+	return err.Error()
+}
