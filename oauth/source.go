@@ -36,10 +36,10 @@ type UserAgent interface {
 // the MCP server's authorization server exchanges (RFC 7523 jwt-bearer)
 // for an access token.
 type EnterpriseConfig struct {
-	IDToken          string // the user's ID token from the IdP
-	IdPTokenEndpoint string
-	IdPClientID      string
-	IdPClientSecret  string
+	IDToken          string `json:"idToken,omitempty"` // the user's ID token from the IdP
+	IdPTokenEndpoint string `json:"idpTokenEndpoint,omitempty"`
+	IdPClientID      string `json:"idpClientId,omitempty"`
+	IdPClientSecret  string `json:"idpClientSecret,omitempty"`
 }
 
 // Config configures a Source. ServerURL is required; the rest has usable
@@ -166,10 +166,14 @@ type Source struct {
 	needScope string
 	rejected  string // an access token the server refused; not offered again
 	stepUps   int
-	bo        *backoff.ExponentialBackOff
-	retryAt   time.Time // no AS traffic before this, after a transient failure
-	refreshes int
-	authzs    int
+	// unconfirmed counts the authorizations since the last successful
+	// request: a server that refuses every new token stops getting new
+	// ones after 1+MaxStepUps.
+	unconfirmed int
+	bo          *backoff.ExponentialBackOff
+	retryAt     time.Time // no AS traffic before this, after a transient failure
+	refreshes   int
+	authzs      int
 }
 
 // NewSource returns the token source of cfg.ServerURL.
@@ -322,9 +326,18 @@ func (s *Source) fresh(now time.Time) (string, bool) {
 // expired (ErrTransient, ErrBackoff), or ctx's.
 func (s *Source) Token(ctx context.Context) (string, error) {
 	s.mu.Lock()
-	if tok, ok := s.fresh(s.now()); ok && s.loaded {
-		s.mu.Unlock()
-		return tok, nil
+	if s.loaded {
+		if tok, ok := s.fresh(s.now()); ok {
+			s.mu.Unlock()
+			return tok, nil
+		}
+		if t := s.entry.Token; (t == nil || t.AccessToken == "") && !(s.machine() && s.meta != nil) {
+			// Nothing to send and nothing to refresh: the request goes
+			// without a token (a server without authorization costs no
+			// more than this).
+			s.mu.Unlock()
+			return "", nil
+		}
 	}
 	s.mu.Unlock()
 	if err := s.acquire(ctx); err != nil {
@@ -446,7 +459,9 @@ func (s *Source) Unauthorized(ctx context.Context, status int, wwwAuthenticate [
 	s.challenge = b
 	cur := s.entry.Token
 	now := s.now()
-	if used != "" && (cur == nil || cur.AccessToken == used) {
+	if used != "" && status == http.StatusUnauthorized && (cur == nil || cur.AccessToken == used) {
+		// Refused outright (not merely short of scope): not offered
+		// again.
 		s.rejected = used
 	}
 	// Someone refreshed or authorized while this request was out.
@@ -518,7 +533,7 @@ func (s *Source) stepUp(ctx context.Context, b BearerChallenge) (string, bool, e
 // step-up count starts over.
 func (s *Source) Succeeded() {
 	s.mu.Lock()
-	s.stepUps = 0
+	s.stepUps, s.unconfirmed = 0, 0
 	s.needScope = ""
 	s.mu.Unlock()
 }
@@ -747,12 +762,19 @@ func (s *Source) authorize(ctx context.Context, resourceMetadata, scope string) 
 	if err := s.loadIssuer(ctx); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	ua := s.cfg.UserAgent
+	loop := s.unconfirmed >= 1+s.cfg.MaxStepUps
+	if !loop {
+		s.unconfirmed++
+	}
+	s.mu.Unlock()
+	if loop {
+		return s.needsAuth(scope, "the server refused every new authorization", ErrStepUpLimit)
+	}
 	if s.machine() {
 		return s.obtain(ctx, scope)
 	}
-	s.mu.Lock()
-	ua := s.cfg.UserAgent
-	s.mu.Unlock()
 	if ua == nil {
 		return s.needsAuth(scope, "login required", nil)
 	}

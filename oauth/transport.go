@@ -3,6 +3,7 @@ package oauth
 import (
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 )
 
@@ -37,18 +38,28 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		r := req.Clone(ctx)
-		if attempt > 0 && req.Body != nil && req.Body != http.NoBody {
-			body, err := req.GetBody()
-			if err != nil {
-				return nil, err
+		r := req
+		if tok != "" || attempt > 0 {
+			// A shallow copy with its own header map: the caller's
+			// request is not modified (http.RoundTripper's contract).
+			rc := *req
+			rc.Header = maps.Clone(req.Header)
+			if rc.Header == nil {
+				rc.Header = http.Header{}
 			}
-			r.Body = body
-		}
-		if tok != "" {
-			r.Header.Set("Authorization", "Bearer "+tok)
-		} else {
-			r.Header.Del("Authorization")
+			if attempt > 0 && req.Body != nil && req.Body != http.NoBody {
+				body, err := req.GetBody()
+				if err != nil {
+					return nil, err
+				}
+				rc.Body = body
+			}
+			if tok != "" {
+				rc.Header["Authorization"] = []string{"Bearer " + tok}
+			} else {
+				delete(rc.Header, "Authorization")
+			}
+			r = &rc
 		}
 		resp, err := base.RoundTrip(r)
 		if err != nil {
