@@ -70,8 +70,8 @@ type ServerConfig struct {
 	// the server supports.
 	ProtocolVersion string `json:"protocolVersion,omitempty"`
 
-	// OAuth holds the server's OAuth settings (client id, scopes). It is
-	// kept for the authorization support of a later release.
+	// OAuth holds the server's OAuth settings, an OAuthConfig in JSON
+	// (client id, scopes, grant…; see OAuthSettings).
 	OAuth json.RawMessage `json:"oauth,omitempty"`
 }
 
@@ -100,6 +100,9 @@ func (c *ServerConfig) Validate() error {
 		return fmt.Errorf("pingInterval must not be negative")
 	}
 	if err := c.Reconnect.Validate(); err != nil {
+		return err
+	}
+	if _, err := c.OAuthSettings(); err != nil {
 		return err
 	}
 	return nil
@@ -204,6 +207,11 @@ type Options struct {
 	// EventBuffer is how many past events are kept for subscribers that
 	// resume from a sequence number. Zero means 1024.
 	EventBuffer int
+
+	// OAuth configures the authorization of remote servers (see
+	// OAuthOptions; the zero value keeps tokens in memory and parks a
+	// server that needs a login in needs-auth).
+	OAuth OAuthOptions
 }
 
 // withDefaults fills zero fields.

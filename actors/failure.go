@@ -8,6 +8,7 @@ import (
 	"os/exec"
 
 	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -90,6 +91,14 @@ func ClassifyFailure(err error) FailureKind {
 		return FailureProtocol
 	case errors.As(err, &status) && status.StatusCode == http.StatusNotImplemented:
 		return FailureProtocol
+	case errors.Is(err, oauth.ErrTransient), errors.Is(err, oauth.ErrBackoff):
+		// The authorization server is unreachable or failing: the
+		// credentials are kept, and the connect is retried with backoff.
+		return FailureTransient
+	case isOAuthError(err):
+		// Login needed, or an authorization that cannot proceed without
+		// someone (a resource or issuer mismatch, no PKCE, no client).
+		return FailureAuth
 	}
 	switch transports.Classify(err) {
 	case transports.ClassSessionExpired:
@@ -132,4 +141,20 @@ func strikes(err error) (strike, ok bool) {
 		return false, errors.As(err, &rpcErr)
 	}
 	return false, false
+}
+
+// isOAuthError reports whether err comes from the authorization layer.
+func isOAuthError(err error) bool {
+	var oe *oauth.Error
+	var na *oauth.NeedsAuthError
+	if errors.As(err, &oe) || errors.As(err, &na) {
+		return true
+	}
+	for _, e := range []error{oauth.ErrNeedsLogin, oauth.ErrNoPKCE, oauth.ErrResourceMismatch, oauth.ErrIssuerMismatch,
+		oauth.ErrStateMismatch, oauth.ErrNoAuthServer, oauth.ErrNoClient, oauth.ErrStepUpLimit, oauth.ErrInsecureEndpoint} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

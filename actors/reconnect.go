@@ -50,6 +50,7 @@ func (a *serverActor) afterFailure(err error, lost bool) {
 	switch kind {
 	case FailureAuth:
 		a.park(StateNeedsAuth, err)
+		a.announceNeedsAuth(err)
 		return
 	case FailureConfig, FailureProtocol:
 		a.park(StateFailed, err)

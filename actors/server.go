@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -49,6 +50,7 @@ type serverHandle struct {
 	strikes atomic.Int32
 	memory  session.Memory
 	changed changeSignal // fires on every new view
+	auth    authHolder   // the server's OAuth token source (auth.go)
 }
 
 // changeSignal lets goroutines wait for the next change of something. The
@@ -96,9 +98,10 @@ type serverView struct {
 	// recovering is set while the server reconnects after it was ready:
 	// its tools stay offered and calls wait for the new connection.
 	recovering  bool
-	attempt     int       // connect attempts in the current episode
-	nextRetry   time.Time // when the scheduled attempt starts, while reconnecting
-	strikeLimit int       // ReconnectPolicy.Strikes of this server
+	attempt     int           // connect attempts in the current episode
+	nextRetry   time.Time     // when the scheduled attempt starts, while reconnecting
+	strikeLimit int           // ReconnectPolicy.Strikes of this server
+	auth        *oauth.Status // the server's authorization, if it has any
 }
 
 // offersTools reports whether the server's tools belong in the pool: when
@@ -152,6 +155,7 @@ func (v *serverView) status() ServerStatus {
 	if v.sess != nil {
 		st.InFlight = v.sess.InFlight()
 	}
+	st.Auth = v.auth
 	return st
 }
 
@@ -307,6 +311,7 @@ func (a *serverActor) publish() {
 		attempt:        a.attempt,
 		nextRetry:      a.nextRetry,
 		strikeLimit:    a.policy.Strikes,
+		auth:           a.h.authStatus(),
 	}
 	if a.state == StateReady && a.sess != nil {
 		v.sess = a.sess

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -85,6 +86,10 @@ type ServerStatus struct {
 	Lazy           bool      `json:"lazy,omitempty"`
 	// ToggledOff is set while the host has the server toggled off.
 	ToggledOff bool `json:"toggledOff,omitempty"`
+	// Auth is the server's authorization (issuer, client, expiry, the
+	// scope it asked for when it refused the credentials), for servers
+	// that asked for one. It never holds a token.
+	Auth *oauth.Status `json:"auth,omitempty"`
 }
 
 // EventType names what an Event reports.

@@ -24,6 +24,7 @@ type dialConfig struct {
 	ws         ws.Options
 	inproc     inproc.Options
 	inprocSrv  inproc.Server
+	err        error // the server's authorization cannot be set up
 }
 
 func (a *serverActor) dialConfig() dialConfig {
@@ -33,7 +34,9 @@ func (a *serverActor) dialConfig() dialConfig {
 	if a.cfg.TLS == nil {
 		client = a.opts.sharedHTTP
 	}
+	client, authErr := a.authClient(client) // auth.go: the bearer token on every request
 	return dialConfig{
+		err: authErr,
 		stdio: stdio.Options{
 			MaxFrameSize:      a.opts.MaxFrameSize,
 			CloseStdinTimeout: a.opts.CloseStdinTimeout,
@@ -50,6 +53,9 @@ func (a *serverActor) dialConfig() dialConfig {
 
 // dialer picks the transport for cfg.
 func dialer(cfg ServerConfig, dc dialConfig) (session.DialFunc, error) {
+	if dc.err != nil {
+		return nil, dc.err
+	}
 	tcfg := cfg.Config
 	switch cfg.Kind() {
 	case transports.TypeStdio:

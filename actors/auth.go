@@ -1,0 +1,327 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcpvisor/mcpvisor/oauth"
+	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/httpclient"
+)
+
+// Authorization of remote servers. Every HTTP-based server (http, sse,
+// ws) gets an oauth.Source, built on first connect and kept on its handle
+// (so it survives a restart of the actor): its oauth.Transport wraps the
+// server's HTTP client, so that every request — POST, GET stream, DELETE,
+// reconnects — carries the bearer token, a token near expiry is refreshed
+// first (single-flight), and a 401 gets one refresh and one retry. When
+// the Source cannot answer a challenge without the user, the transport
+// reports the 401/403, the server parks in needs-auth (no request to the
+// server or its authorization server until Login or a call), and an
+// EventAuthRequired names the scope needed.
+
+// OAuthConfig is the "oauth" member of a server entry. Every field is
+// optional: with none, the server is authorized by discovery and dynamic
+// registration when it asks.
+type OAuthConfig struct {
+	// ClientID and ClientSecret are a client registered beforehand with
+	// the server's authorization server.
+	ClientID     string `json:"clientId,omitempty"`
+	ClientSecret string `json:"clientSecret,omitempty"`
+	// ClientMetadataURL is this client's Client ID Metadata Document
+	// (an HTTPS URL), used as client_id where supported.
+	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
+	// Scopes are requested when the server's challenge names none.
+	Scopes []string `json:"scopes,omitempty"`
+	// CallbackHost and CallbackPort are where the login's loopback
+	// redirect listens. Default 127.0.0.1 and an ephemeral port.
+	CallbackHost string `json:"callbackHost,omitempty"`
+	CallbackPort int    `json:"callbackPort,omitempty"`
+	// AuthServerMetadataURL is the authorization server metadata to use
+	// when the server publishes no protected resource metadata.
+	AuthServerMetadataURL string `json:"authServerMetadataUrl,omitempty"`
+	// Grant is "client_credentials" for machine-to-machine access with
+	// ClientSecret or PrivateKey; empty means the authorization code flow.
+	Grant string `json:"grant,omitempty"`
+	// PrivateKey (PEM) or PrivateKeyFile authenticate the client with
+	// private_key_jwt; SigningAlgorithm defaults from the key.
+	PrivateKey       string `json:"privateKey,omitempty"`
+	PrivateKeyFile   string `json:"privateKeyFile,omitempty"`
+	SigningAlgorithm string `json:"signingAlgorithm,omitempty"`
+	// AllowMissingPKCE proceeds with authorization servers that do not
+	// advertise PKCE support (some enterprise servers omit the field).
+	AllowMissingPKCE bool `json:"allowMissingPkce,omitempty"`
+	// RefreshMarginMs overrides OAuthOptions.RefreshMargin.
+	RefreshMarginMs int `json:"refreshMarginMs,omitempty"`
+	// Enterprise configures the enterprise-managed grant (SEP-990).
+	Enterprise *oauth.EnterpriseConfig `json:"enterprise,omitempty"`
+	// Disabled turns authorization off for this server: a 401 parks it.
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+// OAuthSettings parses the server's "oauth" member (nil when absent).
+func (c *ServerConfig) OAuthSettings() (*OAuthConfig, error) {
+	if len(c.OAuth) == 0 || string(c.OAuth) == "null" {
+		return nil, nil
+	}
+	var o OAuthConfig
+	if err := json.Unmarshal(c.OAuth, &o); err != nil {
+		return nil, fmt.Errorf("oauth: %w", err)
+	}
+	switch o.Grant {
+	case "", oauth.GrantAuthorizationCode, oauth.GrantClientCredentials:
+	case "jwt-bearer", oauth.GrantJWTBearer:
+		o.Grant = oauth.GrantJWTBearer
+	default:
+		return nil, fmt.Errorf("oauth: unknown grant %q", o.Grant)
+	}
+	return &o, nil
+}
+
+// OAuthOptions configure authorization for all servers. The zero value
+// keeps credentials in memory and never runs a login by itself.
+type OAuthOptions struct {
+	// Store persists credentials. Nil: in memory, for this supervisor.
+	Store oauth.Store
+	// UserAgent, when set, returns the user agent with which a server's
+	// authorization code flow runs by itself when the server demands it
+	// (a 401 without usable credentials, a 403 insufficient_scope): for
+	// automated agents (tests, the conformance client). Nil: the server
+	// parks in needs-auth until Login.
+	UserAgent func(server string) oauth.UserAgent
+	// OpenURL shows a login's authorization URL to the user (Login). Nil:
+	// Login's caller must pass a user agent.
+	OpenURL func(ctx context.Context, server, authURL string) error
+	// RefreshMargin is how long before expiry tokens are refreshed (capped
+	// at a fifth of their lifetime). Zero: 1 min.
+	RefreshMargin time.Duration
+	// DefaultLifetime is assumed for tokens without expires_in. Zero: 1 h.
+	DefaultLifetime time.Duration
+	// Disabled turns authorization off: a 401 parks the server.
+	Disabled bool
+	// Now is the clock of token expiry. Nil: time.Now.
+	Now func() time.Time
+}
+
+// authHolder keeps a server's token source on its handle.
+type authHolder struct {
+	mu     sync.Mutex
+	src    *oauth.Source // nil until first needed
+	key    string        // the config the source was built for
+	client *http.Client  // the server's own HTTP client, when it has TLS settings
+}
+
+// NewAuthSource builds the token source of a remote server. client talks
+// to the authorization server (nil: a default client).
+func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, client *http.Client, log zerolog.Logger) (*oauth.Source, error) {
+	settings, err := cfg.OAuthSettings()
+	if err != nil {
+		return nil, err
+	}
+	if settings == nil {
+		settings = &OAuthConfig{}
+	}
+	oc := oauth.Config{
+		ServerURL:             cfg.URL,
+		ClientID:              settings.ClientID,
+		ClientSecret:          settings.ClientSecret,
+		ClientMetadataURL:     settings.ClientMetadataURL,
+		ClientName:            "mcpvisor",
+		Grant:                 settings.Grant,
+		PrivateKeyPEM:         settings.PrivateKey,
+		SigningAlgorithm:      settings.SigningAlgorithm,
+		Enterprise:            settings.Enterprise,
+		Scopes:                settings.Scopes,
+		AuthServerMetadataURL: settings.AuthServerMetadataURL,
+		AllowNoPKCE:           settings.AllowMissingPKCE,
+		RefreshMargin:         o.RefreshMargin,
+		DefaultLifetime:       o.DefaultLifetime,
+		HTTPClient:            client,
+		Store:                 o.Store,
+		Now:                   o.Now,
+		Logger:                log,
+	}
+	if settings.RefreshMarginMs > 0 {
+		oc.RefreshMargin = time.Duration(settings.RefreshMarginMs) * time.Millisecond
+	}
+	if settings.PrivateKeyFile != "" && oc.PrivateKeyPEM == "" {
+		b, err := os.ReadFile(settings.PrivateKeyFile)
+		if err != nil {
+			return nil, &transports.ConfigError{Err: fmt.Errorf("oauth privateKeyFile: %w", err)}
+		}
+		oc.PrivateKeyPEM = string(b)
+	}
+	if o.UserAgent != nil {
+		oc.UserAgent = o.UserAgent(name)
+	}
+	return oauth.NewSource(oc)
+}
+
+// authorizes reports whether the server's connections go through OAuth.
+func (a *serverActor) authorizes() bool {
+	if a.opts.OAuth.Disabled {
+		return false
+	}
+	switch a.cfg.Kind() {
+	case transports.TypeHTTP, transports.TypeSSE, transports.TypeWS:
+	default:
+		return false
+	}
+	s, err := a.cfg.OAuthSettings()
+	return err != nil || s == nil || !s.Disabled
+}
+
+// authSource returns the server's token source, building it (or
+// rebuilding it after a config change) when needed.
+func (a *serverActor) authSource() (*oauth.Source, error) {
+	h := &a.h.auth
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	key := a.cfg.URL + "\x00" + string(a.cfg.OAuth)
+	if h.src != nil && h.key == key {
+		return h.src, nil
+	}
+	client := a.opts.sharedHTTP
+	if a.cfg.TLS != nil {
+		if h.client == nil || h.key != key {
+			c, err := httpclient.New(a.cfg.Config, httpclient.Options{})
+			if err != nil {
+				return nil, err
+			}
+			h.client = c
+		}
+		client = h.client
+	}
+	src, err := NewAuthSource(a.h.name, a.cfg, a.opts.OAuth, client, a.log)
+	if err != nil {
+		return nil, &transports.ConfigError{Err: err}
+	}
+	h.src, h.key = src, key
+	return src, nil
+}
+
+// currentAuth returns the token source, if one was built.
+func (h *serverHandle) currentAuth() *oauth.Source {
+	h.auth.mu.Lock()
+	defer h.auth.mu.Unlock()
+	return h.auth.src
+}
+
+// authClient wraps the server's HTTP client (nil: the transport's own)
+// with its token source. It returns client unchanged for servers without
+// authorization, and a config error the connect reports.
+func (a *serverActor) authClient(client *http.Client) (*http.Client, error) {
+	if !a.authorizes() {
+		return client, nil
+	}
+	src, err := a.authSource()
+	if err != nil {
+		return nil, err
+	}
+	if client == nil {
+		client = a.h.auth.client // built by authSource for TLS settings
+	}
+	if client == nil {
+		return nil, &transports.ConfigError{Err: errors.New("no HTTP client for the server")}
+	}
+	wrapped := *client
+	wrapped.Transport = &oauth.Transport{Base: client.Transport, Source: src}
+	return &wrapped, nil
+}
+
+// EventAuthRequired: a server needs the user to authorize (it is parked
+// in needs-auth). Data holds {"scope", "issuer", "reason"}; a host shows
+// a login prompt and calls Login.
+const EventAuthRequired EventType = "auth_required"
+
+// announceNeedsAuth publishes EventAuthRequired for a server that just
+// parked in needs-auth.
+func (a *serverActor) announceNeedsAuth(err error) {
+	if a.parent == nil {
+		return
+	}
+	info := struct {
+		Scope  string `json:"scope,omitempty"`
+		Issuer string `json:"issuer,omitempty"`
+		Reason string `json:"reason,omitempty"`
+	}{}
+	var na *oauth.NeedsAuthError
+	if errors.As(err, &na) {
+		info.Scope, info.Reason = na.Scope, na.Reason
+	}
+	if src := a.h.currentAuth(); src != nil {
+		st := src.Status()
+		info.Issuer = st.Issuer
+		if info.Scope == "" {
+			info.Scope = st.NeedScope
+		}
+	}
+	if info.Reason == "" && err != nil {
+		info.Reason = err.Error()
+	}
+	data, _ := json.Marshal(info)
+	a.root.Send(a.parent, serverEvent{handle: a.h, event: Event{Type: EventAuthRequired, Data: data}})
+}
+
+// authStatus is the server's authorization status, for ServerStatus.
+func (h *serverHandle) authStatus() *oauth.Status {
+	src := h.currentAuth()
+	if src == nil {
+		return nil
+	}
+	st := src.Status()
+	if st.Issuer == "" && !st.Authorized && st.NeedScope == "" {
+		return nil // never asked for authorization
+	}
+	return &st
+}
+
+// Login runs the authorization of server name: the authorization code
+// flow with ua (nil: a loopback redirect, the URL shown through
+// OAuthOptions.OpenURL), or the machine grant; then reconnects the server.
+func (s *System) Login(ctx context.Context, name string, ua oauth.UserAgent) error {
+	h, err := s.handle(name)
+	if err != nil {
+		return err
+	}
+	src := h.currentAuth()
+	if src == nil {
+		v := h.view.Load()
+		tmp := &serverActor{h: h, cfg: v.cfg, opts: s.opts, log: s.opts.Logger.With().Str("server", name).Logger()}
+		if !tmp.authorizes() {
+			return fmt.Errorf("mcpvisor: server %q does not use OAuth", name)
+		}
+		if src, err = tmp.authSource(); err != nil {
+			return err
+		}
+	}
+	if ua == nil {
+		open := s.opts.OAuth.OpenURL
+		if open == nil {
+			return errors.New("mcpvisor: Login needs a user agent or OAuthOptions.OpenURL")
+		}
+		settings, _ := h.view.Load().cfg.OAuthSettings()
+		host, port := "", 0
+		if settings != nil {
+			host, port = settings.CallbackHost, settings.CallbackPort
+		}
+		lb, err := oauth.NewLoopback(host, port, func(ctx context.Context, u string) error { return open(ctx, name, u) })
+		if err != nil {
+			return err
+		}
+		defer lb.Close()
+		ua = lb
+	}
+	if err := src.Login(ctx, ua, ""); err != nil {
+		return err
+	}
+	return s.Reconnect(ctx, name)
+}

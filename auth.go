@@ -1,0 +1,33 @@
+package mcpvisor
+
+import (
+	"context"
+
+	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/oauth"
+)
+
+// OAuthOptions configure the authorization of remote servers
+// (Options.OAuth): the credential store, a login hook to show
+// authorization URLs the host's own way, refresh timing.
+type OAuthOptions = actors.OAuthOptions
+
+// OAuthConfig is the "oauth" member of a server entry (client id and
+// secret, scopes, callback port, grant…).
+type OAuthConfig = actors.OAuthConfig
+
+// AuthStatus is a server's authorization state in ServerStatus.Auth.
+type AuthStatus = oauth.Status
+
+// EventAuthRequired reports a server that needs the user to authorize:
+// it is parked in needs-auth until Login. Data holds the scope needed.
+const EventAuthRequired = actors.EventAuthRequired
+
+// Login authorizes server name and reconnects it. ua runs the user's part
+// of the authorization code flow; nil means a loopback redirect on
+// 127.0.0.1 with the URL shown through Options.OAuth.OpenURL (a browser,
+// or the host's own prompt). Servers with a machine grant
+// (client_credentials) need no user agent.
+func (s *Supervisor) Login(ctx context.Context, name string, ua oauth.UserAgent) error {
+	return s.sys.Login(ctx, name, ua)
+}
