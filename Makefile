@@ -12,9 +12,17 @@ CONFORMANCE_DIR     := $(DEPS)/conformance
 CONFORMANCE_VERSION := 0.1.16
 CONFORMANCE         := $(CONFORMANCE_DIR)/node_modules/.bin/conformance
 CONFORMANCE_RESULTS := $(DEPS)/conformance-results
-# The scenarios that must pass (the rest are expected failures, listed in
-# testdata/conformance/baseline.yml).
-CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-defaults sse-retry
+# The scenarios that must pass: all of them (testdata/conformance/baseline.yml,
+# the expected failures, is empty).
+CONFORMANCE_AUTH := metadata-default metadata-var1 metadata-var2 metadata-var3 basic-cimd \
+	scope-from-www-authenticate scope-from-scopes-supported scope-omitted-when-undefined \
+	scope-step-up scope-retry-limit token-endpoint-auth-basic token-endpoint-auth-post \
+	token-endpoint-auth-none pre-registration 2025-03-26-oauth-metadata-backcompat \
+	2025-03-26-oauth-endpoint-fallback resource-mismatch offline-access-scope \
+	offline-access-not-supported client-credentials-jwt client-credentials-basic \
+	cross-app-access-complete-flow
+CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-defaults sse-retry \
+	$(addprefix auth/,$(CONFORMANCE_AUTH))
 
 .PHONY: all build run test test-go deps npm-deps lint fmt vet fuzz bench bench-peers conformance clean
 

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -35,6 +36,9 @@ var conformanceCalls = map[string]struct {
 	"tools_call":                          {"add_numbers", map[string]any{"a": 5, "b": 3}},
 	"elicitation-sep1034-client-defaults": {"test_client_elicitation_defaults", map[string]any{}},
 	"sse-retry":                           {"test_reconnection", map[string]any{}},
+	// The step-up scenarios demand more scope for tools/call.
+	"auth/scope-step-up":     {"test-tool", map[string]any{}},
+	"auth/scope-retry-limit": {"test-tool", map[string]any{}},
 }
 
 func (a *app) conformanceCommand() *cobra.Command {
@@ -59,10 +63,21 @@ const conformanceServer = "conformance"
 
 func (a *app) runConformance(ctx context.Context, scenario, url string) error {
 	elicitation := json.RawMessage(`{"form":{}}`)
+	oauthCfg, err := conformanceOAuth(scenario, os.Getenv("MCP_CONFORMANCE_CONTEXT"))
+	if err != nil {
+		return err
+	}
 	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{
 		Logger:       a.libLog,
 		Capabilities: protocol.ClientCapabilities{Elicitation: &elicitation},
 		Requests:     acceptWithDefaults,
+		OAuth: mcpvisor.OAuthOptions{
+			// The suite's authorization servers grant at once: the flow
+			// runs headless, reading the redirect without following it.
+			UserAgent: func(string) oauth.UserAgent {
+				return &oauth.HeadlessUserAgent{Redirect: conformanceRedirect}
+			},
+		},
 	})
 	if err != nil {
 		return err
@@ -70,7 +85,7 @@ func (a *app) runConformance(ctx context.Context, scenario, url string) error {
 	defer a.closeSupervisor(sup)
 
 	res, err := sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{
-		conformanceServer: {Config: mcpvisor.TransportConfig{Type: "http", URL: url}},
+		conformanceServer: {Config: mcpvisor.TransportConfig{Type: "http", URL: url}, OAuth: oauthCfg},
 	})
 	if err != nil {
 		return err
@@ -98,6 +113,48 @@ func (a *app) runConformance(ctx context.Context, scenario, url string) error {
 		return fmt.Errorf("tool %s failed: %v", call.tool, result.Content)
 	}
 	return nil
+}
+
+// conformanceRedirect is the redirect URI of the headless code flow
+// (nothing listens there: the redirect is read, not followed).
+const conformanceRedirect = "http://127.0.0.1:3000/callback"
+
+// conformanceClientMetadata is the client ID metadata document URL the
+// suite expects (auth/basic-cimd).
+const conformanceClientMetadata = "https://conformance-test.local/client-metadata.json"
+
+// conformanceContext is what the suite passes in MCP_CONFORMANCE_CONTEXT.
+type conformanceContext struct {
+	ClientID         string `json:"client_id"`
+	ClientSecret     string `json:"client_secret"`
+	PrivateKeyPEM    string `json:"private_key_pem"`
+	SigningAlgorithm string `json:"signing_algorithm"`
+	IdPClientID      string `json:"idp_client_id"`
+	IdPIDToken       string `json:"idp_id_token"`
+	IdPTokenEndpoint string `json:"idp_token_endpoint"`
+}
+
+// conformanceOAuth builds the server's "oauth" member for scenario from
+// the suite's context.
+func conformanceOAuth(scenario, rawContext string) (json.RawMessage, error) {
+	var c conformanceContext
+	if rawContext != "" {
+		if err := json.Unmarshal([]byte(rawContext), &c); err != nil {
+			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+		}
+	}
+	o := mcpvisor.OAuthConfig{ClientMetadataURL: conformanceClientMetadata}
+	switch scenario {
+	case "auth/client-credentials-jwt", "auth/client-credentials-basic":
+		o = mcpvisor.OAuthConfig{Grant: oauth.GrantClientCredentials, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
+			PrivateKey: c.PrivateKeyPEM, SigningAlgorithm: c.SigningAlgorithm}
+	case "auth/cross-app-access-complete-flow":
+		o = mcpvisor.OAuthConfig{Grant: oauth.GrantJWTBearer, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
+			Enterprise: &oauth.EnterpriseConfig{IDToken: c.IdPIDToken, IdPTokenEndpoint: c.IdPTokenEndpoint, IdPClientID: c.IdPClientID}}
+	default:
+		o.ClientID, o.ClientSecret = c.ClientID, c.ClientSecret
+	}
+	return json.Marshal(o)
 }
 
 // acceptWithDefaults is a headless host's answer to elicitation: accept

@@ -4,18 +4,20 @@
 // status misses two cases this catches: a scenario that recorded no checks
 // passes, and a client that crashed is not a failure by itself.
 import { readdirSync, readFileSync } from "fs";
-import { join } from "path";
+import { basename, dirname, join } from "path";
 
 const [dir, ...scenarios] = process.argv.slice(2);
 let bad = 0;
 for (const scenario of scenarios) {
-  const runs = readdirSync(dir).filter((d) => d.startsWith(scenario + "-2"));
+  // Scenarios with a group ("auth/…") have their results in DIR/<group>/.
+  const where = join(dir, dirname(scenario));
+  const runs = readdirSync(where).filter((d) => d.startsWith(basename(scenario) + "-2"));
   if (runs.length !== 1) {
     console.error(`${scenario}: expected one result directory, found ${runs.length}`);
     bad++;
     continue;
   }
-  const checks = JSON.parse(readFileSync(join(dir, runs[0], "checks.json"), "utf8"));
+  const checks = JSON.parse(readFileSync(join(where, runs[0], "checks.json"), "utf8"));
   const count = (s) => checks.filter((c) => c.status === s).length;
   const ok = count("SUCCESS"), failed = count("FAILURE"), warned = count("WARNING");
   const verdict = ok > 0 && failed === 0 && warned === 0 ? "ok" : "FAILED";
