@@ -65,7 +65,7 @@ func CanonicalResource(serverURL string) (string, error) {
 	if u.Scheme == "" || u.Host == "" {
 		return "", fmt.Errorf("oauth: server URL %q is not absolute", serverURL)
 	}
-	u.Scheme = strings.ToLower(u.Scheme)
+	u.Scheme = httpScheme(strings.ToLower(u.Scheme))
 	u.Host = strings.ToLower(u.Host)
 	u.Fragment, u.RawFragment = "", ""
 	u.User = nil
@@ -74,9 +74,21 @@ func CanonicalResource(serverURL string) (string, error) {
 	return u.String(), nil
 }
 
+// httpScheme maps a WebSocket scheme to the HTTP scheme of its handshake:
+// a WebSocket MCP server is the HTTP resource of the same URL.
+func httpScheme(scheme string) string {
+	switch scheme {
+	case "ws":
+		return "http"
+	case "wss":
+		return "https"
+	}
+	return scheme
+}
+
 // origin returns scheme://host of u.
 func origin(u *url.URL) string {
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
+	return httpScheme(strings.ToLower(u.Scheme)) + "://" + strings.ToLower(u.Host)
 }
 
 // resourceMatches reports whether the resource a PRM document names may

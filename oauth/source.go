@@ -200,6 +200,7 @@ func NewSource(cfg Config) (*Source, error) {
 	if cfg.MaxRefreshBackoff <= 0 {
 		cfg.MaxRefreshBackoff = 15 * time.Minute
 	}
+	cfg.ServerURL = canonical // ws:// becomes http://, the URL of the handshake
 	s := &Source{
 		cfg:       cfg,
 		canonical: canonical,
