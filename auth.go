@@ -3,6 +3,8 @@ package mcpvisor
 import (
 	"context"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/oauth"
 )
@@ -30,4 +32,11 @@ const EventAuthRequired = actors.EventAuthRequired
 // (client_credentials) need no user agent.
 func (s *Supervisor) Login(ctx context.Context, name string, ua oauth.UserAgent) error {
 	return s.sys.Login(ctx, name, ua)
+}
+
+// NewAuthSource returns the OAuth token source of a remote server, as the
+// supervisor builds it: for tools that authorize outside a supervisor
+// (mcpvisor auth login). Credentials go to o.Store.
+func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, log zerolog.Logger) (*oauth.Source, error) {
+	return actors.NewAuthSource(name, cfg, o, nil, log)
 }

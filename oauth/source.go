@@ -615,6 +615,16 @@ func (s *Source) Login(ctx context.Context, ua UserAgent, scope string) error {
 		s.cfg.UserAgent = prev
 		s.mu.Unlock()
 	}()
+	if rm == "" {
+		// No challenge seen yet: ask the server for one (its
+		// resource_metadata may be the only way to its metadata).
+		if b, ok := s.probe(ctx); ok {
+			rm = b.ResourceMetadata
+			if scope == "" {
+				scope = b.Scope
+			}
+		}
+	}
 	if scope == "" {
 		// Discovery first, for the resource's scopes_supported.
 		if err := s.discover(ctx, rm); err != nil {
@@ -623,6 +633,27 @@ func (s *Source) Login(ctx context.Context, ua UserAgent, scope string) error {
 		scope = s.scopeFor("")
 	}
 	return s.authorize(ctx, rm, scope)
+}
+
+// probe sends the MCP server an unauthenticated GET and returns the
+// Bearer challenge of its 401, if any.
+func (s *Source) probe(ctx context.Context) (BearerChallenge, bool) {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(pctx, http.MethodGet, s.cfg.ServerURL, nil)
+	if err != nil {
+		return BearerChallenge{}, false
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return BearerChallenge{}, false
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return BearerChallenge{}, false
+	}
+	return ParseBearer(resp.Header.Values("WWW-Authenticate"))
 }
 
 // Logout forgets the server's tokens (all issuers), keeping nothing but

@@ -149,7 +149,7 @@ JSON lines otherwise).
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 
-	root.AddCommand(a.listCommand(), a.callCommand(), a.superviseCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand())
+	root.AddCommand(a.listCommand(), a.callCommand(), a.superviseCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), a.authCommand())
 	return root
 }
 
@@ -227,7 +227,7 @@ func (a *app) applyConfig(ctx context.Context, sup *mcpvisor.Supervisor) (*mcpvi
 // logger. A one-shot command's supervisor does not reconnect: it reports
 // each server as it finds it.
 func (a *app) startSupervisor(ctx context.Context, oneShot bool) (*mcpvisor.Supervisor, error) {
-	opts := mcpvisor.Options{Logger: a.libLog}
+	opts := mcpvisor.Options{Logger: a.libLog, OAuth: a.oauthOptions()}
 	if oneShot {
 		opts.Reconnect.MaxAttempts = -1
 	}

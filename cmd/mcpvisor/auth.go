@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/oauth"
+)
+
+// envTokenStore overrides where the CLI keeps OAuth credentials.
+const envTokenStore = "MCPVISOR_TOKEN_STORE"
+
+// tokenStorePath is the CLI's OAuth credential file: $MCPVISOR_TOKEN_STORE,
+// else <user config dir>/mcpvisor/oauth-tokens.json.
+func tokenStorePath() string {
+	if p := os.Getenv(envTokenStore); p != "" {
+		return p
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		dir = "."
+	}
+	return filepath.Join(dir, "mcpvisor", "oauth-tokens.json")
+}
+
+// oauthOptions are the OAuth options of every supervisor the CLI starts:
+// credentials in the shared token file (so that `auth login` serves
+// `supervise`, `list` and `call`), login URLs opened in the browser.
+func (a *app) oauthOptions() mcpvisor.OAuthOptions {
+	return mcpvisor.OAuthOptions{
+		Store: &oauth.FileStore{Path: tokenStorePath()},
+		OpenURL: func(ctx context.Context, server, authURL string) error {
+			a.log.Info().Str("server", server).Msg("authorization needed; opening the browser")
+			return oauth.OpenBrowser(ctx, authURL)
+		},
+	}
+}
+
+func (a *app) authCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "auth",
+		Short: "Authorize remote servers (OAuth): login, logout, status",
+		Long: `auth manages the OAuth credentials of remote servers, kept in
+` + "$" + envTokenStore + ` or <user config dir>/mcpvisor/oauth-tokens.json (mode 0600),
+which supervise, list and call use too. Tokens are never printed.`,
+	}
+	cmd.AddCommand(a.authLoginCommand(), a.authLogoutCommand(), a.authStatusCommand())
+	return cmd
+}
+
+// authServer finds a remote server of the configuration.
+func (a *app) authServer(name string) (mcpvisor.ServerConfig, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		a.logConfigError(err)
+		return mcpvisor.ServerConfig{}, failed(nil)
+	}
+	sc, ok := cfg.Servers[name]
+	if !ok {
+		return sc, failed(fmt.Errorf("no server %q in the configuration", name))
+	}
+	switch sc.Kind() {
+	case "http", "sse", "ws":
+		return sc, nil
+	}
+	return sc, failed(fmt.Errorf("server %q is not remote (%s): it takes credentials from its environment", name, sc.Kind()))
+}
+
+func (a *app) authLoginCommand() *cobra.Command {
+	var (
+		scope     string
+		noBrowser bool
+		timeout   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "login SERVER",
+		Short: "Authorize a remote server in the browser (OAuth authorization code flow with PKCE)",
+		Long: `login runs the OAuth authorization of SERVER: discovery, client registration
+when needed, then the authorization code flow with PKCE. The redirect comes back
+to a listener on 127.0.0.1 (an ephemeral port unless the server's oauth.callbackPort
+says otherwise). The authorization URL is printed on stderr and opened in the
+browser when there is one (--no-browser: printed only). Servers configured with
+"grant": "client_credentials" are authorized without a browser.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			sc, err := a.authServer(args[0])
+			if err != nil {
+				return err
+			}
+			src, err := mcpvisor.NewAuthSource(args[0], sc, a.oauthOptions(), a.libLog)
+			if err != nil {
+				return failed(err)
+			}
+			settings, err := sc.OAuthSettings()
+			if err != nil {
+				return failed(err)
+			}
+			host, port := "", 0
+			if settings != nil {
+				host, port = settings.CallbackHost, settings.CallbackPort
+			}
+			open := oauth.OpenBrowser
+			if noBrowser {
+				open = func(_ context.Context, u string) error {
+					fmt.Fprintf(a.stderr, "Open this URL to authorize:\n\n  %s\n\n", u)
+					return nil
+				}
+			}
+			lb, err := oauth.NewLoopback(host, port, open)
+			if err != nil {
+				return failed(err)
+			}
+			defer lb.Close()
+			if err := src.Login(ctx, lb, scope); err != nil {
+				return failed(fmt.Errorf("login to %s: %w", args[0], err))
+			}
+			st := src.Status()
+			fmt.Fprintf(a.stdout, "authorized %s (issuer %s, scope %q, expires %s)\n", args[0], st.Issuer, st.Scope, st.Expiry.Format(time.RFC3339))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&scope, "scope", "", "scope to request (default: what the server asks for)")
+	cmd.Flags().BoolVar(&noBrowser, "no-browser", false, "print the authorization URL without opening a browser")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the authorization")
+	return cmd
+}
+
+func (a *app) authLogoutCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "logout SERVER",
+		Short: "Forget a remote server's tokens (its client registration is kept)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := a.authServer(args[0])
+			if err != nil {
+				return err
+			}
+			src, err := mcpvisor.NewAuthSource(args[0], sc, a.oauthOptions(), a.libLog)
+			if err != nil {
+				return failed(err)
+			}
+			if err := src.Logout(cmd.Context()); err != nil {
+				return failed(err)
+			}
+			fmt.Fprintf(a.stdout, "logged out of %s\n", args[0])
+			return nil
+		},
+	}
+}
+
+// authStatusRow is one line of `auth status`.
+type authStatusRow struct {
+	Server     string    `json:"server,omitempty"`
+	URL        string    `json:"url"`
+	Issuer     string    `json:"issuer,omitempty"`
+	ClientID   string    `json:"clientId,omitempty"`
+	State      string    `json:"state"` // authorized, expired, refreshable, none
+	Expiry     time.Time `json:"expiry,omitzero"`
+	Scope      string    `json:"scope,omitempty"`
+	HasRefresh bool      `json:"hasRefreshToken"`
+}
+
+func (a *app) authStatusCommand() *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the stored OAuth credentials of the configured remote servers (never the tokens)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store := &oauth.FileStore{Path: tokenStorePath()}
+			entries, err := store.List(cmd.Context())
+			if err != nil {
+				return failed(err)
+			}
+			names := map[string]string{} // canonical URL → server name
+			if cfg, err := a.loadConfig(); err == nil {
+				for name, sc := range cfg.Servers {
+					if c, err := oauth.CanonicalResource(sc.URL); err == nil && sc.URL != "" {
+						names[c] = name
+					}
+				}
+			}
+			now := time.Now()
+			var rows []authStatusRow
+			seen := map[string]bool{}
+			for _, e := range entries {
+				r := authStatusRow{Server: names[e.ServerURL], URL: e.ServerURL, Issuer: e.Issuer, State: "none", Scope: e.Scope}
+				if e.Client != nil {
+					r.ClientID = e.Client.ClientID
+				}
+				if t := e.Token; t != nil && t.AccessToken != "" {
+					r.Expiry, r.HasRefresh = t.Expiry, t.RefreshToken != ""
+					switch {
+					case t.Valid(now):
+						r.State = "authorized"
+					case t.RefreshToken != "":
+						r.State = "refreshable"
+					default:
+						r.State = "expired"
+					}
+				}
+				seen[e.ServerURL] = true
+				rows = append(rows, r)
+			}
+			for c, name := range names {
+				if !seen[c] {
+					rows = append(rows, authStatusRow{Server: name, URL: c, State: "none"})
+				}
+			}
+			slices.SortFunc(rows, func(x, y authStatusRow) int {
+				if x.Server != y.Server {
+					if x.Server < y.Server {
+						return -1
+					}
+					return 1
+				}
+				if x.URL < y.URL {
+					return -1
+				}
+				return 1
+			})
+			if jsonOut {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"store": store.Path, "servers": rows})
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SERVER\tSTATE\tISSUER\tEXPIRES\tSCOPE")
+			for _, r := range rows {
+				exp := "-"
+				if !r.Expiry.IsZero() {
+					exp = r.Expiry.Local().Format(time.RFC3339)
+				}
+				name := r.Server
+				if name == "" {
+					name = r.URL
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, r.State, r.Issuer, exp, r.Scope)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return cmd
+}

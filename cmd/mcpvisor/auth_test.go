@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
+)
+
+// auth login runs the code flow through a loopback redirect (the test is
+// the browser), the stored tokens serve call, status shows them without
+// their values, and logout forgets them.
+func TestAuthLoginStatusLogout(t *testing.T) {
+	srv, err := mockserver.Serve(context.Background(), mockserver.Options{Transport: mockserver.TransportHTTP})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	mu, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	as, err := oauthtest.New("http://"+mu.Host, 3600)
+	require.NoError(t, err)
+	t.Cleanup(as.Close)
+	as.SetScopes("mcp:tools")
+	serverURL := as.URL + "/mcp"
+	cfg := writeConfig(t, map[string]any{"r": map[string]any{"type": "http", "url": serverURL}})
+	store := filepath.Join(t.TempDir(), "tokens.json")
+	env := []string{envTokenStore + "=" + store, "DISPLAY=", "WAYLAND_DISPLAY="}
+
+	// Before login, the server needs auth.
+	r := cliIn(t, "", env, "call", "--config", cfg, "mcp__r__echo", `{"text":"x"}`)
+	assert.Equal(t, 1, r.code)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	login := exec.CommandContext(ctx, binPath, "auth", "login", "--config", cfg, "--no-browser", "r")
+	login.Env = cliEnv(env...)
+	stderr, err := login.StderrPipe()
+	require.NoError(t, err)
+	var stdout strings.Builder
+	login.Stdout = &stdout
+	require.NoError(t, login.Start())
+	sc := bufio.NewScanner(stderr)
+	var authURL string
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "http") {
+			authURL = line
+			break
+		}
+	}
+	require.NotEmpty(t, authURL, "login printed no URL")
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	// The browser: follow the authorization server's redirect to the
+	// loopback callback.
+	resp, err := http.Get(authURL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	require.NoError(t, login.Wait())
+	assert.Contains(t, stdout.String(), "authorized r")
+	u, _ := url.Parse(authURL)
+	assert.Equal(t, "mcp:tools", u.Query().Get("scope"))
+	assert.True(t, strings.HasPrefix(u.Query().Get("redirect_uri"), "http://127.0.0.1:"))
+
+	fi, err := os.Stat(store)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	r = cliIn(t, "", env, "call", "--config", cfg, "mcp__r__echo", `{"text":"hello"}`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "hello")
+
+	r = cliIn(t, "", env, "auth", "status", "--config", cfg, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var st struct {
+		Servers []authStatusRow `json:"servers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+	require.Len(t, st.Servers, 1)
+	assert.Equal(t, "r", st.Servers[0].Server)
+	assert.Equal(t, "authorized", st.Servers[0].State)
+	assert.Equal(t, as.Issuer(), st.Servers[0].Issuer)
+	r2 := cliIn(t, "", env, "auth", "status", "--config", cfg)
+	for _, tok := range as.Tokens() {
+		assert.NotContains(t, r.stdout+r2.stdout+r.stderr+r2.stderr, tok)
+	}
+
+	r = cliIn(t, "", env, "auth", "logout", "--config", cfg, "r")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = cliIn(t, "", env, "auth", "status", "--config", cfg, "--json")
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+	assert.Equal(t, "none", st.Servers[0].State)
+
+	r = cliIn(t, "", env, "auth", "login", "--config", cfg, "nope")
+	assert.Equal(t, 1, r.code)
+}
