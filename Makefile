@@ -12,6 +12,11 @@ CONFORMANCE_DIR     := $(DEPS)/conformance
 CONFORMANCE_VERSION := 0.1.16
 CONFORMANCE         := $(CONFORMANCE_DIR)/node_modules/.bin/conformance
 CONFORMANCE_RESULTS := $(DEPS)/conformance-results
+# node-oidc-provider: the real authorization server of the OAuth tests
+# (testdata/oidc/provider.mjs, run with the Node 22 above).
+OIDC_DIR     := $(DEPS)/npm-oidc
+OIDC_VERSION := 9.13.3
+OIDC         := $(OIDC_DIR)/node_modules/oidc-provider/package.json
 # The scenarios that must pass: all of them (testdata/conformance/baseline.yml,
 # the expected failures, is empty).
 CONFORMANCE_AUTH := metadata-default metadata-var1 metadata-var2 metadata-var3 basic-cimd \
@@ -43,7 +48,7 @@ deps: npm-deps
 	cd testdata/mcpgoserver && $(GO) mod download
 	cd bench/peers && $(GO) mod download
 
-npm-deps: $(EVERYTHING) $(CONFORMANCE)
+npm-deps: $(EVERYTHING) $(CONFORMANCE) $(OIDC)
 
 $(EVERYTHING):
 	mkdir -p $(NPM_DIR)
@@ -54,6 +59,11 @@ $(CONFORMANCE):
 	mkdir -p $(CONFORMANCE_DIR)
 	cd $(CONFORMANCE_DIR) && { [ -f package.json ] || npm init -y >/dev/null; } && \
 		npm install --no-audit --no-fund --loglevel=error node@22 @modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
+
+$(OIDC):
+	mkdir -p $(OIDC_DIR)
+	cd $(OIDC_DIR) && { [ -f package.json ] || npm init -y >/dev/null; } && \
+		npm install --no-audit --no-fund --loglevel=error oidc-provider@$(OIDC_VERSION)
 
 # conformance runs the official suite (all scenarios, in parallel) against
 # `mcpvisor conformance`, with the known failures as the baseline, then
@@ -69,6 +79,8 @@ conformance: build $(CONFORMANCE)
 
 test: deps vet conformance
 	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 \
+		MCPVISOR_OIDC_MODULES=$(abspath $(OIDC_DIR))/node_modules \
+		MCPVISOR_NODE=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin/node \
 		$(GO) test -race -count=1 -timeout 15m ./...
 	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
 
@@ -83,6 +95,7 @@ fmt:
 fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./transports/eventstream -run '^$$' -fuzz FuzzReader -fuzztime 30s
+	$(GO) test ./oauth -run '^$$' -fuzz FuzzParseChallenges -fuzztime 30s
 
 # bench runs the benchmark runner's quick profile (about three minutes on
 # 2 vCPUs) through `mcpvisor bench`, into bench/results/latest (which git

@@ -271,9 +271,11 @@ func (a *serverActor) announceNeedsAuth(err error) {
 	a.root.Send(a.parent, serverEvent{handle: a.h, event: Event{Type: EventAuthRequired, Data: data}})
 }
 
-// authStatus is the server's authorization status, for ServerStatus.
-func (h *serverHandle) authStatus() *oauth.Status {
-	src := h.currentAuth()
+// status is the server's authorization status, for ServerStatus.
+func (h *authHolder) status() *oauth.Status {
+	h.mu.Lock()
+	src := h.src
+	h.mu.Unlock()
 	if src == nil {
 		return nil
 	}

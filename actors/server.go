@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcpvisor/mcpvisor/actors/session"
-	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -98,10 +97,10 @@ type serverView struct {
 	// recovering is set while the server reconnects after it was ready:
 	// its tools stay offered and calls wait for the new connection.
 	recovering  bool
-	attempt     int           // connect attempts in the current episode
-	nextRetry   time.Time     // when the scheduled attempt starts, while reconnecting
-	strikeLimit int           // ReconnectPolicy.Strikes of this server
-	auth        *oauth.Status // the server's authorization, if it has any
+	attempt     int         // connect attempts in the current episode
+	nextRetry   time.Time   // when the scheduled attempt starts, while reconnecting
+	strikeLimit int         // ReconnectPolicy.Strikes of this server
+	auth        *authHolder // the server's token source (read at status time)
 }
 
 // offersTools reports whether the server's tools belong in the pool: when
@@ -155,7 +154,9 @@ func (v *serverView) status() ServerStatus {
 	if v.sess != nil {
 		st.InFlight = v.sess.InFlight()
 	}
-	st.Auth = v.auth
+	if v.auth != nil {
+		st.Auth = v.auth.status()
+	}
 	return st
 }
 
@@ -311,7 +312,7 @@ func (a *serverActor) publish() {
 		attempt:        a.attempt,
 		nextRetry:      a.nextRetry,
 		strikeLimit:    a.policy.Strikes,
-		auth:           a.h.authStatus(),
+		auth:           &a.h.auth,
 	}
 	if a.state == StateReady && a.sess != nil {
 		v.sess = a.sess

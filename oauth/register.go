@@ -19,7 +19,6 @@ type registrationRequest struct {
 	ResponseTypes           []string `json:"response_types"`
 	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
 	ApplicationType         string   `json:"application_type"`
-	Scope                   string   `json:"scope,omitempty"`
 }
 
 type registrationResponse struct {
@@ -34,7 +33,7 @@ type registrationResponse struct {
 
 // register performs dynamic client registration (RFC 7591) as a native
 // application with the authorization_code and refresh_token grants.
-func register(ctx context.Context, client *http.Client, md *ServerMetadata, name, redirectURI, scope string) (*ClientInfo, error) {
+func register(ctx context.Context, client *http.Client, md *ServerMetadata, name, redirectURI string) (*ClientInfo, error) {
 	if err := checkEndpoint(md.RegistrationEndpoint); err != nil {
 		return nil, err
 	}
@@ -49,7 +48,10 @@ func register(ctx context.Context, client *http.Client, md *ServerMetadata, name
 		ResponseTypes:           []string{"code"},
 		TokenEndpointAuthMethod: method,
 		ApplicationType:         "native",
-		Scope:                   scope,
+		// No scope: it would restrict the client to what it asks for now
+		// (a step-up must not need a new registration), and servers
+		// reject resource scopes they do not know as client metadata
+		// (node-oidc-provider: invalid_client_metadata).
 	}
 	b, err := json.Marshal(reqBody)
 	if err != nil {

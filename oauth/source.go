@@ -817,7 +817,7 @@ func (s *Source) authorize(ctx context.Context, resourceMetadata, scope string) 
 // server: pre-registered, else a Client ID Metadata Document, else a
 // stored registration, else a new dynamic registration. Called with sem
 // held.
-func (s *Source) clientFor(ctx context.Context, redirectURI, scope string) (*ClientInfo, error) {
+func (s *Source) clientFor(ctx context.Context, redirectURI string) (*ClientInfo, error) {
 	s.mu.Lock()
 	md, stored := s.meta, s.entry.Client
 	s.mu.Unlock()
@@ -835,7 +835,7 @@ func (s *Source) clientFor(ctx context.Context, redirectURI, scope string) (*Cli
 	case stored != nil && stored.Source == "dynamic" && (stored.SecretExpiresAt.IsZero() || s.now().Before(stored.SecretExpiresAt)):
 		return stored, nil
 	case md.RegistrationEndpoint != "":
-		c, err := register(ctx, s.client, md, s.cfg.ClientName, redirectURI, scope)
+		c, err := register(ctx, s.client, md, s.cfg.ClientName, redirectURI)
 		if err != nil {
 			return nil, err
 		}
@@ -875,7 +875,7 @@ func (s *Source) codeFlow(ctx context.Context, ua UserAgent, scope string) error
 	}
 	scope = s.withOfflineAccess(scope)
 	redirect := ua.RedirectURI()
-	info, err := s.clientFor(ctx, redirect, scope)
+	info, err := s.clientFor(ctx, redirect)
 	if err != nil {
 		return err
 	}
