@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -204,5 +205,38 @@ func TestOAuthNeedsAuthLoginRefreshRevoke(t *testing.T) {
 	_, err = call(t, s, "mcp__r__echo", "back")
 	require.NoError(t, err)
 	assert.Zero(t, as.Reuse())
+	assertNoTokensIn(t, logs.String(), as)
+}
+
+// Login without a user agent runs the loopback redirect and shows the URL
+// through the host's OAuthOptions.OpenURL hook (here: a "browser" that
+// follows it).
+func TestOAuthLoginThroughHostHook(t *testing.T) {
+	as, u := protectedMock(t, mockserver.Options{Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20251125}}, 3600)
+	var logs syncBuffer
+	opts := authOptions(&logs, false)
+	var shown []string
+	var mu sync.Mutex
+	opts.OAuth.OpenURL = func(ctx context.Context, server, authURL string) error {
+		mu.Lock()
+		shown = append(shown, server)
+		mu.Unlock()
+		go func() { // the user's browser, following the redirects to the loopback listener
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		return nil
+	}
+	s := start(t, opts)
+	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, u)})
+	require.Equal(t, StateNeedsAuth, statusOf(s, "r").State)
+	require.NoError(t, s.Login(t.Context(), "r", nil))
+	require.NoError(t, s.WaitSettled(t.Context()))
+	assert.Equal(t, StateReady, statusOf(s, "r").State)
+	assert.Equal(t, []string{"r"}, shown)
+	_, err := call(t, s, "mcp__r__echo", "x")
+	require.NoError(t, err)
 	assertNoTokensIn(t, logs.String(), as)
 }
