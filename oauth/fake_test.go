@@ -35,14 +35,16 @@ type fakeAS struct {
 	asScopes      []string // AS scopes_supported
 	cimd          bool
 	noDCR         bool
-	authMethods   []string // token_endpoint_auth_methods_supported
-	issSupported  bool     // authorization_response_iss_parameter_supported
-	sendIss       string   // "" = the issuer when issSupported; "-" = never; else this value
-	expiresIn     int      // 0: omit expires_in
-	rotate        bool     // rotate refresh tokens (old ones become invalid)
-	down          bool     // every AS endpoint answers 503
-	requireScopes []string // the MCP endpoint answers 403 insufficient_scope without these
-	grantOnly     string   // when set, every token is granted this scope whatever was asked
+	authMethods   []string        // token_endpoint_auth_methods_supported
+	issSupported  bool            // authorization_response_iss_parameter_supported
+	sendIss       string          // "" = the issuer when issSupported; "-" = never; else this value
+	expiresIn     int             // 0: omit expires_in
+	rotate        bool            // rotate refresh tokens (old ones become invalid)
+	down          bool            // every AS endpoint answers 503
+	requireScopes []string        // the MCP endpoint answers 403 insufficient_scope without these
+	grantOnly     string          // when set, every token is granted this scope whatever was asked
+	error200      bool            // the token endpoint answers errors with HTTP 200
+	known         map[string]bool // registered client ids; nil: any client is accepted
 
 	mu        sync.Mutex
 	log       []string            // "METHOD path"
@@ -196,6 +198,9 @@ func (f *fakeAS) serve(w http.ResponseWriter, r *http.Request) {
 		f.regs = append(f.regs, body)
 		id := f.next("client")
 		f.mu.Unlock()
+		if f.known != nil {
+			f.known[id] = true
+		}
 		resp := map[string]any{"client_id": id, "redirect_uris": body["redirect_uris"]}
 		if m, _ := body["token_endpoint_auth_method"].(string); m != "none" && m != "" {
 			resp["client_secret"] = "secret-" + id
@@ -241,6 +246,14 @@ func (f *fakeAS) serveToken(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	f.tokenReqs = append(f.tokenReqs, r.PostForm)
 	f.authHdrs = append(f.authHdrs, r.Header.Get("Authorization"))
+	if f.known != nil && !f.known[r.PostForm.Get("client_id")] {
+		writeJSON(w, 401, map[string]string{"error": "invalid_client"})
+		return
+	}
+	if f.error200 {
+		writeJSON(w, 200, map[string]string{"error": "invalid_grant", "error_description": "expired"})
+		return
+	}
 	var scope string
 	switch r.PostForm.Get("grant_type") {
 	case "authorization_code":
@@ -323,6 +336,15 @@ func (f *fakeAS) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, 200, map[string]string{"ok": "yes"})
+}
+
+// purgeClients forgets every registered client (and their tokens).
+func (f *fakeAS) purgeClients() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.known = map[string]bool{}
+	f.access = map[string]string{}
+	f.refresh = map[string]string{}
 }
 
 // revokeAll forgets every token (the user revoked the grant).

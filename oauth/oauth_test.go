@@ -585,3 +585,54 @@ func TestMemoryStoreLockHonoursContext(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "flock excludes another open of the file")
 	u1()
 }
+
+// A dynamic client the server purged (invalid_client) is registered anew
+// at the next authorization, not replayed forever.
+func TestStaleDynamicClientReregisters(t *testing.T) {
+	f := newFakeAS(t, func(f *fakeAS) { f.known = map[string]bool{} })
+	s := newSource(t, f, nil)
+	mustCall(t, s, f.mcpURL())
+	require.Len(t, f.regs, 1)
+	f.purgeClients()
+	// The refresh fails with invalid_client: the registration is dropped,
+	// and the new authorization registers again.
+	mustCall(t, s, f.mcpURL())
+	assert.Len(t, f.regs, 2)
+	assert.Equal(t, "dynamic", s.Status().ClientSource)
+}
+
+// An OAuth error in a 200 answer is an error: the request gets the 401,
+// and the status says why (typed, without the body).
+func TestTokenErrorWithStatus200(t *testing.T) {
+	f := newFakeAS(t, func(f *fakeAS) { f.error200 = true })
+	s := newSource(t, f, nil)
+	resp, err := call(t, s, f.mcpURL())
+	require.NoError(t, err)
+	assert.Equal(t, 401, resp.StatusCode)
+	st := s.Status()
+	assert.False(t, st.Authorized)
+	assert.Contains(t, st.LastError, "invalid_grant")
+
+	// The typed error, from the token call itself.
+	c := &tokenCall{client: http.DefaultClient, endpoint: f.url() + "/token", form: url.Values{"grant_type": {"refresh_token"}}, now: time.Now()}
+	_, _, err = c.do(ctx(t))
+	var oe *Error
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "invalid_grant", oe.Code)
+	assert.Equal(t, 200, oe.StatusCode)
+	assert.ErrorIs(t, err, ErrNeedsLogin)
+}
+
+// A failing authorization server during discovery is transient: typed,
+// backed off, and nothing else is tried meanwhile.
+func TestDiscoveryTransient(t *testing.T) {
+	f := newFakeAS(t, func(f *fakeAS) { f.down = true })
+	s := newSource(t, f, nil)
+	_, err := call(t, s, f.mcpURL())
+	require.ErrorIs(t, err, ErrTransient)
+	n := len(f.requests())
+	_, err = call(t, s, f.mcpURL())
+	require.ErrorIs(t, err, ErrBackoff)
+	assert.Equal(t, n+1, len(f.requests()), "only the MCP request itself; no authorization server traffic during the backoff")
+	assert.False(t, s.Status().RetryAt.IsZero())
+}

@@ -130,6 +130,9 @@ type Status struct {
 	// RetryAt is when the authorization server is contacted again after
 	// a transient failure.
 	RetryAt time.Time `json:"retryAt,omitzero"`
+	// LastError is the last failure of the authorization server or the
+	// authorization (no secrets in it), cleared by a success.
+	LastError string `json:"lastError,omitempty"`
 	// Refreshes and Authorizations count what this source did.
 	Refreshes      int `json:"refreshes"`
 	Authorizations int `json:"authorizations"`
@@ -174,6 +177,7 @@ type Source struct {
 	retryAt     time.Time // no AS traffic before this, after a transient failure
 	refreshes   int
 	authzs      int
+	lastErr     string // see Status.LastError
 }
 
 // NewSource returns the token source of cfg.ServerURL.
@@ -276,7 +280,7 @@ func (s *Source) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Status{Issuer: s.entry.Issuer, Resource: s.resource, Scope: s.entry.Scope, NeedScope: s.needScope,
-		RetryAt: s.retryAt, Refreshes: s.refreshes, Authorizations: s.authzs}
+		RetryAt: s.retryAt, Refreshes: s.refreshes, Authorizations: s.authzs, LastError: s.lastErr}
 	if c := s.entry.Client; c != nil {
 		st.ClientID, st.ClientSource = c.ClientID, c.Source
 	}
@@ -429,6 +433,11 @@ func (s *Source) gate() error {
 func (s *Source) outcome(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err != nil {
+		s.lastErr = err.Error()
+	} else {
+		s.lastErr = ""
+	}
 	if err != nil && isTransient(err) {
 		d := s.bo.NextBackOff()
 		s.retryAt = s.now().Add(d)
