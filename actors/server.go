@@ -99,6 +99,10 @@ type serverView struct {
 	attempt     int       // connect attempts in the current episode
 	nextRetry   time.Time // when the scheduled attempt starts, while reconnecting
 	strikeLimit int       // ReconnectPolicy.Strikes of this server
+
+	// offer caches what the view puts in the pool; written and read only
+	// by the registry goroutine (see offerOf).
+	offer *offer
 }
 
 // offersTools reports whether the server's tools belong in the pool: when
@@ -394,17 +398,21 @@ func connectOnce(ctx context.Context, cfg ServerConfig, sopts session.Options, d
 	return connectResult{sess: sess, lists: ls}
 }
 
-// listAll lists everything a server offers. Tools must list; a server
+// listAll lists everything a server offers, the four lists at once (one
+// round trip of latency rather than four). Tools must list; a server
 // whose resources or prompts fail to list still serves its tools.
 func listAll(ctx context.Context, sess *session.Session) (lists, error) {
 	var ls lists
+	var wg sync.WaitGroup
+	wg.Go(func() { ls.resources, _ = sess.ListResources(ctx) })
+	wg.Go(func() { ls.templates, _ = sess.ListResourceTemplates(ctx) })
+	wg.Go(func() { ls.prompts, _ = sess.ListPrompts(ctx) })
 	var err error
-	if ls.tools, err = sess.ListTools(ctx); err != nil {
-		return ls, fmt.Errorf("listing tools: %w", err)
+	ls.tools, err = sess.ListTools(ctx)
+	wg.Wait()
+	if err != nil {
+		return lists{}, fmt.Errorf("listing tools: %w", err)
 	}
-	ls.resources, _ = sess.ListResources(ctx)
-	ls.templates, _ = sess.ListResourceTemplates(ctx)
-	ls.prompts, _ = sess.ListPrompts(ctx)
 	return ls, nil
 }
 

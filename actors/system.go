@@ -320,7 +320,11 @@ func (s *System) Subscribe(ctx context.Context, resume bool, after uint64, buffe
 // the MCP tools sorted by qualified name.
 func (s *System) Tools() []Tool {
 	p := s.pool.Load()
-	return append(append(make([]Tool, 0, len(p.builtins)+len(p.tools)), p.builtins...), p.tools...)
+	out := append(make([]Tool, 0, len(p.builtins)+len(p.tools)), p.builtins...)
+	for _, t := range p.tools {
+		out = append(out, *t)
+	}
+	return out
 }
 
 // Prompts returns the prompts the servers offer (of one server, when
