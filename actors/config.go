@@ -204,6 +204,14 @@ type Options struct {
 	// EventBuffer is how many past events are kept for subscribers that
 	// resume from a sequence number. Zero means 1024.
 	EventBuffer int
+
+	// PermissionTimeout is how long a permission request of the channel
+	// relay waits for an answer before it expires. Zero means 5 minutes.
+	PermissionTimeout time.Duration
+
+	// host is the state shared with the server actors outside any actor
+	// (channel hub, permission relay, roots, subscriptions). Set by Start.
+	host *hostState
 }
 
 // withDefaults fills zero fields.

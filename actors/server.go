@@ -600,6 +600,12 @@ func (a *serverActor) notification(m serverNotification) {
 		}
 		return
 	}
+	if ev, ok := a.channelNotification(m.method, m.params); ok {
+		if ev.Type != "" && a.parent != nil {
+			a.root.Send(a.parent, serverEvent{handle: a.h, event: ev})
+		}
+		return
+	}
 	if ev, ok := notificationEvent(m.method, m.params); ok {
 		if a.parent != nil {
 			a.root.Send(a.parent, serverEvent{handle: a.h, event: ev})

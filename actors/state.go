@@ -123,10 +123,15 @@ const (
 	// EventChannelMessage: a server pushed a channel message
 	// (notifications/claude/channel); Data holds {content, meta}.
 	EventChannelMessage EventType = "channel_message"
-	// EventPermissionRequest: a channel server relayed a permission
-	// request (notifications/claude/channel/permission_request); Data
-	// holds its params.
+	// EventPermissionRequest: a channel server asked the host for a
+	// verdict (notifications/claude/channel/permission_request); Data
+	// holds its params, PermissionID the short ID to answer it with
+	// (AnswerPermission).
 	EventPermissionRequest EventType = "permission_request"
+	// EventPermissionAnswered: a channel server's verdict settled a
+	// permission request the host relayed (PermissionID; Data holds the
+	// verdict {request_id, behavior}).
+	EventPermissionAnswered EventType = "permission_answered"
 	// EventCollision: two tools (or prompts) came out with the same
 	// qualified name; Collision says which one was renamed, and to what.
 	// Reported once per collision, when it first appears.
@@ -173,6 +178,13 @@ type Event struct {
 	// Data is the notification's params, for the events that carry one
 	// (log message, progress, channel message, permission request).
 	Data json.RawMessage `json:"data,omitempty"`
+
+	// PermissionID is the short ID of an EventPermissionRequest or
+	// EventPermissionAnswered.
+	PermissionID string `json:"permissionId,omitempty"`
+	// ChannelSeq is the channel hub's number of an EventChannelMessage
+	// (ChannelMessage.Seq).
+	ChannelSeq uint64 `json:"channelSeq,omitempty"`
 
 	// Collision describes an EventCollision.
 	Collision *Collision `json:"collision,omitempty"`

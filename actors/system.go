@@ -144,6 +144,7 @@ func Start(opts Options) (*System, error) {
 		return nil, err
 	}
 	opts.sharedHTTP = shared
+	opts.host = newHostState(opts)
 	s := &System{
 		opts:          opts,
 		log:           opts.Logger,
@@ -743,6 +744,7 @@ func (s *System) Close(ctx context.Context) error {
 			s.actors.Root.StopFuture(s.registry).Wait()
 			s.actors.Shutdown()
 			s.opts.sharedHTTP.CloseIdleConnections()
+			s.opts.host.close()
 			close(s.closeDone)
 		}()
 	})
