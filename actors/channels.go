@@ -16,12 +16,14 @@ import (
 type hostState struct {
 	hub   *channels.Hub
 	relay *channels.Relay
+	roots *rootsState
 }
 
 func newHostState(opts Options) *hostState {
 	return &hostState{
 		hub:   channels.NewHub(),
 		relay: channels.NewRelay(opts.PermissionTimeout),
+		roots: newRootsState(opts.Roots),
 	}
 }
 

@@ -409,16 +409,11 @@ func listAll(ctx context.Context, sess *session.Session) (lists, error) {
 }
 
 func (a *serverActor) sessionOptions(gen uint64) session.Options {
-	var requests session.RequestHandler
-	if answer, name := a.opts.Requests, a.h.name; answer != nil {
-		requests = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
-			return answer(ctx, name, method, params)
-		}
-	}
 	return session.Options{
 		ClientInfo:      a.opts.ClientInfo,
-		Capabilities:    a.opts.Capabilities,
-		Requests:        requests,
+		Capabilities:    clientCapabilities(a.opts),
+		Requests:        requestHandler(a.opts, a.h.name),
+		RequestTimeout:  a.opts.ServerRequestTimeout,
 		ProtocolVersion: a.cfg.ProtocolVersion,
 		Memory:          &a.h.memory,
 		DiscoverTimeout: a.opts.DiscoverTimeout,

@@ -193,7 +193,11 @@ func (s *Session) Closed(err error) {
 func (s *Session) serveRequest(m *protocol.Message) {
 	defer s.bg.Done()
 	<-s.attached
-	ctx, cancel := context.WithTimeout(context.Background(), replyTimeout)
+	timeout := s.opts.RequestTimeout
+	if timeout <= 0 {
+		timeout = replyTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	go func() { // the handler's context also ends with the session
 		select {
