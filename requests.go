@@ -2,6 +2,7 @@ package mcpvisor
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -31,3 +32,22 @@ func (s *Supervisor) SetRoots(ctx context.Context, roots []Root) ([]string, erro
 
 // Roots returns the roots the host exposes.
 func (s *Supervisor) Roots() []Root { return s.sys.Roots() }
+
+// Progress is one progress report of a call.
+type Progress = actors.Progress
+
+// CallOptions configure one tool call: Progress receives the server's
+// progress reports (in order, never after the call returned); Meta is
+// added to the request's _meta.
+type CallOptions = actors.CallOptions
+
+// CallToolWith is CallTool with options (progress reports, _meta).
+// Cancelling ctx abandons the call and sends the server
+// notifications/cancelled.
+func (s *Supervisor) CallToolWith(ctx context.Context, name string, args any, o CallOptions) (*CallToolResult, error) {
+	raw, err := encodeArgs(args)
+	if err != nil {
+		return nil, fmt.Errorf("mcpvisor: arguments of %s: %w", name, err)
+	}
+	return s.sys.CallToolWith(ctx, name, raw, o)
+}

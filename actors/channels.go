@@ -14,16 +14,18 @@ import (
 // the channel hub and the permission relay (both safe for concurrent
 // use), shared by the System and every server actor through Options.
 type hostState struct {
-	hub   *channels.Hub
-	relay *channels.Relay
-	roots *rootsState
+	hub      *channels.Hub
+	relay    *channels.Relay
+	roots    *rootsState
+	progress *progressRoutes
 }
 
 func newHostState(opts Options) *hostState {
 	return &hostState{
-		hub:   channels.NewHub(),
-		relay: channels.NewRelay(opts.PermissionTimeout),
-		roots: newRootsState(opts.Roots),
+		hub:      channels.NewHub(),
+		relay:    channels.NewRelay(opts.PermissionTimeout),
+		roots:    newRootsState(opts.Roots),
+		progress: &progressRoutes{routes: map[string]*progressSink{}},
 	}
 }
 
@@ -34,18 +36,22 @@ func declares(caps protocol.ServerCapabilities, key string) bool {
 	return ok
 }
 
-// channelNotification handles the channel extension's notifications from
-// the server (in the server actor). It reports whether the method was one
-// of them, and the event to publish, if any. Notifications from a server
+// hostNotification hands progress to the call waiting for it, and handles
+// the channel extension's notifications from the server (in the server
+// actor). It reports whether the method was fully handled here, and the
+// event to publish, if any. Notifications from a server
 // that did not declare the capability are dropped, as Claude Code drops
 // them.
-func (a *serverActor) channelNotification(method string, params json.RawMessage) (Event, bool) {
+func (a *serverActor) hostNotification(method string, params json.RawMessage) (Event, bool) {
 	host := a.opts.host
 	if host == nil {
 		return Event{}, false
 	}
 	caps := a.sess.Capabilities()
 	switch method {
+	case protocol.NotificationProgress:
+		host.progress.deliver(a.h.name, params)
+		return Event{}, false // and an event, like any progress
 	case protocol.NotificationChannel:
 		if !declares(caps, channels.CapabilityChannel) {
 			a.log.Debug().Msg("dropping a channel message from a server that did not declare claude/channel")

@@ -111,3 +111,16 @@ func TestClientCapabilitiesFollowHandlers(t *testing.T) {
 	_, err := (&System{opts: Options{host: newHostState(Options{})}, closed: make(chan struct{})}).SetRoots(t.Context(), nil)
 	assert.ErrorIs(t, err, ErrRootsNotDeclared)
 }
+
+// Progress from server-everything's long-running operation reaches the
+// caller.
+func TestEverythingProgress(t *testing.T) {
+	s := start(t, testOptions)
+	setAndSettle(t, s, map[string]ServerConfig{"ev": everything(t)})
+	var n atomic.Int32
+	res, err := s.CallToolWith(t.Context(), QualifiedName("ev", "trigger-long-running-operation"), json.RawMessage(`{"duration":1,"steps":3}`),
+		CallOptions{Progress: func(p Progress) { n.Add(1) }})
+	require.NoError(t, err)
+	assert.False(t, res.IsError)
+	assert.Equal(t, int32(3), n.Load())
+}

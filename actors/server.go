@@ -595,7 +595,7 @@ func (a *serverActor) notification(m serverNotification) {
 		}
 		return
 	}
-	if ev, ok := a.channelNotification(m.method, m.params); ok {
+	if ev, ok := a.hostNotification(m.method, m.params); ok {
 		if ev.Type != "" && a.parent != nil {
 			a.root.Send(a.parent, serverEvent{handle: a.h, event: ev})
 		}

@@ -57,3 +57,7 @@ type CreateMessageResult struct {
 	Model      string  `json:"model"`
 	StopReason string  `json:"stopReason,omitempty"`
 }
+
+// MetaProgressToken is the _meta key of a request's progress token: the
+// server's notifications/progress about the request carry it.
+const MetaProgressToken = "progressToken"
