@@ -18,6 +18,7 @@ type hostState struct {
 	relay    *channels.Relay
 	roots    *rootsState
 	progress *progressRoutes
+	subs     *subscriptions
 }
 
 func newHostState(opts Options) *hostState {
@@ -26,6 +27,7 @@ func newHostState(opts Options) *hostState {
 		relay:    channels.NewRelay(opts.PermissionTimeout),
 		roots:    newRootsState(opts.Roots),
 		progress: &progressRoutes{routes: map[string]*progressSink{}},
+		subs:     newSubscriptions(),
 	}
 }
 
@@ -218,7 +220,9 @@ var (
 	ErrPermissionAnswered = channels.ErrPermissionAnswered
 )
 
-// close ends what the host state holds: every channel inbox.
+// close ends what the host state holds: every poller, every channel
+// inbox.
 func (h *hostState) close() {
+	h.subs.close()
 	h.hub.Close()
 }

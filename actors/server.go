@@ -448,6 +448,7 @@ func (a *serverActor) connected(m connectResult) {
 	a.startListening()
 	a.startStableTimer()
 	a.startPinging()
+	a.restoreSubscriptions()
 }
 
 // lost handles the end of a live connection.

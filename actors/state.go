@@ -132,6 +132,10 @@ const (
 	// permission request the host relayed (PermissionID; Data holds the
 	// verdict {request_id, behavior}).
 	EventPermissionAnswered EventType = "permission_answered"
+	// EventPollChanged: a polling subscription's result changed (or came
+	// in for the first time): PollID, URI for a resource poll, Data the
+	// result (a tools/call or resources/read result).
+	EventPollChanged EventType = "poll_changed"
 	// EventCollision: two tools (or prompts) came out with the same
 	// qualified name; Collision says which one was renamed, and to what.
 	// Reported once per collision, when it first appears.
@@ -182,6 +186,8 @@ type Event struct {
 	// PermissionID is the short ID of an EventPermissionRequest or
 	// EventPermissionAnswered.
 	PermissionID string `json:"permissionId,omitempty"`
+	// PollID names the polling subscription of an EventPollChanged.
+	PollID string `json:"pollId,omitempty"`
 	// ChannelSeq is the channel hub's number of an EventChannelMessage
 	// (ChannelMessage.Seq).
 	ChannelSeq uint64 `json:"channelSeq,omitempty"`

@@ -748,11 +748,11 @@ func (s *System) Close(ctx context.Context) error {
 		done := make(chan struct{})
 		s.actors.Root.Send(s.registry, closeAll{done: done})
 		go func() {
+			s.opts.host.close() // pollers and channel inboxes first
 			<-done
 			s.actors.Root.StopFuture(s.registry).Wait()
 			s.actors.Shutdown()
 			s.opts.sharedHTTP.CloseIdleConnections()
-			s.opts.host.close()
 			close(s.closeDone)
 		}()
 	})
