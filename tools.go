@@ -93,7 +93,7 @@ func ManagementToolDefinitions() []protocol.Tool {
 		{Name: ToolUnsubscribeMcpResource, Description: "Ends a resource subscription.",
 			InputSchema: schema(server+","+uri, "server", "uri")},
 		{Name: ToolSubscribePolling, Description: "Polls a tool call (tool, arguments) or a resource read (server, uri) every intervalMs milliseconds (at least 1000, default 5000) and reports each change. Returns the subscription id.",
-			InputSchema: schema(`"tool":{"type":"string","description":"The tool's qualified name."},"arguments":{"type":"object"},`+server+","+uri+
+			InputSchema: schema(`"tool":{"type":"string","description":"The tool's qualified name."},"arguments":{"type":"object"},` + server + "," + uri +
 				`,"intervalMs":{"type":"integer","minimum":1000,"default":5000}`)},
 		{Name: ToolUnsubscribePolling, Description: "Stops a polling subscription by its id.",
 			InputSchema: schema(`"id":{"type":"string","description":"The id SubscribePolling returned."}`, "id")},
