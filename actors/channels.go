@@ -54,6 +54,10 @@ func (a *serverActor) hostNotification(method string, params json.RawMessage) (E
 	case protocol.NotificationProgress:
 		host.progress.deliver(a.h.name, params)
 		return Event{}, false // and an event, like any progress
+	case protocol.NotificationTaskStatus:
+		var task protocol.Task
+		_ = json.Unmarshal(params, &task)
+		return Event{Type: EventTaskStatus, TaskID: task.TaskID, Data: params}, true
 	case protocol.NotificationChannel:
 		if !declares(caps, channels.CapabilityChannel) {
 			a.log.Debug().Msg("dropping a channel message from a server that did not declare claude/channel")

@@ -136,6 +136,9 @@ const (
 	// in for the first time): PollID, URI for a resource poll, Data the
 	// result (a tools/call or resources/read result).
 	EventPollChanged EventType = "poll_changed"
+	// EventTaskStatus: a server reported a task's new status
+	// (notifications/tasks/status): TaskID, Data the task's state.
+	EventTaskStatus EventType = "task_status"
 	// EventCollision: two tools (or prompts) came out with the same
 	// qualified name; Collision says which one was renamed, and to what.
 	// Reported once per collision, when it first appears.
@@ -186,6 +189,8 @@ type Event struct {
 	// PermissionID is the short ID of an EventPermissionRequest or
 	// EventPermissionAnswered.
 	PermissionID string `json:"permissionId,omitempty"`
+	// TaskID names the task of an EventTaskStatus.
+	TaskID string `json:"taskId,omitempty"`
 	// PollID names the polling subscription of an EventPollChanged.
 	PollID string `json:"pollId,omitempty"`
 	// ChannelSeq is the channel hub's number of an EventChannelMessage
