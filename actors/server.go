@@ -417,16 +417,11 @@ func listAll(ctx context.Context, sess *session.Session) (lists, error) {
 }
 
 func (a *serverActor) sessionOptions(gen uint64) session.Options {
-	var requests session.RequestHandler
-	if answer, name := a.opts.Requests, a.h.name; answer != nil {
-		requests = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
-			return answer(ctx, name, method, params)
-		}
-	}
 	return session.Options{
 		ClientInfo:      a.opts.ClientInfo,
-		Capabilities:    a.opts.Capabilities,
-		Requests:        requests,
+		Capabilities:    clientCapabilities(a.opts),
+		Requests:        requestHandler(a.opts, a.h.name),
+		RequestTimeout:  a.opts.ServerRequestTimeout,
 		ProtocolVersion: a.cfg.ProtocolVersion,
 		Memory:          &a.h.memory,
 		DiscoverTimeout: a.opts.DiscoverTimeout,
@@ -461,6 +456,7 @@ func (a *serverActor) connected(m connectResult) {
 	a.startListening()
 	a.startStableTimer()
 	a.startPinging()
+	a.restoreSubscriptions()
 }
 
 // lost handles the end of a live connection.
@@ -605,6 +601,12 @@ func (a *serverActor) notification(m serverNotification) {
 			if ack.Notifications.PromptsListChanged {
 				a.relist(listPrompts)
 			}
+		}
+		return
+	}
+	if ev, ok := a.hostNotification(m.method, m.params); ok {
+		if ev.Type != "" && a.parent != nil {
+			a.root.Send(a.parent, serverEvent{handle: a.h, event: ev})
 		}
 		return
 	}

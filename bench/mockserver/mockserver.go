@@ -73,6 +73,14 @@ type Options struct {
 	// streams), then answers.
 	NotifyTool bool
 
+	// Channel makes it a channel server (capabilities claude/channel and
+	// claude/channel/permission, tool channel_burst {n, prefix}); it
+	// echoes permission requests and verdicts it receives as channel
+	// messages. Subscribe adds resources/subscribe and the tool touch
+	// {uri}. Progress adds the tools progress {steps, ms} and cancelled.
+	// Connection transports (stdio, WebSocket) only.
+	Channel, Subscribe, Progress bool
+
 	// CrashMidResponse makes every tools/call crash the server (code 5)
 	// while it answers: after Latency, it writes the first half of the
 	// answer and exits, as a process dying in the middle of a write.
@@ -266,6 +274,9 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.Grandchild, "grandchild", false, "start a sleeping child process in the same process group")
 	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
 	fs.BoolVar(&o.NotifyTool, "notify-tool", false, "add the tool notify {method, params}: sends that notification to every connection")
+	fs.BoolVar(&o.Channel, "channel", false, "stdio, ws: be a claude/channel server with the tool channel_burst {n, prefix}; echo permission requests and verdicts as channel messages")
+	fs.BoolVar(&o.Subscribe, "subscribe", false, "stdio, ws: serve resources/subscribe and the tool touch {uri}, which sends resources/updated when uri is subscribed")
+	fs.BoolVar(&o.Progress, "progress", false, "stdio, ws: add the tools progress {steps, ms} (progress notifications) and cancelled (notifications/cancelled received)")
 	fs.BoolVar(&o.CrashMidResponse, "crash-mid-response", false,
 		"on tools/call write the first half of the answer, then exit with code 5 (every transport; over HTTP the connections close)")
 	fs.DurationVar(&o.FlapUp, "flap-up", 0,
@@ -428,6 +439,7 @@ type server struct {
 	tools    []protocol.Tool // guarded by tmu; grows with announce
 
 	hub   hub
+	ext   extState
 	calls atomic.Int64   // tools/call received, for ExitAfter
 	wg    sync.WaitGroup // calls answered after a latency
 }
@@ -494,6 +506,7 @@ func newServer(o Options) *server {
 		s.tools = append(s.tools, protocol.Tool{Name: "notify", Description: "Sends the notification method with params to every connection.",
 			InputSchema: obj(`"method":{"type":"string"},"params":{"type":"object"}`, "method")})
 	}
+	s.tools = append(s.tools, s.extTools()...)
 	for i := 1; i <= o.Tools; i++ {
 		s.tools = append(s.tools, protocol.Tool{
 			Name: fmt.Sprintf("tool_%03d", i), Description: "An extra tool that echoes.", InputSchema: obj(`"text":{"type":"string"}`),
@@ -512,6 +525,9 @@ func (s *server) handle(ctx context.Context, p *peer, line []byte, out output) (
 	}
 	if s.o.Silent || m.Kind != protocol.KindRequest {
 		p.note(m)
+		if m.Kind == protocol.KindNotification {
+			s.extNotification(m)
+		}
 		return 0, false
 	}
 	return s.dispatch(ctx, p, m, s.modernVersion(m.Params), out)
@@ -530,6 +546,9 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 	}
 	if s.o.InitDelay > 0 && (m.Method == protocol.MethodDiscover || m.Method == protocol.MethodInitialize) {
 		time.Sleep(s.o.InitDelay)
+	}
+	if s.extRequest(out, m) {
+		return 0, false
 	}
 	switch m.Method {
 	case protocol.MethodDiscover:
@@ -580,7 +599,7 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 			return 0, false
 		}
 		s.reply(out, m.ID, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{
-			{URI: p.URI, MimeType: "text/plain", Text: "contents of " + p.URI},
+			{URI: p.URI, MimeType: "text/plain", Text: "contents of " + p.URI + s.versionSuffix(p.URI)},
 		}})
 	case protocol.MethodPromptsList:
 		s.reply(out, m.ID, protocol.ListPromptsResult{Prompts: s.prompts()})
@@ -637,6 +656,7 @@ func (s *server) capabilities() protocol.ServerCapabilities {
 	if s.o.Prompts > 0 {
 		c.Prompts = &protocol.ListChangedCapability{}
 	}
+	s.extCapabilities(&c)
 	return c
 }
 
@@ -734,6 +754,7 @@ func (s *server) callTool(out output, m *protocol.Message) {
 	case p.Name == "notify" && s.o.NotifyTool:
 		s.hub.broadcast(p.Arguments.Method, p.Arguments.Params)
 		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("sent " + p.Arguments.Method)}})
+	case s.extTool(out, m, p.Name):
 	case p.Name == "fail":
 		s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("this tool always fails")}})
 	case p.Name == "sleep":
