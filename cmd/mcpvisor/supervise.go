@@ -230,11 +230,12 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	}
 
 	var why string
+	var sig os.Signal
 loop:
 	for {
 		select {
-		case sig := <-sigs:
-			why = sig.String()
+		case sig = <-sigs:
+			why = "signal"
 			break loop
 		case <-stdinDone:
 			why = "stdin closed"
@@ -250,7 +251,11 @@ loop:
 	}
 	signal.Stop(sigs) // from now on a second signal ends the process at once
 
-	a.log.Info().Str("reason", why).Stringer("grace", f.grace).Int64("in_flight", gw.InFlight()).Msg("shutting down: draining calls in flight")
+	ev := a.log.Info().Str("reason", why).Stringer("grace", f.grace).Int64("in_flight", gw.InFlight())
+	if sig != nil {
+		ev = ev.Str("signal", sig.String())
+	}
+	ev.Msg("shutting down")
 	dctx, cancel := context.WithTimeout(context.Background(), f.grace)
 	drained := gw.Drain(dctx)
 	cancel()
@@ -282,9 +287,13 @@ func (a *app) logApplied(cfg *mcpvisor.Config, res mcpvisor.SetResult, msg strin
 			disabled++
 		}
 	}
-	a.log.Info().Strs("files", cfg.Files).Int("servers", len(cfg.Servers)).Strs("added", res.Added).
-		Strs("removed", res.Removed).Strs("changed", res.Changed).Int("disabled", disabled).
-		Int("errors", len(res.Errors)).Msg(msg)
+	e := a.log.Info().Strs("files", cfg.Files).Int("servers", len(cfg.Servers)).Int("added", len(res.Added)).
+		Int("removed", len(res.Removed)).Int("changed", len(res.Changed)).Int("disabled", disabled).
+		Int("errors", len(res.Errors))
+	if len(res.Added)+len(res.Removed)+len(res.Changed) > 0 {
+		e = e.Strs("added_servers", res.Added).Strs("removed_servers", res.Removed).Strs("changed_servers", res.Changed)
+	}
+	e.Msg(msg)
 	for _, name := range slices.Sorted(maps.Keys(res.Errors)) {
 		a.log.Error().Str("server", name).Err(res.Errors[name]).Msg("server config rejected")
 	}
