@@ -35,6 +35,14 @@ func TestMain(m *testing.M) {
 // upstream starts a supervisor over the given mock servers and waits for
 // them.
 func upstream(t *testing.T, servers map[string]mcpvisor.ServerConfig) *mcpvisor.Supervisor {
+	return benchSupervisor(t, servers)
+}
+
+func httpConfig(url string) transports.Config {
+	return transports.Config{Type: "http", URL: url + gateway.MCPPath}
+}
+
+func benchSupervisor(t testing.TB, servers map[string]mcpvisor.ServerConfig) *mcpvisor.Supervisor {
 	t.Helper()
 	ctx := context.Background()
 	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{Logger: zerolog.Nop()})
@@ -50,7 +58,7 @@ func upstream(t *testing.T, servers map[string]mcpvisor.ServerConfig) *mcpvisor.
 }
 
 // serve runs a gateway over sup behind an httptest server.
-func serve(t *testing.T, sup gateway.Backend, opts gateway.Options) (*gateway.Gateway, *httptest.Server) {
+func serve(t testing.TB, sup gateway.Backend, opts gateway.Options) (*gateway.Gateway, *httptest.Server) {
 	t.Helper()
 	g := gateway.New(sup, opts)
 	ctx, cancel := context.WithCancel(context.Background())
