@@ -3,11 +3,11 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
