@@ -75,7 +75,24 @@ conformance: build $(CONFORMANCE)
 	tail -n 4 $(DEPS)/conformance-summary.txt
 	$(CONFORMANCE_DIR)/node_modules/.bin/node testdata/conformance/check.mjs $(CONFORMANCE_RESULTS) $(CONFORMANCE_REQUIRED)
 
-test: deps vet conformance
+# conformance-server runs the suite's server scenarios against the gateway
+# (mcpvisor supervise) with the mock server's conformance fixtures behind
+# it; the scenarios it cannot pass yet are in the baseline's server list.
+CONFORMANCE_SERVER_LISTEN ?= 127.0.0.1:17980
+CONFORMANCE_SERVER_RESULTS := $(DEPS)/conformance-server-results
+conformance-server: build $(CONFORMANCE)
+	rm -rf $(CONFORMANCE_SERVER_RESULTS)
+	@$(BIN)/mcpvisor supervise --config testdata/conformance/gateway.mcp.json --bare-names \
+		--listen $(CONFORMANCE_SERVER_LISTEN) --log-level warn 2>$(DEPS)/conformance-gateway.log & pid=$$!; \
+	trap 'kill -INT $$pid; wait $$pid' EXIT; \
+	for i in $$(seq 100); do $(BIN)/mcpvisor status --url http://$(CONFORMANCE_SERVER_LISTEN) >/dev/null 2>&1 && break; sleep 0.1; done; \
+	PATH=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin:$$PATH conformance server \
+		--url http://localhost:$(lastword $(subst :, ,$(CONFORMANCE_SERVER_LISTEN)))/mcp \
+		--expected-failures testdata/conformance/baseline.yml -o $(CONFORMANCE_SERVER_RESULTS) \
+		> $(DEPS)/conformance-server-summary.txt || { cat $(DEPS)/conformance-server-summary.txt; exit 1; }; \
+	sed -n '/SUMMARY/,$$p' $(DEPS)/conformance-server-summary.txt
+
+test: deps vet conformance conformance-server
 	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 \
 		$(GO) test -race -count=1 -timeout 15m ./...
 	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...

@@ -780,8 +780,9 @@ func mcpPost(t *testing.T, base, session, body string) string {
 
 // SIGHUP and --watch re-read the config and apply the difference; a broken
 // config keeps the running one.
+// Not parallel: it forks a freshly copied binary (ETXTBSY if another
+// test forks meanwhile) and its load would slow timing-sensitive tests.
 func TestSuperviseReload(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "mcpvisor")
 	copyBinary(t, bin)

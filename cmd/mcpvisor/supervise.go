@@ -31,6 +31,7 @@ type superviseFlags struct {
 	allowOrigins []string
 	allowTools   []string
 	denyTools    []string
+	bareNames    bool
 	watch        bool
 	watchEvery   time.Duration
 	grace        time.Duration
@@ -67,7 +68,8 @@ Host is not a loopback name, and browser requests whose Origin is not loopback
 or an --allow-origin (DNS rebinding). With --token-file every HTTP request
 needs "Authorization: Bearer <token>"; a non-loopback --listen requires one.
 --allow-tools/--deny-tools filter the tools offered downstream by qualified
-name (globs), after each server's own tools filter.
+name (globs), after each server's own tools filter. --bare-names offers a tool
+or prompt under its server's own name when that name is unique in the pool.
 
 Live reload: SIGHUP (and, with --watch, a change of a config file, polled and
 debounced) re-reads the config layers and applies the difference: new servers
@@ -98,6 +100,7 @@ Exit codes:
 	fl.StringArrayVar(&f.allowOrigins, "allow-origin", nil, "also accept browser requests from `ORIGIN` (scheme://host:port; repeatable)")
 	fl.StringArrayVar(&f.allowTools, "allow-tools", nil, "offer only tools whose qualified name matches `GLOB` (repeatable)")
 	fl.StringArrayVar(&f.denyTools, "deny-tools", nil, "never offer tools whose qualified name matches `GLOB` (repeatable)")
+	fl.BoolVar(&f.bareNames, "bare-names", false, "offer each tool and prompt under its server's own name when no other server has one by that name")
 	fl.BoolVar(&f.watch, "watch", false, "reload when a config file changes (polled)")
 	fl.DurationVar(&f.watchEvery, "watch-interval", time.Second, "how often --watch polls the config files")
 	fl.DurationVar(&f.grace, "grace", 10*time.Second, "how long shutdown waits for calls in flight")
@@ -176,7 +179,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 
 	gw := gateway.New(sup, gateway.Options{
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
-		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins,
+		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
 	})
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	var served sync.WaitGroup

@@ -34,8 +34,8 @@ func tsSDK(t *testing.T) string {
 
 // The official TypeScript SDK client lists and calls tools through the
 // gateway over Streamable HTTP and stdio, and sees a tool added behind it.
+// Not parallel, like TestSuperviseReload.
 func TestTypeScriptSDKClient(t *testing.T) {
-	t.Parallel()
 	modules := tsSDK(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "mcpvisor")

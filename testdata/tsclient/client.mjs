@@ -39,6 +39,7 @@ const res = await client.callTool({ name: "mcp__b__add", arguments: { a: 20, b: 
 check(res.content?.[0]?.text === "42", `tools/call mcp__b__add: ${JSON.stringify(res.content)}`);
 
 const late = `late_ts_${mode}`;
+changed = 0; // the pool may have changed while the servers connected
 await client.callTool({ name: "mcp__a__announce", arguments: { text: late } });
 for (let i = 0; i < 200 && changed === 0; i++) await new Promise((r) => setTimeout(r, 50));
 check(changed > 0, "tools/list_changed received");

@@ -20,7 +20,7 @@ func (g *Gateway) listTools() protocol.ListToolsResult {
 			continue
 		}
 		def := t.Definition
-		def.Name = t.Name
+		def.Name = g.toolName(t)
 		out = append(out, def)
 	}
 	if g.offered(waitToolName) {
@@ -35,11 +35,12 @@ func (g *Gateway) callTool(ctx context.Context, params json.RawMessage, reqNotif
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "tools/call: want {name, arguments}")
 	}
+	if p.Name == waitToolName && g.offered(waitToolName) {
+		return g.waitForChannel(ctx, p.Arguments)
+	}
+	p.Name = g.qualifiedTool(p.Name)
 	if !g.offered(p.Name) {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", p.Name)
-	}
-	if p.Name == waitToolName {
-		return g.waitForChannel(ctx, p.Arguments)
 	}
 	start := time.Now()
 	var res *mcpvisor.CallToolResult
@@ -75,6 +76,9 @@ func (g *Gateway) listPrompts() protocol.ListPromptsResult {
 	for _, p := range ps {
 		def := p.Prompt
 		def.Name = p.Name
+		if n, ok := g.names().promptOut[p.Name]; ok {
+			def.Name = n
+		}
 		out = append(out, def)
 	}
 	return protocol.ListPromptsResult{Prompts: out}
@@ -84,6 +88,9 @@ func (g *Gateway) getPrompt(ctx context.Context, params json.RawMessage) (any, *
 	var p protocol.GetPromptParams
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "prompts/get: want {name, arguments}")
+	}
+	if q, ok := g.names().promptIn[p.Name]; ok {
+		p.Name = q
 	}
 	res, err := g.b.GetPrompt(ctx, p.Name, p.Arguments)
 	if err != nil {
@@ -187,6 +194,9 @@ func (g *Gateway) broadcastListChanged(method string) {
 	g.log.Debug().Str("method", method).Int("recipients", n).Msg("list changed sent downstream")
 }
 
+// defaultLogLevel is the level of a session that never set one.
+const defaultLogLevel = protocol.LevelInfo
+
 // forwardLog sends a server's log message to the sessions whose level it
 // reaches, as notifications/message with logger = the server's name.
 func (g *Gateway) forwardLog(ev mcpvisor.Event) {
@@ -205,13 +215,16 @@ func (g *Gateway) forwardLog(ev mcpvisor.Event) {
 		s.mu.Lock()
 		level := s.logLevel
 		s.mu.Unlock()
-		if level == "" || !s.ready() || rank < levelRank(level) {
+		if level == "" {
+			level = defaultLogLevel
+		}
+		if !s.ready() || rank < levelRank(level) {
 			continue
 		}
 		s.notify(protocol.NotificationMessage, p)
 	}
 	for _, l := range g.listenersSnapshot() {
-		if l.logLevel != "" && rank >= levelRank(l.logLevel) {
+		if l.logLevel != "" && rank >= levelRank(l.logLevel) { // 2026-07-28: only with _meta logLevel
 			l.notify(protocol.NotificationMessage, p)
 		}
 	}

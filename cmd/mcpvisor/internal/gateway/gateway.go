@@ -94,6 +94,11 @@ type Options struct {
 	// Token, when set, is the bearer token every HTTP request (MCP and
 	// admin) must carry.
 	Token string
+	// BareNames offers each tool and prompt under the server's own name
+	// when no other server offers one by that name (else under its
+	// qualified name), for hosts that qualify names themselves or front
+	// a single server.
+	BareNames bool
 	// LocalOnly is set when the HTTP listener is on loopback: then every
 	// request's Host header must name a loopback host (DNS rebinding
 	// protection).
@@ -127,9 +132,9 @@ type Gateway struct {
 	idle     chan struct{} // signalled when inflight drops to zero
 	draining atomic.Bool   // set by Drain: new requests are refused
 	metrics  metrics       // counters; see metrics.go
-	// toolIndex maps qualified tool names to servers; Run clears it when
-	// the pool changes.
-	toolIndex atomic.Pointer[map[string]string]
+	// index maps names between the pool and downstream; Run clears it
+	// when the pool changes, and it is rebuilt on demand.
+	index atomic.Pointer[nameIndex]
 	started   time.Time
 }
 
@@ -181,14 +186,15 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 			g.metrics.event(ev)
 			switch ev.Type {
 			case mcpvisor.EventToolsChanged:
-				g.toolIndex.Store(nil)
+				g.index.Store(nil)
 				pending[protocol.NotificationToolsListChanged] = true
 			case mcpvisor.EventPromptsChanged:
+				g.index.Store(nil)
 				pending[protocol.NotificationPromptsListChanged] = true
 			case mcpvisor.EventResourcesChanged:
 				pending[protocol.NotificationResourcesListChanged] = true
 			case mcpvisor.EventServerToggled:
-				g.toolIndex.Store(nil)
+				g.index.Store(nil)
 				pending[protocol.NotificationToolsListChanged] = true
 				pending[protocol.NotificationPromptsListChanged] = true
 				pending[protocol.NotificationResourcesListChanged] = true
@@ -199,6 +205,7 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 			case mcpvisor.EventChannelMessage:
 				g.forwardChannel(ev)
 			case mcpvisor.EventGap:
+				g.index.Store(nil)
 				// Lost events may have been list changes: tell everyone.
 				pending[protocol.NotificationToolsListChanged] = true
 				pending[protocol.NotificationPromptsListChanged] = true
@@ -377,19 +384,73 @@ func rpcError(err error) *protocol.Error {
 	return e
 }
 
-// serverOfTool returns the server behind a qualified tool name, for
-// metrics, from an index rebuilt after each change of the pool.
-func (g *Gateway) serverOfTool(name string) string {
-	idx := g.toolIndex.Load()
-	if idx == nil {
-		m := map[string]string{}
-		for _, t := range g.b.Tools() {
-			m[t.Name] = t.Server
-		}
-		idx = &m
-		g.toolIndex.Store(idx)
+// nameIndex maps pool names (qualified) to what downstream sees and back.
+type nameIndex struct {
+	server    map[string]string // qualified tool name → server
+	toolOut   map[string]string // qualified → downstream (BareNames only)
+	toolIn    map[string]string // downstream → qualified (BareNames only)
+	promptOut map[string]string
+	promptIn  map[string]string
+}
+
+// names returns the current index, rebuilding it after a pool change.
+func (g *Gateway) names() *nameIndex {
+	if idx := g.index.Load(); idx != nil {
+		return idx
 	}
-	if s, ok := (*idx)[name]; ok {
+	idx := &nameIndex{server: map[string]string{}, toolOut: map[string]string{}, toolIn: map[string]string{},
+		promptOut: map[string]string{}, promptIn: map[string]string{}}
+	tools := g.b.Tools()
+	count := map[string]int{}
+	for _, t := range tools {
+		idx.server[t.Name] = t.Server
+		count[t.Definition.Name]++
+	}
+	if g.opts.BareNames {
+		for _, t := range tools {
+			if t.Builtin || count[t.Definition.Name] != 1 || t.Definition.Name == waitToolName {
+				continue
+			}
+			if _, clash := idx.server[t.Definition.Name]; clash && t.Definition.Name != t.Name {
+				continue // another entry's qualified name
+			}
+			idx.toolOut[t.Name], idx.toolIn[t.Definition.Name] = t.Definition.Name, t.Name
+		}
+		prompts, _ := g.b.ListPrompts("")
+		pcount := map[string]int{}
+		for _, p := range prompts {
+			pcount[p.Prompt.Name]++
+		}
+		for _, p := range prompts {
+			if pcount[p.Prompt.Name] == 1 {
+				idx.promptOut[p.Name], idx.promptIn[p.Prompt.Name] = p.Prompt.Name, p.Name
+			}
+		}
+	}
+	g.index.Store(idx)
+	return idx
+}
+
+// toolName returns the downstream name of a pool tool.
+func (g *Gateway) toolName(t mcpvisor.Tool) string {
+	if n, ok := g.names().toolOut[t.Name]; ok {
+		return n
+	}
+	return t.Name
+}
+
+// qualifiedTool maps a downstream tool name to the pool's name.
+func (g *Gateway) qualifiedTool(name string) string {
+	if q, ok := g.names().toolIn[name]; ok {
+		return q
+	}
+	return name
+}
+
+// serverOfTool returns the server behind a qualified tool name, for
+// metrics.
+func (g *Gateway) serverOfTool(name string) string {
+	if s, ok := g.names().server[name]; ok {
 		return s
 	}
 	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {

@@ -527,3 +527,28 @@ func TestGatewayAdmin(t *testing.T) {
 	assert.Equal(t, []string{"1", "2"}, readEvents("0", 2))
 	assert.Equal(t, []string{"3"}, readEvents("2", 1))
 }
+
+// BareNames offers a name unique in the pool as the server has it, and a
+// shared one qualified; calls by either name reach the right server.
+func TestGatewayBareNames(t *testing.T) {
+	sup := upstream(t, map[string]mcpvisor.ServerConfig{
+		"a": {Config: mockserver.Command("-name", "a", "-conformance")},
+		"b": {Config: mockserver.Command("-name", "b")},
+	})
+	_, srv := serve(t, sup, gateway.Options{BareNames: true})
+	c := &rawClient{t: t, url: srv.URL}
+	c.initialize()
+	_, body := c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	assert.Contains(t, body, `"name":"test_simple_text"`)
+	assert.Contains(t, body, `"name":"mcp__a__echo"`)
+	assert.Contains(t, body, `"name":"mcp__b__echo"`)
+	assert.NotContains(t, body, `"name":"echo"`)
+	_, body = c.post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test_simple_text","arguments":{}}}`)
+	assert.Contains(t, body, "simple text response")
+	_, body = c.post(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"mcp__b__echo","arguments":{"text":"via b"}}}`)
+	assert.Contains(t, body, "via b")
+	_, body = c.post(`{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"test_simple_prompt"}}`)
+	assert.Contains(t, body, "simple prompt")
+	_, body = c.post(`{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{"uri":"test://template/7/data"}}`)
+	assert.Contains(t, body, `Data for ID: 7`)
+}
