@@ -21,7 +21,9 @@ const (
 
 func conformanceTools() []protocol.Tool {
 	obj := json.RawMessage(`{"type":"object","properties":{}}`)
-	t := func(name, desc string) protocol.Tool { return protocol.Tool{Name: name, Description: desc, InputSchema: obj} }
+	t := func(name, desc string) protocol.Tool {
+		return protocol.Tool{Name: name, Description: desc, InputSchema: obj}
+	}
 	return []protocol.Tool{
 		t("test_simple_text", "Returns simple text content."),
 		t("test_image_content", "Returns image content."),
@@ -113,7 +115,9 @@ func (s *server) conformanceDispatch(out output, m *protocol.Message) bool {
 	case protocol.MethodPromptsGet:
 		var p protocol.GetPromptParams
 		_ = json.Unmarshal(m.Params, &p)
-		msg := func(c protocol.Content) protocol.PromptMessage { return protocol.PromptMessage{Role: "user", Content: c} }
+		msg := func(c protocol.Content) protocol.PromptMessage {
+			return protocol.PromptMessage{Role: "user", Content: c}
+		}
 		var msgs []protocol.PromptMessage
 		switch p.Name {
 		case "test_simple_prompt":

@@ -134,8 +134,8 @@ type Gateway struct {
 	metrics  metrics       // counters; see metrics.go
 	// index maps names between the pool and downstream; Run clears it
 	// when the pool changes, and it is rebuilt on demand.
-	index atomic.Pointer[nameIndex]
-	started   time.Time
+	index   atomic.Pointer[nameIndex]
+	started time.Time
 }
 
 // New returns a gateway over b.
