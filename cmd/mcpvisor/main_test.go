@@ -860,3 +860,82 @@ func TestSuperviseReload(t *testing.T) {
 	<-read
 	require.NoError(t, cmd.Wait(), "log:\n%s", logs)
 }
+
+// SIGTERM drains the calls in flight up to --grace: a call that finishes
+// within it is answered and the exit is clean (0); one cut off makes the
+// exit 1.
+func TestSuperviseDrain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		sleepMs  int
+		grace    string
+		wantCode int
+	}{
+		{"finishes", 400, "10s", 0},
+		{"cut off", 10000, "200ms", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := writeConfig(t, map[string]any{"a": mock(binPath, "-name", "a")})
+			cmd := exec.Command(binPath, "supervise", "--config", cfg, "--listen", "127.0.0.1:0", "--grace", tc.grace)
+			cmd.Env = cliEnv()
+			stderr, err := cmd.StderrPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			logs := &logLines{more: make(chan struct{}, 1)}
+			read := make(chan struct{})
+			go func() {
+				defer close(read)
+				logs.read(stderr)
+			}()
+			defer func() {
+				cmd.Process.Kill()
+				<-read
+				cmd.Wait()
+			}()
+			base := gatewayURL(t, logs)
+			require.Eventually(t, func() bool {
+				return strings.Contains(cli(t, "status", "--url", base).stdout, "ready")
+			}, 20*time.Second, 50*time.Millisecond)
+			init := mcpPost(t, base, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			require.Contains(t, init, "mcpvisor")
+			answered := make(chan string, 1)
+			go func() {
+				// A stateless-era request needs no session.
+				answered <- mcpPostNoFail(base, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"mcp__a__sleep","arguments":{"ms":%d}}}`, tc.sleepMs))
+			}()
+			require.Eventually(t, func() bool {
+				return strings.Contains(cli(t, "status", "--url", base).stdout, "1 requests in flight")
+			}, 10*time.Second, 20*time.Millisecond)
+			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+			<-read
+			err = cmd.Wait()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			}
+			assert.Equal(t, tc.wantCode, code, "log:\n%s", logs)
+			body := <-answered
+			if tc.wantCode == 0 {
+				assert.Contains(t, body, `"slept"`, "the call in flight was answered")
+			}
+		})
+	}
+}
+
+// mcpPostNoFail posts one message and returns the body, or the error's text.
+func mcpPostNoFail(base, body string) string {
+	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+	if err != nil {
+		return err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
