@@ -49,6 +49,9 @@ type serverHandle struct {
 	strikes atomic.Int32
 	memory  session.Memory
 	changed changeSignal // fires on every new view
+	// latency counts the requests sent on the server's sessions
+	// (onSession); any goroutine observes it.
+	latency latencyHist
 }
 
 // changeSignal lets goroutines wait for the next change of something. The

@@ -85,6 +85,10 @@ type ServerStatus struct {
 	Lazy           bool      `json:"lazy,omitempty"`
 	// ToggledOff is set while the host has the server toggled off.
 	ToggledOff bool `json:"toggledOff,omitempty"`
+	// Latency counts the requests sent to the server through the
+	// supervisor (calls, prompts, resource reads, pings) and how long
+	// they took.
+	Latency LatencyStats `json:"latency"`
 }
 
 // EventType names what an Event reports.

@@ -378,6 +378,7 @@ func (s *System) Status() []ServerStatus {
 		if st.State == StateReady {
 			st.Strikes = int(h.strikes.Load())
 		}
+		st.Latency = h.latency.stats()
 		out = append(out, st)
 	}
 	return out
@@ -425,6 +426,7 @@ func onSession[T any](ctx context.Context, s *System, h *serverHandle, request f
 			return zero, err
 		}
 	}
+	start := time.Now()
 	res, err := request(ctx, v.sess)
 	s.recordOutcome(h, v, err)
 	if err != nil && errors.Is(err, transports.ErrSessionExpired) {
@@ -439,6 +441,7 @@ func onSession[T any](ctx context.Context, s *System, h *serverHandle, request f
 		s.recordOutcome(h, nv, err)
 		v = nv
 	}
+	h.latency.observe(time.Since(start), err != nil)
 	switch {
 	case err == nil:
 	case errors.Is(err, session.ErrConnectionClosed), errors.Is(err, session.ErrServerRestarting):

@@ -72,6 +72,9 @@ type Options struct {
 	// notification to every connection (not to subscriptions/listen
 	// streams), then answers.
 	NotifyTool bool
+	// Conformance serves the fixtures of the conformance suite's server
+	// scenarios (see conformance.go) besides the standard catalogue.
+	Conformance bool
 
 	// Channel makes it a channel server (capabilities claude/channel and
 	// claude/channel/permission, tool channel_burst {n, prefix}); it
@@ -273,6 +276,7 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and stdin EOF: only SIGKILL ends it")
 	fs.BoolVar(&o.Grandchild, "grandchild", false, "start a sleeping child process in the same process group")
 	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
+	fs.BoolVar(&o.Conformance, "conformance", false, "also serve the conformance suite's server fixtures (test_* tools, test:// resources, prompts)")
 	fs.BoolVar(&o.NotifyTool, "notify-tool", false, "add the tool notify {method, params}: sends that notification to every connection")
 	fs.BoolVar(&o.Channel, "channel", false, "stdio, ws: be a claude/channel server with the tool channel_burst {n, prefix}; echo permission requests and verdicts as channel messages")
 	fs.BoolVar(&o.Subscribe, "subscribe", false, "stdio, ws: serve resources/subscribe and the tool touch {uri}, which sends resources/updated when uri is subscribed")
@@ -507,6 +511,9 @@ func newServer(o Options) *server {
 			InputSchema: obj(`"method":{"type":"string"},"params":{"type":"object"}`, "method")})
 	}
 	s.tools = append(s.tools, s.extTools()...)
+	if o.Conformance {
+		s.tools = append(s.tools, conformanceTools()...)
+	}
 	for i := 1; i <= o.Tools; i++ {
 		s.tools = append(s.tools, protocol.Tool{
 			Name: fmt.Sprintf("tool_%03d", i), Description: "An extra tool that echoes.", InputSchema: obj(`"text":{"type":"string"}`),
@@ -542,6 +549,9 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 	if !modern && !p.initialized.Load() && m.Method != protocol.MethodInitialize &&
 		m.Method != protocol.MethodDiscover && m.Method != protocol.MethodPing {
 		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "%s before initialization", m.Method))
+		return 0, false
+	}
+	if s.o.Conformance && s.conformanceDispatch(out, m) {
 		return 0, false
 	}
 	if s.o.InitDelay > 0 && (m.Method == protocol.MethodDiscover || m.Method == protocol.MethodInitialize) {
@@ -656,6 +666,12 @@ func (s *server) capabilities() protocol.ServerCapabilities {
 	if s.o.Prompts > 0 {
 		c.Prompts = &protocol.ListChangedCapability{}
 	}
+	if s.o.Conformance {
+		logging := json.RawMessage(`{}`)
+		c.Resources = &protocol.ResourcesCapability{Subscribe: true}
+		c.Prompts = &protocol.ListChangedCapability{}
+		c.Logging = &logging
+	}
 	s.extCapabilities(&c)
 	return c
 }
@@ -726,6 +742,9 @@ func (s *server) callTool(out output, m *protocol.Message) {
 	}
 	if s.o.OversizeBytes > 0 {
 		out.sendOversize(m.ID, s.o.OversizeBytes)
+		return
+	}
+	if s.o.Conformance && s.conformanceCall(out, m.ID, p.Name) {
 		return
 	}
 	switch {
