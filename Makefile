@@ -1,4 +1,4 @@
-# mcpvisor — `make run` runs the supervisor on the bundled example config;
+# mcpvisor — `make run` runs the gateway on the bundled example config;
 # `make test` installs what the tests need and runs the whole suite.
 
 GO        ?= go
@@ -7,6 +7,9 @@ DEPS      := .deps
 NPM_DIR   := $(DEPS)/npm
 EVERYTHING_VERSION := 2026.8.31
 EVERYTHING := $(NPM_DIR)/node_modules/.bin/mcp-server-everything
+# The official TypeScript SDK, whose client the gateway tests run.
+TS_SDK_VERSION := 1.32.2
+TS_SDK := $(NPM_DIR)/.sdk-$(TS_SDK_VERSION)
 # The conformance suite needs Node >= 22; npm installs one next to it.
 CONFORMANCE_DIR     := $(DEPS)/conformance
 CONFORMANCE_VERSION := 0.1.16
@@ -29,15 +32,23 @@ CONFORMANCE_AUTH := metadata-default metadata-var1 metadata-var2 metadata-var3 b
 CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-defaults sse-retry \
 	$(addprefix auth/,$(CONFORMANCE_AUTH))
 
-.PHONY: all build run test test-go deps npm-deps lint fmt vet fuzz bench bench-peers conformance clean
+.PHONY: all build run test test-go deps npm-deps lint fmt vet fuzz bench bench-peers conformance conformance-server clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/mcpvisor ./cmd/mcpvisor
 
+# run starts the gateway over the example config (Ctrl-C stops it).
+RUN_LISTEN ?= 127.0.0.1:7979
 run: build
-	$(BIN)/mcpvisor supervise --config examples/demo.mcp.json
+	@echo "mcpvisor gateway over examples/demo.mcp.json"
+	@echo "  MCP endpoint (Streamable HTTP): http://$(RUN_LISTEN)/mcp"
+	@echo "    e.g. claude mcp add --transport http mcpvisor http://$(RUN_LISTEN)/mcp"
+	@echo "  as a stdio server instead:      $(abspath $(BIN))/mcpvisor supervise --stdio --config $(abspath examples/demo.mcp.json)"
+	@echo "  status: $(BIN)/mcpvisor status --url http://$(RUN_LISTEN)   (JSON: http://$(RUN_LISTEN)/status)"
+	@echo "  metrics: http://$(RUN_LISTEN)/metrics   events (SSE): http://$(RUN_LISTEN)/events"
+	$(BIN)/mcpvisor supervise --config examples/demo.mcp.json --listen $(RUN_LISTEN) --watch
 
 # deps installs everything the tests use: Go modules of the main module and
 # of the nested test modules, and the npm packages (into $(NPM_DIR), which
@@ -47,13 +58,18 @@ deps: npm-deps
 	cd testdata/gosdkserver && $(GO) mod download
 	cd testdata/mcpgoserver && $(GO) mod download
 	cd bench/peers && $(GO) mod download
+	cd testdata/gosdkclient && $(GO) mod download
 
-npm-deps: $(EVERYTHING) $(CONFORMANCE) $(OIDC)
+npm-deps: $(EVERYTHING) $(TS_SDK) $(CONFORMANCE) $(OIDC)
 
 $(EVERYTHING):
 	mkdir -p $(NPM_DIR)
 	cd $(NPM_DIR) && { [ -f package.json ] || npm init -y >/dev/null; } && \
 		npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/server-everything@$(EVERYTHING_VERSION)
+
+$(TS_SDK): $(EVERYTHING)
+	cd $(NPM_DIR) && npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/sdk@$(TS_SDK_VERSION)
+	touch $@
 
 $(CONFORMANCE):
 	mkdir -p $(CONFORMANCE_DIR)
@@ -77,12 +93,30 @@ conformance: build $(CONFORMANCE)
 	tail -n 4 $(DEPS)/conformance-summary.txt
 	$(CONFORMANCE_DIR)/node_modules/.bin/node testdata/conformance/check.mjs $(CONFORMANCE_RESULTS) $(CONFORMANCE_REQUIRED)
 
-test: deps vet conformance
+# conformance-server runs the suite's server scenarios against the gateway
+# (mcpvisor supervise) with the mock server's conformance fixtures behind
+# it; the scenarios it cannot pass yet are in the baseline's server list.
+CONFORMANCE_SERVER_LISTEN ?= 127.0.0.1:17980
+CONFORMANCE_SERVER_RESULTS := $(DEPS)/conformance-server-results
+conformance-server: build $(CONFORMANCE)
+	rm -rf $(CONFORMANCE_SERVER_RESULTS)
+	@$(BIN)/mcpvisor supervise --config testdata/conformance/gateway.mcp.json --bare-names \
+		--listen $(CONFORMANCE_SERVER_LISTEN) --log-level warn 2>$(DEPS)/conformance-gateway.log & pid=$$!; \
+	trap 'kill -INT $$pid; wait $$pid' EXIT; \
+	for i in $$(seq 100); do $(BIN)/mcpvisor status --url http://$(CONFORMANCE_SERVER_LISTEN) >/dev/null 2>&1 && break; sleep 0.1; done; \
+	PATH=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin:$$PATH conformance server \
+		--url http://localhost:$(lastword $(subst :, ,$(CONFORMANCE_SERVER_LISTEN)))/mcp \
+		--expected-failures testdata/conformance/baseline.yml -o $(CONFORMANCE_SERVER_RESULTS) \
+		> $(DEPS)/conformance-server-summary.txt || { cat $(DEPS)/conformance-server-summary.txt; exit 1; }; \
+	sed -n '/SUMMARY/,$$p' $(DEPS)/conformance-server-summary.txt
+
+test: deps vet conformance conformance-server
 	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 \
 		MCPVISOR_OIDC_MODULES=$(abspath $(OIDC_DIR))/node_modules \
 		MCPVISOR_NODE=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin/node \
 		$(GO) test -race -count=1 -timeout 15m ./...
 	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
+	cd testdata/gosdkclient && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 5m ./...
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

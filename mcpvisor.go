@@ -79,6 +79,13 @@ type (
 // ServerStatus describes one server.
 type ServerStatus = actors.ServerStatus
 
+// LatencyStats counts a server's requests and how long they took
+// (ServerStatus.Latency).
+type LatencyStats = actors.LatencyStats
+
+// LatencyBuckets are the upper bounds of LatencyStats.Counts.
+var LatencyBuckets = actors.LatencyBuckets
+
 // SetResult says what SetServers did.
 type SetResult = actors.SetResult
 

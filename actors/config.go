@@ -119,9 +119,29 @@ type Options struct {
 	// version.
 	ClientInfo protocol.Implementation
 
-	// Capabilities are the client capabilities declared to every server:
-	// roots, sampling, elicitation. Declare only what Requests answers.
+	// Capabilities are the client capabilities declared to every server,
+	// besides those of the handlers below (which declare their own).
+	// Declare only what Requests answers.
 	Capabilities protocol.ClientCapabilities
+
+	// Roots are the roots answered to roots/list. Not nil (even empty)
+	// declares the roots capability (with listChanged); SetRoots changes
+	// them later and tells the servers.
+	Roots []protocol.Root
+
+	// Sampling answers sampling/createMessage; setting it declares the
+	// sampling capability.
+	Sampling SamplingHandler
+
+	// Elicitation answers elicitation/create; setting it declares the
+	// elicitation capability (form mode, and URL mode when
+	// ElicitationURL is set).
+	Elicitation    ElicitationHandler
+	ElicitationURL bool
+
+	// ServerRequestTimeout bounds the answer to one server-to-client
+	// request (the host's handler included). Zero means 2 minutes.
+	ServerRequestTimeout time.Duration
 
 	// Requests answers the requests servers send to the host
 	// (elicitation/create, sampling/createMessage, roots/list). It runs in
@@ -208,6 +228,14 @@ type Options struct {
 	// resume from a sequence number. Zero means 1024.
 	EventBuffer int
 
+	// PermissionTimeout is how long a permission request of the channel
+	// relay waits for an answer before it expires. Zero means 5 minutes.
+	PermissionTimeout time.Duration
+
+	// host is the state shared with the server actors outside any actor
+	// (channel hub, permission relay, roots, subscriptions). Set by Start.
+	host *hostState
+
 	// OAuth configures the authorization of remote servers (see
 	// OAuthOptions; the zero value keeps tokens in memory and parks a
 	// server that needs a login in needs-auth).
@@ -237,6 +265,9 @@ func (o Options) withDefaults() Options {
 	o.Reconnect = o.Reconnect.over(defaultPolicy)
 	if o.EventBuffer <= 0 {
 		o.EventBuffer = 1024
+	}
+	if o.ServerRequestTimeout <= 0 {
+		o.ServerRequestTimeout = defaultServerRequestTimeout
 	}
 	return o
 }

@@ -20,7 +20,7 @@ import (
 type pool struct {
 	builtins      []Tool // the host's built-ins, sorted by name
 	builtinByName map[string]*BuiltinTool
-	tools         []Tool // MCP tools, sorted by qualified name
+	tools         []*Tool // MCP tools, sorted by qualified name; shared with the offers (and other pools): read-only
 	toolsByName   map[string]poolEntry
 	prompts       []Prompt // sorted by qualified name
 	promptsByName map[string]poolEntry
@@ -47,6 +47,15 @@ type pool struct {
 	offered map[string]int
 	// views are the server views the pool was built from.
 	views map[*serverHandle]*serverView
+	// parts are the servers the pool was built from, for nextPool to tell
+	// which changed; builtinsFrom and maxDescription the rest of its input.
+	parts          map[*serverHandle]poolServer
+	builtinsFrom   []BuiltinTool
+	maxDescription int
+	// contested is set when two servers routed the same hidden or
+	// toggled-off name (the later one won), which only a whole build
+	// reproduces.
+	contested bool
 }
 
 type renameKey struct{ kind, server, original string }
@@ -154,30 +163,46 @@ func nameChar(c byte) bool {
 // configuration always yields the same names.
 type namer struct {
 	kind       string
-	holders    map[string]string // name → "server/original" or "built-in"
+	holders    map[string]holder // name → who claimed it
 	collisions []Collision
 }
 
-func newNamer(kind string) *namer {
-	return &namer{kind: kind, holders: map[string]string{}}
+func newNamer(kind string, size int) *namer {
+	return &namer{kind: kind, holders: make(map[string]holder, size)}
+}
+
+// holder is who claimed a name: a server's entry, or a built-in (server
+// empty).
+type holder struct{ server, original string }
+
+func (h holder) String() string {
+	if h.server == "" {
+		return "built-in"
+	}
+	return h.server + "/" + h.original
 }
 
 // claim returns the name of server's entry original: its QualifiedName
 // unless someone holds that, else a renamed one (recorded as a
 // collision).
 func (n *namer) claim(server, original string) string {
-	q := QualifiedName(server, original)
-	holder, taken := n.holders[q]
+	return n.claimPreferred(server, original, QualifiedName(server, original))
+}
+
+// claimPreferred is claim with QualifiedName(server, original) already
+// computed.
+func (n *namer) claimPreferred(server, original, q string) string {
+	held, taken := n.holders[q]
 	if !taken {
-		n.holders[q] = server + "/" + original
+		n.holders[q] = holder{server, original}
 		return q
 	}
 	base := fullName(server, original)
 	for round := 1; ; round++ {
 		alt := withSuffix(base, nameHash(server, original, round))
 		if _, taken := n.holders[alt]; !taken {
-			n.holders[alt] = server + "/" + original
-			n.collisions = append(n.collisions, Collision{Kind: n.kind, Name: q, Holder: holder, Server: server, Original: original, Renamed: alt})
+			n.holders[alt] = holder{server, original}
+			n.collisions = append(n.collisions, Collision{Kind: n.kind, Name: q, Holder: held.String(), Server: server, Original: original, Renamed: alt})
 			return alt
 		}
 	}
@@ -222,22 +247,127 @@ type poolServer struct {
 	off  bool // toggled off by the host
 }
 
+// offer is what one server view puts in the pool when it offers its
+// lists: the allowed tools, prompts, resources and templates, sorted by
+// their own names, descriptions capped, with each tool's preferred
+// qualified name. Views are immutable and a new view usually keeps its
+// predecessor's lists, so an offer is computed once per listing and
+// shared by the views that follow; buildPool then only claims names and
+// diffPools compares definitions only of servers whose offer changed.
+//
+// Offers are built and cached by the registry goroutine (serverView.offer).
+type offer struct {
+	// from identifies what the offer was computed from.
+	from      offerSource
+	tools     []offeredTool
+	prompts   []Prompt // Name: the preferred qualified name, QualifiedName(server, Prompt.Name)
+	resources []Resource
+	templates []ResourceTemplate
+}
+
+type offeredTool struct {
+	tool       Tool // Name: QualifiedName(server, Definition.Name); description capped
+	replayable bool
+}
+
+// offerSource is what an offer depends on: the lists (by identity: a view
+// that relisted has new slices), the filter and trust, and the cap.
+type offerSource struct {
+	tools          *protocol.Tool
+	nTools         int
+	prompts        *protocol.Prompt
+	nPrompts       int
+	resources      *protocol.Resource
+	nResources     int
+	templates      *protocol.ResourceTemplate
+	nTemplates     int
+	filter         *ToolFilter
+	trust          string
+	maxDescription int
+}
+
+func first[T any](list []T) *T {
+	if len(list) == 0 {
+		return nil
+	}
+	return &list[0]
+}
+
+func sourceOf(v *serverView, maxDescription int) offerSource {
+	return offerSource{
+		tools: first(v.lists.tools), nTools: len(v.lists.tools),
+		prompts: first(v.lists.prompts), nPrompts: len(v.lists.prompts),
+		resources: first(v.lists.resources), nResources: len(v.lists.resources),
+		templates: first(v.lists.templates), nTemplates: len(v.lists.templates),
+		filter: &v.cfg.Tools, trust: v.cfg.Trust, maxDescription: maxDescription,
+	}
+}
+
+// offerOf returns v's offer, reusing prev's (the same server's previous
+// view) when it was computed from the same lists and settings.
+func offerOf(name string, v, prev *serverView, maxDescription int) *offer {
+	src := sourceOf(v, maxDescription)
+	if v.offer != nil && v.offer.from.same(src, v, v) {
+		return v.offer
+	}
+	if prev != nil && prev.offer != nil && prev.offer.from.same(src, prev, v) {
+		v.offer = prev.offer
+		return v.offer
+	}
+	o := &offer{from: src}
+	trusted := v.cfg.Trust == "trusted"
+	for _, t := range sortedBy(v.lists.tools, func(t protocol.Tool) string { return t.Name }) {
+		if !v.cfg.Tools.allowed(t.Name) {
+			continue
+		}
+		t.Description = capDescription(t.Description, maxDescription)
+		o.tools = append(o.tools, offeredTool{
+			tool:       Tool{Name: QualifiedName(name, t.Name), Server: name, Trusted: trusted, Definition: t},
+			replayable: trusted && readOnlyAndIdempotent(t),
+		})
+	}
+	for _, pr := range sortedBy(v.lists.prompts, func(p protocol.Prompt) string { return p.Name }) {
+		pr.Description = capDescription(pr.Description, maxDescription)
+		o.prompts = append(o.prompts, Prompt{Name: QualifiedName(name, pr.Name), Server: name, Prompt: pr})
+	}
+	for _, r := range sortedBy(v.lists.resources, func(r protocol.Resource) string { return r.URI }) {
+		o.resources = append(o.resources, Resource{Server: name, Resource: r})
+	}
+	for _, t := range sortedBy(v.lists.templates, func(t protocol.ResourceTemplate) string { return t.URITemplate }) {
+		o.templates = append(o.templates, ResourceTemplate{Server: name, Template: t})
+	}
+	v.offer = o
+	return o
+}
+
+// same reports whether an offer computed from src (for view was) serves
+// cur, whose source is s: the same lists, and an equal filter and trust.
+func (src offerSource) same(s offerSource, was, cur *serverView) bool {
+	a, b := src, s
+	a.filter, b.filter = nil, nil
+	return a == b && (was == cur || reflect.DeepEqual(was.cfg.Tools, cur.cfg.Tools))
+}
+
 // buildPool assembles the pool from the servers (in any order) and the
 // host's built-ins. Names are handed out by a namer, so collisions
 // resolve the same way whatever order the servers became ready in: a
 // built-in keeps its name, then the server first by name, then the tool
 // first by its own name.
 // prev, the pool this one replaces (nil for the first), supplies the names
-// of the entries of servers not offering them.
+// of the entries of servers not offering them, and the offers of views
+// that did not change.
 func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int, prev *pool) *pool {
 	if prev == nil {
 		prev = emptyPool
 	}
 	slices.SortFunc(servers, func(a, b poolServer) int { return strings.Compare(a.name, b.name) })
+	nTools, nPrompts := len(prev.tools), len(prev.prompts)
 	p := &pool{
-		builtinByName: map[string]*BuiltinTool{}, toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{},
+		builtinByName: map[string]*BuiltinTool{}, toolsByName: make(map[string]poolEntry, nTools), promptsByName: make(map[string]poolEntry, nPrompts),
 		hiddenTools: map[string]poolEntry{}, off: map[string]bool{}, offRoutes: map[string]string{},
-		views: make(map[*serverHandle]*serverView, len(servers)), offered: map[string]int{}, renamed: map[renameKey]string{},
+		views: make(map[*serverHandle]*serverView, len(servers)), offered: make(map[string]int, len(servers)), renamed: map[renameKey]string{},
+		tools: make([]*Tool, 0, nTools), prompts: make([]Prompt, 0, nPrompts),
+		parts: make(map[*serverHandle]poolServer, len(servers)), builtinsFrom: builtins, maxDescription: maxDescription,
 	}
 	// known is the name of an entry of a server not offering it now, which
 	// stays remembered for the next pool.
@@ -248,14 +378,16 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int,
 		}
 		return name
 	}
-	tools, prompts := newNamer("tool"), newNamer("prompt")
+	tools, prompts := newNamer("tool", nTools), newNamer("prompt", nPrompts)
 	for i := range builtins {
 		b := &builtins[i]
 		p.builtinByName[b.Definition.Name] = b
-		tools.holders[b.Definition.Name] = "built-in"
+		tools.holders[b.Definition.Name] = holder{}
 		p.builtins = append(p.builtins, Tool{Name: b.Definition.Name, Builtin: true, Definition: b.Definition})
 	}
+	toolsSorted := true // p.tools is in name order so far
 	for _, s := range servers {
+		p.parts[s.h] = s
 		v := s.h.view.Load()
 		if v == nil {
 			continue
@@ -264,55 +396,72 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int,
 		if s.off {
 			p.off[s.name] = true
 			for _, t := range v.lists.tools {
-				p.offRoutes[known("tool", s.name, t.Name)] = s.name
+				p.routeOff(known("tool", s.name, t.Name), s.name)
 			}
 			for _, pr := range v.lists.prompts {
-				p.offRoutes[known("prompt", s.name, pr.Name)] = s.name
+				p.routeOff(known("prompt", s.name, pr.Name), s.name)
 			}
 			continue
 		}
-		trusted := v.cfg.Trust == "trusted"
 		if v.routesHiddenTools() {
+			trusted := v.cfg.Trust == "trusted"
 			for _, t := range v.lists.tools {
 				if v.cfg.Tools.allowed(t.Name) {
-					p.hiddenTools[known("tool", s.name, t.Name)] = poolEntry{h: s.h, name: t.Name, replayable: trusted && readOnlyAndIdempotent(t)}
+					q := known("tool", s.name, t.Name)
+					if _, taken := p.hiddenTools[q]; taken {
+						p.contested = true
+					}
+					p.hiddenTools[q] = poolEntry{h: s.h, name: t.Name, replayable: trusted && readOnlyAndIdempotent(t)}
 				}
 			}
 		}
 		if !v.offersTools() {
 			continue
 		}
-		for _, t := range sortedBy(v.lists.tools, func(t protocol.Tool) string { return t.Name }) {
-			if !v.cfg.Tools.allowed(t.Name) {
-				continue
+		o := offerOf(s.name, v, prev.views[s.h], maxDescription)
+		for i := range o.tools {
+			t := &o.tools[i]
+			q := tools.claimPreferred(s.name, t.tool.Definition.Name, t.tool.Name)
+			p.toolsByName[q] = poolEntry{h: s.h, name: t.tool.Definition.Name, replayable: t.replayable}
+			if n := len(p.tools); toolsSorted && n > 0 && p.tools[n-1].Name > q {
+				toolsSorted = false
 			}
-			q := tools.claim(s.name, t.Name)
-			t.Description = capDescription(t.Description, maxDescription)
-			p.toolsByName[q] = poolEntry{h: s.h, name: t.Name, replayable: trusted && readOnlyAndIdempotent(t)}
-			p.tools = append(p.tools, Tool{Name: q, Server: s.name, Trusted: trusted, Definition: t})
-			p.offered[s.name]++
+			tool := &t.tool
+			if q != tool.Name { // renamed: a copy under its new name
+				renamed := *tool
+				renamed.Name = q
+				tool = &renamed
+			}
+			p.tools = append(p.tools, tool)
 		}
-		for _, pr := range sortedBy(v.lists.prompts, func(p protocol.Prompt) string { return p.Name }) {
-			q := prompts.claim(s.name, pr.Name)
-			pr.Description = capDescription(pr.Description, maxDescription)
-			p.promptsByName[q] = poolEntry{h: s.h, name: pr.Name}
-			p.prompts = append(p.prompts, Prompt{Name: q, Server: s.name, Prompt: pr})
+		p.offered[s.name] += len(o.tools)
+		for _, pr := range o.prompts {
+			q := prompts.claimPreferred(s.name, pr.Prompt.Name, pr.Name)
+			p.promptsByName[q] = poolEntry{h: s.h, name: pr.Prompt.Name}
+			pr.Name = q
+			p.prompts = append(p.prompts, pr)
 		}
-		for _, r := range sortedBy(v.lists.resources, func(r protocol.Resource) string { return r.URI }) {
-			p.resources = append(p.resources, Resource{Server: s.name, Resource: r})
-		}
-		for _, t := range sortedBy(v.lists.templates, func(t protocol.ResourceTemplate) string { return t.URITemplate }) {
-			p.templates = append(p.templates, ResourceTemplate{Server: s.name, Template: t})
-		}
+		p.resources = append(p.resources, o.resources...)
+		p.templates = append(p.templates, o.templates...)
 	}
 	slices.SortFunc(p.builtins, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(p.tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	if !toolsSorted {
+		slices.SortFunc(p.tools, func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) })
+	}
 	slices.SortFunc(p.prompts, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
 	p.collisions = append(tools.collisions, prompts.collisions...)
 	for _, c := range p.collisions {
 		p.renamed[renameKey{c.Kind, c.Server, c.Original}] = c.Renamed
 	}
 	return p
+}
+
+// routeOff routes name to the toggled-off server.
+func (p *pool) routeOff(name, server string) {
+	if _, taken := p.offRoutes[name]; taken {
+		p.contested = true
+	}
+	p.offRoutes[name] = server
 }
 
 // sortedBy returns list sorted by key, copying it only when it is not
@@ -348,30 +497,42 @@ func diffPools(old, p *pool) []Event {
 	toolItems := func(p *pool) []poolItem {
 		out := make([]poolItem, len(p.tools))
 		for i, t := range p.tools {
-			out[i] = poolItem{t.Server, t.Name, t.Definition}
+			out[i] = poolItem{t.Server, t.Name, &t.Definition} // a pointer: boxing it allocates nothing
 		}
 		return out
 	}
 	promptItems := func(p *pool) []poolItem {
 		out := make([]poolItem, len(p.prompts))
-		for i, pr := range p.prompts {
-			out[i] = poolItem{pr.Server, pr.Name, pr.Prompt}
+		for i := range p.prompts {
+			pr := &p.prompts[i]
+			out[i] = poolItem{pr.Server, pr.Name, &pr.Prompt}
 		}
 		return out
 	}
 	resourceItems := func(p *pool) []poolItem {
 		out := make([]poolItem, 0, len(p.resources)+len(p.templates))
-		for _, r := range p.resources {
-			out = append(out, poolItem{r.Server, r.Resource.URI, r.Resource})
+		for i := range p.resources {
+			r := &p.resources[i]
+			out = append(out, poolItem{r.Server, r.Resource.URI, &r.Resource})
 		}
-		for _, t := range p.templates {
-			out = append(out, poolItem{t.Server, t.Template.URITemplate, t.Template})
+		for i := range p.templates {
+			t := &p.templates[i]
+			out = append(out, poolItem{t.Server, t.Template.URITemplate, &t.Template})
 		}
 		return out
 	}
-	tools := diffItems(toolItems(old), toolItems(p))
-	prompts := diffItems(promptItems(old), promptItems(p))
-	resources := diffItems(resourceItems(old), resourceItems(p))
+	// Servers whose view kept its offer list the same definitions: only
+	// their names can differ (a collision), so their entries are compared
+	// by name alone.
+	sameOffer := map[string]bool{}
+	for h, v := range p.views {
+		if ov := old.views[h]; ov != nil && v.offer != nil && ov.offer == v.offer {
+			sameOffer[v.name] = true
+		}
+	}
+	tools := diffItems(toolItems(old), toolItems(p), sameOffer)
+	prompts := diffItems(promptItems(old), promptItems(p), sameOffer)
+	resources := diffItems(resourceItems(old), resourceItems(p), sameOffer)
 	servers := map[string]bool{}
 	for _, m := range []map[string]*ListDiff{tools, prompts, resources} {
 		for s := range m {
@@ -403,8 +564,9 @@ func diffPools(old, p *pool) []Event {
 }
 
 // diffItems compares two lists by (server, name) and returns the non-empty
-// diffs by server, each slice sorted.
-func diffItems(old, cur []poolItem) map[string]*ListDiff {
+// diffs by server, each slice sorted. Definitions of the servers in
+// sameDefs are known to be unchanged.
+func diffItems(old, cur []poolItem, sameDefs map[string]bool) map[string]*ListDiff {
 	type key struct{ server, name string }
 	before := make(map[key]any, len(old))
 	for _, it := range old {
@@ -425,7 +587,7 @@ func diffItems(old, cur []poolItem) map[string]*ListDiff {
 		switch {
 		case !existed:
 			diff(it.server).Added = append(diff(it.server).Added, it.name)
-		case !reflect.DeepEqual(prev, it.def):
+		case !sameDefs[it.server] && !reflect.DeepEqual(prev, it.def):
 			diff(it.server).Changed = append(diff(it.server).Changed, it.name)
 		}
 		delete(before, k)

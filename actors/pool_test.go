@@ -104,7 +104,10 @@ func TestHostBuiltinsWinCollisionsAndAreListedFirst(t *testing.T) {
 	assert.Equal(t, "fs/read", namesIn(p)[p.collisions[0].Renamed])
 
 	var order []string
-	for _, t := range append(append([]Tool(nil), p.builtins...), p.tools...) {
+	for _, t := range p.builtins {
+		order = append(order, t.Name)
+	}
+	for _, t := range p.tools {
 		order = append(order, t.Name)
 	}
 	require.Len(t, order, 4)

@@ -189,7 +189,7 @@ func TestBuiltinsAreOfferedFirstAndRouted(t *testing.T) {
 
 func TestServerNotificationsBecomeEvents(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"n": mock("-notify-tool")})
+	setAndSettle(t, s, map[string]ServerConfig{"n": mock("-notify-tool", "-channel")})
 	events := s.Subscribe(t.Context(), false, 0, 256)
 	notify := func(method, params string) {
 		t.Helper()

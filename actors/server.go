@@ -49,7 +49,10 @@ type serverHandle struct {
 	strikes atomic.Int32
 	memory  session.Memory
 	changed changeSignal // fires on every new view
-	auth    authHolder   // the server's OAuth token source (auth.go)
+	// latency counts the requests sent on the server's sessions
+	// (onSession); any goroutine observes it.
+	latency latencyHist
+	auth    authHolder // the server's OAuth token source (auth.go)
 }
 
 // changeSignal lets goroutines wait for the next change of something. The
@@ -101,6 +104,10 @@ type serverView struct {
 	nextRetry   time.Time   // when the scheduled attempt starts, while reconnecting
 	strikeLimit int         // ReconnectPolicy.Strikes of this server
 	auth        *authHolder // the server's token source (read at status time)
+
+	// offer caches what the view puts in the pool; written and read only
+	// by the registry goroutine (see offerOf).
+	offer *offer
 }
 
 // offersTools reports whether the server's tools belong in the pool: when
@@ -400,31 +407,30 @@ func connectOnce(ctx context.Context, cfg ServerConfig, sopts session.Options, d
 	return connectResult{sess: sess, lists: ls}
 }
 
-// listAll lists everything a server offers. Tools must list; a server
+// listAll lists everything a server offers, the four lists at once (one
+// round trip of latency rather than four). Tools must list; a server
 // whose resources or prompts fail to list still serves its tools.
 func listAll(ctx context.Context, sess *session.Session) (lists, error) {
 	var ls lists
+	var wg sync.WaitGroup
+	wg.Go(func() { ls.resources, _ = sess.ListResources(ctx) })
+	wg.Go(func() { ls.templates, _ = sess.ListResourceTemplates(ctx) })
+	wg.Go(func() { ls.prompts, _ = sess.ListPrompts(ctx) })
 	var err error
-	if ls.tools, err = sess.ListTools(ctx); err != nil {
-		return ls, fmt.Errorf("listing tools: %w", err)
+	ls.tools, err = sess.ListTools(ctx)
+	wg.Wait()
+	if err != nil {
+		return lists{}, fmt.Errorf("listing tools: %w", err)
 	}
-	ls.resources, _ = sess.ListResources(ctx)
-	ls.templates, _ = sess.ListResourceTemplates(ctx)
-	ls.prompts, _ = sess.ListPrompts(ctx)
 	return ls, nil
 }
 
 func (a *serverActor) sessionOptions(gen uint64) session.Options {
-	var requests session.RequestHandler
-	if answer, name := a.opts.Requests, a.h.name; answer != nil {
-		requests = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
-			return answer(ctx, name, method, params)
-		}
-	}
 	return session.Options{
 		ClientInfo:      a.opts.ClientInfo,
-		Capabilities:    a.opts.Capabilities,
-		Requests:        requests,
+		Capabilities:    clientCapabilities(a.opts),
+		Requests:        requestHandler(a.opts, a.h.name),
+		RequestTimeout:  a.opts.ServerRequestTimeout,
 		ProtocolVersion: a.cfg.ProtocolVersion,
 		Memory:          &a.h.memory,
 		DiscoverTimeout: a.opts.DiscoverTimeout,
@@ -459,6 +465,7 @@ func (a *serverActor) connected(m connectResult) {
 	a.startListening()
 	a.startStableTimer()
 	a.startPinging()
+	a.restoreSubscriptions()
 }
 
 // lost handles the end of a live connection.
@@ -603,6 +610,12 @@ func (a *serverActor) notification(m serverNotification) {
 			if ack.Notifications.PromptsListChanged {
 				a.relist(listPrompts)
 			}
+		}
+		return
+	}
+	if ev, ok := a.hostNotification(m.method, m.params); ok {
+		if ev.Type != "" && a.parent != nil {
+			a.root.Send(a.parent, serverEvent{handle: a.h, event: ev})
 		}
 		return
 	}

@@ -86,6 +86,10 @@ type ServerStatus struct {
 	Lazy           bool      `json:"lazy,omitempty"`
 	// ToggledOff is set while the host has the server toggled off.
 	ToggledOff bool `json:"toggledOff,omitempty"`
+	// Latency counts the requests sent to the server through the
+	// supervisor (calls, prompts, resource reads, pings) and how long
+	// they took.
+	Latency LatencyStats `json:"latency"`
 	// Auth is the server's authorization (issuer, client, expiry, the
 	// scope it asked for when it refused the credentials), for servers
 	// that asked for one. It never holds a token.
@@ -128,10 +132,22 @@ const (
 	// EventChannelMessage: a server pushed a channel message
 	// (notifications/claude/channel); Data holds {content, meta}.
 	EventChannelMessage EventType = "channel_message"
-	// EventPermissionRequest: a channel server relayed a permission
-	// request (notifications/claude/channel/permission_request); Data
-	// holds its params.
+	// EventPermissionRequest: a channel server asked the host for a
+	// verdict (notifications/claude/channel/permission_request); Data
+	// holds its params, PermissionID the short ID to answer it with
+	// (AnswerPermission).
 	EventPermissionRequest EventType = "permission_request"
+	// EventPermissionAnswered: a channel server's verdict settled a
+	// permission request the host relayed (PermissionID; Data holds the
+	// verdict {request_id, behavior}).
+	EventPermissionAnswered EventType = "permission_answered"
+	// EventPollChanged: a polling subscription's result changed (or came
+	// in for the first time): PollID, URI for a resource poll, Data the
+	// result (a tools/call or resources/read result).
+	EventPollChanged EventType = "poll_changed"
+	// EventTaskStatus: a server reported a task's new status
+	// (notifications/tasks/status): TaskID, Data the task's state.
+	EventTaskStatus EventType = "task_status"
 	// EventCollision: two tools (or prompts) came out with the same
 	// qualified name; Collision says which one was renamed, and to what.
 	// Reported once per collision, when it first appears.
@@ -178,6 +194,17 @@ type Event struct {
 	// Data is the notification's params, for the events that carry one
 	// (log message, progress, channel message, permission request).
 	Data json.RawMessage `json:"data,omitempty"`
+
+	// PermissionID is the short ID of an EventPermissionRequest or
+	// EventPermissionAnswered.
+	PermissionID string `json:"permissionId,omitempty"`
+	// TaskID names the task of an EventTaskStatus.
+	TaskID string `json:"taskId,omitempty"`
+	// PollID names the polling subscription of an EventPollChanged.
+	PollID string `json:"pollId,omitempty"`
+	// ChannelSeq is the channel hub's number of an EventChannelMessage
+	// (ChannelMessage.Seq).
+	ChannelSeq uint64 `json:"channelSeq,omitempty"`
 
 	// Collision describes an EventCollision.
 	Collision *Collision `json:"collision,omitempty"`

@@ -40,6 +40,9 @@ var (
 	// ErrHostTool: the built-in tool has no Call function; the host runs
 	// it itself.
 	ErrHostTool = errors.New("mcpvisor: built-in tool run by the host")
+	// ErrRootsNotDeclared: SetRoots needs the roots capability, declared
+	// by a non-nil Options.Roots at Start.
+	ErrRootsNotDeclared = errors.New("mcpvisor: roots not declared (Options.Roots is nil)")
 )
 
 // NotReadyError reports a call to a server that is not ready. It matches
@@ -144,6 +147,7 @@ func Start(opts Options) (*System, error) {
 		return nil, err
 	}
 	opts.sharedHTTP = shared
+	opts.host = newHostState(opts)
 	s := &System{
 		opts:          opts,
 		log:           opts.Logger,
@@ -320,7 +324,11 @@ func (s *System) Subscribe(ctx context.Context, resume bool, after uint64, buffe
 // the MCP tools sorted by qualified name.
 func (s *System) Tools() []Tool {
 	p := s.pool.Load()
-	return append(append(make([]Tool, 0, len(p.builtins)+len(p.tools)), p.builtins...), p.tools...)
+	out := append(make([]Tool, 0, len(p.builtins)+len(p.tools)), p.builtins...)
+	for _, t := range p.tools {
+		out = append(out, *t)
+	}
+	return out
 }
 
 // Prompts returns the prompts the servers offer (of one server, when
@@ -370,6 +378,7 @@ func (s *System) Status() []ServerStatus {
 		if st.State == StateReady {
 			st.Strikes = int(h.strikes.Load())
 		}
+		st.Latency = h.latency.stats()
 		out = append(out, st)
 	}
 	return out
@@ -417,6 +426,7 @@ func onSession[T any](ctx context.Context, s *System, h *serverHandle, request f
 			return zero, err
 		}
 	}
+	start := time.Now()
 	res, err := request(ctx, v.sess)
 	s.recordOutcome(h, v, err)
 	if err != nil && errors.Is(err, transports.ErrSessionExpired) {
@@ -431,6 +441,7 @@ func onSession[T any](ctx context.Context, s *System, h *serverHandle, request f
 		s.recordOutcome(h, nv, err)
 		v = nv
 	}
+	h.latency.observe(time.Since(start), err != nil)
 	switch {
 	case err == nil:
 	case errors.Is(err, session.ErrConnectionClosed), errors.Is(err, session.ErrServerRestarting):
@@ -532,6 +543,11 @@ func (s *System) awaitReady(ctx context.Context, h *serverHandle, old *session.S
 // is sent again only when Options.ReplayIdempotent allows it for this
 // tool (see poolEntry.replayable).
 func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage) (*protocol.CallToolResult, error) {
+	return s.callTool(ctx, name, args, nil)
+}
+
+// callTool is CallTool with the request's _meta (nil: none).
+func (s *System) callTool(ctx context.Context, name string, args json.RawMessage, meta protocol.Meta) (*protocol.CallToolResult, error) {
 	p := s.pool.Load()
 	if b, ok := p.builtinByName[name]; ok {
 		if b.Call == nil {
@@ -557,7 +573,7 @@ func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage
 		return nil, fmt.Errorf("%w: %q", err, name)
 	}
 	call := func(ctx context.Context, sess *session.Session) (*protocol.CallToolResult, error) {
-		return sess.CallTool(ctx, e.name, args, nil)
+		return sess.CallTool(ctx, e.name, args, meta)
 	}
 	if !s.opts.ReplayIdempotent || !e.replayable {
 		return onSession(ctx, s, e.h, call)
@@ -739,6 +755,7 @@ func (s *System) Close(ctx context.Context) error {
 		done := make(chan struct{})
 		s.actors.Root.Send(s.registry, closeAll{done: done})
 		go func() {
+			s.opts.host.close() // pollers and channel inboxes first
 			<-done
 			s.actors.Root.StopFuture(s.registry).Wait()
 			s.actors.Shutdown()

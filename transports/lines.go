@@ -11,7 +11,9 @@ import (
 // speaking their protocol) write it.
 const (
 	// lineReadBuffer is the read buffer: most frames fit it, and are
-	// delivered from it without a copy.
+	// delivered from it without a copy. It is borrowed from a pool only
+	// while bytes are pending (see LineReader), so an idle connection
+	// holds none.
 	lineReadBuffer = 64 << 10
 	// framePrefixSize is how much of an oversize frame its error keeps.
 	framePrefixSize = 4 << 10
@@ -31,7 +33,8 @@ const (
 // dropped otherwise: it is a write cut short by the writer's death, and
 // the end of the stream says more than a malformed frame would.
 func ReadLines(r io.Reader, limit int64, recv Receiver) error {
-	br := bufio.NewReaderSize(r, lineReadBuffer)
+	br := NewLineReader(r, lineReadBuffer)
+	defer br.Close()
 	var long []byte    // a frame longer than the read buffer, being assembled
 	var dropping int64 // >0: bytes of an oversize frame discarded so far
 	var prefix []byte  // the start of the oversize frame
@@ -40,7 +43,7 @@ func ReadLines(r io.Reader, limit int64, recv Receiver) error {
 		dropping, prefix = 0, nil
 	}
 	for {
-		chunk, err := br.ReadSlice('\n')
+		chunk, err := br.ReadSlice()
 		complete := len(chunk) > 0 && chunk[len(chunk)-1] == '\n'
 		if complete {
 			chunk = chunk[:len(chunk)-1]

@@ -193,7 +193,11 @@ func (s *Session) Closed(err error) {
 func (s *Session) serveRequest(m *protocol.Message) {
 	defer s.bg.Done()
 	<-s.attached
-	ctx, cancel := context.WithTimeout(context.Background(), replyTimeout)
+	timeout := s.opts.RequestTimeout
+	if timeout <= 0 {
+		timeout = replyTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	go func() { // the handler's context also ends with the session
 		select {
@@ -230,7 +234,11 @@ func (s *Session) serveRequest(m *protocol.Message) {
 	if err != nil {
 		frame, _ = protocol.AppendError(nil, m.ID, protocol.NewError(protocol.CodeInternalError, "encoding the reply: %v", err))
 	}
-	if err := s.conn.Send(ctx, frame); err != nil && s.Err() == nil {
+	// The reply gets its own deadline: the handler may have used up the
+	// request's, and the server must still hear that it failed.
+	sendCtx, cancelSend := context.WithTimeout(context.Background(), replyTimeout)
+	defer cancelSend()
+	if err := s.conn.Send(sendCtx, frame); err != nil && s.Err() == nil {
 		s.log.Debug().Err(err).Str("method", m.Method).Msg("could not answer a server request")
 	}
 }

@@ -83,6 +83,10 @@ type Options struct {
 	// answers them with method-not-found.
 	Requests RequestHandler
 
+	// RequestTimeout bounds answering one server-to-client request (the
+	// handler's context ends then). Zero means 5 s.
+	RequestTimeout time.Duration
+
 	// Logger receives diagnostics. The zero value logs nothing.
 	Logger zerolog.Logger
 }

@@ -72,6 +72,17 @@ type Options struct {
 	// notification to every connection (not to subscriptions/listen
 	// streams), then answers.
 	NotifyTool bool
+	// Conformance serves the fixtures of the conformance suite's server
+	// scenarios (see conformance.go) besides the standard catalogue.
+	Conformance bool
+
+	// Channel makes it a channel server (capabilities claude/channel and
+	// claude/channel/permission, tool channel_burst {n, prefix}); it
+	// echoes permission requests and verdicts it receives as channel
+	// messages. Subscribe adds resources/subscribe and the tool touch
+	// {uri}. Progress adds the tools progress {steps, ms} and cancelled.
+	// Connection transports (stdio, WebSocket) only.
+	Channel, Subscribe, Progress bool
 
 	// CrashMidResponse makes every tools/call crash the server (code 5)
 	// while it answers: after Latency, it writes the first half of the
@@ -265,7 +276,11 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and stdin EOF: only SIGKILL ends it")
 	fs.BoolVar(&o.Grandchild, "grandchild", false, "start a sleeping child process in the same process group")
 	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
+	fs.BoolVar(&o.Conformance, "conformance", false, "also serve the conformance suite's server fixtures (test_* tools, test:// resources, prompts)")
 	fs.BoolVar(&o.NotifyTool, "notify-tool", false, "add the tool notify {method, params}: sends that notification to every connection")
+	fs.BoolVar(&o.Channel, "channel", false, "stdio, ws: be a claude/channel server with the tool channel_burst {n, prefix}; echo permission requests and verdicts as channel messages")
+	fs.BoolVar(&o.Subscribe, "subscribe", false, "stdio, ws: serve resources/subscribe and the tool touch {uri}, which sends resources/updated when uri is subscribed")
+	fs.BoolVar(&o.Progress, "progress", false, "stdio, ws: add the tools progress {steps, ms} (progress notifications) and cancelled (notifications/cancelled received)")
 	fs.BoolVar(&o.CrashMidResponse, "crash-mid-response", false,
 		"on tools/call write the first half of the answer, then exit with code 5 (every transport; over HTTP the connections close)")
 	fs.DurationVar(&o.FlapUp, "flap-up", 0,
@@ -428,6 +443,7 @@ type server struct {
 	tools    []protocol.Tool // guarded by tmu; grows with announce
 
 	hub   hub
+	ext   extState
 	calls atomic.Int64   // tools/call received, for ExitAfter
 	wg    sync.WaitGroup // calls answered after a latency
 }
@@ -494,6 +510,10 @@ func newServer(o Options) *server {
 		s.tools = append(s.tools, protocol.Tool{Name: "notify", Description: "Sends the notification method with params to every connection.",
 			InputSchema: obj(`"method":{"type":"string"},"params":{"type":"object"}`, "method")})
 	}
+	s.tools = append(s.tools, s.extTools()...)
+	if o.Conformance {
+		s.tools = append(s.tools, conformanceTools()...)
+	}
 	for i := 1; i <= o.Tools; i++ {
 		s.tools = append(s.tools, protocol.Tool{
 			Name: fmt.Sprintf("tool_%03d", i), Description: "An extra tool that echoes.", InputSchema: obj(`"text":{"type":"string"}`),
@@ -512,6 +532,9 @@ func (s *server) handle(ctx context.Context, p *peer, line []byte, out output) (
 	}
 	if s.o.Silent || m.Kind != protocol.KindRequest {
 		p.note(m)
+		if m.Kind == protocol.KindNotification {
+			s.extNotification(m)
+		}
 		return 0, false
 	}
 	return s.dispatch(ctx, p, m, s.modernVersion(m.Params), out)
@@ -528,8 +551,14 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "%s before initialization", m.Method))
 		return 0, false
 	}
+	if s.o.Conformance && s.conformanceDispatch(out, m) {
+		return 0, false
+	}
 	if s.o.InitDelay > 0 && (m.Method == protocol.MethodDiscover || m.Method == protocol.MethodInitialize) {
 		time.Sleep(s.o.InitDelay)
+	}
+	if s.extRequest(out, m) {
+		return 0, false
 	}
 	switch m.Method {
 	case protocol.MethodDiscover:
@@ -580,7 +609,7 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 			return 0, false
 		}
 		s.reply(out, m.ID, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{
-			{URI: p.URI, MimeType: "text/plain", Text: "contents of " + p.URI},
+			{URI: p.URI, MimeType: "text/plain", Text: "contents of " + p.URI + s.versionSuffix(p.URI)},
 		}})
 	case protocol.MethodPromptsList:
 		s.reply(out, m.ID, protocol.ListPromptsResult{Prompts: s.prompts()})
@@ -637,6 +666,13 @@ func (s *server) capabilities() protocol.ServerCapabilities {
 	if s.o.Prompts > 0 {
 		c.Prompts = &protocol.ListChangedCapability{}
 	}
+	if s.o.Conformance {
+		logging := json.RawMessage(`{}`)
+		c.Resources = &protocol.ResourcesCapability{Subscribe: true}
+		c.Prompts = &protocol.ListChangedCapability{}
+		c.Logging = &logging
+	}
+	s.extCapabilities(&c)
 	return c
 }
 
@@ -708,6 +744,9 @@ func (s *server) callTool(out output, m *protocol.Message) {
 		out.sendOversize(m.ID, s.o.OversizeBytes)
 		return
 	}
+	if s.o.Conformance && s.conformanceCall(out, m.ID, p.Name) {
+		return
+	}
 	switch {
 	case p.Name == "echo" || strings.HasPrefix(p.Name, "tool_"):
 		text := p.Arguments.Text
@@ -734,6 +773,7 @@ func (s *server) callTool(out output, m *protocol.Message) {
 	case p.Name == "notify" && s.o.NotifyTool:
 		s.hub.broadcast(p.Arguments.Method, p.Arguments.Params)
 		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("sent " + p.Arguments.Method)}})
+	case s.extTool(out, m, p.Name):
 	case p.Name == "fail":
 		s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("this tool always fails")}})
 	case p.Name == "sleep":

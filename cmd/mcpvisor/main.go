@@ -149,7 +149,7 @@ JSON lines otherwise).
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 
-	root.AddCommand(a.listCommand(), a.callCommand(), a.superviseCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), a.authCommand())
+	root.AddCommand(a.listCommand(), a.callCommand(), a.superviseCommand(), a.statusCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), a.authCommand())
 	return root
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -584,7 +585,7 @@ func TestSupervise(t *testing.T) {
 		"off": map[string]any{"command": bin, "args": []string{"mock"}, "disabled": true},
 	})
 
-	cmd := exec.Command(bin, "supervise", "--config", cfg)
+	cmd := exec.Command(bin, "supervise", "--config", cfg, "--listen", "127.0.0.1:0")
 	cmd.Env = cliEnv()
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
@@ -631,6 +632,15 @@ func TestSupervise(t *testing.T) {
 	})
 	running := processesWith(dir, cmd.Process.Pid)
 	assert.GreaterOrEqual(t, len(running), 4, "three mock servers and a grandchild run")
+
+	// The gateway: the pool over Streamable HTTP, and the status.
+	base := gatewayURL(t, logs)
+	st := cli(t, "status", "--url", base)
+	require.Equal(t, 0, st.code, st.stderr)
+	assert.Regexp(t, `(?m)^a +ready +5 `, st.stdout)
+	assert.Regexp(t, `(?m)^bad +failed `, st.stdout)
+	body := mcpPost(t, base, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	assert.Contains(t, body, `"serverInfo":{"name":"mcpvisor"`)
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	<-read
@@ -731,4 +741,201 @@ func TestMock(t *testing.T) {
 		assert.Equal(t, "2025-06-18", resp.Result.ProtocolVersion)
 		assert.Equal(t, "m1", resp.Result.ServerInfo.Name)
 	})
+}
+
+// gatewayURL waits for the "gateway listening" line and returns the base
+// URL of the listener.
+func gatewayURL(t *testing.T, logs *logLines) string {
+	t.Helper()
+	var url string
+	logs.waitFor(t, 10*time.Second, "the gateway to listen", func(lines []map[string]any) bool {
+		for _, m := range lines {
+			if m["message"] == "gateway listening" {
+				url = strings.TrimSuffix(fmt.Sprint(m["mcp"]), "/mcp")
+				return true
+			}
+		}
+		return false
+	})
+	return url
+}
+
+// mcpPost posts one message to the gateway and returns the body.
+func mcpPost(t *testing.T, base, session, body string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// SIGHUP and --watch re-read the config and apply the difference; a broken
+// config keeps the running one.
+// Not parallel: it forks a freshly copied binary (ETXTBSY if another
+// test forks meanwhile) and its load would slow timing-sensitive tests.
+func TestSuperviseReload(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "mcpvisor")
+	copyBinary(t, bin)
+	cfg := writeConfig(t, map[string]any{"a": mock(bin, "-name", "a")})
+	write := func(content string) {
+		tmp := cfg + ".tmp"
+		require.NoError(t, os.WriteFile(tmp, []byte(content), 0o644))
+		require.NoError(t, os.Rename(tmp, cfg))
+	}
+	servers := func(m map[string]any) string {
+		b, err := json.Marshal(map[string]any{"mcpServers": m})
+		require.NoError(t, err)
+		return string(b)
+	}
+
+	cmd := exec.Command(bin, "supervise", "--config", cfg, "--listen", "127.0.0.1:0", "--watch", "--watch-interval", "50ms")
+	cmd.Env = cliEnv()
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	logs := &logLines{more: make(chan struct{}, 1)}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		logs.read(stderr)
+	}()
+	defer func() {
+		cmd.Process.Kill()
+		<-read
+		cmd.Wait()
+	}()
+	base := gatewayURL(t, logs)
+	stateOf := func(name string) string {
+		r := cli(t, "status", "--url", base, "--json")
+		var rep struct {
+			Servers []struct{ Name, State string }
+		}
+		if json.Unmarshal([]byte(r.stdout), &rep) != nil {
+			return ""
+		}
+		for _, s := range rep.Servers {
+			if s.Name == name {
+				return s.State
+			}
+		}
+		return ""
+	}
+	require.Eventually(t, func() bool { return stateOf("a") == "ready" }, 20*time.Second, 50*time.Millisecond)
+
+	// The file watch: b appears.
+	write(servers(map[string]any{"a": mock(bin, "-name", "a"), "b": mock(bin, "-name", "b")}))
+	require.Eventually(t, func() bool { return stateOf("b") == "ready" }, 20*time.Second, 50*time.Millisecond)
+
+	// A broken edit keeps the running config.
+	write(`{"mcpServers": [`)
+	logs.waitFor(t, 10*time.Second, "the failed reload", func(lines []map[string]any) bool {
+		for _, m := range lines {
+			if m["message"] == "config reload failed: keeping the running config" {
+				return true
+			}
+		}
+		return false
+	})
+	assert.Equal(t, "ready", stateOf("a"))
+	assert.Equal(t, "ready", stateOf("b"))
+
+	// SIGHUP: a is removed (written without waking the watch first is
+	// not possible; either trigger applies it).
+	write(servers(map[string]any{"b": mock(bin, "-name", "b")}))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+	require.Eventually(t, func() bool { return stateOf("a") == "" || stateOf("a") == "stopped" }, 20*time.Second, 50*time.Millisecond)
+	assert.Equal(t, "ready", stateOf("b"))
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	<-read
+	require.NoError(t, cmd.Wait(), "log:\n%s", logs)
+}
+
+// SIGTERM drains the calls in flight up to --grace: a call that finishes
+// within it is answered and the exit is clean (0); one cut off makes the
+// exit 1.
+func TestSuperviseDrain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		sleepMs  int
+		grace    string
+		wantCode int
+	}{
+		{"finishes", 400, "10s", 0},
+		{"cut off", 10000, "200ms", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := writeConfig(t, map[string]any{"a": mock(binPath, "-name", "a")})
+			cmd := exec.Command(binPath, "supervise", "--config", cfg, "--listen", "127.0.0.1:0", "--grace", tc.grace)
+			cmd.Env = cliEnv()
+			stderr, err := cmd.StderrPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			logs := &logLines{more: make(chan struct{}, 1)}
+			read := make(chan struct{})
+			go func() {
+				defer close(read)
+				logs.read(stderr)
+			}()
+			defer func() {
+				cmd.Process.Kill()
+				<-read
+				cmd.Wait()
+			}()
+			base := gatewayURL(t, logs)
+			require.Eventually(t, func() bool {
+				return strings.Contains(cli(t, "status", "--url", base).stdout, "ready")
+			}, 20*time.Second, 50*time.Millisecond)
+			init := mcpPost(t, base, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			require.Contains(t, init, "mcpvisor")
+			answered := make(chan string, 1)
+			go func() {
+				// A stateless-era request needs no session.
+				answered <- mcpPostNoFail(base, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"mcp__a__sleep","arguments":{"ms":%d}}}`, tc.sleepMs))
+			}()
+			require.Eventually(t, func() bool {
+				return strings.Contains(cli(t, "status", "--url", base).stdout, "1 requests in flight")
+			}, 10*time.Second, 20*time.Millisecond)
+			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+			<-read
+			err = cmd.Wait()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			}
+			assert.Equal(t, tc.wantCode, code, "log:\n%s", logs)
+			body := <-answered
+			if tc.wantCode == 0 {
+				assert.Contains(t, body, `"slept"`, "the call in flight was answered")
+			}
+		})
+	}
+}
+
+// mcpPostNoFail posts one message and returns the body, or the error's text.
+func mcpPostNoFail(base, body string) string {
+	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+	if err != nil {
+		return err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

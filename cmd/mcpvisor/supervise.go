@@ -2,49 +2,170 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
 )
 
-func (a *app) superviseCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "supervise",
-		Short: "Keep the configured servers connected and log every change until SIGINT or SIGTERM",
-		Long: `supervise starts every configured server and logs each state change and each
-change of the tool pool to stderr until it receives SIGINT or SIGTERM. It then
-shuts every server down (stdio servers: close stdin, SIGTERM, SIGKILL to the
-process group) within 30 s and exits. A second signal during shutdown ends the
-process at once.
+// DefaultListen is where `supervise` serves the gateway and the admin API.
+const DefaultListen = "127.0.0.1:7979"
 
-Exit codes:
-  0  shut down cleanly: every server process is gone
-  1  the config could not be loaded (nothing is started), or the shutdown failed
-  2  usage error`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.supervise(cmd.Context()) },
-	}
+// superviseFlags are the flags of `supervise`.
+type superviseFlags struct {
+	listen       string
+	stdio        bool
+	tokenFile    string
+	allowOrigins []string
+	allowTools   []string
+	denyTools    []string
+	bareNames    bool
+	watch        bool
+	watchEvery   time.Duration
+	grace        time.Duration
 }
 
-func (a *app) supervise(ctx context.Context) error {
+func (a *app) superviseCommand() *cobra.Command {
+	var f superviseFlags
+	cmd := &cobra.Command{
+		Use:   "supervise",
+		Short: "Serve every configured server as one MCP endpoint (a gateway), with an admin API, until SIGINT or SIGTERM",
+		Long: `supervise starts every configured server, keeps them connected, and serves them
+to MCP hosts as one MCP server: their tools and prompts under qualified names
+(mcp__<server>__<name>), their resources under their own URIs, calls routed to
+the server behind each name, and list_changed notifications when the pool
+changes. Every state change is logged to stderr.
+
+Downstream transports:
+  --listen ADDR  Streamable HTTP at http://ADDR/mcp (default 127.0.0.1:7979),
+                 every MCP era: initialize (2024-11-05 … 2025-11-25, with
+                 Mcp-Session-Id) and 2026-07-28 (server/discover, stateless).
+  --stdio        one client on stdin/stdout (a host that starts mcpvisor as a
+                 stdio server). The HTTP listener then runs only when --listen
+                 is given explicitly. EOF on stdin shuts down like SIGTERM.
+
+The same listener serves the admin API:
+  GET /status    every server's state, strikes, attempt, next retry, last
+                 error and class, tools, in-flight, latency p50/p99 (JSON)
+  GET /metrics   Prometheus text format
+  GET /events    the event stream (SSE; resume with Last-Event-ID = sequence)
+'mcpvisor status' prints /status as a table.
+
+Security: the listener is loopback by default, and then refuses requests whose
+Host is not a loopback name, and browser requests whose Origin is not loopback
+or an --allow-origin (DNS rebinding). With --token-file every HTTP request
+needs "Authorization: Bearer <token>"; a non-loopback --listen requires one.
+--allow-tools/--deny-tools filter the tools offered downstream by qualified
+name (globs), after each server's own tools filter. --bare-names offers a tool
+or prompt under its server's own name when that name is unique in the pool.
+
+Live reload: SIGHUP (and, with --watch, a change of a config file, polled and
+debounced) re-reads the config layers and applies the difference: new servers
+start, removed ones stop, changed ones reconnect. A config that fails to load
+keeps the running one; the error is logged.
+
+Shutdown: on SIGINT or SIGTERM the gateway refuses new requests, waits up to
+--grace for the calls in flight, then shuts every server down (stdio servers:
+close stdin, SIGTERM, SIGKILL to the process group) within 30 s. A second
+signal ends the process at once.
+
+Exit codes:
+  0  shut down cleanly: every call in flight finished, every server process is gone
+  1  the config could not be loaded or the listener could not start (nothing is
+     started), or the shutdown was not clean (calls cut off at the grace period,
+     or servers still stopping)
+  2  usage error`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			listenSet := cmd.Flags().Changed("listen")
+			return a.supervise(cmd.Context(), f, listenSet)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", DefaultListen, "serve the gateway (/mcp) and the admin API on `ADDR`; \"off\": no HTTP listener")
+	fl.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin/stdout")
+	fl.StringVar(&f.tokenFile, "token-file", "", "require the bearer token in `FILE` on every HTTP request")
+	fl.StringArrayVar(&f.allowOrigins, "allow-origin", nil, "also accept browser requests from `ORIGIN` (scheme://host:port; repeatable)")
+	fl.StringArrayVar(&f.allowTools, "allow-tools", nil, "offer only tools whose qualified name matches `GLOB` (repeatable)")
+	fl.StringArrayVar(&f.denyTools, "deny-tools", nil, "never offer tools whose qualified name matches `GLOB` (repeatable)")
+	fl.BoolVar(&f.bareNames, "bare-names", false, "offer each tool and prompt under its server's own name when no other server has one by that name")
+	fl.BoolVar(&f.watch, "watch", false, "reload when a config file changes (polled)")
+	fl.DurationVar(&f.watchEvery, "watch-interval", time.Second, "how often --watch polls the config files")
+	fl.DurationVar(&f.grace, "grace", 10*time.Second, "how long shutdown waits for calls in flight")
+	return cmd
+}
+
+// listenIsLoopback reports whether addr binds only loopback interfaces.
+func listenIsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) error {
+	serveHTTP := f.listen != "off" && f.listen != "" && (!f.stdio || listenSet)
+	for _, g := range append(slices.Clone(f.allowTools), f.denyTools...) {
+		if _, err := filepath.Match(g, ""); err != nil {
+			return usageError("bad tools glob %q: %v", g, err)
+		}
+	}
+	var token string
+	if f.tokenFile != "" {
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return usageError("--token-file: %v", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return usageError("--token-file %s is empty", f.tokenFile)
+		}
+	}
+	local := listenIsLoopback(f.listen)
+	if serveHTTP && !local && token == "" {
+		return usageError("--listen %s is not a loopback address: it requires --token-file", f.listen)
+	}
+
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	defer signal.Stop(hups)
 
 	cfg, err := a.loadConfig()
 	if err != nil {
 		a.logConfigError(err)
 		return failed(nil)
 	}
+	var ln net.Listener
+	if serveHTTP {
+		if ln, err = net.Listen("tcp", f.listen); err != nil {
+			a.log.Error().Err(err).Str("listen", f.listen).Msg("cannot listen")
+			return failed(nil)
+		}
+	}
 	sup, err := a.startSupervisor(ctx, false)
 	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
 		return failed(nil)
 	}
 
@@ -56,56 +177,207 @@ func (a *app) supervise(ctx context.Context) error {
 		a.logEvents(events)
 	}()
 
+	gw := gateway.New(sup, gateway.Options{
+		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
+		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
+	})
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	var served sync.WaitGroup
+	served.Add(1)
+	go func() {
+		defer served.Done()
+		gw.Run(serveCtx, 0)
+	}()
+
 	res, err := sup.SetServers(ctx, cfg.Servers)
 	if err != nil {
 		a.log.Error().Err(err).Msg("configuring the supervisor")
+		stopServing()
+		if ln != nil {
+			ln.Close()
+		}
 		a.closeSupervisor(sup)
 		return failed(nil)
 	}
+	a.logApplied(cfg, res, "supervising")
+	if len(cfg.Servers) == 0 {
+		a.log.Warn().Msg("no servers configured")
+	}
+
+	if ln != nil {
+		served.Add(1)
+		go func() {
+			defer served.Done()
+			if err := gw.Serve(serveCtx, ln); err != nil {
+				a.log.Error().Err(err).Msg("HTTP listener failed")
+			}
+		}()
+		url := "http://" + ln.Addr().String()
+		a.log.Info().Str("mcp", url+gateway.MCPPath).Str("status", url+"/status").Str("metrics", url+"/metrics").
+			Str("events", url+"/events").Bool("token", token != "").Msg("gateway listening")
+	}
+	stdinDone := make(chan struct{})
+	if f.stdio {
+		go func() {
+			defer close(stdinDone)
+			if err := gw.ServeStdio(serveCtx, os.Stdin, os.Stdout); err != nil {
+				a.log.Error().Err(err).Msg("stdio")
+			}
+		}()
+		a.log.Info().Msg("gateway serving MCP on stdin/stdout")
+	}
+
+	var watchC <-chan struct{}
+	if f.watch {
+		watchC = a.watchConfig(serveCtx, cfg, f.watchEvery)
+	}
+
+	var why string
+	var sig os.Signal
+loop:
+	for {
+		select {
+		case sig = <-sigs:
+			why = "signal"
+			break loop
+		case <-stdinDone:
+			why = "stdin closed"
+			break loop
+		case <-ctx.Done():
+			why = "context ended"
+			break loop
+		case <-hups:
+			a.reload(ctx, sup, "SIGHUP")
+		case <-watchC:
+			a.reload(ctx, sup, "config file changed")
+		}
+	}
+	signal.Stop(sigs) // from now on a second signal ends the process at once
+
+	ev := a.log.Info().Str("reason", why).Stringer("grace", f.grace).Int64("in_flight", gw.InFlight())
+	if sig != nil {
+		ev = ev.Str("signal", sig.String())
+	}
+	ev.Msg("shutting down")
+	dctx, cancel := context.WithTimeout(context.Background(), f.grace)
+	drained := gw.Drain(dctx)
+	cancel()
+	if !drained {
+		a.log.Warn().Int64("in_flight", gw.InFlight()).Msg("grace period over: cutting off the calls still in flight")
+	}
+	gw.Close()
+	stopServing()
+	served.Wait()
+	a.log.Info().Stringer("timeout", closeTimeout).Msg("shutting down servers")
+	closeErr := a.closeSupervisor(sup)
+	select {
+	case <-logged:
+	case <-time.After(time.Second): // Close failed; its events may never end
+	}
+	if closeErr != nil || !drained {
+		a.log.Error().Bool("drained", drained).Bool("servers_stopped", closeErr == nil).Msg("stopped, not cleanly")
+		return failed(nil)
+	}
+	a.log.Info().Msg("stopped")
+	return nil
+}
+
+// logApplied logs what a SetServers did.
+func (a *app) logApplied(cfg *mcpvisor.Config, res mcpvisor.SetResult, msg string) {
 	disabled := 0
 	for _, sc := range cfg.Servers {
 		if sc.Disabled {
 			disabled++
 		}
 	}
-	a.log.Info().Strs("files", cfg.Files).Int("servers", len(cfg.Servers)).Int("added", len(res.Added)).
-		Int("disabled", disabled).Int("errors", len(res.Errors)).Msg("supervising")
+	e := a.log.Info().Strs("files", cfg.Files).Int("servers", len(cfg.Servers)).Int("added", len(res.Added)).
+		Int("removed", len(res.Removed)).Int("changed", len(res.Changed)).Int("disabled", disabled).
+		Int("errors", len(res.Errors))
+	if len(res.Added)+len(res.Removed)+len(res.Changed) > 0 {
+		e = e.Strs("added_servers", res.Added).Strs("removed_servers", res.Removed).Strs("changed_servers", res.Changed)
+	}
+	e.Msg(msg)
 	for _, name := range slices.Sorted(maps.Keys(res.Errors)) {
 		a.log.Error().Str("server", name).Err(res.Errors[name]).Msg("server config rejected")
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Excluded)) {
 		a.log.Warn().Str("server", name).Str("reason", cfg.Excluded[name]).Msg("server excluded by policy; not started")
 	}
-	if len(cfg.Servers) == 0 {
-		a.log.Warn().Msg("no servers configured")
-	}
+}
 
-	// Everything supervise serves runs from here until the signal: today
-	// the event log started above. The gateway (the pool as one MCP server)
-	// and the admin API belong here too, given sup, and must stop before
-	// sup.Close below.
-	var sig os.Signal
-	select {
-	case sig = <-sigs:
-	case <-ctx.Done():
+// reload re-reads the configuration and applies the difference. A config
+// that fails to load changes nothing.
+func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, why string) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		a.logConfigError(err)
+		a.log.Error().Str("trigger", why).Msg("config reload failed: keeping the running config")
+		return
 	}
-	signal.Stop(sigs) // from now on a second signal ends the process at once
+	res, err := sup.SetServers(ctx, cfg.Servers)
+	if err != nil {
+		a.log.Error().Err(err).Str("trigger", why).Msg("config reload: applying failed")
+		return
+	}
+	a.logApplied(cfg, res, "config reloaded ("+why+")")
+}
 
-	ev := a.log.Info().Stringer("timeout", closeTimeout)
-	if sig != nil {
-		ev = ev.Str("signal", sig.String())
+// watchConfig polls the config files' modification times every interval
+// and signals on the returned channel once a change has been quiet for
+// one interval (debounce). Missing files are watched too (a layer created
+// later counts as a change).
+func (a *app) watchConfig(ctx context.Context, cfg *mcpvisor.Config, interval time.Duration) <-chan struct{} {
+	if interval <= 0 {
+		interval = time.Second
 	}
-	ev.Msg("shutting down")
-	closeErr := a.closeSupervisor(sup)
-	select {
-	case <-logged:
-	case <-time.After(time.Second): // Close failed; its events may never end
+	files := slices.Clone(cfg.Files)
+	files = append(files, a.configFiles...)
+	if len(a.configFiles) == 0 {
+		if home, err := os.UserHomeDir(); err == nil {
+			files = append(files, filepath.Join(home, ".mcp.json"))
+		}
+		files = append(files, ".mcp.json", ".mcp.local.json", mcpvisor.DefaultManagedFile)
 	}
-	if closeErr != nil {
-		return failed(nil)
+	slices.Sort(files)
+	files = slices.Compact(files)
+	stamp := func() string {
+		var b strings.Builder
+		for _, f := range files {
+			if st, err := os.Stat(f); err == nil {
+				fmt.Fprintf(&b, "%s %d %d\n", f, st.ModTime().UnixNano(), st.Size())
+			} else {
+				fmt.Fprintf(&b, "%s -\n", f)
+			}
+		}
+		return b.String()
 	}
-	a.log.Info().Msg("stopped")
-	return nil
+	out := make(chan struct{}, 1)
+	go func() {
+		last := stamp()
+		dirty := false
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			now := stamp()
+			switch {
+			case now != last:
+				last, dirty = now, true // changed: wait until it holds still
+			case dirty:
+				dirty = false
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	a.log.Info().Strs("files", files).Stringer("interval", interval).Msg("watching the config files")
+	return out
 }
 
 // logEvents logs every event of the stream until it closes.

@@ -6,26 +6,28 @@ import (
 	"sync"
 )
 
-// ring keeps the last cap bytes written to it. It holds a server's stderr
-// so that an error can quote what the server said before it failed,
-// without letting a chatty server grow the host's memory.
+// ring keeps the last capacity bytes written to it. It holds a server's
+// stderr so that an error can quote what the server said before it
+// failed, without letting a chatty server grow the host's memory. It
+// grows as bytes arrive: a quiet server's ring costs nothing.
 type ring struct {
-	mu    sync.Mutex
-	buf   []byte // guarded by mu; len(buf) == capacity once full
-	next  int    // guarded by mu; write position once full
-	full  bool   // guarded by mu
-	total int64  // guarded by mu; bytes ever written
+	capacity int
+	mu       sync.Mutex
+	buf      []byte // guarded by mu; len(buf) == capacity once full
+	next     int    // guarded by mu; write position once full
+	full     bool   // guarded by mu
+	total    int64  // guarded by mu; bytes ever written
 }
 
-func newRing(capacity int) *ring { return &ring{buf: make([]byte, 0, capacity)} }
+func newRing(capacity int) *ring { return &ring{capacity: capacity} }
 
 func (r *ring) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := len(p)
 	r.total += int64(n)
-	c := cap(r.buf)
-	if c == 0 {
+	c := r.capacity
+	if c <= 0 {
 		return n, nil
 	}
 	if len(p) >= c {
@@ -38,6 +40,9 @@ func (r *ring) Write(p []byte) (int, error) {
 		if len(p) < room {
 			r.buf = append(r.buf, p...)
 			return n, nil
+		}
+		if cap(r.buf) < c {
+			r.buf = append(make([]byte, 0, c), r.buf...)
 		}
 		r.buf = append(r.buf, p[:room]...)
 		p = p[room:]

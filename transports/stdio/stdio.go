@@ -77,6 +77,9 @@ const (
 	groupReapTimeout = 500 * time.Millisecond
 	// killWaitTimeout bounds the wait for the exit after SIGKILL.
 	killWaitTimeout = 2 * time.Second
+	// stderrLineBuffer is the stderr read buffer; longer lines are kept
+	// in pieces.
+	stderrLineBuffer = 4 << 10
 	// retainedBufferLimit: write buffers larger than this are not
 	// kept for reuse after a big frame.
 	retainedBufferLimit = 1 << 20
@@ -214,6 +217,7 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 		return nil, fmt.Errorf("stdio: starting %q: %w", cfg.Command, err)
 	}
 	closeAll(childEnds...) // the child has its copies
+	cmd.Env = nil          // the child has it too; an idle server need not keep a copy
 	c.cmd, c.pgid = cmd, cmd.Process.Pid
 	c.stdin, c.stdout, c.stderr = stdinW, stdoutR, stderrR
 	if raw, err := stdinW.SyscallConn(); err == nil {
@@ -342,6 +346,7 @@ func (c *Conn) cause(readErr error) error {
 // wait reaps the process and, if stdout stays open after the exit (a
 // grandchild holds it), cuts the reader off so Closed is delivered.
 func (c *Conn) wait() {
+	awaitExit(c.pgid)
 	err := c.cmd.Wait()
 	pe := &ProcessExitError{ExitCode: c.cmd.ProcessState.ExitCode()}
 	var ee *exec.ExitError
@@ -369,9 +374,10 @@ func (c *Conn) wait() {
 // drainStderr copies stderr into the ring and, at debug level, the log.
 func (c *Conn) drainStderr() {
 	defer close(c.stderrDone)
-	br := bufio.NewReaderSize(c.stderr, 4096)
+	br := transports.NewLineReader(c.stderr, stderrLineBuffer)
+	defer br.Close()
 	for {
-		line, err := br.ReadSlice('\n')
+		line, err := br.ReadSlice()
 		if len(line) > 0 {
 			c.errlog.Write(line)
 			if e := c.opts.Logger.Debug(); e.Enabled() {

@@ -1,0 +1,123 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// Progress is one progress report of a call (notifications/progress).
+type Progress = protocol.ProgressParams
+
+// CallOptions configure one tool call (CallToolWith).
+type CallOptions struct {
+	// Progress, when set, asks the server for progress reports (a
+	// progress token in the request's _meta) and receives them, in order,
+	// on a goroutine of the call's own, never after the call returned.
+	// Reports beyond progressBuffer waiting to be handled are dropped (the
+	// bus still has them as EventProgress).
+	Progress func(Progress)
+	// Meta is added to the request's _meta.
+	Meta protocol.Meta
+}
+
+// progressBuffer is how many reports may wait for a call's callback.
+const progressBuffer = 64
+
+// progressRoutes maps the progress tokens of calls in flight to their
+// callbacks. mu guards routes.
+type progressRoutes struct {
+	next   atomic.Uint64
+	mu     sync.Mutex
+	routes map[string]*progressSink // by the token's JSON encoding
+}
+
+type progressSink struct {
+	server string
+	ch     chan Progress
+}
+
+// deliver hands a progress notification of server to the call that owns
+// its token, without blocking (a full buffer drops it).
+func (r *progressRoutes) deliver(server string, params json.RawMessage) {
+	var p Progress
+	if json.Unmarshal(params, &p) != nil || len(p.ProgressToken) == 0 {
+		return
+	}
+	var key bytes.Buffer
+	if json.Compact(&key, p.ProgressToken) != nil {
+		return
+	}
+	r.mu.Lock()
+	sink := r.routes[key.String()]
+	r.mu.Unlock()
+	if sink == nil || (sink.server != "" && sink.server != server) {
+		return
+	}
+	select {
+	case sink.ch <- p:
+	default:
+	}
+}
+
+// CallToolWith is CallTool with options: progress reports to a callback,
+// extra _meta. Cancelling ctx (or its deadline passing) abandons the call
+// and sends the server notifications/cancelled.
+func (s *System) CallToolWith(ctx context.Context, name string, args json.RawMessage, o CallOptions) (*protocol.CallToolResult, error) {
+	meta := protocol.Meta{}
+	for k, v := range o.Meta {
+		meta[k] = v
+	}
+	if o.Progress == nil {
+		if len(meta) == 0 {
+			meta = nil
+		}
+		return s.callTool(ctx, name, args, meta)
+	}
+	server := ""
+	if e, ok := s.pool.Load().toolsByName[name]; ok {
+		server = e.h.name
+	}
+	routes := s.opts.host.progress
+	token := "mcpvisor-" + strconv.FormatUint(routes.next.Add(1), 10)
+	key := strconv.Quote(token)
+	meta[protocol.MetaProgressToken] = json.RawMessage(key)
+	sink := &progressSink{server: server, ch: make(chan Progress, progressBuffer)}
+	routes.mu.Lock()
+	routes.routes[key] = sink
+	routes.mu.Unlock()
+
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case p := <-sink.ch:
+				o.Progress(p)
+			case <-done:
+				for {
+					select {
+					case p := <-sink.ch:
+						o.Progress(p)
+					default:
+						return
+					}
+				}
+			}
+		}
+	}()
+	defer func() {
+		routes.mu.Lock()
+		delete(routes.routes, key)
+		routes.mu.Unlock()
+		close(done)
+		<-finished
+	}()
+	return s.callTool(ctx, name, args, meta)
+}

@@ -1,0 +1,329 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// Resource subscriptions (resources/subscribe, restored on every new
+// connection) and polling subscriptions (a tool call or resource read
+// repeated at an interval, publishing only changes).
+
+// Errors of subscriptions; the root package re-exports them.
+var (
+	// ErrSubscribeUnsupported: the server did not declare
+	// resources.subscribe, or speaks the 2026-07-28 era, whose
+	// subscriptions/listen mcpvisor does not yet use for resources.
+	ErrSubscribeUnsupported = errors.New("mcpvisor: the server does not support resource subscriptions")
+	// ErrUnknownPoll: no polling subscription has that id.
+	ErrUnknownPoll = errors.New("mcpvisor: unknown polling subscription")
+)
+
+// Polling intervals.
+const (
+	MinPollInterval     = time.Second
+	DefaultPollInterval = 5 * time.Second
+)
+
+// subscriptions holds the host's subscriptions, outside any actor so that
+// they outlive connections. mu guards every map.
+type subscriptions struct {
+	mu        sync.Mutex
+	resources map[string]map[string]bool // server → subscribed URIs
+	polls     map[string]*poll
+	nextPoll  uint64
+	wg        sync.WaitGroup // running pollers
+	closed    bool
+}
+
+func newSubscriptions() *subscriptions {
+	return &subscriptions{resources: map[string]map[string]bool{}, polls: map[string]*poll{}}
+}
+
+// uris returns server's subscribed URIs, sorted.
+func (s *subscriptions) uris(server string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.resources[server]))
+	for u := range s.resources[server] {
+		out = append(out, u)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// supportsSubscribe reports whether sess can take resources/subscribe.
+func supportsSubscribe(sess *session.Session) bool {
+	c := sess.Capabilities().Resources
+	return c != nil && c.Subscribe && !protocol.UsesDiscover(sess.ProtocolVersion())
+}
+
+// SubscribeResource subscribes to updates of the resource at uri on
+// server (resources/subscribe); each notifications/resources/updated
+// becomes an EventResourceUpdated. The subscription is kept by mcpvisor
+// and sent again on every new connection of the server, until
+// UnsubscribeResource. A server that is not ready is waited for, like a
+// call.
+func (s *System) SubscribeResource(ctx context.Context, server, uri string) error {
+	h, err := s.handle(server)
+	if err != nil {
+		return err
+	}
+	subs := s.opts.host.subs
+	_, err = onSession(ctx, s, h, func(ctx context.Context, sess *session.Session) (struct{}, error) {
+		if !supportsSubscribe(sess) {
+			return struct{}{}, fmt.Errorf("%w: %q", ErrSubscribeUnsupported, server)
+		}
+		// Recorded before sending, so that a reconnect racing this
+		// request restores it.
+		subs.mu.Lock()
+		if subs.resources[server] == nil {
+			subs.resources[server] = map[string]bool{}
+		}
+		subs.resources[server][uri] = true
+		subs.mu.Unlock()
+		return struct{}{}, sess.Call(ctx, protocol.MethodResourcesSubscribe, protocol.SubscribeParams{URI: uri}, nil)
+	})
+	if err != nil && !errors.Is(err, ErrSubscribeUnsupported) {
+		var lost *ConnectionLostError
+		if errors.As(err, &lost) {
+			return nil // recorded: the next connection subscribes
+		}
+		subs.mu.Lock()
+		delete(subs.resources[server], uri)
+		subs.mu.Unlock()
+	}
+	return err
+}
+
+// UnsubscribeResource ends a resource subscription: mcpvisor forgets it
+// and, when the server is ready, sends resources/unsubscribe.
+func (s *System) UnsubscribeResource(ctx context.Context, server, uri string) error {
+	h, err := s.handle(server)
+	if err != nil {
+		return err
+	}
+	subs := s.opts.host.subs
+	subs.mu.Lock()
+	had := subs.resources[server][uri]
+	delete(subs.resources[server], uri)
+	subs.mu.Unlock()
+	if !had {
+		return nil
+	}
+	v, err := ready(h)
+	if err != nil || !supportsSubscribe(v.sess) {
+		return nil // the next connection simply does not subscribe
+	}
+	return v.sess.Call(ctx, protocol.MethodResourcesUnsubscribe, protocol.SubscribeParams{URI: uri}, nil)
+}
+
+// ResourceSubscriptions returns the URIs subscribed on server.
+func (s *System) ResourceSubscriptions(server string) []string { return s.opts.host.subs.uris(server) }
+
+// restoreSubscriptions sends resources/subscribe again for every URI the
+// host subscribed, on a new connection (in a goroutine of the actor's).
+func (a *serverActor) restoreSubscriptions() {
+	if a.opts.host == nil || !supportsSubscribe(a.sess) {
+		return
+	}
+	uris := a.opts.host.subs.uris(a.h.name)
+	if len(uris) == 0 {
+		return
+	}
+	sess, log, timeout := a.sess, a.log, a.connectTimeout()
+	a.goroutine(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		for _, uri := range uris {
+			if err := sess.Call(ctx, protocol.MethodResourcesSubscribe, protocol.SubscribeParams{URI: uri}, nil); err != nil {
+				log.Warn().Err(err).Str("uri", uri).Msg("could not restore a resource subscription")
+			}
+		}
+		log.Debug().Int("uris", len(uris)).Msg("resource subscriptions restored")
+	})
+}
+
+// PollSpec says what a polling subscription polls: a tool call (Tool, a
+// qualified pool name, with Args) or a resource read (Server and URI).
+type PollSpec struct {
+	Tool string          `json:"tool,omitempty"`
+	Args json.RawMessage `json:"args,omitempty"`
+
+	Server string `json:"server,omitempty"`
+	URI    string `json:"uri,omitempty"`
+
+	// Interval between polls; zero means DefaultPollInterval, and less
+	// than MinPollInterval is raised to it.
+	Interval time.Duration `json:"interval,omitempty"`
+}
+
+// poll is one polling subscription; its goroutine alone touches last.
+type poll struct {
+	id     string
+	spec   PollSpec
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// SubscribePolling starts polling spec at its interval and returns the
+// subscription's id. Each result that differs from the previous one (the
+// first included) is published as an EventPollChanged (PollID, Data: the
+// result). A poll that fails publishes nothing; a server that is not
+// ready is waited for (up to the next poll), so polling resumes by itself
+// after a reconnect. It stops with UnsubscribePolling or Close.
+func (s *System) SubscribePolling(spec PollSpec) (string, error) {
+	switch {
+	case spec.Tool != "" && spec.URI != "":
+		return "", errors.New("mcpvisor: a poll is a tool call or a resource read, not both")
+	case spec.Tool == "" && (spec.URI == "" || spec.Server == ""):
+		return "", errors.New("mcpvisor: a poll needs a tool, or a server and a URI")
+	case spec.Tool != "":
+		if _, ok := s.pool.Load().toolsByName[spec.Tool]; !ok {
+			if _, ok := s.pool.Load().builtinByName[spec.Tool]; !ok {
+				return "", fmt.Errorf("%w: %q", ErrUnknownTool, spec.Tool)
+			}
+		}
+	default:
+		if _, err := s.handle(spec.Server); err != nil {
+			return "", err
+		}
+	}
+	if spec.Interval == 0 {
+		spec.Interval = DefaultPollInterval
+	}
+	spec.Interval = max(spec.Interval, MinPollInterval)
+	subs := s.opts.host.subs
+	subs.mu.Lock()
+	defer subs.mu.Unlock()
+	if subs.closed {
+		return "", ErrClosed
+	}
+	subs.nextPoll++
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &poll{id: "poll-" + strconv.FormatUint(subs.nextPoll, 10), spec: spec, cancel: cancel, done: make(chan struct{})}
+	subs.polls[p.id] = p
+	subs.wg.Add(1)
+	go func() {
+		defer subs.wg.Done()
+		defer close(p.done)
+		s.runPoll(ctx, p)
+	}()
+	return p.id, nil
+}
+
+// UnsubscribePolling stops a polling subscription; it returns once its
+// poller has stopped.
+func (s *System) UnsubscribePolling(id string) error {
+	subs := s.opts.host.subs
+	subs.mu.Lock()
+	p, ok := subs.polls[id]
+	delete(subs.polls, id)
+	subs.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownPoll, id)
+	}
+	p.cancel()
+	<-p.done
+	return nil
+}
+
+// Polls returns the live polling subscriptions by id.
+func (s *System) Polls() map[string]PollSpec {
+	subs := s.opts.host.subs
+	subs.mu.Lock()
+	defer subs.mu.Unlock()
+	out := make(map[string]PollSpec, len(subs.polls))
+	for id, p := range subs.polls {
+		out[id] = p.spec
+	}
+	return out
+}
+
+// runPoll polls until ctx ends.
+func (s *System) runPoll(ctx context.Context, p *poll) {
+	var last [sha256.Size]byte
+	first := true
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, p.spec.Interval)
+		data, h, err := s.pollOnce(pctx, p.spec)
+		cancel()
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				s.log.Debug().Err(err).Str("poll", p.id).Msg("poll failed")
+			}
+		default:
+			sum := sha256.Sum256(data)
+			if first || sum != last {
+				first, last = false, sum
+				ev := Event{Type: EventPollChanged, PollID: p.id, URI: p.spec.URI, Data: data}
+				if h != nil {
+					s.actors.Root.Send(s.registry, serverEvent{handle: h, event: ev})
+				}
+			}
+		}
+		t.Reset(p.spec.Interval)
+	}
+}
+
+// pollOnce runs one poll and returns its result's JSON and the server
+// polled.
+func (s *System) pollOnce(ctx context.Context, spec PollSpec) (json.RawMessage, *serverHandle, error) {
+	if spec.Tool != "" {
+		e, ok := s.pool.Load().toolsByName[spec.Tool]
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: %q", ErrUnknownTool, spec.Tool)
+		}
+		res, err := s.CallTool(ctx, spec.Tool, spec.Args)
+		if err != nil {
+			return nil, e.h, err
+		}
+		res.Meta = nil // per-call metadata is not a change
+		data, err := json.Marshal(res)
+		return data, e.h, err
+	}
+	h, err := s.handle(spec.Server)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := s.ReadResource(ctx, spec.Server, spec.URI)
+	if err != nil {
+		return nil, h, err
+	}
+	res.Meta = nil
+	var buf bytes.Buffer
+	err = json.NewEncoder(&buf).Encode(res)
+	return bytes.TrimSpace(buf.Bytes()), h, err
+}
+
+// close stops every poller and waits for them.
+func (s *subscriptions) close() {
+	s.mu.Lock()
+	s.closed = true
+	polls := s.polls
+	s.polls = map[string]*poll{}
+	s.mu.Unlock()
+	for _, p := range polls {
+		p.cancel()
+	}
+	s.wg.Wait()
+}

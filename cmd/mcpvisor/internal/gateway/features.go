@@ -1,0 +1,249 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// listTools lists the pool's tools (after Allow/Deny) under their
+// qualified names, then the gateway's own wait_for_channel_message.
+func (g *Gateway) listTools() protocol.ListToolsResult {
+	pool := g.b.Tools()
+	out := make([]protocol.Tool, 0, len(pool)+1)
+	for _, t := range pool {
+		if !g.offered(t.Name) {
+			continue
+		}
+		def := t.Definition
+		def.Name = g.toolName(t)
+		out = append(out, def)
+	}
+	if g.offered(waitToolName) {
+		out = append(out, waitTool)
+	}
+	return protocol.ListToolsResult{Tools: out}
+}
+
+// callTool routes a tools/call through the supervisor.
+func (g *Gateway) callTool(ctx context.Context, params json.RawMessage, reqNotify func([]byte)) (any, *protocol.Error) {
+	var p protocol.CallToolParams
+	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
+		return nil, errorf(protocol.CodeInvalidParams, "tools/call: want {name, arguments}")
+	}
+	if p.Name == waitToolName && g.offered(waitToolName) {
+		return g.waitForChannel(ctx, p.Arguments)
+	}
+	p.Name = g.qualifiedTool(p.Name)
+	if !g.offered(p.Name) {
+		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", p.Name)
+	}
+	start := time.Now()
+	var res *mcpvisor.CallToolResult
+	var err error
+	var token json.RawMessage
+	if p.Meta != nil {
+		token = p.Meta["progressToken"]
+	}
+	if pc, ok := g.b.(ProgressCaller); ok && token != nil && reqNotify != nil {
+		res, err = pc.CallToolWithProgress(ctx, p.Name, p.Arguments, func(pp protocol.ProgressParams) {
+			pp.ProgressToken = token
+			if frame, err := notification(protocol.NotificationProgress, pp); err == nil {
+				reqNotify(frame)
+			}
+		})
+	} else {
+		var args any
+		if p.Arguments != nil {
+			args = p.Arguments
+		}
+		res, err = g.b.CallTool(ctx, p.Name, args)
+	}
+	g.metrics.call(g.serverOfTool(p.Name), time.Since(start), err)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return res, nil
+}
+
+func (g *Gateway) listPrompts() protocol.ListPromptsResult {
+	ps, _ := g.b.ListPrompts("")
+	out := make([]protocol.Prompt, 0, len(ps))
+	for _, p := range ps {
+		def := p.Prompt
+		def.Name = p.Name
+		if n, ok := g.names().promptOut[p.Name]; ok {
+			def.Name = n
+		}
+		out = append(out, def)
+	}
+	return protocol.ListPromptsResult{Prompts: out}
+}
+
+func (g *Gateway) getPrompt(ctx context.Context, params json.RawMessage) (any, *protocol.Error) {
+	var p protocol.GetPromptParams
+	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
+		return nil, errorf(protocol.CodeInvalidParams, "prompts/get: want {name, arguments}")
+	}
+	if q, ok := g.names().promptIn[p.Name]; ok {
+		p.Name = q
+	}
+	res, err := g.b.GetPrompt(ctx, p.Name, p.Arguments)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return res, nil
+}
+
+// listResources lists every server's resources with their own URIs. When
+// two servers list the same URI, the first by server name is listed (and
+// read).
+func (g *Gateway) listResources() protocol.ListResourcesResult {
+	rs, _, _ := g.b.ListResources("")
+	out := make([]protocol.Resource, 0, len(rs))
+	seen := map[string]bool{}
+	for _, r := range rs {
+		if seen[r.Resource.URI] {
+			continue
+		}
+		seen[r.Resource.URI] = true
+		out = append(out, r.Resource)
+	}
+	return protocol.ListResourcesResult{Resources: out}
+}
+
+func (g *Gateway) listTemplates() protocol.ListResourceTemplatesResult {
+	_, ts, _ := g.b.ListResources("")
+	out := make([]protocol.ResourceTemplate, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, t.Template)
+	}
+	return protocol.ListResourceTemplatesResult{ResourceTemplates: out}
+}
+
+// serverOfResource finds the server that offers uri: one listing it, else
+// one whose template's literal prefix it starts with (the longest).
+func (g *Gateway) serverOfResource(uri string) string {
+	rs, ts, _ := g.b.ListResources("")
+	for _, r := range rs {
+		if r.Resource.URI == uri {
+			return r.Server
+		}
+	}
+	best, bestLen := "", -1
+	for _, t := range ts {
+		prefix, _, _ := strings.Cut(t.Template.URITemplate, "{")
+		if strings.HasPrefix(uri, prefix) && len(prefix) > bestLen {
+			best, bestLen = t.Server, len(prefix)
+		}
+	}
+	return best
+}
+
+func (g *Gateway) readResource(ctx context.Context, params json.RawMessage) (any, *protocol.Error) {
+	var p protocol.ReadResourceParams
+	if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
+		return nil, errorf(protocol.CodeInvalidParams, "resources/read: want {uri}")
+	}
+	server := g.serverOfResource(p.URI)
+	if server == "" {
+		e := errorf(protocol.CodeResourceNotFound, "resource not found: %s", p.URI)
+		e.Data, _ = json.Marshal(map[string]string{"uri": p.URI})
+		return nil, e
+	}
+	res, err := g.b.ReadResource(ctx, server, p.URI)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return res, nil
+}
+
+// sessionsSnapshot returns the live handshake-era sessions.
+func (g *Gateway) sessionsSnapshot() []*session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*session, 0, len(g.sessions))
+	for _, s := range g.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// broadcastListChanged sends a list_changed notification to every
+// session and every listen stream that selected it.
+func (g *Gateway) broadcastListChanged(method string) {
+	frame, _ := notification(method, struct{}{})
+	n := 0
+	for _, s := range g.sessionsSnapshot() {
+		if s.ready() {
+			s.send(frame)
+			n++
+		}
+	}
+	for _, l := range g.listenersSnapshot() {
+		if l.wants(method) {
+			l.notify(method, map[string]any{})
+			n++
+		}
+	}
+	g.metrics.notified(method, n)
+	g.log.Debug().Str("method", method).Int("recipients", n).Msg("list changed sent downstream")
+}
+
+// defaultLogLevel is the level of a session that never set one.
+const defaultLogLevel = protocol.LevelInfo
+
+// forwardLog sends a server's log message to the sessions whose level it
+// reaches, as notifications/message with logger = the server's name.
+func (g *Gateway) forwardLog(ev mcpvisor.Event) {
+	var p protocol.LoggingMessageParams
+	if json.Unmarshal(ev.Data, &p) != nil {
+		return
+	}
+	p.Meta = nil
+	if p.Logger == "" {
+		p.Logger = ev.Server
+	} else {
+		p.Logger = ev.Server + "/" + p.Logger
+	}
+	rank := levelRank(p.Level)
+	for _, s := range g.sessionsSnapshot() {
+		s.mu.Lock()
+		level := s.logLevel
+		s.mu.Unlock()
+		if level == "" {
+			level = defaultLogLevel
+		}
+		if !s.ready() || rank < levelRank(level) {
+			continue
+		}
+		s.notify(protocol.NotificationMessage, p)
+	}
+	for _, l := range g.listenersSnapshot() {
+		if l.logLevel != "" && rank >= levelRank(l.logLevel) { // 2026-07-28: only with _meta logLevel
+			l.notify(protocol.NotificationMessage, p)
+		}
+	}
+}
+
+// forwardResourceUpdated tells the sessions subscribed to the resource.
+func (g *Gateway) forwardResourceUpdated(ev mcpvisor.Event) {
+	params := protocol.ResourceUpdatedParams{URI: ev.URI}
+	for _, s := range g.sessionsSnapshot() {
+		s.mu.Lock()
+		sub := s.subs[ev.URI]
+		s.mu.Unlock()
+		if sub && s.ready() {
+			s.notify(protocol.NotificationResourceUpdated, params)
+		}
+	}
+	for _, l := range g.listenersSnapshot() {
+		if l.wantsResource(ev.URI) {
+			l.notify(protocol.NotificationResourceUpdated, params)
+		}
+	}
+}

@@ -1,0 +1,466 @@
+// Package gateway serves a Supervisor's pool as one MCP server: the
+// downstream side of `mcpvisor supervise`. Downstream clients (agent
+// hosts) connect over stdio (ServeStdio) or Streamable HTTP (Handler, at
+// /mcp), see the aggregated tools, prompts and resources under their
+// qualified names, and have their calls routed to the server behind each
+// name by the Supervisor. Changes of the pool reach them as list_changed
+// notifications.
+//
+// Eras: the handshake eras (initialize, 2024-11-05 … 2025-11-25, with
+// Mcp-Session-Id over HTTP) and the stateless era 2026-07-28
+// (server/discover, per-request _meta, subscriptions/listen).
+//
+// The same listener serves the admin API (GET /status, /metrics, /events;
+// see admin.go).
+//
+// Concurrency: a Gateway is safe for concurrent use. Each downstream
+// session is independent; its state is guarded by its own mutex. The
+// gateway's one event goroutine (Run) reads the Supervisor's event bus and
+// fans out notifications; it never blocks on a slow client (every outbox
+// is bounded and drops the oldest frame).
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// Backend is what the gateway needs of a supervisor: the pool, calls, and
+// the event bus. *mcpvisor.Supervisor implements it. It is the seam for
+// features the root package adds later: a Backend may also implement
+// ProgressCaller, ResourceSubscriber or ClientRequestForwarder, which the
+// gateway then uses.
+type Backend interface {
+	Tools() []mcpvisor.Tool
+	CallTool(ctx context.Context, name string, args any) (*mcpvisor.CallToolResult, error)
+	ListPrompts(server string) ([]mcpvisor.Prompt, error)
+	GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error)
+	ListResources(server string) ([]mcpvisor.Resource, []mcpvisor.ResourceTemplate, error)
+	ReadResource(ctx context.Context, server, uri string) (*protocol.ReadResourceResult, error)
+	Status() []mcpvisor.ServerStatus
+	Subscribe(ctx context.Context, opts ...mcpvisor.SubscribeOption) <-chan mcpvisor.Event
+}
+
+// ProgressCaller is implemented by a Backend that can pass a downstream
+// progress token to the server and report its progress notifications
+// back. Without it, a downstream progress token is accepted and no
+// progress is reported.
+type ProgressCaller interface {
+	CallToolWithProgress(ctx context.Context, name string, args json.RawMessage, progress func(protocol.ProgressParams)) (*mcpvisor.CallToolResult, error)
+}
+
+// ResourceSubscriber is implemented by a Backend that can subscribe to a
+// server's resource updates. Without it, downstream subscriptions are
+// recorded and receive whatever EventResourceUpdated the bus carries.
+type ResourceSubscriber interface {
+	SubscribeResource(ctx context.Context, server, uri string) error
+	UnsubscribeResource(ctx context.Context, server, uri string) error
+}
+
+// ClientRequestForwarder is implemented by a Backend that lets the
+// gateway answer a server's requests to its client (sampling/createMessage,
+// elicitation/create, roots/list) by asking a downstream client that
+// declared the capability. The gateway registers its handler with
+// HandleClientRequests. (The root package does not offer this yet.)
+type ClientRequestForwarder interface {
+	HandleClientRequests(h func(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error))
+}
+
+// Options configure a Gateway. The zero value serves every tool, with no
+// token and loopback origins only.
+type Options struct {
+	// Logger receives the gateway's logs (never stdout).
+	Logger zerolog.Logger
+	// Version is reported as serverInfo.version.
+	Version string
+	// Allow and Deny filter the tools offered downstream by qualified
+	// name (path.Match globs, e.g. "mcp__github__*"): a tool is offered
+	// when it matches an Allow glob (or Allow is empty) and no Deny glob.
+	// A denied tool is neither listed nor callable. (Each server's own
+	// tools filter in the config applies before these.)
+	Allow, Deny []string
+	// Token, when set, is the bearer token every HTTP request (MCP and
+	// admin) must carry.
+	Token string
+	// BareNames offers each tool and prompt under the server's own name
+	// when no other server offers one by that name (else under its
+	// qualified name), for hosts that qualify names themselves or front
+	// a single server.
+	BareNames bool
+	// LocalOnly is set when the HTTP listener is on loopback: then every
+	// request's Host header must name a loopback host (DNS rebinding
+	// protection).
+	LocalOnly bool
+	// AllowedOrigins adds origins (scheme://host[:port]) that may call the
+	// HTTP endpoints from a browser; loopback origins are always allowed.
+	AllowedOrigins []string
+	// SessionIdle ends an HTTP session unused for this long (default 1 h).
+	SessionIdle time.Duration
+	// OutboxSize bounds the notifications kept per session for its GET
+	// stream (default 256; the oldest is dropped).
+	OutboxSize int
+}
+
+// Gateway is the downstream MCP server. Create it with New, run its event
+// loop with Run, and serve it with Handler and/or ServeStdio.
+type Gateway struct {
+	b    Backend
+	opts Options
+	log  zerolog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session    // HTTP sessions by id, and the stdio session; guarded by mu
+	listens  map[*listener]struct{} // open subscriptions/listen requests; guarded by mu
+	waiters  map[*waiter]struct{}   // wait_for_channel_message calls; guarded by mu
+
+	closed    chan struct{} // closed by Close: streams end
+	closeOnce sync.Once
+
+	inflight atomic.Int64  // downstream requests being served
+	idle     chan struct{} // signalled when inflight drops to zero
+	draining atomic.Bool   // set by Drain: new requests are refused
+	metrics  metrics       // counters; see metrics.go
+	// index maps names between the pool and downstream; Run clears it
+	// when the pool changes, and it is rebuilt on demand.
+	index   atomic.Pointer[nameIndex]
+	started time.Time
+}
+
+// New returns a gateway over b.
+func New(b Backend, opts Options) *Gateway {
+	if opts.SessionIdle <= 0 {
+		opts.SessionIdle = time.Hour
+	}
+	if opts.OutboxSize <= 0 {
+		opts.OutboxSize = 256
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	g := &Gateway{
+		b:        b,
+		opts:     opts,
+		log:      opts.Logger,
+		sessions: map[string]*session{},
+		listens:  map[*listener]struct{}{},
+		waiters:  map[*waiter]struct{}{},
+		idle:     make(chan struct{}, 1),
+		closed:   make(chan struct{}),
+		started:  time.Now(),
+	}
+	g.metrics.init()
+	return g
+}
+
+// Run reads the supervisor's event bus and fans its events out to the
+// downstream sessions (list_changed, log messages, resource updates,
+// channel messages) and to the metrics, until ctx ends or the bus closes.
+// List changes are coalesced for debounce.
+func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
+	if debounce <= 0 {
+		debounce = 25 * time.Millisecond
+	}
+	events := g.b.Subscribe(ctx, mcpvisor.BufferSize(4096))
+	pending := map[string]bool{} // list_changed notification methods due
+	var timer <-chan time.Time
+	expiry := time.NewTicker(time.Minute)
+	defer expiry.Stop()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			g.metrics.event(ev)
+			switch ev.Type {
+			case mcpvisor.EventToolsChanged:
+				g.index.Store(nil)
+				pending[protocol.NotificationToolsListChanged] = true
+			case mcpvisor.EventPromptsChanged:
+				g.index.Store(nil)
+				pending[protocol.NotificationPromptsListChanged] = true
+			case mcpvisor.EventResourcesChanged:
+				pending[protocol.NotificationResourcesListChanged] = true
+			case mcpvisor.EventServerToggled:
+				g.index.Store(nil)
+				pending[protocol.NotificationToolsListChanged] = true
+				pending[protocol.NotificationPromptsListChanged] = true
+				pending[protocol.NotificationResourcesListChanged] = true
+			case mcpvisor.EventLogMessage:
+				g.forwardLog(ev)
+			case mcpvisor.EventResourceUpdated:
+				g.forwardResourceUpdated(ev)
+			case mcpvisor.EventChannelMessage:
+				g.forwardChannel(ev)
+			case mcpvisor.EventGap:
+				g.index.Store(nil)
+				// Lost events may have been list changes: tell everyone.
+				pending[protocol.NotificationToolsListChanged] = true
+				pending[protocol.NotificationPromptsListChanged] = true
+				pending[protocol.NotificationResourcesListChanged] = true
+			}
+			if len(pending) > 0 && timer == nil {
+				timer = time.After(debounce)
+			}
+		case <-timer:
+			timer = nil
+			for _, method := range slices.Sorted(func(yield func(string) bool) {
+				for m := range pending {
+					if !yield(m) {
+						return
+					}
+				}
+			}) {
+				g.broadcastListChanged(method)
+			}
+			clear(pending)
+		case now := <-expiry.C:
+			g.expireSessions(now)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// InFlight returns the number of downstream requests being served.
+func (g *Gateway) InFlight() int64 { return g.inflight.Load() }
+
+// Drain refuses new downstream requests (with a JSON-RPC error, or 503
+// over HTTP) and waits until the requests being served have finished, or
+// ctx ends. It reports whether they all finished.
+func (g *Gateway) Drain(ctx context.Context) bool {
+	g.draining.Store(true)
+	// Listen streams and channel waits are requests that never finish by
+	// themselves: end them now.
+	for _, l := range g.listenersSnapshot() {
+		l.stop()
+	}
+	g.mu.Lock()
+	for w := range g.waiters {
+		close(w.cancel)
+		delete(g.waiters, w)
+	}
+	g.mu.Unlock()
+	for {
+		if g.inflight.Load() == 0 {
+			return true
+		}
+		select {
+		case <-g.idle:
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return g.inflight.Load() == 0
+		}
+	}
+}
+
+// begin counts a request in; it returns false while draining.
+func (g *Gateway) begin() bool {
+	g.inflight.Add(1)
+	if g.draining.Load() {
+		g.end()
+		return false
+	}
+	return true
+}
+
+func (g *Gateway) end() {
+	if g.inflight.Add(-1) == 0 {
+		select {
+		case g.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Close ends every session: GET and listen streams close, the stdio
+// session's requests are cancelled.
+func (g *Gateway) Close() {
+	g.closeOnce.Do(func() { close(g.closed) })
+	g.mu.Lock()
+	sessions := make([]*session, 0, len(g.sessions))
+	for id, s := range g.sessions {
+		sessions = append(sessions, s)
+		delete(g.sessions, id)
+	}
+	listens := make([]*listener, 0, len(g.listens))
+	for l := range g.listens {
+		listens = append(listens, l)
+	}
+	g.mu.Unlock()
+	for _, s := range sessions {
+		s.close()
+	}
+	for _, l := range listens {
+		l.stop()
+	}
+}
+
+// offered reports whether the qualified tool name passes Allow and Deny.
+func (g *Gateway) offered(name string) bool {
+	if len(g.opts.Allow) > 0 && !matchAny(g.opts.Allow, name) {
+		return false
+	}
+	return !matchAny(g.opts.Deny, name)
+}
+
+func matchAny(globs []string, name string) bool {
+	for _, p := range globs {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// The gateway's own error codes (implementation-defined JSON-RPC server
+// errors). Their data is an errorData.
+const (
+	// CodeRequestTimeout: the call's deadline passed.
+	CodeRequestTimeout = -32001
+	// CodeServerNotReady: the server behind the name is not connected
+	// (or toggled off, or unknown).
+	CodeServerNotReady = -32050
+	// CodeConnectionLost: the server's connection ended while the call
+	// was in flight; it may or may not have been carried out.
+	CodeConnectionLost = -32051
+	// CodeShuttingDown: the gateway is draining and takes no new requests.
+	CodeShuttingDown = -32052
+)
+
+// errorData is the data of the gateway's own errors.
+type errorData struct {
+	Server string `json:"server,omitempty"`
+	// Failure is mcpvisor.ClassifyFailure's verdict: transient, closed,
+	// session-expired, auth, config, protocol or call.
+	Failure string `json:"failure,omitempty"`
+	// Retryable says the same call may succeed later (after reconnect).
+	Retryable bool `json:"retryable"`
+}
+
+// rpcError turns a supervisor error into the JSON-RPC error sent
+// downstream. A server's own JSON-RPC error passes through unchanged.
+func rpcError(err error) *protocol.Error {
+	var pe *protocol.Error
+	var nr *mcpvisor.NotReadyError
+	var lost *mcpvisor.ConnectionLostError
+	var e *protocol.Error
+	kind := string(mcpvisor.ClassifyFailure(err))
+	switch {
+	case errors.As(err, &lost):
+		e = protocol.NewError(CodeConnectionLost, "%v", err)
+		e.Data, _ = json.Marshal(errorData{Server: lost.Server, Failure: kind, Retryable: true})
+	case errors.Is(err, mcpvisor.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		e = protocol.NewError(CodeRequestTimeout, "%v", err)
+		e.Data, _ = json.Marshal(errorData{Failure: kind, Retryable: true})
+	case errors.As(err, &nr):
+		e = protocol.NewError(CodeServerNotReady, "%v", err)
+		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: !nr.State.Parked() && nr.State != mcpvisor.StateDisabled})
+	case errors.Is(err, mcpvisor.ErrServerOff), errors.Is(err, mcpvisor.ErrServerNotReady):
+		e = protocol.NewError(CodeServerNotReady, "%v", err)
+		e.Data, _ = json.Marshal(errorData{Failure: kind})
+	case errors.Is(err, mcpvisor.ErrUnknownTool), errors.Is(err, mcpvisor.ErrUnknownPrompt), errors.Is(err, mcpvisor.ErrUnknownServer):
+		e = protocol.NewError(protocol.CodeInvalidParams, "%v", err)
+	case errors.As(err, &pe):
+		return pe
+	case errors.Is(err, context.Canceled):
+		e = protocol.NewError(protocol.CodeInternalError, "request cancelled")
+	default:
+		e = protocol.NewError(protocol.CodeInternalError, "%v", err)
+		e.Data, _ = json.Marshal(errorData{Failure: kind})
+	}
+	return e
+}
+
+// nameIndex maps pool names (qualified) to what downstream sees and back.
+type nameIndex struct {
+	server    map[string]string // qualified tool name → server
+	toolOut   map[string]string // qualified → downstream (BareNames only)
+	toolIn    map[string]string // downstream → qualified (BareNames only)
+	promptOut map[string]string
+	promptIn  map[string]string
+}
+
+// names returns the current index, rebuilding it after a pool change.
+func (g *Gateway) names() *nameIndex {
+	if idx := g.index.Load(); idx != nil {
+		return idx
+	}
+	idx := &nameIndex{server: map[string]string{}, toolOut: map[string]string{}, toolIn: map[string]string{},
+		promptOut: map[string]string{}, promptIn: map[string]string{}}
+	tools := g.b.Tools()
+	count := map[string]int{}
+	for _, t := range tools {
+		idx.server[t.Name] = t.Server
+		count[t.Definition.Name]++
+	}
+	if g.opts.BareNames {
+		for _, t := range tools {
+			if t.Builtin || count[t.Definition.Name] != 1 || t.Definition.Name == waitToolName {
+				continue
+			}
+			if _, clash := idx.server[t.Definition.Name]; clash && t.Definition.Name != t.Name {
+				continue // another entry's qualified name
+			}
+			idx.toolOut[t.Name], idx.toolIn[t.Definition.Name] = t.Definition.Name, t.Name
+		}
+		prompts, _ := g.b.ListPrompts("")
+		pcount := map[string]int{}
+		for _, p := range prompts {
+			pcount[p.Prompt.Name]++
+		}
+		for _, p := range prompts {
+			if pcount[p.Prompt.Name] == 1 {
+				idx.promptOut[p.Name], idx.promptIn[p.Prompt.Name] = p.Prompt.Name, p.Name
+			}
+		}
+	}
+	g.index.Store(idx)
+	return idx
+}
+
+// toolName returns the downstream name of a pool tool.
+func (g *Gateway) toolName(t mcpvisor.Tool) string {
+	if n, ok := g.names().toolOut[t.Name]; ok {
+		return n
+	}
+	return t.Name
+}
+
+// qualifiedTool maps a downstream tool name to the pool's name.
+func (g *Gateway) qualifiedTool(name string) string {
+	if q, ok := g.names().toolIn[name]; ok {
+		return q
+	}
+	return name
+}
+
+// serverOfTool returns the server behind a qualified tool name, for
+// metrics.
+func (g *Gateway) serverOfTool(name string) string {
+	if s, ok := g.names().server[name]; ok {
+		return s
+	}
+	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
+		if i := strings.Index(rest, "__"); i > 0 {
+			return rest[:i]
+		}
+	}
+	return ""
+}
+
+func errorf(code int64, format string, args ...any) *protocol.Error {
+	return protocol.NewError(code, format, args...)
+}

@@ -1,0 +1,53 @@
+package mcpvisor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// Root is a directory or file the host exposes to servers (roots/list).
+type Root = protocol.Root
+
+// SamplingHandler answers a server's sampling/createMessage
+// (Options.Sampling); setting one declares the sampling capability.
+type SamplingHandler = actors.SamplingHandler
+
+// ElicitationHandler answers a server's elicitation/create
+// (Options.Elicitation); setting one declares the elicitation capability.
+// A form accepted without values gets the schema's defaults.
+type ElicitationHandler = actors.ElicitationHandler
+
+// ErrRootsNotDeclared: SetRoots needs a non-nil Options.Roots at Start.
+var ErrRootsNotDeclared = actors.ErrRootsNotDeclared
+
+// SetRoots replaces the roots answered to roots/list and sends
+// notifications/roots/list_changed to every ready server of a handshake
+// era; it returns the servers told.
+func (s *Supervisor) SetRoots(ctx context.Context, roots []Root) ([]string, error) {
+	return s.sys.SetRoots(ctx, roots)
+}
+
+// Roots returns the roots the host exposes.
+func (s *Supervisor) Roots() []Root { return s.sys.Roots() }
+
+// Progress is one progress report of a call.
+type Progress = actors.Progress
+
+// CallOptions configure one tool call: Progress receives the server's
+// progress reports (in order, never after the call returned); Meta is
+// added to the request's _meta.
+type CallOptions = actors.CallOptions
+
+// CallToolWith is CallTool with options (progress reports, _meta).
+// Cancelling ctx abandons the call and sends the server
+// notifications/cancelled.
+func (s *Supervisor) CallToolWith(ctx context.Context, name string, args any, o CallOptions) (*CallToolResult, error) {
+	raw, err := encodeArgs(args)
+	if err != nil {
+		return nil, fmt.Errorf("mcpvisor: arguments of %s: %w", name, err)
+	}
+	return s.sys.CallToolWith(ctx, name, raw, o)
+}

@@ -1,0 +1,66 @@
+package mcpvisor
+
+import (
+	"context"
+
+	"github.com/mcpvisor/mcpvisor/actors"
+)
+
+// PollSpec says what a polling subscription polls: a tool call (Tool,
+// Args) or a resource read (Server, URI), every Interval (default 5 s,
+// at least 1 s).
+type PollSpec = actors.PollSpec
+
+// Polling intervals.
+const (
+	MinPollInterval     = actors.MinPollInterval
+	DefaultPollInterval = actors.DefaultPollInterval
+)
+
+// Event types of subscriptions.
+const (
+	// EventPollChanged: a polling subscription's result changed (PollID,
+	// Data: the result).
+	EventPollChanged = actors.EventPollChanged
+)
+
+// Errors of subscriptions.
+var (
+	ErrSubscribeUnsupported = actors.ErrSubscribeUnsupported
+	ErrUnknownPoll          = actors.ErrUnknownPoll
+)
+
+// SubscribeResource subscribes to updates of a server's resource
+// (resources/subscribe): each update is an EventResourceUpdated. The
+// subscription is sent again on every new connection of the server until
+// UnsubscribeResource. Servers that did not declare resources.subscribe
+// (and 2026-07-28 servers, whose subscriptions/listen mcpvisor does not
+// yet use for resources) fail with ErrSubscribeUnsupported.
+func (s *Supervisor) SubscribeResource(ctx context.Context, server, uri string) error {
+	return s.sys.SubscribeResource(ctx, server, uri)
+}
+
+// UnsubscribeResource ends a resource subscription.
+func (s *Supervisor) UnsubscribeResource(ctx context.Context, server, uri string) error {
+	return s.sys.UnsubscribeResource(ctx, server, uri)
+}
+
+// ResourceSubscriptions returns the URIs subscribed on a server.
+func (s *Supervisor) ResourceSubscriptions(server string) []string {
+	return s.sys.ResourceSubscriptions(server)
+}
+
+// SubscribePolling polls a tool call or a resource read at an interval and
+// publishes an EventPollChanged for the first result and for every result
+// that differs from the one before; polling carries on across reconnects
+// until UnsubscribePolling or Close. It returns the subscription's id.
+func (s *Supervisor) SubscribePolling(spec PollSpec) (string, error) {
+	return s.sys.SubscribePolling(spec)
+}
+
+// UnsubscribePolling stops a polling subscription (ErrUnknownPoll for an
+// unknown id); it returns once the poller has stopped.
+func (s *Supervisor) UnsubscribePolling(id string) error { return s.sys.UnsubscribePolling(id) }
+
+// Polls returns the live polling subscriptions by id.
+func (s *Supervisor) Polls() map[string]PollSpec { return s.sys.Polls() }
