@@ -76,6 +76,7 @@ type Error struct {
 	Err error
 }
 
+// Error describes the failure without any token or response body.
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("oauth: %s endpoint", e.Endpoint)
 	if e.StatusCode != 0 {
@@ -93,6 +94,7 @@ func (e *Error) Error() string {
 	return msg
 }
 
+// Unwrap returns the sentinel (ErrNeedsLogin, ErrTransient, …), if any.
 func (e *Error) Unwrap() error { return e.Err }
 
 func truncate(s string, n int) string {
@@ -113,6 +115,7 @@ type NeedsAuthError struct {
 	Err    error
 }
 
+// Error says that authorization is needed, and why.
 func (e *NeedsAuthError) Error() string {
 	msg := "oauth: authorization required"
 	if e.Reason != "" {
@@ -124,6 +127,7 @@ func (e *NeedsAuthError) Error() string {
 	return msg
 }
 
+// Unwrap returns ErrNeedsLogin, or the more precise sentinel.
 func (e *NeedsAuthError) Unwrap() error {
 	if e.Err == nil {
 		return ErrNeedsLogin

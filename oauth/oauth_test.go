@@ -636,3 +636,17 @@ func TestDiscoveryTransient(t *testing.T) {
 	assert.Equal(t, n+1, len(f.requests()), "only the MCP request itself; no authorization server traffic during the backoff")
 	assert.False(t, s.Status().RetryAt.IsZero())
 }
+
+// Without a user agent, a 403 insufficient_scope is not stepped up: the
+// 403 goes back and the status names the union of the scopes needed.
+func TestStepUpWithoutUserAgentNeedsAuth(t *testing.T) {
+	f := newFakeAS(t, func(f *fakeAS) { f.challengeScp = "mcp:basic"; f.requireScopes = []string{"mcp:basic", "mcp:write"} })
+	s := newSource(t, f, nil)
+	require.NoError(t, s.Login(ctx(t), &HeadlessUserAgent{}, "mcp:basic"))
+	s2 := newSource(t, f, func(c *Config) { c.UserAgent = nil; c.Store = s.store })
+	resp, err := call(t, s2, f.mcpURL())
+	require.NoError(t, err)
+	assert.Equal(t, 403, resp.StatusCode)
+	assert.Equal(t, "mcp:basic mcp:write", s2.Status().NeedScope)
+	assert.Len(t, f.authReqs, 1, "no authorization without a user agent")
+}

@@ -68,6 +68,7 @@ type MemoryStore struct {
 	locks   map[string]chan struct{} // guarded by mu; one-slot semaphores per server
 }
 
+// Load implements Store.
 func (m *MemoryStore) Load(_ context.Context, serverURL, issuer string) (*Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -87,6 +88,7 @@ func pick(entries map[[2]string]*Entry, serverURL, issuer string) *Entry {
 	return best
 }
 
+// Save implements Store.
 func (m *MemoryStore) Save(_ context.Context, e *Entry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -97,6 +99,7 @@ func (m *MemoryStore) Save(_ context.Context, e *Entry) error {
 	return nil
 }
 
+// Delete implements Store.
 func (m *MemoryStore) Delete(_ context.Context, serverURL, issuer string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -108,6 +111,7 @@ func (m *MemoryStore) Delete(_ context.Context, serverURL, issuer string) error 
 	return nil
 }
 
+// List implements Store, sorted by server URL then issuer.
 func (m *MemoryStore) List(context.Context) ([]*Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -128,6 +132,8 @@ func sortedEntries(entries map[[2]string]*Entry) []*Entry {
 	return out
 }
 
+// Lock implements Store: one lock per server, in this process; the wait
+// ends with ctx.
 func (m *MemoryStore) Lock(ctx context.Context, serverURL string) (func(), error) {
 	m.mu.Lock()
 	if m.locks == nil {
@@ -271,6 +277,7 @@ func (f *FileStore) write(entries map[[2]string]*Entry) error {
 	return nil
 }
 
+// Load implements Store, reading the file afresh.
 func (f *FileStore) Load(_ context.Context, serverURL, issuer string) (*Entry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -300,10 +307,13 @@ func (f *FileStore) modify(ctx context.Context, change func(map[[2]string]*Entry
 	return f.write(entries)
 }
 
+// Save implements Store: the file is rewritten (temporary file, fsync,
+// rename) under a write lock, so concurrent savers lose nothing.
 func (f *FileStore) Save(ctx context.Context, e *Entry) error {
 	return f.modify(ctx, func(m map[[2]string]*Entry) { m[[2]string{e.ServerURL, e.Issuer}] = cloneEntry(e) })
 }
 
+// Delete implements Store.
 func (f *FileStore) Delete(ctx context.Context, serverURL, issuer string) error {
 	return f.modify(ctx, func(m map[[2]string]*Entry) {
 		for k := range m {
@@ -314,6 +324,7 @@ func (f *FileStore) Delete(ctx context.Context, serverURL, issuer string) error 
 	})
 }
 
+// List implements Store, sorted by server URL then issuer.
 func (f *FileStore) List(context.Context) ([]*Entry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -130,6 +130,7 @@ type ClientInfo struct {
 	SecretExpiresAt time.Time
 }
 
+// String describes the client without its secret.
 func (c *ClientInfo) String() string {
 	if c == nil {
 		return "<nil client>"
