@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -221,18 +222,41 @@ func skipWS(b []byte, i int) int {
 func stringEnd(b []byte, i int) (int, bool) {
 	plain := true
 	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '\\':
+		for j < len(b) && !inString[b[j]] {
+			j++
+		}
+		if j == len(b) {
+			break
+		}
+		switch b[j] {
+		case '\\':
 			plain = false
 			j++
-		case c == '"':
+		case '"':
 			return j + 1, plain
-		case c < 0x20 || c >= 0x7f:
+		default:
 			plain = false
 		}
 	}
 	return -1, false
 }
+
+// inString marks the bytes stringEnd stops at: the quote, the backslash,
+// and those outside printable ASCII.
+var inString = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= 0x7f
+	}
+	return t
+}()
+
+// structural marks the bytes valueEnd stops at in an object or array.
+var structural = func() (t [256]bool) {
+	for _, c := range `"{}[]` {
+		t[c] = true
+	}
+	return t
+}()
 
 // valueEnd returns the index just past the JSON value starting at b[i]
 // (valid JSON is assumed), or -1.
@@ -247,6 +271,12 @@ func valueEnd(b []byte, i int) int {
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {
+			for j < len(b) && !structural[b[j]] {
+				j++
+			}
+			if j == len(b) {
+				break
+			}
 			switch b[j] {
 			case '"':
 				end, _ := stringEnd(b, j)
@@ -313,3 +343,228 @@ func safeText(text string) bool {
 
 // isEchoTool reports whether callTool answers name with the text echo.
 func isEchoTool(name string) bool { return name == "echo" || strings.HasPrefix(name, "tool_") }
+
+// decode is protocol.Decode, with a fast path for the plain requests and
+// notifications clients send: a frame that validJSON accepts, whose
+// envelope has each of jsonrpc ("2.0"), id (an integer or a plain string;
+// absent for a notification), method (a plain non-empty string) and
+// params at most once, and nothing else that encoding/json could take
+// for one of them. Anything else goes to protocol.Decode, which also
+// words the errors. Like it, the message does not alias line.
+func decode(line []byte) (*protocol.Message, error) {
+	if m, ok := fastDecode(line); ok {
+		return m, nil
+	}
+	return protocol.Decode(line)
+}
+
+func fastDecode(line []byte) (*protocol.Message, bool) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' || !validJSON(line) {
+		return nil, false
+	}
+	var rpc, id, method, params []byte
+	ok := eachMember(line, func(k, v []byte) bool {
+		var slot *[]byte
+		switch string(k) {
+		case "jsonrpc":
+			slot = &rpc
+		case "id":
+			slot = &id
+		case "method":
+			slot = &method
+		case "params":
+			slot = &params
+		default:
+			for _, name := range envelopeNames {
+				if foldEqual(k, name) {
+					return false // result, error, or a near-miss such as "ID"
+				}
+			}
+			return true
+		}
+		if *slot != nil {
+			return false // a duplicate
+		}
+		*slot = v
+		return true
+	})
+	if !ok || string(rpc) != `"2.0"` || method == nil {
+		return nil, false
+	}
+	name, ok := plainString(method)
+	if !ok || name == "" {
+		return nil, false
+	}
+	m := &protocol.Message{Kind: protocol.KindNotification, Method: name}
+	switch {
+	case id == nil:
+	case id[0] == '"':
+		s, ok := plainString(id)
+		if !ok {
+			return nil, false
+		}
+		m.Kind, m.ID = protocol.KindRequest, protocol.StringID(s)
+	default:
+		n, err := strconv.ParseInt(string(id), 10, 64)
+		if err != nil {
+			return nil, false // null, a fraction, an exponent, too large…
+		}
+		m.Kind, m.ID = protocol.KindRequest, protocol.Int64ID(n)
+	}
+	if params != nil && string(params) != "null" {
+		m.Params = bytes.Clone(params)
+	}
+	return m, true
+}
+
+var envelopeNames = []string{"jsonrpc", "id", "method", "params", "result", "error"}
+
+// maxDepth bounds the nesting validJSON follows (encoding/json's is
+// larger): deeper frames take protocol.Decode.
+const maxDepth = 256
+
+// validJSON reports whether b is one JSON value that json.Valid accepts,
+// conservatively: it may refuse valid JSON it does not bother with (bytes
+// outside ASCII, deep nesting), never accept what json.Valid refuses.
+func validJSON(b []byte) bool {
+	i, ok := validValue(b, skipWS(b, 0), 0)
+	return ok && skipWS(b, i) == len(b)
+}
+
+func validValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) {
+		return i, false
+	}
+	switch c := b[i]; {
+	case c == '{' || c == '[':
+		if depth >= maxDepth {
+			return i, false
+		}
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		i = skipWS(b, i+1)
+		if i < len(b) && b[i] == closer {
+			return i + 1, true
+		}
+		for {
+			if c == '{' {
+				if i >= len(b) || b[i] != '"' {
+					return i, false
+				}
+				var ok bool
+				if i, ok = validString(b, i); !ok {
+					return i, false
+				}
+				i = skipWS(b, i)
+				if i >= len(b) || b[i] != ':' {
+					return i, false
+				}
+				i = skipWS(b, i+1)
+			}
+			var ok bool
+			if i, ok = validValue(b, i, depth+1); !ok {
+				return i, false
+			}
+			i = skipWS(b, i)
+			if i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case ',':
+				i = skipWS(b, i+1)
+			case closer:
+				return i + 1, true
+			default:
+				return i, false
+			}
+		}
+	case c == '"':
+		return validString(b, i)
+	case c == '-' || ('0' <= c && c <= '9'):
+		return validNumber(b, i)
+	case c == 't':
+		return i + 4, bytes.HasPrefix(b[i:], []byte("true"))
+	case c == 'f':
+		return i + 5, bytes.HasPrefix(b[i:], []byte("false"))
+	case c == 'n':
+		return i + 4, bytes.HasPrefix(b[i:], []byte("null"))
+	}
+	return i, false
+}
+
+// validString checks the string starting at b[i] (a quote) and returns
+// the index past it. Escapes are checked; bytes outside printable ASCII
+// are refused.
+func validString(b []byte, i int) (int, bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, true
+		case c == '\\':
+			j++
+			if j >= len(b) {
+				return j, false
+			}
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(b) {
+					return j, false
+				}
+				for _, h := range b[j+1 : j+5] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return j, false
+					}
+				}
+				j += 4
+			default:
+				return j, false
+			}
+		case c < 0x20 || c >= 0x7f:
+			return j, false
+		}
+	}
+	return len(b), false
+}
+
+// validNumber checks the number starting at b[i]:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func validNumber(b []byte, i int) (int, bool) {
+	digits := func(i int) (int, bool) {
+		j := i
+		for j < len(b) && '0' <= b[j] && b[j] <= '9' {
+			j++
+		}
+		return j, j > i
+	}
+	if b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return i, false
+	}
+	var ok bool
+	if b[i] == '0' {
+		i++
+	} else if i, ok = digits(i); !ok {
+		return i, false
+	}
+	if i < len(b) && b[i] == '.' {
+		if i, ok = digits(i + 1); !ok {
+			return i, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i, ok = digits(i); !ok {
+			return i, false
+		}
+	}
+	return i, true
+}

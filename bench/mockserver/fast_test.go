@@ -144,3 +144,96 @@ func TestAppendTextResult(t *testing.T) {
 	}
 	assert.Equal(t, len(ids)*3, accepted)
 }
+
+// fastDecodeFrames are frames of every shape fastDecode meets or must
+// refuse.
+var fastDecodeFrames = []string{
+	benchCallHandshake,
+	benchCallModern,
+	` {"jsonrpc":"2.0","method":"notifications/initialized"} ` + "\n",
+	`{"jsonrpc":"2.0","id":"a-1","method":"ping","params":null}`,
+	`{"jsonrpc":"2.0","id":-0,"method":"ping","params":{}}`,
+	`{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":1.0,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":1e2,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":"\u0041","method":"ping"}`,
+	`{"jsonrpc":"2.0","id":"é","method":"ping"}`,
+	`{"jsonrpc":"2.0","id":true,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":1,"ID":2,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{}}`,
+	`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":""}`,
+	`{"jsonrpc":"2.0","id":1,"method":7}`,
+	`{"jsonrpc":"2.0","id":1,"method":"p\u0069ng"}`,
+	`{"jsonrpc":"1.0","id":1,"method":"ping"}`,
+	`{"jsonrpc":"2.0 ","id":1,"method":"ping"}`,
+	`{"id":1,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","extra":[1,-2.5e+3,true,false,null,{"a":"\"\\\/\b\f\n\r\t\u00e9"}]}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":01}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":1.}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"\x"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"\u12"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":tru}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":1,}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":[1 2]}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping"} x`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping"`,
+	`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`,
+	`not json`,
+	``,
+}
+
+// TestFastDecodeAgreesWithProtocolDecode: whatever fastDecode accepts,
+// protocol.Decode decodes to the same message.
+func TestFastDecodeAgreesWithProtocolDecode(t *testing.T) {
+	accepted := 0
+	for _, frame := range fastDecodeFrames {
+		if checkFastDecode(t, []byte(frame)) {
+			accepted++
+		}
+	}
+	assert.Equal(t, 6, accepted)
+}
+
+func checkFastDecode(t *testing.T, frame []byte) bool {
+	t.Helper()
+	want, wantErr := protocol.Decode(frame)
+	got, err := decode(frame)
+	require.Equal(t, want, got, "%q", frame)
+	require.Equal(t, wantErr, err, "%q", frame)
+	m, ok := fastDecode(frame)
+	if !ok {
+		return false
+	}
+	require.NoError(t, wantErr, "fastDecode accepted %q", frame)
+	require.Equal(t, want, m, "%q", frame)
+	if len(m.Params) > 0 {
+		// The message does not alias the frame.
+		saved := append([]byte(nil), frame...)
+		for i := range frame {
+			frame[i] = 'z'
+		}
+		require.Equal(t, want, m, "%q", saved)
+		copy(frame, saved)
+	}
+	return true
+}
+
+func FuzzFastDecode(f *testing.F) {
+	for _, frame := range fastDecodeFrames {
+		f.Add(frame)
+	}
+	for _, p := range fastPathParams {
+		f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + p + `}`)
+	}
+	f.Fuzz(func(t *testing.T, frame string) {
+		checkFastDecode(t, []byte(frame))
+		if validJSON([]byte(frame)) {
+			require.True(t, json.Valid([]byte(frame)), "validJSON accepted %q", frame)
+		}
+	})
+}

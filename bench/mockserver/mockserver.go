@@ -533,7 +533,7 @@ func newServer(o Options) *server {
 // handle processes one frame from p; the answer, if any, goes to out. It
 // reports (code, true) when the server must exit.
 func (s *server) handle(ctx context.Context, p *peer, line []byte, out output) (int, bool) {
-	m, err := protocol.Decode(line)
+	m, err := decode(line)
 	if err != nil {
 		s.replyError(out, protocol.ID{}, protocol.NewError(protocol.CodeParseError, "%v", err))
 		return 0, false
