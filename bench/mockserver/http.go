@@ -421,7 +421,7 @@ func readMessage(w http.ResponseWriter, r *http.Request) *protocol.Message {
 		httpError(w, status, protocol.ID{}, protocol.NewError(protocol.CodeParseError, "reading the body: %v", err))
 		return nil
 	}
-	m, err := protocol.Decode(body)
+	m, err := decode(body)
 	if err != nil {
 		code := int64(protocol.CodeParseError)
 		if !errors.Is(err, protocol.ErrParse) {

@@ -379,15 +379,29 @@ func (s *server) serveStdio(ctx context.Context, p *peer, br *bufio.Reader, out 
 			line, err = append(head, rest...), err2
 		}
 		if len(line) > 0 {
+			// While more lines wait in br, answers stay in the buffer:
+			// one write for a burst of requests, as the floor's echo
+			// server does. The last line of a burst flushes them all.
+			more := bytes.IndexByte(peekBuffered(br), '\n') >= 0
+			out.setHold(more)
 			if code, exit := s.handle(ctx, p, line, out); exit {
 				out.flush()
 				return stdioEnd{code: code, exit: true}
+			}
+			if !more {
+				out.flush()
 			}
 		}
 		if err != nil {
 			return stdioEnd{}
 		}
 	}
+}
+
+// peekBuffered returns what br holds already, without reading.
+func peekBuffered(br *bufio.Reader) []byte {
+	b, _ := br.Peek(br.Buffered())
+	return b
 }
 
 // flapExit ends a stdio server's up period: nothing more is written, and
@@ -442,10 +456,11 @@ type server struct {
 	tmu      sync.Mutex
 	tools    []protocol.Tool // guarded by tmu; grows with announce
 
-	hub   hub
-	ext   extState
-	calls atomic.Int64   // tools/call received, for ExitAfter
-	wg    sync.WaitGroup // calls answered after a latency
+	hub     hub
+	ext     extState
+	calls   atomic.Int64   // tools/call received, for ExitAfter
+	payload string         // echo's answer with Options.Payload
+	wg      sync.WaitGroup // calls answered after a latency
 }
 
 // output receives the answer to a request; on the connection transports
@@ -488,7 +503,7 @@ func newServer(o Options) *server {
 	if o.Name == "" {
 		o.Name = "mockserver"
 	}
-	s := &server{o: o, versions: o.Versions}
+	s := &server{o: o, versions: o.Versions, payload: strings.Repeat("x", max(o.Payload, 0))}
 	if len(s.versions) == 0 {
 		s.versions = protocol.SupportedVersions()
 	}
@@ -525,7 +540,7 @@ func newServer(o Options) *server {
 // handle processes one frame from p; the answer, if any, goes to out. It
 // reports (code, true) when the server must exit.
 func (s *server) handle(ctx context.Context, p *peer, line []byte, out output) (int, bool) {
-	m, err := protocol.Decode(line)
+	m, err := decode(line)
 	if err != nil {
 		s.replyError(out, protocol.ID{}, protocol.NewError(protocol.CodeParseError, "%v", err))
 		return 0, false
@@ -555,6 +570,7 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 		return 0, false
 	}
 	if s.o.InitDelay > 0 && (m.Method == protocol.MethodDiscover || m.Method == protocol.MethodInitialize) {
+		flushHeld(out)
 		time.Sleep(s.o.InitDelay)
 	}
 	if s.extRequest(out, m) {
@@ -647,6 +663,9 @@ func (s *server) servesModern() bool { return slices.Contains(s.versions, protoc
 
 // requestVersion returns the protocol version in a request's _meta, or "".
 func requestVersion(params json.RawMessage) string {
+	if v, ok := fastRequestVersion(params); ok {
+		return v
+	}
 	var p struct {
 		Meta protocol.Meta `json:"_meta"`
 	}
@@ -724,19 +743,8 @@ func (s *server) initialize(out output, m *protocol.Message) {
 }
 
 func (s *server) callTool(out output, m *protocol.Message) {
-	var p struct {
-		Name      string `json:"name"`
-		Arguments struct {
-			Text string   `json:"text"`
-			A    *float64 `json:"a"`
-			B    *float64 `json:"b"`
-			Ms   int      `json:"ms"`
-			// notify's
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		} `json:"arguments"`
-	}
-	if err := json.Unmarshal(m.Params, &p); err != nil {
+	var p callParams
+	if err := decodeCallParams(m.Params, &p); err != nil {
 		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "%v", err))
 		return
 	}
@@ -748,10 +756,14 @@ func (s *server) callTool(out output, m *protocol.Message) {
 		return
 	}
 	switch {
-	case p.Name == "echo" || strings.HasPrefix(p.Name, "tool_"):
+	case isEchoTool(p.Name):
 		text := p.Arguments.Text
 		if s.o.Payload > 0 {
-			text = strings.Repeat("x", s.o.Payload)
+			text = s.payload
+		}
+		if frame, ok := appendTextResult(make([]byte, 0, 96+len(text)), m.ID, text); ok {
+			out.send(frame)
+			return
 		}
 		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(text)}})
 	case p.Name == "add":
@@ -794,6 +806,7 @@ func (s *server) callTool(out output, m *protocol.Message) {
 // reads nothing more meanwhile: it is about to die).
 func (s *server) crashMidCall(out output, m *protocol.Message) (int, bool) {
 	if s.o.Latency > 0 {
+		flushHeld(out)
 		time.Sleep(s.o.Latency)
 	}
 	answer := make(capture, 1)
@@ -906,12 +919,35 @@ func writeOversize(w io.Writer, id protocol.ID, size int64) error {
 }
 
 // stdioConn is the stdio transport's output and notification sink: one
-// buffered writer, flushed after every message, until close.
+// buffered writer, flushed after every message (unless held), until
+// close.
+//
+// The serving loop holds the flush (setHold) while it has more requests
+// to handle at once, and flushes after the last one, and before it
+// blocks otherwise (flushHeld: a sleep of InitDelay or of a crash's
+// latency), so that nothing written waits for longer than it takes to
+// handle the requests already read.
 type stdioConn struct {
 	garbage bool
 	mu      sync.Mutex
 	out     *bufio.Writer // guarded by mu
 	closed  bool          // guarded by mu: nothing more is written
+	hold    bool          // guarded by mu: send does not flush
+}
+
+// setHold makes send flush (false) or not (true) until flush is called.
+func (c *stdioConn) setHold(hold bool) {
+	c.mu.Lock()
+	c.hold = hold
+	c.mu.Unlock()
+}
+
+// flushHeld writes what out holds back, when it is a stdioConn, before
+// the serving loop blocks.
+func flushHeld(out output) {
+	if c, ok := out.(*stdioConn); ok {
+		c.flush()
+	}
 }
 
 func (c *stdioConn) send(frame []byte) {
@@ -926,7 +962,9 @@ func (c *stdioConn) send(frame []byte) {
 	}
 	c.out.Write(frame)
 	c.out.WriteByte('\n')
-	c.out.Flush()
+	if !c.hold {
+		c.out.Flush()
+	}
 }
 
 func (c *stdioConn) notify(frame []byte) { c.send(frame) }
@@ -954,9 +992,11 @@ func (c *stdioConn) crash(frame []byte) bool {
 	return true
 }
 
+// flush writes what is buffered and ends the hold.
 func (c *stdioConn) flush() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.hold = false
 	if !c.closed {
 		c.out.Flush()
 	}

@@ -120,3 +120,60 @@ func TestStdioLongLine(t *testing.T) {
 		t.Fatalf("echo answered %d bytes (%.20q…), want %d", len(got), got, len(long))
 	}
 }
+
+// recvWithin is recv, failing the test when no line arrives by waitFor.
+func (s *stdioSession) recvWithin(t *testing.T) []byte {
+	t.Helper()
+	got := make(chan []byte, 1)
+	go func() {
+		line, err := s.out.ReadBytes('\n')
+		if err != nil {
+			line = nil
+		}
+		got <- line
+	}()
+	select {
+	case line := <-got:
+		if line == nil {
+			t.Fatal("the output ended")
+		}
+		return line[:len(line)-1]
+	case <-time.After(waitFor):
+		t.Fatal("no answer: held in the server's buffer?")
+		return nil
+	}
+}
+
+// TestStdioBurst: requests that arrive together are all answered, in
+// order, even when the input read with them ends with the start of the
+// next request (the server must not wait for its end with the answers
+// held back); then that request is answered too.
+func TestStdioBurst(t *testing.T) {
+	s := runStdio(t, Options{})
+	s.send(t, encode(t, 1, protocol.MethodInitialize, initParams(protocol.Version20251125)))
+	s.recvWithin(t)
+	var burst []byte
+	burst = append(burst, encode(t, 0, protocol.NotificationInitialized, nil)...)
+	burst = append(burst, '\n')
+	for i := 2; i <= 4; i++ {
+		burst = append(burst, encode(t, int64(i), protocol.MethodToolsCall, echoParams(strings.Repeat("e", i)))...)
+		burst = append(burst, '\n')
+	}
+	next := encode(t, 5, protocol.MethodPing, nil)
+	burst = append(burst, next[:10]...)
+	if _, err := s.in.Write(burst); err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i <= 4; i++ {
+		m := message(t, s.recvWithin(t))
+		if m.ID != protocol.Int64ID(int64(i)) || callText(t, m) != strings.Repeat("e", i) {
+			t.Fatalf("answer %d: %+v", i, m)
+		}
+	}
+	if _, err := s.in.Write(append(next[10:], '\n')); err != nil {
+		t.Fatal(err)
+	}
+	if m := message(t, s.recvWithin(t)); m.ID != protocol.Int64ID(5) {
+		t.Fatalf("got %+v, want the ping's answer", m)
+	}
+}

@@ -1,0 +1,570 @@
+package mockserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// The fast paths of the benchmarked request, tools/call of echo: reading
+// the protocol version from _meta, decoding the call's name and text, and
+// encoding the answer, without reflection and with few allocations. Each
+// handles only the plain shapes a client sends (ASCII member names and
+// strings without escapes, no duplicate members that encoding/json would
+// merge, no member of the wrong type) and otherwise reports that it did
+// not apply, and the caller takes the encoding/json path, which stays the
+// reference: whatever a fast path accepts, it decodes exactly as
+// encoding/json would (see the tests in fast_test.go).
+//
+// The input is a request's params, which protocol.Decode has already
+// found to be valid JSON: the scanners below rely on that.
+
+// callParams is what callTool reads from a tools/call's params.
+type callParams struct {
+	Name      string `json:"name"`
+	Arguments struct {
+		Text string   `json:"text"`
+		A    *float64 `json:"a"`
+		B    *float64 `json:"b"`
+		Ms   int      `json:"ms"`
+		// notify's
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	} `json:"arguments"`
+}
+
+// decodeCallParams decodes params into p as json.Unmarshal would, taking
+// the fast path when it applies.
+func decodeCallParams(params []byte, p *callParams) error {
+	if fastCallParams(params, p) {
+		return nil
+	}
+	*p = callParams{}
+	return json.Unmarshal(params, p)
+}
+
+// fastCallParams decodes params into p when it is an object whose name is
+// a plain string (or null) and whose arguments (if any, and not null) is
+// an object with at most a plain string text among the members p knows.
+// It reports false, leaving p in any state, otherwise.
+func fastCallParams(params []byte, p *callParams) bool {
+	var name, args []byte
+	names, argss := 0, 0
+	ok := eachMember(params, func(k, v []byte) bool {
+		switch {
+		case foldEqual(k, "name"):
+			names++
+			name = v
+		case foldEqual(k, "arguments"):
+			argss++
+			args = v
+		}
+		return true
+	})
+	if !ok || names > 1 || argss > 1 {
+		return false
+	}
+	*p = callParams{}
+	if name != nil && string(name) != "null" {
+		s, ok := plainString(name)
+		if !ok {
+			return false
+		}
+		p.Name = s
+	}
+	if args == nil || string(args) == "null" {
+		return true
+	}
+	var text []byte
+	ok = eachMember(args, func(k, v []byte) bool {
+		switch {
+		case foldEqual(k, "text"):
+			if string(v) == "null" {
+				return true // encoding/json leaves the field as it is
+			}
+			if v[0] != '"' {
+				return false
+			}
+			text = v
+		case foldEqual(k, "a"), foldEqual(k, "b"), foldEqual(k, "ms"), foldEqual(k, "method"), foldEqual(k, "params"):
+			return false
+		}
+		return true
+	})
+	if !ok {
+		return false
+	}
+	if text != nil {
+		s, ok := plainString(text)
+		if !ok {
+			return false
+		}
+		p.Arguments.Text = s
+	}
+	return true
+}
+
+// fastRequestVersion is requestVersion for params it can read without
+// encoding/json; ok is false when it cannot.
+func fastRequestVersion(params []byte) (v string, ok bool) {
+	var meta []byte
+	metas := 0
+	if !eachMember(params, func(k, val []byte) bool {
+		if foldEqual(k, "_meta") {
+			metas++
+			meta = val
+		}
+		return true
+	}) {
+		return "", false
+	}
+	switch {
+	case metas > 1:
+		return "", false // encoding/json merges the maps, or a null resets it
+	case metas == 0 || meta[0] != '{':
+		// No _meta, null (no map), or not an object (json.Unmarshal
+		// fails): no version either way.
+		return "", true
+	}
+	var raw []byte
+	if !eachMember(meta, func(k, val []byte) bool {
+		if string(k) == protocol.MetaProtocolVersion {
+			raw = val // a later duplicate replaces it in the map
+		}
+		return true
+	}) {
+		return "", false
+	}
+	if raw == nil || raw[0] != '"' {
+		return "", true // absent, null, or not a string: Meta.Get leaves v ""
+	}
+	return plainString(raw)
+}
+
+// eachMember calls f with the raw key (without quotes) and value of each
+// member of the JSON object obj, in order, until f returns false. It
+// reports false when obj is not an object, a key is not plain (see
+// plainString), or f returned false.
+func eachMember(obj []byte, f func(key, val []byte) bool) bool {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	i = skipWS(obj, i+1)
+	for i < len(obj) && obj[i] != '}' {
+		if obj[i] == ',' {
+			i = skipWS(obj, i+1)
+			continue
+		}
+		keyEnd, plain := stringEnd(obj, i)
+		if !plain || keyEnd < 0 {
+			return false
+		}
+		key := obj[i+1 : keyEnd-1]
+		i = skipWS(obj, keyEnd)
+		i = skipWS(obj, i+1) // the colon
+		end := valueEnd(obj, i)
+		if end < 0 {
+			return false
+		}
+		if !f(key, obj[i:end]) {
+			return false
+		}
+		i = skipWS(obj, end)
+	}
+	return i < len(obj)
+}
+
+// plainString returns the text of the JSON string v when it needs no
+// decoding: printable ASCII without escapes.
+func plainString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	if end, plain := stringEnd(v, 0); !plain || end != len(v) {
+		return "", false
+	}
+	return string(v[1 : len(v)-1]), true
+}
+
+// foldEqual reports whether key matches the ASCII name as encoding/json
+// matches member names to fields (case-insensitively). Keys are plain
+// ASCII here (eachMember rejects others).
+func foldEqual(key []byte, name string) bool {
+	if len(key) != len(name) {
+		return false
+	}
+	for i := range len(key) {
+		c := key[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the JSON string starting at b[i]
+// (a quote), or -1 when it is not terminated, and whether it is plain:
+// printable ASCII without escapes.
+func stringEnd(b []byte, i int) (int, bool) {
+	plain := true
+	for j := i + 1; j < len(b); j++ {
+		for j < len(b) && !inString[b[j]] {
+			j++
+		}
+		if j == len(b) {
+			break
+		}
+		switch b[j] {
+		case '\\':
+			plain = false
+			j++
+		case '"':
+			return j + 1, plain
+		default:
+			plain = false
+		}
+	}
+	return -1, false
+}
+
+// inString marks the bytes stringEnd stops at: the quote, the backslash,
+// and those outside printable ASCII.
+var inString = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= 0x7f
+	}
+	return t
+}()
+
+// structural marks the bytes valueEnd stops at in an object or array.
+var structural = func() (t [256]bool) {
+	for _, c := range `"{}[]` {
+		t[c] = true
+	}
+	return t
+}()
+
+// valueEnd returns the index just past the JSON value starting at b[i]
+// (valid JSON is assumed), or -1.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		end, _ := stringEnd(b, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			for j < len(b) && !structural[b[j]] {
+				j++
+			}
+			if j == len(b) {
+				break
+			}
+			switch b[j] {
+			case '"':
+				end, _ := stringEnd(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' &&
+		b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	return j
+}
+
+// appendTextResult appends the response to id of a tools/call whose
+// result is the one text block text, byte for byte as
+// protocol.AppendResult encodes protocol.CallToolResult{Content:
+// []protocol.Content{protocol.TextContent(text)}}, and reports true; or
+// reports false when text needs escaping or is empty (then the caller
+// encodes it the reflective way).
+func appendTextResult(b []byte, id protocol.ID, text string) ([]byte, bool) {
+	if !safeText(text) {
+		return b, false
+	}
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	if n, ok := id.Int64(); ok {
+		b = strconv.AppendInt(b, n, 10)
+	} else {
+		enc, _ := id.MarshalJSON()
+		b = append(b, enc...)
+	}
+	b = append(b, `,"result":{"content":[{"type":"text","text":"`...)
+	b = append(b, text...)
+	return append(b, `"}]}}`...), true
+}
+
+// safeText reports whether encoding/json writes text between quotes as it
+// is: non-empty printable ASCII without quotes, backslashes or the
+// characters it escapes for HTML.
+func safeText(text string) bool {
+	if text == "" {
+		return false
+	}
+	for i := range len(text) {
+		c := text[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// isEchoTool reports whether callTool answers name with the text echo.
+func isEchoTool(name string) bool { return name == "echo" || strings.HasPrefix(name, "tool_") }
+
+// decode is protocol.Decode, with a fast path for the plain requests and
+// notifications clients send: a frame that validJSON accepts, whose
+// envelope has each of jsonrpc ("2.0"), id (an integer or a plain string;
+// absent for a notification), method (a plain non-empty string) and
+// params at most once, and nothing else that encoding/json could take
+// for one of them. Anything else goes to protocol.Decode, which also
+// words the errors. Like it, the message does not alias line.
+func decode(line []byte) (*protocol.Message, error) {
+	if m, ok := fastDecode(line); ok {
+		return m, nil
+	}
+	return protocol.Decode(line)
+}
+
+func fastDecode(line []byte) (*protocol.Message, bool) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' || !validJSON(line) {
+		return nil, false
+	}
+	var rpc, id, method, params []byte
+	ok := eachMember(line, func(k, v []byte) bool {
+		var slot *[]byte
+		switch string(k) {
+		case "jsonrpc":
+			slot = &rpc
+		case "id":
+			slot = &id
+		case "method":
+			slot = &method
+		case "params":
+			slot = &params
+		default:
+			for _, name := range envelopeNames {
+				if foldEqual(k, name) {
+					return false // result, error, or a near-miss such as "ID"
+				}
+			}
+			return true
+		}
+		if *slot != nil {
+			return false // a duplicate
+		}
+		*slot = v
+		return true
+	})
+	if !ok || string(rpc) != `"2.0"` || method == nil {
+		return nil, false
+	}
+	name, ok := plainString(method)
+	if !ok || name == "" {
+		return nil, false
+	}
+	m := &protocol.Message{Kind: protocol.KindNotification, Method: name}
+	switch {
+	case id == nil:
+	case id[0] == '"':
+		s, ok := plainString(id)
+		if !ok {
+			return nil, false
+		}
+		m.Kind, m.ID = protocol.KindRequest, protocol.StringID(s)
+	default:
+		n, err := strconv.ParseInt(string(id), 10, 64)
+		if err != nil {
+			return nil, false // null, a fraction, an exponent, too large…
+		}
+		m.Kind, m.ID = protocol.KindRequest, protocol.Int64ID(n)
+	}
+	if params != nil && string(params) != "null" {
+		m.Params = bytes.Clone(params)
+	}
+	return m, true
+}
+
+var envelopeNames = []string{"jsonrpc", "id", "method", "params", "result", "error"}
+
+// maxDepth bounds the nesting validJSON follows (encoding/json's is
+// larger): deeper frames take protocol.Decode.
+const maxDepth = 256
+
+// validJSON reports whether b is one JSON value that json.Valid accepts,
+// conservatively: it may refuse valid JSON it does not bother with (bytes
+// outside ASCII, deep nesting), never accept what json.Valid refuses.
+func validJSON(b []byte) bool {
+	i, ok := validValue(b, skipWS(b, 0), 0)
+	return ok && skipWS(b, i) == len(b)
+}
+
+func validValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) {
+		return i, false
+	}
+	switch c := b[i]; {
+	case c == '{' || c == '[':
+		if depth >= maxDepth {
+			return i, false
+		}
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		i = skipWS(b, i+1)
+		if i < len(b) && b[i] == closer {
+			return i + 1, true
+		}
+		for {
+			if c == '{' {
+				if i >= len(b) || b[i] != '"' {
+					return i, false
+				}
+				var ok bool
+				if i, ok = validString(b, i); !ok {
+					return i, false
+				}
+				i = skipWS(b, i)
+				if i >= len(b) || b[i] != ':' {
+					return i, false
+				}
+				i = skipWS(b, i+1)
+			}
+			var ok bool
+			if i, ok = validValue(b, i, depth+1); !ok {
+				return i, false
+			}
+			i = skipWS(b, i)
+			if i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case ',':
+				i = skipWS(b, i+1)
+			case closer:
+				return i + 1, true
+			default:
+				return i, false
+			}
+		}
+	case c == '"':
+		return validString(b, i)
+	case c == '-' || ('0' <= c && c <= '9'):
+		return validNumber(b, i)
+	case c == 't':
+		return i + 4, bytes.HasPrefix(b[i:], []byte("true"))
+	case c == 'f':
+		return i + 5, bytes.HasPrefix(b[i:], []byte("false"))
+	case c == 'n':
+		return i + 4, bytes.HasPrefix(b[i:], []byte("null"))
+	}
+	return i, false
+}
+
+// validString checks the string starting at b[i] (a quote) and returns
+// the index past it. Escapes are checked; bytes outside printable ASCII
+// are refused.
+func validString(b []byte, i int) (int, bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, true
+		case c == '\\':
+			j++
+			if j >= len(b) {
+				return j, false
+			}
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(b) {
+					return j, false
+				}
+				for _, h := range b[j+1 : j+5] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return j, false
+					}
+				}
+				j += 4
+			default:
+				return j, false
+			}
+		case c < 0x20 || c >= 0x7f:
+			return j, false
+		}
+	}
+	return len(b), false
+}
+
+// validNumber checks the number starting at b[i]:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func validNumber(b []byte, i int) (int, bool) {
+	digits := func(i int) (int, bool) {
+		j := i
+		for j < len(b) && '0' <= b[j] && b[j] <= '9' {
+			j++
+		}
+		return j, j > i
+	}
+	if b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return i, false
+	}
+	var ok bool
+	if b[i] == '0' {
+		i++
+	} else if i, ok = digits(i); !ok {
+		return i, false
+	}
+	if i < len(b) && b[i] == '.' {
+		if i, ok = digits(i + 1); !ok {
+			return i, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i, ok = digits(i); !ok {
+			return i, false
+		}
+	}
+	return i, true
+}

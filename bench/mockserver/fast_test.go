@@ -1,0 +1,239 @@
+package mockserver
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// slowRequestVersion is requestVersion's encoding/json path.
+func slowRequestVersion(params []byte) string {
+	var p struct {
+		Meta protocol.Meta `json:"_meta"`
+	}
+	if len(params) == 0 || json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	var v string
+	p.Meta.Get(protocol.MetaProtocolVersion, &v)
+	return v
+}
+
+// fastPathParams are params of every shape the fast paths meet or must
+// refuse.
+var fastPathParams = []string{
+	`{"name":"echo","arguments":{"text":"0123456789abcdef"}}`,
+	`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcpvisor","version":"0.1.0"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"echo","arguments":{"text":"0123456789abcdef"}}`,
+	` { "name" : "echo" , "arguments" : { "text" : "a b" } } `,
+	`{"NAME":"echo","Arguments":{"TEXT":"x"}}`,
+	`{"name":"echo","name":"add","arguments":{"text":"x"}}`,
+	`{"name":"echo","arguments":{"text":"x","text":"y"}}`,
+	`{"name":"echo","arguments":{"text":"x","text":null}}`,
+	`{"name":"echo","arguments":{"text":null}}`,
+	`{"name":"echo","arguments":{"text":1}}`,
+	`{"name":"echo","arguments":{"text":"\u00e9\n"}}`,
+	`{"name":"echo","arguments":{"text":"é"}}`,
+	`{"name":"echo","arguments":{"text":"<&>"}}`,
+	`{"name":"echo","arguments":{"text":""}}`,
+	`{"name":"echo","arguments":{"other":[1,{"a":"}"}],"text":"t"}}`,
+	`{"name":"echo","arguments":null}`,
+	`{"name":"echo","arguments":[]}`,
+	`{"name":"echo","arguments":"x"}`,
+	`{"name":"echo"}`,
+	`{"name":null,"arguments":{}}`,
+	`{"name":7}`,
+	`{"name":"ec\"ho"}`,
+	`{"n\u0061me":"echo"}`,
+	`{"arguments":{"text":"x"}}`,
+	`{"name":"add","arguments":{"a":1,"b":2}}`,
+	`{"name":"add","arguments":{"A":1,"b":"2"}}`,
+	`{"name":"sleep","arguments":{"ms":5}}`,
+	`{"name":"notify","arguments":{"method":"m","params":{"k":1}}}`,
+	`{"name":"echo","arguments":{"mſ":1,"text":"k"}}`,
+	`{}`,
+	`[]`,
+	`"params"`,
+	`null`,
+	`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}`,
+	`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2025-06-18"}}`,
+	`{"_meta":{"io.modelcontextprotocol/protocolVersion":null}}`,
+	`{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728}}`,
+	`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026\u002d07-28"}}`,
+	`{"_meta":{"io.modelcontextprotocol\/protocolVersion":"2026-07-28"}}`,
+	`{"_META":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+	`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"_meta":{"x":1}}`,
+	`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"_meta":null}`,
+	`{"_meta":null}`,
+	`{"_meta":[]}`,
+	`{"_meta":"2026-07-28"}`,
+	`{"_meta":{}}`,
+	`{"_meta":{"a":{"b":["}",{"c":"\""}]}},"x":[{}],"y":"\\"}`,
+}
+
+// TestFastPathsAgreeWithEncodingJSON: whatever the fast paths accept,
+// they decode as encoding/json does.
+func TestFastPathsAgreeWithEncodingJSON(t *testing.T) {
+	fastCall, fastVersion := 0, 0
+	for _, params := range fastPathParams {
+		require.True(t, json.Valid([]byte(params)), params)
+		checkFastPaths(t, []byte(params), &fastCall, &fastVersion)
+	}
+	// The benchmarked shapes take the fast paths.
+	assert.GreaterOrEqual(t, fastCall, 10)
+	assert.GreaterOrEqual(t, fastVersion, 20)
+}
+
+func checkFastPaths(t *testing.T, params []byte, fastCall, fastVersion *int) {
+	t.Helper()
+	var want callParams
+	wantErr := json.Unmarshal(params, &want)
+	var got callParams
+	if fastCallParams(params, &got) {
+		*fastCall++
+		require.NoError(t, wantErr, "fast path accepted %s", params)
+		require.Equal(t, want, got, "%s", params)
+	}
+	var viaDecode callParams
+	err := decodeCallParams(params, &viaDecode)
+	require.Equal(t, wantErr == nil, err == nil, "%s", params)
+	if err == nil {
+		require.Equal(t, want, viaDecode, "%s", params)
+	}
+	if v, ok := fastRequestVersion(params); ok {
+		*fastVersion++
+		require.Equal(t, slowRequestVersion(params), v, "%s", params)
+	}
+	require.Equal(t, slowRequestVersion(params), requestVersion(params), "%s", params)
+}
+
+func FuzzFastPaths(f *testing.F) {
+	for _, p := range fastPathParams {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, params string) {
+		if !json.Valid([]byte(params)) {
+			return // params reach the server validated
+		}
+		var a, b int
+		checkFastPaths(t, []byte(params), &a, &b)
+	})
+}
+
+// TestAppendTextResult: the hand-encoded echo answer is byte for byte
+// what protocol.AppendResult makes of the CallToolResult, or refused.
+func TestAppendTextResult(t *testing.T) {
+	ids := []protocol.ID{protocol.Int64ID(0), protocol.Int64ID(7), protocol.Int64ID(-1 << 63), protocol.StringID("a"), protocol.StringID(`q"<é`)}
+	texts := []string{"0123456789abcdef", "x", " ~!#$%'()*+,-./:;=?@[]^_`{|}", "", "<", ">", "&", `"`, `\`, "\n", "\x7f", "é", "\u2028", "\xff"}
+	accepted := 0
+	for _, id := range ids {
+		for _, text := range texts {
+			want, err := protocol.AppendResult(nil, id, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(text)}})
+			require.NoError(t, err)
+			got, ok := appendTextResult([]byte("prefix"), id, text)
+			if !ok {
+				assert.Equal(t, "prefix", string(got))
+				continue
+			}
+			accepted++
+			assert.Equal(t, "prefix"+string(want), string(got), "id %v text %q", id, text)
+		}
+	}
+	assert.Equal(t, len(ids)*3, accepted)
+}
+
+// fastDecodeFrames are frames of every shape fastDecode meets or must
+// refuse.
+var fastDecodeFrames = []string{
+	benchCallHandshake,
+	benchCallModern,
+	` {"jsonrpc":"2.0","method":"notifications/initialized"} ` + "\n",
+	`{"jsonrpc":"2.0","id":"a-1","method":"ping","params":null}`,
+	`{"jsonrpc":"2.0","id":-0,"method":"ping","params":{}}`,
+	`{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":1.0,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":1e2,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":"\u0041","method":"ping"}`,
+	`{"jsonrpc":"2.0","id":"é","method":"ping"}`,
+	`{"jsonrpc":"2.0","id":true,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":1,"ID":2,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{}}`,
+	`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":""}`,
+	`{"jsonrpc":"2.0","id":1,"method":7}`,
+	`{"jsonrpc":"2.0","id":1,"method":"p\u0069ng"}`,
+	`{"jsonrpc":"1.0","id":1,"method":"ping"}`,
+	`{"jsonrpc":"2.0 ","id":1,"method":"ping"}`,
+	`{"id":1,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","extra":[1,-2.5e+3,true,false,null,{"a":"\"\\\/\b\f\n\r\t\u00e9"}]}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":01}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":1.}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"\x"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"\u12"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":tru}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":1,}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping","params":[1 2]}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping"} x`,
+	`{"jsonrpc":"2.0","id":1,"method":"ping"`,
+	`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`,
+	`not json`,
+	``,
+}
+
+// TestFastDecodeAgreesWithProtocolDecode: whatever fastDecode accepts,
+// protocol.Decode decodes to the same message.
+func TestFastDecodeAgreesWithProtocolDecode(t *testing.T) {
+	accepted := 0
+	for _, frame := range fastDecodeFrames {
+		if checkFastDecode(t, []byte(frame)) {
+			accepted++
+		}
+	}
+	assert.Equal(t, 6, accepted)
+}
+
+func checkFastDecode(t *testing.T, frame []byte) bool {
+	t.Helper()
+	want, wantErr := protocol.Decode(frame)
+	got, err := decode(frame)
+	require.Equal(t, want, got, "%q", frame)
+	require.Equal(t, wantErr, err, "%q", frame)
+	m, ok := fastDecode(frame)
+	if !ok {
+		return false
+	}
+	require.NoError(t, wantErr, "fastDecode accepted %q", frame)
+	require.Equal(t, want, m, "%q", frame)
+	if len(m.Params) > 0 {
+		// The message does not alias the frame.
+		saved := append([]byte(nil), frame...)
+		for i := range frame {
+			frame[i] = 'z'
+		}
+		require.Equal(t, want, m, "%q", saved)
+		copy(frame, saved)
+	}
+	return true
+}
+
+func FuzzFastDecode(f *testing.F) {
+	for _, frame := range fastDecodeFrames {
+		f.Add(frame)
+	}
+	for _, p := range fastPathParams {
+		f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + p + `}`)
+	}
+	f.Fuzz(func(t *testing.T, frame string) {
+		checkFastDecode(t, []byte(frame))
+		if validJSON([]byte(frame)) {
+			require.True(t, json.Valid([]byte(frame)), "validJSON accepted %q", frame)
+		}
+	})
+}
