@@ -30,7 +30,7 @@ func (g *Gateway) listTools() protocol.ListToolsResult {
 }
 
 // callTool routes a tools/call through the supervisor.
-func (g *Gateway) callTool(ctx context.Context, params json.RawMessage, reqNotify func([]byte)) (any, *protocol.Error) {
+func (g *Gateway) callTool(ctx context.Context, s *session, params json.RawMessage, reqNotify func([]byte)) (any, *protocol.Error) {
 	var p protocol.CallToolParams
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "tools/call: want {name, arguments}")
@@ -42,28 +42,35 @@ func (g *Gateway) callTool(ctx context.Context, params json.RawMessage, reqNotif
 	if !g.offered(p.Name) {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", p.Name)
 	}
+	server := g.serverOfTool(p.Name)
+	c := &call{s: s, server: server, notify: reqNotify}
+	g.callStarted(c)
+	defer g.callEnded(c)
 	start := time.Now()
 	var res *mcpvisor.CallToolResult
 	var err error
 	var token json.RawMessage
 	if p.Meta != nil {
-		token = p.Meta["progressToken"]
+		token = p.Meta[protocol.MetaProgressToken]
+	}
+	var args any
+	if p.Arguments != nil {
+		args = p.Arguments
 	}
 	if pc, ok := g.b.(ProgressCaller); ok && token != nil && reqNotify != nil {
-		res, err = pc.CallToolWithProgress(ctx, p.Name, p.Arguments, func(pp protocol.ProgressParams) {
+		// The server's reports carry mcpvisor's token; downstream they
+		// carry the client's.
+		res, err = pc.CallToolWith(ctx, p.Name, args, mcpvisor.CallOptions{Progress: func(pp mcpvisor.Progress) {
 			pp.ProgressToken = token
+			pp.Meta = nil
 			if frame, err := notification(protocol.NotificationProgress, pp); err == nil {
 				reqNotify(frame)
 			}
-		})
+		}})
 	} else {
-		var args any
-		if p.Arguments != nil {
-			args = p.Arguments
-		}
 		res, err = g.b.CallTool(ctx, p.Name, args)
 	}
-	g.metrics.call(g.serverOfTool(p.Name), time.Since(start), err)
+	g.metrics.call(server, time.Since(start), err)
 	if err != nil {
 		return nil, rpcError(err)
 	}

@@ -340,6 +340,14 @@ func (g *Gateway) serveGet(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, ": mcpvisor gateway stream\n\n")
 	flush(w)
+	s.mu.Lock()
+	s.streams++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.streams--
+		s.mu.Unlock()
+	}()
 	keepalive := time.NewTicker(25 * time.Second)
 	defer keepalive.Stop()
 	for {
