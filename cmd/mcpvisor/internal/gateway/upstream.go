@@ -197,12 +197,13 @@ func (g *Gateway) ClientRequest(ctx context.Context, server, method string, para
 		return nil, protocol.NewError(protocol.CodeMethodNotFound,
 			"mcpvisor gateway: no downstream client that declared the capability for %s is connected", method)
 	}
-	id := "mcpvisor-" + strconv.FormatUint(g.reqSeq.Add(1), 10)
+	rid := protocol.StringID("mcpvisor-" + strconv.FormatUint(g.reqSeq.Add(1), 10))
+	id := rid.String() // the key responses are matched by
 	var p any
 	if len(params) > 0 {
 		p = params
 	}
-	frame, err := protocol.AppendRequest(nil, protocol.StringID(id), method, p)
+	frame, err := protocol.AppendRequest(nil, rid, method, p)
 	if err != nil {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "%v", err)
 	}
@@ -227,7 +228,7 @@ func (g *Gateway) ClientRequest(ctx context.Context, server, method string, para
 	case <-s.done:
 		return nil, protocol.NewError(protocol.CodeInternalError, "mcpvisor gateway: the downstream client went away before answering %s", method)
 	case <-ctx.Done():
-		if c, err := notification(protocol.NotificationCancelled, protocol.CancelledParams{RequestID: protocol.StringID(id), Reason: "the server's request ended"}); err == nil {
+		if c, err := notification(protocol.NotificationCancelled, protocol.CancelledParams{RequestID: rid, Reason: "the server's request ended"}); err == nil {
 			send(c)
 		}
 		return nil, protocol.NewError(protocol.CodeInternalError, "mcpvisor gateway: no answer from the downstream client to %s: %v", method, ctx.Err())
