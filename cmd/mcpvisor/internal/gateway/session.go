@@ -124,22 +124,23 @@ func reply(id protocol.ID, result any, err *protocol.Error) []byte {
 	return b
 }
 
-// handle serves one message of s. A request's answer is returned;
-// notifications and responses return nil. reqNotify, when not nil,
+// handle serves one message of s. A request's answer is returned, with
+// its error code (0 for a result); notifications and responses return
+// nil. reqNotify, when not nil,
 // carries notifications that belong to the request (progress, a listen
 // stream's notifications): over HTTP the request's own SSE stream.
-func (s *session) handle(ctx context.Context, m *protocol.Message, reqNotify func([]byte)) []byte {
+func (s *session) handle(ctx context.Context, m *protocol.Message, reqNotify func([]byte)) ([]byte, int64) {
 	s.touch()
 	switch m.Kind {
 	case protocol.KindNotification:
 		s.notification(m)
-		return nil
+		return nil, 0
 	case protocol.KindResponse:
 		s.g.response(s, m)
-		return nil
+		return nil, 0
 	}
 	if !s.g.begin() {
-		return reply(m.ID, nil, errorf(CodeShuttingDown, "mcpvisor gateway is shutting down"))
+		return reply(m.ID, nil, errorf(CodeShuttingDown, "mcpvisor gateway is shutting down")), CodeShuttingDown
 	}
 	defer s.g.end()
 	ctx, cancel := context.WithCancel(ctx)
@@ -148,7 +149,7 @@ func (s *session) handle(ctx context.Context, m *protocol.Message, reqNotify fun
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return reply(m.ID, nil, errorf(protocol.CodeInvalidRequest, "session closed"))
+		return reply(m.ID, nil, errorf(protocol.CodeInvalidRequest, "session closed")), protocol.CodeInvalidRequest
 	}
 	s.cancels[key] = cancel
 	s.mu.Unlock()
@@ -161,10 +162,13 @@ func (s *session) handle(ctx context.Context, m *protocol.Message, reqNotify fun
 	if ctx.Err() != nil && rerr != nil && errors.Is(ctx.Err(), context.Canceled) && m.Method != protocol.MethodSubscriptionsListen {
 		// Cancelled by the client: the spec says not to answer.
 		if s.wasCancelled(key) {
-			return nil
+			return nil, 0
 		}
 	}
-	return reply(m.ID, result, rerr)
+	if rerr != nil {
+		return reply(m.ID, nil, rerr), rerr.Code
+	}
+	return reply(m.ID, result, nil), 0
 }
 
 // wasCancelled reports whether the client cancelled request key (its
@@ -258,7 +262,13 @@ func (s *session) checkEra(m *protocol.Message) *protocol.Error {
 	var p struct {
 		Meta protocol.Meta `json:"_meta"`
 	}
-	_ = json.Unmarshal(m.Params, &p)
+	if raw, found, ok := protocol.RawMember(m.Params, "_meta"); ok {
+		if found {
+			_ = json.Unmarshal(raw, &p.Meta) // only _meta, not the whole params
+		}
+	} else {
+		_ = json.Unmarshal(m.Params, &p)
+	}
 	var version string
 	if !p.Meta.Get(protocol.MetaProtocolVersion, &version) {
 		if modern {
