@@ -32,7 +32,7 @@ type session struct {
 	clientInfo  protocol.Implementation
 	caps        protocol.ClientCapabilities
 	logLevel    protocol.LoggingLevel         // "" until logging/setLevel; guarded by mu
-	subs        map[string]bool               // subscribed resource URIs; guarded by mu
+	subs        map[string]bool               // subscribed resource URIs (nil until one); guarded by mu
 	cancels     map[string]context.CancelFunc // in-flight requests by id; guarded by mu
 	lastUsed    time.Time                     // guarded by mu
 	closed      bool                          // guarded by mu
@@ -41,7 +41,7 @@ type session struct {
 }
 
 func newSession(g *Gateway, id string, send func([]byte)) *session {
-	return &session{g: g, id: id, send: send, subs: map[string]bool{}, cancels: map[string]context.CancelFunc{}, lastUsed: time.Now(), done: make(chan struct{})}
+	return &session{g: g, id: id, send: send, cancels: map[string]context.CancelFunc{}, lastUsed: time.Now(), done: make(chan struct{})}
 }
 
 func newSessionID() string {
@@ -281,8 +281,12 @@ func (s *session) checkEra(m *protocol.Message) *protocol.Error {
 	}
 	s.mu.Lock()
 	s.modern, s.version, s.initialized = true, version, true
-	p.Meta.Get(protocol.MetaClientInfo, &s.clientInfo)
-	p.Meta.Get(protocol.MetaClientCapabilities, &s.caps)
+	if s.send != nil {
+		// A lasting session (stdio): its client's capabilities matter
+		// for what it is sent. A stateless request's do not.
+		p.Meta.Get(protocol.MetaClientInfo, &s.clientInfo)
+		p.Meta.Get(protocol.MetaClientCapabilities, &s.caps)
+	}
 	var level protocol.LoggingLevel
 	if p.Meta.Get(protocol.MetaLogLevel, &level) {
 		s.logLevel = level
@@ -387,6 +391,9 @@ func (s *session) subscribe(ctx context.Context, on bool, params json.RawMessage
 	s.mu.Lock()
 	closed := s.closed
 	if on && !closed {
+		if s.subs == nil {
+			s.subs = map[string]bool{}
+		}
 		s.subs[p.URI] = true
 	} else {
 		delete(s.subs, p.URI)
