@@ -52,7 +52,7 @@ func (a *serverActor) hostNotification(method string, params json.RawMessage) (E
 	caps := a.sess.Capabilities()
 	switch method {
 	case protocol.NotificationProgress:
-		host.progress.deliver(a.h.name, params)
+		// Delivered to the call by genHandler already.
 		return Event{}, false // and an event, like any progress
 	case protocol.NotificationTaskStatus:
 		var task protocol.Task

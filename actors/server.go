@@ -434,9 +434,17 @@ func (a *serverActor) sessionOptions(gen uint64) session.Options {
 		ProtocolVersion: a.cfg.ProtocolVersion,
 		Memory:          &a.h.memory,
 		DiscoverTimeout: a.opts.DiscoverTimeout,
-		Handler:         &genHandler{root: a.root, self: a.self, gen: gen},
+		Handler:         a.genHandler(gen),
 		Logger:          a.log,
 	}
+}
+
+func (a *serverActor) genHandler(gen uint64) *genHandler {
+	h := &genHandler{root: a.root, self: a.self, gen: gen, server: a.h.name}
+	if a.opts.host != nil {
+		h.progress = a.opts.host.progress
+	}
+	return h
 }
 
 // connected installs the result of a connect attempt.
@@ -715,13 +723,22 @@ func (a *serverActor) relisted(m relisted) {
 }
 
 // genHandler forwards one generation's notifications to the actor.
+// Progress goes to the waiting call first, from the session's receive
+// goroutine itself: through the actor's mailbox, the last report could
+// arrive after the call's result, which the receive goroutine completes
+// directly.
 type genHandler struct {
-	root *actor.RootContext
-	self *actor.PID
-	gen  uint64
+	root     *actor.RootContext
+	self     *actor.PID
+	gen      uint64
+	server   string
+	progress *progressRoutes // nil without a host
 }
 
 func (h *genHandler) Notification(method string, params json.RawMessage) {
+	if method == protocol.NotificationProgress && h.progress != nil {
+		h.progress.deliver(h.server, params)
+	}
 	h.root.Send(h.self, serverNotification{gen: h.gen, method: method, params: params})
 }
 

@@ -119,3 +119,27 @@ func FuzzPlainStringMember(f *testing.F) {
 		}
 	})
 }
+
+// RawMember agrees with encoding/json whenever it answers.
+func FuzzRawMember(f *testing.F) {
+	for _, s := range []string{`{"name":"a","arguments":{"x":1}}`, `{"Name":"a"}`, `{"name":1,"name":2}`, `{"n\u0061me":"x"}`, `[]`, `{"arguments":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		v, found, ok := RawMember(data, "name")
+		if !ok {
+			return
+		}
+		var ref map[string]json.RawMessage
+		if err := json.Unmarshal(data, &ref); err != nil {
+			t.Fatalf("RawMember answered for %q, which is not an object", data)
+		}
+		want, has := ref["name"]
+		if has != found || (found && !bytes.Equal(bytes.TrimSpace(want), bytes.TrimSpace(v))) {
+			t.Fatalf("RawMember(%q) = %q, %v; encoding/json: %q, %v", data, v, found, want, has)
+		}
+	})
+}

@@ -2,7 +2,11 @@ package mockserver
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -10,8 +14,10 @@ import (
 // The fixtures of the conformance suite's server scenarios
 // (@modelcontextprotocol/conformance `server`), served with
 // Options.Conformance (-conformance): the tools, resources and prompts
-// the scenarios call by name. Sampling, elicitation, progress and
-// completion fixtures are not served.
+// the scenarios call by name, progress reports, completions, and the
+// tools that ask the client (sampling, elicitation; on the connection
+// transports: stdio and WebSocket, whose client's answers come back on
+// the same connection).
 
 // tinyPNG is a 1×1 transparent PNG; tinyWAV a 44-byte silent WAV header.
 const (
@@ -32,7 +38,184 @@ func conformanceTools() []protocol.Tool {
 		t("test_multiple_content_types", "Returns text, image and resource content."),
 		t("test_tool_with_logging", "Sends three log messages, then returns."),
 		t("test_error_handling", "Always fails with isError."),
+		t("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100, 50 ms apart, then returns."),
+		{Name: "test_sampling", Description: "Asks the client to sample a message for prompt.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string"}},"required":["prompt"]}`)},
+		{Name: "test_elicitation", Description: "Asks the user (elicitation) for a username and an email.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`)},
+		t("test_elicitation_sep1034_defaults", "Elicits a form whose fields all have defaults (SEP-1034)."),
+		t("test_elicitation_sep1330_enums", "Elicits a form with every enum variant (SEP-1330)."),
 	}
+}
+
+// askedState correlates the requests the server sends its client with
+// their answers. mu guards the fields.
+type askedState struct {
+	mu      sync.Mutex
+	next    int
+	waiting map[string]chan *protocol.Message
+}
+
+// ask sends method to the client on out and waits for the answer (30 s
+// at most).
+func (a *askedState) ask(out output, method string, params any) (*protocol.Message, error) {
+	a.mu.Lock()
+	a.next++
+	id := protocol.StringID("mock-" + strconv.Itoa(a.next))
+	if a.waiting == nil {
+		a.waiting = map[string]chan *protocol.Message{}
+	}
+	ch := make(chan *protocol.Message, 1)
+	a.waiting[id.String()] = ch
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.waiting, id.String())
+		a.mu.Unlock()
+	}()
+	frame, err := protocol.AppendRequest(nil, id, method, params)
+	if err != nil {
+		return nil, err
+	}
+	out.send(frame)
+	select {
+	case m := <-ch:
+		if m.Error != nil {
+			return nil, m.Error
+		}
+		return m, nil
+	case <-time.After(30 * time.Second):
+		return nil, fmt.Errorf("no answer to %s within 30s", method)
+	}
+}
+
+func (a *askedState) deliver(m *protocol.Message) {
+	a.mu.Lock()
+	ch := a.waiting[m.ID.String()]
+	delete(a.waiting, m.ID.String())
+	a.mu.Unlock()
+	if ch != nil {
+		ch <- m
+	}
+}
+
+// The schemas of the elicitation fixtures.
+const (
+	sep1034Schema = `{"type":"object","properties":{` +
+		`"name":{"type":"string","default":"John Doe"},` +
+		`"age":{"type":"integer","default":30},` +
+		`"score":{"type":"number","default":95.5},` +
+		`"status":{"type":"string","enum":["active","inactive","pending"],"default":"active"},` +
+		`"verified":{"type":"boolean","default":true}}}`
+	sep1330Schema = `{"type":"object","properties":{` +
+		`"untitledSingle":{"type":"string","enum":["option1","option2","option3"]},` +
+		`"titledSingle":{"type":"string","oneOf":[{"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"},{"const":"value3","title":"Third Option"}]},` +
+		`"legacyEnum":{"type":"string","enum":["opt1","opt2","opt3"],"enumNames":["Option One","Option Two","Option Three"]},` +
+		`"untitledMulti":{"type":"array","items":{"type":"string","enum":["option1","option2","option3"]}},` +
+		`"titledMulti":{"type":"array","items":{"anyOf":[{"const":"value1","title":"First Choice"},{"const":"value2","title":"Second Choice"},{"const":"value3","title":"Third Choice"}]}}}}`
+	userSchema = `{"type":"object","properties":{"username":{"type":"string","description":"User's response"},` +
+		`"email":{"type":"string","description":"User's email address"}},"required":["username","email"]}`
+)
+
+// conformanceAsync runs the fixtures that wait (on the client, or on
+// timers) in a goroutine of their own, since the connection's reader
+// must go on reading the client's answers; it reports false for other
+// tools.
+func (s *server) conformanceAsync(out output, m *protocol.Message, name string) bool {
+	var p struct {
+		Arguments struct {
+			Prompt  string `json:"prompt"`
+			Message string `json:"message"`
+		} `json:"arguments"`
+		Meta protocol.Meta `json:"_meta"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	text := func(t string) protocol.CallToolResult {
+		return protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(t)}}
+	}
+	elicit := func(message, schema string) {
+		ans, err := s.asked.ask(out, protocol.MethodElicitationCreate, map[string]any{
+			"mode": "form", "message": message, "requestedSchema": json.RawMessage(schema)})
+		if err != nil {
+			s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("elicitation failed: " + err.Error())}})
+			return
+		}
+		var r struct {
+			Action  string          `json:"action"`
+			Content json.RawMessage `json:"content"`
+		}
+		_ = json.Unmarshal(ans.Result, &r)
+		if r.Content == nil {
+			r.Content = json.RawMessage(`{}`)
+		}
+		s.reply(out, m.ID, text("Elicitation completed: action="+r.Action+", content="+string(r.Content)))
+	}
+	var run func()
+	switch name {
+	case "test_tool_with_progress":
+		token := p.Meta[protocol.MetaProgressToken]
+		run = func() {
+			total := 100.0
+			for i, v := range []float64{0, 50, 100} {
+				if i > 0 {
+					time.Sleep(50 * time.Millisecond)
+				}
+				if token != nil {
+					params, _ := json.Marshal(protocol.ProgressParams{ProgressToken: token, Progress: v, Total: &total})
+					frame, _ := protocol.AppendRequest(nil, protocol.ID{}, protocol.NotificationProgress, json.RawMessage(params))
+					out.send(frame)
+				}
+			}
+			s.reply(out, m.ID, text("Progress tool completed"))
+		}
+	case "test_sampling":
+		run = func() {
+			ans, err := s.asked.ask(out, protocol.MethodSamplingCreateMessage, map[string]any{
+				"messages":  []any{map[string]any{"role": "user", "content": map[string]string{"type": "text", "text": p.Arguments.Prompt}}},
+				"maxTokens": 100,
+			})
+			if err != nil {
+				s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("sampling failed: " + err.Error())}})
+				return
+			}
+			var r struct {
+				Content struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			}
+			_ = json.Unmarshal(ans.Result, &r)
+			s.reply(out, m.ID, text("LLM response: "+r.Content.Text))
+		}
+	case "test_elicitation":
+		run = func() { elicit(p.Arguments.Message, userSchema) }
+	case "test_elicitation_sep1034_defaults":
+		run = func() { elicit("Please review and update the form fields with defaults", sep1034Schema) }
+	case "test_elicitation_sep1330_enums":
+		run = func() { elicit("Please select options from the enum fields", sep1330Schema) }
+	default:
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		run()
+	}()
+	return true
+}
+
+// conformanceComplete answers completion/complete: the values of the
+// fixture prompt's arguments that start with the value typed so far.
+func (s *server) conformanceComplete(out output, m *protocol.Message) {
+	var p protocol.CompleteParams
+	_ = json.Unmarshal(m.Params, &p)
+	values := []string{}
+	for _, v := range []string{"paris", "park", "party", "test", "testing"} {
+		if strings.HasPrefix(v, p.Argument.Value) {
+			values = append(values, v)
+		}
+	}
+	total := len(values)
+	s.reply(out, m.ID, protocol.CompleteResult{Completion: protocol.Completion{Values: values, Total: &total}})
 }
 
 var embeddedText = protocol.Content{Type: protocol.ContentResource, Resource: &protocol.ResourceContents{
@@ -40,7 +223,11 @@ var embeddedText = protocol.Content{Type: protocol.ContentResource, Resource: &p
 
 // conformanceCall answers a fixture tool; it reports false for other
 // tools.
-func (s *server) conformanceCall(out output, id protocol.ID, name string) bool {
+func (s *server) conformanceCall(out output, m *protocol.Message, name string) bool {
+	if s.conformanceAsync(out, m, name) {
+		return true
+	}
+	id := m.ID
 	text := func(t string) protocol.Content { return protocol.TextContent(t) }
 	image := protocol.Content{Type: protocol.ContentImage, Data: tinyPNG, MimeType: "image/png"}
 	var res protocol.CallToolResult
@@ -103,6 +290,8 @@ func (s *server) conformanceDispatch(out output, m *protocol.Message) bool {
 		s.reply(out, m.ID, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{c}})
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
 		s.reply(out, m.ID, json.RawMessage(`{}`))
+	case protocol.MethodCompletionComplete:
+		s.conformanceComplete(out, m)
 	case protocol.MethodPromptsList:
 		s.reply(out, m.ID, protocol.ListPromptsResult{Prompts: []protocol.Prompt{
 			{Name: "test_simple_prompt", Description: "A simple prompt without arguments."},

@@ -458,6 +458,7 @@ type server struct {
 
 	hub     hub
 	ext     extState
+	asked   askedState     // requests this server sent its client
 	calls   atomic.Int64   // tools/call received, for ExitAfter
 	payload string         // echo's answer with Options.Payload
 	wg      sync.WaitGroup // calls answered after a latency
@@ -549,6 +550,9 @@ func (s *server) handle(ctx context.Context, p *peer, line []byte, out output) (
 		p.note(m)
 		if m.Kind == protocol.KindNotification {
 			s.extNotification(m)
+		}
+		if m.Kind == protocol.KindResponse {
+			s.asked.deliver(m)
 		}
 		return 0, false
 	}
@@ -690,6 +694,7 @@ func (s *server) capabilities() protocol.ServerCapabilities {
 		c.Resources = &protocol.ResourcesCapability{Subscribe: true}
 		c.Prompts = &protocol.ListChangedCapability{}
 		c.Logging = &logging
+		c.Completions = &logging
 	}
 	s.extCapabilities(&c)
 	return c
@@ -752,7 +757,7 @@ func (s *server) callTool(out output, m *protocol.Message) {
 		out.sendOversize(m.ID, s.o.OversizeBytes)
 		return
 	}
-	if s.o.Conformance && s.conformanceCall(out, m.ID, p.Name) {
+	if s.o.Conformance && s.conformanceCall(out, m, p.Name) {
 		return
 	}
 	switch {

@@ -226,10 +226,13 @@ func (a *app) applyConfig(ctx context.Context, sup *mcpvisor.Supervisor) (*mcpvi
 // startSupervisor starts a supervisor that logs through the library
 // logger. A one-shot command's supervisor does not reconnect: it reports
 // each server as it finds it.
-func (a *app) startSupervisor(ctx context.Context, oneShot bool) (*mcpvisor.Supervisor, error) {
+func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...func(*mcpvisor.Options)) (*mcpvisor.Supervisor, error) {
 	opts := mcpvisor.Options{Logger: a.libLog, OAuth: a.oauthOptions()}
 	if oneShot {
 		opts.Reconnect.MaxAttempts = -1
+	}
+	for _, c := range configure {
+		c(&opts)
 	}
 	sup, err := mcpvisor.Start(ctx, opts)
 	if err != nil {

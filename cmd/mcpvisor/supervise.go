@@ -161,7 +161,10 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 			return failed(nil)
 		}
 	}
-	sup, err := a.startSupervisor(ctx, false)
+	// The servers' requests to their client (sampling, elicitation,
+	// roots) go to a downstream client of the gateway.
+	var fwd gateway.Forwarder
+	sup, err := a.startSupervisor(ctx, false, fwd.Configure)
 	if err != nil {
 		if ln != nil {
 			ln.Close()
@@ -181,6 +184,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
 		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
 	})
+	fwd.Attach(gw)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	var served sync.WaitGroup
 	served.Add(1)

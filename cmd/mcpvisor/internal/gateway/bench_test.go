@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -119,4 +120,40 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 			run(b, host, "mcp__gw__mcp__m__echo")
 		})
 	}
+}
+
+// BenchmarkLoopbackHTTPEcho is the floor of one HTTP hop on this machine:
+// a net/http client POSTs a tools/call-sized body to a net/http server on
+// loopback that echoes it. Compare its p50 with what the gateway adds.
+func BenchmarkLoopbackHTTPEcho(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	client := srv.Client()
+	body := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp__m__echo","arguments":{"text":"0123456789abcdef"}}}`)
+	call := func() {
+		resp, err := client.Post(srv.URL, "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for range 200 {
+		call()
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		call()
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
 }

@@ -30,9 +30,14 @@ func (g *Gateway) listTools() protocol.ListToolsResult {
 }
 
 // callTool routes a tools/call through the supervisor.
-func (g *Gateway) callTool(ctx context.Context, params json.RawMessage, reqNotify func([]byte)) (any, *protocol.Error) {
-	var p protocol.CallToolParams
-	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
+func (g *Gateway) callTool(ctx context.Context, s *session, params json.RawMessage, reqNotify func([]byte)) (any, *protocol.Error) {
+	p, ok := scanCallParams(params)
+	if !ok {
+		if err := json.Unmarshal(params, &p); err != nil {
+			p.Name = ""
+		}
+	}
+	if p.Name == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "tools/call: want {name, arguments}")
 	}
 	if p.Name == waitToolName && g.offered(waitToolName) {
@@ -42,32 +47,101 @@ func (g *Gateway) callTool(ctx context.Context, params json.RawMessage, reqNotif
 	if !g.offered(p.Name) {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", p.Name)
 	}
+	server := g.serverOfTool(p.Name)
+	c := &call{s: s, server: server, notify: reqNotify}
+	g.callStarted(c)
+	defer g.callEnded(c)
 	start := time.Now()
 	var res *mcpvisor.CallToolResult
 	var err error
 	var token json.RawMessage
 	if p.Meta != nil {
-		token = p.Meta["progressToken"]
+		token = p.Meta[protocol.MetaProgressToken]
+	}
+	var args any
+	if p.Arguments != nil {
+		args = p.Arguments
 	}
 	if pc, ok := g.b.(ProgressCaller); ok && token != nil && reqNotify != nil {
-		res, err = pc.CallToolWithProgress(ctx, p.Name, p.Arguments, func(pp protocol.ProgressParams) {
+		// The server's reports carry mcpvisor's token; downstream they
+		// carry the client's.
+		res, err = pc.CallToolWith(ctx, p.Name, args, mcpvisor.CallOptions{Progress: func(pp mcpvisor.Progress) {
 			pp.ProgressToken = token
+			pp.Meta = nil
 			if frame, err := notification(protocol.NotificationProgress, pp); err == nil {
 				reqNotify(frame)
 			}
-		})
+		}})
 	} else {
-		var args any
-		if p.Arguments != nil {
-			args = p.Arguments
-		}
 		res, err = g.b.CallTool(ctx, p.Name, args)
 	}
-	g.metrics.call(g.serverOfTool(p.Name), time.Since(start), err)
+	g.metrics.call(server, time.Since(start), err)
 	if err != nil {
 		return nil, rpcError(err)
 	}
+	if enc, ok := appendTextResult(nil, res); ok {
+		return enc, nil
+	}
 	return res, nil
+}
+
+// appendTextResult encodes the common result of text blocks only without
+// reflection (the per-call hot path); it reports false for anything else,
+// which encoding/json encodes.
+func appendTextResult(b []byte, r *mcpvisor.CallToolResult) (protocol.ValidJSON, bool) {
+	if r.Meta != nil || r.StructuredContent != nil || r.ResultType != "" || r.Extra != nil {
+		return nil, false
+	}
+	for i := range r.Content {
+		c := &r.Content[i]
+		if c.Type != protocol.ContentText || c.Meta != nil || c.Annotations != nil || c.Data != "" || c.MimeType != "" ||
+			c.URI != "" || c.Name != "" || c.Title != "" || c.Description != "" || c.Size != nil || c.Icons != nil || c.Resource != nil {
+			return nil, false
+		}
+	}
+	b = append(b, `{"content":[`...)
+	for i := range r.Content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"text","text":`...)
+		b = protocol.AppendString(b, r.Content[i].Text)
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if r.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	return append(b, '}'), true
+}
+
+// scanCallParams reads tools/call params without reflection (the per-call
+// hot path): name, arguments and _meta. It reports false when
+// encoding/json must decide.
+func scanCallParams(params json.RawMessage) (protocol.CallToolParams, bool) {
+	var p protocol.CallToolParams
+	name, ok := protocol.PlainStringMember(params, "name")
+	if !ok {
+		return p, false
+	}
+	args, _, ok := protocol.RawMember(params, "arguments")
+	if !ok {
+		return p, false
+	}
+	meta, hasMeta, ok := protocol.RawMember(params, "_meta")
+	if !ok {
+		return p, false
+	}
+	if hasMeta && string(meta) != "null" {
+		if json.Unmarshal(meta, &p.Meta) != nil {
+			return p, false
+		}
+	}
+	if string(args) == "null" {
+		args = nil
+	}
+	p.Name, p.Arguments = name, args
+	return p, true
 }
 
 func (g *Gateway) listPrompts() protocol.ListPromptsResult {

@@ -38,10 +38,10 @@ import (
 )
 
 // Backend is what the gateway needs of a supervisor: the pool, calls, and
-// the event bus. *mcpvisor.Supervisor implements it. It is the seam for
-// features the root package adds later: a Backend may also implement
-// ProgressCaller, ResourceSubscriber or ClientRequestForwarder, which the
-// gateway then uses.
+// the event bus. *mcpvisor.Supervisor implements it, and the optional
+// interfaces ProgressCaller, ResourceSubscriber and Completer, which the
+// gateway uses when a Backend implements them. (A server's requests to
+// its client reach the gateway through a Forwarder.)
 type Backend interface {
 	Tools() []mcpvisor.Tool
 	CallTool(ctx context.Context, name string, args any) (*mcpvisor.CallToolResult, error)
@@ -53,29 +53,22 @@ type Backend interface {
 	Subscribe(ctx context.Context, opts ...mcpvisor.SubscribeOption) <-chan mcpvisor.Event
 }
 
-// ProgressCaller is implemented by a Backend that can pass a downstream
-// progress token to the server and report its progress notifications
-// back. Without it, a downstream progress token is accepted and no
-// progress is reported.
+// ProgressCaller is implemented by a Backend that can ask the server for
+// progress reports of a call and pass them on (CallOptions.Progress).
+// Without it, a downstream progress token is accepted and no progress is
+// reported.
 type ProgressCaller interface {
-	CallToolWithProgress(ctx context.Context, name string, args json.RawMessage, progress func(protocol.ProgressParams)) (*mcpvisor.CallToolResult, error)
+	CallToolWith(ctx context.Context, name string, args any, o mcpvisor.CallOptions) (*mcpvisor.CallToolResult, error)
 }
 
 // ResourceSubscriber is implemented by a Backend that can subscribe to a
-// server's resource updates. Without it, downstream subscriptions are
-// recorded and receive whatever EventResourceUpdated the bus carries.
+// server's resource updates. The gateway subscribes a URI upstream while
+// at least one downstream session (or listen stream) wants it. Without
+// it, downstream subscriptions are recorded and receive whatever
+// EventResourceUpdated the bus carries.
 type ResourceSubscriber interface {
 	SubscribeResource(ctx context.Context, server, uri string) error
 	UnsubscribeResource(ctx context.Context, server, uri string) error
-}
-
-// ClientRequestForwarder is implemented by a Backend that lets the
-// gateway answer a server's requests to its client (sampling/createMessage,
-// elicitation/create, roots/list) by asking a downstream client that
-// declared the capability. The gateway registers its handler with
-// HandleClientRequests. (The root package does not offer this yet.)
-type ClientRequestForwarder interface {
-	HandleClientRequests(h func(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error))
 }
 
 // Options configure a Gateway. The zero value serves every tool, with no
@@ -121,9 +114,16 @@ type Gateway struct {
 	log  zerolog.Logger
 
 	mu       sync.Mutex
-	sessions map[string]*session    // HTTP sessions by id, and the stdio session; guarded by mu
-	listens  map[*listener]struct{} // open subscriptions/listen requests; guarded by mu
-	waiters  map[*waiter]struct{}   // wait_for_channel_message calls; guarded by mu
+	sessions map[string]*session        // HTTP sessions by id, and the stdio session; guarded by mu
+	listens  map[*listener]struct{}     // open subscriptions/listen requests; guarded by mu
+	waiters  map[*waiter]struct{}       // wait_for_channel_message calls; guarded by mu
+	calls    map[*call]struct{}         // tools/call in flight; guarded by mu
+	callSeq  uint64                     // numbers calls, newest highest; guarded by mu
+	pending  map[string]*pendingRequest // requests sent downstream, by id; guarded by mu
+	reqSeq   atomic.Uint64              // numbers the requests sent downstream
+
+	subMu   sync.Mutex         // serializes upstream (un)subscriptions
+	subRefs map[string]*subRef // upstream resource subscriptions by URI; guarded by subMu
 
 	closed    chan struct{} // closed by Close: streams end
 	closeOnce sync.Once
@@ -156,6 +156,9 @@ func New(b Backend, opts Options) *Gateway {
 		sessions: map[string]*session{},
 		listens:  map[*listener]struct{}{},
 		waiters:  map[*waiter]struct{}{},
+		calls:    map[*call]struct{}{},
+		pending:  map[string]*pendingRequest{},
+		subRefs:  map[string]*subRef{},
 		idle:     make(chan struct{}, 1),
 		closed:   make(chan struct{}),
 		started:  time.Now(),

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -189,35 +188,18 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request) {
 		}
 		st.start()
 	}
-	frame := s.handle(r.Context(), m, st.notify)
-	if s.id != "" && m.Method == protocol.MethodInitialize && isResult(frame) {
+	frame, code := s.handle(r.Context(), m, st.notify)
+	if s.id != "" && m.Method == protocol.MethodInitialize && frame != nil && code == 0 {
 		g.mu.Lock()
 		g.sessions[s.id] = s
 		g.mu.Unlock()
 		w.Header().Set(sessionHeader, s.id)
 	}
 	status := http.StatusOK
-	if stateless && !isResult(frame) && frame != nil {
-		if code := errorCode(frame); code == protocol.CodeInvalidRequest || code == protocol.CodeUnsupportedProtocolVersion {
-			status = http.StatusBadRequest
-		}
+	if stateless && frame != nil && (code == protocol.CodeInvalidRequest || code == protocol.CodeUnsupportedProtocolVersion) {
+		status = http.StatusBadRequest
 	}
 	st.finish(frame, status)
-}
-
-func isResult(frame []byte) bool {
-	return frame != nil && errorCode(frame) == 0
-}
-
-// errorCode returns the code of an error response frame, 0 for a result.
-func errorCode(frame []byte) int64 {
-	var m struct {
-		Error *protocol.Error `json:"error"`
-	}
-	if json.Unmarshal(frame, &m) != nil || m.Error == nil {
-		return 0
-	}
-	return m.Error.Code
 }
 
 func acceptsSSE(r *http.Request) bool {
@@ -340,6 +322,14 @@ func (g *Gateway) serveGet(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, ": mcpvisor gateway stream\n\n")
 	flush(w)
+	s.mu.Lock()
+	s.streams++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.streams--
+		s.mu.Unlock()
+	}()
 	keepalive := time.NewTicker(25 * time.Second)
 	defer keepalive.Stop()
 	for {

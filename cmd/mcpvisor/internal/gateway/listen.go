@@ -91,10 +91,17 @@ func (g *Gateway) listen(ctx context.Context, s *session, m *protocol.Message, r
 	g.mu.Lock()
 	g.listens[l] = struct{}{}
 	g.mu.Unlock()
+	var held []string
+	for _, uri := range p.Notifications.ResourceSubscriptions {
+		if g.acquireResource(ctx, l, uri) == nil {
+			held = append(held, uri)
+		}
+	}
 	defer func() {
 		g.mu.Lock()
 		delete(g.listens, l)
 		g.mu.Unlock()
+		g.releaseAll(l, held)
 	}()
 	select {
 	case <-ctx.Done():

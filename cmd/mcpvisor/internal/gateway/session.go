@@ -32,14 +32,16 @@ type session struct {
 	clientInfo  protocol.Implementation
 	caps        protocol.ClientCapabilities
 	logLevel    protocol.LoggingLevel         // "" until logging/setLevel; guarded by mu
-	subs        map[string]bool               // subscribed resource URIs; guarded by mu
+	subs        map[string]bool               // subscribed resource URIs (nil until one); guarded by mu
 	cancels     map[string]context.CancelFunc // in-flight requests by id; guarded by mu
 	lastUsed    time.Time                     // guarded by mu
 	closed      bool                          // guarded by mu
+	streams     int                           // GET streams open; guarded by mu
+	done        chan struct{}                 // closed by close
 }
 
 func newSession(g *Gateway, id string, send func([]byte)) *session {
-	return &session{g: g, id: id, send: send, subs: map[string]bool{}, cancels: map[string]context.CancelFunc{}, lastUsed: time.Now()}
+	return &session{g: g, id: id, send: send, cancels: map[string]context.CancelFunc{}, lastUsed: time.Now(), done: make(chan struct{})}
 }
 
 func newSessionID() string {
@@ -48,12 +50,23 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// close cancels the session's requests and ends its GET stream.
+// close cancels the session's requests, ends its GET stream, and
+// releases its resource subscriptions.
 func (s *session) close() {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
 	s.closed = true
+	close(s.done)
 	cancels := s.cancels
 	s.cancels = map[string]context.CancelFunc{}
+	uris := make([]string, 0, len(s.subs))
+	for uri := range s.subs {
+		uris = append(uris, uri)
+	}
+	clear(s.subs)
 	s.mu.Unlock()
 	for _, c := range cancels {
 		c()
@@ -61,6 +74,7 @@ func (s *session) close() {
 	if s.out != nil {
 		s.out.close()
 	}
+	s.g.releaseAll(s, uris)
 }
 
 func (s *session) touch() {
@@ -110,21 +124,23 @@ func reply(id protocol.ID, result any, err *protocol.Error) []byte {
 	return b
 }
 
-// handle serves one message of s. A request's answer is returned;
-// notifications and responses return nil. reqNotify, when not nil,
+// handle serves one message of s. A request's answer is returned, with
+// its error code (0 for a result); notifications and responses return
+// nil. reqNotify, when not nil,
 // carries notifications that belong to the request (progress, a listen
 // stream's notifications): over HTTP the request's own SSE stream.
-func (s *session) handle(ctx context.Context, m *protocol.Message, reqNotify func([]byte)) []byte {
+func (s *session) handle(ctx context.Context, m *protocol.Message, reqNotify func([]byte)) ([]byte, int64) {
 	s.touch()
 	switch m.Kind {
 	case protocol.KindNotification:
 		s.notification(m)
-		return nil
+		return nil, 0
 	case protocol.KindResponse:
-		return nil // no server->client requests are sent yet
+		s.g.response(s, m)
+		return nil, 0
 	}
 	if !s.g.begin() {
-		return reply(m.ID, nil, errorf(CodeShuttingDown, "mcpvisor gateway is shutting down"))
+		return reply(m.ID, nil, errorf(CodeShuttingDown, "mcpvisor gateway is shutting down")), CodeShuttingDown
 	}
 	defer s.g.end()
 	ctx, cancel := context.WithCancel(ctx)
@@ -133,7 +149,7 @@ func (s *session) handle(ctx context.Context, m *protocol.Message, reqNotify fun
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return reply(m.ID, nil, errorf(protocol.CodeInvalidRequest, "session closed"))
+		return reply(m.ID, nil, errorf(protocol.CodeInvalidRequest, "session closed")), protocol.CodeInvalidRequest
 	}
 	s.cancels[key] = cancel
 	s.mu.Unlock()
@@ -146,10 +162,13 @@ func (s *session) handle(ctx context.Context, m *protocol.Message, reqNotify fun
 	if ctx.Err() != nil && rerr != nil && errors.Is(ctx.Err(), context.Canceled) && m.Method != protocol.MethodSubscriptionsListen {
 		// Cancelled by the client: the spec says not to answer.
 		if s.wasCancelled(key) {
-			return nil
+			return nil, 0
 		}
 	}
-	return reply(m.ID, result, rerr)
+	if rerr != nil {
+		return reply(m.ID, nil, rerr), rerr.Code
+	}
+	return reply(m.ID, result, nil), 0
 }
 
 // wasCancelled reports whether the client cancelled request key (its
@@ -201,7 +220,7 @@ func (s *session) request(ctx context.Context, m *protocol.Message, reqNotify fu
 	case protocol.MethodToolsList:
 		return s.g.listTools(), nil
 	case protocol.MethodToolsCall:
-		return s.g.callTool(ctx, m.Params, reqNotify)
+		return s.g.callTool(ctx, s, m.Params, reqNotify)
 	case protocol.MethodPromptsList:
 		return s.g.listPrompts(), nil
 	case protocol.MethodPromptsGet:
@@ -214,6 +233,8 @@ func (s *session) request(ctx context.Context, m *protocol.Message, reqNotify fu
 		return s.g.readResource(ctx, m.Params)
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
 		return s.subscribe(ctx, m.Method == protocol.MethodResourcesSubscribe, m.Params)
+	case protocol.MethodCompletionComplete:
+		return s.g.complete(ctx, m.Params)
 	case protocol.MethodLoggingSetLevel:
 		var p protocol.SetLevelParams
 		if err := json.Unmarshal(m.Params, &p); err != nil || levelRank(p.Level) < 0 {
@@ -241,7 +262,13 @@ func (s *session) checkEra(m *protocol.Message) *protocol.Error {
 	var p struct {
 		Meta protocol.Meta `json:"_meta"`
 	}
-	_ = json.Unmarshal(m.Params, &p)
+	if raw, found, ok := protocol.RawMember(m.Params, "_meta"); ok {
+		if found {
+			_ = json.Unmarshal(raw, &p.Meta) // only _meta, not the whole params
+		}
+	} else {
+		_ = json.Unmarshal(m.Params, &p)
+	}
 	var version string
 	if !p.Meta.Get(protocol.MetaProtocolVersion, &version) {
 		if modern {
@@ -254,8 +281,12 @@ func (s *session) checkEra(m *protocol.Message) *protocol.Error {
 	}
 	s.mu.Lock()
 	s.modern, s.version, s.initialized = true, version, true
-	p.Meta.Get(protocol.MetaClientInfo, &s.clientInfo)
-	p.Meta.Get(protocol.MetaClientCapabilities, &s.caps)
+	if s.send != nil {
+		// A lasting session (stdio): its client's capabilities matter
+		// for what it is sent. A stateless request's do not.
+		p.Meta.Get(protocol.MetaClientInfo, &s.clientInfo)
+		p.Meta.Get(protocol.MetaClientCapabilities, &s.caps)
+	}
 	var level protocol.LoggingLevel
 	if p.Meta.Get(protocol.MetaLogLevel, &level) {
 		s.logLevel = level
@@ -288,6 +319,7 @@ func (g *Gateway) capabilities() protocol.ServerCapabilities {
 		Prompts:      &protocol.ListChangedCapability{ListChanged: true},
 		Resources:    &protocol.ResourcesCapability{Subscribe: true, ListChanged: true},
 		Logging:      &empty,
+		Completions:  &empty,
 		Experimental: map[string]json.RawMessage{channelCapability: empty},
 	}
 }
@@ -340,35 +372,39 @@ func (s *session) discover(params json.RawMessage) (any, *protocol.Error) {
 	return res, nil
 }
 
-// subscribe records a resource subscription (and passes it upstream when
-// the backend can).
+// subscribe records a resource subscription of the session; the gateway
+// holds the URI subscribed upstream while any session wants it.
 func (s *session) subscribe(ctx context.Context, on bool, params json.RawMessage) (any, *protocol.Error) {
 	var p protocol.SubscribeParams
 	if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "want {uri}")
 	}
-	if rs, ok := s.g.b.(ResourceSubscriber); ok {
-		server := s.g.serverOfResource(p.URI)
-		if server == "" {
-			return nil, errorf(protocol.CodeInvalidParams, "no server offers resource %q", p.URI)
-		}
-		var err error
-		if on {
-			err = rs.SubscribeResource(ctx, server, p.URI)
-		} else {
-			err = rs.UnsubscribeResource(ctx, server, p.URI)
-		}
-		if err != nil {
-			return nil, rpcError(err)
-		}
+	var perr *protocol.Error
+	if on {
+		perr = s.g.acquireResource(ctx, s, p.URI)
+	} else {
+		perr = s.g.releaseResource(ctx, s, p.URI)
+	}
+	if perr != nil && on {
+		return nil, perr
 	}
 	s.mu.Lock()
-	if on {
+	closed := s.closed
+	if on && !closed {
+		if s.subs == nil {
+			s.subs = map[string]bool{}
+		}
 		s.subs[p.URI] = true
 	} else {
 		delete(s.subs, p.URI)
 	}
 	s.mu.Unlock()
+	if closed && on {
+		s.g.releaseAll(s, []string{p.URI}) // closed meanwhile
+	}
+	if perr != nil {
+		return nil, perr
+	}
 	return struct{}{}, nil
 }
 

@@ -86,7 +86,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) erro
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if frame := s.handle(ctx, m, write); frame != nil {
+				if frame, _ := s.handle(ctx, m, write); frame != nil {
 					write(frame)
 				}
 			}()

@@ -1,0 +1,384 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// What passes between the downstream clients and the servers behind the
+// gateway besides plain requests: resource subscriptions (counted, so a
+// server is subscribed while any downstream session or listen stream
+// wants the resource), and the servers' requests to their client
+// (sampling, elicitation, roots), asked of a downstream client.
+
+// subRef is one upstream resource subscription: the server it was made
+// on and who downstream wants it.
+type subRef struct {
+	server string
+	owners map[any]struct{} // *session or *listener
+}
+
+// acquireResource records that owner wants updates of uri, subscribing
+// upstream when it is the first. Subscriptions are serialized by subMu,
+// upstream calls included, so that a subscribe and an unsubscribe of the
+// same URI never cross on the way to the server.
+func (g *Gateway) acquireResource(ctx context.Context, owner any, uri string) *protocol.Error {
+	rs, ok := g.b.(ResourceSubscriber)
+	if !ok {
+		return nil
+	}
+	g.subMu.Lock()
+	defer g.subMu.Unlock()
+	if ref := g.subRefs[uri]; ref != nil {
+		ref.owners[owner] = struct{}{}
+		return nil
+	}
+	server := g.serverOfResource(uri)
+	if server == "" {
+		return errorf(protocol.CodeInvalidParams, "no server offers resource %q", uri)
+	}
+	if err := rs.SubscribeResource(ctx, server, uri); err != nil {
+		if errors.Is(err, mcpvisor.ErrSubscribeUnsupported) {
+			return errorf(protocol.CodeInvalidParams, "resource %q: server %q does not offer subscriptions", uri, server)
+		}
+		return rpcError(err)
+	}
+	g.subRefs[uri] = &subRef{server: server, owners: map[any]struct{}{owner: {}}}
+	return nil
+}
+
+// releaseResource forgets that owner wants uri, unsubscribing upstream
+// when nobody else does.
+func (g *Gateway) releaseResource(ctx context.Context, owner any, uri string) *protocol.Error {
+	rs, ok := g.b.(ResourceSubscriber)
+	if !ok {
+		return nil
+	}
+	g.subMu.Lock()
+	defer g.subMu.Unlock()
+	ref := g.subRefs[uri]
+	if ref == nil {
+		return nil
+	}
+	delete(ref.owners, owner)
+	if len(ref.owners) > 0 {
+		return nil
+	}
+	delete(g.subRefs, uri)
+	if err := rs.UnsubscribeResource(ctx, ref.server, uri); err != nil {
+		return rpcError(err)
+	}
+	return nil
+}
+
+// releaseAll releases every URI of an owner that went away (a closed
+// session, an ended listen stream), in the background: the caller may be
+// the event loop or a request's cleanup.
+func (g *Gateway) releaseAll(owner any, uris []string) {
+	if len(uris) == 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, uri := range uris {
+			if e := g.releaseResource(ctx, owner, uri); e != nil {
+				g.log.Debug().Str("uri", uri).Str("error", e.Message).Msg("unsubscribing upstream")
+			}
+		}
+	}()
+}
+
+// UpstreamSubscriptions returns the resource URIs the gateway holds
+// subscribed upstream, by server, for tests and status.
+func (g *Gateway) UpstreamSubscriptions() map[string][]string {
+	g.subMu.Lock()
+	defer g.subMu.Unlock()
+	out := map[string][]string{}
+	for uri, ref := range g.subRefs {
+		out[ref.server] = append(out[ref.server], uri)
+	}
+	return out
+}
+
+// call is a downstream tools/call in flight on a server: a server's
+// request to its client goes first to the session whose call it serves,
+// on that call's own stream.
+type call struct {
+	s      *session
+	server string
+	notify func([]byte) // the request's stream (nil: the session's)
+	seq    uint64
+}
+
+func (g *Gateway) callStarted(c *call) {
+	g.mu.Lock()
+	g.callSeq++
+	c.seq = g.callSeq
+	g.calls[c] = struct{}{}
+	g.mu.Unlock()
+}
+
+func (g *Gateway) callEnded(c *call) {
+	g.mu.Lock()
+	delete(g.calls, c)
+	g.mu.Unlock()
+}
+
+// pendingRequest is a request the gateway sent a downstream client.
+type pendingRequest struct {
+	s     *session
+	reply chan *protocol.Message // buffered 1
+}
+
+// Forwarder answers the servers' requests to their client
+// (sampling/createMessage, elicitation/create, roots/list) by asking a
+// downstream client of the gateway attached with Attach. It exists before
+// the gateway does, because the Supervisor's Options need it at Start:
+// Configure it into the Options, start the Supervisor, create the gateway
+// over it, then Attach. Until then, and when no downstream client can
+// answer, the server gets a JSON-RPC error saying so.
+type Forwarder struct {
+	g atomic.Pointer[Gateway]
+}
+
+// Configure declares the sampling, elicitation (form and URL) and roots
+// capabilities to every server and routes their requests to f. The
+// gateway learns the roots from a downstream client when a server asks;
+// it does not pass on downstream roots/list_changed (the servers ask again
+// when they need to).
+func (f *Forwarder) Configure(o *mcpvisor.Options) {
+	empty := json.RawMessage(`{}`)
+	elicit := json.RawMessage(`{"form":{},"url":{}}`)
+	o.Capabilities.Sampling = &empty
+	o.Capabilities.Elicitation = &elicit
+	o.Capabilities.Roots = &protocol.RootsCapability{}
+	o.Requests = f.Handle
+}
+
+// Attach makes g the gateway whose clients answer.
+func (f *Forwarder) Attach(g *Gateway) { f.g.Store(g) }
+
+// Handle answers one server request (an Options.Requests function).
+func (f *Forwarder) Handle(ctx context.Context, server, method string, params json.RawMessage) (any, error) {
+	g := f.g.Load()
+	if g == nil {
+		return nil, protocol.NewError(protocol.CodeMethodNotFound, "mcpvisor gateway: no downstream client is connected to answer %s", method)
+	}
+	return g.ClientRequest(ctx, server, method, params)
+}
+
+// ClientRequest asks a downstream client to answer a server's request
+// method (sampling/createMessage, elicitation/create, roots/list), and
+// returns its result (raw) or its JSON-RPC error. The client is the one
+// whose tools/call is in flight on server, if it declared the capability
+// the method needs, else the one most recently active that declared it;
+// stateless (2026-07-28) clients are never asked. With no such client, or
+// when ctx ends, the error is a *protocol.Error for the server.
+func (g *Gateway) ClientRequest(ctx context.Context, server, method string, params json.RawMessage) (any, error) {
+	var wantURL bool
+	if method == protocol.MethodElicitationCreate {
+		var p struct {
+			Mode string `json:"mode"`
+		}
+		_ = json.Unmarshal(params, &p)
+		wantURL = p.Mode == "url"
+	}
+	s, send := g.pickClient(server, method, wantURL)
+	if s == nil {
+		g.metrics.clientRefused.Add(1)
+		return nil, protocol.NewError(protocol.CodeMethodNotFound,
+			"mcpvisor gateway: no downstream client that declared the capability for %s is connected", method)
+	}
+	rid := protocol.StringID("mcpvisor-" + strconv.FormatUint(g.reqSeq.Add(1), 10))
+	id := rid.String() // the key responses are matched by
+	var p any
+	if len(params) > 0 {
+		p = params
+	}
+	frame, err := protocol.AppendRequest(nil, rid, method, p)
+	if err != nil {
+		return nil, protocol.NewError(protocol.CodeInvalidParams, "%v", err)
+	}
+	pr := &pendingRequest{s: s, reply: make(chan *protocol.Message, 1)}
+	g.mu.Lock()
+	g.pending[id] = pr
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.pending, id)
+		g.mu.Unlock()
+	}()
+	g.metrics.clientRequests.Add(1)
+	g.log.Debug().Str("server", server).Str("method", method).Str("session", s.id).Msg("server request forwarded downstream")
+	send(frame)
+	select {
+	case m := <-pr.reply:
+		if m.Error != nil {
+			return nil, m.Error
+		}
+		return json.RawMessage(m.Result), nil
+	case <-s.done:
+		return nil, protocol.NewError(protocol.CodeInternalError, "mcpvisor gateway: the downstream client went away before answering %s", method)
+	case <-ctx.Done():
+		if c, err := notification(protocol.NotificationCancelled, protocol.CancelledParams{RequestID: rid, Reason: "the server's request ended"}); err == nil {
+			send(c)
+		}
+		return nil, protocol.NewError(protocol.CodeInternalError, "mcpvisor gateway: no answer from the downstream client to %s: %v", method, ctx.Err())
+	}
+}
+
+// pickClient chooses the session that answers a server's request, and
+// how to reach it.
+func (g *Gateway) pickClient(server, method string, wantURL bool) (*session, func([]byte)) {
+	g.mu.Lock()
+	var best *call
+	for c := range g.calls {
+		if c.server == server && c.s.canAnswer(method, wantURL) && (best == nil || c.seq > best.seq) {
+			best = c
+		}
+	}
+	if best != nil {
+		g.mu.Unlock()
+		if best.notify != nil {
+			return best.s, best.notify
+		}
+		return best.s, best.s.send
+	}
+	var pick *session
+	var last time.Time
+	for _, s := range g.sessions {
+		if !s.canAnswer(method, wantURL) || !s.reachable() {
+			continue
+		}
+		if used := s.lastActive(); pick == nil || used.After(last) {
+			pick, last = s, used
+		}
+	}
+	g.mu.Unlock()
+	if pick == nil {
+		return nil, nil
+	}
+	return pick, pick.send
+}
+
+// canAnswer reports whether s declared the capability method needs.
+func (s *session) canAnswer(method string, wantURL bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.modern || !s.initialized && s.version == "" {
+		return false
+	}
+	switch method {
+	case protocol.MethodSamplingCreateMessage:
+		return s.caps.Sampling != nil
+	case protocol.MethodRootsList:
+		return s.caps.Roots != nil
+	case protocol.MethodElicitationCreate:
+		if s.caps.Elicitation == nil {
+			return false
+		}
+		if !wantURL {
+			return true
+		}
+		var e map[string]json.RawMessage
+		_ = json.Unmarshal(*s.caps.Elicitation, &e)
+		_, ok := e["url"]
+		return ok
+	}
+	return false
+}
+
+// reachable reports whether a request sent on the session's own channel
+// arrives: stdio always, HTTP while a GET stream is open.
+func (s *session) reachable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.send != nil && (s.out == nil || s.streams > 0)
+}
+
+func (s *session) lastActive() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastUsed
+}
+
+// response delivers a downstream client's answer to a request the gateway
+// sent it.
+func (g *Gateway) response(s *session, m *protocol.Message) {
+	key := m.ID.String()
+	g.mu.Lock()
+	pr := g.pending[key]
+	if pr != nil && pr.s == s {
+		delete(g.pending, key)
+	} else {
+		pr = nil
+	}
+	g.mu.Unlock()
+	if pr == nil {
+		g.log.Debug().Str("id", key).Msg("a downstream response to no request of ours")
+		return
+	}
+	pr.reply <- m
+}
+
+// complete serves completion/complete: a prompt's argument (the prompt by
+// its downstream name) or a resource template's (by its URI template) is
+// completed by the server that offers it.
+func (g *Gateway) complete(ctx context.Context, params json.RawMessage) (any, *protocol.Error) {
+	c, ok := g.b.(Completer)
+	if !ok {
+		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", protocol.MethodCompletionComplete)
+	}
+	var p protocol.CompleteParams
+	if err := json.Unmarshal(params, &p); err != nil || p.Ref.Type == "" {
+		return nil, errorf(protocol.CodeInvalidParams, "completion/complete: want {ref, argument}")
+	}
+	var server string
+	switch p.Ref.Type {
+	case protocol.RefPrompt:
+		name := p.Ref.Name
+		if q, ok := g.names().promptIn[name]; ok {
+			name = q
+		}
+		prompts, _ := g.b.ListPrompts("")
+		for _, pr := range prompts {
+			if pr.Name == name {
+				server, p.Ref.Name = pr.Server, pr.Prompt.Name
+				break
+			}
+		}
+	case protocol.RefResource:
+		_, ts, _ := g.b.ListResources("")
+		for _, t := range ts {
+			if t.Template.URITemplate == p.Ref.URI {
+				server = t.Server
+				break
+			}
+		}
+		if server == "" {
+			server = g.serverOfResource(p.Ref.URI)
+		}
+	}
+	if server == "" {
+		return nil, errorf(protocol.CodeInvalidParams, "completion/complete: no server offers %s %q", p.Ref.Type, p.Ref.Name+p.Ref.URI)
+	}
+	res, err := c.Complete(ctx, server, p.Ref, p.Argument, p.Context)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return res, nil
+}
+
+// Completer is implemented by a Backend that can ask a server for
+// completions (completion/complete). *mcpvisor.Supervisor implements it.
+type Completer interface {
+	Complete(ctx context.Context, server string, ref protocol.CompletionReference, arg protocol.CompletionArgument, cctx *protocol.CompletionContext) (*protocol.CompleteResult, error)
+}
