@@ -175,7 +175,7 @@ func Decode(data []byte) (*Message, error) {
 	default:
 		return nil, fmt.Errorf("%w: frame starts with %q", ErrParse, truncate(data, 20))
 	}
-	if json.Valid(data) {
+	if validJSON(data) {
 		var w wireMessage
 		var id ID
 		if hasID, ok := scanEnvelope(data, &w, &id); ok {
@@ -357,21 +357,22 @@ func skipSpace(data []byte, i int) int {
 // stringEnd returns the index just past the JSON string starting at
 // data[i] (a quote), and whether its text needs decoding (escapes, or
 // bytes outside ASCII, which encoding/json checks for valid UTF-8); -1 if
-// unterminated.
+// unterminated. The string must be valid (validJSON checked it): the byte
+// after a backslash is skipped unseen.
 func stringEnd(data []byte, i int) (int, bool) {
 	special := false
-	for j := i + 1; j < len(data); j++ {
-		switch c := data[j]; {
-		case c == '\\':
-			special = true
-			j++
-		case c == '"':
-			return j + 1, special
-		case c >= 0x80:
-			special = true
+	for j := i + 1; ; {
+		k, high := quoteOrEscape(data, j)
+		special = special || high
+		if k >= len(data) {
+			return -1, special
 		}
+		if data[k] == '"' {
+			return k + 1, special
+		}
+		special = true
+		j = k + 2
 	}
-	return -1, special
 }
 
 // valueEnd returns the index just past the JSON value starting at data[i]
