@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -50,6 +52,53 @@ func BenchmarkDecodeLargeResult(b *testing.B) {
 				}
 				if len(r.Content) != 1 || len(r.Content[0].Text) != len(tc.text) {
 					b.Fatal("wrong text")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkScanLarge measures the passes over a large frame one by one.
+func BenchmarkScanLarge(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		text string
+	}{
+		{"ascii-1MiB", strings.Repeat("x", 1<<20)},
+		{"prose-1MiB", proseText(1 << 20)},
+	} {
+		frame := largeResultFrame(b, tc.text)
+		text := frame[bytes.Index(frame, []byte(`"text":`))+len(`"text":`):]
+		b.Run("validJSON/"+tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(frame)))
+			for b.Loop() {
+				if !validJSON(frame) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+		b.Run("json.Valid/"+tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(frame)))
+			for b.Loop() {
+				if !json.Valid(frame) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+		b.Run("stringEnd/"+tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				if end, _ := stringEnd(text, 0); end < 0 {
+					b.Fatal("unterminated")
+				}
+			}
+		})
+		b.Run("unquote/"+tc.name, func(b *testing.B) {
+			end, _ := stringEnd(text, 0)
+			b.SetBytes(int64(end))
+			for b.Loop() {
+				if _, ok := unquote(text[:end]); !ok {
+					b.Fatal("unquote")
 				}
 			}
 		})
