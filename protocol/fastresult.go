@@ -170,21 +170,20 @@ func scanContent(data []byte, i int, c *Content) (int, bool) {
 		if vi >= len(data) || data[vi] != '"' {
 			return 0, false
 		}
-		end, special := stringEnd(data, vi)
-		if end < 0 {
-			return 0, false
-		}
-		v := data[vi:end]
-		i = skipSpace(data, end)
 		if dst == &c.Type {
-			if t, ok := contentTypes[string(v)]; ok {
-				c.Type = t // the usual types, without allocating
-				continue
+			if end, _ := stringEnd(data, vi); end > 0 {
+				if t, ok := contentTypes[string(data[vi:end])]; ok {
+					c.Type = t // the usual types, without allocating
+					i = skipSpace(data, end)
+					continue
+				}
 			}
 		}
-		if *dst, ok = decodeString(v, special); !ok {
+		var end int
+		if *dst, end, ok = stringAt(data, vi); !ok {
 			return 0, false
 		}
+		i = skipSpace(data, end)
 	}
 	if i >= len(data) {
 		return 0, false
@@ -237,25 +236,14 @@ func scanString(v []byte, dst *string) bool {
 	switch {
 	case string(v) == "null":
 		return true
-	case v[0] != '"':
+	case len(v) == 0 || v[0] != '"':
 		return false
 	}
-	_, special := stringEnd(v, 0)
-	s, ok := decodeString(v, special)
+	s, _, ok := stringAt(v, 0)
 	if ok {
 		*dst = s
 	}
 	return ok
-}
-
-// decodeString decodes the JSON string v; special is what stringEnd
-// said of it. Strings with escapes or non-ASCII bytes are decoded as
-// encoding/json decodes them (which replaces invalid UTF-8).
-func decodeString(v []byte, special bool) (string, bool) {
-	if !special {
-		return string(v[1 : len(v)-1]), true
-	}
-	return unquote(v)
 }
 
 // PlainStringMember returns the value of the member key of the JSON object
@@ -287,7 +275,7 @@ func PlainStringMember(obj []byte, key string) (string, bool) {
 		}
 		i = end
 	}
-	if found == nil || found[0] != '"' {
+	if len(found) == 0 || found[0] != '"' {
 		return "", false
 	}
 	if _, special := stringEnd(found, 0); special {

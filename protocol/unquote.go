@@ -1,41 +1,69 @@
 package protocol
 
 import (
-	"bytes"
 	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
+// stringAt decodes the JSON string starting at data[i] (a quote; valid
+// JSON) as encoding/json decodes it into a Go string, and returns the
+// index just past it. A plain string (ASCII without escapes) is found and
+// copied in one pass; others are found, then decoded by unquote.
+func stringAt(data []byte, i int) (string, int, bool) {
+	k, high := quoteOrEscape(data, i+1)
+	if k < len(data) && data[k] == '"' && !high {
+		return string(data[i+1 : k]), k + 1, true
+	}
+	end, _ := stringEndFrom(data, k, true)
+	if end < 0 {
+		return "", -1, false
+	}
+	s, ok := unquote(data[i:end])
+	return s, end, ok
+}
+
 // unquote decodes the JSON string v (quotes included; valid JSON, as
-// validJSON checks it) to the Go string encoding/json would decode it to:
-// escapes decoded, and each byte of invalid UTF-8 and each unpaired
-// surrogate escape replaced by U+FFFD. It reports false for a malformed
-// string. FuzzUnquote holds it to encoding/json.
+// validJSON checks it: unquote does not look for raw quotes or control
+// bytes) to the Go string encoding/json would decode it to: escapes
+// decoded, and each byte of invalid UTF-8 and each unpaired surrogate
+// escape replaced by U+FFFD. It reports false for a malformed escape.
+// FuzzUnquote holds it to encoding/json.
 //
 // Why not json.Unmarshal: that validates the string once more with its
-// byte-at-a-time scanner and copies the text twice. Here the text between
-// escapes is found with bytes.IndexByte and copied in runs, once.
+// byte-at-a-time scanner and copies the text twice. Here the runs between
+// escapes and invalid bytes are found eight bytes at a time and copied
+// once, straight into the string's memory.
 func unquote(v []byte) (string, bool) {
 	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
 		return "", false
 	}
 	s := v[1 : len(v)-1]
 	var b strings.Builder
-	b.Grow(len(s))
-	for {
-		k := bytes.IndexByte(s, '\\')
-		if k < 0 {
-			writeUTF8(&b, s)
-			return b.String(), true
+	b.Grow(len(s)) // enough unless invalid UTF-8 is replaced
+	start := 0     // s[start:i] is still to be copied as it is
+	for i := 0; ; {
+		i = asciiEnd(s, i)
+		if i >= len(s) {
+			break
 		}
-		writeUTF8(&b, s[:k])
-		s = s[k:]
-		if len(s) < 2 {
+		if s[i] >= utf8.RuneSelf {
+			r, n := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				b.Write(s[start:i])
+				b.WriteRune(utf8.RuneError)
+				start = i + 1
+			}
+			i += n
+			continue
+		}
+		// A backslash.
+		b.Write(s[start:i])
+		if i+1 >= len(s) {
 			return "", false
 		}
-		switch c := s[1]; c {
+		switch c := s[i+1]; c {
 		case '"', '\\', '/', '\'':
 			b.WriteByte(c)
 		case 'b':
@@ -49,28 +77,32 @@ func unquote(v []byte) (string, bool) {
 		case 't':
 			b.WriteByte('\t')
 		case 'u':
-			r := hex4(s)
+			r := hex4(s[i:])
 			if r < 0 {
 				return "", false
 			}
-			s = s[6:]
+			i += 6
 			if utf16.IsSurrogate(r) {
 				// A pair takes both escapes; anything else replaces the
 				// first alone and leaves what follows to the next turn.
-				if pair := utf16.DecodeRune(r, hex4(s)); pair != unicode.ReplacementChar {
-					b.WriteRune(pair)
-					s = s[6:]
-					continue
+				if pair := utf16.DecodeRune(r, hex4(s[i:])); pair != unicode.ReplacementChar {
+					r = pair
+					i += 6
+				} else {
+					r = unicode.ReplacementChar
 				}
-				r = unicode.ReplacementChar
 			}
 			b.WriteRune(r)
+			start = i
 			continue
 		default:
 			return "", false
 		}
-		s = s[2:]
+		i += 2
+		start = i
 	}
+	b.Write(s[start:])
+	return b.String(), true
 }
 
 // hex4 returns the code unit of the \uXXXX escape s starts with, or -1.
@@ -93,22 +125,4 @@ func hex4(s []byte) rune {
 		r = r<<4 | rune(c)
 	}
 	return r
-}
-
-// writeUTF8 writes s with each byte that is not part of valid UTF-8
-// replaced by U+FFFD, as encoding/json does.
-func writeUTF8(b *strings.Builder, s []byte) {
-	if utf8.Valid(s) {
-		b.Write(s)
-		return
-	}
-	for len(s) > 0 {
-		r, n := utf8.DecodeRune(s)
-		if r == utf8.RuneError && n == 1 {
-			b.WriteRune(utf8.RuneError)
-		} else {
-			b.Write(s[:n])
-		}
-		s = s[n:]
-	}
 }

@@ -1,10 +1,5 @@
 package protocol
 
-import (
-	"encoding/binary"
-	"math/bits"
-)
-
 // maxNestingDepth is encoding/json's limit on nested arrays and objects:
 // its Valid rejects deeper input, so validJSON does too.
 const maxNestingDepth = 10000
@@ -21,6 +16,22 @@ const maxNestingDepth = 10000
 // frame is the inside of strings) and keeps the nesting on a bit stack, so
 // hostile input costs time linear in its length and no recursion.
 func validJSON(data []byte) bool {
+	_, ok := validate(data, nil)
+	return ok
+}
+
+// memberSpan locates one member of a top-level object in a frame.
+type memberSpan struct {
+	key, keyEnd int // the key, quotes included
+	value, end  int // the value
+}
+
+// validate is validJSON that also, when spans is not nil, appends to
+// spans where each member of a top-level object is, so that Decode reads
+// the envelope without scanning the frame a second time.
+func validate(data []byte, spans []memberSpan) ([]memberSpan, bool) {
+	record := spans != nil
+	open := false // a recorded member awaits the end of its value
 	// nest holds one bit per open container, 1 for an object; the first
 	// 128 levels need no allocation.
 	var inline [2]uint64
@@ -31,12 +42,12 @@ value:
 	for {
 		// A value starts at data[i].
 		if i >= len(data) {
-			return false
+			return spans, false
 		}
 		switch c := data[i]; c {
 		case '{', '[':
 			if depth == maxNestingDepth {
-				return false
+				return spans, false
 			}
 			if depth/64 == len(nest) {
 				nest = append(nest, 0)
@@ -52,44 +63,55 @@ value:
 				break
 			}
 			if c == '{' {
-				if i = objectKey(data, i); i < 0 {
-					return false
+				key := i
+				keyEnd, v := objectKey(data, i)
+				if v < 0 {
+					return spans, false
 				}
+				if record && depth == 1 {
+					spans = append(spans, memberSpan{key: key, keyEnd: keyEnd, value: v})
+					open = true
+				}
+				i = v
 			}
 			continue value
 		case '"':
 			if i = validStringEnd(data, i); i < 0 {
-				return false
+				return spans, false
 			}
 		case 't':
 			if !hasLiteral(data, i, "true") {
-				return false
+				return spans, false
 			}
 			i += len("true")
 		case 'f':
 			if !hasLiteral(data, i, "false") {
-				return false
+				return spans, false
 			}
 			i += len("false")
 		case 'n':
 			if !hasLiteral(data, i, "null") {
-				return false
+				return spans, false
 			}
 			i += len("null")
 		default:
 			if i = numberEnd(data, i); i < 0 {
-				return false
+				return spans, false
 			}
 		}
 		// After a value, or at the closing bracket of an empty container:
 		// close containers until a comma asks for the next value.
 		for {
+			if open && depth == 1 {
+				spans[len(spans)-1].end = i
+				open = false
+			}
 			i = skipSpace(data, i)
 			if depth == 0 {
-				return i == len(data)
+				return spans, i == len(data)
 			}
 			if i >= len(data) {
-				return false
+				return spans, false
 			}
 			top := depth - 1
 			inObject := nest[top/64]>>(top%64)&1 == 1
@@ -97,21 +119,28 @@ value:
 			case ',':
 				i = skipSpace(data, i+1)
 				if inObject {
-					if i = objectKey(data, i); i < 0 {
-						return false
+					key := i
+					keyEnd, v := objectKey(data, i)
+					if v < 0 {
+						return spans, false
 					}
+					if record && depth == 1 {
+						spans = append(spans, memberSpan{key: key, keyEnd: keyEnd, value: v})
+						open = true
+					}
+					i = v
 				}
 				continue value
 			case '}':
 				if !inObject {
-					return false
+					return spans, false
 				}
 			case ']':
 				if inObject {
-					return false
+					return spans, false
 				}
 			default:
-				return false
+				return spans, false
 			}
 			depth--
 			i++
@@ -120,19 +149,20 @@ value:
 }
 
 // objectKey checks the member name and colon starting at data[i] and
-// returns the index of the member's value (after any space), or -1.
-func objectKey(data []byte, i int) int {
+// returns the index just past the name and the index of the member's
+// value (after any space); the value's index is -1 if they are invalid.
+func objectKey(data []byte, i int) (keyEnd, value int) {
 	if i >= len(data) || data[i] != '"' {
-		return -1
+		return 0, -1
 	}
-	if i = validStringEnd(data, i); i < 0 {
-		return -1
+	if keyEnd = validStringEnd(data, i); keyEnd < 0 {
+		return 0, -1
 	}
-	i = skipSpace(data, i)
+	i = skipSpace(data, keyEnd)
 	if i >= len(data) || data[i] != ':' {
-		return -1
+		return 0, -1
 	}
-	return skipSpace(data, i+1)
+	return keyEnd, skipSpace(data, i+1)
 }
 
 func hasLiteral(data []byte, i int, lit string) bool {
@@ -221,64 +251,4 @@ func validStringEnd(data []byte, i int) int {
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-// SWAR ("SIMD within a register") constants: a byte repeated in each of
-// the eight bytes of a word, and each byte's top bit.
-const (
-	swarOnes = 0x0101010101010101
-	swarTops = 0x8080808080808080
-)
-
-// swarZero returns, for each byte of w, its top bit set if the byte is
-// zero. Bytes above the first zero byte may be flagged wrongly (a borrow
-// runs into them), but no byte below it is, so the lowest set bit always
-// marks the first zero byte, which is all the callers use.
-func swarZero(w uint64) uint64 { return (w - swarOnes) &^ w & swarTops }
-
-// plainEnd returns the index of the first byte at or after j that ends a
-// run of plain string bytes ('"', '\\' or a control byte < 0x20), or
-// len(data). It reads eight bytes at a time: loaded little-endian, the
-// word's lowest set bit is the first byte in memory order.
-func plainEnd(data []byte, j int) int {
-	for ; len(data)-j >= 8; j += 8 {
-		w := binary.LittleEndian.Uint64(data[j:])
-		// w - 0x20 in each byte borrows (sets the top bit) only for bytes
-		// below 0x20, with the same lowest-bit guarantee as swarZero.
-		stop := swarZero(w^(swarOnes*'"')) | swarZero(w^(swarOnes*'\\')) | (w-swarOnes*0x20)&^w&swarTops
-		if stop != 0 {
-			return j + bits.TrailingZeros64(stop)/8
-		}
-	}
-	for ; j < len(data); j++ {
-		if c := data[j]; c == '"' || c == '\\' || c < 0x20 {
-			return j
-		}
-	}
-	return j
-}
-
-// quoteOrEscape returns the index of the first '"' or '\\' at or after j
-// (or len(data)), and whether a byte ≥ 0x80 comes before it.
-func quoteOrEscape(data []byte, j int) (int, bool) {
-	var seen uint64 // the bytes before the stop, or'ed together
-	for ; len(data)-j >= 8; j += 8 {
-		w := binary.LittleEndian.Uint64(data[j:])
-		if stop := swarZero(w^(swarOnes*'"')) | swarZero(w^(swarOnes*'\\')); stop != 0 {
-			n := bits.TrailingZeros64(stop) // the stop byte's top bit: 8k+7
-			seen |= w & (1<<(n-7) - 1)      // the k bytes before it
-			return j + n/8, seen&swarTops != 0
-		}
-		seen |= w
-	}
-	high := seen&swarTops != 0
-	for ; j < len(data); j++ {
-		switch c := data[j]; {
-		case c == '"' || c == '\\':
-			return j, high
-		case c >= 0x80:
-			high = true
-		}
-	}
-	return j, high
 }
