@@ -67,6 +67,8 @@ func FuzzCallToolResult(f *testing.F) {
 		`{"content":[null]}`,
 		`{"content":[{"type":1}]}`,
 		`[]`,
+		"{\"content\":[{\"type\":\"text\",\"text\":\"0123456789abcdefghij caf\xc3\xa9 and more text\"}]}",
+		"{\"content\":[{\"type\":\"text\",\"text\":\"0123456789abcdefghij\\\"q\\\" and\\nmore \xff text\"}]}",
 	} {
 		f.Add([]byte(seed))
 	}

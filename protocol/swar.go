@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 )
@@ -22,12 +23,18 @@ const (
 // marks the first zero byte, which is all the callers use.
 func swarZero(w uint64) uint64 { return (w - swarOnes) &^ w & swarTops }
 
+// shortRun is how far the scans go word by word before they hand a long
+// string to bytes.IndexByte, which uses the CPU's vector instructions:
+// word by word costs least for the short strings (keys, names, ids) that
+// make up most small frames, IndexByte for the long texts of large ones.
+const shortRun = 16
+
 // plainEnd returns the index of the first byte at or after j that ends a
 // run of plain string bytes ('"', '\\' or a control byte < 0x20), or
 // len(data). It reads eight bytes at a time: loaded little-endian, the
 // word's lowest set bit is the first byte in memory order.
 func plainEnd(data []byte, j int) int {
-	for ; len(data)-j >= 8; j += 8 {
+	for n := 0; n < shortRun/8 && len(data)-j >= 8; n++ {
 		w := binary.LittleEndian.Uint64(data[j:])
 		// w - 0x20 in each byte borrows (sets the top bit) only for bytes
 		// below 0x20, with the same lowest-bit guarantee as swarZero.
@@ -35,9 +42,40 @@ func plainEnd(data []byte, j int) int {
 		if stop != 0 {
 			return j + bits.TrailingZeros64(stop)/8
 		}
+		j += 8
+	}
+	if len(data)-j >= 8 {
+		// A long string: the first quote or backslash, then the first
+		// control byte before it.
+		run := data[j:]
+		if q := bytes.IndexByte(run, '"'); q >= 0 {
+			run = run[:q]
+		}
+		if b := bytes.IndexByte(run, '\\'); b >= 0 {
+			run = run[:b]
+		}
+		return j + controlEnd(run)
 	}
 	for ; j < len(data); j++ {
 		if c := data[j]; c == '"' || c == '\\' || c < 0x20 {
+			return j
+		}
+	}
+	return j
+}
+
+// controlEnd returns the index of the first byte < 0x20 in s, or len(s).
+func controlEnd(s []byte) int {
+	j := 0
+	for ; len(s)-j >= 16; j += 16 {
+		w0 := binary.LittleEndian.Uint64(s[j:])
+		w1 := binary.LittleEndian.Uint64(s[j+8:])
+		if ((w0-swarOnes*0x20)&^w0|(w1-swarOnes*0x20)&^w1)&swarTops != 0 {
+			break // the exact byte is found below
+		}
+	}
+	for ; j < len(s); j++ {
+		if s[j] < 0x20 {
 			return j
 		}
 	}
@@ -48,7 +86,7 @@ func plainEnd(data []byte, j int) int {
 // (or len(data)), and whether a byte ≥ 0x80 comes before it.
 func quoteOrEscape(data []byte, j int) (int, bool) {
 	var seen uint64 // the bytes before the stop, or'ed together
-	for ; len(data)-j >= 8; j += 8 {
+	for n := 0; n < shortRun/8 && len(data)-j >= 8; n++ {
 		w := binary.LittleEndian.Uint64(data[j:])
 		if stop := swarZero(w^(swarOnes*'"')) | swarZero(w^(swarOnes*'\\')); stop != 0 {
 			n := bits.TrailingZeros64(stop) // the stop byte's top bit: 8k+7
@@ -56,6 +94,17 @@ func quoteOrEscape(data []byte, j int) (int, bool) {
 			return j + n/8, seen&swarTops != 0
 		}
 		seen |= w
+		j += 8
+	}
+	if len(data)-j >= 8 {
+		run := data[j:]
+		if q := bytes.IndexByte(run, '"'); q >= 0 {
+			run = run[:q]
+		}
+		if b := bytes.IndexByte(run, '\\'); b >= 0 {
+			run = run[:b]
+		}
+		return j + len(run), seen&swarTops != 0 || hasHigh(run)
 	}
 	high := seen&swarTops != 0
 	for ; j < len(data); j++ {
@@ -67,6 +116,23 @@ func quoteOrEscape(data []byte, j int) (int, bool) {
 		}
 	}
 	return j, high
+}
+
+// hasHigh reports whether s has a byte ≥ 0x80.
+func hasHigh(s []byte) bool {
+	var seen uint64
+	j := 0
+	for ; len(s)-j >= 32; j += 32 {
+		seen |= binary.LittleEndian.Uint64(s[j:]) | binary.LittleEndian.Uint64(s[j+8:]) |
+			binary.LittleEndian.Uint64(s[j+16:]) | binary.LittleEndian.Uint64(s[j+24:])
+		if seen&swarTops != 0 {
+			return true
+		}
+	}
+	for ; j < len(s); j++ {
+		seen |= uint64(s[j])
+	}
+	return seen&swarTops != 0
 }
 
 // asciiEnd returns the index of the first '\\' or byte ≥ 0x80 at or

@@ -121,6 +121,20 @@ var validCases = []struct {
 	{"\"\xdc\xdc\xdc\xdc\xdc\xdc\xdc\xdc\xdc\"", true}, // 0xdc = 0x80|'\\'
 	{"\"!!!!!!!!!!\x21\x20\x22", true},
 	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n", true},
+	// Past the first sixteen bytes, where long strings are scanned with
+	// bytes.IndexByte.
+	{`"0123456789abcdefghijklmnopqrstuvwxyz"`, true},
+	{`"0123456789abcdefghij\"klmnopqrstuvwxyz"`, true},
+	{`"0123456789abcdefghij\\"`, true},
+	{`"0123456789abcdefghij\u00e9klmnopqrstuvwxyz"`, true},
+	{`"0123456789abcdefghij\u00zzklmnopqrstuvwxyz"`, false},
+	{"\"0123456789abcdefghij\x01klmnopqrstuvwxyz\"", false},
+	{"\"0123456789abcdefghijklmnopqrstuvwxy\x1f\"", false},
+	{"\"0123456789abcdefghij\\\\klmnopqrstuvwx\nyz\"", false},
+	{"\"0123456789abcdefghij\xc3\xa9klmnopqrstuvwxyz\"", true},
+	{"\"0123456789abcdefghij\xc3\xa9klm\\tnopqrstuvwxyz\"", true},
+	{`"0123456789abcdefghijklmnopqrstuvwxyz`, false},
+	{`["0123456789abcdefghijklmnopqrstuvwxyz","0123456789abcdefghijklmnopqrstuvwxyz"]`, true},
 }
 
 func TestValidJSON(t *testing.T) {
