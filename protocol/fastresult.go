@@ -35,23 +35,33 @@ func scanCallToolResult(data []byte, r *CallToolResult) bool {
 			i = skipSpace(data, i+1)
 			continue
 		}
-		key, v, end, ok := member(data, i)
+		key, vi, ok := memberKey(data, i)
 		if !ok {
 			return false
 		}
-		i = end
-		switch string(key) {
-		case "content":
+		if string(key) == "content" {
+			// The content, usually nearly all of the result, is decoded
+			// as it is scanned: one pass over each text.
 			if seenContent {
 				return false
 			}
 			seenContent = true
-			if string(v) == "null" {
-				continue
+			end := vi + len("null")
+			if !hasLiteral(data, vi, "null") {
+				if end, ok = scanContents(data, vi, r); !ok {
+					return false
+				}
 			}
-			if !scanContents(v, r) {
-				return false
-			}
+			i = skipSpace(data, end)
+			continue
+		}
+		end := valueEnd(data, vi)
+		if end < 0 {
+			return false
+		}
+		v := data[vi:end]
+		i = skipSpace(data, end)
+		switch string(key) {
 		case "isError":
 			if seenIsError {
 				return false
@@ -85,52 +95,52 @@ func scanCallToolResult(data []byte, r *CallToolResult) bool {
 	return true
 }
 
-// scanContents decodes a content array whose blocks have only plain
-// string members this scan knows.
-func scanContents(v []byte, r *CallToolResult) bool {
-	if v[0] != '[' {
-		return false
+// scanContents decodes the content array starting at data[i], whose
+// blocks have only string members this scan knows, and returns the index
+// just past the array.
+func scanContents(data []byte, i int, r *CallToolResult) (int, bool) {
+	if i >= len(data) || data[i] != '[' {
+		return 0, false
 	}
 	r.Content = []Content{}
-	i := skipSpace(v, 1)
-	for i < len(v) && v[i] != ']' {
-		if v[i] == ',' {
-			i = skipSpace(v, i+1)
+	i = skipSpace(data, i+1)
+	for i < len(data) && data[i] != ']' {
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
 			continue
 		}
-		end := valueEnd(v, i)
-		if end < 0 || v[i] != '{' {
-			return false
+		if data[i] != '{' {
+			return 0, false
 		}
 		r.Content = append(r.Content, Content{})
-		if !scanContent(v[i:end], &r.Content[len(r.Content)-1]) {
-			return false
+		end, ok := scanContent(data, i, &r.Content[len(r.Content)-1])
+		if !ok {
+			return 0, false
 		}
-		i = skipSpace(v, end)
+		i = skipSpace(data, end)
 	}
-	return true
+	if i >= len(data) {
+		return 0, false
+	}
+	return i + 1, true
 }
 
-// scanContent decodes one content block object.
-func scanContent(obj []byte, c *Content) bool {
-	i := skipSpace(obj, 1)
-	for i < len(obj) && obj[i] != '}' {
-		if obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+// scanContent decodes the content block object starting at data[i] and
+// returns the index just past it.
+func scanContent(data []byte, i int, c *Content) (int, bool) {
+	i = skipSpace(data, i+1)
+	for i < len(data) && data[i] != '}' {
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
 			continue
 		}
-		key, v, end, ok := member(obj, i)
+		key, vi, ok := memberKey(data, i)
 		if !ok {
-			return false
+			return 0, false
 		}
-		i = end
 		var dst *string
 		switch string(key) {
 		case "type":
-			if t, ok := contentTypes[string(v)]; ok {
-				c.Type = t // the usual types, without allocating
-				continue
-			}
 			dst = &c.Type
 		case "text":
 			dst = &c.Text
@@ -149,13 +159,36 @@ func scanContent(obj []byte, c *Content) bool {
 		default:
 			// Other members (annotations, _meta, resource, …), and
 			// near-misses that encoding/json would match case-insensitively.
-			return false
+			return 0, false
 		}
-		if !scanString(v, dst) {
-			return false
+		// Every member this scan knows is a string, or null, which leaves
+		// the field alone, as encoding/json does.
+		if hasLiteral(data, vi, "null") {
+			i = skipSpace(data, vi+len("null"))
+			continue
 		}
+		if vi >= len(data) || data[vi] != '"' {
+			return 0, false
+		}
+		if dst == &c.Type {
+			if end, _ := stringEnd(data, vi); end > 0 {
+				if t, ok := contentTypes[string(data[vi:end])]; ok {
+					c.Type = t // the usual types, without allocating
+					i = skipSpace(data, end)
+					continue
+				}
+			}
+		}
+		var end int
+		if *dst, end, ok = stringAt(data, vi); !ok {
+			return 0, false
+		}
+		i = skipSpace(data, end)
 	}
-	return true
+	if i >= len(data) {
+		return 0, false
+	}
+	return i + 1, true
 }
 
 // contentTypes are the content types by their JSON encoding.
@@ -170,16 +203,10 @@ var contentTypes = map[string]string{
 // member reads the object member starting at data[i] (a key's quote): its
 // unescaped key, its value, and the index after the value and any space.
 func member(data []byte, i int) (key, v []byte, next int, ok bool) {
-	if data[i] != '"' {
+	key, i, ok = memberKey(data, i)
+	if !ok {
 		return nil, nil, 0, false
 	}
-	keyEnd, special := stringEnd(data, i)
-	if special || keyEnd < 0 {
-		return nil, nil, 0, false
-	}
-	key = data[i+1 : keyEnd-1]
-	i = skipSpace(data, keyEnd)
-	i = skipSpace(data, i+1) // the colon
 	end := valueEnd(data, i)
 	if end < 0 {
 		return nil, nil, 0, false
@@ -187,21 +214,36 @@ func member(data []byte, i int) (key, v []byte, next int, ok bool) {
 	return key, data[i:end], skipSpace(data, end), true
 }
 
+// memberKey reads the key of the object member starting at data[i] (a
+// key's quote), which must have no escapes, and returns the index of its
+// value.
+func memberKey(data []byte, i int) (key []byte, value int, ok bool) {
+	if data[i] != '"' {
+		return nil, 0, false
+	}
+	keyEnd, special := stringEnd(data, i)
+	if special || keyEnd < 0 {
+		return nil, 0, false
+	}
+	key = data[i+1 : keyEnd-1]
+	i = skipSpace(data, keyEnd)
+	return key, skipSpace(data, i+1), true // after the colon
+}
+
 // scanString stores the JSON string v in dst; null leaves dst alone, as
-// encoding/json does. Strings with escapes or non-ASCII bytes are decoded
-// by encoding/json (which replaces invalid UTF-8).
+// encoding/json does.
 func scanString(v []byte, dst *string) bool {
 	switch {
 	case string(v) == "null":
 		return true
-	case v[0] != '"':
+	case len(v) == 0 || v[0] != '"':
 		return false
 	}
-	if _, special := stringEnd(v, 0); !special {
-		*dst = string(v[1 : len(v)-1])
-		return true
+	s, _, ok := stringAt(v, 0)
+	if ok {
+		*dst = s
 	}
-	return json.Unmarshal(v, dst) == nil
+	return ok
 }
 
 // PlainStringMember returns the value of the member key of the JSON object
@@ -233,7 +275,7 @@ func PlainStringMember(obj []byte, key string) (string, bool) {
 		}
 		i = end
 	}
-	if found == nil || found[0] != '"' {
+	if len(found) == 0 || found[0] != '"' {
 		return "", false
 	}
 	if _, special := stringEnd(found, 0); special {

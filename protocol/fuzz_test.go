@@ -67,12 +67,18 @@ func FuzzCallToolResult(f *testing.F) {
 		`{"content":[null]}`,
 		`{"content":[{"type":1}]}`,
 		`[]`,
+		"{\"content\":[{\"type\":\"text\",\"text\":\"0123456789abcdefghij caf\xc3\xa9 and more text\"}]}",
+		"{\"content\":[{\"type\":\"text\",\"text\":\"0123456789abcdefghij\\\"q\\\" and\\nmore \xff text\"}]}",
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if !json.Valid(data) {
-			return // the scan is only given validated JSON
+			// The scan is only given validated JSON: it may answer
+			// anything, but must not panic.
+			var r CallToolResult
+			scanCallToolResult(data, &r)
+			return
 		}
 		var fast CallToolResult
 		if !scanCallToolResult(data, &fast) {

@@ -175,10 +175,11 @@ func Decode(data []byte) (*Message, error) {
 	default:
 		return nil, fmt.Errorf("%w: frame starts with %q", ErrParse, truncate(data, 20))
 	}
-	if json.Valid(data) {
+	var inline [8]memberSpan
+	if spans, ok := validate(data, inline[:0]); ok {
 		var w wireMessage
 		var id ID
-		if hasID, ok := scanEnvelope(data, &w, &id); ok {
+		if hasID, ok := scanEnvelope(data, spans, &w, &id); ok {
 			if !hasID {
 				return w.messageWithID(nil)
 			}
@@ -247,35 +248,26 @@ func (w *wireMessage) messageWithID(id *ID) (*Message, error) {
 	return m, nil
 }
 
-// scanEnvelope extracts the envelope members of a valid JSON object
-// without reflection. It reports false when the frame needs
-// encoding/json: an escaped key, an escaped or non-string method, a
-// jsonrpc member other than the literal "2.0", a malformed id or error.
-// Params and result are copied, so the result does not alias data.
+// scanEnvelope extracts the envelope members of a valid JSON object,
+// whose members validate located, without reflection. It reports false
+// when the frame needs encoding/json: an escaped or non-ASCII key, an
+// escaped or non-string method, a jsonrpc member other than the literal
+// "2.0", a malformed id or error. Params and result are copied, so the
+// result does not alias data.
 //
 // w and id are the caller's locals, so that decoding allocates only the
 // message and one copy of params and result. The id goes to *id, and
 // hasID reports a non-null one (w.ID is left nil).
-func scanEnvelope(data []byte, w *wireMessage, id *ID) (hasID, ok bool) {
+func scanEnvelope(data []byte, spans []memberSpan, w *wireMessage, id *ID) (hasID, ok bool) {
 	var params, result []byte
-	i := skipSpace(data, 1)
-	for i < len(data) && data[i] != '}' {
-		if data[i] == ',' {
-			i = skipSpace(data, i+1)
-			continue
+	for _, m := range spans {
+		key := data[m.key+1 : m.keyEnd-1]
+		for _, c := range key {
+			if c == '\\' || c >= 0x80 {
+				return false, false
+			}
 		}
-		keyEnd, escaped := stringEnd(data, i)
-		if escaped || keyEnd < 0 {
-			return false, false
-		}
-		key := data[i+1 : keyEnd-1]
-		i = skipSpace(data, keyEnd)
-		i = skipSpace(data, i+1) // the colon
-		end := valueEnd(data, i)
-		if end < 0 {
-			return false, false
-		}
-		v := data[i:end]
+		v := data[m.value:m.end]
 		switch string(key) {
 		case "jsonrpc":
 			if string(v) != `"2.0"` {
@@ -329,7 +321,6 @@ func scanEnvelope(data []byte, w *wireMessage, id *ID) (hasID, ok bool) {
 				}
 			}
 		}
-		i = skipSpace(data, end)
 	}
 	if params != nil || result != nil {
 		buf := make([]byte, 0, len(params)+len(result))
@@ -357,21 +348,25 @@ func skipSpace(data []byte, i int) int {
 // stringEnd returns the index just past the JSON string starting at
 // data[i] (a quote), and whether its text needs decoding (escapes, or
 // bytes outside ASCII, which encoding/json checks for valid UTF-8); -1 if
-// unterminated.
-func stringEnd(data []byte, i int) (int, bool) {
-	special := false
-	for j := i + 1; j < len(data); j++ {
-		switch c := data[j]; {
-		case c == '\\':
-			special = true
-			j++
-		case c == '"':
-			return j + 1, special
-		case c >= 0x80:
-			special = true
+// unterminated. The string must be valid (validJSON checked it): the byte
+// after a backslash is skipped unseen.
+func stringEnd(data []byte, i int) (int, bool) { return stringEndFrom(data, i+1, false) }
+
+// stringEndFrom is stringEnd resumed at data[j], inside the string;
+// special is what stringEnd would have said of the bytes before j.
+func stringEndFrom(data []byte, j int, special bool) (int, bool) {
+	for {
+		k, high := quoteOrEscape(data, j)
+		special = special || high
+		if k >= len(data) {
+			return -1, special
 		}
+		if data[k] == '"' {
+			return k + 1, special
+		}
+		special = true
+		j = k + 2
 	}
-	return -1, special
 }
 
 // valueEnd returns the index just past the JSON value starting at data[i]
