@@ -27,15 +27,19 @@ const (
 // Errors of subscriptions.
 var (
 	ErrSubscribeUnsupported = actors.ErrSubscribeUnsupported
+	ErrSubscriptionRefused  = actors.ErrSubscriptionRefused
 	ErrUnknownPoll          = actors.ErrUnknownPoll
 )
 
-// SubscribeResource subscribes to updates of a server's resource
-// (resources/subscribe): each update is an EventResourceUpdated. The
-// subscription is sent again on every new connection of the server until
-// UnsubscribeResource. Servers that did not declare resources.subscribe
-// (and 2026-07-28 servers, whose subscriptions/listen mcpvisor does not
-// yet use for resources) fail with ErrSubscribeUnsupported.
+// SubscribeResource subscribes to updates of a server's resource: each
+// update is an EventResourceUpdated. Handshake-era servers get
+// resources/subscribe; 2026-07-28 servers a subscriptions/listen stream
+// selecting every subscribed URI, replaced by one with the new set on each
+// change, and SubscribeResource returns once the server acknowledged it
+// (ErrSubscriptionRefused when the acknowledgement leaves the URI out).
+// The subscription is sent again on every new connection of the server
+// until UnsubscribeResource. Servers that did not declare
+// resources.subscribe fail with ErrSubscribeUnsupported.
 func (s *Supervisor) SubscribeResource(ctx context.Context, server, uri string) error {
 	return s.sys.SubscribeResource(ctx, server, uri)
 }

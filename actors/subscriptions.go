@@ -16,15 +16,15 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
-// Resource subscriptions (resources/subscribe, restored on every new
-// connection) and polling subscriptions (a tool call or resource read
-// repeated at an interval, publishing only changes).
+// Resource subscriptions (resources/subscribe in the handshake eras, a
+// subscriptions/listen stream in 2026-07-28 (modernsubs.go); restored on
+// every new connection) and polling subscriptions (a tool call or
+// resource read repeated at an interval, publishing only changes).
 
 // Errors of subscriptions; the root package re-exports them.
 var (
 	// ErrSubscribeUnsupported: the server did not declare
-	// resources.subscribe, or speaks the 2026-07-28 era, whose
-	// subscriptions/listen mcpvisor does not yet use for resources.
+	// resources.subscribe.
 	ErrSubscribeUnsupported = errors.New("mcpvisor: the server does not support resource subscriptions")
 	// ErrUnknownPoll: no polling subscription has that id.
 	ErrUnknownPoll = errors.New("mcpvisor: unknown polling subscription")
@@ -41,14 +41,19 @@ const (
 type subscriptions struct {
 	mu        sync.Mutex
 	resources map[string]map[string]bool // server → subscribed URIs
+	streams   map[string]*resourceStream // server → its 2026-07-28 listen stream for resources
 	polls     map[string]*poll
 	nextPoll  uint64
-	wg        sync.WaitGroup // running pollers
+	wg        sync.WaitGroup // running pollers and listen loops
 	closed    bool
+
+	ctx    context.Context // ends with close: the listen loops' parent
+	cancel context.CancelFunc
 }
 
 func newSubscriptions() *subscriptions {
-	return &subscriptions{resources: map[string]map[string]bool{}, polls: map[string]*poll{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &subscriptions{resources: map[string]map[string]bool{}, polls: map[string]*poll{}, ctx: ctx, cancel: cancel}
 }
 
 // uris returns server's subscribed URIs, sorted.
@@ -63,18 +68,30 @@ func (s *subscriptions) uris(server string) []string {
 	return out
 }
 
-// supportsSubscribe reports whether sess can take resources/subscribe.
+// supportsSubscribe reports whether the server behind sess offers
+// resource subscriptions (resources.subscribe, in every era).
 func supportsSubscribe(sess *session.Session) bool {
 	c := sess.Capabilities().Resources
-	return c != nil && c.Subscribe && !protocol.UsesDiscover(sess.ProtocolVersion())
+	return c != nil && c.Subscribe
+}
+
+// listensForResources reports whether sess subscribes to resources with
+// subscriptions/listen (2026-07-28) rather than resources/subscribe.
+func listensForResources(sess *session.Session) bool {
+	return protocol.UsesDiscover(sess.ProtocolVersion())
 }
 
 // SubscribeResource subscribes to updates of the resource at uri on
-// server (resources/subscribe); each notifications/resources/updated
-// becomes an EventResourceUpdated. The subscription is kept by mcpvisor
-// and sent again on every new connection of the server, until
-// UnsubscribeResource. A server that is not ready is waited for, like a
-// call.
+// server; each notifications/resources/updated becomes an
+// EventResourceUpdated. In the handshake eras it sends
+// resources/subscribe; with a 2026-07-28 server it replaces the server's
+// resource listen stream with one selecting the new set (see
+// modernsubs.go), returns once the server acknowledged it, and fails with
+// ErrSubscriptionRefused when the acknowledgement leaves uri out. The
+// subscription is kept by mcpvisor and sent again on every new connection
+// of the server, until UnsubscribeResource. A server that is not ready is
+// waited for, like a call; ctx (or the server's call timeout) bounds the
+// whole.
 func (s *System) SubscribeResource(ctx context.Context, server, uri string) error {
 	h, err := s.handle(server)
 	if err != nil {
@@ -93,6 +110,13 @@ func (s *System) SubscribeResource(ctx context.Context, server, uri string) erro
 		}
 		subs.resources[server][uri] = true
 		subs.mu.Unlock()
+		if listensForResources(sess) {
+			agreed, err := subs.applyModern(ctx, server, sess, s.log)
+			if err == nil && !agreed[uri] {
+				err = fmt.Errorf("%w: %q on %q (the subscriptions/listen acknowledgement left it out)", ErrSubscriptionRefused, uri, server)
+			}
+			return struct{}{}, err
+		}
 		return struct{}{}, sess.Call(ctx, protocol.MethodResourcesSubscribe, protocol.SubscribeParams{URI: uri}, nil)
 	})
 	if err != nil && !errors.Is(err, ErrSubscribeUnsupported) {
@@ -108,7 +132,10 @@ func (s *System) SubscribeResource(ctx context.Context, server, uri string) erro
 }
 
 // UnsubscribeResource ends a resource subscription: mcpvisor forgets it
-// and, when the server is ready, sends resources/unsubscribe.
+// and, when the server is ready, sends resources/unsubscribe, or (with a
+// 2026-07-28 server) replaces the resource listen stream with one without
+// uri and waits for its acknowledgement (the last URI gone, the stream is
+// cancelled). Updates of uri arriving after it returns are dropped.
 func (s *System) UnsubscribeResource(ctx context.Context, server, uri string) error {
 	h, err := s.handle(server)
 	if err != nil {
@@ -126,23 +153,54 @@ func (s *System) UnsubscribeResource(ctx context.Context, server, uri string) er
 	if err != nil || !supportsSubscribe(v.sess) {
 		return nil // the next connection simply does not subscribe
 	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.callTimeout(h))
+		defer cancel()
+	}
+	if listensForResources(v.sess) {
+		_, err := subs.applyModern(ctx, server, v.sess, s.log)
+		return err
+	}
 	return v.sess.Call(ctx, protocol.MethodResourcesUnsubscribe, protocol.SubscribeParams{URI: uri}, nil)
 }
 
 // ResourceSubscriptions returns the URIs subscribed on server.
 func (s *System) ResourceSubscriptions(server string) []string { return s.opts.host.subs.uris(server) }
 
-// restoreSubscriptions sends resources/subscribe again for every URI the
-// host subscribed, on a new connection (in a goroutine of the actor's).
+// restoreSubscriptions subscribes again to every URI the host subscribed,
+// on a new connection (in a goroutine of the actor's): resources/subscribe
+// for each, or one subscriptions/listen stream selecting them all.
 func (a *serverActor) restoreSubscriptions() {
 	if a.opts.host == nil || !supportsSubscribe(a.sess) {
 		return
 	}
-	uris := a.opts.host.subs.uris(a.h.name)
+	subs := a.opts.host.subs
+	uris := subs.uris(a.h.name)
 	if len(uris) == 0 {
 		return
 	}
-	sess, log, timeout := a.sess, a.log, a.connectTimeout()
+	sess, log, timeout, name := a.sess, a.log, a.connectTimeout(), a.h.name
+	if listensForResources(sess) {
+		a.goroutine(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			agreed, err := subs.applyModern(ctx, name, sess, log)
+			if err != nil {
+				if sess.Err() == nil {
+					log.Warn().Err(err).Strs("uris", uris).Msg("could not restore the resource subscriptions")
+				}
+				return
+			}
+			for _, uri := range uris {
+				if !agreed[uri] {
+					log.Warn().Str("uri", uri).Msg("the server no longer agrees to a resource subscription")
+				}
+			}
+			log.Debug().Int("uris", len(uris)).Msg("resource subscriptions restored")
+		})
+		return
+	}
 	a.goroutine(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
@@ -315,12 +373,13 @@ func (s *System) pollOnce(ctx context.Context, spec PollSpec) (json.RawMessage, 
 	return bytes.TrimSpace(buf.Bytes()), h, err
 }
 
-// close stops every poller and waits for them.
+// close stops every poller and listen loop and waits for them.
 func (s *subscriptions) close() {
 	s.mu.Lock()
 	s.closed = true
 	polls := s.polls
 	s.polls = map[string]*poll{}
+	s.cancel() // every listen loop ends, and cancels its stream
 	s.mu.Unlock()
 	for _, p := range polls {
 		p.cancel()

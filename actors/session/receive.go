@@ -101,6 +101,12 @@ func (s *Session) notification(m *protocol.Message) {
 		return
 	case protocol.NotificationSubscriptionsAck:
 		s.acks.Add(1)
+		s.acknowledged(m.Params)
+	default:
+		if s.anyMuted.Load() && s.mutedNotification(m.Params) {
+			s.muted.Add(1)
+			return
+		}
 	}
 	if h := s.opts.Handler; h != nil {
 		h.Notification(m.Method, m.Params)

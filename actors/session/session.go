@@ -164,6 +164,13 @@ type Session struct {
 	badInARow atomic.Int64
 	acks      atomic.Int64 // subscriptions/listen acknowledgements received
 	listening atomic.Int64 // subscriptions/listen requests open
+
+	// Streams of OpenListen (see listen.go), all guarded by mu.
+	listens  map[int64]*ListenStream // open streams, by subscription id
+	retired  map[int64]struct{}      // muted streams that have ended, whose late notifications are still dropped
+	retiredQ []int64                 // retired, oldest first (at most maxRetired)
+	anyMuted atomic.Bool             // a stream was ever muted: notifications need the subscription id check
+	muted    atomic.Int64            // notifications dropped because their stream was muted
 }
 
 // call is one pending request. ch is buffered so that completing never
@@ -325,8 +332,13 @@ func (s *Session) Call(ctx context.Context, method string, params, result any) e
 }
 
 func (s *Session) roundTrip(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return s.roundTripID(ctx, s.nextID.Add(1), method, params)
+}
+
+// roundTripID is roundTrip with the request id chosen by the caller (from
+// nextID), for requests whose id must be known before they are sent.
+func (s *Session) roundTripID(ctx context.Context, id int64, method string, params any) (json.RawMessage, error) {
 	start := time.Now()
-	id := s.nextID.Add(1)
 	params = s.withMeta(params)
 	var buf []byte
 	if raw, ok := params.(protocol.ValidJSON); ok {
