@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,7 +46,7 @@ func (s *server) extTools() []protocol.Tool {
 			InputSchema: obj(`"n":{"type":"integer"},"prefix":{"type":"string"}`)})
 	}
 	if s.o.Subscribe {
-		tools = append(tools, protocol.Tool{Name: "touch", Description: "Changes resource uri and sends resources/updated if it is subscribed.",
+		tools = append(tools, protocol.Tool{Name: "touch", Description: "Changes resource uri and sends resources/updated if it is subscribed (resources/subscribe, or a subscriptions/listen stream's resourceSubscriptions).",
 			InputSchema: obj(`"uri":{"type":"string"}`)})
 	}
 	if s.o.Progress {
@@ -94,6 +95,10 @@ func (s *server) extRequest(out output, m *protocol.Message) bool {
 	}
 	var p protocol.SubscribeParams
 	_ = json.Unmarshal(m.Params, &p)
+	if m.Method == protocol.MethodResourcesSubscribe && !strings.HasPrefix(p.URI, "mock://") {
+		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "no resource %q", p.URI))
+		return true
+	}
 	s.ext.mu.Lock()
 	if s.ext.subscribed == nil {
 		s.ext.subscribed = map[string]bool{}
@@ -148,10 +153,7 @@ func (s *server) extTool(out output, m *protocol.Message, name string) bool {
 		s.ext.version[a.URI]++
 		sub := s.ext.subscribed[a.URI]
 		s.ext.mu.Unlock()
-		if sub {
-			params, _ := json.Marshal(protocol.ResourceUpdatedParams{URI: a.URI})
-			s.hub.broadcast(protocol.NotificationResourceUpdated, params)
-		}
+		sub = s.hub.resourceUpdated(a.URI, sub)
 		s.reply(out, m.ID, text(fmt.Sprintf("touched %s (subscribed: %v)", a.URI, sub)))
 	case s.o.Progress && name == "progress":
 		var p struct {

@@ -669,7 +669,7 @@ func requestName(m *protocol.Message) string {
 // notifications, until the client goes away, ListenCut cuts it, or the
 // server shuts down (a complete result ends it).
 func (h *handler) listen(w http.ResponseWriter, r *http.Request, m *protocol.Message) {
-	agreed := agreedFilter(m.Params)
+	agreed := h.s.agreedFilter(m.Params)
 	st := newStream(0, "", false, false, h.o.Garbage)
 	st.notify(listenAck(m.ID, agreed))
 	h.mu.Lock()
@@ -680,7 +680,7 @@ func (h *handler) listen(w http.ResponseWriter, r *http.Request, m *protocol.Mes
 	}
 	h.listens[st] = m.ID
 	h.mu.Unlock()
-	sub := &subscription{id: m.ID, tools: agreed.ToolsListChanged, out: st}
+	sub := newSubscription(m.ID, agreed, st)
 	h.s.hub.subscribe(sub, nil)
 	defer func() {
 		h.s.hub.unsubscribe(sub)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -32,9 +33,21 @@ type hub struct {
 
 // subscription is one open subscriptions/listen request.
 type subscription struct {
-	id    protocol.ID // the listen request's id, echoed as the subscription id
-	tools bool        // toolsListChanged agreed
-	out   sink
+	id        protocol.ID     // the listen request's id, echoed as the subscription id
+	tools     bool            // toolsListChanged agreed
+	resources map[string]bool // resourceSubscriptions agreed
+	out       sink
+}
+
+func newSubscription(id protocol.ID, agreed listenFilter, out sink) *subscription {
+	sub := &subscription{id: id, tools: agreed.ToolsListChanged, out: out}
+	for _, u := range agreed.ResourceSubscriptions {
+		if sub.resources == nil {
+			sub.resources = map[string]bool{}
+		}
+		sub.resources[u] = true
+	}
+	return sub
 }
 
 func (h *hub) add(k sink) {
@@ -76,6 +89,51 @@ func (h *hub) unsubscribe(sub *subscription) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.subs, sub)
+}
+
+// cancel ends the subscription with id on conn (a connection transport's
+// client sent notifications/cancelled naming its listen request); it
+// reports whether there was one.
+func (h *hub) cancel(conn sink, id protocol.ID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs {
+		if sub.out == conn && sub.id == id {
+			delete(h.subs, sub)
+			return true
+		}
+	}
+	return false
+}
+
+// resourceUpdated sends notifications/resources/updated for uri: to the
+// connections and sessions that get notifications unsolicited when plain
+// (the handshake eras' resources/subscribe covers uri), and to every
+// listen stream whose resourceSubscriptions were agreed for uri, tagged.
+// It reports whether anyone was sent it.
+func (h *hub) resourceUpdated(uri string, plain bool) bool {
+	params, _ := json.Marshal(protocol.ResourceUpdatedParams{URI: uri})
+	h.mu.Lock()
+	var sinks []sink
+	if plain {
+		sinks = make([]sink, 0, len(h.plain))
+		for k := range h.plain {
+			sinks = append(sinks, k)
+		}
+	}
+	var subs []*subscription
+	for sub := range h.subs {
+		if sub.resources[uri] {
+			subs = append(subs, sub)
+		}
+	}
+	h.mu.Unlock()
+	h.send(sinks, protocol.NotificationResourceUpdated, params)
+	members := string(params[1 : len(params)-1])
+	for _, sub := range subs {
+		sub.out.notify(subscriptionMessage(protocol.NotificationResourceUpdated, sub.id, members))
+	}
+	return plain || len(subs) > 0
 }
 
 // toolsChanged sends notifications/tools/list_changed to everyone who
@@ -158,15 +216,23 @@ type listenParams struct {
 }
 
 // agreedFilter returns the subset of the requested filter the server
-// honours: it only ever changes its tools.
-func agreedFilter(params json.RawMessage) listenFilter {
+// honours: its tools change, and with Subscribe it sends resources/updated
+// for its own resources (mock://…; other URIs are refused, left out of
+// the acknowledgement); the conformance fixtures agree to every URI.
+func (s *server) agreedFilter(params json.RawMessage) listenFilter {
 	var p listenParams
 	_ = json.Unmarshal(params, &p)
 	f := p.listenFilter
 	if p.Notifications != nil {
 		f = *p.Notifications
 	}
-	return listenFilter{ToolsListChanged: f.ToolsListChanged}
+	agreed := listenFilter{ToolsListChanged: f.ToolsListChanged}
+	for _, u := range f.ResourceSubscriptions {
+		if s.o.Conformance || (s.o.Subscribe && strings.HasPrefix(u, "mock://")) {
+			agreed.ResourceSubscriptions = append(agreed.ResourceSubscriptions, u)
+		}
+	}
+	return agreed
 }
 
 // subscriptionMessage returns a notification tagged with subscription id;
@@ -200,8 +266,8 @@ func listenComplete(id protocol.ID) []byte {
 // acknowledgement and the notifications go to conn, and the request stays
 // unanswered for the connection's life.
 func (s *server) listen(m *protocol.Message, conn sink) {
-	agreed := agreedFilter(m.Params)
-	sub := &subscription{id: m.ID, tools: agreed.ToolsListChanged, out: conn}
+	agreed := s.agreedFilter(m.Params)
+	sub := newSubscription(m.ID, agreed, conn)
 	conn.notify(listenAck(m.ID, agreed))
 	s.hub.subscribe(sub, conn)
 }

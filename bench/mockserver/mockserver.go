@@ -79,9 +79,11 @@ type Options struct {
 	// Channel makes it a channel server (capabilities claude/channel and
 	// claude/channel/permission, tool channel_burst {n, prefix}); it
 	// echoes permission requests and verdicts it receives as channel
-	// messages. Subscribe adds resources/subscribe and the tool touch
-	// {uri}. Progress adds the tools progress {steps, ms} and cancelled.
-	// Connection transports (stdio, WebSocket) only.
+	// messages. Subscribe adds resources/subscribe (and the
+	// resourceSubscriptions of subscriptions/listen; only mock:// URIs are
+	// agreed to) and the tool touch {uri}, over every transport. Progress
+	// adds the tools progress {steps, ms} and cancelled. Channel and
+	// Progress: connection transports (stdio, WebSocket) only.
 	Channel, Subscribe, Progress bool
 
 	// CrashMidResponse makes every tools/call crash the server (code 5)
@@ -279,7 +281,7 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.Conformance, "conformance", false, "also serve the conformance suite's server fixtures (test_* tools, test:// resources, prompts)")
 	fs.BoolVar(&o.NotifyTool, "notify-tool", false, "add the tool notify {method, params}: sends that notification to every connection")
 	fs.BoolVar(&o.Channel, "channel", false, "stdio, ws: be a claude/channel server with the tool channel_burst {n, prefix}; echo permission requests and verdicts as channel messages")
-	fs.BoolVar(&o.Subscribe, "subscribe", false, "stdio, ws: serve resources/subscribe and the tool touch {uri}, which sends resources/updated when uri is subscribed")
+	fs.BoolVar(&o.Subscribe, "subscribe", false, "serve resources/subscribe, agree to mock:// URIs in subscriptions/listen resourceSubscriptions (2026-07-28), and add the tool touch {uri}, which sends resources/updated when uri is subscribed")
 	fs.BoolVar(&o.Progress, "progress", false, "stdio, ws: add the tools progress {steps, ms} (progress notifications) and cancelled (notifications/cancelled received)")
 	fs.BoolVar(&o.CrashMidResponse, "crash-mid-response", false,
 		"on tools/call write the first half of the answer, then exit with code 5 (every transport; over HTTP the connections close)")
@@ -550,6 +552,14 @@ func (s *server) handle(ctx context.Context, p *peer, line []byte, out output) (
 		p.note(m)
 		if m.Kind == protocol.KindNotification {
 			s.extNotification(m)
+			if m.Method == protocol.NotificationCancelled && p.conn != nil {
+				// The client cancels a subscriptions/listen stream on a
+				// connection transport by naming its request.
+				var c protocol.CancelledParams
+				if json.Unmarshal(m.Params, &c) == nil {
+					s.hub.cancel(p.conn, c.RequestID)
+				}
+			}
 		}
 		if m.Kind == protocol.KindResponse {
 			s.asked.deliver(m)
