@@ -48,6 +48,9 @@ func (g *Gateway) acquireResource(ctx context.Context, owner any, uri string) *p
 		if errors.Is(err, mcpvisor.ErrSubscribeUnsupported) {
 			return errorf(protocol.CodeInvalidParams, "resource %q: server %q does not offer subscriptions", uri, server)
 		}
+		if errors.Is(err, mcpvisor.ErrSubscriptionRefused) {
+			return errorf(protocol.CodeInvalidParams, "resource %q: server %q refused the subscription", uri, server)
+		}
 		return rpcError(err)
 	}
 	g.subRefs[uri] = &subRef{server: server, owners: map[any]struct{}{owner: {}}}
