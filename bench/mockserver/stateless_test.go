@@ -269,3 +269,45 @@ func mustEncode(t *testing.T, m *protocol.Message) []byte {
 	}
 	return b
 }
+
+// TestListenResourceSubscriptions: with Subscribe, a listen stream's
+// resourceSubscriptions are agreed for the server's own (mock://) URIs
+// only, and a touched URI's resources/updated goes, tagged, to the streams
+// that selected it and no other. On a connection transport,
+// notifications/cancelled naming the listen request ends the stream.
+func TestListenResourceSubscriptions(t *testing.T) {
+	const uri = "mock://resource/1"
+	srv := serve(t, Options{Transport: TransportHTTP, Subscribe: true, Resources: 1})
+	resources := modernParams(protocol.Version20260728, map[string]any{"notifications": map[string]any{
+		"resourceSubscriptions": []string{uri, "other://x"}}})
+	r := newSSEReader(statelessPost(t, srv.URL, 10, protocol.MethodSubscriptionsListen, resources, nil).Body)
+	ack := readSubscription(t, r, protocol.NotificationSubscriptionsAck, protocol.Int64ID(10))
+	var p struct {
+		Notifications protocol.NotificationSubscriptions `json:"notifications"`
+	}
+	if err := json.Unmarshal(ack.Params, &p); err != nil || !slices.Equal(p.Notifications.ResourceSubscriptions, []string{uri}) {
+		t.Fatalf("acknowledged %s, want only %s", ack.Params, uri)
+	}
+	tools := newSSEReader(statelessPost(t, srv.URL, 11, protocol.MethodSubscriptionsListen, listenReq(), nil).Body)
+	readSubscription(t, tools, protocol.NotificationSubscriptionsAck, protocol.Int64ID(11))
+
+	touch := modernParams(protocol.Version20260728, map[string]any{"name": "touch", "arguments": map[string]any{"uri": uri}})
+	callText(t, readResponse(t, statelessPost(t, srv.URL, 12, protocol.MethodToolsCall, touch, nil), protocol.Int64ID(12)))
+	updated := readSubscription(t, r, protocol.NotificationResourceUpdated, protocol.Int64ID(10))
+	var u protocol.ResourceUpdatedParams
+	if err := json.Unmarshal(updated.Params, &u); err != nil || u.URI != uri {
+		t.Fatalf("updated %s", updated.Params)
+	}
+	announce := modernParams(protocol.Version20260728, map[string]any{"name": "announce", "arguments": map[string]any{"text": "n"}})
+	callText(t, readResponse(t, statelessPost(t, srv.URL, 13, protocol.MethodToolsCall, announce, nil), protocol.Int64ID(13)))
+	readSubscription(t, tools, protocol.NotificationToolsListChanged, protocol.Int64ID(11)) // not resources/updated first
+
+	ws := serve(t, Options{Transport: TransportWS, Subscribe: true, Resources: 1})
+	c := dialWS(t, ws.URL).(*streamClient)
+	c.send(t, encode(t, 20, protocol.MethodSubscriptionsListen, resources))
+	waitNote(t, c, protocol.NotificationSubscriptionsAck)
+	c.notify(t, protocol.NotificationCancelled, map[string]any{"requestId": 20})
+	if got := callText(t, c.request(t, protocol.MethodToolsCall, touch)); got != "touched "+uri+" (subscribed: false)" {
+		t.Fatalf("after cancelling the stream: %q", got)
+	}
+}
