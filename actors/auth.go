@@ -297,7 +297,7 @@ func (s *System) Login(ctx context.Context, name string, ua oauth.UserAgent) err
 	src := h.currentAuth()
 	if src == nil {
 		v := h.view.Load()
-		tmp := &serverActor{h: h, cfg: v.cfg, opts: s.opts, log: s.opts.Logger.With().Str("server", name).Logger()}
+		tmp := &serverActor{h: h, cfg: v.cfg, opts: &s.opts, log: serverLogger(s.opts.Logger, name)}
 		if !tmp.authorizes() {
 			return fmt.Errorf("mcpvisor: server %q does not use OAuth", name)
 		}
