@@ -18,15 +18,23 @@ import (
 )
 
 // Authorization of remote servers. Every HTTP-based server (http, sse,
-// ws) gets an oauth.Source, built on first connect and kept on its handle
-// (so it survives a restart of the actor): its oauth.Transport wraps the
-// server's HTTP client, so that every request — POST, GET stream, DELETE,
-// reconnects — carries the bearer token, a token near expiry is refreshed
-// first (single-flight), and a 401 gets one refresh and one retry. When
-// the Source cannot answer a challenge without the user, the transport
-// reports the 401/403, the server parks in needs-auth (no request to the
-// server or its authorization server until Login or a call), and an
-// EventAuthRequired names the scope needed.
+// ws) gets an oauth.Source, kept on its handle (so it survives a restart
+// of the actor): its oauth.Transport wraps the server's HTTP client, so
+// that every request — POST, GET stream, DELETE, reconnects — carries the
+// bearer token, a token near expiry is refreshed first (single-flight),
+// and a 401 gets one refresh and one retry. When the Source cannot answer
+// a challenge without the user, the transport reports the 401/403, the
+// server parks in needs-auth (no request to the server or its
+// authorization server until Login or a call), and an EventAuthRequired
+// names the scope needed.
+//
+// A server with OAuth settings or TLS settings gets its Source on first
+// connect. One with neither, the usual server that never asks for
+// authorization, gets it when it first needs one (lazySource): when the
+// server first answers 401 or 403, or when OAuthOptions.Store holds
+// credentials for its URL. Until then its requests go without a token,
+// as they would through a Source with nothing to send, and the server
+// costs no Source (about a kilobyte each).
 
 // OAuthConfig is the "oauth" member of a server entry. Every field is
 // optional: with none, the server is authorized by discovery and dynamic
@@ -117,6 +125,14 @@ type authHolder struct {
 	src    *oauth.Source // nil until first needed
 	key    string        // the config the source was built for
 	client *http.Client  // the server's own HTTP client, when it has TLS settings
+	// stored is the config (key) for which OAuthOptions.Store was looked
+	// up and held no credentials: a lazy source need not look again.
+	stored string
+}
+
+// authKey identifies the config a server's source is built for.
+func authKey(cfg *ServerConfig) string {
+	return cfg.URL + "\x00" + string(cfg.OAuth)
 }
 
 // NewAuthSource builds the token source of a remote server. client talks
@@ -185,7 +201,7 @@ func (a *serverActor) authSource() (*oauth.Source, error) {
 	h := &a.h.auth
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	key := a.cfg.URL + "\x00" + string(a.cfg.OAuth)
+	key := authKey(&a.cfg)
 	if h.src != nil && h.key == key {
 		return h.src, nil
 	}
@@ -222,6 +238,9 @@ func (a *serverActor) authClient(client *http.Client) (*http.Client, error) {
 	if !a.authorizes() {
 		return client, nil
 	}
+	if lazy, err := a.lazyAuth(client); lazy != nil || err != nil {
+		return lazy, err
+	}
 	src, err := a.authSource()
 	if err != nil {
 		return nil, err
@@ -235,6 +254,88 @@ func (a *serverActor) authClient(client *http.Client) (*http.Client, error) {
 	wrapped := *client
 	wrapped.Transport = &oauth.Transport{Base: client.Transport, Source: src}
 	return &wrapped, nil
+}
+
+// lazyAuth wraps client (the shared one: the server has no TLS settings)
+// with a transport that creates the server's source when it is first
+// needed (see lazySource). It returns nil for the servers whose source is
+// built on connect: those with OAuth or TLS settings, and those that have
+// a source already (for this config or an earlier one, which authSource
+// replaces).
+func (a *serverActor) lazyAuth(client *http.Client) (*http.Client, error) {
+	if client == nil || a.cfg.TLS != nil {
+		return nil, nil
+	}
+	if s, err := a.cfg.OAuthSettings(); err != nil || s != nil {
+		return nil, nil
+	}
+	if a.h.currentAuth() != nil {
+		return nil, nil
+	}
+	// What NewAuthSource would refuse, refused on connect as before.
+	if _, err := oauth.CanonicalResource(a.cfg.URL); err != nil {
+		return nil, &transports.ConfigError{Err: err}
+	}
+	h, opts, url, key := a.h, a.opts, a.cfg.URL, authKey(&a.cfg)
+	wrapped := *client
+	wrapped.Transport = &oauth.Transport{Base: client.Transport, Lazy: func(ctx context.Context, create bool) (*oauth.Source, error) {
+		return h.lazySource(ctx, create, opts, url, key)
+	}}
+	return &wrapped, nil
+}
+
+// lazySource is the oauth.Transport.Lazy of a server without OAuth or TLS
+// settings whose config is key (its URL url). Without create it returns
+// the server's source if it has one, else creates it only when
+// OAuthOptions.Store holds credentials for the URL (looked up once per
+// config; a source reads the store once too); else nil: the request goes
+// without a token. With create (the server answered 401 or 403) it
+// returns the source, creating it. It runs in the transport's goroutines.
+func (h *serverHandle) lazySource(ctx context.Context, create bool, opts *Options, url, key string) (*oauth.Source, error) {
+	ah := &h.auth
+	ah.mu.Lock()
+	src, stored := ah.src, ah.stored == key
+	if src != nil && ah.key != key {
+		src = nil // a source of another config: this connection's is its own
+	}
+	ah.mu.Unlock()
+	if src != nil {
+		return src, nil
+	}
+	if !create {
+		store := opts.OAuth.Store
+		if stored || store == nil {
+			return nil, nil // a new source's own memory store would be empty
+		}
+		canonical, err := oauth.CanonicalResource(url)
+		if err != nil {
+			return nil, err
+		}
+		e, err := store.Load(ctx, canonical, "")
+		if err != nil {
+			return nil, err
+		}
+		if e == nil {
+			ah.mu.Lock()
+			ah.stored = key
+			ah.mu.Unlock()
+			return nil, nil
+		}
+	}
+	ah.mu.Lock()
+	defer ah.mu.Unlock()
+	if ah.src != nil && ah.key == key {
+		return ah.src, nil // created meanwhile
+	}
+	cfg := ServerConfig{Config: transports.Config{URL: url}}
+	src, err := NewAuthSource(h.name, cfg, opts.OAuth, opts.sharedHTTP, serverLogger(opts.Logger, h.name))
+	if err != nil {
+		return nil, &transports.ConfigError{Err: err}
+	}
+	if ah.src == nil {
+		ah.src, ah.key = src, key
+	}
+	return src, nil
 }
 
 // EventAuthRequired: a server needs the user to authorize (it is parked
@@ -297,7 +398,7 @@ func (s *System) Login(ctx context.Context, name string, ua oauth.UserAgent) err
 	src := h.currentAuth()
 	if src == nil {
 		v := h.view.Load()
-		tmp := &serverActor{h: h, cfg: v.cfg, opts: s.opts, log: s.opts.Logger.With().Str("server", name).Logger()}
+		tmp := &serverActor{h: h, cfg: v.cfg, opts: &s.opts, log: serverLogger(s.opts.Logger, name)}
 		if !tmp.authorizes() {
 			return fmt.Errorf("mcpvisor: server %q does not use OAuth", name)
 		}

@@ -240,3 +240,50 @@ func TestOAuthLoginThroughHostHook(t *testing.T) {
 	require.NoError(t, err)
 	assertNoTokensIn(t, logs.String(), as)
 }
+
+// A server without OAuth settings gets its token source only when it
+// needs one: never, for a server that never asks for authorization; on
+// its first request, when the store holds credentials for its URL (they
+// go with every request, the first included); on its first challenge
+// otherwise (TestOAuthBearerOnEveryRequest).
+func TestOAuthSourceOnlyWhenNeeded(t *testing.T) {
+	open := serveMock(t, mockserver.Options{Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20251125}})
+	as, u := protectedMock(t, mockserver.Options{Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20251125}}, 3600)
+	store := &oauth.MemoryStore{}
+
+	var logs syncBuffer
+	opts := authOptions(&logs, true)
+	opts.OAuth.Store = store
+	s := start(t, opts)
+	setAndSettle(t, s, map[string]ServerConfig{"open": remote(transports.TypeHTTP, open.URL), "r": remote(transports.TypeHTTP, u)})
+	require.Equal(t, StateReady, statusOf(s, "open").State, statusOf(s, "open").LastError)
+	require.Equal(t, StateReady, statusOf(s, "r").State, statusOf(s, "r").LastError)
+	h, err := s.handle("open")
+	require.NoError(t, err)
+	assert.Nil(t, h.currentAuth(), "a server that never asked for authorization has no source")
+	assert.Nil(t, statusOf(s, "open").Auth)
+	h, err = s.handle("r")
+	require.NoError(t, err)
+	assert.NotNil(t, h.currentAuth(), "the challenge created it")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.Close(ctx))
+
+	// A new supervisor, without a user agent: the credentials in the
+	// store go with its first request.
+	before := len(mcpRequests(as))
+	opts = authOptions(&logs, false)
+	opts.OAuth.Store = store
+	s = start(t, opts)
+	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, u)})
+	require.Equal(t, StateReady, statusOf(s, "r").State, statusOf(s, "r").LastError)
+	reqs := mcpRequests(as)[before:]
+	require.NotEmpty(t, reqs)
+	for i, r := range reqs {
+		assert.True(t, r.Valid, "request %d (%s %s) without a valid bearer", i, r.Method, r.Path)
+	}
+	st := statusOf(s, "r")
+	require.NotNil(t, st.Auth)
+	assert.True(t, st.Auth.Authorized)
+	assertNoTokensIn(t, logs.String(), as)
+}

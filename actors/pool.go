@@ -314,7 +314,15 @@ func offerOf(name string, v, prev *serverView, maxDescription int) *offer {
 		v.offer = prev.offer
 		return v.offer
 	}
-	o := &offer{from: src}
+	// Each list is as long as the server's (the filter aside): an offer
+	// lives as long as its server's lists, and append's spare capacity
+	// would be paid by every idle server.
+	o := &offer{from: src,
+		tools:     make([]offeredTool, 0, len(v.lists.tools)),
+		prompts:   make([]Prompt, 0, len(v.lists.prompts)),
+		resources: make([]Resource, 0, len(v.lists.resources)),
+		templates: make([]ResourceTemplate, 0, len(v.lists.templates)),
+	}
 	trusted := v.cfg.Trust == "trusted"
 	for _, t := range sortedBy(v.lists.tools, func(t protocol.Tool) string { return t.Name }) {
 		if !v.cfg.Tools.allowed(t.Name) {

@@ -251,8 +251,12 @@ func affectsConnection(a, b ServerConfig) bool {
 func (r *registry) add(ctx actor.Context, name string, cfg ServerConfig) {
 	h := &serverHandle{name: name}
 	h.view.Store(&serverView{name: name, cfg: cfg, state: initialState(cfg), since: time.Now()})
-	opts := r.opts
-	props := actor.PropsFromProducer(func() actor.Actor { return newServerActor(h, cfg, opts) },
+	// The producer captures no copy of the options or the config (an
+	// idle server costs their size for as long as it exists): the
+	// registry's options never change, and the actor takes its config
+	// from the handle's view (a restarted one, the latest).
+	opts := &r.opts
+	props := actor.PropsFromProducer(func() actor.Actor { return newServerActor(h, h.view.Load().cfg, opts) },
 		actor.WithReceiverMiddleware(recoverMiddleware(r.log)))
 	r.childSeq++
 	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("server-%d", r.childSeq))

@@ -35,7 +35,7 @@ const defaultServerRequestTimeout = 2 * time.Minute
 // clientCapabilities is what the client declares: Options.Capabilities,
 // plus roots, sampling and elicitation for the handlers the host
 // registered (and only for those: a capability promises answers).
-func clientCapabilities(o Options) protocol.ClientCapabilities {
+func clientCapabilities(o *Options) protocol.ClientCapabilities {
 	caps := o.Capabilities
 	if o.Roots != nil && caps.Roots == nil {
 		caps.Roots = &protocol.RootsCapability{ListChanged: true}
@@ -57,7 +57,7 @@ func clientCapabilities(o Options) protocol.ClientCapabilities {
 // requestHandler answers server's requests: the typed handlers first, then
 // Options.Requests; nil when there is nothing to answer with (the session
 // then answers method-not-found; ping is always answered).
-func requestHandler(o Options, server string) session.RequestHandler {
+func requestHandler(o *Options, server string) session.RequestHandler {
 	if o.Roots == nil && o.Sampling == nil && o.Elicitation == nil && o.Requests == nil {
 		return nil
 	}
@@ -82,7 +82,7 @@ func requestHandler(o Options, server string) session.RequestHandler {
 
 // elicit runs the host's elicitation handler and fills a form accepted
 // without values with the schema's defaults.
-func elicit(ctx context.Context, o Options, server string, params json.RawMessage) (any, error) {
+func elicit(ctx context.Context, o *Options, server string, params json.RawMessage) (any, error) {
 	var req protocol.ElicitParams
 	if err := json.Unmarshal(params, &req); err != nil {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "%v", err)

@@ -101,8 +101,8 @@ func TestEverythingServerToClientRequests(t *testing.T) {
 
 // Capabilities are declared only for the handlers the host registered.
 func TestClientCapabilitiesFollowHandlers(t *testing.T) {
-	assert.Equal(t, protocol.ClientCapabilities{}, clientCapabilities(Options{}))
-	caps := clientCapabilities(Options{Roots: []protocol.Root{}, Elicitation: func(context.Context, string, *protocol.ElicitParams) (*protocol.ElicitResult, error) { return nil, nil }})
+	assert.Equal(t, protocol.ClientCapabilities{}, clientCapabilities(&Options{}))
+	caps := clientCapabilities(&Options{Roots: []protocol.Root{}, Elicitation: func(context.Context, string, *protocol.ElicitParams) (*protocol.ElicitResult, error) { return nil, nil }})
 	require.NotNil(t, caps.Roots)
 	assert.True(t, caps.Roots.ListChanged)
 	assert.Nil(t, caps.Sampling)

@@ -174,7 +174,7 @@ func (v *serverView) status() ServerStatus {
 // messages tagged with the connection generation.
 type serverActor struct {
 	h    *serverHandle
-	opts Options
+	opts *Options // the System's, shared by every server; read-only
 	log  zerolog.Logger
 
 	self, parent *actor.PID
@@ -210,13 +210,13 @@ type serverActor struct {
 	stopWaiters []chan struct{}
 }
 
-func newServerActor(h *serverHandle, cfg ServerConfig, opts Options) *serverActor {
+func newServerActor(h *serverHandle, cfg ServerConfig, opts *Options) *serverActor {
 	return &serverActor{
 		h:      h,
 		cfg:    cfg,
 		opts:   opts,
 		policy: cfg.Reconnect.over(opts.Reconnect),
-		log:    opts.Logger.With().Str("server", h.name).Logger(),
+		log:    serverLogger(opts.Logger, h.name),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -649,4 +650,62 @@ func TestStepUpWithoutUserAgentNeedsAuth(t *testing.T) {
 	assert.Equal(t, 403, resp.StatusCode)
 	assert.Equal(t, "mcp:basic mcp:write", s2.Status().NeedScope)
 	assert.Len(t, f.authReqs, 1, "no authorization without a user agent")
+}
+
+// lazyCall POSTs a body to u through a Transport whose source lazy
+// creates, and reports the creations asked for.
+func lazyCall(t *testing.T, u string, lazy func(context.Context, bool) (*Source, error)) *http.Response {
+	t.Helper()
+	c := &http.Client{Transport: &Transport{Lazy: lazy}}
+	req, err := http.NewRequestWithContext(ctx(t), http.MethodPost, u, strings.NewReader(`{"a":1}`))
+	require.NoError(t, err)
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp
+}
+
+func TestLazySourceIsCreatedByTheFirstChallenge(t *testing.T) {
+	f := newFakeAS(t, nil)
+	var mu sync.Mutex
+	var src *Source
+	var asks, creates int
+	lazy := func(_ context.Context, create bool) (*Source, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asks++
+		if create && src == nil {
+			creates++
+			src = newSource(t, f, nil)
+		}
+		return src, nil
+	}
+
+	// A server that never challenges costs no source.
+	open := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		assert.Empty(t, r.Header.Get("Authorization"))
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer open.Close()
+	assert.Equal(t, 200, lazyCall(t, open.URL, lazy).StatusCode)
+	assert.Nil(t, src)
+
+	// The first 401 creates it; the request is sent again with the token
+	// the authorization got, its body replayed.
+	assert.Equal(t, 200, lazyCall(t, f.mcpURL(), lazy).StatusCode)
+	require.NotNil(t, src)
+	assert.Equal(t, 1, creates)
+	assert.True(t, src.Status().Authorized)
+	assert.Equal(t, 2, f.count("POST /mcp"), "one request without a token, one with")
+
+	// From then on the source's token goes with every request.
+	assert.Equal(t, 200, lazyCall(t, f.mcpURL(), lazy).StatusCode)
+	assert.Equal(t, 3, f.count("POST /mcp"))
+	assert.Equal(t, 1, creates)
+
+	// An error of the lazy function fails the request.
+	boom := errors.New("boom")
+	c := &http.Client{Transport: &Transport{Lazy: func(context.Context, bool) (*Source, error) { return nil, boom }}}
+	_, err := c.Get(open.URL)
+	assert.ErrorIs(t, err, boom)
 }

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"errors"
 	"io"
 	"maps"
@@ -17,8 +18,17 @@ import (
 // (no GetBody) is not retried.
 type Transport struct {
 	// Base sends the requests. Nil means http.DefaultTransport.
-	Base   http.RoundTripper
+	Base http.RoundTripper
+	// Source provides the tokens. When it is nil, Lazy must be set.
 	Source *Source
+	// Lazy provides the source of a transport built without one, for
+	// servers that may never ask for authorization (a Source costs about
+	// a kilobyte each): with create false it returns the source if there
+	// is one to use (nil: the request goes without a token); with create
+	// true, after the server answered a request with 401 or 403, it
+	// returns a source, creating it if needed, that answers the
+	// challenge as above. An error fails the request.
+	Lazy func(ctx context.Context, create bool) (*Source, error)
 }
 
 // maxAuthRetries bounds the retries of one request: a 401, then step-ups
@@ -32,49 +42,82 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	ctx := req.Context()
-	tok, err := t.Source.Token(ctx)
+	src := t.Source
+	if src == nil {
+		if t.Lazy == nil {
+			closeBody(req)
+			return nil, errors.New("oauth: a Transport needs a Source or Lazy")
+		}
+		var err error
+		if src, err = t.Lazy(ctx, false); err != nil {
+			closeBody(req)
+			return nil, err
+		}
+		if src == nil {
+			// No source yet: the request goes as it is, and only a
+			// challenge it can answer (a replayable request) creates one.
+			resp, err := base.RoundTrip(req)
+			if err != nil || !challenged(resp) || !replayable(req) {
+				return resp, err
+			}
+			if src, err = t.Lazy(ctx, true); err != nil {
+				drain(resp)
+				return nil, err
+			}
+			return t.exchange(ctx, base, src, req, "", resp)
+		}
+	}
+	tok, err := src.Token(ctx)
 	if err != nil {
 		closeBody(req)
 		return nil, err
 	}
+	return t.exchange(ctx, base, src, req, tok, nil)
+}
+
+// exchange sends req with tok (unless resp is its answer already, sent
+// without a token) and answers the challenges, sending it again.
+func (t *Transport) exchange(ctx context.Context, base http.RoundTripper, src *Source, req *http.Request, tok string, resp *http.Response) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
-		r := req
-		if tok != "" || attempt > 0 {
-			// A shallow copy with its own header map: the caller's
-			// request is not modified (http.RoundTripper's contract).
-			rc := *req
-			rc.Header = maps.Clone(req.Header)
-			if rc.Header == nil {
-				rc.Header = http.Header{}
-			}
-			if attempt > 0 && req.Body != nil && req.Body != http.NoBody {
-				body, err := req.GetBody()
-				if err != nil {
-					return nil, err
+		if resp == nil {
+			r := req
+			if tok != "" || attempt > 0 {
+				// A shallow copy with its own header map: the caller's
+				// request is not modified (http.RoundTripper's contract).
+				rc := *req
+				rc.Header = maps.Clone(req.Header)
+				if rc.Header == nil {
+					rc.Header = http.Header{}
 				}
-				rc.Body = body
+				if attempt > 0 && req.Body != nil && req.Body != http.NoBody {
+					body, err := req.GetBody()
+					if err != nil {
+						return nil, err
+					}
+					rc.Body = body
+				}
+				if tok != "" {
+					rc.Header["Authorization"] = []string{"Bearer " + tok}
+				} else {
+					delete(rc.Header, "Authorization")
+				}
+				r = &rc
 			}
-			if tok != "" {
-				rc.Header["Authorization"] = []string{"Bearer " + tok}
-			} else {
-				delete(rc.Header, "Authorization")
+			var err error
+			if resp, err = base.RoundTrip(r); err != nil {
+				return nil, err
 			}
-			r = &rc
+			if !challenged(resp) {
+				if resp.StatusCode < 300 && tok != "" {
+					src.Succeeded()
+				}
+				return resp, nil
+			}
 		}
-		resp, err := base.RoundTrip(r)
-		if err != nil {
-			return nil, err
-		}
-		if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
-			if resp.StatusCode < 300 && tok != "" {
-				t.Source.Succeeded()
-			}
+		if attempt >= maxAuthRetries || !replayable(req) {
 			return resp, nil
 		}
-		if attempt >= maxAuthRetries || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
-			return resp, nil
-		}
-		next, retry, aerr := t.Source.Unauthorized(ctx, resp.StatusCode, resp.Header.Values("WWW-Authenticate"), tok)
+		next, retry, aerr := src.Unauthorized(ctx, resp.StatusCode, resp.Header.Values("WWW-Authenticate"), tok)
 		if aerr != nil && !errors.Is(aerr, ErrNeedsLogin) && !errors.Is(aerr, ErrStepUpLimit) {
 			// The authorization server failed (transient, a config
 			// problem): that is the error, not the 401.
@@ -85,8 +128,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		drain(resp)
-		tok = next
+		tok, resp = next, nil
 	}
+}
+
+// challenged reports whether resp is a 401 or 403, which authorization
+// may answer.
+func challenged(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden
+}
+
+// replayable reports whether req can be sent again: no body, or one
+// GetBody can make anew.
+func replayable(req *http.Request) bool {
+	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 }
 
 func drain(resp *http.Response) {

@@ -8,7 +8,6 @@
 package eventstream
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -35,7 +34,7 @@ type Event struct {
 // Reader parses an event stream. It is not safe for concurrent use: all
 // its state belongs to the goroutine calling Next.
 type Reader struct {
-	br      *bufio.Reader
+	in      buffer
 	max     int // the cap on one event's data
 	lineMax int // the cap on one line: a data line of max bytes of value
 
@@ -78,9 +77,7 @@ func NewReader(r io.Reader, maxEventSize int) *Reader {
 		maxEventSize = DefaultMaxEventSize
 	}
 	return &Reader{
-		// Small: most streams are idle (a GET stream per session) and
-		// most events are small; a longer line is assembled across reads.
-		br:      bufio.NewReaderSize(r, 4<<10),
+		in:      buffer{src: r},
 		max:     maxEventSize,
 		lineMax: maxEventSize + len(dataField),
 	}
@@ -257,8 +254,8 @@ func (r *Reader) keepPrefix(b []byte) {
 func (r *Reader) readLine() (line []byte, skipped int64, err error) {
 	if !r.bom {
 		r.bom = true
-		if b, err := r.br.Peek(3); err == nil && string(b) == "\ufeff" {
-			r.br.Discard(3)
+		if b, err := r.in.peek(3, true); err == nil && string(b[:3]) == "\ufeff" {
+			r.in.discard(3)
 		}
 	}
 	if cap(r.line) > retainedBufferLimit {
@@ -268,14 +265,16 @@ func (r *Reader) readLine() (line []byte, skipped int64, err error) {
 	headMax := len(dataField) + prefixSize // what is kept of a long line
 	var long int64                         // >0: the line is over the cap; its length so far
 	for {
-		if _, err := r.br.Peek(1); err != nil {
+		// Between lines (nothing of the next one read yet) the buffer
+		// may go back to the pool while the stream is quiet.
+		buf, err := r.in.peek(1, len(r.line) == 0 && long == 0)
+		if len(buf) == 0 {
 			return nil, 0, err
 		}
-		buf, _ := r.br.Peek(r.br.Buffered())
 		if r.skipLF {
 			r.skipLF = false
 			if buf[0] == '\n' {
-				r.br.Discard(1)
+				r.in.discard(1)
 				continue
 			}
 		}
@@ -301,11 +300,11 @@ func (r *Reader) readLine() (line []byte, skipped int64, err error) {
 			r.line = append(r.line, chunk...)
 		}
 		if i < 0 {
-			r.br.Discard(len(buf))
+			r.in.discard(len(buf))
 			continue
 		}
 		r.skipLF = buf[i] == '\r'
-		r.br.Discard(i + 1)
+		r.in.discard(i + 1)
 		return r.line, long, nil
 	}
 }

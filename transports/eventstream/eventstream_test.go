@@ -348,3 +348,50 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// chunks is a source that returns one chunk per Read and, before each
+// Read, lets the test look at the reader.
+type chunks struct {
+	parts  []string
+	before func(p []byte)
+}
+
+func (c *chunks) Read(p []byte) (int, error) {
+	c.before(p)
+	if len(c.parts) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.parts[0])
+	if c.parts[0] = c.parts[0][n:]; c.parts[0] == "" {
+		c.parts = c.parts[1:]
+	}
+	return n, nil
+}
+
+func TestAnIdleStreamHoldsNoBuffer(t *testing.T) {
+	long := strings.Repeat("x", 3*bufferSize)
+	src := &chunks{parts: []string{"data: one\n\n", "data: " + long[:100], long[100:] + "\n\n", "data: three\n", "\n"}}
+	r := NewReader(src, 0)
+	var idleReads, busyReads int
+	src.before = func(p []byte) {
+		if len(p) == firstReadSize {
+			// The read that waits for the next line: nothing is held.
+			assert.Nil(t, r.in.buf, "a buffer is held while the stream waits between lines")
+			idleReads++
+		} else {
+			assert.NotNil(t, r.in.buf)
+			busyReads++
+		}
+	}
+	for _, want := range []string{"one", long, "three"} {
+		ev, err := r.Next()
+		require.NoError(t, err)
+		assert.Equal(t, want, string(ev.Data))
+	}
+	_, err := r.Next()
+	assert.ErrorIs(t, err, io.EOF)
+	assert.Nil(t, r.in.buf, "the buffer goes back at the end of the stream")
+	// The first read, then one after each event and before the end.
+	assert.GreaterOrEqual(t, idleReads, 5, "the stream waits between lines without a buffer")
+	assert.Positive(t, busyReads, "the rest of a long line is read into the borrowed buffer")
+}

@@ -85,6 +85,10 @@ const (
 	retainedBufferLimit = 1 << 20
 )
 
+// writeBuffers hold frames being written (*[]byte), shared by every
+// connection.
+var writeBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
 // ProcessExitError reports that the server process ended.
 type ProcessExitError struct {
 	ExitCode int    // -1 when killed by a signal
@@ -114,7 +118,6 @@ func (e *ProcessExitError) Unwrap() error { return transports.ErrClosed }
 // the waiter (cmd.Wait → exited). Close ends all three.
 type Conn struct {
 	opts Options
-	cfg  transports.Config
 	cmd  *exec.Cmd
 	pgid int
 	recv transports.Receiver
@@ -131,8 +134,7 @@ type Conn struct {
 	// wlock is a one-slot semaphore serialising writers; a channel rather
 	// than a mutex so that a writer waiting for it can give up on ctx.
 	wlock chan struct{}
-	wbuf  []byte // guarded by wlock
-	werr  error  // guarded by wlock; non-nil once a write failed
+	werr  error // guarded by wlock; non-nil once a write failed
 
 	exited  chan struct{} // closed by the waiter after cmd.Wait returned
 	exitErr error         // written by the waiter before exited is closed
@@ -167,7 +169,6 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 	o := opts.withDefaults()
 	c := &Conn{
 		opts:       o,
-		cfg:        cfg,
 		recv:       recv,
 		errlog:     newRing(o.StderrBufferSize),
 		wlock:      make(chan struct{}, 1),
@@ -217,7 +218,10 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 		return nil, fmt.Errorf("stdio: starting %q: %w", cfg.Command, err)
 	}
 	closeAll(childEnds...) // the child has its copies
-	cmd.Env = nil          // the child has it too; an idle server need not keep a copy
+	// The child has these too; an idle server need not keep them (Wait
+	// does not use them: the files are closed, and ours).
+	cmd.Env, cmd.SysProcAttr = nil, nil
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
 	c.cmd, c.pgid = cmd, cmd.Process.Pid
 	c.stdin, c.stdout, c.stderr = stdinW, stdoutR, stderrR
 	if raw, err := stdinW.SyscallConn(); err == nil {
@@ -253,10 +257,16 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 	if c.werr != nil {
 		return c.werr
 	}
-	buf := append(append(c.wbuf[:0], frame...), '\n')
-	if cap(buf) <= retainedBufferLimit {
-		c.wbuf = buf
-	}
+	// The frame and its newline go in one write, from a buffer of a pool
+	// shared by every connection: an idle one holds none.
+	bp := writeBuffers.Get().(*[]byte)
+	buf := append(append((*bp)[:0], frame...), '\n')
+	defer func() {
+		if cap(buf) <= retainedBufferLimit {
+			*bp = buf[:0]
+			writeBuffers.Put(bp)
+		}
+	}()
 	done := 0
 	if ctx.Err() == nil {
 		done = c.tryWrite(buf)
