@@ -344,9 +344,13 @@ func TestTheCallerSeesThePoolItChanged(t *testing.T) {
 		require.NoError(t, s.Toggle(context.Background(), "a", true))
 		require.True(t, hasTool(s, "mcp__a__echo"))
 	}
+	events := s.Subscribe(t.Context(), false, 0, 256)
 	_, err := s.SetServers(context.Background(), map[string]ServerConfig{"a": mock()})
 	require.NoError(t, err)
 	assert.False(t, hasTool(s, "mcp__b__echo"), "a removed server's tools are gone when SetServers returns")
+	// b's shutdown goes on after SetServers returned; its last event
+	// says it stopped.
+	waitForState(t, events, "b", StateStopped, 10*time.Second)
 
 	seq, err := s.LastSeq(context.Background())
 	require.NoError(t, err)
