@@ -253,7 +253,7 @@ func (r *registry) add(ctx actor.Context, name string, cfg ServerConfig) {
 	h.view.Store(&serverView{name: name, cfg: cfg, state: initialState(cfg), since: time.Now()})
 	opts := r.opts
 	props := actor.PropsFromProducer(func() actor.Actor { return newServerActor(h, cfg, opts) },
-		actor.WithReceiverMiddleware(recoverMiddleware(r.log)))
+		actor.WithReceiverMiddleware(recoverMiddleware(r.log)), actor.WithDispatcher(opts.dispatch))
 	r.childSeq++
 	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("server-%d", r.childSeq))
 	if err != nil { // cannot happen: child names are unique

@@ -119,6 +119,7 @@ type System struct {
 	actors *actor.ActorSystem
 
 	registry *actor.PID
+	dispatch *warmDispatcher      // runs the registry's and the server actors' mailboxes
 	pool     atomic.Pointer[pool] // written by the registry
 	// poolChanged fires after every new pool (for calls waiting for a lazy
 	// server's tools).
@@ -148,6 +149,7 @@ func Start(opts Options) (*System, error) {
 	}
 	opts.sharedHTTP = shared
 	opts.host = newHostState(opts)
+	opts.dispatch = newWarmDispatcher(mailboxThroughput, maxIdleWorkers)
 	s := &System{
 		opts:          opts,
 		log:           opts.Logger,
@@ -172,10 +174,12 @@ func Start(opts Options) (*System, error) {
 		// crashes three times within a minute is stopped (and marked failed).
 		actor.WithSupervisor(actor.NewOneForOneStrategy(3, time.Minute, func(any) actor.Directive { return actor.RestartDirective })),
 		actor.WithReceiverMiddleware(recoverMiddleware(opts.Logger)),
+		actor.WithDispatcher(s.opts.dispatch),
 	)
 	pid, err := s.actors.Root.SpawnNamed(props, "registry")
 	if err != nil {
 		s.actors.Shutdown()
+		s.opts.dispatch.stop()
 		return nil, fmt.Errorf("mcpvisor: starting the registry: %w", err)
 	}
 	s.registry = pid
@@ -759,6 +763,7 @@ func (s *System) Close(ctx context.Context) error {
 			<-done
 			s.actors.Root.StopFuture(s.registry).Wait()
 			s.actors.Shutdown()
+			s.opts.dispatch.stop()
 			s.opts.sharedHTTP.CloseIdleConnections()
 			close(s.closeDone)
 		}()
