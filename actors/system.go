@@ -119,7 +119,6 @@ type System struct {
 	actors *actor.ActorSystem
 
 	registry *actor.PID
-	dispatch *warmDispatcher      // runs the registry's and the server actors' mailboxes
 	pool     atomic.Pointer[pool] // written by the registry
 	// poolChanged fires after every new pool (for calls waiting for a lazy
 	// server's tools).
