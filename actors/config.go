@@ -224,6 +224,11 @@ type Options struct {
 	// connection each, not a client and its pool each. Set by Start.
 	sharedHTTP *http.Client
 
+	// dispatch runs the actors' mailboxes and the server actors'
+	// goroutines on goroutines kept warm (see warmDispatcher). Set by
+	// Start; nil runs each on a goroutine of its own.
+	dispatch *warmDispatcher
+
 	// EventBuffer is how many past events are kept for subscribers that
 	// resume from a sequence number. Zero means 1024.
 	EventBuffer int

@@ -380,13 +380,13 @@ func (a *serverActor) goroutine(f func()) {
 	a.h.busy.Add(1)
 	a.h.running.Add(1)
 	h, self, root := a.h, a.self, a.root
-	go func() {
+	a.opts.dispatch.Go(func() {
 		f()
 		h.running.Done()
 		if !h.stopped.Load() {
 			root.Send(self, goroutineDone{})
 		}
-	}()
+	})
 }
 
 // connectOnce dials, negotiates and lists. It runs in its own goroutine.

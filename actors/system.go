@@ -148,6 +148,7 @@ func Start(opts Options) (*System, error) {
 	}
 	opts.sharedHTTP = shared
 	opts.host = newHostState(opts)
+	opts.dispatch = newWarmDispatcher(mailboxThroughput, maxIdleWorkers)
 	s := &System{
 		opts:          opts,
 		log:           opts.Logger,
@@ -172,10 +173,12 @@ func Start(opts Options) (*System, error) {
 		// crashes three times within a minute is stopped (and marked failed).
 		actor.WithSupervisor(actor.NewOneForOneStrategy(3, time.Minute, func(any) actor.Directive { return actor.RestartDirective })),
 		actor.WithReceiverMiddleware(recoverMiddleware(opts.Logger)),
+		actor.WithDispatcher(s.opts.dispatch),
 	)
 	pid, err := s.actors.Root.SpawnNamed(props, "registry")
 	if err != nil {
 		s.actors.Shutdown()
+		s.opts.dispatch.stop()
 		return nil, fmt.Errorf("mcpvisor: starting the registry: %w", err)
 	}
 	s.registry = pid
@@ -759,6 +762,7 @@ func (s *System) Close(ctx context.Context) error {
 			<-done
 			s.actors.Root.StopFuture(s.registry).Wait()
 			s.actors.Shutdown()
+			s.opts.dispatch.stop()
 			s.opts.sharedHTTP.CloseIdleConnections()
 			close(s.closeDone)
 		}()

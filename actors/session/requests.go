@@ -152,15 +152,14 @@ func (s *Session) ListPrompts(ctx context.Context) ([]protocol.Prompt, error) {
 // more than maxPages pages, is an error rather than a loop.
 func listAll[R any, T any](ctx context.Context, s *Session, method string, page func(*R) ([]T, string)) ([]T, error) {
 	var all []T
-	seen := map[string]bool{}
+	var seen map[string]bool // cursors already followed; most lists have one page
 	cursor := ""
 	for n := 0; ; n++ {
 		if n == maxPages {
 			return nil, fmt.Errorf("%w: %s returned more than %d pages", ErrMalformedResponse, method, maxPages)
 		}
 		var res R
-		params := protocol.PaginatedParams{Meta: s.requestMeta(nil), Cursor: cursor}
-		if err := s.Call(ctx, method, params, &res); err != nil {
+		if err := s.Call(ctx, method, s.paginatedParams(cursor), &res); err != nil {
 			return nil, err
 		}
 		items, next := page(&res)
@@ -171,9 +170,30 @@ func listAll[R any, T any](ctx context.Context, s *Session, method string, page 
 		if seen[next] {
 			return nil, fmt.Errorf("%w: %s repeated cursor %q", ErrMalformedResponse, method, next)
 		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
 		seen[next] = true
 		cursor = next
 	}
+}
+
+// paginatedParams encodes the params of a list request. In the stateless
+// era they carry the session's _meta, encoded once at negotiation, so
+// that the lists of a connect (four at once, and again on every
+// list_changed) do not each encode the _meta map anew.
+func (s *Session) paginatedParams(cursor string) any {
+	if s.modernMetaJSON == nil {
+		return protocol.PaginatedParams{Meta: s.requestMeta(nil), Cursor: cursor}
+	}
+	b := make([]byte, 0, len(s.modernMetaJSON)+len(cursor)+24)
+	b = append(b, `{"_meta":`...)
+	b = append(b, s.modernMetaJSON...)
+	if cursor != "" {
+		b = append(b, `,"cursor":`...)
+		b = protocol.AppendString(b, cursor)
+	}
+	return protocol.ValidJSON(append(b, '}'))
 }
 
 func isMethodNotFound(err error) bool {

@@ -33,15 +33,30 @@ type recordingConn struct {
 	transports.Conn
 	mu      sync.Mutex
 	methods []string
+	params  []json.RawMessage // of each request in methods
 }
 
 func (c *recordingConn) Send(ctx context.Context, frame []byte) error {
 	if m, err := protocol.Decode(frame); err == nil && m.Method != "" {
 		c.mu.Lock()
 		c.methods = append(c.methods, m.Method)
+		c.params = append(c.params, append(json.RawMessage(nil), m.Params...))
 		c.mu.Unlock()
 	}
 	return c.Conn.Send(ctx, frame)
+}
+
+// sentParams returns the params of every request of method sent so far.
+func (c *recordingConn) sentParams(method string) []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []json.RawMessage
+	for i, m := range c.methods {
+		if m == method {
+			out = append(out, c.params[i])
+		}
+	}
+	return out
 }
 
 func (c *recordingConn) sent() []string {
@@ -376,6 +391,38 @@ func TestPaginationResourcesAndPrompts(t *testing.T) {
 	gp, err := f.s.GetPrompt(ctx, "prompt_1", map[string]string{"name": "ada"})
 	require.NoError(t, err)
 	assert.Equal(t, "prompt prompt_1 for ada", gp.Messages[0].Content.Text)
+}
+
+// The stateless era's list requests carry the session's _meta (encoded
+// once) and the cursor: the same params the typed PaginatedParams encode.
+func TestListRequestsCarryMetaAndCursor(t *testing.T) {
+	f := mustOpen(t, session.Options{}, "-tools", "25", "-page-size", "10")
+	require.Equal(t, protocol.Version20260728, f.s.ProtocolVersion())
+	tools, err := f.s.ListTools(context.Background())
+	require.NoError(t, err)
+	require.Len(t, tools, 30)
+	sent := f.conn.sentParams(protocol.MethodToolsList)
+	require.Len(t, sent, 3, "three pages")
+	var first protocol.PaginatedParams
+	require.NoError(t, json.Unmarshal(sent[0], &first))
+	var version string
+	require.True(t, first.Meta.Get(protocol.MetaProtocolVersion, &version))
+	assert.Equal(t, protocol.Version20260728, version)
+	assert.Empty(t, first.Cursor)
+	cursors := []string{""}
+	for i, raw := range sent {
+		var p protocol.PaginatedParams
+		require.NoError(t, json.Unmarshal(raw, &p), "page %d: %s", i, raw)
+		assert.Equal(t, first.Meta, p.Meta, "page %d: the same _meta", i)
+		want, err := json.Marshal(protocol.PaginatedParams{Meta: first.Meta, Cursor: p.Cursor})
+		require.NoError(t, err)
+		assert.JSONEq(t, string(want), string(raw), "page %d", i)
+		if i > 0 {
+			assert.NotEmpty(t, p.Cursor, "page %d follows a cursor", i)
+			assert.NotContains(t, cursors, p.Cursor)
+		}
+		cursors = append(cursors, p.Cursor)
+	}
 }
 
 func TestServerWithoutOptionalFeaturesListsNothingForThem(t *testing.T) {

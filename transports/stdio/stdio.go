@@ -196,16 +196,16 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 			}
 		}
 	}
-	stdinR, stdinW, err := os.Pipe()
+	stdinW, stdinR, err := pipe(false)
 	if err != nil {
 		return nil, fmt.Errorf("stdio: %w", err)
 	}
-	stdoutR, stdoutW, err := os.Pipe()
+	stdoutR, stdoutW, err := pipe(true)
 	if err != nil {
 		closeAll(stdinR, stdinW)
 		return nil, fmt.Errorf("stdio: %w", err)
 	}
-	stderrR, stderrW, err := os.Pipe()
+	stderrR, stderrW, err := pipe(true)
 	if err != nil {
 		closeAll(stdinR, stdinW, stdoutR, stdoutW)
 		return nil, fmt.Errorf("stdio: %w", err)

@@ -1,0 +1,71 @@
+package actors
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// Everything scheduled runs, also while other work blocks (a blocked
+// mailbox or listen stream must not hold up the rest), idle workers are
+// kept up to the bound, and stop ends them.
+func TestWarmDispatcher(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	d := newWarmDispatcher(mailboxThroughput, 2)
+
+	release := make(chan struct{})
+	blocked := make(chan struct{})
+	d.Go(func() {
+		close(blocked)
+		<-release
+	})
+	<-blocked
+
+	var ran atomic.Int32
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Add(1)
+		d.Schedule(func() {
+			defer wg.Done()
+			ran.Add(1)
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("scheduled work did not run while one worker was blocked")
+	}
+	assert.EqualValues(t, 100, ran.Load())
+	close(release)
+
+	require.Eventually(t, func() bool { return d.idle.Load() > 0 }, 5*time.Second, time.Millisecond,
+		"a worker that finished waits for more work")
+	assert.LessOrEqual(t, d.idle.Load(), int32(2), "at most maxIdle workers are kept")
+
+	// Work goes to an idle worker: no new goroutine.
+	again := make(chan struct{})
+	d.Go(func() { close(again) })
+	<-again
+
+	d.stop()
+	require.Eventually(t, func() bool { return d.idle.Load() == 0 }, 5*time.Second, time.Millisecond)
+
+	// After stop, work still runs, on a goroutine that ends with it.
+	late := make(chan struct{})
+	d.Schedule(func() { close(late) })
+	<-late
+}
+
+func TestNilWarmDispatcherStartsGoroutines(t *testing.T) {
+	var d *warmDispatcher
+	done := make(chan struct{})
+	d.Go(func() { close(done) })
+	<-done
+}
