@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"encoding/json"
-	"strings"
 )
 
 // scanCallToolResult decodes the common shape of a tools/call result,
@@ -244,42 +243,4 @@ func scanString(v []byte, dst *string) bool {
 		*dst = s
 	}
 	return ok
-}
-
-// PlainStringMember returns the value of the member key of the JSON object
-// obj (valid JSON), when the object names key exactly once, spelled
-// exactly so, and its value is a string without escapes or non-ASCII
-// bytes. Otherwise it reports false, and the caller should ask
-// encoding/json (which matches keys case-insensitively and decodes
-// escapes).
-func PlainStringMember(obj []byte, key string) (string, bool) {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return "", false
-	}
-	var found []byte
-	i = skipSpace(obj, i+1)
-	for i < len(obj) && obj[i] != '}' {
-		if obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-			continue
-		}
-		k, v, end, ok := member(obj, i)
-		if !ok || (found != nil && len(k) == len(key) && strings.EqualFold(string(k), key)) {
-			return "", false
-		}
-		if string(k) == key {
-			found = v
-		} else if strings.EqualFold(string(k), key) {
-			return "", false
-		}
-		i = end
-	}
-	if len(found) == 0 || found[0] != '"' {
-		return "", false
-	}
-	if _, special := stringEnd(found, 0); special {
-		return "", false
-	}
-	return string(found[1 : len(found)-1]), true
 }

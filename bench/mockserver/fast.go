@@ -52,7 +52,7 @@ func decodeCallParams(params []byte, p *callParams) error {
 func fastCallParams(params []byte, p *callParams) bool {
 	var name, args []byte
 	names, argss := 0, 0
-	ok := eachMember(params, func(k, v []byte) bool {
+	ok := protocol.EachMember(params, func(k, v []byte) bool {
 		switch {
 		case foldEqual(k, "name"):
 			names++
@@ -68,7 +68,7 @@ func fastCallParams(params []byte, p *callParams) bool {
 	}
 	*p = callParams{}
 	if name != nil && string(name) != "null" {
-		s, ok := plainString(name)
+		s, ok := protocol.PlainString(name)
 		if !ok {
 			return false
 		}
@@ -78,7 +78,7 @@ func fastCallParams(params []byte, p *callParams) bool {
 		return true
 	}
 	var text []byte
-	ok = eachMember(args, func(k, v []byte) bool {
+	ok = protocol.EachMember(args, func(k, v []byte) bool {
 		switch {
 		case foldEqual(k, "text"):
 			if string(v) == "null" {
@@ -97,7 +97,7 @@ func fastCallParams(params []byte, p *callParams) bool {
 		return false
 	}
 	if text != nil {
-		s, ok := plainString(text)
+		s, ok := protocol.PlainString(text)
 		if !ok {
 			return false
 		}
@@ -111,7 +111,7 @@ func fastCallParams(params []byte, p *callParams) bool {
 func fastRequestVersion(params []byte) (v string, ok bool) {
 	var meta []byte
 	metas := 0
-	if !eachMember(params, func(k, val []byte) bool {
+	if !protocol.EachMember(params, func(k, val []byte) bool {
 		if foldEqual(k, "_meta") {
 			metas++
 			meta = val
@@ -129,7 +129,7 @@ func fastRequestVersion(params []byte) (v string, ok bool) {
 		return "", true
 	}
 	var raw []byte
-	if !eachMember(meta, func(k, val []byte) bool {
+	if !protocol.EachMember(meta, func(k, val []byte) bool {
 		if string(k) == protocol.MetaProtocolVersion {
 			raw = val // a later duplicate replaces it in the map
 		}
@@ -140,58 +140,12 @@ func fastRequestVersion(params []byte) (v string, ok bool) {
 	if raw == nil || raw[0] != '"' {
 		return "", true // absent, null, or not a string: Meta.Get leaves v ""
 	}
-	return plainString(raw)
-}
-
-// eachMember calls f with the raw key (without quotes) and value of each
-// member of the JSON object obj, in order, until f returns false. It
-// reports false when obj is not an object, a key is not plain (see
-// plainString), or f returned false.
-func eachMember(obj []byte, f func(key, val []byte) bool) bool {
-	i := skipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return false
-	}
-	i = skipWS(obj, i+1)
-	for i < len(obj) && obj[i] != '}' {
-		if obj[i] == ',' {
-			i = skipWS(obj, i+1)
-			continue
-		}
-		keyEnd, plain := stringEnd(obj, i)
-		if !plain || keyEnd < 0 {
-			return false
-		}
-		key := obj[i+1 : keyEnd-1]
-		i = skipWS(obj, keyEnd)
-		i = skipWS(obj, i+1) // the colon
-		end := valueEnd(obj, i)
-		if end < 0 {
-			return false
-		}
-		if !f(key, obj[i:end]) {
-			return false
-		}
-		i = skipWS(obj, end)
-	}
-	return i < len(obj)
-}
-
-// plainString returns the text of the JSON string v when it needs no
-// decoding: printable ASCII without escapes.
-func plainString(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' {
-		return "", false
-	}
-	if end, plain := stringEnd(v, 0); !plain || end != len(v) {
-		return "", false
-	}
-	return string(v[1 : len(v)-1]), true
+	return protocol.PlainString(raw)
 }
 
 // foldEqual reports whether key matches the ASCII name as encoding/json
 // matches member names to fields (case-insensitively). Keys are plain
-// ASCII here (eachMember rejects others).
+// ASCII here (protocol.EachMember rejects others).
 func foldEqual(key []byte, name string) bool {
 	if len(key) != len(name) {
 		return false
@@ -206,100 +160,6 @@ func foldEqual(key []byte, name string) bool {
 		}
 	}
 	return true
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just past the JSON string starting at b[i]
-// (a quote), or -1 when it is not terminated, and whether it is plain:
-// printable ASCII without escapes.
-func stringEnd(b []byte, i int) (int, bool) {
-	plain := true
-	for j := i + 1; j < len(b); j++ {
-		for j < len(b) && !inString[b[j]] {
-			j++
-		}
-		if j == len(b) {
-			break
-		}
-		switch b[j] {
-		case '\\':
-			plain = false
-			j++
-		case '"':
-			return j + 1, plain
-		default:
-			plain = false
-		}
-	}
-	return -1, false
-}
-
-// inString marks the bytes stringEnd stops at: the quote, the backslash,
-// and those outside printable ASCII.
-var inString = func() (t [256]bool) {
-	for c := range t {
-		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= 0x7f
-	}
-	return t
-}()
-
-// structural marks the bytes valueEnd stops at in an object or array.
-var structural = func() (t [256]bool) {
-	for _, c := range `"{}[]` {
-		t[c] = true
-	}
-	return t
-}()
-
-// valueEnd returns the index just past the JSON value starting at b[i]
-// (valid JSON is assumed), or -1.
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		end, _ := stringEnd(b, i)
-		return end
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			for j < len(b) && !structural[b[j]] {
-				j++
-			}
-			if j == len(b) {
-				break
-			}
-			switch b[j] {
-			case '"':
-				end, _ := stringEnd(b, j)
-				if end < 0 {
-					return -1
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' &&
-		b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	return j
 }
 
 // appendTextResult appends the response to id of a tools/call whose
