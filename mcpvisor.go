@@ -102,6 +102,9 @@ const (
 	StateNeedsAuth    = actors.StateNeedsAuth
 	StateDisabled     = actors.StateDisabled
 	StateStopped      = actors.StateStopped
+	// StateNeedsApproval: held until the user approves the server's
+	// config entry (see LoadOptions.Approvals); never started.
+	StateNeedsApproval = actors.StateNeedsApproval
 )
 
 // Event is one entry of the event stream.
@@ -154,6 +157,7 @@ var (
 	ErrUnknownServer        = actors.ErrUnknownServer
 	ErrServerNotReady       = actors.ErrServerNotReady
 	ErrServerOff            = actors.ErrServerOff
+	ErrNeedsApproval        = actors.ErrNeedsApproval
 	ErrHostTool             = actors.ErrHostTool
 	ErrUnsupportedTransport = actors.ErrUnsupportedTransport
 	ErrConnectionClosed     = session.ErrConnectionClosed

@@ -35,6 +35,16 @@ type ServerConfig struct {
 	// Disabled servers are never started; their tools are not offered.
 	Disabled bool `json:"disabled,omitempty"`
 
+	// NeedsApproval, when not empty, holds the server back: it says why
+	// the user must approve the entry first (it comes from an untrusted
+	// config layer, such as a project's .mcp.json, and this entry was
+	// never approved). A held server is never started, not even by a
+	// call, Reconnect or Toggle: it stays in StateNeedsApproval, with
+	// this reason as its error, until a config without NeedsApproval
+	// replaces this one (SetServers). The loader sets it (LoadConfig)
+	// and leaves the entry unexpanded: only Type is meaningful then.
+	NeedsApproval string `json:"-"`
+
 	// Lazy servers are not connected at start: they stay pending until
 	// first used — a call naming one of their tools (mcp__<server>__…) or
 	// prompts, or naming the server (ReadResource, Ping) — or Reconnect.
@@ -75,6 +85,13 @@ type ServerConfig struct {
 	OAuth json.RawMessage `json:"oauth,omitempty"`
 }
 
+// held reports whether the server must not start (see NeedsApproval).
+func (c *ServerConfig) held() bool { return c.NeedsApproval != "" }
+
+// startable reports whether the server may ever be started: neither
+// disabled nor held for approval.
+func (c *ServerConfig) startable() bool { return !c.Disabled && !c.held() }
+
 // ToolFilter selects tools by name with glob patterns (path.Match syntax).
 // An empty Allow allows everything; Deny wins over Allow.
 type ToolFilter struct {
@@ -82,8 +99,12 @@ type ToolFilter struct {
 	Deny  []string `json:"deny,omitempty"`
 }
 
-// Validate reports the first problem that makes the config unusable.
+// Validate reports the first problem that makes the config unusable. A
+// held config (NeedsApproval set) is valid: it is never started.
 func (c *ServerConfig) Validate() error {
+	if c.NeedsApproval != "" {
+		return nil
+	}
 	if err := c.Config.Validate(); err != nil {
 		return err
 	}

@@ -77,6 +77,8 @@ func ClassifyFailure(err error) FailureKind {
 	// error that caused them.
 	case errors.Is(err, session.ErrVersionMismatch), errors.Is(err, session.ErrMalformedResponse):
 		return FailureProtocol
+	case errors.Is(err, ErrNeedsApproval):
+		return FailureConfig
 	case errors.Is(err, ErrUnsupportedTransport), errors.As(err, &execErr),
 		errors.Is(err, fs.ErrPermission), errors.Is(err, fs.ErrNotExist):
 		// A command that cannot be found or run, a missing working

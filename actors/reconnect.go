@@ -43,7 +43,7 @@ type resetEpisode struct{}
 // afterFailure handles a failed connect attempt, or (lost set) the end of
 // a live connection.
 func (a *serverActor) afterFailure(err error, lost bool) {
-	if a.stopping || a.cfg.Disabled {
+	if a.stopping || !a.cfg.startable() {
 		return
 	}
 	kind := ClassifyFailure(err)

@@ -127,7 +127,7 @@ func (v *serverView) offersTools() bool {
 // when last connected still reach it although they are not offered (see
 // pool.hiddenTools).
 func (v *serverView) routesHiddenTools() bool {
-	return !v.offersTools() && len(v.lists.tools) > 0 && v.state != StateDisabled && v.state != StateStopped
+	return !v.offersTools() && len(v.lists.tools) > 0 && v.state != StateDisabled && v.state != StateStopped && v.state != StateNeedsApproval
 }
 
 // renewing reports whether the server is replacing a session the server
@@ -237,11 +237,7 @@ func (a *serverActor) Receive(ctx actor.Context) {
 			a.cfg = prev.cfg // a restarted instance keeps the latest config
 			a.policy = a.cfg.Reconnect.over(a.opts.Reconnect)
 		}
-		if a.cfg.Disabled {
-			a.setState(StateDisabled, nil)
-		} else {
-			a.setState(StatePending, nil)
-		}
+		a.setState(initialState(a.cfg), heldError(a.cfg))
 	case *actor.Restarting:
 		a.log.Error().Msg("server actor restarting after a crash; its connection is dropped")
 		a.abandon(session.ErrServerRestarting)
@@ -335,7 +331,7 @@ func (a *serverActor) publish() {
 
 // connect starts a connect attempt, replacing whatever connection exists.
 func (a *serverActor) connect() {
-	if a.stopping || a.cfg.Disabled {
+	if a.stopping || !a.cfg.startable() {
 		a.publish() // answers the admission ticket without connecting
 		return
 	}
@@ -547,7 +543,7 @@ func (a *serverActor) retune(cfg ServerConfig) {
 }
 
 // reconfigure applies a changed config: the connection is dropped and the
-// server waits for admission again (or is disabled).
+// server waits for admission again (or is disabled, or held).
 func (a *serverActor) reconfigure(cfg ServerConfig) {
 	a.abandon(session.ErrServerRestarting)
 	if cfg.Kind() != a.cfg.Kind() || cfg.Command != a.cfg.Command || cfg.URL != a.cfg.URL {
@@ -557,11 +553,15 @@ func (a *serverActor) reconfigure(cfg ServerConfig) {
 	a.policy = cfg.Reconnect.over(a.opts.Reconnect)
 	a.lists = lists{}
 	a.endEpisode()
-	if cfg.Disabled {
-		a.setState(StateDisabled, nil)
-		return
+	a.setState(initialState(cfg), heldError(cfg))
+}
+
+// heldError is the error a held server reports (nil for any other).
+func heldError(cfg ServerConfig) error {
+	if !cfg.held() {
+		return nil
 	}
-	a.setState(StatePending, nil)
+	return fmt.Errorf("%w: %s", ErrNeedsApproval, cfg.NeedsApproval)
 }
 
 // maybeStop finishes a shutdown once nothing of the server remains.

@@ -36,6 +36,10 @@ const (
 	StateNeedsAuth State = "needs-auth"
 	// StateDisabled: disabled in config; never started.
 	StateDisabled State = "disabled"
+	// StateNeedsApproval: held until the user approves its config entry
+	// (ServerConfig.NeedsApproval, which the error repeats); never
+	// started, not even by a call or Reconnect.
+	StateNeedsApproval State = "needs-approval"
 	// StateStopped: removed from the config and shut down.
 	StateStopped State = "stopped"
 )

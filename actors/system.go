@@ -34,6 +34,10 @@ var (
 	// ErrServerNotReady: the server is not connected; a *NotReadyError
 	// says in which state it is and why.
 	ErrServerNotReady = errors.New("mcpvisor: server not ready")
+	// ErrNeedsApproval: the server is held until the user approves its
+	// config entry (ServerConfig.NeedsApproval): it is never started.
+	// The error of a held server's status wraps it with the reason.
+	ErrNeedsApproval = errors.New("mcpvisor: server needs approval")
 	// ErrServerOff: the host toggled the server off (Toggle); its
 	// connection is kept, but nothing of it is offered or callable.
 	ErrServerOff = errors.New("mcpvisor: server toggled off")
@@ -495,8 +499,8 @@ func (s *System) recordOutcome(h *serverHandle, v *serverView, err error) {
 // other than old. A server connecting or reconnecting is waited for, up to
 // ctx's end (unless Options.FailFast; a session being renewed after
 // expiry is always waited for). A parked server is woken, and the call
-// waits for that one fresh attempt. Disabled and stopped servers fail at
-// once.
+// waits for that one fresh attempt. Disabled, stopped and held servers
+// fail at once.
 func (s *System) awaitReady(ctx context.Context, h *serverHandle, old *session.Session) (*serverView, error) {
 	woken, wokenAt := false, uint64(0)
 	for {
@@ -509,7 +513,7 @@ func (s *System) awaitReady(ctx context.Context, h *serverHandle, old *session.S
 			}
 			// The session has ended and the actor is about to say so:
 			// wait for what comes next rather than fail a call never sent.
-		case v.state == StateDisabled || v.state == StateStopped:
+		case v.state == StateDisabled || v.state == StateStopped || v.state == StateNeedsApproval:
 			return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
 		case v.state.Parked():
 			if woken && v.gen > wokenAt {
