@@ -72,6 +72,14 @@ type Options struct {
 	// notification to every connection (not to subscriptions/listen
 	// streams), then answers.
 	NotifyTool bool
+	// Redescribe adds the tool "redescribe" {tool, text}: it changes the
+	// description of the tool named tool to text and sends
+	// tools/list_changed (a "rug pull": a tool's definition changing
+	// under a client that already relies on it).
+	Redescribe bool
+	// Describe replaces the descriptions of tools from the start, by tool
+	// name (a server whose definitions changed since it last ran).
+	Describe map[string]string
 	// Conformance serves the fixtures of the conformance suite's server
 	// scenarios (see conformance.go) besides the standard catalogue.
 	Conformance bool
@@ -280,6 +288,24 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
 	fs.BoolVar(&o.Conformance, "conformance", false, "also serve the conformance suite's server fixtures (test_* tools, test:// resources, prompts)")
 	fs.BoolVar(&o.NotifyTool, "notify-tool", false, "add the tool notify {method, params}: sends that notification to every connection")
+	fs.BoolVar(&o.Redescribe, "redescribe", false, "add the tool redescribe {tool, text}: changes the description of tool to text and sends tools/list_changed")
+	fs.Var(describeFlag{&o.Describe}, "describe", "`TOOL=TEXT`: describe the tool TOOL as TEXT from the start (repeatable)")
+	fs.Func("describe-file", "read `FILE`, a JSON object {tool: text}, and describe those tools so from the start (as -describe; a server that changed since it last ran, its config unchanged)", func(path string) error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var m map[string]string
+		if err := json.Unmarshal(b, &m); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for k, v := range m {
+			if err := (describeFlag{&o.Describe}).Set(k + "=" + v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	fs.BoolVar(&o.Channel, "channel", false, "stdio, ws: be a claude/channel server with the tool channel_burst {n, prefix}; echo permission requests and verdicts as channel messages")
 	fs.BoolVar(&o.Subscribe, "subscribe", false, "serve resources/subscribe, agree to mock:// URIs in subscriptions/listen resourceSubscriptions (2026-07-28), and add the tool touch {uri}, which sends resources/updated when uri is subscribed")
 	fs.BoolVar(&o.Progress, "progress", false, "stdio, ws: add the tools progress {steps, ms} (progress notifications) and cancelled (notifications/cancelled received)")
@@ -302,6 +328,38 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.HTTP401, "http-401", false,
 		"http, sse, ws: answer every request (the WebSocket upgrade too) with 401 and WWW-Authenticate: Bearer resource_metadata=…, error=\"invalid_token\"")
 	return fs
+}
+
+// describeFlag is the repeatable -describe TOOL=TEXT flag.
+type describeFlag struct{ m *map[string]string }
+
+func (f describeFlag) String() string {
+	if f.m == nil || len(*f.m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range *f.m {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		parts = append(parts, k+"="+(*f.m)[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f describeFlag) Set(v string) error {
+	name, text, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want TOOL=TEXT, got %q", v)
+	}
+	if *f.m == nil {
+		*f.m = map[string]string{}
+	}
+	(*f.m)[name] = text
+	return nil
 }
 
 // Run serves one client over r and w until r ends (or, with
@@ -528,6 +586,10 @@ func newServer(o Options) *server {
 		s.tools = append(s.tools, protocol.Tool{Name: "notify", Description: "Sends the notification method with params to every connection.",
 			InputSchema: obj(`"method":{"type":"string"},"params":{"type":"object"}`, "method")})
 	}
+	if o.Redescribe {
+		s.tools = append(s.tools, protocol.Tool{Name: "redescribe", Description: "Changes the description of tool to text and sends tools/list_changed.",
+			InputSchema: obj(`"tool":{"type":"string"},"text":{"type":"string"}`, "tool", "text")})
+	}
 	s.tools = append(s.tools, s.extTools()...)
 	if o.Conformance {
 		s.tools = append(s.tools, conformanceTools()...)
@@ -536,6 +598,11 @@ func newServer(o Options) *server {
 		s.tools = append(s.tools, protocol.Tool{
 			Name: fmt.Sprintf("tool_%03d", i), Description: "An extra tool that echoes.", InputSchema: obj(`"text":{"type":"string"}`),
 		})
+	}
+	for i := range s.tools {
+		if d, ok := o.Describe[s.tools[i].Name]; ok {
+			s.tools[i].Description = d
+		}
 	}
 	return s
 }
@@ -796,6 +863,20 @@ func (s *server) callTool(out output, m *protocol.Message) {
 		s.tools = append(slices.Clip(s.tools), protocol.Tool{Name: p.Arguments.Text, Description: "Announced at run time.", InputSchema: json.RawMessage(`{"type":"object"}`)})
 		s.tmu.Unlock()
 		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("announced " + p.Arguments.Text)}})
+		s.hub.toolsChanged()
+	case p.Name == "redescribe" && s.o.Redescribe:
+		s.tmu.Lock()
+		i := slices.IndexFunc(s.tools, func(t protocol.Tool) bool { return t.Name == p.Arguments.Tool })
+		if i >= 0 {
+			s.tools = slices.Clone(s.tools) // lists already answered keep theirs
+			s.tools[i].Description = p.Arguments.Text
+		}
+		s.tmu.Unlock()
+		if i < 0 {
+			s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("no tool " + p.Arguments.Tool)}})
+			return
+		}
+		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("redescribed " + p.Arguments.Tool)}})
 		s.hub.toolsChanged()
 	case p.Name == "notify" && s.o.NotifyTool:
 		s.hub.broadcast(p.Arguments.Method, p.Arguments.Params)
