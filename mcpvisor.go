@@ -126,7 +126,11 @@ const (
 	EventChannelMessage    = actors.EventChannelMessage
 	EventPermissionRequest = actors.EventPermissionRequest
 	EventCollision         = actors.EventCollision
-	EventGap               = actors.EventGap
+	// EventToolDefinitionChanged: a tool's definition is not the pinned
+	// one (Options.ToolPins); ToolChange says which, what became of it,
+	// and the diff.
+	EventToolDefinitionChanged = actors.EventToolDefinitionChanged
+	EventGap                   = actors.EventGap
 )
 
 // The reasons of an EventGap.
@@ -140,6 +144,27 @@ type ListDiff = actors.ListDiff
 
 // Collision reports a qualified name claimed twice, and the rename.
 type Collision = actors.Collision
+
+// ToolChange describes a tool whose definition is not the pinned one
+// (EventToolDefinitionChanged).
+type ToolChange = actors.ToolChange
+
+// PinOptions configure tool pinning (Options.ToolPins): a store (a
+// *trust.Store) and what becomes of a tool whose definition is not
+// pinned, for servers marked trusted and for the others.
+type PinOptions = actors.PinOptions
+
+// PinStore keeps tool pins; *trust.Store implements it.
+type PinStore = actors.PinStore
+
+// PinAction is what becomes of a tool whose definition is not pinned.
+type PinAction = actors.PinAction
+
+// The pin actions.
+const (
+	PinWithhold = actors.PinWithhold
+	PinOffer    = actors.PinOffer
+)
 
 // CallToolResult is the result of a tool call; Content is a list of text,
 // image, audio, resource-link and embedded-resource blocks.
@@ -361,6 +386,12 @@ func (s *Supervisor) Reconnect(ctx context.Context, name string) error {
 	}
 	return s.sys.Reconnect(ctx, name)
 }
+
+// RecheckToolPins has every connected server check its tools against the
+// pins again (Options.ToolPins), after the user approved definitions: a
+// tool now pinned joins the pool, and a tools_changed event says so. It
+// returns at once; the rechecks run in the background.
+func (s *Supervisor) RecheckToolPins(ctx context.Context) error { return s.sys.RecheckToolPins(ctx) }
 
 // ReconnectAll reconnects every enabled server.
 func (s *Supervisor) ReconnectAll(ctx context.Context) error { return s.sys.Reconnect(ctx, "") }

@@ -266,6 +266,15 @@ type Options struct {
 	// OAuthOptions; the zero value keeps tokens in memory and parks a
 	// server that needs a login in needs-auth).
 	OAuth OAuthOptions
+
+	// ToolPins pins tool definitions (see PinOptions): with a Store, each
+	// tool's definition is recorded when its server is first seen, and a
+	// later change of it, or a new tool, is withheld from the pool (or
+	// offered, per PinOptions) and reported by an
+	// EventToolDefinitionChanged until the user approves it. Pins are
+	// checked when a server's tool list arrives (connect, list_changed,
+	// RecheckToolPins), never per call. The zero value pins nothing.
+	ToolPins PinOptions
 }
 
 // withDefaults fills zero fields.

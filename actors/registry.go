@@ -572,7 +572,7 @@ func poolChanged(prev, v *serverView) bool {
 
 func sameLists(a, b lists) bool {
 	return sameSlice(a.tools, b.tools) && sameSlice(a.prompts, b.prompts) &&
-		sameSlice(a.resources, b.resources) && sameSlice(a.templates, b.templates)
+		sameSlice(a.resources, b.resources) && sameSlice(a.templates, b.templates) && a.pins == b.pins
 }
 
 // hiddenChanged reports whether the server's entry among the tools that
@@ -581,7 +581,8 @@ func hiddenChanged(prev, v *serverView) bool {
 	if prev == nil {
 		return v.routesHiddenTools()
 	}
-	return prev.routesHiddenTools() != v.routesHiddenTools() || (v.routesHiddenTools() && !sameSlice(prev.lists.tools, v.lists.tools))
+	return prev.routesHiddenTools() != v.routesHiddenTools() ||
+		(v.routesHiddenTools() && (!sameSlice(prev.lists.tools, v.lists.tools) || prev.lists.pins != v.lists.pins))
 }
 
 func sameSlice[T any](a, b []T) bool {

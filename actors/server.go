@@ -104,6 +104,9 @@ type serverView struct {
 	nextRetry   time.Time   // when the scheduled attempt starts, while reconnecting
 	strikeLimit int         // ReconnectPolicy.Strikes of this server
 	auth        *authHolder // the server's token source (read at status time)
+	// pinOpts are the System's pin options (shared, read-only): with
+	// lists.pins and cfg.Trust, they decide which tools are withheld.
+	pinOpts *PinOptions
 
 	// offer caches what the view puts in the pool; written and read only
 	// by the registry goroutine (see offerOf).
@@ -164,6 +167,7 @@ func (v *serverView) status() ServerStatus {
 	if v.auth != nil {
 		st.Auth = v.auth.status()
 	}
+	st.WithheldTools = v.withheldTools()
 	return st
 }
 
@@ -205,6 +209,10 @@ type serverActor struct {
 	relistAgain [numListKinds]bool // a list_changed arrived during it
 
 	recovering bool // reconnecting after being ready (see serverView.recovering)
+
+	// reportedPins maps each unpinned tool already reported by an
+	// EventToolDefinitionChanged to the hash reported (see reportPins).
+	reportedPins map[string]string
 
 	stopping    bool
 	stopWaiters []chan struct{}
@@ -256,6 +264,10 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.notification(m)
 	case relisted:
 		a.relisted(m)
+	case recheckPins:
+		a.recheckPins()
+	case pinsChecked:
+		a.pinsChecked(m)
 	case retryNow:
 		a.retry(m)
 	case stableNow:
@@ -316,6 +328,7 @@ func (a *serverActor) publish() {
 		nextRetry:      a.nextRetry,
 		strikeLimit:    a.policy.Strikes,
 		auth:           &a.h.auth,
+		pinOpts:        &a.opts.ToolPins,
 	}
 	if a.state == StateReady && a.sess != nil {
 		v.sess = a.sess
@@ -354,13 +367,17 @@ func (a *serverActor) connect() {
 	a.nextRetry = time.Time{}
 	a.setState(StateConnecting, a.err)
 
-	gen, cfg, self, root := a.gen, a.cfg, a.self, a.root
+	gen, cfg, self, root, name := a.gen, a.cfg, a.self, a.root, a.h.name
 	sopts := a.sessionOptions(gen)
 	dc := a.dialConfig()
+	pinStore := a.opts.ToolPins.Store
 	a.goroutine(func() {
 		defer cancel()
 		res := connectOnce(ctx, cfg, sopts, dc)
 		res.gen = gen
+		if res.err == nil {
+			res.lists.pins, res.pinErr = checkPins(pinStore, name, cfg, res.lists.tools)
+		}
 		if res.sess != nil && ctx.Err() != nil {
 			// Abandoned while listing: close here, nobody will take it.
 			closeSession(res.sess, session.ErrConnectionClosed)
@@ -466,6 +483,7 @@ func (a *serverActor) connected(m connectResult) {
 	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
 	a.h.strikes.Store(0)
 	a.setState(StateReady, nil)
+	a.pinsFound(m.pinErr)
 	a.startListening()
 	a.startStableTimer()
 	a.startPinging()
@@ -672,14 +690,17 @@ func (a *serverActor) relist(kind listKind) {
 	a.relisting[kind] = true
 	sess, gen, self, root := a.sess, a.gen, a.self, a.root
 	timeout := a.connectTimeout()
+	pinStore, name, cfg := a.opts.ToolPins.Store, a.h.name, a.cfg
 	a.goroutine(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		var ls lists
-		var err error
+		var err, pinErr error
 		switch kind {
 		case listTools:
-			ls.tools, err = sess.ListTools(ctx)
+			if ls.tools, err = sess.ListTools(ctx); err == nil {
+				ls.pins, pinErr = checkPins(pinStore, name, cfg, ls.tools)
+			}
 		case listResources:
 			if ls.resources, err = sess.ListResources(ctx); err == nil {
 				ls.templates, err = sess.ListResourceTemplates(ctx)
@@ -687,7 +708,7 @@ func (a *serverActor) relist(kind listKind) {
 		case listPrompts:
 			ls.prompts, err = sess.ListPrompts(ctx)
 		}
-		root.Send(self, relisted{gen: gen, kind: kind, lists: ls, err: err})
+		root.Send(self, relisted{gen: gen, kind: kind, lists: ls, err: err, pinErr: pinErr})
 	})
 }
 
@@ -702,7 +723,7 @@ func (a *serverActor) relisted(m relisted) {
 		before := a.lists
 		switch m.kind {
 		case listTools:
-			a.lists.tools = m.lists.tools
+			a.lists.tools, a.lists.pins = m.lists.tools, m.lists.pins
 		case listResources:
 			a.lists.resources, a.lists.templates = m.lists.resources, m.lists.templates
 		case listPrompts:
@@ -714,6 +735,9 @@ func (a *serverActor) relisted(m relisted) {
 			a.publish()
 		} else {
 			a.lists = before
+		}
+		if m.kind == listTools {
+			a.pinsFound(m.pinErr)
 		}
 	}
 	if a.relistAgain[m.kind] {

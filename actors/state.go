@@ -98,6 +98,10 @@ type ServerStatus struct {
 	// scope it asked for when it refused the credentials), for servers
 	// that asked for one. It never holds a token.
 	Auth *oauth.Status `json:"auth,omitempty"`
+	// WithheldTools are the tools the server lists that the pool keeps
+	// out because their definition is not pinned (Options.ToolPins),
+	// sorted: they wait for the user's approval.
+	WithheldTools []string `json:"withheldTools,omitempty"`
 }
 
 // EventType names what an Event reports.
@@ -152,6 +156,14 @@ const (
 	// EventTaskStatus: a server reported a task's new status
 	// (notifications/tasks/status): TaskID, Data the task's state.
 	EventTaskStatus EventType = "task_status"
+	// EventToolDefinitionChanged: a tool's definition is not the one
+	// pinned (Options.ToolPins): it changed since the user started relying
+	// on it, or it is new on a server seen before. ToolChange names the
+	// tool, says whether it is withheld from the pool or offered, and
+	// holds the diff. Reported once per definition; the tool stays
+	// unpinned (and withheld, if so) until the user approves it and
+	// RecheckToolPins (or the next listing) finds it pinned.
+	EventToolDefinitionChanged EventType = "tool_definition_changed"
 	// EventCollision: two tools (or prompts) came out with the same
 	// qualified name; Collision says which one was renamed, and to what.
 	// Reported once per collision, when it first appears.
@@ -212,6 +224,9 @@ type Event struct {
 
 	// Collision describes an EventCollision.
 	Collision *Collision `json:"collision,omitempty"`
+
+	// ToolChange describes an EventToolDefinitionChanged.
+	ToolChange *ToolChange `json:"toolChange,omitempty"`
 
 	// Dropped and GapReason describe an EventGap.
 	Dropped   uint64 `json:"dropped,omitempty"`
