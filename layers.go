@@ -86,6 +86,12 @@ func (p PendingServer) Approval() trust.Approval {
 	return trust.Approval{Project: p.Project, Server: p.Name, Hash: p.Hash, Entry: p.Entry}
 }
 
+// DefaultStateDir is the directory that keeps the user's trust decisions
+// (approvals of project servers, tool pins) when a host names none; see
+// trust.DefaultDir. A host opens it with trust.NewStore and passes the
+// store as LoadOptions.Approvals and Options.ToolPins.Store.
+func DefaultStateDir() (string, error) { return trust.DefaultDir() }
+
 // layerFile is one file to load, with its layer.
 type layerFile struct {
 	layer   string

@@ -70,6 +70,9 @@ func (a *app) authServer(name string) (mcpvisor.ServerConfig, error) {
 	if !ok {
 		return sc, failed(fmt.Errorf("no server %q in the configuration", name))
 	}
+	if sc.NeedsApproval != "" {
+		return sc, failed(fmt.Errorf("server %q needs approval first (%s): run 'mcpvisor trust'", name, sc.NeedsApproval))
+	}
 	switch sc.Kind() {
 	case "http", "sse", "ws":
 		return sc, nil

@@ -31,6 +31,10 @@ import (
 // command as their servers.
 var binPath string
 
+// sharedStateDir is the state directory (approvals, tool pins) of the
+// tests that do not use their own: never the user's.
+var sharedStateDir string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "mcpvisor-cli-test-")
 	if err != nil {
@@ -38,6 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	binPath = filepath.Join(dir, "mcpvisor")
+	sharedStateDir = filepath.Join(dir, "state")
 	args := []string{"build", "-o", binPath}
 	if raceEnabled {
 		args = append(args, "-race")
@@ -75,8 +80,8 @@ func cliEnv(extra ...string) []string {
 		}
 	}
 	// A race-enabled binary sleeps 1 s at every exit by default.
-	env = append(env, "GORACE=atexit_sleep_ms=0 halt_on_error=1")
-	return append(env, extra...)
+	env = append(env, "GORACE=atexit_sleep_ms=0 halt_on_error=1", envStateDir+"="+sharedStateDir)
+	return append(env, extra...) // later entries win
 }
 
 type result struct {
@@ -337,7 +342,8 @@ func TestListLayeredDiscovery(t *testing.T) {
 	write(filepath.Join(project, ".mcp.json"), map[string]any{"p": mock(binPath)})
 	write(filepath.Join(project, ".mcp.local.json"), map[string]any{"p": mock(binPath, "-tools", "1")})
 
-	r := cliIn(t, project, []string{"HOME=" + home}, "list", "--json")
+	// (The project's servers need approval: see trust_test.go.)
+	r := cliIn(t, project, []string{"HOME=" + home}, "list", "--json", "--trust-project")
 	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 	out := decodeList(t, r.stdout)
 	require.Len(t, out.Servers, 2)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -103,7 +104,11 @@ func (a *app) status(ctx context.Context, url, tokenFile string, asJSON bool) er
 		if s.ToggledOff {
 			state += " (off)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\n", s.Name, state, s.OfferedTools, s.InFlight,
+		tools := strconv.Itoa(s.OfferedTools)
+		if n := len(s.WithheldTools); n > 0 {
+			tools += fmt.Sprintf(" (%d withheld)", n)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\n", s.Name, state, tools, s.InFlight,
 			s.Strikes, s.Attempt, next, s.Latency.Calls, ms(s.LatencyP50Ms, s.Latency.Calls), ms(s.LatencyP99Ms, s.Latency.Calls), lastErr)
 	}
 	return tw.Flush()

@@ -71,10 +71,12 @@ needs "Authorization: Bearer <token>"; a non-loopback --listen requires one.
 name (globs), after each server's own tools filter. --bare-names offers a tool
 or prompt under its server's own name when that name is unique in the pool.
 
-Live reload: SIGHUP (and, with --watch, a change of a config file, polled and
-debounced) re-reads the config layers and applies the difference: new servers
-start, removed ones stop, changed ones reconnect. A config that fails to load
-keeps the running one; the error is logged.
+Live reload: SIGHUP (and, with --watch, a change of a config file or of the
+approvals and tool pins in the state directory, polled and debounced) re-reads
+the config layers and applies the difference: new servers start, removed ones
+stop, changed ones reconnect, newly approved project servers start; tools whose
+definition was approved meanwhile ('mcpvisor trust') join the pool. A config
+that fails to load keeps the running one; the error is logged.
 
 Shutdown: on SIGINT or SIGTERM the gateway refuses new requests, waits up to
 --grace for the calls in flight, then shuts every server down (stdio servers:
@@ -307,6 +309,11 @@ func (a *app) logApplied(cfg *mcpvisor.Config, res mcpvisor.SetResult, msg strin
 	for _, name := range slices.Sorted(maps.Keys(cfg.Excluded)) {
 		a.log.Warn().Str("server", name).Str("reason", cfg.Excluded[name]).Msg("server excluded by policy; not started")
 	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Pending)) {
+		p := cfg.Pending[name]
+		a.log.Warn().Str("server", name).Str("file", p.File).Str("reason", p.Reason).
+			Msg("server needs approval; not started (run 'mcpvisor trust' in " + p.Project + ")")
+	}
 }
 
 // reload re-reads the configuration and applies the difference. A config
@@ -324,6 +331,10 @@ func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, why string) 
 		return
 	}
 	a.logApplied(cfg, res, "config reloaded ("+why+")")
+	// Tool definitions approved meanwhile join the pool.
+	if err := sup.RecheckToolPins(ctx); err != nil {
+		a.log.Warn().Err(err).Msg("rechecking the tool pins")
+	}
 }
 
 // watchConfig polls the config files' modification times every interval
@@ -341,6 +352,12 @@ func (a *app) watchConfig(ctx context.Context, cfg *mcpvisor.Config, interval ti
 			files = append(files, filepath.Join(home, ".mcp.json"))
 		}
 		files = append(files, ".mcp.json", ".mcp.local.json", mcpvisor.DefaultManagedFile)
+	}
+	if store := a.trustStore(); store != nil {
+		// Approvals ('mcpvisor trust' in another process) apply by
+		// themselves; the pins directory changes when a pins file is
+		// replaced.
+		files = append(files, store.Files()...)
 	}
 	slices.Sort(files)
 	files = slices.Compact(files)
@@ -410,6 +427,11 @@ func (a *app) logEvents(events <-chan mcpvisor.Event) {
 			c := ev.Collision
 			a.log.Warn().Uint64("seq", ev.Seq).Str("kind", c.Kind).Str("name", c.Name).Str("holder", c.Holder).
 				Str("server", c.Server).Str("original", c.Original).Str("renamed", c.Renamed).Msg("name collision")
+		case mcpvisor.EventToolDefinitionChanged:
+			c := ev.ToolChange
+			a.log.Warn().Uint64("seq", ev.Seq).Str("server", ev.Server).Str("tool", c.Tool).Str("change", c.Change).
+				Str("action", string(c.Action)).Str("diff", c.Diff).
+				Msg("tool definition not pinned (" + string(c.Action) + "); run 'mcpvisor trust' to review it")
 		case mcpvisor.EventServerToggled:
 			a.log.Info().Uint64("seq", ev.Seq).Str("server", ev.Server).Bool("off", ev.ToggledOff).Msg("server toggled")
 		case mcpvisor.EventLogMessage:

@@ -370,7 +370,7 @@ func rpcError(err error) *protocol.Error {
 		e.Data, _ = json.Marshal(errorData{Failure: kind, Retryable: true})
 	case errors.As(err, &nr):
 		e = protocol.NewError(CodeServerNotReady, "%v", err)
-		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: !nr.State.Parked() && nr.State != mcpvisor.StateDisabled})
+		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: !nr.State.Parked() && nr.State != mcpvisor.StateDisabled && nr.State != mcpvisor.StateNeedsApproval})
 	case errors.Is(err, mcpvisor.ErrServerOff), errors.Is(err, mcpvisor.ErrServerNotReady):
 		e = protocol.NewError(CodeServerNotReady, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Failure: kind})

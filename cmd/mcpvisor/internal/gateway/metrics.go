@@ -72,7 +72,8 @@ func (m *metrics) notified(method string, n int) {
 }
 
 var allStates = []mcpvisor.State{mcpvisor.StatePending, mcpvisor.StateConnecting, mcpvisor.StateReady,
-	mcpvisor.StateReconnecting, mcpvisor.StateFailed, mcpvisor.StateNeedsAuth, mcpvisor.StateDisabled, mcpvisor.StateStopped}
+	mcpvisor.StateReconnecting, mcpvisor.StateFailed, mcpvisor.StateNeedsAuth, mcpvisor.StateDisabled, mcpvisor.StateStopped,
+	mcpvisor.StateNeedsApproval}
 
 // writeMetrics writes every metric in the Prometheus text exposition
 // format (version 0.0.4).
