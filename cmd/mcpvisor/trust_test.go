@@ -76,7 +76,6 @@ func (r *superviseRun) waitLog(t *testing.T, message string, n int) {
 	})
 }
 
-
 // get fetches path of the admin API; a stream is read for at most wait.
 func (r *superviseRun) get(t *testing.T, path string, wait time.Duration) string {
 	t.Helper()
