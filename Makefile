@@ -99,8 +99,8 @@ conformance: build $(CONFORMANCE)
 CONFORMANCE_SERVER_LISTEN ?= 127.0.0.1:17980
 CONFORMANCE_SERVER_RESULTS := $(DEPS)/conformance-server-results
 conformance-server: build $(CONFORMANCE)
-	rm -rf $(CONFORMANCE_SERVER_RESULTS)
-	@$(BIN)/mcpvisor supervise --config testdata/conformance/gateway.mcp.json --bare-names \
+	rm -rf $(CONFORMANCE_SERVER_RESULTS) $(DEPS)/conformance-state
+	@$(BIN)/mcpvisor supervise --config testdata/conformance/gateway.mcp.json --bare-names --state-dir $(DEPS)/conformance-state \
 		--listen $(CONFORMANCE_SERVER_LISTEN) --log-level warn 2>$(DEPS)/conformance-gateway.log & pid=$$!; \
 	trap 'kill -INT $$pid; wait $$pid' EXIT; \
 	for i in $$(seq 100); do $(BIN)/mcpvisor status --url http://$(CONFORMANCE_SERVER_LISTEN) >/dev/null 2>&1 && break; sleep 0.1; done; \

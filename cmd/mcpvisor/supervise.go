@@ -35,6 +35,8 @@ type superviseFlags struct {
 	watch        bool
 	watchEvery   time.Duration
 	grace        time.Duration
+	maxSessions  int
+	maxStreams   int
 }
 
 func (a *app) superviseCommand() *cobra.Command {
@@ -62,6 +64,12 @@ The same listener serves the admin API:
   GET /metrics   Prometheus text format
   GET /events    the event stream (SSE; resume with Last-Event-ID = sequence)
 'mcpvisor status' prints /status as a table.
+
+Bounds: at most --max-sessions HTTP sessions are kept (default 1000); a new one
+evicts the longest idle (sessions with a request in flight or a stream open go
+last), whose next request gets 404, so its client initializes again. A session
+may hold --max-streams-per-session GET streams (default 4; 409 beyond).
+Evictions and refused streams are counted in /metrics.
 
 Security: the listener is loopback by default, and then refuses requests whose
 Host is not a loopback name, and browser requests whose Origin is not loopback
@@ -106,6 +114,10 @@ Exit codes:
 	fl.BoolVar(&f.watch, "watch", false, "reload when a config file changes (polled)")
 	fl.DurationVar(&f.watchEvery, "watch-interval", time.Second, "how often --watch polls the config files")
 	fl.DurationVar(&f.grace, "grace", 10*time.Second, "how long shutdown waits for calls in flight")
+	fl.IntVar(&f.maxSessions, "max-sessions", gateway.DefaultMaxSessions,
+		"keep at most `N` HTTP sessions: a new one evicts the longest idle (its next request gets 404); negative: no cap")
+	fl.IntVar(&f.maxStreams, "max-streams-per-session", gateway.DefaultMaxStreamsPerSession,
+		"allow at most `N` GET streams open at once per HTTP session (409 beyond); negative: no cap")
 	return cmd
 }
 
@@ -185,6 +197,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	gw := gateway.New(sup, gateway.Options{
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
 		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
+		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams,
 	})
 	fwd.Attach(gw)
 	serveCtx, stopServing := context.WithCancel(context.Background())

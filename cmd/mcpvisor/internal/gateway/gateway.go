@@ -104,6 +104,17 @@ type Options struct {
 	// OutboxSize bounds the notifications kept per session for its GET
 	// stream (default 256; the oldest is dropped).
 	OutboxSize int
+	// MaxSessions caps the HTTP sessions kept at once (default
+	// DefaultMaxSessions; negative: no cap). A new session over the cap
+	// evicts the longest-idle one, whose next request gets 404 (the
+	// client initializes a new session); evictions are counted in
+	// /metrics.
+	MaxSessions int
+	// MaxStreamsPerSession caps the GET streams open at once on one
+	// session (default DefaultMaxStreamsPerSession; negative: no cap);
+	// one more is refused with 409. (A POST's answer stream lasts as
+	// long as its request.)
+	MaxStreamsPerSession int
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -145,6 +156,12 @@ func New(b Backend, opts Options) *Gateway {
 	}
 	if opts.OutboxSize <= 0 {
 		opts.OutboxSize = 256
+	}
+	if opts.MaxSessions == 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.MaxStreamsPerSession == 0 {
+		opts.MaxStreamsPerSession = DefaultMaxStreamsPerSession
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"

@@ -190,9 +190,7 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	frame, code := s.handle(r.Context(), m, st.notify)
 	if s.id != "" && m.Method == protocol.MethodInitialize && frame != nil && code == 0 {
-		g.mu.Lock()
-		g.sessions[s.id] = s
-		g.mu.Unlock()
+		g.admitSession(s)
 		w.Header().Set(sessionHeader, s.id)
 	}
 	status := http.StatusOK
@@ -308,6 +306,11 @@ func (g *Gateway) serveGet(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, "GET needs Accept: text/event-stream")
 		return
 	}
+	if !s.openStream(g.opts.MaxStreamsPerSession) {
+		g.refuseStream(w)
+		return
+	}
+	defer s.closeStream()
 	var after uint64
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		after, _ = strconv.ParseUint(v, 10, 64)
@@ -322,14 +325,6 @@ func (g *Gateway) serveGet(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, ": mcpvisor gateway stream\n\n")
 	flush(w)
-	s.mu.Lock()
-	s.streams++
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.streams--
-		s.mu.Unlock()
-	}()
 	keepalive := time.NewTicker(25 * time.Second)
 	defer keepalive.Stop()
 	for {

@@ -29,6 +29,9 @@ type metrics struct {
 
 	clientRequests atomic.Uint64 // server requests forwarded to a downstream client
 	clientRefused  atomic.Uint64 // server requests no downstream client could answer
+
+	sessionsEvicted atomic.Uint64 // HTTP sessions evicted at the session cap
+	streamsRefused  atomic.Uint64 // GET streams refused at the per-session cap
 }
 
 func (m *metrics) init() {
@@ -171,6 +174,10 @@ func (g *Gateway) writeMetrics(w io.Writer) {
 	g.mu.Unlock()
 	p.help("mcpvisor_gateway_sessions", "gauge", "Downstream sessions (HTTP and stdio).")
 	p.sample("mcpvisor_gateway_sessions", float64(sessions))
+	p.help("mcpvisor_gateway_sessions_evicted_total", "counter", "HTTP sessions evicted, longest idle first, to stay within the session cap.")
+	p.sample("mcpvisor_gateway_sessions_evicted_total", float64(g.metrics.sessionsEvicted.Load()))
+	p.help("mcpvisor_gateway_streams_refused_total", "counter", "GET streams refused (409) because their session had the most it may have open.")
+	p.sample("mcpvisor_gateway_streams_refused_total", float64(g.metrics.streamsRefused.Load()))
 	p.help("mcpvisor_gateway_listen_streams", "gauge", "Open subscriptions/listen streams (2026-07-28 clients).")
 	p.sample("mcpvisor_gateway_listen_streams", float64(listens))
 	p.help("mcpvisor_gateway_in_flight", "gauge", "Downstream requests being served.")
