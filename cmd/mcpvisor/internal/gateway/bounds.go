@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -22,18 +23,22 @@ const (
 )
 
 // admitSession registers the new HTTP session s, first evicting the
-// longest-idle sessions while the cap would be passed. Sessions without
+// longest-idle sessions when the cap would be passed. Sessions without
 // requests in flight or open streams go first; a busy one is evicted only
 // when every other session is busy too (the cap is a bound, not a wish).
 // An evicted session ends as if its client had sent DELETE: its requests
 // are cancelled, its streams end, and its next request gets 404, which
 // tells the client to initialize a new session.
+//
+// Finding the longest idle is a scan of every session under g.mu, so at
+// the cap it evicts a 64th of the cap at once (at least one): a flood of
+// new sessions costs one scan per 64 of them, not one each.
 func (g *Gateway) admitSession(s *session) {
 	limit := g.opts.MaxSessions
 	var evicted []*session
 	g.mu.Lock()
 	if limit > 0 && len(g.sessions) >= limit { // cheap test first: the map also holds stdio sessions
-		evicted = g.evictLocked(limit - 1)
+		evicted = g.evictLocked(limit - max(1, limit/64))
 	}
 	g.sessions[s.id] = s
 	g.mu.Unlock()
@@ -44,8 +49,9 @@ func (g *Gateway) admitSession(s *session) {
 	g.metrics.sessionsEvicted.Add(uint64(len(evicted)))
 }
 
-// evictLocked removes HTTP sessions, longest idle first, until at most
-// keep remain, and returns them. Called with g.mu held.
+// evictLocked removes HTTP sessions, longest idle first (idle before
+// busy), until at most keep remain, and returns them. Called with g.mu
+// held.
 func (g *Gateway) evictLocked(keep int) []*session {
 	type candidate struct {
 		s        *session
@@ -70,19 +76,22 @@ func (g *Gateway) evictLocked(keep int) []*session {
 		}
 		return a.lastUsed.Before(b.lastUsed)
 	}
-	var out []*session
-	for len(all) > keep {
-		victim := 0
-		for i := 1; i < len(all); i++ {
-			if evictFirst(all[i], all[victim]) {
-				victim = i
-			}
+	if len(all) <= keep {
+		return nil
+	}
+	slices.SortFunc(all, func(a, b candidate) int {
+		switch {
+		case evictFirst(a, b):
+			return -1
+		case evictFirst(b, a):
+			return 1
 		}
-		v := all[victim]
-		delete(g.sessions, v.s.id)
-		out = append(out, v.s)
-		all[victim] = all[len(all)-1]
-		all = all[:len(all)-1]
+		return 0
+	})
+	out := make([]*session, 0, len(all)-keep)
+	for _, c := range all[:len(all)-keep] {
+		delete(g.sessions, c.s.id)
+		out = append(out, c.s)
 	}
 	return out
 }
