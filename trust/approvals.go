@@ -72,7 +72,7 @@ func (s *Store) Approve(ctx context.Context, a Approval) error {
 	if a.ApprovedAt.IsZero() {
 		a.ApprovedAt = s.now()
 	}
-	return s.modify(ctx, func() error {
+	return s.modify(ctx, filepath.Join(s.dir, ".approvals.lock"), func() error {
 		var f approvalsFile
 		if _, err := readJSON(s.approvalsPath(), &f); err != nil {
 			return err

@@ -98,6 +98,9 @@ func PinKey(server, identity string) string {
 
 func (s *Store) pinsPath(key string) string { return filepath.Join(s.pinsDir(), key+".json") }
 
+// pinsLock is the lock of one server's pins file.
+func (s *Store) pinsLock(key string) string { return filepath.Join(s.pinsDir(), "."+key+".lock") }
+
 // CheckTools compares the tools a server lists with its pins and records
 // what it finds:
 //
@@ -120,8 +123,9 @@ func (s *Store) CheckTools(ctx context.Context, server, identity string, tools [
 		defs[i] = Definition(t)
 		checks[i] = ToolCheck{Tool: t.Name, Hash: definitionHash(defs[i])}
 	}
-	path := s.pinsPath(PinKey(server, identity))
-	err := s.modify(ctx, func() error {
+	key := PinKey(server, identity)
+	path := s.pinsPath(key)
+	err := s.modify(ctx, s.pinsLock(key), func() error {
 		var f pinsFile
 		existed, err := readJSON(path, &f)
 		if err != nil {
@@ -252,7 +256,7 @@ var ErrNoLongerPending = errors.New("trust: that definition is no longer pending
 // the tool pinned.
 func (s *Store) ApproveTool(ctx context.Context, p PendingTool) error {
 	path := s.pinsPath(p.Key)
-	return s.modify(ctx, func() error {
+	return s.modify(ctx, s.pinsLock(p.Key), func() error {
 		var f pinsFile
 		existed, err := readJSON(path, &f)
 		if err != nil {

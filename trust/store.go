@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 )
 
@@ -26,15 +25,15 @@ const fileVersion = 1
 //
 // Concurrency: a Store is safe for concurrent use, also with other Stores
 // (in this process or another) on the same directory: every
-// read-modify-write cycle holds an in-process mutex and an exclusive
-// flock on the directory's lock file, and readers see a file either whole
-// before or whole after a write (rename).
+// read-modify-write cycle of a file holds an exclusive flock on that
+// file's lock (flocks belong to open files, so they exclude goroutines of
+// one process too), and readers see a file either whole before or whole
+// after a write (rename). Each server's pins have a lock of their own, so
+// servers connecting together do not wait for each other.
 type Store struct {
 	dir string
 	// now gives the time recorded with approvals and pins.
 	now func() time.Time
-
-	mu sync.Mutex // serialises this Store's read-modify-write cycles
 }
 
 // NewStore returns the store in dir, which is created (mode 0700) on the
@@ -57,15 +56,14 @@ func (s *Store) Files() []string {
 	return []string{s.approvalsPath(), s.pinsDir()}
 }
 
-// modify runs change under the store's locks, creating the directory
-// first. change reads and writes the files itself.
-func (s *Store) modify(ctx context.Context, change func() error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+// modify runs change under the lock file lock (a path inside the store's
+// directory), creating the lock's directory first. change reads and
+// writes the files itself.
+func (s *Store) modify(ctx context.Context, lock string, change func() error) error {
+	if err := os.MkdirAll(filepath.Dir(lock), 0o700); err != nil {
 		return fmt.Errorf("trust: %w", err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(s.dir, ".lock"))
+	unlock, err := lockFile(ctx, lock)
 	if err != nil {
 		return err
 	}

@@ -210,3 +210,32 @@ func TestPinKeysAreFileNamesThatDifferPerIdentity(t *testing.T) {
 	assert.False(t, strings.HasPrefix(k, "."), k)
 	assert.LessOrEqual(t, len(PinKey(strings.Repeat("n", 500), "x")), 64)
 }
+
+// Concurrent checks of one server pin it once; of others, each its own.
+func TestConcurrentChecksPinOnce(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	tools := []protocol.Tool{tool("add", "Adds.")}
+	var mu sync.Mutex
+	firstSeen := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range 16 {
+		s := NewStore(dir, nil)
+		wg.Go(func() {
+			server := fmt.Sprintf("s%d", i%4)
+			checks, err := s.CheckTools(ctx, server, "id", tools)
+			if !assert.NoError(t, err) {
+				return
+			}
+			if checks[0].Status == StatusFirstSeen {
+				mu.Lock()
+				firstSeen[server]++
+				mu.Unlock()
+			} else {
+				assert.Equal(t, StatusPinned, checks[0].Status)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, map[string]int{"s0": 1, "s1": 1, "s2": 1, "s3": 1}, firstSeen)
+}
