@@ -218,6 +218,20 @@ func TestProjectServersRunOnlyOnceApproved(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, 0, cliIn(t, project, env, "list").code)
 	assert.FileExists(t, marker)
+
+	// A running supervise --watch applies an approval by itself.
+	require.NoError(t, os.Remove(marker))
+	writeProject(t, project, marker, "-name", "innocent", "-tools", "3")
+	sv = startSupervise(t, project, env, "--watch", "--watch-interval", "50ms")
+	sv.waitLog(t, "supervising", 1)
+	st, _ = sv.serverState(t, "innocent")
+	require.Equal(t, "needs-approval", st)
+	r = cliIn(t, project, env, "trust", "--yes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Eventually(t, func() bool { st, _ := sv.serverState(t, "innocent"); return st == "ready" }, 20*time.Second, 50*time.Millisecond,
+		"the approval recorded by trust is applied without a signal")
+	assert.FileExists(t, marker)
+	sv.stop(t)
 }
 
 // A project file cannot have the user's secrets expanded into a URL of
