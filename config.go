@@ -64,8 +64,9 @@ type Config struct {
 	// policy.
 	Policies []ServerPolicy
 
-	// layers are the layer files loaded, in load order.
-	layers []layerFile
+	// untrusted holds the servers whose entry comes from an untrusted
+	// layer (nil when there is none).
+	untrusted map[string]bool
 }
 
 // Check reports whether a server may run under every policy in
@@ -331,16 +332,12 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 	}
 
 	cfg.Policies = policies
-	untrusted := map[string]bool{}
-	for _, l := range cfg.layers {
-		untrusted[l.layer] = !l.trusted
-	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
 		sc := cfg.Servers[name]
 		for i := range policies {
 			ok, reason := true, ""
 			switch {
-			case untrusted[cfg.Layers[name]] && policies[i].ProjectServers == ProjectServersDeny:
+			case cfg.untrusted[name] && policies[i].ProjectServers == ProjectServersDeny:
 				ok, reason = false, policies[i].reason(`projectServers is "deny": servers of untrusted layers (the project's config files) may not run`)
 			case sc.NeedsApproval == "":
 				ok, reason = policies[i].check(name, sc)
@@ -421,11 +418,18 @@ func newConfig() *Config {
 // servers, of which pending are held.
 func (c *Config) addFile(l layerFile, servers map[string]ServerConfig, pending map[string]PendingServer) {
 	c.Files = append(c.Files, l.path)
-	c.layers = append(c.layers, l)
 	for name, sc := range servers {
 		c.Servers[name] = sc
 		c.Sources[name] = l.path
 		c.Layers[name] = l.layer
+		if l.trusted {
+			delete(c.untrusted, name)
+		} else {
+			if c.untrusted == nil {
+				c.untrusted = map[string]bool{}
+			}
+			c.untrusted[name] = true
+		}
 		if p, held := pending[name]; held {
 			c.Pending[name] = p
 		} else {

@@ -250,7 +250,8 @@ func affectsConnection(a, b ServerConfig) bool {
 
 func (r *registry) add(ctx actor.Context, name string, cfg ServerConfig) {
 	h := &serverHandle{name: name}
-	h.view.Store(&serverView{name: name, cfg: cfg, state: initialState(cfg), err: heldError(cfg), failure: ClassifyFailure(heldError(cfg)), since: time.Now()})
+	held := heldError(cfg) // nil unless the server waits for approval
+	h.view.Store(&serverView{name: name, cfg: cfg, state: initialState(cfg), err: held, failure: ClassifyFailure(held), since: time.Now()})
 	// The producer captures no copy of the options or the config (an
 	// idle server costs their size for as long as it exists): the
 	// registry's options never change, and the actor takes its config
