@@ -153,6 +153,6 @@ func (k *kernelKeyring) names() ([]string, error) {
 	return out, nil
 }
 
-func (k *kernelKeyring) maxValue() int   { return keyctlMaxValue }
+func (k *kernelKeyring) maxValue() int    { return keyctlMaxValue }
 func (k *kernelKeyring) describe() string { return k.where }
 func (k *kernelKeyring) close()           {}

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"golang.org/x/sys/unix"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
 	"github.com/mcpvisor/mcpvisor/oauth"
