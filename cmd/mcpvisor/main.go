@@ -25,6 +25,8 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/oauth"
+	"github.com/mcpvisor/mcpvisor/oauth/secretstore"
 )
 
 func main() {
@@ -89,6 +91,10 @@ type app struct {
 
 	log    zerolog.Logger // the CLI's own logger
 	libLog zerolog.Logger // the logger handed to the supervisor
+
+	tokenBackend string           // --token-store
+	store        oauth.Store      // opened by tokenStore, once
+	storeInfo    secretstore.Info // what tokenStore chose
 }
 
 // run executes the command line args and returns the exit code.
@@ -128,7 +134,7 @@ it starts them, speaks their protocol era, notices failure, and reports what cha
 Servers come from .mcp.json files. With --config (repeatable; later files win per
 server name) exactly those files are read. Without it the layers are read, lowest
 precedence first: ~/.mcp.json, ./.mcp.json, ./.mcp.local.json; when the managed
-file /etc/mcpvisor/managed-mcp.json exists it is the only file read.
+file ` + mcpvisor.DefaultManagedFile + ` exists it is the only file read.
 
 Results go to stdout; logs and errors go to stderr (console format on a terminal,
 JSON lines otherwise).
@@ -144,6 +150,9 @@ JSON lines otherwise).
 		"config `FILE` to load (repeatable; later files win per server name); default: layered discovery")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info",
 		"log `LEVEL`: trace, debug, info, warn, error or disabled")
+	root.PersistentFlags().StringVar(&a.tokenBackend, "token-store", "",
+		"where OAuth tokens are kept: `STORE` auto, file, "+strings.Join(secretstore.Names()[2:], ", ")+
+			" (default $"+envTokenStoreBackend+", else auto: the OS secret store where one works)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
@@ -227,7 +236,12 @@ func (a *app) applyConfig(ctx context.Context, sup *mcpvisor.Supervisor) (*mcpvi
 // logger. A one-shot command's supervisor does not reconnect: it reports
 // each server as it finds it.
 func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...func(*mcpvisor.Options)) (*mcpvisor.Supervisor, error) {
-	opts := mcpvisor.Options{Logger: a.libLog, OAuth: a.oauthOptions()}
+	oo, err := a.oauthOptions(ctx)
+	if err != nil {
+		a.log.Error().Err(err).Msg("opening the OAuth token store")
+		return nil, err
+	}
+	opts := mcpvisor.Options{Logger: a.libLog, OAuth: oo}
 	if oneShot {
 		opts.Reconnect.MaxAttempts = -1
 	}
