@@ -32,7 +32,7 @@ CONFORMANCE_AUTH := metadata-default metadata-var1 metadata-var2 metadata-var3 b
 CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-defaults sse-retry \
 	$(addprefix auth/,$(CONFORMANCE_AUTH))
 
-.PHONY: all build run test test-go deps npm-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
+.PHONY: all build run test test-go deps npm-deps os-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
 
 all: build
 
@@ -53,7 +53,7 @@ run: build
 # deps installs everything the tests use: Go modules of the main module and
 # of the nested test modules, and the npm packages (into $(NPM_DIR), which
 # git ignores).
-deps: npm-deps
+deps: npm-deps os-deps
 	$(GO) mod download
 	cd testdata/gosdkserver && $(GO) mod download
 	cd testdata/mcpgoserver && $(GO) mod download
@@ -61,6 +61,22 @@ deps: npm-deps
 	cd testdata/gosdkclient && $(GO) mod download
 
 npm-deps: $(EVERYTHING) $(TS_SDK) $(CONFORMANCE) $(OIDC)
+
+# os-deps installs the services the secret-store tests run against
+# (oauth/secretstore): Debian's gnome-keyring (the Secret Service) started
+# under dbus-run-session, and keyutils for the kernel keyring. apt-get
+# runs only when one is missing (root or sudo needed then); elsewhere the
+# tests say what is missing.
+OS_DEPS_BIN := gnome-keyring-daemon dbus-run-session dbus-send keyctl
+os-deps:
+	@missing=; for b in $(OS_DEPS_BIN); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	if [ -n "$$missing" ]; then \
+		if ! command -v apt-get >/dev/null 2>&1; then echo "os-deps: missing$$missing, and no apt-get to install them"; exit 1; fi; \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		echo "os-deps: installing gnome-keyring dbus keyutils (missing:$$missing)"; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends \
+			gnome-keyring dbus dbus-daemon keyutils >/dev/null; \
+	fi
 
 $(EVERYTHING):
 	mkdir -p $(NPM_DIR)
@@ -111,7 +127,7 @@ conformance-server: build $(CONFORMANCE)
 	sed -n '/SUMMARY/,$$p' $(DEPS)/conformance-server-summary.txt
 
 test: deps vet cross conformance conformance-server
-	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 \
+	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 MCPVISOR_REQUIRE_KEYRING=1 \
 		MCPVISOR_OIDC_MODULES=$(abspath $(OIDC_DIR))/node_modules \
 		MCPVISOR_NODE=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin/node \
 		$(GO) test -race -count=1 -timeout 15m ./...
