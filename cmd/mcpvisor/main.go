@@ -241,6 +241,9 @@ func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...fu
 		a.log.Error().Err(err).Msg("opening the OAuth token store")
 		return nil, err
 	}
+	if !oneShot {
+		a.log.Info().Str("token_store", a.storeInfo.String()).Msg("OAuth token store")
+	}
 	opts := mcpvisor.Options{Logger: a.libLog, OAuth: oo}
 	if oneShot {
 		opts.Reconnect.MaxAttempts = -1
