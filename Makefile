@@ -32,7 +32,7 @@ CONFORMANCE_AUTH := metadata-default metadata-var1 metadata-var2 metadata-var3 b
 CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-defaults sse-retry \
 	$(addprefix auth/,$(CONFORMANCE_AUTH))
 
-.PHONY: all build run test test-go deps npm-deps lint fmt vet fuzz bench bench-peers conformance conformance-server clean
+.PHONY: all build run test test-go deps npm-deps os-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
 
 all: build
 
@@ -53,7 +53,7 @@ run: build
 # deps installs everything the tests use: Go modules of the main module and
 # of the nested test modules, and the npm packages (into $(NPM_DIR), which
 # git ignores).
-deps: npm-deps
+deps: npm-deps os-deps
 	$(GO) mod download
 	cd testdata/gosdkserver && $(GO) mod download
 	cd testdata/mcpgoserver && $(GO) mod download
@@ -61,6 +61,22 @@ deps: npm-deps
 	cd testdata/gosdkclient && $(GO) mod download
 
 npm-deps: $(EVERYTHING) $(TS_SDK) $(CONFORMANCE) $(OIDC)
+
+# os-deps installs the services the secret-store tests run against
+# (oauth/secretstore): Debian's gnome-keyring (the Secret Service) started
+# under dbus-run-session, and keyutils for the kernel keyring. apt-get
+# runs only when one is missing (root or sudo needed then); elsewhere the
+# tests say what is missing.
+OS_DEPS_BIN := gnome-keyring-daemon dbus-run-session dbus-send keyctl
+os-deps:
+	@missing=; for b in $(OS_DEPS_BIN); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	if [ -n "$$missing" ]; then \
+		if ! command -v apt-get >/dev/null 2>&1; then echo "os-deps: missing$$missing, and no apt-get to install them"; exit 1; fi; \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		echo "os-deps: installing gnome-keyring dbus keyutils (missing:$$missing)"; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends \
+			gnome-keyring dbus dbus-daemon keyutils >/dev/null; \
+	fi
 
 $(EVERYTHING):
 	mkdir -p $(NPM_DIR)
@@ -110,13 +126,30 @@ conformance-server: build $(CONFORMANCE)
 		> $(DEPS)/conformance-server-summary.txt || { cat $(DEPS)/conformance-server-summary.txt; exit 1; }; \
 	sed -n '/SUMMARY/,$$p' $(DEPS)/conformance-server-summary.txt
 
-test: deps vet conformance conformance-server
-	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 \
+test: deps vet cross conformance conformance-server
+	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 MCPVISOR_REQUIRE_KEYRING=1 \
 		MCPVISOR_OIDC_MODULES=$(abspath $(OIDC_DIR))/node_modules \
 		MCPVISOR_NODE=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin/node \
 		$(GO) test -race -count=1 -timeout 15m ./...
 	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
 	cd testdata/gosdkclient && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 5m ./...
+
+# cross builds and vets every package, tests included, for the six
+# targets the project supports, in the main module and the nested modules
+# (bench/peers measures with getrusage and /proc: Unix only). A row per
+# module and target; any failure fails the target after the table.
+CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+CROSS_MODULES := . testdata/gosdkserver testdata/mcpgoserver testdata/gosdkclient bench/peers
+cross:
+	@fail=0; for m in $(CROSS_MODULES); do for t in $(CROSS_TARGETS); do \
+		os=$${t%/*}; arch=$${t#*/}; \
+		if [ $$m = bench/peers ] && [ $$os = windows ]; then continue; fi; \
+		b=ok; v=ok; \
+		(cd $$m && GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -o /dev/null ./... ) >$(CROSS_LOG) 2>&1 || { b=FAIL; cat $(CROSS_LOG); fail=1; }; \
+		(cd $$m && GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) vet ./... ) >$(CROSS_LOG) 2>&1 || { v=FAIL; cat $(CROSS_LOG); fail=1; }; \
+		printf '%-22s %-14s build %-4s vet %s\n' $$m $$t $$b $$v; \
+	done; done; rm -f $(CROSS_LOG); exit $$fail
+CROSS_LOG = $(or $(TMPDIR),/tmp)/mcpvisor-cross.$$$$.log
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

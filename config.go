@@ -83,12 +83,6 @@ func (c *Config) Check(name string, sc ServerConfig) (ok bool, reason string) {
 	return true, ""
 }
 
-// DefaultManagedFile is the managed (administrator) config file that
-// LoadConfig looks for when LoadOptions.ManagedFile is empty. When it
-// exists, its server policy applies to every load, and when it holds a
-// server map it is the only file loaded (see LoadConfig).
-const DefaultManagedFile = "/etc/mcpvisor/managed-mcp.json"
-
 // PolicyOptionSource is the Source LoadConfig gives LoadOptions.Policy
 // when the caller left it empty: it names that policy in exclusion
 // reasons and is the File of the *ConfigError for a problem in it.

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -56,14 +55,14 @@ func oidcProvider(t *testing.T, resource string, ttl int) string {
 	cmd := exec.Command(node, script)
 	cmd.Env = append(os.Environ(), "OIDC_MODULES="+modules, "OIDC_RESOURCE="+resource, "OIDC_SCOPES=mcp:tools",
 		"OIDC_TTL="+strconv.Itoa(ttl))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr strings.Builder
 	cmd.Stderr = &lockedWriter{w: &stderr}
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killTree(cmd)
 		_ = cmd.Wait()
 	})
 	ready := make(chan string, 1)

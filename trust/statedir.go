@@ -2,19 +2,19 @@ package trust
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+
+	"github.com/mcpvisor/mcpvisor/internal/userdirs"
 )
 
-// DefaultDir is the default state directory: <home>/.local/state/mcpvisor
-// (the XDG state location, without reading $XDG_STATE_HOME: the library
-// reads no environment variable; a host may pass its own directory).
-// It is the one place that decides the default, so that it can be made
-// per platform.
+// DefaultDir is the default state directory, by each platform's
+// conventions (internal/userdirs): $XDG_STATE_HOME/mcpvisor or
+// ~/.local/state/mcpvisor on Linux, ~/Library/Application
+// Support/mcpvisor on macOS, %LOCALAPPDATA%\mcpvisor on Windows. A host
+// may pass its own directory instead.
 func DefaultDir() (string, error) {
-	home, err := os.UserHomeDir()
+	d, err := userdirs.StateDir()
 	if err != nil {
 		return "", fmt.Errorf("trust: finding the state directory: %w", err)
 	}
-	return filepath.Join(home, ".local", "state", "mcpvisor"), nil
+	return d, nil
 }

@@ -25,6 +25,8 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/oauth"
+	"github.com/mcpvisor/mcpvisor/oauth/secretstore"
 	"github.com/mcpvisor/mcpvisor/trust"
 )
 
@@ -86,15 +88,19 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	configFiles  []string
-	logLevel     string
-	stateDir     string       // --state-dir
-	trustProject bool         // --trust-project
-	store        *trust.Store // see trustStore
-	storeTried   bool
+	configFiles    []string
+	logLevel       string
+	stateDir       string       // --state-dir
+	trustProject   bool         // --trust-project
+	approvals      *trust.Store // see trustStore
+	approvalsTried bool
 
 	log    zerolog.Logger // the CLI's own logger
 	libLog zerolog.Logger // the logger handed to the supervisor
+
+	tokenBackend string           // --token-store
+	tokens       oauth.Store      // opened by tokenStore, once
+	storeInfo    secretstore.Info // what tokenStore chose
 }
 
 // run executes the command line args and returns the exit code.
@@ -134,7 +140,7 @@ it starts them, speaks their protocol era, notices failure, and reports what cha
 Servers come from .mcp.json files. With --config (repeatable; later files win per
 server name) exactly those files are read. Without it the layers are read, lowest
 precedence first: ~/.mcp.json, ./.mcp.json, ./.mcp.local.json; when the managed
-file /etc/mcpvisor/managed-mcp.json exists it is the only file read.
+file ` + mcpvisor.DefaultManagedFile + ` exists it is the only file read.
 
 The servers of ./.mcp.json and ./.mcp.local.json (the project's files, which
 whoever can write to the project chose) are not started until you approve each
@@ -162,6 +168,9 @@ JSON lines otherwise).
 		"keep approvals and tool pins in `DIR` (default $"+envStateDir+", else ~/.local/state/mcpvisor)")
 	root.PersistentFlags().BoolVar(&a.trustProject, "trust-project", false,
 		"start the servers of the project's config files without approval, for this run (nothing is recorded)")
+	root.PersistentFlags().StringVar(&a.tokenBackend, "token-store", "",
+		"where OAuth tokens are kept: `STORE` auto, file, "+strings.Join(secretstore.Names()[2:], ", ")+
+			" (default $"+envTokenStoreBackend+", else auto: the OS secret store where one works)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
@@ -253,7 +262,15 @@ func (a *app) applyConfig(ctx context.Context, sup *mcpvisor.Supervisor) (*mcpvi
 // logger. A one-shot command's supervisor does not reconnect: it reports
 // each server as it finds it.
 func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...func(*mcpvisor.Options)) (*mcpvisor.Supervisor, error) {
-	opts := mcpvisor.Options{Logger: a.libLog, OAuth: a.oauthOptions()}
+	oo, err := a.oauthOptions(ctx)
+	if err != nil {
+		a.log.Error().Err(err).Msg("opening the OAuth token store")
+		return nil, err
+	}
+	if !oneShot {
+		a.log.Info().Str("token_store", a.storeInfo.String()).Msg("OAuth token store")
+	}
+	opts := mcpvisor.Options{Logger: a.libLog, OAuth: oo}
 	if store := a.trustStore(); store != nil {
 		opts.ToolPins.Store = store
 	}

@@ -26,17 +26,17 @@ func (a *app) stateDirPath() (string, error) {
 // once) when there is none: then no approval is known, so project servers
 // stay held, and tools are not pinned.
 func (a *app) trustStore() *trust.Store {
-	if a.store != nil || a.storeTried {
-		return a.store
+	if a.approvals != nil || a.approvalsTried {
+		return a.approvals
 	}
-	a.storeTried = true
+	a.approvalsTried = true
 	dir, err := a.stateDirPath()
 	if err != nil {
 		a.log.Warn().Err(err).Msg("no state directory: project servers stay held, tool definitions are not pinned")
 		return nil
 	}
-	a.store = trust.NewStore(dir, nil)
-	return a.store
+	a.approvals = trust.NewStore(dir, nil)
+	return a.approvals
 }
 
 // approveEverything approves every entry of the project's config files

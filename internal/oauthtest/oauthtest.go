@@ -75,6 +75,10 @@ func (s *Server) Issuer() string { return s.URL + "/as" }
 // SetScopes sets the resource's scopes_supported.
 func (s *Server) SetScopes(scopes ...string) { s.mu.Lock(); s.scopes = scopes; s.mu.Unlock() }
 
+// SetExpiresIn sets the lifetime of the access tokens issued from now on
+// (seconds; 0 omits expires_in).
+func (s *Server) SetExpiresIn(seconds int) { s.mu.Lock(); s.expiresIn = seconds; s.mu.Unlock() }
+
 // SetDown makes the authorization server answer 503 (the resource keeps
 // working for valid tokens).
 func (s *Server) SetDown(down bool) { s.mu.Lock(); s.down = down; s.mu.Unlock() }

@@ -1,11 +1,13 @@
 // Package stdio runs an MCP server as a subprocess and exchanges
 // newline-delimited JSON-RPC frames with it over stdin and stdout.
 //
-// The server runs in its own process group, so that shutting it down also
-// ends whatever it spawned. Its stderr is kept in a bounded ring buffer and
+// The server runs in a process tree of its own (a process group on Unix, a
+// Job Object on Windows: see proc_unix.go and proc_windows.go), so that
+// shutting it down also ends whatever it spawned. Its stderr is kept in a bounded ring buffer and
 // quoted when it fails. Frames are capped in size; an oversize frame is
 // discarded and reported, not fatal. Shutdown follows the MCP spec's ladder:
-// close stdin, wait, SIGTERM to the group, wait, SIGKILL to the group.
+// close stdin, wait, SIGTERM to the group, wait, SIGKILL to the group (on
+// Windows: close stdin, wait, terminate the job).
 package stdio
 
 import (
@@ -119,7 +121,8 @@ func (e *ProcessExitError) Unwrap() error { return transports.ErrClosed }
 type Conn struct {
 	opts Options
 	cmd  *exec.Cmd
-	pgid int
+	pgid int         // the server's pid (on Unix also its process group)
+	tree processTree // the server and everything it started
 	recv transports.Receiver
 
 	stdin  *os.File // write end; pollable, so writes honour deadlines
@@ -180,13 +183,16 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 		closedBy:   transports.ErrClosed,
 	}
 
-	cmd := exec.Command(cfg.Command, cfg.Args...)
-	cmd.Dir = cfg.Cwd
-	cmd.Env = os.Environ()
+	env := os.Environ()
 	for k, v := range cfg.Env {
-		cmd.Env = append(cmd.Env, k+"="+v) // later entries win
+		env = append(env, k+"="+v) // later entries win
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd, err := newCommand(cfg, env)
+	if err != nil {
+		return nil, fmt.Errorf("stdio: %w", err)
+	}
+	cmd.Dir = cfg.Cwd
+	cmd.Env = env
 
 	var childEnds []*os.File
 	closeAll := func(fs ...*os.File) {
@@ -218,11 +224,18 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 		return nil, fmt.Errorf("stdio: starting %q: %w", cfg.Command, err)
 	}
 	closeAll(childEnds...) // the child has its copies
+	tree, err := contain(cmd)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		closeAll(stdinW, stdoutR, stderrR)
+		return nil, fmt.Errorf("stdio: %q: %w", cfg.Command, err)
+	}
 	// The child has these too; an idle server need not keep them (Wait
 	// does not use them: the files are closed, and ours).
 	cmd.Env, cmd.SysProcAttr = nil, nil
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
-	c.cmd, c.pgid = cmd, cmd.Process.Pid
+	c.cmd, c.pgid, c.tree = cmd, cmd.Process.Pid, tree
 	c.stdin, c.stdout, c.stderr = stdinW, stdoutR, stderrR
 	if raw, err := stdinW.SyscallConn(); err == nil {
 		c.stdinRaw = raw
@@ -234,7 +247,7 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 	return c, nil
 }
 
-// Pid returns the server's process id, which is also its process group id.
+// Pid returns the server's process id (on Unix also its process group id).
 func (c *Conn) Pid() int { return c.pgid }
 
 // StderrTail returns the last lines the server wrote to stderr.
@@ -308,18 +321,7 @@ func (c *Conn) tryWrite(buf []byte) int {
 	if c.stdinRaw == nil {
 		return 0
 	}
-	n := 0
-	err := c.stdinRaw.Write(func(fd uintptr) bool {
-		m, err := syscall.Write(int(fd), buf)
-		if err == nil {
-			n = m
-		}
-		return true // one attempt, whatever happened
-	})
-	if err != nil {
-		return 0
-	}
-	return n
+	return writeOnce(c.stdinRaw, buf)
 }
 
 // read delivers stdout frames until the stream ends, then reports Closed.
@@ -424,7 +426,7 @@ func (c *Conn) shutdown() {
 	log := c.opts.Logger
 	c.stdin.Close()
 	if !c.waitExit(c.opts.CloseStdinTimeout) {
-		log.Debug().Int("pid", c.pgid).Msg("server did not exit after stdin closed; sending SIGTERM to its group")
+		log.Debug().Int("pid", c.pgid).Msg("server did not exit after stdin closed; terminating its process tree (SIGTERM to its group; on Windows the job ends)")
 		c.signalGroup(syscall.SIGTERM)
 		if !c.waitExit(c.opts.TerminateTimeout) {
 			log.Warn().Int("pid", c.pgid).Msg("server ignored SIGTERM; sending SIGKILL to its group")
@@ -445,6 +447,7 @@ func (c *Conn) shutdown() {
 			c.signalGroup(syscall.SIGKILL)
 		}
 	}
+	c.tree.release()
 	c.stdout.Close()
 	c.stderr.Close()
 	<-c.readerDone
@@ -468,11 +471,9 @@ func (c *Conn) waitExit(d time.Duration) bool {
 	}
 }
 
-func (c *Conn) signalGroup(sig syscall.Signal) {
-	_ = syscall.Kill(-c.pgid, sig)
-}
+// signalGroup sends sig to the server's process tree (proc_*.go says
+// what that means on each platform).
+func (c *Conn) signalGroup(sig syscall.Signal) { c.tree.signal(sig) }
 
-// groupAlive reports whether any process of the server's group remains.
-func (c *Conn) groupAlive() bool {
-	return syscall.Kill(-c.pgid, 0) == nil
-}
+// groupAlive reports whether any process of the server's tree remains.
+func (c *Conn) groupAlive() bool { return c.tree.alive() }
