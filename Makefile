@@ -11,8 +11,8 @@ EVERYTHING := $(NPM_DIR)/node_modules/.bin/mcp-server-everything
 TS_SDK_VERSION := 1.32.2
 TS_SDK := $(NPM_DIR)/.sdk-$(TS_SDK_VERSION)
 # The conformance suite needs Node >= 22; npm installs one next to it.
-CONFORMANCE_DIR     := $(DEPS)/conformance
-CONFORMANCE_VERSION := 0.1.16
+CONFORMANCE_VERSION := 0.2.0-alpha.12
+CONFORMANCE_DIR     := $(DEPS)/conformance-$(CONFORMANCE_VERSION)
 CONFORMANCE         := $(CONFORMANCE_DIR)/node_modules/.bin/conformance
 CONFORMANCE_RESULTS := $(DEPS)/conformance-results
 # node-oidc-provider: the real authorization server of the OAuth tests
