@@ -96,9 +96,15 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 			var data protocol.UnsupportedProtocolVersionData
 			_ = json.Unmarshal(rpcErr.Data, &data)
 			next := protocol.Negotiate(data.Supported)
-			if protocol.UsesDiscover(next) && next != version && !pinned {
+			if protocol.UsesDiscover(next) && attempt == 0 && (next == version || !pinned) {
+				// A stateless version we both speak: ask again with it,
+				// once (SEP-2575). That may be the version just refused:
+				// a server (or an intermediary) may reject a request
+				// whose version it lists, and the retry is what the
+				// revision asks of the client, not a fall back to
+				// initialize, which such a server does not speak.
 				version = next
-				continue // a stateless version we both speak: ask again with it
+				continue
 			}
 			s.discoverRejected = true
 			return s.legacyFallback(pinned, next, err)
