@@ -158,6 +158,11 @@ type Session struct {
 	modernMeta       protocol.Meta   // the _meta members of every stateless-era request
 	modernMetaJSON   json.RawMessage // modernMeta, encoded once
 
+	// paramHeaders maps a tool's name to its mirrored parameters, for the
+	// tools that have some (see paramheaders.go); replaced by each
+	// ListTools.
+	paramHeaders atomic.Pointer[map[string][]protocol.ParamHeader]
+
 	nonProtocol, malformed, oversize, unknown atomic.Int64
 	// badInARow counts malformed and oversize frames since the last frame
 	// that decoded (see maxBadFramesInARow).
