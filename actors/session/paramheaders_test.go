@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/httppeer"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -37,15 +38,15 @@ const headerTools = `[
 
 // serveHeaderTools answers tools/list with headerTools and tools/call
 // with a plain result; the mock answers the rest.
-func serveHeaderTools(w http.ResponseWriter, p post) bool {
-	id, _ := json.Marshal(p.msg.ID)
-	switch p.msg.Method {
+func serveHeaderTools(w http.ResponseWriter, p httppeer.Post) bool {
+	id, _ := json.Marshal(p.Msg.ID)
+	switch p.Msg.Method {
 	case protocol.MethodToolsList:
-		writeJSON(w, http.StatusOK, fmt.Appendf(nil,
+		httppeer.WriteJSON(w, http.StatusOK, fmt.Appendf(nil,
 			`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","ttlMs":0,"cacheScope":"private","tools":%s}}`, id, headerTools))
 		return true
 	case protocol.MethodToolsCall:
-		writeJSON(w, http.StatusOK, fmt.Appendf(nil,
+		httppeer.WriteJSON(w, http.StatusOK, fmt.Appendf(nil,
 			`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","content":[{"type":"text","text":"ok"}]}}`, id))
 		return true
 	}
@@ -53,12 +54,12 @@ func serveHeaderTools(w http.ResponseWriter, p post) bool {
 }
 
 // lastCall returns the headers of the last tools/call the peer received.
-func lastCall(t *testing.T, peer *httpPeer) http.Header {
+func lastCall(t *testing.T, peer *httppeer.Peer) http.Header {
 	t.Helper()
-	posts := peer.received()
+	posts := peer.Received()
 	for i := len(posts) - 1; i >= 0; i-- {
-		if posts[i].msg.Method == protocol.MethodToolsCall {
-			return posts[i].header
+		if posts[i].Msg.Method == protocol.MethodToolsCall {
+			return posts[i].Header
 		}
 	}
 	t.Fatal("the peer received no tools/call")
@@ -80,8 +81,8 @@ func paramHeaders(h http.Header) map[string]string {
 // valid ones, and a call mirrors the designated arguments into
 // Mcp-Param-* headers (base64 where needed, none for null or absent).
 func TestToolParametersAreMirroredIntoHeaders(t *testing.T) {
-	peer := newHTTPPeer(t, mockserver.Options{})
-	peer.setHook(serveHeaderTools)
+	peer := httppeer.New(t, mockserver.Options{})
+	peer.SetHook(serveHeaderTools)
 	s, err := openHTTP(t, peer, session.Options{})
 	require.NoError(t, err)
 	require.Equal(t, protocol.Version20260728, s.ProtocolVersion())
@@ -116,8 +117,8 @@ func TestToolParametersAreMirroredIntoHeaders(t *testing.T) {
 // In the handshake eras the annotations mean nothing: every tool is
 // listed and no Mcp-Param header is sent.
 func TestParamHeadersAreIgnoredInTheHandshakeEras(t *testing.T) {
-	peer := newHTTPPeer(t, mockserver.Options{})
-	peer.setHook(serveHeaderTools)
+	peer := httppeer.New(t, mockserver.Options{})
+	peer.SetHook(serveHeaderTools)
 	s, err := openHTTP(t, peer, session.Options{ProtocolVersion: protocol.Version20251125})
 	require.NoError(t, err)
 	ctx := context.Background()
