@@ -199,6 +199,7 @@ type fileToken struct {
 	Scope         string    `json:"scope,omitempty"`
 	Expiry        time.Time `json:"expiry"`
 	ExpiryAssumed bool      `json:"expiry_assumed,omitempty"`
+	DPoPKey       string    `json:"dpop_key,omitempty"` // the key a DPoP-bound token needs
 }
 
 func (f *FileStore) read() (map[[2]string]*Entry, error) {
@@ -222,7 +223,7 @@ func (f *FileStore) read() (map[[2]string]*Entry, error) {
 		}
 		if t := fe.Token; t != nil {
 			e.Token = &Token{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken,
-				Scope: t.Scope, Expiry: t.Expiry, ExpiryAssumed: t.ExpiryAssumed}
+				Scope: t.Scope, Expiry: t.Expiry, ExpiryAssumed: t.ExpiryAssumed, DPoPKey: t.DPoPKey}
 		}
 		out[[2]string{e.ServerURL, e.Issuer}] = e
 	}
@@ -239,7 +240,7 @@ func (f *FileStore) write(entries map[[2]string]*Entry) error {
 		}
 		if t := e.Token; t != nil {
 			fe.Token = &fileToken{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken,
-				Scope: t.Scope, Expiry: t.Expiry, ExpiryAssumed: t.ExpiryAssumed}
+				Scope: t.Scope, Expiry: t.Expiry, ExpiryAssumed: t.ExpiryAssumed, DPoPKey: t.DPoPKey}
 		}
 		ff.Entries = append(ff.Entries, fe)
 	}
