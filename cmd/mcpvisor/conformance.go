@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,7 +49,7 @@ func (a *app) conformanceCommand() *cobra.Command {
 				version:  os.Getenv("MCP_CONFORMANCE_PROTOCOL_VERSION"),
 				url:      args[0],
 			}
-			if err := json.Unmarshal([]byte(cmpOr(os.Getenv("MCP_CONFORMANCE_CONTEXT"), "{}")), &run.context); err != nil {
+			if err := json.Unmarshal([]byte(cmp.Or(os.Getenv("MCP_CONFORMANCE_CONTEXT"), "{}")), &run.context); err != nil {
 				return failed(fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err))
 			}
 			if err := a.runConformance(ctx, run); err != nil {
@@ -58,13 +59,6 @@ func (a *app) conformanceCommand() *cobra.Command {
 			return nil
 		},
 	}
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // conformanceRun is what the runner passed.
