@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/textproto"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,6 +53,8 @@ func (e *ParamHeaderError) Is(target error) bool { return target == ErrInvalidPa
 type ParamHeader struct {
 	// Name is the annotation's value: the header is ParamHeaderPrefix+Name.
 	Name string
+	// Header is ParamHeaderPrefix+Name in canonical form (net/textproto).
+	Header string
 	// Path leads from the arguments object to the value: the property
 	// names, outermost first (one for a top-level parameter).
 	Path []string
@@ -145,7 +148,7 @@ func checkParamHeader(prop schemaNode, path []string, seen map[string]string) (P
 		return fail(name, fmt.Sprintf("also used by property %q (names are case-insensitive)", other))
 	}
 	seen[key] = property
-	return ParamHeader{Name: name, Path: path}, nil
+	return ParamHeader{Name: name, Header: textproto.CanonicalMIMEHeaderKey(ParamHeaderPrefix + name), Path: path}, nil
 }
 
 // isTChar reports whether b may appear in an HTTP token (RFC 9110 §5.6.2).
@@ -203,39 +206,41 @@ func ParamHeaderValues(hs []ParamHeader, args json.RawMessage) ([]ParamHeaderVal
 	if len(hs) == 0 || len(args) == 0 {
 		return nil, nil
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(args, &obj) != nil {
-		return nil, nil // not an object: nothing to mirror (the server will say what is wrong)
-	}
 	out := make([]ParamHeaderValue, 0, len(hs))
 	for _, h := range hs {
-		raw, ok := lookup(obj, h.Path)
+		raw, ok := lookup(args, h.Path)
 		if !ok {
-			continue
+			continue // absent, null, or args is not an object (the server will say what is wrong)
 		}
 		v, err := headerText(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%w: argument %q (%s%s): %v", ErrParamHeaderValue, strings.Join(h.Path, "."), ParamHeaderPrefix, h.Name, err)
 		}
-		out = append(out, ParamHeaderValue{Header: ParamHeaderPrefix + h.Name, Value: EncodeHeaderValue(v)})
+		out = append(out, ParamHeaderValue{Header: h.Header, Value: EncodeHeaderValue(v)})
 	}
 	return out, nil
 }
 
 // lookup follows path through nested objects; absent or null is not ok.
-func lookup(obj map[string]json.RawMessage, path []string) (json.RawMessage, bool) {
+// The members are found by scanning (RawMember), with encoding/json for
+// what the scan cannot answer.
+func lookup(obj json.RawMessage, path []string) (json.RawMessage, bool) {
 	for i, name := range path {
-		raw, ok := obj[name]
-		if !ok || string(bytes.TrimSpace(raw)) == "null" {
+		raw, found, ok := RawMember(obj, name)
+		if !ok {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(obj, &m) != nil {
+				return nil, false
+			}
+			raw, found = m[name]
+		}
+		if !found || string(bytes.TrimSpace(raw)) == "null" {
 			return nil, false
 		}
 		if i == len(path)-1 {
 			return raw, true
 		}
-		obj = nil
-		if json.Unmarshal(raw, &obj) != nil {
-			return nil, false
-		}
+		obj = raw
 	}
 	return nil, false
 }
@@ -247,6 +252,9 @@ func headerText(raw json.RawMessage) (string, error) {
 	case len(raw) == 0:
 		return "", errors.New("empty")
 	case raw[0] == '"':
+		if s, ok := PlainString(raw); ok {
+			return s, nil
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return "", err

@@ -3,11 +3,14 @@ package protocol
 import (
 	"encoding/json"
 	"errors"
+	"net/textproto"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+func canon(name string) string { return textproto.CanonicalMIMEHeaderKey(ParamHeaderPrefix + name) }
 
 func TestParamHeadersOfValidSchemas(t *testing.T) {
 	for name, tc := range map[string]struct {
@@ -21,12 +24,12 @@ func TestParamHeadersOfValidSchemas(t *testing.T) {
 			"priority":{"type":"integer","x-mcp-header":"Priority"},
 			"verbose":{"type":["boolean","null"],"x-mcp-header":"Verbose"},
 			"query":{"type":"string"}}}`,
-			[]ParamHeader{{"Priority", []string{"priority"}}, {"Region", []string{"region"}}, {"Verbose", []string{"verbose"}}}},
+			[]ParamHeader{{"Priority", canon("Priority"), []string{"priority"}}, {"Region", canon("Region"), []string{"region"}}, {"Verbose", canon("Verbose"), []string{"verbose"}}}},
 		"nested": {`{"type":"object","properties":{"options":{"type":"object","properties":{
 			"tenant":{"type":"string","x-mcp-header":"Tenant-Id"}}}}}`,
-			[]ParamHeader{{"Tenant-Id", []string{"options", "tenant"}}}},
+			[]ParamHeader{{"Tenant-Id", canon("Tenant-Id"), []string{"options", "tenant"}}}},
 		"token characters": {`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"A!#$%&'*+-.^_` + "`" + `|~9"}}}`,
-			[]ParamHeader{{"A!#$%&'*+-.^_`|~9", []string{"a"}}}},
+			[]ParamHeader{{"A!#$%&'*+-.^_`|~9", canon("A!#$%&'*+-.^_`|~9"), []string{"a"}}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := ParamHeaders(json.RawMessage(tc.schema))
@@ -70,13 +73,13 @@ func TestParamHeadersOfInvalidSchemas(t *testing.T) {
 // The values of the conformance suite's http-custom-headers scenario.
 func TestParamHeaderValues(t *testing.T) {
 	hs := []ParamHeader{
-		{"Region", []string{"region"}}, {"Priority", []string{"priority"}}, {"Verbose", []string{"verbose"}},
-		{"Debug", []string{"debug"}}, {"EmptyVal", []string{"empty_val"}}, {"Method", []string{"method_val"}},
-		{"NonAscii", []string{"non_ascii_val"}}, {"Whitespace", []string{"whitespace_val"}},
-		{"LeadingSpace", []string{"leading"}}, {"InternalSpace", []string{"internal"}},
-		{"ControlChar", []string{"control"}}, {"CrLf", []string{"crlf"}}, {"Tab", []string{"tab"}},
-		{"Absent", []string{"absent"}}, {"Null", []string{"null_val"}}, {"Tenant", []string{"o", "tenant"}},
-		{"Big", []string{"big"}},
+		{"Region", canon("Region"), []string{"region"}}, {"Priority", canon("Priority"), []string{"priority"}}, {"Verbose", canon("Verbose"), []string{"verbose"}},
+		{"Debug", canon("Debug"), []string{"debug"}}, {"EmptyVal", canon("EmptyVal"), []string{"empty_val"}}, {"Method", canon("Method"), []string{"method_val"}},
+		{"NonAscii", canon("NonAscii"), []string{"non_ascii_val"}}, {"Whitespace", canon("Whitespace"), []string{"whitespace_val"}},
+		{"LeadingSpace", canon("LeadingSpace"), []string{"leading"}}, {"InternalSpace", canon("InternalSpace"), []string{"internal"}},
+		{"ControlChar", canon("ControlChar"), []string{"control"}}, {"CrLf", canon("CrLf"), []string{"crlf"}}, {"Tab", canon("Tab"), []string{"tab"}},
+		{"Absent", canon("Absent"), []string{"absent"}}, {"Null", canon("Null"), []string{"null_val"}}, {"Tenant", canon("Tenant"), []string{"o", "tenant"}},
+		{"Big", canon("Big"), []string{"big"}},
 	}
 	args := `{"region":"us-west1","priority":42,"verbose":false,"debug":true,"empty_val":"","method_val":"test-method",
 		"non_ascii_val":"Hello, 世界","whitespace_val":" padded ","leading":" us-west1","internal":"us west 1",
@@ -89,14 +92,14 @@ func TestParamHeaderValues(t *testing.T) {
 		{"Mcp-Param-Priority", "42"},
 		{"Mcp-Param-Verbose", "false"},
 		{"Mcp-Param-Debug", "true"},
-		{"Mcp-Param-EmptyVal", ""},
+		{"Mcp-Param-Emptyval", ""},
 		{"Mcp-Param-Method", "test-method"},
-		{"Mcp-Param-NonAscii", "=?base64?SGVsbG8sIOS4lueVjA==?="},
+		{"Mcp-Param-Nonascii", "=?base64?SGVsbG8sIOS4lueVjA==?="},
 		{"Mcp-Param-Whitespace", "=?base64?IHBhZGRlZCA=?="},
-		{"Mcp-Param-LeadingSpace", "=?base64?IHVzLXdlc3Qx?="},
-		{"Mcp-Param-InternalSpace", "us west 1"},
-		{"Mcp-Param-ControlChar", "=?base64?bGluZTEKbGluZTI=?="},
-		{"Mcp-Param-CrLf", "=?base64?bGluZTENCmxpbmUy?="},
+		{"Mcp-Param-Leadingspace", "=?base64?IHVzLXdlc3Qx?="},
+		{"Mcp-Param-Internalspace", "us west 1"},
+		{"Mcp-Param-Controlchar", "=?base64?bGluZTEKbGluZTI=?="},
+		{"Mcp-Param-Crlf", "=?base64?bGluZTENCmxpbmUy?="},
 		{"Mcp-Param-Tab", "=?base64?CWluZGVudGVk?="},
 		{"Mcp-Param-Tenant", "acme"},
 		{"Mcp-Param-Big", "9007199254740991"},

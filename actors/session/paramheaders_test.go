@@ -14,6 +14,8 @@ import (
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/internal/httppeer"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/streamable"
 )
 
 // headerTools are tool definitions with x-mcp-header annotations, valid
@@ -128,4 +130,33 @@ func TestParamHeadersAreIgnoredInTheHandshakeEras(t *testing.T) {
 	_, err = s.CallTool(ctx, "test_custom_headers", json.RawMessage(`{"region":"us-west1"}`), nil)
 	require.NoError(t, err)
 	assert.Empty(t, paramHeaders(lastCall(t, peer)))
+}
+
+// BenchmarkCallToolParamHeaders measures a call over Streamable HTTP
+// (2026-07-28) to a tool without annotations and to one with four
+// mirrored arguments (one of them base64-encoded).
+func BenchmarkCallToolParamHeaders(b *testing.B) {
+	peer := httppeer.New(b, mockserver.Options{})
+	peer.SetHook(serveHeaderTools)
+	s, err := session.Open(context.Background(), func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
+		return streamable.Dial(ctx, transports.Config{Type: transports.TypeHTTP, URL: peer.URL()}, streamable.Options{}, r)
+	}, session.Options{ClientInfo: protocol.Implementation{Name: "bench", Version: "0"}})
+	require.NoError(b, err)
+	defer s.Close(context.Background(), nil)
+	ctx := context.Background()
+	_, err = s.ListTools(ctx)
+	require.NoError(b, err)
+	for _, tc := range []struct{ tool, args string }{
+		{"plain_tool", `{"q":"x"}`},
+		{"test_custom_headers", `{"region":"us-west1","priority":42,"verbose":true,"non_ascii":"Hello, 世界","query":"q"}`},
+	} {
+		b.Run(tc.tool, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.CallTool(ctx, tc.tool, json.RawMessage(tc.args), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
