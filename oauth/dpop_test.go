@@ -1,23 +1,18 @@
 package oauth
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/big"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
 )
 
 // dpopFake is the DPoP side of fakeAS: an authorization server that binds
@@ -43,68 +38,6 @@ type dpopFake struct {
 	problems       []string // invalid proofs, replays
 }
 
-// thumbprint is the RFC 7638 SHA-256 thumbprint of a P-256 public JWK.
-func thumbprint(x, y string) string {
-	sum := sha256.Sum256([]byte(fmt.Sprintf(`{"crv":"P-256","kty":"EC","x":%q,"y":%q}`, x, y)))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
-type proofClaims struct {
-	JTI   string `json:"jti"`
-	HTM   string `json:"htm"`
-	HTU   string `json:"htu"`
-	IAT   int64  `json:"iat"`
-	ATH   string `json:"ath"`
-	Nonce string `json:"nonce"`
-	jwt.RegisteredClaims
-}
-
-// verifyProof checks proof for a request of method to target; token, when
-// set, must be covered by ath. It returns the claims and the key's
-// thumbprint.
-func verifyProof(proof, method, target, token string) (*proofClaims, string, error) {
-	var jkt string
-	claims := &proofClaims{}
-	_, err := jwt.ParseWithClaims(proof, claims, func(t *jwt.Token) (any, error) {
-		if t.Header["typ"] != "dpop+jwt" {
-			return nil, errors.New("typ is not dpop+jwt")
-		}
-		jwk, _ := t.Header["jwk"].(map[string]any)
-		if jwk == nil || jwk["kty"] != "EC" || jwk["crv"] != "P-256" || jwk["d"] != nil {
-			return nil, errors.New("jwk is not a public P-256 key")
-		}
-		xs, _ := jwk["x"].(string)
-		ys, _ := jwk["y"].(string)
-		x, err1 := base64.RawURLEncoding.DecodeString(xs)
-		y, err2 := base64.RawURLEncoding.DecodeString(ys)
-		if err1 != nil || err2 != nil {
-			return nil, errors.New("jwk coordinates are not base64url")
-		}
-		jkt = thumbprint(xs, ys)
-		return &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}, nil
-	}, jwt.WithValidMethods([]string{"ES256"}))
-	if err != nil {
-		return nil, "", err
-	}
-	switch {
-	case claims.JTI == "":
-		return nil, "", errors.New("no jti")
-	case claims.HTM != method:
-		return nil, "", fmt.Errorf("htm %q, want %q", claims.HTM, method)
-	case claims.HTU != target:
-		return nil, "", fmt.Errorf("htu %q, want %q", claims.HTU, target)
-	case time.Since(time.Unix(claims.IAT, 0)).Abs() > time.Minute:
-		return nil, "", errors.New("iat is not now")
-	}
-	if token != "" {
-		sum := sha256.Sum256([]byte(token))
-		if claims.ATH != base64.RawURLEncoding.EncodeToString(sum[:]) {
-			return nil, "", errors.New("ath does not cover the token")
-		}
-	}
-	return claims, jkt, nil
-}
-
 // dpopTokenRequest checks the DPoP proof of a token request (none: a
 // Bearer token is issued). It returns the thumbprint to bind, or answers
 // the request itself (an invalid proof, a nonce demanded). Called with
@@ -114,20 +47,20 @@ func (f *fakeAS) dpopTokenRequest(w http.ResponseWriter, r *http.Request) (jkt s
 	if proof == "" {
 		return "", false
 	}
-	claims, jkt, err := verifyProof(proof, http.MethodPost, "http://"+r.Host+r.URL.Path, "")
+	p, err := oauthtest.VerifyDPoPProof(proof, http.MethodPost, "http://"+r.Host+r.URL.Path, "")
 	if err != nil {
 		f.dpop.problems = append(f.dpop.problems, "token endpoint: "+err.Error())
 		writeJSON(w, 400, map[string]string{"error": "invalid_dpop_proof", "error_description": err.Error()})
 		return "", true
 	}
-	if f.dpop.asNonce != "" && claims.Nonce != f.dpop.asNonce {
+	if f.dpop.asNonce != "" && p.Nonce != f.dpop.asNonce {
 		f.dpop.asChallenges++
 		w.Header().Set("DPoP-Nonce", f.dpop.asNonce)
 		writeJSON(w, 400, map[string]string{"error": "use_dpop_nonce"})
 		return "", true
 	}
-	f.dpop.tokenProofs = append(f.dpop.tokenProofs, jkt)
-	return jkt, false
+	f.dpop.tokenProofs = append(f.dpop.tokenProofs, p.JKT)
+	return p.JKT, false
 }
 
 // dpopResource serves the resource's DPoP side: a request with a
@@ -150,21 +83,21 @@ func (f *fakeAS) dpopResource(w http.ResponseWriter, r *http.Request) bool {
 			challenge(`, error="invalid_token"`)
 			return true
 		}
-		claims, proofJKT, err := verifyProof(r.Header.Get("DPoP"), r.Method, "http://"+r.Host+r.URL.Path, tok)
+		p, err := oauthtest.VerifyDPoPProof(r.Header.Get("DPoP"), r.Method, "http://"+r.Host+r.URL.Path, tok)
 		switch {
 		case err != nil:
 			f.dpop.problems = append(f.dpop.problems, "resource: "+err.Error())
-		case proofJKT != jkt:
+		case p.JKT != jkt:
 			f.dpop.problems = append(f.dpop.problems, "resource: the proof's key is not the token's")
-		case f.dpop.jtis[claims.JTI]:
+		case f.dpop.jtis[p.JTI]:
 			f.dpop.problems = append(f.dpop.problems, "resource: a proof was replayed")
 		}
-		if err != nil || proofJKT != jkt {
+		if err != nil || p.JKT != jkt {
 			challenge(`, error="invalid_dpop_proof"`)
 			return true
 		}
-		f.dpop.jtis[claims.JTI] = true
-		if f.dpop.rsNonce != "" && claims.Nonce != f.dpop.rsNonce {
+		f.dpop.jtis[p.JTI] = true
+		if f.dpop.rsNonce != "" && p.Nonce != f.dpop.rsNonce {
 			f.dpop.rsChallenges++
 			w.Header().Set("DPoP-Nonce", f.dpop.rsNonce)
 			challenge(`, error="use_dpop_nonce"`)
@@ -291,10 +224,10 @@ func TestDPoPKeyIsNeverShown(t *testing.T) {
 	assert.Equal(t, k.jwk, back.jwk)
 	proof, err := back.proof("POST", "https://mcp.example/mcp?x=1#f", "tok", "n", time.Now())
 	require.NoError(t, err)
-	claims, jkt, err := verifyProof(proof, "POST", "https://mcp.example/mcp", "tok")
+	p, err := oauthtest.VerifyDPoPProof(proof, "POST", "https://mcp.example/mcp", "tok")
 	require.NoError(t, err, "htu leaves out the query and fragment")
-	assert.Equal(t, "n", claims.Nonce)
-	assert.Equal(t, thumbprint(k.jwk["x"], k.jwk["y"]), jkt)
+	assert.Equal(t, "n", p.Nonce)
+	assert.Equal(t, oauthtest.JWKThumbprint(k.jwk["x"], k.jwk["y"]), p.JKT)
 }
 
 func TestParseResourceChallenge(t *testing.T) {
