@@ -55,11 +55,12 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 		if timeout <= 0 {
 			timeout = defaultDiscoverTimeout
 		}
-		pctx, cancel := context.WithTimeout(ctx, timeout)
 		s.setTransportVersion(version)
 		var res protocol.DiscoverResult
-		err = s.Call(pctx, protocol.MethodDiscover, protocol.DiscoverParams{Meta: meta}, &res)
-		cancel()
+		// The probe's deadline is the server's silence after the request
+		// went out: an authorization its 401 started (over HTTP, part of
+		// sending) does not count against it.
+		err = s.callAnsweredWithin(ctx, timeout, protocol.MethodDiscover, protocol.DiscoverParams{Meta: meta}, &res)
 		if err == nil && len(res.SupportedVersions) == 0 {
 			// Not a DiscoverResult (supportedVersions is required): a
 			// server that answers every unknown method with an empty

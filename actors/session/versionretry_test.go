@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -102,4 +103,24 @@ func TestPinnedVersionRefusal(t *testing.T) {
 	other.SetHook(refuseVersion(1, "2099-01-01"))
 	_, err = openHTTP(t, other, session.Options{ProtocolVersion: protocol.Version20260728})
 	assert.ErrorIs(t, err, session.ErrVersionMismatch)
+}
+
+// The probe's deadline is the server's silence once the request went out.
+// Over Streamable HTTP the answer comes with the POST (after whatever
+// authorization its 401 started): a slow exchange is not a silent
+// server, and the session stays in the stateless era — even a pinned one.
+func TestSlowDiscoverOverHTTPIsNotSilence(t *testing.T) {
+	for _, pinned := range []string{"", protocol.Version20260728} {
+		peer := httppeer.New(t, mockserver.Options{})
+		peer.SetHook(func(w http.ResponseWriter, p httppeer.Post) bool {
+			if p.Msg.Method == protocol.MethodDiscover {
+				time.Sleep(300 * time.Millisecond) // e.g. a login during the exchange
+			}
+			return false
+		})
+		s, err := openHTTP(t, peer, session.Options{ProtocolVersion: pinned, DiscoverTimeout: 50 * time.Millisecond})
+		require.NoError(t, err, "pinned %q", pinned)
+		assert.Equal(t, protocol.Version20260728, s.ProtocolVersion())
+		assert.Equal(t, []string{"server/discover"}, peer.Methods())
+	}
 }
