@@ -148,6 +148,7 @@ func TestDPoPBoundTokens(t *testing.T) {
 	require.NotNil(t, e.Token)
 	assert.Equal(t, "DPoP", e.Token.TokenType)
 	assert.NotEmpty(t, e.Token.DPoPKey, "the key is persisted with the token")
+	assert.True(t, s.Status().DPoP)
 
 	again := newSource(t, f, func(c *Config) { c.Store = store; c.UserAgent = nil })
 	mustCall(t, again, f.mcpURL())

@@ -140,14 +140,16 @@ type Config struct {
 
 // Status describes a source for status output. It holds no secrets.
 type Status struct {
-	Issuer       string    `json:"issuer,omitempty"`
-	Resource     string    `json:"resource,omitempty"`
-	ClientID     string    `json:"clientId,omitempty"`
-	ClientSource string    `json:"clientSource,omitempty"`
-	Authorized   bool      `json:"authorized"`
-	HasRefresh   bool      `json:"hasRefreshToken,omitempty"`
-	Expiry       time.Time `json:"expiry,omitzero"`
-	Scope        string    `json:"scope,omitempty"`
+	Issuer       string `json:"issuer,omitempty"`
+	Resource     string `json:"resource,omitempty"`
+	ClientID     string `json:"clientId,omitempty"`
+	ClientSource string `json:"clientSource,omitempty"`
+	Authorized   bool   `json:"authorized"`
+	HasRefresh   bool   `json:"hasRefreshToken,omitempty"`
+	// DPoP says the token is DPoP-bound (RFC 9449).
+	DPoP   bool      `json:"dpop,omitempty"`
+	Expiry time.Time `json:"expiry,omitzero"`
+	Scope  string    `json:"scope,omitempty"`
 	// NeedScope is the scope the server asked for when it last refused
 	// the credentials.
 	NeedScope string `json:"needScope,omitempty"`
@@ -348,6 +350,7 @@ func (s *Source) Status() Status {
 	}
 	if t := s.entry.Token; t != nil && t.AccessToken != "" && t.AccessToken != s.rejected {
 		st.Authorized, st.HasRefresh, st.Expiry = t.Valid(s.now()) || t.RefreshToken != "", t.RefreshToken != "", t.Expiry
+		st.DPoP = t.DPoP()
 	}
 	return st
 }
