@@ -30,7 +30,7 @@ import (
 // resource, and returns its issuer. The modules come from
 // $MCPVISOR_OIDC_MODULES (default ../.deps/npm-oidc/node_modules, which
 // `make deps` installs), node from $MCPVISOR_NODE (default the Node 22 of
-// ../.deps/conformance, else node on PATH). Without them the test is
+// ../.deps/conformance-<version>, else node on PATH). Without them the test is
 // skipped, unless MCPVISOR_REQUIRE_INTEROP is set.
 func oidcProvider(t *testing.T, resource string, ttl int, env ...string) string {
 	t.Helper()
@@ -40,9 +40,9 @@ func oidcProvider(t *testing.T, resource string, ttl int, env ...string) string 
 	}
 	node := os.Getenv("MCPVISOR_NODE")
 	if node == "" {
-		node, _ = filepath.Abs("../.deps/conformance/node_modules/.bin/node")
-		if _, err := os.Stat(node); err != nil {
-			node = "node"
+		node = "node"
+		if found, _ := filepath.Glob("../.deps/conformance-*/node_modules/.bin/node"); len(found) > 0 {
+			node, _ = filepath.Abs(found[len(found)-1])
 		}
 	}
 	if _, err := os.Stat(filepath.Join(modules, "oidc-provider")); err != nil {
