@@ -57,7 +57,8 @@ type OAuthConfig struct {
 	// when the server publishes no protected resource metadata.
 	AuthServerMetadataURL string `json:"authServerMetadataUrl,omitempty"`
 	// Grant is "client_credentials" for machine-to-machine access with
-	// ClientSecret or PrivateKey; empty means the authorization code flow.
+	// ClientSecret or PrivateKey, "jwt-bearer" with Enterprise or
+	// Workload; empty means the authorization code flow.
 	Grant string `json:"grant,omitempty"`
 	// PrivateKey (PEM) or PrivateKeyFile authenticate the client with
 	// private_key_jwt; SigningAlgorithm defaults from the key.
@@ -71,6 +72,14 @@ type OAuthConfig struct {
 	RefreshMarginMs int `json:"refreshMarginMs,omitempty"`
 	// Enterprise configures the enterprise-managed grant (SEP-990).
 	Enterprise *oauth.EnterpriseConfig `json:"enterprise,omitempty"`
+	// Workload is the workload identity token (or the file a platform
+	// keeps it in) presented with the jwt-bearer grant without a browser
+	// (SEP-1933), for grant "jwt-bearer" without Enterprise.
+	Workload *oauth.WorkloadConfig `json:"workload,omitempty"`
+	// DPoP chooses DPoP-bound tokens (RFC 9449): "" when the server asks
+	// for them, "always" whenever the authorization server supports them,
+	// "never".
+	DPoP string `json:"dpop,omitempty"`
 	// Disabled turns authorization off for this server: a 401 parks it.
 	Disabled bool `json:"disabled,omitempty"`
 }
@@ -90,6 +99,11 @@ func (c *ServerConfig) OAuthSettings() (*OAuthConfig, error) {
 		o.Grant = oauth.GrantJWTBearer
 	default:
 		return nil, fmt.Errorf("oauth: unknown grant %q", o.Grant)
+	}
+	switch o.DPoP {
+	case oauth.DPoPAuto, oauth.DPoPAlways, oauth.DPoPNever:
+	default:
+		return nil, fmt.Errorf("oauth: unknown dpop mode %q (want %q, %q or empty)", o.DPoP, oauth.DPoPAlways, oauth.DPoPNever)
 	}
 	return &o, nil
 }
@@ -155,6 +169,8 @@ func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, client *http.C
 		PrivateKeyPEM:         settings.PrivateKey,
 		SigningAlgorithm:      settings.SigningAlgorithm,
 		Enterprise:            settings.Enterprise,
+		Workload:              settings.Workload,
+		DPoP:                  settings.DPoP,
 		Scopes:                settings.Scopes,
 		AuthServerMetadataURL: settings.AuthServerMetadataURL,
 		AllowNoPKCE:           settings.AllowMissingPKCE,

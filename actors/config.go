@@ -207,7 +207,8 @@ type Options struct {
 	MaxDescriptionLength int
 
 	// DiscoverTimeout bounds the server/discover probe of a server whose
-	// era is not yet known. Zero means 3 s.
+	// era is not yet known: the wait for its answer once the request is
+	// sent (an authorization it starts is not counted). Zero means 3 s.
 	DiscoverTimeout time.Duration
 
 	// Reconnect is the reconnect policy of every server (see

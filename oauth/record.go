@@ -39,7 +39,7 @@ func recordOf(e *Entry) fileEntry {
 	}
 	if t := e.Token; t != nil {
 		fe.Token = &fileToken{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken,
-			Scope: t.Scope, Expiry: t.Expiry, ExpiryAssumed: t.ExpiryAssumed}
+			Scope: t.Scope, Expiry: t.Expiry, ExpiryAssumed: t.ExpiryAssumed, DPoPKey: t.DPoPKey}
 	}
 	return fe
 }
@@ -53,7 +53,7 @@ func (fe fileEntry) entry() *Entry {
 	}
 	if t := fe.Token; t != nil {
 		e.Token = &Token{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken,
-			Scope: t.Scope, Expiry: t.Expiry, ExpiryAssumed: t.ExpiryAssumed}
+			Scope: t.Scope, Expiry: t.Expiry, ExpiryAssumed: t.ExpiryAssumed, DPoPKey: t.DPoPKey}
 	}
 	return e
 }

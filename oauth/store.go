@@ -203,6 +203,7 @@ type fileToken struct {
 	Scope         string    `json:"scope,omitempty"`
 	Expiry        time.Time `json:"expiry"`
 	ExpiryAssumed bool      `json:"expiry_assumed,omitempty"`
+	DPoPKey       string    `json:"dpop_key,omitempty"` // the key a DPoP-bound token needs
 }
 
 func (f *FileStore) read() (map[[2]string]*Entry, error) {

@@ -42,6 +42,9 @@ type ServerCapabilities struct {
 	Completions  *json.RawMessage           `json:"completions,omitempty"`
 	Tasks        *json.RawMessage           `json:"tasks,omitempty"`
 	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
+	// Extensions are the extensions the server supports (2026-07-28), by
+	// identifier, each with its settings object.
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // ListChangedCapability declares a feature and whether the server sends

@@ -23,6 +23,10 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	} else {
 		params = protocol.CallToolParams{Meta: s.requestMeta(meta), Name: name, Arguments: args}
 	}
+	ctx, err := s.withParamHeaders(ctx, name, args)
+	if err != nil {
+		return nil, err
+	}
 	var res protocol.CallToolResult
 	if err := s.Call(ctx, protocol.MethodToolsCall, params, &res); err != nil {
 		return nil, err
@@ -112,7 +116,10 @@ func (s *Session) ListTools(ctx context.Context) ([]protocol.Tool, error) {
 	if err != nil && s.capabilities.Tools == nil && isMethodNotFound(err) {
 		return nil, nil
 	}
-	return tools, err
+	if err != nil {
+		return nil, err
+	}
+	return s.keepParamHeaders(tools), nil
 }
 
 // ListResources lists every resource, or nothing when the server has no

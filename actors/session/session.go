@@ -72,7 +72,9 @@ type Options struct {
 
 	// DiscoverTimeout bounds the server/discover probe, so that a legacy
 	// server that ignores unknown methods costs this much, not the whole
-	// connect deadline. Zero means 3 s.
+	// connect deadline. It counts from when the request was sent: over
+	// Streamable HTTP, sending is the HTTP exchange, an authorization the
+	// server's 401 starts included. Zero means 3 s.
 	DiscoverTimeout time.Duration
 
 	// Handler receives notifications and the end of the connection. Nil
@@ -157,6 +159,11 @@ type Session struct {
 	discoverRejected bool
 	modernMeta       protocol.Meta   // the _meta members of every stateless-era request
 	modernMetaJSON   json.RawMessage // modernMeta, encoded once
+
+	// paramHeaders maps a tool's name to its mirrored parameters, for the
+	// tools that have some (see paramheaders.go); replaced by each
+	// ListTools.
+	paramHeaders atomic.Pointer[map[string][]protocol.ParamHeader]
 
 	nonProtocol, malformed, oversize, unknown atomic.Int64
 	// badInARow counts malformed and oversize frames since the last frame
@@ -314,7 +321,16 @@ func (s *Session) fail(err error) bool {
 // *protocol.Error, a *TimeoutError, the context's error, or an error
 // matching ErrConnectionClosed.
 func (s *Session) Call(ctx context.Context, method string, params, result any) error {
-	raw, err := s.roundTrip(ctx, method, params)
+	return s.callAnsweredWithin(ctx, 0, method, params, result)
+}
+
+// callAnsweredWithin is Call, failing with a *TimeoutError when no answer
+// came within answerWithin (when positive) of the request being sent:
+// how long sending takes does not count. Over Streamable HTTP, sending
+// includes the HTTP exchange, and so an authorization the server's 401
+// started; over the message transports it is the write alone.
+func (s *Session) callAnsweredWithin(ctx context.Context, answerWithin time.Duration, method string, params, result any) error {
+	raw, err := s.roundTripID(ctx, s.nextID.Add(1), method, params, answerWithin)
 	if err != nil {
 		return err
 	}
@@ -331,13 +347,11 @@ func (s *Session) Call(ctx context.Context, method string, params, result any) e
 	return nil
 }
 
-func (s *Session) roundTrip(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	return s.roundTripID(ctx, s.nextID.Add(1), method, params)
-}
-
-// roundTripID is roundTrip with the request id chosen by the caller (from
-// nextID), for requests whose id must be known before they are sent.
-func (s *Session) roundTripID(ctx context.Context, id int64, method string, params any) (json.RawMessage, error) {
+// roundTripID sends request id (from nextID; chosen by the caller for
+// requests whose id must be known before they are sent) and waits for its
+// answer: until ctx ends, and, when answerWithin is positive, for at most
+// that long once the request is sent.
+func (s *Session) roundTripID(ctx context.Context, id int64, method string, params any, answerWithin time.Duration) (json.RawMessage, error) {
 	start := time.Now()
 	params = s.withMeta(params)
 	var buf []byte
@@ -375,6 +389,12 @@ func (s *Session) roundTripID(ctx context.Context, id int64, method string, para
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
 
+	var answerTimeout <-chan time.Time
+	if answerWithin > 0 {
+		t := time.NewTimer(answerWithin)
+		defer t.Stop()
+		answerTimeout = t.C
+	}
 	select {
 	case r := <-c.ch:
 		callPool.Put(c)
@@ -382,6 +402,18 @@ func (s *Session) roundTripID(ctx context.Context, id int64, method string, para
 			return nil, fmt.Errorf("%s: %w", method, r.err)
 		}
 		return r.result, nil
+	case <-answerTimeout:
+		if !s.forget(id) {
+			r := <-c.ch // the answer raced the timer and won: use it
+			callPool.Put(c)
+			if r.err != nil {
+				return nil, fmt.Errorf("%s: %w", method, r.err)
+			}
+			return r.result, nil
+		}
+		callPool.Put(c)
+		s.notifyCancelled(id, true)
+		return nil, &TimeoutError{Method: method, After: time.Since(start), Sent: true}
 	case <-ctx.Done():
 		if !s.forget(id) {
 			// The answer raced the deadline and won: use it.
@@ -393,7 +425,7 @@ func (s *Session) roundTripID(ctx context.Context, id int64, method string, para
 			return r.result, nil
 		}
 		callPool.Put(c)
-		s.notifyCancelled(id, ctx)
+		s.notifyCancelled(id, errors.Is(ctx.Err(), context.DeadlineExceeded))
 		return nil, s.ctxError(ctx, method, start, true)
 	}
 }
@@ -418,9 +450,9 @@ func (s *Session) ctxError(ctx context.Context, method string, start time.Time, 
 
 // notifyCancelled tells the server, in the background and bounded in
 // time, that the caller gave up on request id.
-func (s *Session) notifyCancelled(id int64, ctx context.Context) {
+func (s *Session) notifyCancelled(id int64, timedOut bool) {
 	reason := "request cancelled by the client"
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if timedOut {
 		reason = "request timed out"
 	}
 	s.bg.Add(1)

@@ -32,6 +32,9 @@ type Request struct {
 	Bearer string
 	// Valid says the token was one the server had issued and not revoked.
 	Valid bool
+	// DPoP says the token came with the DPoP scheme and a proof that
+	// verified and matched the token's key (ResourceServer in DPoP mode).
+	DPoP bool
 }
 
 // Server is the authorization server and protected resource.
