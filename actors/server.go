@@ -430,6 +430,7 @@ func (a *serverActor) sessionOptions(gen uint64) session.Options {
 		ClientInfo:      a.opts.ClientInfo,
 		Capabilities:    clientCapabilities(a.opts),
 		Requests:        requestHandler(a.opts, a.h.name),
+		Input:           inputHandler(a.opts, a.h.name),
 		RequestTimeout:  a.opts.ServerRequestTimeout,
 		ProtocolVersion: a.cfg.ProtocolVersion,
 		Memory:          &a.h.memory,

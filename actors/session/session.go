@@ -83,8 +83,14 @@ type Options struct {
 	// answers them with method-not-found.
 	Requests RequestHandler
 
-	// RequestTimeout bounds answering one server-to-client request (the
-	// handler's context ends then). Zero means 5 s.
+	// Input resolves the rounds of multi round-trip requests (see
+	// InputHandler). Nil resolves each input request through Requests, as
+	// if the server had sent it.
+	Input InputHandler
+
+	// RequestTimeout bounds answering one server-to-client request, and
+	// one round of input requests (the handler's context ends then). Zero
+	// means 5 s.
 	RequestTimeout time.Duration
 
 	// Logger receives diagnostics. The zero value logs nothing.
@@ -463,14 +469,26 @@ func (s *Session) withMeta(params any) any {
 // requestMeta returns the _meta for a typed request: m itself in the
 // handshake eras; m merged over the stateless-era members otherwise.
 func (s *Session) requestMeta(m protocol.Meta) protocol.Meta {
+	return s.optionsMeta(RequestOptions{Meta: m})
+}
+
+// optionsMeta returns the _meta for a typed request with options: o.Meta
+// in the handshake eras; otherwise o.Meta merged over the stateless-era
+// members, the client capabilities replaced by o.Capabilities when set.
+func (s *Session) optionsMeta(o RequestOptions) protocol.Meta {
 	if s.modernMeta == nil {
-		return m
+		return o.Meta
 	}
-	out := make(protocol.Meta, len(s.modernMeta)+len(m))
+	out := make(protocol.Meta, len(s.modernMeta)+len(o.Meta))
 	for k, v := range s.modernMeta {
 		out[k] = v
 	}
-	for k, v := range m {
+	if o.Capabilities != nil {
+		if raw, err := json.Marshal(o.Capabilities); err == nil {
+			out[protocol.MetaClientCapabilities] = raw
+		}
+	}
+	for k, v := range o.Meta {
 		out[k] = v
 	}
 	return out
