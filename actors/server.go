@@ -160,6 +160,10 @@ func (v *serverView) status() ServerStatus {
 	}
 	if v.sess != nil {
 		st.InFlight = v.sess.InFlight()
+		if v.state == StateReady {
+			hints := v.sess.CacheHints()
+			st.Cache = &hints
+		}
 	}
 	if v.auth != nil {
 		st.Auth = v.auth.status()

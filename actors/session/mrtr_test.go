@@ -194,3 +194,31 @@ func TestInputRequiredFailuresAreTyped(t *testing.T) {
 	assert.EqualValues(t, protocol.CodeMissingRequiredClientCapability, rpcErr.Code)
 	assert.True(t, strings.Contains(string(rpcErr.Data), `"sampling"`), "the error names the capability: %s", rpcErr.Data)
 }
+
+// The caching hints of a 2026-07-28 server's discover result and lists
+// are kept per connection; a list of several pages keeps the strictest;
+// a handshake-era server gives none (immediately stale, private).
+func TestCacheHintsOfTheLatestListings(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f := mustOpen(t, session.Options{}, "-cache-ttl", "30s", "-cache-scope", "private", "-tools", "3", "-page-size", "2", "-prompts", "1")
+	_, err := f.s.ListTools(ctx)
+	require.NoError(t, err)
+	_, err = f.s.ListPrompts(ctx)
+	require.NoError(t, err)
+	h := f.s.CacheHints()
+	assert.Equal(t, protocol.CacheHint{TTLMs: 30_000}, h.Discover)
+	assert.Equal(t, protocol.CacheHint{TTLMs: 30_000}, h.Tools, "four pages, all alike")
+	assert.Equal(t, protocol.CacheHint{TTLMs: 30_000}, h.Prompts)
+	assert.Equal(t, protocol.CacheHint{}, h.Resources, "not listed yet")
+
+	g := mustOpen(t, session.Options{}, "-cache-ttl", "5s")
+	_, err = g.s.ListTools(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, protocol.CacheHint{TTLMs: 5_000, Public: true}, g.s.CacheHints().Tools)
+
+	old := mustOpen(t, session.Options{ProtocolVersion: protocol.LatestHandshakeVersion}, "-cache-ttl", "5s")
+	_, err = old.s.ListTools(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, session.CacheHints{}, old.s.CacheHints())
+}

@@ -170,8 +170,8 @@ func (s *Session) Listen(ctx context.Context, subs protocol.NotificationSubscrip
 // declare the tools capability is still asked (many real servers forget to
 // declare it); method-not-found then means no tools.
 func (s *Session) ListTools(ctx context.Context) ([]protocol.Tool, error) {
-	tools, err := listAll(ctx, s, protocol.MethodToolsList, func(r *protocol.ListToolsResult) ([]protocol.Tool, string) {
-		return r.Tools, r.NextCursor
+	tools, err := listAll(ctx, s, protocol.MethodToolsList, func(r *protocol.ListToolsResult) ([]protocol.Tool, string, protocol.CacheHint) {
+		return r.Tools, r.NextCursor, protocol.HintOf(r.TTLMs, r.CacheScope)
 	})
 	if err != nil && s.capabilities.Tools == nil && isMethodNotFound(err) {
 		return nil, nil
@@ -185,8 +185,8 @@ func (s *Session) ListResources(ctx context.Context) ([]protocol.Resource, error
 	if s.capabilities.Resources == nil {
 		return nil, nil
 	}
-	return listAll(ctx, s, protocol.MethodResourcesList, func(r *protocol.ListResourcesResult) ([]protocol.Resource, string) {
-		return r.Resources, r.NextCursor
+	return listAll(ctx, s, protocol.MethodResourcesList, func(r *protocol.ListResourcesResult) ([]protocol.Resource, string, protocol.CacheHint) {
+		return r.Resources, r.NextCursor, protocol.HintOf(r.TTLMs, r.CacheScope)
 	})
 }
 
@@ -196,8 +196,8 @@ func (s *Session) ListResourceTemplates(ctx context.Context) ([]protocol.Resourc
 	if s.capabilities.Resources == nil {
 		return nil, nil
 	}
-	return listAll(ctx, s, protocol.MethodResourcesTemplatesList, func(r *protocol.ListResourceTemplatesResult) ([]protocol.ResourceTemplate, string) {
-		return r.ResourceTemplates, r.NextCursor
+	return listAll(ctx, s, protocol.MethodResourcesTemplatesList, func(r *protocol.ListResourceTemplatesResult) ([]protocol.ResourceTemplate, string, protocol.CacheHint) {
+		return r.ResourceTemplates, r.NextCursor, protocol.HintOf(r.TTLMs, r.CacheScope)
 	})
 }
 
@@ -207,15 +207,17 @@ func (s *Session) ListPrompts(ctx context.Context) ([]protocol.Prompt, error) {
 	if s.capabilities.Prompts == nil {
 		return nil, nil
 	}
-	return listAll(ctx, s, protocol.MethodPromptsList, func(r *protocol.ListPromptsResult) ([]protocol.Prompt, string) {
-		return r.Prompts, r.NextCursor
+	return listAll(ctx, s, protocol.MethodPromptsList, func(r *protocol.ListPromptsResult) ([]protocol.Prompt, string, protocol.CacheHint) {
+		return r.Prompts, r.NextCursor, protocol.HintOf(r.TTLMs, r.CacheScope)
 	})
 }
 
 // listAll follows nextCursor until the last page. A cursor seen twice, or
-// more than maxPages pages, is an error rather than a loop.
-func listAll[R any, T any](ctx context.Context, s *Session, method string, page func(*R) ([]T, string)) ([]T, error) {
+// more than maxPages pages, is an error rather than a loop. The strictest
+// caching hint of the pages is recorded (CacheHints).
+func listAll[R any, T any](ctx context.Context, s *Session, method string, page func(*R) ([]T, string, protocol.CacheHint)) ([]T, error) {
 	var all []T
+	var hint protocol.CacheHint
 	var seen map[string]bool // cursors already followed; most lists have one page
 	cursor := ""
 	for n := 0; ; n++ {
@@ -226,9 +228,15 @@ func listAll[R any, T any](ctx context.Context, s *Session, method string, page 
 		if err := s.Call(ctx, method, s.paginatedParams(cursor), &res); err != nil {
 			return nil, err
 		}
-		items, next := page(&res)
+		items, next, h := page(&res)
 		all = append(all, items...)
+		if n == 0 {
+			hint = h
+		} else {
+			hint = hint.Stricter(h)
+		}
 		if next == "" {
+			s.setHint(method, hint)
 			return all, nil
 		}
 		if seen[next] {

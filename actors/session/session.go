@@ -151,6 +151,7 @@ type Session struct {
 	mu      sync.Mutex
 	pending map[int64]*call // guarded by mu
 	err     error           // guarded by mu; non-nil once the session ended
+	hints   CacheHints      // guarded by mu; see hints.go
 	done    chan struct{}   // closed when err is set
 
 	bg sync.WaitGroup // cancellation notices and request handlers in flight
