@@ -162,7 +162,8 @@ func (v *serverView) status() ServerStatus {
 		st.InFlight = v.sess.InFlight()
 		if v.state == StateReady {
 			hints := v.sess.CacheHints()
-			st.Cache = &hints
+			caps := v.sess.Capabilities()
+			st.Cache, st.Capabilities = &hints, &caps
 		}
 	}
 	if v.auth != nil {

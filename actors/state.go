@@ -99,6 +99,9 @@ type ServerStatus struct {
 	// its lists (SEP-2549; 2026-07-28 servers only), while it is
 	// connected: nil otherwise.
 	Cache *CacheHints `json:"cache,omitempty"`
+	// Capabilities are what the server declared (its extensions
+	// included), while it is ready: nil otherwise.
+	Capabilities *protocol.ServerCapabilities `json:"capabilities,omitempty"`
 }
 
 // CacheHints are a server's caching hints: per list, how long its latest
