@@ -89,7 +89,9 @@ var (
 // mrtrTools are the MRTR fixture tools.
 func mrtrTools() []protocol.Tool {
 	obj := json.RawMessage(`{"type":"object","properties":{}}`)
-	t := func(name, desc string) protocol.Tool { return protocol.Tool{Name: name, Description: desc, InputSchema: obj} }
+	t := func(name, desc string) protocol.Tool {
+		return protocol.Tool{Name: name, Description: desc, InputSchema: obj}
+	}
 	return []protocol.Tool{
 		t("test_input_required_result_elicitation", "Asks (input_required) for the user's name, then greets them."),
 		t("test_input_required_result_sampling", "Asks (input_required) the client's model the capital of France."),

@@ -34,7 +34,9 @@ const (
 
 func statelessTools() []protocol.Tool {
 	obj := json.RawMessage(`{"type":"object","properties":{}}`)
-	t := func(name, desc string) protocol.Tool { return protocol.Tool{Name: name, Description: desc, InputSchema: obj} }
+	t := func(name, desc string) protocol.Tool {
+		return protocol.Tool{Name: name, Description: desc, InputSchema: obj}
+	}
 	return []protocol.Tool{
 		t("test_missing_capability", "Needs the sampling capability: without it in the request's clientCapabilities, -32021."),
 		t("test_streaming_elicitation", "Needs elicitation; asks for a name with input_required (never with a request on the stream)."),
