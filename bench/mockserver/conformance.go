@@ -224,7 +224,7 @@ var embeddedText = protocol.Content{Type: protocol.ContentResource, Resource: &p
 // conformanceCall answers a fixture tool; it reports false for other
 // tools.
 func (s *server) conformanceCall(out output, m *protocol.Message, name string) bool {
-	if s.conformanceAsync(out, m, name) || s.mrtrCall(out, m, name) || s.statelessCall(out, m, name) {
+	if s.conformanceAsync(out, m, name) || s.mrtrCall(out, m, name) || s.statelessCall(out, m, name) || s.tasksCall(out, m, name) {
 		return true
 	}
 	id := m.ID
@@ -260,12 +260,16 @@ func (s *server) conformanceCall(out output, m *protocol.Message, name string) b
 // conformanceDispatch answers the resource and prompt requests of the
 // fixtures; it reports false for anything else.
 func (s *server) conformanceDispatch(out output, m *protocol.Message) bool {
+	if s.tasksDispatch(out, m) || s.skillsDispatch(out, m) {
+		return true
+	}
 	switch m.Method {
 	case protocol.MethodResourcesList:
 		s.reply(out, m.ID, s.cacheable(m, protocol.ListResourcesResult{Resources: []protocol.Resource{
 			{URI: "test://static-text", Name: "static-text", MimeType: "text/plain"},
 			{URI: "test://static-binary", Name: "static-binary", MimeType: "image/png"},
 			{URI: "test://watched-resource", Name: "watched-resource", MimeType: "text/plain"},
+			skillResources()[0], skillResources()[1],
 		}}))
 	case protocol.MethodResourcesTemplatesList:
 		s.reply(out, m.ID, s.cacheable(m, protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{

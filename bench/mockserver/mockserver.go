@@ -472,6 +472,7 @@ type server struct {
 
 	hub     hub
 	ext     extState
+	tasks   taskState      // the tasks extension's tasks (conformance fixtures)
 	asked   askedState     // requests this server sent its client
 	calls   atomic.Int64   // tools/call received, for ExitAfter
 	payload string         // echo's answer with Options.Payload
@@ -545,6 +546,7 @@ func newServer(o Options) *server {
 		s.tools = append(s.tools, conformanceTools()...)
 		s.tools = append(s.tools, mrtrTools()...)
 		s.tools = append(s.tools, statelessTools()...)
+		s.tools = append(s.tools, tasksTools()...)
 	}
 	for i := 1; i <= o.Tools; i++ {
 		s.tools = append(s.tools, protocol.Tool{
@@ -719,6 +721,10 @@ func (s *server) capabilities() protocol.ServerCapabilities {
 		c.Prompts = &protocol.ListChangedCapability{ListChanged: true}
 		c.Logging = &logging
 		c.Completions = &logging
+		c.Extensions = map[string]json.RawMessage{
+			protocol.ExtensionTasks:  json.RawMessage(`{}`),
+			protocol.ExtensionSkills: json.RawMessage(`{"directoryRead":true}`),
+		}
 	}
 	s.extCapabilities(&c)
 	return c
