@@ -146,8 +146,10 @@ func (g *Gateway) startInput(ctx context.Context, method, name string, first pro
 	call.cancel = cancel
 	cctx = context.WithValue(cctx, inputCallKey{}, call)
 	g.inputs.Add(1)
+	g.inputCalls.Add(1)
 	go func() {
 		defer g.inputs.Done()
+		defer g.inputCalls.Add(-1)
 		defer cancel()
 		call.result, call.err = run(cctx)
 		close(call.done)
@@ -175,6 +177,18 @@ func (g *Gateway) park(call *inputCall, r *inputRound) string {
 	})
 	return token
 }
+
+// InputsWaiting returns the number of input rounds waiting for a
+// stateless-era client's retry (for status and tests).
+func (g *Gateway) InputsWaiting() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.parked)
+}
+
+// InputCalls returns the number of stateless-era clients' calls running
+// behind the gateway that may need input (for status and tests).
+func (g *Gateway) InputCalls() int64 { return g.inputCalls.Load() }
 
 // takeParked returns (and forgets) the round token names, if it belongs
 // to method and name.
