@@ -137,12 +137,11 @@ type Gateway struct {
 	sessions   map[string]*session        // HTTP sessions by id, and the stdio session; guarded by mu
 	listens    map[*listener]struct{}     // open subscriptions/listen requests; guarded by mu
 	waiters    map[*waiter]struct{}       // wait_for_channel_message calls; guarded by mu
-	calls      map[*call]struct{}         // tools/call in flight; guarded by mu
+	calls      map[*call]struct{}         // tools/call, prompts/get, resources/read in flight; guarded by mu
 	callSeq    uint64                     // numbers calls, newest highest; guarded by mu
 	pending    map[string]*pendingRequest // requests sent downstream, by id; guarded by mu
 	parked     map[string]*parkedRound    // input rounds waiting for a retry, by requestState; guarded by mu
-	inputs     sync.WaitGroup             // calls that may need input, running (see mrtr.go)
-	inputCalls atomic.Int64               // their number
+	inputCalls atomic.Int64               // stateless clients' calls that may need input, running (see mrtr.go)
 	reqSeq     atomic.Uint64              // numbers the requests sent downstream
 
 	subMu   sync.Mutex         // serializes upstream (un)subscriptions

@@ -145,10 +145,8 @@ func (g *Gateway) startInput(ctx context.Context, method, name string, first pro
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	call.cancel = cancel
 	cctx = context.WithValue(cctx, inputCallKey{}, call)
-	g.inputs.Add(1)
 	g.inputCalls.Add(1)
 	go func() {
-		defer g.inputs.Done()
 		defer g.inputCalls.Add(-1)
 		defer cancel()
 		call.result, call.err = run(cctx)
