@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -158,6 +160,12 @@ func TestInputRequiredRequestStateIsTheGatewaysOwn(t *testing.T) {
 	var state string
 	require.NoError(t, json.Unmarshal(first["requestState"], &state))
 	assert.Equal(t, 1, g.InputsWaiting())
+	resp, err := http.Get(url + "/metrics")
+	require.NoError(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(metrics), "\nmcpvisor_gateway_input_rounds_waiting 1\n")
+	assert.Contains(t, string(metrics), "\nmcpvisor_gateway_input_calls 1\n")
 
 	answer := `"inputResponses":{"user_name":{"action":"accept","content":{"name":"Grace"}}}`
 	for name, st := range map[string]string{"tampered": state + "x", "unknown": "mcpvisor-0"} {
