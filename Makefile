@@ -118,20 +118,35 @@ conformance: build $(CONFORMANCE)
 
 # conformance-server runs the suite's server scenarios against the gateway
 # (mcpvisor supervise) with the mock server's conformance fixtures behind
-# it; the scenarios it cannot pass yet are in the baseline's server list.
+# it, three times: the default (active) suite, --suite all, and the
+# requirement set frozen for 2026-07-28 (--requirements, run at that
+# revision's wire version). The expected failures' server list is empty;
+# check-server.mjs then fails any scenario that recorded no check, no
+# SUCCESS, or a FAILURE or WARNING (the runner passes a scenario with no
+# checks). CONFORMANCE_SERVER_UNEXERCISED names the scenarios the suite
+# itself does not test yet (they report only INFO or SKIPPED whatever the
+# server does).
 CONFORMANCE_SERVER_LISTEN ?= 127.0.0.1:17980
 CONFORMANCE_SERVER_RESULTS := $(DEPS)/conformance-server-results
+CONFORMANCE_SERVER_RUNS := active:--suite=active all:--suite=all 2026-07-28:--requirements=2026-07-28
+CONFORMANCE_SERVER_UNEXERCISED := tasks-status-notifications server-sse-polling
 conformance-server: build $(CONFORMANCE)
 	rm -rf $(CONFORMANCE_SERVER_RESULTS) $(DEPS)/conformance-state
 	@$(BIN)/mcpvisor supervise --config testdata/conformance/gateway.mcp.json --bare-names --state-dir $(DEPS)/conformance-state \
 		--listen $(CONFORMANCE_SERVER_LISTEN) --log-level warn 2>$(DEPS)/conformance-gateway.log & pid=$$!; \
 	trap 'kill -INT $$pid; wait $$pid' EXIT; \
 	for i in $$(seq 100); do $(BIN)/mcpvisor status --url http://$(CONFORMANCE_SERVER_LISTEN) >/dev/null 2>&1 && break; sleep 0.1; done; \
-	PATH=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin:$$PATH conformance server \
-		--url http://localhost:$(lastword $(subst :, ,$(CONFORMANCE_SERVER_LISTEN)))/mcp \
-		--expected-failures testdata/conformance/baseline.yml -o $(CONFORMANCE_SERVER_RESULTS) \
-		> $(DEPS)/conformance-server-summary.txt || { cat $(DEPS)/conformance-server-summary.txt; exit 1; }; \
-	sed -n '/SUMMARY/,$$p' $(DEPS)/conformance-server-summary.txt
+	for run in $(CONFORMANCE_SERVER_RUNS); do \
+		name=$${run%%:*}; args=$$(echo $${run#*:} | tr = ' '); \
+		echo "conformance server $$args"; \
+		PATH=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin:$$PATH conformance server $$args \
+			--url http://localhost:$(lastword $(subst :, ,$(CONFORMANCE_SERVER_LISTEN)))/mcp \
+			--expected-failures testdata/conformance/baseline.yml -o $(CONFORMANCE_SERVER_RESULTS)/$$name \
+			> $(DEPS)/conformance-server-$$name.txt || { cat $(DEPS)/conformance-server-$$name.txt; exit 1; }; \
+		grep -E '^Total:' $(DEPS)/conformance-server-$$name.txt; \
+		$(CONFORMANCE_DIR)/node_modules/.bin/node testdata/conformance/check-server.mjs \
+			$(CONFORMANCE_SERVER_RESULTS)/$$name $(CONFORMANCE_SERVER_UNEXERCISED) || exit 1; \
+	done
 
 test: deps vet cross conformance conformance-server
 	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 MCPVISOR_REQUIRE_KEYRING=1 \

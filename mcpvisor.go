@@ -79,6 +79,10 @@ type (
 // ServerStatus describes one server.
 type ServerStatus = actors.ServerStatus
 
+// CacheHints are what a 2026-07-28 server said about caching its
+// discover result and its lists (ServerStatus.Cache).
+type CacheHints = actors.CacheHints
+
 // LatencyStats counts a server's requests and how long they took
 // (ServerStatus.Latency).
 type LatencyStats = actors.LatencyStats

@@ -171,6 +171,20 @@ type Options struct {
 	// *protocol.Error is sent as is). Nil answers them method-not-found.
 	Requests func(ctx context.Context, server, method string, params json.RawMessage) (any, error)
 
+	// Inputs resolves, as a whole, each round of input a 2026-07-28
+	// server asks for by answering tools/call, prompts/get or
+	// resources/read with an InputRequiredResult (multi round-trip
+	// requests, SEP-2322): method is that request, reqs what the server
+	// asks, by key. It runs on the goroutine of the call, with a context
+	// derived from the call's (its values included) that ends after
+	// ServerRequestTimeout, and returns an answer per key (a key left out
+	// is sent back unanswered, and the server usually asks again). The
+	// request is then retried with the answers; the caller sees only its
+	// final result. Nil answers each input request like the server
+	// request it replaces: through Roots, Sampling, Elicitation or
+	// Requests.
+	Inputs func(ctx context.Context, server, method string, reqs protocol.InputRequests) (protocol.InputResponses, error)
+
 	// InProcess holds the Go MCP servers living in the host's process, by
 	// server name: a config entry of type "sdk" connects to the one
 	// registered under its name (see transports/inproc).

@@ -84,6 +84,10 @@ func ClassifyFailure(err error) FailureKind {
 		// A command that cannot be found or run, a missing working
 		// directory or file.
 		return FailureConfig
+	case errors.Is(err, session.ErrInputRequired):
+		// The server answered; the host could not give it the input it
+		// asked for.
+		return FailureCall
 	case errors.As(err, &timeout), errors.As(err, &rpcErr), errors.Is(err, context.Canceled),
 		errors.Is(err, ErrUnknownTool), errors.Is(err, ErrUnknownPrompt), errors.Is(err, ErrUnknownServer):
 		return FailureCall
@@ -139,8 +143,9 @@ func strikes(err error) (strike, ok bool) {
 		return true, true
 	case FailureCall:
 		var rpcErr *protocol.Error
-		// A JSON-RPC error is an answer: the connection works.
-		return false, errors.As(err, &rpcErr)
+		// A JSON-RPC error is an answer, and so is a request for input
+		// the host could not give: the connection works.
+		return false, errors.As(err, &rpcErr) || errors.Is(err, session.ErrInputRequired)
 	}
 	return false, false
 }

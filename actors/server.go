@@ -163,6 +163,11 @@ func (v *serverView) status() ServerStatus {
 	}
 	if v.sess != nil {
 		st.InFlight = v.sess.InFlight()
+		if v.state == StateReady {
+			hints := v.sess.CacheHints()
+			caps := v.sess.Capabilities()
+			st.Cache, st.Capabilities = &hints, &caps
+		}
 	}
 	if v.auth != nil {
 		st.Auth = v.auth.status()
@@ -443,6 +448,7 @@ func (a *serverActor) sessionOptions(gen uint64) session.Options {
 		ClientInfo:      a.opts.ClientInfo,
 		Capabilities:    clientCapabilities(a.opts),
 		Requests:        requestHandler(a.opts, a.h.name),
+		Input:           inputHandler(a.opts, a.h.name),
 		RequestTimeout:  a.opts.ServerRequestTimeout,
 		ProtocolVersion: a.cfg.ProtocolVersion,
 		Memory:          &a.h.memory,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -102,7 +103,20 @@ type ServerStatus struct {
 	// out because their definition is not pinned (Options.ToolPins),
 	// sorted: they wait for the user's approval.
 	WithheldTools []string `json:"withheldTools,omitempty"`
+	// Cache is what the server said about caching its discover result and
+	// its lists (SEP-2549; 2026-07-28 servers only), while it is
+	// connected: nil otherwise.
+	Cache *CacheHints `json:"cache,omitempty"`
+	// Capabilities are what the server declared (its extensions
+	// included), while it is ready: nil otherwise.
+	Capabilities *protocol.ServerCapabilities `json:"capabilities,omitempty"`
 }
+
+// CacheHints are a server's caching hints: per list, how long its latest
+// listing may be considered fresh and whether it may be shared. A server
+// of a handshake era gives none, which the zero value means (immediately
+// stale, private).
+type CacheHints = session.CacheHints
 
 // EventType names what an Event reports.
 type EventType string

@@ -550,11 +550,11 @@ func (s *System) awaitReady(ctx context.Context, h *serverHandle, old *session.S
 // is sent again only when Options.ReplayIdempotent allows it for this
 // tool (see poolEntry.replayable).
 func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage) (*protocol.CallToolResult, error) {
-	return s.callTool(ctx, name, args, nil)
+	return s.callTool(ctx, name, args, RequestOptions{})
 }
 
-// callTool is CallTool with the request's _meta (nil: none).
-func (s *System) callTool(ctx context.Context, name string, args json.RawMessage, meta protocol.Meta) (*protocol.CallToolResult, error) {
+// callTool is CallTool with the request's options.
+func (s *System) callTool(ctx context.Context, name string, args json.RawMessage, o RequestOptions) (*protocol.CallToolResult, error) {
 	p := s.pool.Load()
 	if b, ok := p.builtinByName[name]; ok {
 		if b.Call == nil {
@@ -580,7 +580,7 @@ func (s *System) callTool(ctx context.Context, name string, args json.RawMessage
 		return nil, fmt.Errorf("%w: %q", err, name)
 	}
 	call := func(ctx context.Context, sess *session.Session) (*protocol.CallToolResult, error) {
-		return sess.CallTool(ctx, e.name, args, meta)
+		return sess.CallToolWith(ctx, e.name, args, o.session())
 	}
 	if !s.opts.ReplayIdempotent || !e.replayable {
 		return onSession(ctx, s, e.h, call)

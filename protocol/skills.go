@@ -13,14 +13,8 @@ import (
 // with resources/read), enumerated by skills/list and described one by
 // one by skills/get with a manifest of digests.
 
-// ExtensionSkills is the extension's identifier in capabilities.extensions.
-const ExtensionSkills = "io.modelcontextprotocol/skills"
-
-// Methods of the skills extension.
-const (
-	MethodSkillsList = "skills/list"
-	MethodSkillsGet  = "skills/get"
-)
+// Its identifier is ExtensionSkills and its methods MethodSkillsList and
+// MethodSkillsGet (extensions.go).
 
 // SkillFileName is the file every skill has at its root; a skill is
 // addressed by the URI of its SKILL.md.

@@ -82,6 +82,7 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 			s.setTransportVersion(chosen)
 			s.capabilities = res.Capabilities
 			s.instructions = res.Instructions
+			s.hints.Discover = protocol.HintOf(res.TTLMs, res.CacheScope)
 			res.Meta.Get(protocol.MetaServerInfo, &s.serverInfo)
 			s.modernMeta = s.metaFor(chosen)
 			if s.modernMetaJSON, err = json.Marshal(s.modernMeta); err != nil {

@@ -85,8 +85,14 @@ type Options struct {
 	// answers them with method-not-found.
 	Requests RequestHandler
 
-	// RequestTimeout bounds answering one server-to-client request (the
-	// handler's context ends then). Zero means 5 s.
+	// Input resolves the rounds of multi round-trip requests (see
+	// InputHandler). Nil resolves each input request through Requests, as
+	// if the server had sent it.
+	Input InputHandler
+
+	// RequestTimeout bounds answering one server-to-client request, and
+	// one round of input requests (the handler's context ends then). Zero
+	// means 5 s.
 	RequestTimeout time.Duration
 
 	// Logger receives diagnostics. The zero value logs nothing.
@@ -147,6 +153,7 @@ type Session struct {
 	mu      sync.Mutex
 	pending map[int64]*call // guarded by mu
 	err     error           // guarded by mu; non-nil once the session ended
+	hints   CacheHints      // guarded by mu; see hints.go
 	done    chan struct{}   // closed when err is set
 
 	bg sync.WaitGroup // cancellation notices and request handlers in flight
@@ -347,6 +354,12 @@ func (s *Session) callAnsweredWithin(ctx context.Context, answerWithin time.Dura
 	return nil
 }
 
+// roundTrip sends a request under the next id and waits for its answer
+// until ctx ends.
+func (s *Session) roundTrip(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return s.roundTripID(ctx, s.nextID.Add(1), method, params, 0)
+}
+
 // roundTripID sends request id (from nextID; chosen by the caller for
 // requests whose id must be known before they are sent) and waits for its
 // answer: until ctx ends, and, when answerWithin is positive, for at most
@@ -495,14 +508,26 @@ func (s *Session) withMeta(params any) any {
 // requestMeta returns the _meta for a typed request: m itself in the
 // handshake eras; m merged over the stateless-era members otherwise.
 func (s *Session) requestMeta(m protocol.Meta) protocol.Meta {
+	return s.optionsMeta(RequestOptions{Meta: m})
+}
+
+// optionsMeta returns the _meta for a typed request with options: o.Meta
+// in the handshake eras; otherwise o.Meta merged over the stateless-era
+// members, the client capabilities replaced by o.Capabilities when set.
+func (s *Session) optionsMeta(o RequestOptions) protocol.Meta {
 	if s.modernMeta == nil {
-		return m
+		return o.Meta
 	}
-	out := make(protocol.Meta, len(s.modernMeta)+len(m))
+	out := make(protocol.Meta, len(s.modernMeta)+len(o.Meta))
 	for k, v := range s.modernMeta {
 		out[k] = v
 	}
-	for k, v := range m {
+	if o.Capabilities != nil {
+		if raw, err := json.Marshal(o.Capabilities); err == nil {
+			out[protocol.MetaClientCapabilities] = raw
+		}
+	}
+	for k, v := range o.Meta {
 		out[k] = v
 	}
 	return out

@@ -19,6 +19,8 @@ var ErrNoSkills = errors.New("session: the server does not declare the skills ex
 type skillsPage struct {
 	Skills     []json.RawMessage `json:"skills"`
 	NextCursor string            `json:"nextCursor,omitempty"`
+	TTLMs      *int64            `json:"ttlMs,omitempty"`
+	CacheScope string            `json:"cacheScope,omitempty"`
 }
 
 // ListSkills lists every skill the server publishes, following
@@ -29,8 +31,8 @@ func (s *Session) ListSkills(ctx context.Context) ([]protocol.Skill, error) {
 	if _, ok := s.capabilities.Extensions[protocol.ExtensionSkills]; !ok {
 		return nil, ErrNoSkills
 	}
-	raws, err := listAll(ctx, s, protocol.MethodSkillsList, func(r *skillsPage) ([]json.RawMessage, string) {
-		return r.Skills, r.NextCursor
+	raws, err := listAll(ctx, s, protocol.MethodSkillsList, func(r *skillsPage) ([]json.RawMessage, string, protocol.CacheHint) {
+		return r.Skills, r.NextCursor, protocol.HintOf(r.TTLMs, r.CacheScope)
 	})
 	if err != nil {
 		return nil, err

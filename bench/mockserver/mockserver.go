@@ -84,6 +84,13 @@ type Options struct {
 	// scenarios (see conformance.go) besides the standard catalogue.
 	Conformance bool
 
+	// CacheTTL and CacheScope are the caching hints (SEP-2549) the server
+	// puts on its discover, list and resources/read results for clients
+	// of the stateless era: ttlMs (default 60 s; negative: 0) and
+	// cacheScope ("public", the default, or "private").
+	CacheTTL   time.Duration
+	CacheScope string
+
 	// Channel makes it a channel server (capabilities claude/channel and
 	// claude/channel/permission, tool channel_burst {n, prefix}); it
 	// echoes permission requests and verdicts it receives as channel
@@ -287,6 +294,8 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.Grandchild, "grandchild", false, "start a sleeping child process in the same process group")
 	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
 	fs.BoolVar(&o.Conformance, "conformance", false, "also serve the conformance suite's server fixtures (test_* tools, test:// resources, prompts)")
+	fs.DurationVar(&o.CacheTTL, "cache-ttl", 0, "ttlMs of the discover, list and resources/read results of 2026-07-28 (default 1m; negative: 0)")
+	fs.StringVar(&o.CacheScope, "cache-scope", "", "cacheScope of those results: public (default) or private")
 	fs.BoolVar(&o.NotifyTool, "notify-tool", false, "add the tool notify {method, params}: sends that notification to every connection")
 	fs.BoolVar(&o.Redescribe, "redescribe", false, "add the tool redescribe {tool, text}: changes the description of tool to text and sends tools/list_changed")
 	fs.Var(describeFlag{&o.Describe}, "describe", "`TOOL=TEXT`: describe the tool TOOL as TEXT from the start (repeatable)")
@@ -515,9 +524,13 @@ type server struct {
 	versions []string
 	tmu      sync.Mutex
 	tools    []protocol.Tool // guarded by tmu; grows with announce
+	// dynamicPrompt is set while the conformance fixtures list
+	// test_dynamic_prompt (test_trigger_prompt_change); guarded by tmu.
+	dynamicPrompt bool
 
 	hub     hub
 	ext     extState
+	tasks   taskState      // the tasks extension's tasks (conformance fixtures)
 	asked   askedState     // requests this server sent its client
 	calls   atomic.Int64   // tools/call received, for ExitAfter
 	payload string         // echo's answer with Options.Payload
@@ -593,6 +606,9 @@ func newServer(o Options) *server {
 	s.tools = append(s.tools, s.extTools()...)
 	if o.Conformance {
 		s.tools = append(s.tools, conformanceTools()...)
+		s.tools = append(s.tools, mrtrTools()...)
+		s.tools = append(s.tools, statelessTools()...)
+		s.tools = append(s.tools, tasksTools()...)
 	}
 	for i := 1; i <= o.Tools; i++ {
 		s.tools = append(s.tools, protocol.Tool{
@@ -669,7 +685,7 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 		tools := s.tools
 		s.tmu.Unlock()
 		page, next := paginate(tools, cursorOf(m.Params), s.o.PageSize)
-		s.reply(out, m.ID, protocol.ListToolsResult{Tools: page, NextCursor: next})
+		s.reply(out, m.ID, s.cacheable(m, protocol.ListToolsResult{Tools: page, NextCursor: next}))
 	case protocol.MethodToolsCall:
 		n := s.calls.Add(1)
 		if s.o.ExitAfter > 0 && n > int64(s.o.ExitAfter) {
@@ -693,11 +709,11 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 		}
 		s.callTool(out, m)
 	case protocol.MethodResourcesList:
-		s.reply(out, m.ID, protocol.ListResourcesResult{Resources: s.resources()})
+		s.reply(out, m.ID, s.cacheable(m, protocol.ListResourcesResult{Resources: s.resources()}))
 	case protocol.MethodResourcesTemplatesList:
-		s.reply(out, m.ID, protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{
+		s.reply(out, m.ID, s.cacheable(m, protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{
 			{URITemplate: "mock://template/{id}", Name: "template", MimeType: "text/plain"},
-		}})
+		}}))
 	case protocol.MethodResourcesRead:
 		var p protocol.ReadResourceParams
 		_ = json.Unmarshal(m.Params, &p)
@@ -705,11 +721,11 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 			s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "no resource %q", p.URI)) // SEP-2164
 			return 0, false
 		}
-		s.reply(out, m.ID, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{
+		s.reply(out, m.ID, s.cacheable(m, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{
 			{URI: p.URI, MimeType: "text/plain", Text: "contents of " + p.URI + s.versionSuffix(p.URI)},
-		}})
+		}}))
 	case protocol.MethodPromptsList:
-		s.reply(out, m.ID, protocol.ListPromptsResult{Prompts: s.prompts()})
+		s.reply(out, m.ID, s.cacheable(m, protocol.ListPromptsResult{Prompts: s.prompts()}))
 	case protocol.MethodPromptsGet:
 		var p protocol.GetPromptParams
 		_ = json.Unmarshal(m.Params, &p)
@@ -769,9 +785,13 @@ func (s *server) capabilities() protocol.ServerCapabilities {
 	if s.o.Conformance {
 		logging := json.RawMessage(`{}`)
 		c.Resources = &protocol.ResourcesCapability{Subscribe: true}
-		c.Prompts = &protocol.ListChangedCapability{}
+		c.Prompts = &protocol.ListChangedCapability{ListChanged: true}
 		c.Logging = &logging
 		c.Completions = &logging
+		c.Extensions = map[string]json.RawMessage{
+			protocol.ExtensionTasks:  json.RawMessage(`{}`),
+			protocol.ExtensionSkills: json.RawMessage(`{"directoryRead":true}`),
+		}
 	}
 	s.extCapabilities(&c)
 	return c
@@ -792,7 +812,7 @@ func (s *server) discover(out output, m *protocol.Message, modern bool) {
 	}
 	res := protocol.DiscoverResult{SupportedVersions: s.versions, Capabilities: s.capabilities(), Meta: protocol.Meta{}}
 	_ = res.Meta.Set(protocol.MetaServerInfo, s.info())
-	s.reply(out, m.ID, res)
+	s.reply(out, m.ID, s.cacheable(m, res))
 }
 
 // unsupportedVersion is the stateless era's answer to a request for a

@@ -907,7 +907,8 @@ func TestSuperviseDrain(t *testing.T) {
 			answered := make(chan string, 1)
 			go func() {
 				// A stateless-era request needs no session.
-				answered <- mcpPostNoFail(base, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"mcp__a__sleep","arguments":{"ms":%d}}}`, tc.sleepMs))
+				answered <- mcpPostNoFail(base, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"mcp__a__sleep","arguments":{"ms":%d}}}`, tc.sleepMs),
+					"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "mcp__a__sleep")
 			}()
 			require.Eventually(t, func() bool {
 				return strings.Contains(cli(t, "status", "--url", base).stdout, "1 requests in flight")
@@ -930,13 +931,16 @@ func TestSuperviseDrain(t *testing.T) {
 }
 
 // mcpPostNoFail posts one message and returns the body, or the error's text.
-func mcpPostNoFail(base, body string) string {
+func mcpPostNoFail(base, body string, headers ...string) string {
 	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
 	if err != nil {
 		return err.Error()
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err.Error()

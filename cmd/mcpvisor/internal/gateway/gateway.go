@@ -61,6 +61,18 @@ type ProgressCaller interface {
 	CallToolWith(ctx context.Context, name string, args any, o mcpvisor.CallOptions) (*mcpvisor.CallToolResult, error)
 }
 
+// OptionsBackend is implemented by a Backend whose requests take options
+// (the client capabilities to declare to a server of the stateless era)
+// and that can send a server any request (those of the extensions the
+// gateway passes on: tasks, skills). *mcpvisor.Supervisor implements it.
+// Without it, prompts and resources are fetched with the supervisor's own
+// capabilities, and the extensions' methods are not found.
+type OptionsBackend interface {
+	GetPromptWith(ctx context.Context, name string, args map[string]string, o mcpvisor.RequestOptions) (*protocol.GetPromptResult, error)
+	ReadResourceWith(ctx context.Context, server, uri string, o mcpvisor.RequestOptions) (*protocol.ReadResourceResult, error)
+	Request(ctx context.Context, server, method string, params json.RawMessage, o mcpvisor.RequestOptions) (json.RawMessage, error)
+}
+
 // ResourceSubscriber is implemented by a Backend that can subscribe to a
 // server's resource updates. The gateway subscribes a URI upstream while
 // at least one downstream session (or listen stream) wants it. Without
@@ -115,6 +127,14 @@ type Options struct {
 	// one more is refused with 409. (A POST's answer stream lasts as
 	// long as its request.)
 	MaxStreamsPerSession int
+	// MaxCacheTTL caps the ttlMs of the caching hints the gateway gives
+	// clients of the stateless era (default 5 min); see results.go for
+	// how the hints derive from the servers'.
+	MaxCacheTTL time.Duration
+	// InputWait is how long a stateless-era client has to send the retry
+	// of a request the gateway answered with input_required (default
+	// 5 min): the call behind it waits that long, then is cancelled.
+	InputWait time.Duration
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -124,14 +144,16 @@ type Gateway struct {
 	opts Options
 	log  zerolog.Logger
 
-	mu       sync.Mutex
-	sessions map[string]*session        // HTTP sessions by id, and the stdio session; guarded by mu
-	listens  map[*listener]struct{}     // open subscriptions/listen requests; guarded by mu
-	waiters  map[*waiter]struct{}       // wait_for_channel_message calls; guarded by mu
-	calls    map[*call]struct{}         // tools/call in flight; guarded by mu
-	callSeq  uint64                     // numbers calls, newest highest; guarded by mu
-	pending  map[string]*pendingRequest // requests sent downstream, by id; guarded by mu
-	reqSeq   atomic.Uint64              // numbers the requests sent downstream
+	mu         sync.Mutex
+	sessions   map[string]*session        // HTTP sessions by id, and the stdio session; guarded by mu
+	listens    map[*listener]struct{}     // open subscriptions/listen requests; guarded by mu
+	waiters    map[*waiter]struct{}       // wait_for_channel_message calls; guarded by mu
+	calls      map[*call]struct{}         // tools/call, prompts/get, resources/read in flight; guarded by mu
+	callSeq    uint64                     // numbers calls, newest highest; guarded by mu
+	pending    map[string]*pendingRequest // requests sent downstream, by id; guarded by mu
+	parked     map[string]*parkedRound    // input rounds waiting for a retry, by requestState; guarded by mu
+	inputCalls atomic.Int64               // stateless clients' calls that may need input, running (see mrtr.go)
+	reqSeq     atomic.Uint64              // numbers the requests sent downstream
 
 	subMu   sync.Mutex         // serializes upstream (un)subscriptions
 	subRefs map[string]*subRef // upstream resource subscriptions by URI; guarded by subMu
@@ -166,6 +188,12 @@ func New(b Backend, opts Options) *Gateway {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	if opts.MaxCacheTTL <= 0 {
+		opts.MaxCacheTTL = defaultMaxCacheTTL
+	}
+	if opts.InputWait <= 0 {
+		opts.InputWait = defaultInputWait
+	}
 	g := &Gateway{
 		b:        b,
 		opts:     opts,
@@ -175,6 +203,7 @@ func New(b Backend, opts Options) *Gateway {
 		waiters:  map[*waiter]struct{}{},
 		calls:    map[*call]struct{}{},
 		pending:  map[string]*pendingRequest{},
+		parked:   map[string]*parkedRound{},
 		subRefs:  map[string]*subRef{},
 		idle:     make(chan struct{}, 1),
 		closed:   make(chan struct{}),
@@ -326,6 +355,7 @@ func (g *Gateway) Close() {
 	for _, l := range listens {
 		l.stop()
 	}
+	g.cancelParked()
 }
 
 // offered reports whether the qualified tool name passes Allow and Deny.
@@ -411,6 +441,9 @@ type nameIndex struct {
 	toolIn    map[string]string // downstream → qualified (BareNames only)
 	promptOut map[string]string
 	promptIn  map[string]string
+	// params holds the x-mcp-header annotations of the tools that have
+	// some, by qualified name (see headers.go).
+	params map[string][]paramHeader
 }
 
 // names returns the current index, rebuilding it after a pool change.
@@ -419,12 +452,15 @@ func (g *Gateway) names() *nameIndex {
 		return idx
 	}
 	idx := &nameIndex{server: map[string]string{}, toolOut: map[string]string{}, toolIn: map[string]string{},
-		promptOut: map[string]string{}, promptIn: map[string]string{}}
+		promptOut: map[string]string{}, promptIn: map[string]string{}, params: map[string][]paramHeader{}}
 	tools := g.b.Tools()
 	count := map[string]int{}
 	for _, t := range tools {
 		idx.server[t.Name] = t.Server
 		count[t.Definition.Name]++
+		if ph := paramHeadersOf(t.Definition.InputSchema); ph != nil {
+			idx.params[t.Name] = ph
+		}
 	}
 	if g.opts.BareNames {
 		for _, t := range tools {

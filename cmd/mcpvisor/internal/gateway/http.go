@@ -152,7 +152,7 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request) {
 		rpcHTTPError(w, http.StatusBadRequest, protocol.ID{}, errorf(code, "%v", err))
 		return
 	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !protocol.IsSupported(v) {
+	if v := strings.TrimSpace(r.Header.Get("Mcp-Protocol-Version")); v != "" && !protocol.IsSupported(v) {
 		rpcHTTPError(w, http.StatusBadRequest, m.ID, unsupportedVersion(v))
 		return
 	}
@@ -165,13 +165,23 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request) {
 			rpcHTTPError(w, http.StatusNotFound, m.ID, errorf(protocol.CodeInvalidRequest, "session not found: initialize a new one"))
 			return
 		}
+	case m.Kind == protocol.KindRequest && isStateless(r, m):
+		// A request of the stateless era: validated whole (its _meta and
+		// its headers) before it is served.
+		sr, perr := g.checkStateless(r.Header, m)
+		if perr != nil {
+			rpcHTTPError(w, http.StatusBadRequest, m.ID, perr)
+			return
+		}
+		s = newStatelessSession(g, sr)
+		stateless = true
 	case m.Kind == protocol.KindRequest && m.Method == protocol.MethodInitialize:
 		out := newOutbox(g.opts.OutboxSize)
 		s = newSession(g, newSessionID(), out.push)
 		s.out = out
 	default:
-		// No session: a stateless-era (2026-07-28) request, or a
-		// handshake-era client that lost its session id.
+		// No session and no stateless-era _meta: a handshake-era client
+		// that lost its session id (or a notification).
 		s = newSession(g, "", nil)
 		stateless = true
 	}
@@ -194,7 +204,10 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(sessionHeader, s.id)
 	}
 	status := http.StatusOK
-	if stateless && frame != nil && (code == protocol.CodeInvalidRequest || code == protocol.CodeUnsupportedProtocolVersion) {
+	switch {
+	case stateless && frame != nil && s.stateless != nil:
+		status = statelessStatus(code)
+	case stateless && frame != nil && (code == protocol.CodeInvalidRequest || code == protocol.CodeUnsupportedProtocolVersion):
 		status = http.StatusBadRequest
 	}
 	st.finish(frame, status)
