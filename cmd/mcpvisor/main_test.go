@@ -931,6 +931,14 @@ func TestSuperviseDrain(t *testing.T) {
 }
 
 // mcpPostNoFail posts one message and returns the body, or the error's text.
+// statelessToolCall calls tool through the gateway at base as a
+// 2026-07-28 client does (_meta and the standard headers), without
+// failing the test: the body is returned, or the error's text.
+func statelessToolCall(base string, id int, tool, args string) string {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":%q,"arguments":%s}}`, id, tool, args)
+	return mcpPostNoFail(base, body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", tool)
+}
+
 func mcpPostNoFail(base, body string, headers ...string) string {
 	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
 	if err != nil {
