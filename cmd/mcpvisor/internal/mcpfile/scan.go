@@ -98,7 +98,7 @@ func parseObject(data []byte, i int) object {
 		key := span{i, skipString(data, i)}
 		var name string
 		_ = json.Unmarshal(data[key.start:key.end], &name) // a valid JSON string
-		i = skipSpace(data, key.end) + 1                  // the colon
+		i = skipSpace(data, key.end) + 1                   // the colon
 		i = skipSpace(data, i)
 		value := span{i, skipValue(data, i)}
 		o.members = append(o.members, member{name: name, key: key, value: value})
