@@ -306,3 +306,10 @@ func TestReplace(t *testing.T) {
 	assert.Nil(t, data)
 	assert.False(t, errors.Is(err, os.ErrNotExist))
 }
+
+func TestSyntaxErrorAtTheEnd(t *testing.T) {
+	_, err := Parse([]byte("{\"mcpServers\": {\n  \"a\": {}\n"))
+	var syn *SyntaxError
+	require.ErrorAs(t, err, &syn)
+	assert.Equal(t, [2]int{3, 1}, [2]int{syn.Line, syn.Column}, "where the file ends")
+}

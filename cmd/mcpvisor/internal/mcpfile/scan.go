@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // span is the byte range [start, end) of a piece of a file.
@@ -152,8 +153,8 @@ func checkSyntax(data []byte) error {
 	err := json.Unmarshal(data, &v)
 	var syn *json.SyntaxError
 	off := len(data)
-	if errors.As(err, &syn) {
-		off = int(syn.Offset) - 1 // Offset counts the bad byte
+	if errors.As(err, &syn) && !strings.Contains(syn.Error(), "unexpected end") {
+		off = int(syn.Offset) - 1 // Offset counts the bad byte; at the end there is none
 	}
 	if err == nil { // cannot happen: json.Valid said no
 		err = errors.New("not a JSON value")
