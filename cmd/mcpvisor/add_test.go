@@ -29,9 +29,18 @@ func newAddEnv(t *testing.T) *addEnv {
 	if _, err := os.Stat("/etc/mcpvisor/managed-mcp.json"); err == nil {
 		t.Skip("a managed config file exists on this machine and would win")
 	}
-	e := &addEnv{home: t.TempDir(), project: t.TempDir(), state: t.TempDir()}
+	e := &addEnv{home: realTempDir(t), project: realTempDir(t), state: realTempDir(t)}
 	e.env = []string{"HOME=" + e.home, envStateDir + "=" + e.state}
 	return e
+}
+
+// realTempDir is a temporary directory named without symbolic links
+// (macOS's lives under one), as the files add writes are reported.
+func realTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	return dir
 }
 
 func (e *addEnv) run(t *testing.T, args ...string) result {
@@ -292,7 +301,7 @@ func TestAddAndRemoveKeepTheFile(t *testing.T) {
 	assert.Empty(t, left, "no temporary file is left")
 
 	// ~/.mcp.json linked from a dotfiles directory stays a link.
-	dotfiles := filepath.Join(t.TempDir(), "mcp.json")
+	dotfiles := filepath.Join(realTempDir(t), "mcp.json")
 	require.NoError(t, os.WriteFile(dotfiles, []byte(`{"mcpServers": {}}`), 0o600))
 	require.NoError(t, os.Symlink(dotfiles, e.userFile()))
 	r = e.run(t, "add", "-s", "user", "u", "--", "cmd")

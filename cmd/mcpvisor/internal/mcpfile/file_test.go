@@ -245,7 +245,8 @@ func TestReplaceStrings(t *testing.T) {
 }
 
 func TestReplace(t *testing.T) {
-	dir := t.TempDir()
+	dir, err := filepath.EvalSymlinks(t.TempDir()) // macOS's temporary directory is under a link
+	require.NoError(t, err)
 	path := filepath.Join(dir, ".mcp.json")
 
 	// A new file gets perm; an existing one keeps its mode.
