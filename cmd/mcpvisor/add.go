@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -110,7 +111,7 @@ func (a *app) add(ctx context.Context, fl addFlags, args []string) error {
 		return err
 	}
 
-	written, err := a.editConfig(ctx, s, func(f *mcpfile.File) ([]byte, error) { return f.Add(name, entry) })
+	written, data, err := a.editConfig(ctx, s, func(f *mcpfile.File) ([]byte, error) { return f.Add(name, entry) })
 	if errors.Is(err, mcpfile.ErrExists) {
 		return failed(fmt.Errorf("MCP server %q already exists in the %s config (%s): remove it first (mcpvisor remove %s%s)",
 			name, s.scope, s.path, name, scopeFlag(s)))
@@ -125,12 +126,17 @@ func (a *app) add(ctx context.Context, fl addFlags, args []string) error {
 	}
 	fmt.Fprintf(a.stdout, "Added %s MCP server %q with %s to the %s config\n", transportLabel(entry.Type), name, what, s.scope)
 	fmt.Fprintf(a.stdout, "File modified: %s\n", written)
-	return a.reportAdded(ctx, name, s, fl.approve)
+	var mine []byte // the entry as written, which is all --approve may approve
+	if f, err := mcpfile.Parse(data); err == nil {
+		mine, _ = f.Entry(name)
+	}
+	return a.reportAdded(ctx, name, s, mine, fl.approve)
 }
 
 // reportAdded says what the loader makes of the entry just added, and
-// records its approval when asked to.
-func (a *app) reportAdded(ctx context.Context, name string, s scopeFile, approve bool) error {
+// records its approval when asked to: the approval of mine, the entry as
+// add wrote it, and of nothing else (should the file have changed since).
+func (a *app) reportAdded(ctx context.Context, name string, s scopeFile, mine []byte, approve bool) error {
 	mapName := mcpfile.MapMCPServers
 	if scopes, err := a.editableScopes(); err == nil {
 		defs, _ := a.definitionsOf(name, scopes)
@@ -149,6 +155,9 @@ func (a *app) reportAdded(ctx context.Context, name string, s scopeFile, approve
 		fmt.Fprintf(a.stdout, "mcpvisor holds %q until you approve it (the %s config is in the project directory, which is not trusted by itself): run 'mcpvisor trust %s', or add it with --approve.\n",
 			name, s.scope, name)
 	case st.Status == entryNeedsApproval:
+		if !bytes.Equal(st.Pending.Entry, mine) {
+			return failed(fmt.Errorf("--approve: the entry of %q in %s is no longer the one added: nothing was approved; see 'mcpvisor trust %s'", name, s.path, name))
+		}
 		store := a.trustStore()
 		if store == nil {
 			return failed(errors.New("--approve: no state directory to keep approvals in: set --state-dir or $" + envStateDir))
@@ -158,13 +167,11 @@ func (a *app) reportAdded(ctx context.Context, name string, s scopeFile, approve
 		}
 		fmt.Fprintf(a.stdout, "Approved %q for %s. A running 'mcpvisor supervise' applies approvals on SIGHUP, or by itself with --watch.\n",
 			name, st.Pending.Project)
+	case st.Status == entryEnabled && approve && s.trusted():
+		fmt.Fprintf(a.stdout, "Nothing to approve: the %s config is trusted.\n", s.scope)
+	case st.Status == entryEnabled && approve:
+		fmt.Fprintf(a.stdout, "Nothing to approve: this entry was approved before.\n")
 	case st.Status == entryEnabled || st.Status == entryDisabled:
-		switch {
-		case approve && s.trusted():
-			fmt.Fprintf(a.stdout, "Nothing to approve: the %s config is trusted.\n", s.scope)
-		case approve:
-			fmt.Fprintf(a.stdout, "Nothing to approve: this entry was approved before.\n")
-		}
 	default:
 		fmt.Fprintf(a.stdout, "Note: %s: %s.\n", st.Status, st.Reason)
 		if approve {

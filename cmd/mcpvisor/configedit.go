@@ -25,30 +25,31 @@ var errEditLocked = errors.New("another mcpvisor is editing this config file")
 // result atomically (mcpfile.Replace), under a lock that mcpvisor
 // processes editing the same file share (kept in the state directory,
 // never beside the file), so that two concurrent adds both land. It
-// returns the file written: s.path with its links resolved.
-func (a *app) editConfig(ctx context.Context, s scopeFile, change func(*mcpfile.File) ([]byte, error)) (string, error) {
+// returns the file written (s.path with its links resolved) and what was
+// written to it.
+func (a *app) editConfig(ctx context.Context, s scopeFile, change func(*mcpfile.File) ([]byte, error)) (string, []byte, error) {
 	target, err := mcpfile.Target(s.path)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	unlock, err := a.lockConfig(ctx, target)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer unlock()
 	was, err := mcpfile.Read(target)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	f, err := mcpfile.Parse(was)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	data, err := change(f)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return target, mcpfile.Replace(target, was, data, s.newFileMode())
+	return target, data, mcpfile.Replace(target, was, data, s.newFileMode())
 }
 
 // lockConfig takes the edit lock of the config file target (absolute,

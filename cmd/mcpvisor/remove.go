@@ -75,7 +75,7 @@ func (a *app) remove(ctx context.Context, scope, name string) error {
 		}
 	}
 
-	written, err := a.editConfig(ctx, s, func(f *mcpfile.File) ([]byte, error) { return f.Remove(name) })
+	written, _, err := a.editConfig(ctx, s, func(f *mcpfile.File) ([]byte, error) { return f.Remove(name) })
 	if errors.Is(err, mcpfile.ErrNotFound) {
 		var elsewhere []scopeFile
 		for _, d := range defs {
