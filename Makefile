@@ -185,6 +185,7 @@ fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./transports/eventstream -run '^$$' -fuzz FuzzReader -fuzztime 30s
 	$(GO) test ./oauth -run '^$$' -fuzz FuzzParseChallenges -fuzztime 30s
+	$(GO) test ./cmd/mcpvisor/internal/mcpfile -run '^$$' -fuzz FuzzEdit -fuzztime 30s
 
 # bench runs the benchmark runner's quick profile (about three minutes on
 # 2 vCPUs) through `mcpvisor bench`, into bench/results/latest (which git

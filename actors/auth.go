@@ -123,7 +123,8 @@ type OAuthOptions struct {
 	// Login's caller must pass a user agent.
 	OpenURL func(ctx context.Context, server, authURL string) error
 	// RefreshMargin is how long before expiry tokens are refreshed (capped
-	// at a fifth of their lifetime). Zero: 1 min.
+	// at a fifth of their lifetime). Zero: oauth.DefaultRefreshMargin (5
+	// min).
 	RefreshMargin time.Duration
 	// DefaultLifetime is assumed for tokens without expires_in. Zero: 1 h.
 	DefaultLifetime time.Duration

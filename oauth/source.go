@@ -113,7 +113,9 @@ type Config struct {
 	UserAgent UserAgent
 
 	// RefreshMargin is how long before expiry a token is refreshed. The
-	// margin is capped at a fifth of the token's lifetime. Zero: 1 min.
+	// margin is capped at a fifth of the token's lifetime (when the time
+	// it was issued is known), so a short-lived token is used for most of
+	// its life. Zero: DefaultRefreshMargin.
 	RefreshMargin time.Duration
 	// DefaultLifetime is assumed when a token comes without expires_in.
 	// Zero: 1 h.
@@ -223,6 +225,11 @@ type Source struct {
 	asNonce, rsNonce nonceBox
 }
 
+// DefaultRefreshMargin is how long before expiry a token is refreshed
+// when Config.RefreshMargin is zero: five minutes, as the agent SDKs do,
+// capped at a fifth of the token's lifetime.
+const DefaultRefreshMargin = 5 * time.Minute
+
 // NewSource returns the token source of cfg.ServerURL.
 func NewSource(cfg Config) (*Source, error) {
 	canonical, err := CanonicalResource(cfg.ServerURL)
@@ -233,7 +240,7 @@ func NewSource(cfg Config) (*Source, error) {
 		cfg.ClientName = "mcpvisor"
 	}
 	if cfg.RefreshMargin <= 0 {
-		cfg.RefreshMargin = time.Minute
+		cfg.RefreshMargin = DefaultRefreshMargin
 	}
 	if cfg.DefaultLifetime <= 0 {
 		cfg.DefaultLifetime = time.Hour

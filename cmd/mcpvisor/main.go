@@ -176,7 +176,7 @@ JSON lines otherwise).
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 
-	root.AddCommand(a.listCommand(), a.callCommand(), a.superviseCommand(), a.statusCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), a.authCommand(), a.trustCommand())
+	root.AddCommand(a.listCommand(), a.callCommand(), a.superviseCommand(), a.statusCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), a.authCommand(), a.trustCommand(), a.addCommand(), a.removeCommand(), a.getCommand())
 	return root
 }
 
