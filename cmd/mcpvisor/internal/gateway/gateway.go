@@ -115,6 +115,9 @@ type Options struct {
 	// one more is refused with 409. (A POST's answer stream lasts as
 	// long as its request.)
 	MaxStreamsPerSession int
+	// Dashboard configures the dashboard served at / of the HTTP
+	// listener (dashboard.go; docs/dashboard.md).
+	Dashboard DashboardOptions
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -147,6 +150,7 @@ type Gateway struct {
 	// when the pool changes, and it is rebuilt on demand.
 	index   atomic.Pointer[nameIndex]
 	started time.Time
+	dash    *dashboard // the dashboard at / (dashboard.go)
 }
 
 // New returns a gateway over b.
@@ -181,6 +185,7 @@ func New(b Backend, opts Options) *Gateway {
 		started:  time.Now(),
 	}
 	g.metrics.init()
+	g.dash = newDashboard(g, opts.Dashboard)
 	return g
 }
 
