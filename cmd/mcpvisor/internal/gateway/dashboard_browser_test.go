@@ -454,6 +454,7 @@ func TestDashboardEventBurst(t *testing.T) {
 		performance.Enable(),
 		chromedp.Evaluate(`(() => {
 			window.__longest = 0; window.__long = 0;
+			Object.assign(window.mcpvisorDashboard.stats, {flushes: 0, flushMaxMs: 0, flushTotalMs: 0});
 			new PerformanceObserver((l) => { for (const e of l.getEntries()) { window.__long++; window.__longest = Math.max(window.__longest, e.duration); } })
 				.observe({type: "longtask", buffered: false});
 		})()`, nil)))
@@ -476,14 +477,19 @@ func TestDashboardEventBurst(t *testing.T) {
 		Longest float64 `json:"longest"`
 		Gaps    int     `json:"gaps"`
 		Events  int     `json:"events"`
+		Stats   struct {
+			Flushes    int     `json:"flushes"`
+			FlushMaxMs float64 `json:"flushMaxMs"`
+			FlushTotal float64 `json:"flushTotalMs"`
+		} `json:"stats"`
 	}
 	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`({count: window.__long, longest: window.__longest,
-		gaps: window.mcpvisorDashboard.log().filter((e) => e.type === "gap").length, events: window.mcpvisorDashboard.log().length})`, &long)))
+		gaps: window.mcpvisorDashboard.log().filter((e) => e.type === "gap").length, events: window.mcpvisorDashboard.log().length, stats: window.mcpvisorDashboard.stats})`, &long)))
 	t.Logf("burst of %d events: on the page within %v; main thread: task %.0f ms, script %.0f ms, layout %.0f ms, style %.0f ms; "+
-		"long tasks (>50 ms): %d, longest %.0f ms; gaps in the log: %d; events held: %d",
+		"long tasks (>50 ms): %d, longest %.0f ms; gaps in the log: %d; events held: %d; renders %d, longest %.1f ms, total %.0f ms",
 		burst, elapsed.Round(time.Millisecond), 1000*(after["TaskDuration"]-before["TaskDuration"]), 1000*(after["ScriptDuration"]-before["ScriptDuration"]),
 		1000*(after["LayoutDuration"]-before["LayoutDuration"]), 1000*(after["RecalcStyleDuration"]-before["RecalcStyleDuration"]),
-		long.Count, long.Longest, long.Gaps, long.Events)
+		long.Count, long.Longest, long.Gaps, long.Events, long.Stats.Flushes, long.Stats.FlushMaxMs, long.Stats.FlushTotal)
 	errs.check(t)
 }
 
@@ -500,4 +506,3 @@ func mainThread(t *testing.T, ctx context.Context) map[string]float64 {
 	})))
 	return out
 }
-

@@ -206,7 +206,6 @@ func (f *fleet) waitState(t *testing.T, name string, want mcpvisor.State, within
 	}
 }
 
-
 // waitToggled waits until server name is toggled off (off) or on.
 func (f *fleet) waitToggled(t *testing.T, name string, off bool, within time.Duration) {
 	t.Helper()

@@ -10,6 +10,9 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 )
 
+// maxBatch bounds the events of one "events" frame.
+const maxBatch = 256
+
 // streamSnapshot is the first frame of GET /admin/stream (event
 // "snapshot"): every server's row and its chart history.
 type streamSnapshot struct {
@@ -47,8 +50,9 @@ type streamStatus struct {
 }
 
 // serveStream is the dashboard's one connection (GET /admin/stream, SSE):
-// the supervisor's events as /events sends them (id = sequence number;
-// resume with Last-Event-ID or ?after=), interleaved with the feed's
+// the supervisor's events in batches ("events" frames: a JSON array of
+// events as /events sends them one by one; id = the last sequence number
+// in the batch; resume with Last-Event-ID or ?after=), interleaved with the feed's
 // server rows: a "snapshot" frame first, then a "status" frame whenever
 // rows changed or a sample tick passed. The snapshot and status frames
 // carry no id, so they do not move the browser's resume cursor.
@@ -91,25 +95,33 @@ func (d *dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
 
 	keepalive := time.NewTicker(25 * time.Second)
 	defer keepalive.Stop()
+	batch := make([]mcpvisor.Event, 0, maxBatch)
 	for {
 		select {
 		case ev, ok := <-events:
 			if !ok {
 				return
 			}
-			data, err := json.Marshal(ev)
-			if err != nil {
-				continue
+			// The events waiting now go as one frame (event "events", a
+			// JSON array; id = the last sequence number in it): a burst
+			// costs the browser one message per batch, not one per event.
+			batch = append(batch[:0], ev)
+			for len(batch) < maxBatch {
+				more := false
+				select {
+				case ev, ok = <-events:
+					more = ok
+				default:
+				}
+				if !more {
+					break
+				}
+				batch = append(batch, ev)
 			}
-			id := ""
-			if ev.Seq != 0 {
-				id = strconv.FormatUint(ev.Seq, 10)
+			if !d.writeEvents(w, batch) {
+				return
 			}
-			writeNamedEvent(w, id, string(ev.Type), data)
-			// Flush once the burst in the channel is written.
-			if len(events) == 0 {
-				flush(w)
-			}
+			flush(w)
 		case <-changed:
 			snap, changed = d.feed.latest()
 			if snap.number == lastNumber {
@@ -147,6 +159,25 @@ func (d *dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// writeEvents writes one "events" frame; false when the events cannot be
+// encoded (never, for the supervisor's events).
+func (d *dashboard) writeEvents(w io.Writer, batch []mcpvisor.Event) bool {
+	data, err := json.Marshal(batch)
+	if err != nil {
+		return false
+	}
+	var last uint64
+	for _, ev := range batch {
+		last = max(last, ev.Seq)
+	}
+	id := ""
+	if last != 0 {
+		id = strconv.FormatUint(last, 10)
+	}
+	writeNamedEvent(w, id, "events", data)
+	return true
 }
 
 func (d *dashboard) writeFrame(w io.Writer, name string, v any) {

@@ -7,7 +7,7 @@
 (() => {
   const $ = (id) => document.getElementById(id);
   const LOG_KEEP = 5000;       // events kept in memory
-  const LOG_SHOW = 400;        // newest matching events shown
+  const LOG_SHOW = 250;        // newest matching events shown
   const LOG_SAVE = 500;        // events saved for a page reload
   const STORE = "mcpvisor.dashboard.v1";
 
@@ -26,7 +26,7 @@
   // Queued input, applied by flush() once per frame.
   let pendingFrames = [];      // snapshot and status frames
   let pendingEvents = [];
-  let scheduled = false;
+  let scheduled = false, frameReq = 0, timerReq = 0;
   const dirty = { rows: new Set(), all: false, log: false, summary: false, pool: false, channels: false, charts: false };
 
   // ---- small helpers -----------------------------------------------------
@@ -174,31 +174,38 @@
       setTimeout(connect, retry);
       retry = Math.min(retry * 2, 15000);
     });
-    for (const t of KNOWN_TYPES) es.addEventListener(t, onEvent);
-  }
-  const KNOWN_TYPES = ["server_state", "server_toggled", "tools_changed", "prompts_changed", "resources_changed",
-    "resource_updated", "log_message", "progress", "channel_message", "permission_request", "permission_answered",
-    "collision", "tool_definition_changed", "auth_required", "task_status", "poll_changed", "gap"];
-  function onEvent(m) {
-    let ev;
-    try { ev = JSON.parse(m.data); } catch (_) { return; }
-    pendingEvents.push(ev);
-    schedule();
+    es.addEventListener("events", (m) => {
+      let batch;
+      try { batch = JSON.parse(m.data); } catch (_) { return; }
+      for (const ev of batch) pendingEvents.push(ev);
+      schedule();
+    });
   }
 
+  // schedule asks for one flush: at the next animation frame, or within
+  // 250 ms when frames do not come (a hidden tab), so that queues stay short.
   function schedule() {
     if (scheduled) return;
     scheduled = true;
-    requestAnimationFrame(flush);
+    frameReq = requestAnimationFrame(flush);
+    timerReq = setTimeout(flush, 250);
   }
 
   // flush applies what arrived since the last frame and renders what changed.
+  const stats = { flushes: 0, flushMaxMs: 0, flushTotalMs: 0, eventsApplied: 0 };
   function flush() {
+    const t0 = performance.now();
+    flushInner();
+    const d = performance.now() - t0;
+    stats.flushes++; stats.flushTotalMs += d; if (d > stats.flushMaxMs) stats.flushMaxMs = d;
+  }
+  function flushInner() {
+    cancelAnimationFrame(frameReq); clearTimeout(timerReq);
     scheduled = false;
     const frames = pendingFrames; pendingFrames = [];
     const events = pendingEvents; pendingEvents = [];
     for (const [kind, f] of frames) kind === "snapshot" ? applySnapshot(f) : applyStatus(f);
-    if (events.length) applyEvents(events);
+    if (events.length) { applyEvents(events); stats.eventsApplied += events.length; }
     render();
   }
 
@@ -288,7 +295,7 @@
         }
       }
     }
-    if (log.length > LOG_KEEP) log.splice(0, log.length - LOG_KEEP);
+    if (log.length > LOG_KEEP) { logDropped += log.length - LOG_KEEP; log.splice(0, log.length - LOG_KEEP); }
     dirty.log = true;
     saveSoon();
   }
@@ -556,10 +563,11 @@
 
   // ---- the event log -----------------------------------------------------
   let logServer = "", logType = "", paused = false;
-  $("event-server").addEventListener("input", (e) => { logServer = e.target.value.trim(); dirty.log = true; schedule(); });
-  $("event-type").addEventListener("change", (e) => { logType = e.target.value; dirty.log = true; schedule(); });
-  $("event-pause").addEventListener("change", (e) => { paused = e.target.checked; dirty.log = true; schedule(); });
-  $("event-clear").addEventListener("click", () => { log = []; dirty.log = true; save(); schedule(); });
+  const relog = () => { logRebuild = true; dirty.log = true; schedule(); };
+  $("event-server").addEventListener("input", (e) => { logServer = e.target.value.trim(); relog(); });
+  $("event-type").addEventListener("change", (e) => { logType = e.target.value; relog(); });
+  $("event-pause").addEventListener("change", (e) => { paused = e.target.checked; if (!paused) relog(); });
+  $("event-clear").addEventListener("click", () => { log = []; logShownUpTo = 0; relog(); save(); });
   function describe(ev) {
     switch (ev.type) {
       case "server_state": return (ev.previous ? ev.previous + " → " : "") + ev.state + (ev.error ? ": " + ev.error : "");
@@ -585,35 +593,47 @@
     const why = ev.gapReason === "cursor_too_old" ? "no longer remembered by the gateway" : ev.gapReason === "slow_subscriber" ? "dropped: this page fell behind" : ev.gapReason || "lost";
     return "⋯ " + (ev.dropped || "some") + " events " + why + " ⋯";
   }
+  // The log table shows the newest LOG_SHOW matching events, newest first.
+  // New events are added on top (and the oldest rows dropped) without
+  // touching the others; a filter change or a clear rebuilds it.
+  let logShownUpTo = 0;        // log index up to which rows were made
+  let logRebuild = true;
+  let logDropped = 0;          // events dropped from the front of log since the last rebuild
+  function logMatches(ev) {
+    if (ev.type === "gap") return true;
+    if (logServer && !(ev.server || "").includes(logServer)) return false;
+    return !logType || ev.type === logType;
+  }
+  function logRow(ev) {
+    if (ev.type === "gap") {
+      return el("tr", { class: "gap", "data-type": "gap" }, el("td", { class: "num", text: ev.seq ? String(ev.seq) : "" }),
+        el("td", { text: clock(ev.time) }), el("td", { text: "gap" }), el("td"), el("td", { text: gapText(ev) }));
+    }
+    return el("tr", { "data-type": ev.type, "data-seq": String(ev.seq || "") },
+      el("td", { class: "num", text: String(ev.seq || "") }), el("td", { class: "mono", text: clock(ev.time) }),
+      el("td", { text: ev.type }), el("td", { text: ev.server || "" }), el("td", { class: "details", text: describe(ev) }));
+  }
   function renderLog() {
     if (paused) return;
     const body = $("events");
-    const out = [];
-    for (let i = log.length - 1; i >= 0 && out.length < LOG_SHOW; i--) {
-      const ev = log[i];
-      if (ev.type !== "gap") {
-        if (logServer && ev.server !== logServer && !(ev.server || "").includes(logServer)) continue;
-        if (logType && ev.type !== logType) continue;
-      }
-      out.push(ev);
+    let from = logShownUpTo - logDropped;
+    logDropped = 0;
+    if (logRebuild || from < 0) { body.textContent = ""; from = 0; logRebuild = false; }
+    // Only the newest LOG_SHOW events can show.
+    from = Math.max(from, log.length - LOG_SHOW * 4);
+    const fresh = [];
+    for (let i = log.length - 1; i >= from && fresh.length < LOG_SHOW; i--) if (logMatches(log[i])) fresh.push(log[i]);
+    if (fresh.length) {
+      const frag = document.createDocumentFragment();
+      for (const ev of fresh) frag.append(logRow(ev));
+      body.prepend(frag);
+      while (body.childElementCount > LOG_SHOW) body.lastElementChild.remove();
     }
-    const frag = document.createDocumentFragment();
-    for (const ev of out) {
-      if (ev.type === "gap") {
-        frag.append(el("tr", { class: "gap", "data-type": "gap" }, el("td", { class: "num", text: ev.seq ? String(ev.seq) : "" }),
-          el("td", { text: clock(ev.time) }), el("td", { text: "gap" }), el("td"), el("td", { text: gapText(ev) })));
-        continue;
-      }
-      frag.append(el("tr", { "data-type": ev.type, "data-seq": String(ev.seq || "") },
-        el("td", { class: "num", text: String(ev.seq || "") }), el("td", { class: "mono", text: clock(ev.time) }),
-        el("td", { text: ev.type }), el("td", { text: ev.server || "" }), el("td", { class: "details", text: describe(ev) })));
-    }
-    body.textContent = "";
-    body.append(frag);
-    let matching = 0;
-    if (logServer || logType) for (const ev of log) { if ((!logServer || (ev.server || "").includes(logServer)) && (!logType || ev.type === logType)) matching++; }
+    logShownUpTo = log.length;
+    let matching = log.length;
+    if (logServer || logType) { matching = 0; for (const ev of log) if (logMatches(ev) && ev.type !== "gap") matching++; }
     $("event-info").textContent = (logServer || logType ? matching + " of " : "") + log.length + " events" +
-      (out.length >= LOG_SHOW ? " (newest " + LOG_SHOW + " shown)" : "") + (cursor !== null ? " · cursor " + cursor : "");
+      (body.childElementCount >= LOG_SHOW ? " (newest " + LOG_SHOW + " shown)" : "") + (cursor !== null ? " · cursor " + cursor : "");
   }
 
   // ---- the pool ----------------------------------------------------------
@@ -754,5 +774,5 @@
   showTab(["servers", "pool", "events", "channels"].includes(start) ? start : "servers");
   connect();
   // For tests and the curious: what the page holds.
-  window.mcpvisorDashboard = { servers, log: () => log, cursor: () => cursor, hist };
+  window.mcpvisorDashboard = { servers, log: () => log, cursor: () => cursor, hist, stats };
 })();
