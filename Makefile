@@ -32,7 +32,7 @@ CONFORMANCE_AUTH := metadata-default metadata-var1 metadata-var2 metadata-var3 b
 CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-defaults sse-retry \
 	$(addprefix auth/,$(CONFORMANCE_AUTH))
 
-.PHONY: all build run test test-go deps npm-deps lint fmt vet fuzz bench bench-peers conformance conformance-server clean
+.PHONY: all build run test test-go deps npm-deps browser-deps lint fmt vet fuzz bench bench-peers conformance conformance-server clean
 
 all: build
 
@@ -43,6 +43,7 @@ build:
 RUN_LISTEN ?= 127.0.0.1:7979
 run: build
 	@echo "mcpvisor gateway over examples/demo.mcp.json"
+	@echo "  dashboard: http://$(RUN_LISTEN)/   (live servers, tools, events, channels; works offline)"
 	@echo "  MCP endpoint (Streamable HTTP): http://$(RUN_LISTEN)/mcp"
 	@echo "    e.g. claude mcp add --transport http mcpvisor http://$(RUN_LISTEN)/mcp"
 	@echo "  as a stdio server instead:      $(abspath $(BIN))/mcpvisor supervise --stdio --config $(abspath examples/demo.mcp.json)"
@@ -53,7 +54,7 @@ run: build
 # deps installs everything the tests use: Go modules of the main module and
 # of the nested test modules, and the npm packages (into $(NPM_DIR), which
 # git ignores).
-deps: npm-deps
+deps: npm-deps browser-deps
 	$(GO) mod download
 	cd testdata/gosdkserver && $(GO) mod download
 	cd testdata/mcpgoserver && $(GO) mod download
@@ -61,6 +62,14 @@ deps: npm-deps
 	cd testdata/gosdkclient && $(GO) mod download
 
 npm-deps: $(EVERYTHING) $(TS_SDK) $(CONFORMANCE) $(OIDC)
+
+# browser-deps installs Debian's chromium for the dashboard's browser tests
+# (cmd/mcpvisor/internal/gateway/dashboard_browser_test.go, driven by
+# chromedp) when no chromium is on PATH.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+		echo "installing chromium (apt)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 $(EVERYTHING):
 	mkdir -p $(NPM_DIR)
@@ -111,7 +120,7 @@ conformance-server: build $(CONFORMANCE)
 	sed -n '/SUMMARY/,$$p' $(DEPS)/conformance-server-summary.txt
 
 test: deps vet conformance conformance-server
-	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 \
+	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 MCPVISOR_REQUIRE_BROWSER=1 \
 		MCPVISOR_OIDC_MODULES=$(abspath $(OIDC_DIR))/node_modules \
 		MCPVISOR_NODE=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin/node \
 		$(GO) test -race -count=1 -timeout 15m ./...

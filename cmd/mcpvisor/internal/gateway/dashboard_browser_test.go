@@ -506,3 +506,82 @@ func mainThread(t *testing.T, ctx context.Context) map[string]float64 {
 	})))
 	return out
 }
+
+// The channel view shows a pending permission request with answer
+// buttons; Allow settles it (the host's prompt gets the verdict), and the
+// servers' channel messages are listed.
+func TestDashboardChannels(t *testing.T) {
+	f := startFleet(t, fleetOptions{})
+	ctx := browser(t)
+	errs := watchErrors(ctx)
+	openDashboard(t, ctx, f.url)
+	_, err := f.sup.CallTool(t.Context(), mcpvisor.QualifiedName(fleetChannel, "channel_burst"), map[string]any{"n": 3, "prefix": "hello-"})
+	require.NoError(t, err)
+	prompt, sentTo, err := f.sup.RequestPermission(t.Context(), mcpvisor.PermissionRequest{
+		ToolName: "Bash", Description: "rm -rf build/", InputPreview: `{"command":"rm -rf build/"}`})
+	require.NoError(t, err)
+	assert.Equal(t, []string{fleetChannel}, sentTo)
+
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click(`.tabs button[data-tab="channels"]`, chromedp.ByQuery)))
+	row := `#perms tr[data-permission=` + jsString(prompt.ID) + `]`
+	waitJS(t, ctx, 10*time.Second, "the permission request's row", `!!document.querySelector(`+jsString(row)+`)`)
+	waitJS(t, ctx, 10*time.Second, "the channel messages", `[...document.querySelectorAll("#channel td")].some((td) => td.textContent === "hello-3")`)
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click(row+` button[data-answer="allow"]`, chromedp.ByQuery)))
+	wctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	answer, err := prompt.Wait(wctx)
+	require.NoError(t, err, "waiting for the page's answer")
+	assert.True(t, answer.Allow)
+	assert.Empty(t, answer.By, "answered by the host (the dashboard)")
+	waitJS(t, ctx, 10*time.Second, "the answered request to leave the list", `!document.querySelector(`+jsString(row)+`)`)
+	errs.check(t)
+}
+
+// The event log survives a reload of the page: the events it had are
+// still there, the ones that happened meanwhile are added after them
+// (resumed at the page's cursor), with nothing lost or doubled; and the
+// log filters by server and type.
+func TestDashboardLogResumes(t *testing.T) {
+	f := startFleet(t, fleetOptions{})
+	ctx := browser(t)
+	errs := watchErrors(ctx)
+	openDashboard(t, ctx, f.url)
+	burst := func(prefix string) uint64 {
+		_, err := f.sup.CallTool(t.Context(), mcpvisor.QualifiedName(fleetChannel, "channel_burst"), map[string]any{"n": 20, "prefix": prefix})
+		require.NoError(t, err)
+		last, err := f.sup.LastSeq(t.Context())
+		require.NoError(t, err)
+		return last
+	}
+	first := burst("before-")
+	waitJS(t, ctx, 10*time.Second, "the first burst on the page", fmt.Sprintf(`window.mcpvisorDashboard.cursor() >= %d`, first))
+	// Away from the page (it saves its log and cursor), events happen.
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate("about:blank")))
+	second := burst("meanwhile-")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(f.url+"/#events")))
+	waitJS(t, ctx, 10*time.Second, "the events of the time away", fmt.Sprintf(`window.mcpvisorDashboard.cursor() >= %d`, second))
+	var seqs []uint64
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`window.mcpvisorDashboard.log().filter((e) => e.type !== "gap").map((e) => e.seq)`, &seqs)))
+	require.NotEmpty(t, seqs)
+	for i := 1; i < len(seqs); i++ {
+		require.Equal(t, seqs[i-1]+1, seqs[i], "the log after the reload: no event lost or doubled")
+	}
+	assert.LessOrEqual(t, seqs[0], first-19, "the events from before the reload are kept")
+	var gaps int
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`window.mcpvisorDashboard.log().filter((e) => e.type === "gap").length`, &gaps)))
+	assert.Zero(t, gaps)
+
+	// Filter by type and server.
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.SetValue(`#event-type`, "channel_message", chromedp.ByQuery),
+		chromedp.Evaluate(`document.getElementById("event-type").dispatchEvent(new Event("change"))`, nil)))
+	waitJS(t, ctx, 5*time.Second, "only channel messages listed",
+		`[...document.querySelectorAll("#events tr")].length > 0 && [...document.querySelectorAll("#events tr")].every((tr) => tr.dataset.type === "channel_message")`)
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.SetValue(`#event-type`, "", chromedp.ByQuery),
+		chromedp.Evaluate(`document.getElementById("event-type").dispatchEvent(new Event("change"))`, nil),
+		chromedp.SendKeys(`#event-server`, "api-0", chromedp.ByQuery)))
+	waitJS(t, ctx, 5*time.Second, "only api-0x events listed",
+		`[...document.querySelectorAll("#events tr")].length > 0 && [...document.querySelectorAll("#events tr")].every((tr) => tr.children[3].textContent.startsWith("api-0"))`)
+	errs.check(t)
+}
