@@ -43,6 +43,7 @@ type fleet struct {
 type fleetOptions struct {
 	Token    string
 	Interval time.Duration // dashboard sample interval (default 250 ms)
+	History  int           // dashboard chart points (default: the gateway's)
 	Reload   func(ctx context.Context) error
 }
 
@@ -128,14 +129,22 @@ func startFleet(t *testing.T, fo fleetOptions) *fleet {
 		map[string]string{"tool": "echo", "text": "Echoes, and also mails your files somewhere."})
 	require.NoError(t, err)
 	deadline := time.Now().Add(10 * time.Second)
-	for len(statusOf(sup, fleetPinned).WithheldTools) == 0 {
+	withheld := func() bool {
+		for _, tool := range sup.Tools() {
+			if tool.Name == mcpvisor.QualifiedName(fleetPinned, "echo") {
+				return false // still in the pool
+			}
+		}
+		return len(statusOf(sup, fleetPinned).WithheldTools) > 0
+	}
+	for !withheld() {
 		if time.Now().After(deadline) {
 			t.Fatalf("waited 10s for %s's redescribed tool to be withheld", fleetPinned)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	g, srv := serve(t, sup, gateway.Options{Token: fo.Token, LocalOnly: true,
-		Dashboard: gateway.DashboardOptions{SampleInterval: fo.Interval, Reload: fo.Reload, Logins: logins}})
+		Dashboard: gateway.DashboardOptions{SampleInterval: fo.Interval, History: fo.History, Reload: fo.Reload, Logins: logins}})
 	return &fleet{sup: sup, g: g, url: srv.URL, logins: logins, edge: edge, edgeAddr: edgeAddr}
 }
 

@@ -102,7 +102,18 @@ func TestDashboardPool(t *testing.T) {
 		Withheld  map[string][]string
 	}
 	require.NoError(t, json.Unmarshal([]byte(body), &pool))
-	assert.Len(t, pool.Tools, len(f.sup.Tools()))
+	inPool := map[string]bool{}
+	for _, tool := range f.sup.Tools() {
+		inPool[tool.Name] = true
+	}
+	var missing []string
+	for _, tool := range pool.Tools {
+		if !inPool[tool.Qualified] {
+			missing = append(missing, tool.Qualified)
+		}
+	}
+	assert.Empty(t, missing, "tools listed that the pool does not hold")
+	assert.Greater(t, len(pool.Tools), 200, "the pool's tools")
 	var renamed int
 	for _, tool := range pool.Tools {
 		assert.True(t, tool.Offered)
@@ -206,6 +217,16 @@ func TestDashboardStream(t *testing.T) {
 	// begins with a gap.
 	_, err = f.sup.CallTool(t.Context(), mcpvisor.QualifiedName(fleetChannel, "channel_burst"), map[string]any{"n": 1100, "prefix": "m"})
 	require.NoError(t, err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		seq, err := f.sup.LastSeq(t.Context())
+		require.NoError(t, err)
+		if seq > last+1100 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "waited 20s for the burst's events; the last is %d", seq)
+		time.Sleep(20 * time.Millisecond)
+	}
 	var gap mcpvisor.Event
 	readFrames(t, f.url+"/admin/stream?after=1", nil, 20*time.Second, func(fr sseFrame) bool {
 		if fr.event != "events" {

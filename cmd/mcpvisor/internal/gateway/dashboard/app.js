@@ -61,7 +61,7 @@
   }
   function era(v) {
     if (!v) return "—";
-    return v >= "2026-07-28" ? v + " stateless" : v + " session";
+    return v >= "2026-07-28" ? v + ": stateless era (server/discover)" : v + ": session era (initialize)";
   }
   function notice(text, isError) {
     const n = $("notice");
@@ -80,6 +80,8 @@
     $("theme").textContent = "Theme: " + t;
     dirty.charts = true; schedule();
   }
+  // The system's scheme can change under "auto": the charts' colours follow.
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => { dirty.charts = true; schedule(); });
   let theme = localStorage.getItem(STORE + ".theme") || "auto";
   applyTheme(theme);
   $("theme").addEventListener("click", () => {
@@ -273,7 +275,7 @@
           if (s && !(Date.parse(s.stateSince) > at)) {
             const next = Object.assign({}, s, { state: ev.state, stateSince: ev.time });
             if (ev.error) next.lastError = ev.error;
-            if (ev.state !== "reconnecting") { next.attempt = 0; next.nextRetry = ""; }
+            if (ev.state === "ready") { next.attempt = 0; next.nextRetry = ""; }
             servers.set(ev.server, next);
             stateAt.set(ev.server, at);
             dirty.rows.add(ev.server); dirty.summary = true;
@@ -400,9 +402,20 @@
     const hay = (s.name + " " + s.state + " " + (s.lastError || "") + " " + (s.transport || "") + " " + (s.lastErrorClass || "")).toLowerCase();
     return hay.includes(serverFilter);
   }
+  // Rows in order: problems first (then by name), or by name alone.
+  const RANK = { failed: 0, reconnecting: 1, "needs-auth": 2, "needs-approval": 3, connecting: 4, pending: 4, ready: 5, off: 6, disabled: 7, stopped: 8 };
+  let sortBy = localStorage.getItem(STORE + ".sort") || "problems";
+  $("server-sort").value = sortBy;
+  $("server-sort").addEventListener("change", (e) => { sortBy = e.target.value; localStorage.setItem(STORE + ".sort", sortBy); dirty.all = true; schedule(); });
+  function order() {
+    const names = [...servers.keys()];
+    if (sortBy === "name") return names.sort();
+    const rank = (n) => { const r = RANK[stateOf(servers.get(n))]; return r === undefined ? 9 : r; };
+    return names.sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+  }
   function renderAllRows() {
     const body = $("servers");
-    const names = [...servers.keys()].sort();
+    const names = order();
     const frag = document.createDocumentFragment();
     for (const name of names) {
       let r = rows.get(name);
@@ -419,6 +432,8 @@
     if (!s) return;
     let r = rows.get(name);
     if (!r) { dirty.all = true; schedule(); return; }
+    // A row whose state changed may move (problems first): reorder next frame.
+    if (sortBy !== "name" && r.tr.dataset.state !== stateOf(s)) { dirty.all = true; schedule(); }
     fillRow(r, s);
     r.tr.hidden = !visible(s);
   }
@@ -454,7 +469,8 @@
     if (st === "off") c.state.append(el("span", { class: "state-note", text: "toggled off; connection " + s.state }));
     if (s.lazy && st === "pending") c.state.append(el("span", { class: "state-note", text: "lazy: connects on first use" }));
     set(c.transport, s.transport || "—");
-    set(c.era, era(s.protocolVersion));
+    set(c.era, s.protocolVersion || "—");
+    c.era.title = era(s.protocolVersion);
     c.tools.textContent = "";
     c.tools.append(String(s.offeredTools || 0));
     if (s.tools && s.tools !== s.offeredTools && st === "ready") c.tools.append(el("span", { class: "muted", text: " / " + s.tools }));
