@@ -58,7 +58,11 @@ Downstream transports:
                  stdio server). The HTTP listener then runs only when --listen
                  is given explicitly. EOF on stdin shuts down like SIGTERM.
 
-The same listener serves the admin API:
+The same listener serves the dashboard and the admin API:
+  GET /          a live dashboard: servers, tool pool, event log, channels,
+                 with reconnect, toggle, login and reload buttons (see
+                 docs/dashboard.md); with --token-file, a form that trades
+                 the token for a login cookie
   GET /status    every server's state, strikes, attempt, next retry, last
                  error and class, tools, in-flight, latency p50/p99 (JSON)
   GET /metrics   Prometheus text format

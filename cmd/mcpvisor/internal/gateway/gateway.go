@@ -11,7 +11,8 @@
 // (server/discover, per-request _meta, subscriptions/listen).
 //
 // The same listener serves the admin API (GET /status, /metrics, /events;
-// see admin.go).
+// see admin.go) and the dashboard at / with its endpoints under /admin/
+// (see dashboard.go).
 //
 // Concurrency: a Gateway is safe for concurrent use. Each downstream
 // session is independent; its state is guarded by its own mutex. The

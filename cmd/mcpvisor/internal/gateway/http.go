@@ -23,8 +23,9 @@ const MCPPath = "/mcp"
 const maxBody = 16 << 20
 
 // Handler returns the HTTP handler: the MCP endpoint at /mcp (POST, GET,
-// DELETE) and the admin API (GET /status, /metrics, /events), all behind
-// the security checks (see guard).
+// DELETE), the admin API (GET /status, /metrics, /events) and the
+// dashboard (/, /ui/, /admin/…, /login, /logout), all behind the security
+// checks (see guard).
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(MCPPath, g.serveMCP)
