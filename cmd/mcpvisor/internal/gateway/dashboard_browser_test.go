@@ -52,6 +52,11 @@ func browser(t *testing.T) context.Context {
 		}
 		t.Skip("no Chromium found; set " + envRequireBrowser + "=1 to make this a failure")
 	}
+	// A fresh profile; removed once the browser is gone (its helper
+	// processes may write to it for a moment after the main one ends,
+	// which t.TempDir's cleanup would fail on).
+	profile, err := os.MkdirTemp("", "mcpvisor-chromium-")
+	require.NoError(t, err)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -59,7 +64,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
@@ -83,6 +88,18 @@ func browser(t *testing.T) context.Context {
 		cancelTimeout()
 		cancelCtx()
 		cancelAlloc()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := os.RemoveAll(profile)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("removing the browser profile %s: %v", profile, err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	})
 	require.NoError(t, chromedp.Run(ctx), "starting Chromium at %s", path)
 	return ctx
@@ -245,7 +262,7 @@ func TestDashboardKilledServerReconnects(t *testing.T) {
 	require.NoError(t, f.edge.Process.Kill())
 	waitJS(t, ctx, 20*time.Second, "the edge row to show reconnecting", rowState(fleetEdge)+` === "reconnecting"`)
 	waitJS(t, ctx, 20*time.Second, "the edge row's attempt and countdown",
-		`/attempt \d+ · (retry in [\d.]+s|retrying now)/.test(document.querySelector('#servers tr[data-server="edge-proc"] .c-retry').textContent)`)
+		`/attempt \d+ · (in [\d.]+s|now)/.test(document.querySelector('#servers tr[data-server="edge-proc"] .c-retry').textContent)`)
 	startEdge(t, f.edgeAddr)
 	waitJS(t, ctx, 30*time.Second, "the edge row to show ready again", rowState(fleetEdge)+` === "ready"`)
 

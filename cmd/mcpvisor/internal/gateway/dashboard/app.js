@@ -257,7 +257,7 @@
     servers.delete(name);
     hist.delete(name);
     const r = rows.get(name);
-    if (r) { r.tr.remove(); rows.delete(name); }
+    if (r) { sight.unobserve(r.tr); r.tr.remove(); rows.delete(name); }
     dirty.summary = true;
   }
   function applyEvents(events) {
@@ -413,17 +413,28 @@
     const rank = (n) => { const r = RANK[stateOf(servers.get(n))]; return r === undefined ? 9 : r; };
     return names.sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
   }
+  let reorderTimer = 0;
+  function reorderSoon() {
+    if (reorderTimer) return;
+    reorderTimer = setTimeout(() => { reorderTimer = 0; dirty.all = true; schedule(); }, 1000);
+  }
   function renderAllRows() {
     const body = $("servers");
     const names = order();
-    const frag = document.createDocumentFragment();
-    for (const name of names) {
+    let same = body.childElementCount === names.length;
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i];
       let r = rows.get(name);
-      if (!r) { r = makeRow(name); rows.set(name, r); }
-      fillRow(r, servers.get(name));
-      r.tr.hidden = !visible(servers.get(name));
-      frag.append(r.tr);
+      if (!r) { r = makeRow(name); rows.set(name, r); same = false; }
+      const s = servers.get(name);
+      r.tr.hidden = !visible(s);
+      if (r.inView || !r.key) { fillRow(r, s); r.stale = false; }
+      else { r.tr.dataset.state = stateOf(s); r.stale = true; }
+      if (same && body.children[i] !== r.tr) same = false;
     }
+    if (same) return; // the order holds: no row moves
+    const frag = document.createDocumentFragment();
+    for (const name of names) frag.append(rows.get(name).tr);
     body.textContent = "";
     body.append(frag);
   }
@@ -432,11 +443,30 @@
     if (!s) return;
     let r = rows.get(name);
     if (!r) { dirty.all = true; schedule(); return; }
-    // A row whose state changed may move (problems first): reorder next frame.
-    if (sortBy !== "name" && r.tr.dataset.state !== stateOf(s)) { dirty.all = true; schedule(); }
-    fillRow(r, s);
+    // A row whose state changed may move (problems first): reorder, at
+    // most once a second, so that a storm does not move rows every frame.
+    if (sortBy !== "name" && r.tr.dataset.state !== stateOf(s)) reorderSoon();
     r.tr.hidden = !visible(s);
+    // Rows out of sight get their state now and their cells when they come
+    // into sight: a storm redraws the rows one sees, not a thousand.
+    if (r.inView) fillRow(r, s);
+    else { r.tr.dataset.state = stateOf(s); r.stale = true; }
   }
+  // Which rows are in (or near) the viewport.
+  const sight = new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      const r = rows.get(e.target.dataset.server);
+      if (!r) continue;
+      r.inView = e.isIntersecting;
+      if (r.inView && r.stale) {
+        r.stale = false;
+        const s = servers.get(r.name);
+        if (s) fillRow(r, s);
+        r.chartSig = "";
+        dirty.charts = true; schedule();
+      }
+    }
+  }, { rootMargin: "300px 0px" });
   const COLS = ["name", "state", "transport", "era", "tools", "strikes", "retry", "error", "since", "inflight", "latency", "chart", "actions"];
   function makeRow(name) {
     const tr = el("tr", { "data-server": name });
@@ -451,7 +481,9 @@
     cells.error.classList.add("err");
     const canvas = el("canvas", { class: "spark", width: "240", height: "52", title: "calls/s (line) and errors/s (bars), last minutes" });
     cells.chart.append(canvas);
-    return { tr, cells, canvas, key: "" };
+    const r = { name, tr, cells, canvas, key: "", inView: false, stale: true };
+    sight.observe(tr);
+    return r;
   }
   function set(td, text) { if (td.textContent !== text) td.textContent = text; }
   function fillRow(r, s) {
@@ -499,12 +531,17 @@
       text = "attempt " + s.attempt;
       if (!isZeroTime(s.nextRetry)) {
         const left = (Date.parse(s.nextRetry) - Date.now()) / 1000;
-        text += left > 0 ? " · retry in " + (left < 10 ? left.toFixed(1) : Math.round(left)) + "s" : " · retrying now";
+        text += left > 0 ? " · in " + (left < 10 ? left.toFixed(1) : Math.round(left)) + "s" : " · now";
       }
     }
     set(r.cells.retry, text);
   }
   function fillActions(r, s, st) {
+    // The buttons change only with what they depend on: a click is never
+    // lost to a row redrawn for its latency or counters.
+    const key = st + "|" + JSON.stringify(actions);
+    if (r.actionsKey === key) return;
+    r.actionsKey = key;
     const c = r.cells.actions;
     c.textContent = "";
     c.classList.add("actions");
@@ -537,7 +574,7 @@
     const errColor = css.getPropertyValue("--chart-errors").trim() || "#cf222e";
     const lineColor = css.getPropertyValue("--line").trim() || "#ddd";
     for (const [name, r] of rows) {
-      if (r.tr.hidden) continue;
+      if (r.tr.hidden || !r.inView) continue;
       drawChart(r, hist.get(name) || [], callsColor, errColor, lineColor);
     }
   }
@@ -570,7 +607,7 @@
     if (tab !== "servers") return;
     for (const [name, r] of rows) {
       const s = servers.get(name);
-      if (!s || r.tr.hidden) continue;
+      if (!s || r.tr.hidden || !r.inView || r.stale) continue;
       if (s.attempt) updateCountdown(r, s);
       if (s.state === "ready" && !isZeroTime(s.connectedSince)) set(r.cells.since, ago(s.connectedSince));
     }
