@@ -39,7 +39,7 @@ CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-default
 	sep-2640-client-no-prefetch sep-2640-client-verify-digest sep-2640-client-verify-size \
 	sep-2640-client-verify-frontmatter $(addprefix auth/,$(CONFORMANCE_AUTH))
 
-.PHONY: all build run test test-go deps npm-deps os-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
+.PHONY: all build run test test-go deps npm-deps os-deps browser-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
 
 all: build
 
@@ -50,6 +50,7 @@ build:
 RUN_LISTEN ?= 127.0.0.1:7979
 run: build
 	@echo "mcpvisor gateway over examples/demo.mcp.json"
+	@echo "  dashboard: http://$(RUN_LISTEN)/   (live servers, tools, events, channels; works offline)"
 	@echo "  MCP endpoint (Streamable HTTP): http://$(RUN_LISTEN)/mcp"
 	@echo "    e.g. claude mcp add --transport http mcpvisor http://$(RUN_LISTEN)/mcp"
 	@echo "  as a stdio server instead:      $(abspath $(BIN))/mcpvisor supervise --stdio --config $(abspath examples/demo.mcp.json)"
@@ -60,7 +61,7 @@ run: build
 # deps installs everything the tests use: Go modules of the main module and
 # of the nested test modules, and the npm packages (into $(NPM_DIR), which
 # git ignores).
-deps: npm-deps os-deps
+deps: npm-deps os-deps browser-deps
 	$(GO) mod download
 	cd testdata/gosdkserver && $(GO) mod download
 	cd testdata/mcpgoserver && $(GO) mod download
@@ -84,6 +85,14 @@ os-deps:
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends \
 			gnome-keyring dbus dbus-daemon keyutils >/dev/null; \
 	fi
+
+# browser-deps installs Debian's chromium for the dashboard's browser tests
+# (cmd/mcpvisor/internal/gateway/dashboard_browser_test.go, driven by
+# chromedp) when no chromium is on PATH.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+		echo "installing chromium (apt)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 $(EVERYTHING):
 	mkdir -p $(NPM_DIR)
@@ -149,7 +158,7 @@ conformance-server: build $(CONFORMANCE)
 	done
 
 test: deps vet cross conformance conformance-server
-	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 MCPVISOR_REQUIRE_KEYRING=1 \
+	MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 MCPVISOR_REQUIRE_KEYRING=1 MCPVISOR_REQUIRE_BROWSER=1 \
 		MCPVISOR_OIDC_MODULES=$(abspath $(OIDC_DIR))/node_modules \
 		MCPVISOR_NODE=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin/node \
 		$(GO) test -race -count=1 -timeout 15m ./...

@@ -58,7 +58,11 @@ Downstream transports:
                  stdio server). The HTTP listener then runs only when --listen
                  is given explicitly. EOF on stdin shuts down like SIGTERM.
 
-The same listener serves the admin API:
+The same listener serves the dashboard and the admin API:
+  GET /          a live dashboard: servers, tool pool, event log, channels,
+                 with reconnect, toggle, login and reload buttons (see
+                 docs/dashboard.md); with --token-file, a form that trades
+                 the token for a login cookie
   GET /status    every server's state, strikes, attempt, next retry, last
                  error and class, tools, in-flight, latency p50/p99 (JSON)
   GET /metrics   Prometheus text format
@@ -178,7 +182,9 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	// The servers' requests to their client (sampling, elicitation,
 	// roots) go to a downstream client of the gateway.
 	var fwd gateway.Forwarder
-	sup, err := a.startSupervisor(ctx, false, fwd.Configure)
+	// Logins the dashboard starts hand their URL to its page.
+	var logins gateway.LoginRelay
+	sup, err := a.startSupervisor(ctx, false, fwd.Configure, logins.Configure)
 	if err != nil {
 		if ln != nil {
 			ln.Close()
@@ -194,10 +200,14 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		a.logEvents(events)
 	}()
 
+	// The dashboard's reload button runs a reload in the loop below,
+	// like SIGHUP.
+	reloads := make(chan chan error)
 	gw := gateway.New(sup, gateway.Options{
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
 		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams,
+		Dashboard: gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
 	})
 	fwd.Attach(gw)
 	serveCtx, stopServing := context.WithCancel(context.Background())
@@ -232,7 +242,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 			}
 		}()
 		url := "http://" + ln.Addr().String()
-		a.log.Info().Str("mcp", url+gateway.MCPPath).Str("status", url+"/status").Str("metrics", url+"/metrics").
+		a.log.Info().Str("dashboard", url+"/").Str("mcp", url+gateway.MCPPath).Str("status", url+"/status").Str("metrics", url+"/metrics").
 			Str("events", url+"/events").Bool("token", token != "").Msg("gateway listening")
 	}
 	stdinDone := make(chan struct{})
@@ -269,6 +279,8 @@ loop:
 			a.reload(ctx, sup, "SIGHUP")
 		case <-watchC:
 			a.reload(ctx, sup, "config file changed")
+		case done := <-reloads:
+			done <- a.reload(ctx, sup, "dashboard")
 		}
 	}
 	signal.Stop(sigs) // from now on a second signal ends the process at once
@@ -329,25 +341,45 @@ func (a *app) logApplied(cfg *mcpvisor.Config, res mcpvisor.SetResult, msg strin
 	}
 }
 
+// reloadVia returns a reload function (DashboardOptions.Reload) that has
+// the supervise loop reload and waits for its verdict.
+func reloadVia(reloads chan<- chan error) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		done := make(chan error, 1)
+		select {
+		case reloads <- done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // reload re-reads the configuration and applies the difference. A config
-// that fails to load changes nothing.
-func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, why string) {
+// that fails to load changes nothing; its error is returned (and logged).
+func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, why string) error {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		a.logConfigError(err)
 		a.log.Error().Str("trigger", why).Msg("config reload failed: keeping the running config")
-		return
+		return fmt.Errorf("config reload failed, the running config stays: %w", err)
 	}
 	res, err := sup.SetServers(ctx, cfg.Servers)
 	if err != nil {
 		a.log.Error().Err(err).Str("trigger", why).Msg("config reload: applying failed")
-		return
+		return fmt.Errorf("config reload: applying failed: %w", err)
 	}
 	a.logApplied(cfg, res, "config reloaded ("+why+")")
 	// Tool definitions approved meanwhile join the pool.
 	if err := sup.RecheckToolPins(ctx); err != nil {
 		a.log.Warn().Err(err).Msg("rechecking the tool pins")
 	}
+	return nil
 }
 
 // watchConfig polls the config files' modification times every interval

@@ -11,7 +11,8 @@
 // (server/discover, per-request _meta, subscriptions/listen).
 //
 // The same listener serves the admin API (GET /status, /metrics, /events;
-// see admin.go).
+// see admin.go) and the dashboard at / with its endpoints under /admin/
+// (see dashboard.go).
 //
 // Concurrency: a Gateway is safe for concurrent use. Each downstream
 // session is independent; its state is guarded by its own mutex. The
@@ -135,6 +136,9 @@ type Options struct {
 	// of a request the gateway answered with input_required (default
 	// 5 min): the call behind it waits that long, then is cancelled.
 	InputWait time.Duration
+	// Dashboard configures the dashboard served at / of the HTTP
+	// listener (dashboard.go; docs/dashboard.md).
+	Dashboard DashboardOptions
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -169,6 +173,7 @@ type Gateway struct {
 	// when the pool changes, and it is rebuilt on demand.
 	index   atomic.Pointer[nameIndex]
 	started time.Time
+	dash    *dashboard // the dashboard at / (dashboard.go)
 }
 
 // New returns a gateway over b.
@@ -210,6 +215,7 @@ func New(b Backend, opts Options) *Gateway {
 		started:  time.Now(),
 	}
 	g.metrics.init()
+	g.dash = newDashboard(g, opts.Dashboard)
 	return g
 }
 

@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"errors"
 	"io"
 	"net"
@@ -24,14 +23,16 @@ const MCPPath = "/mcp"
 const maxBody = 16 << 20
 
 // Handler returns the HTTP handler: the MCP endpoint at /mcp (POST, GET,
-// DELETE) and the admin API (GET /status, /metrics, /events), all behind
-// the security checks (see guard).
+// DELETE), the admin API (GET /status, /metrics, /events) and the
+// dashboard (/, /ui/, /admin/…, /login, /logout), all behind the security
+// checks (see guard).
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(MCPPath, g.serveMCP)
 	mux.HandleFunc("GET /status", g.serveStatus)
 	mux.HandleFunc("GET /metrics", g.serveMetrics)
 	mux.HandleFunc("GET /events", g.serveEvents)
+	g.dash.routes(mux)
 	return g.guard(mux)
 }
 
@@ -41,7 +42,9 @@ func (g *Gateway) Handler() http.Handler {
 //     header, when present, must be a loopback origin or one of
 //     Options.AllowedOrigins. Either failure is 403.
 //   - Options.Token: every request must carry "Authorization: Bearer
-//     <token>" (401 with WWW-Authenticate otherwise).
+//     <token>" (401 with WWW-Authenticate otherwise); the dashboard's
+//     login cookie stands for it outside /mcp, and the dashboard's page
+//     and token form need neither (see admitted).
 func (g *Gateway) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if g.opts.LocalOnly && !loopbackHost(r.Host) {
@@ -55,8 +58,7 @@ func (g *Gateway) guard(next http.Handler) http.Handler {
 			return
 		}
 		if g.opts.Token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(g.opts.Token)) != 1 {
+			if !g.admitted(r) { // the bearer token, or the dashboard's login cookie (dashboard_auth.go)
 				g.metrics.rejected.Add(1)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcpvisor"`)
 				httpError(w, http.StatusUnauthorized, "unauthorized: a bearer token is required")
