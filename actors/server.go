@@ -208,6 +208,13 @@ type serverActor struct {
 	relisting   [numListKinds]bool // a re-list of that kind is in flight
 	relistAgain [numListKinds]bool // a list_changed arrived during it
 
+	// early holds the notifications of the connection being opened that
+	// arrived before it was installed (a server may push as soon as it
+	// answered tools/list, while the other lists are still on their
+	// way); they are handled once it is (see holdEarly).
+	early        []serverNotification
+	earlyDropped int // notifications beyond maxEarly, dropped and logged
+
 	recovering bool // reconnecting after being ready (see serverView.recovering)
 
 	// reportedPins maps each unpinned tool already reported by an
@@ -362,6 +369,7 @@ func (a *serverActor) connect() {
 	a.abandon(session.ErrServerRestarting)
 	a.recovering = recovering
 	a.gen = a.h.gens.Add(1)
+	a.early, a.earlyDropped = nil, 0
 	ctx, cancel := context.WithTimeout(context.Background(), a.connectTimeout())
 	a.cancelConnect = cancel
 	a.nextRetry = time.Time{}
@@ -476,6 +484,7 @@ func (a *serverActor) connected(m connectResult) {
 		m.err = m.sess.Err()
 	}
 	if m.err != nil {
+		a.early, a.earlyDropped = nil, 0
 		a.afterFailure(m.err, false)
 		return
 	}
@@ -488,6 +497,7 @@ func (a *serverActor) connected(m connectResult) {
 	a.startStableTimer()
 	a.startPinging()
 	a.restoreSubscriptions()
+	a.replayEarly()
 }
 
 // lost handles the end of a live connection.
@@ -615,7 +625,13 @@ var listChangedKinds = map[string]listKind{
 // notification handles a notification from the server. list_changed is
 // honoured even from servers that did not declare listChanged.
 func (a *serverActor) notification(m serverNotification) {
-	if m.gen != a.gen || a.sess == nil {
+	if m.gen != a.gen {
+		return
+	}
+	if a.sess == nil {
+		if a.cancelConnect != nil {
+			a.holdEarly(m)
+		}
 		return
 	}
 	if kind, ok := listChangedKinds[m.method]; ok {
@@ -678,6 +694,33 @@ func notificationEvent(method string, params json.RawMessage) (Event, bool) {
 		return Event{Type: EventPermissionRequest, Data: params}, true
 	}
 	return Event{}, false
+}
+
+// maxEarly bounds the notifications kept while a connection is being
+// installed (see serverActor.early).
+const maxEarly = 4096
+
+// holdEarly keeps a notification of the connection being opened until it
+// is installed.
+func (a *serverActor) holdEarly(m serverNotification) {
+	if len(a.early) >= maxEarly {
+		a.earlyDropped++
+		return
+	}
+	a.early = append(a.early, m)
+}
+
+// replayEarly handles the notifications that arrived while the new
+// connection was being installed, in their order.
+func (a *serverActor) replayEarly() {
+	early, dropped := a.early, a.earlyDropped
+	a.early, a.earlyDropped = nil, 0
+	if dropped > 0 {
+		a.log.Warn().Int("dropped", dropped).Int("kept", len(early)).Msg("notifications sent before the connection was ready exceeded the buffer; the oldest were kept")
+	}
+	for _, m := range early {
+		a.notification(m)
+	}
 }
 
 // relist re-lists one kind, at most one request in flight per kind; a

@@ -93,6 +93,11 @@ type Options struct {
 	// adds the tools progress {steps, ms} and cancelled. Channel and
 	// Progress: connection transports (stdio, WebSocket) only.
 	Channel, Subscribe, Progress bool
+	// ChannelAtStart, with Channel, pushes this many channel messages
+	// (content start<i>, meta {i}) right after answering the first
+	// tools/list, the end of a client's connect: messages a server sends
+	// on its own, before anyone asked or waits.
+	ChannelAtStart int
 
 	// CrashMidResponse makes every tools/call crash the server (code 5)
 	// while it answers: after Latency, it writes the first half of the
@@ -307,6 +312,7 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 		return nil
 	})
 	fs.BoolVar(&o.Channel, "channel", false, "stdio, ws: be a claude/channel server with the tool channel_burst {n, prefix}; echo permission requests and verdicts as channel messages")
+	fs.IntVar(&o.ChannelAtStart, "channel-at-start", 0, "with -channel: push `N` channel messages (content start<i>) right after answering the first tools/list")
 	fs.BoolVar(&o.Subscribe, "subscribe", false, "serve resources/subscribe, agree to mock:// URIs in subscriptions/listen resourceSubscriptions (2026-07-28), and add the tool touch {uri}, which sends resources/updated when uri is subscribed")
 	fs.BoolVar(&o.Progress, "progress", false, "stdio, ws: add the tools progress {steps, ms} (progress notifications) and cancelled (notifications/cancelled received)")
 	fs.BoolVar(&o.CrashMidResponse, "crash-mid-response", false,
@@ -670,6 +676,7 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 		s.tmu.Unlock()
 		page, next := paginate(tools, cursorOf(m.Params), s.o.PageSize)
 		s.reply(out, m.ID, protocol.ListToolsResult{Tools: page, NextCursor: next})
+		s.channelAtStart(out)
 	case protocol.MethodToolsCall:
 		n := s.calls.Add(1)
 		if s.o.ExitAfter > 0 && n > int64(s.o.ExitAfter) {
