@@ -115,6 +115,10 @@ type Options struct {
 	// one more is refused with 409. (A POST's answer stream lasts as
 	// long as its request.)
 	MaxStreamsPerSession int
+	// ChannelQueue bounds the channel messages kept per server for
+	// wait_for_channel_message (default 1,000; the oldest is dropped and
+	// counted). See ChannelSource.
+	ChannelQueue int
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -127,11 +131,13 @@ type Gateway struct {
 	mu       sync.Mutex
 	sessions map[string]*session        // HTTP sessions by id, and the stdio session; guarded by mu
 	listens  map[*listener]struct{}     // open subscriptions/listen requests; guarded by mu
-	waiters  map[*waiter]struct{}       // wait_for_channel_message calls; guarded by mu
 	calls    map[*call]struct{}         // tools/call in flight; guarded by mu
 	callSeq  uint64                     // numbers calls, newest highest; guarded by mu
 	pending  map[string]*pendingRequest // requests sent downstream, by id; guarded by mu
 	reqSeq   atomic.Uint64              // numbers the requests sent downstream
+	// waits holds the wait_for_channel_message calls, one per session;
+	// guarded by mu.
+	waits map[*session]context.CancelCauseFunc
 
 	subMu   sync.Mutex         // serializes upstream (un)subscriptions
 	subRefs map[string]*subRef // upstream resource subscriptions by URI; guarded by subMu
@@ -147,6 +153,10 @@ type Gateway struct {
 	// when the pool changes, and it is rebuilt on demand.
 	index   atomic.Pointer[nameIndex]
 	started time.Time
+	// inbox queues the servers' channel messages for
+	// wait_for_channel_message (nil without a ChannelSource); it closes
+	// with Close.
+	inbox *mcpvisor.ChannelInbox
 }
 
 // New returns a gateway over b.
@@ -166,13 +176,16 @@ func New(b Backend, opts Options) *Gateway {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	if opts.ChannelQueue <= 0 {
+		opts.ChannelQueue = mcpvisor.DefaultChannelCapacity
+	}
 	g := &Gateway{
 		b:        b,
 		opts:     opts,
 		log:      opts.Logger,
 		sessions: map[string]*session{},
 		listens:  map[*listener]struct{}{},
-		waiters:  map[*waiter]struct{}{},
+		waits:    map[*session]context.CancelCauseFunc{},
 		calls:    map[*call]struct{}{},
 		pending:  map[string]*pendingRequest{},
 		subRefs:  map[string]*subRef{},
@@ -181,6 +194,10 @@ func New(b Backend, opts Options) *Gateway {
 		started:  time.Now(),
 	}
 	g.metrics.init()
+	if src, ok := b.(ChannelSource); ok {
+		// Open now, before any client: messages pushed meanwhile wait.
+		g.inbox = src.OpenChannelInbox(context.Background(), mcpvisor.ChannelInboxOptions{Capacity: opts.ChannelQueue})
+	}
 	return g
 }
 
@@ -267,12 +284,7 @@ func (g *Gateway) Drain(ctx context.Context) bool {
 	for _, l := range g.listenersSnapshot() {
 		l.stop()
 	}
-	g.mu.Lock()
-	for w := range g.waiters {
-		close(w.cancel)
-		delete(g.waiters, w)
-	}
-	g.mu.Unlock()
+	g.endWaits()
 	for {
 		if g.inflight.Load() == 0 {
 			return true
@@ -306,9 +318,12 @@ func (g *Gateway) end() {
 }
 
 // Close ends every session: GET and listen streams close, the stdio
-// session's requests are cancelled.
+// session's requests are cancelled, the channel queue is dropped.
 func (g *Gateway) Close() {
 	g.closeOnce.Do(func() { close(g.closed) })
+	if g.inbox != nil {
+		g.inbox.Close()
+	}
 	g.mu.Lock()
 	sessions := make([]*session, 0, len(g.sessions))
 	for id, s := range g.sessions {
