@@ -190,6 +190,10 @@ var (
 	ErrTimeout              = session.ErrTimeout
 	ErrVersionMismatch      = session.ErrVersionMismatch
 	ErrMalformedResponse    = session.ErrMalformedResponse
+	// ErrUnresponsive: a server owed an answer, sent nothing, and did not
+	// answer a ping probe (ReconnectPolicy.ProbeAfter); the calls failed
+	// by the reconnect that follows match it too.
+	ErrUnresponsive = actors.ErrUnresponsive
 )
 
 // NotReadyError reports a call to a server that is not ready.

@@ -79,6 +79,9 @@ func ClassifyFailure(err error) FailureKind {
 		return FailureProtocol
 	case errors.Is(err, ErrNeedsApproval):
 		return FailureConfig
+	case errors.Is(err, ErrUnresponsive):
+		// A server that stopped answering: reconnect with backoff.
+		return FailureTransient
 	case errors.Is(err, ErrUnsupportedTransport), errors.As(err, &execErr),
 		errors.Is(err, fs.ErrPermission), errors.Is(err, fs.ErrNotExist):
 		// A command that cannot be found or run, a missing working

@@ -107,6 +107,9 @@ type serverView struct {
 	// pinOpts are the System's pin options (shared, read-only): with
 	// lists.pins and cfg.Trust, they decide which tools are withheld.
 	pinOpts *PinOptions
+	// probeAfter and probeTimeout are the server's liveness probe
+	// settings (ReconnectPolicy; probeAfter < 0: no probes).
+	probeAfter, probeTimeout time.Duration
 
 	// offer caches what the view puts in the pool; written and read only
 	// by the registry goroutine (see offerOf).
@@ -334,6 +337,8 @@ func (a *serverActor) publish() {
 		attempt:        a.attempt,
 		nextRetry:      a.nextRetry,
 		strikeLimit:    a.policy.Strikes,
+		probeAfter:     time.Duration(a.policy.ProbeAfter),
+		probeTimeout:   time.Duration(a.policy.ProbeTimeout),
 		auth:           &a.h.auth,
 		pinOpts:        &a.opts.ToolPins,
 	}

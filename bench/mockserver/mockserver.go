@@ -68,6 +68,15 @@ type Options struct {
 	IgnoreSIGTERM bool  // ignore SIGTERM and stdin EOF: only SIGKILL ends it
 	Grandchild    bool  // start a sleeping child process in the same group
 	Silent        bool  // answer nothing at all (a hung server)
+	// MuteOnCall makes the server go silent on receiving tools/call
+	// number MuteOnCall (from 1): it keeps reading, and answers nothing
+	// more, not even ping (a server deadlocked after its handshake).
+	MuteOnCall int
+	// StallOnCall makes the server stop reading its input on receiving
+	// tools/call number StallOnCall (from 1), for good: over stdio the
+	// pipe fills and writes to it block (a server blocked on its own
+	// upstream). Over HTTP that request never ends.
+	StallOnCall int
 	// NotifyTool adds the tool "notify" {method, params}: it sends that
 	// notification to every connection (not to subscriptions/listen
 	// streams), then answers.
@@ -291,6 +300,8 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and stdin EOF: only SIGKILL ends it")
 	fs.BoolVar(&o.Grandchild, "grandchild", false, "start a sleeping child process in the same process group")
 	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
+	fs.IntVar(&o.MuteOnCall, "mute-on-call", 0, "on receiving tools/call number `N`, go silent: read everything, answer nothing (not even ping)")
+	fs.IntVar(&o.StallOnCall, "stall-on-call", 0, "on receiving tools/call number `N`, stop reading input for good (stdio: the pipe fills)")
 	fs.BoolVar(&o.Conformance, "conformance", false, "also serve the conformance suite's server fixtures (test_* tools, test:// resources, prompts)")
 	fs.BoolVar(&o.NotifyTool, "notify-tool", false, "add the tool notify {method, params}: sends that notification to every connection")
 	fs.BoolVar(&o.Redescribe, "redescribe", false, "add the tool redescribe {tool, text}: changes the description of tool to text and sends tools/list_changed")
@@ -526,6 +537,7 @@ type server struct {
 	ext     extState
 	asked   askedState     // requests this server sent its client
 	calls   atomic.Int64   // tools/call received, for ExitAfter
+	muted   atomic.Bool    // MuteOnCall reached: nothing is answered
 	payload string         // echo's answer with Options.Payload
 	wg      sync.WaitGroup // calls answered after a latency
 }
@@ -621,7 +633,7 @@ func (s *server) handle(ctx context.Context, p *peer, line []byte, out output) (
 		s.replyError(out, protocol.ID{}, protocol.NewError(protocol.CodeParseError, "%v", err))
 		return 0, false
 	}
-	if s.o.Silent || m.Kind != protocol.KindRequest {
+	if s.o.Silent || s.muted.Load() || m.Kind != protocol.KindRequest {
 		p.note(m)
 		if m.Kind == protocol.KindNotification {
 			s.extNotification(m)
@@ -679,6 +691,18 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 		s.channelAtStart(out)
 	case protocol.MethodToolsCall:
 		n := s.calls.Add(1)
+		if s.o.MuteOnCall > 0 && n >= int64(s.o.MuteOnCall) {
+			s.muted.Store(true)
+			fmt.Fprintf(os.Stderr, "mockserver: silent from tools/call %d on, as configured\n", n)
+			return 0, false
+		}
+		if s.o.StallOnCall > 0 && n >= int64(s.o.StallOnCall) {
+			flushHeld(out)
+			fmt.Fprintf(os.Stderr, "mockserver: no longer reading input from tools/call %d on, as configured\n", n)
+			for { // this goroutine reads the input: nothing is read again
+				time.Sleep(time.Hour) // (a sleep, not select{}: the runtime would call that a deadlock)
+			}
+		}
 		if s.o.ExitAfter > 0 && n > int64(s.o.ExitAfter) {
 			fmt.Fprintf(os.Stderr, "mockserver: exiting after %d calls as configured\n", s.o.ExitAfter)
 			return exitAfterCalls, true
