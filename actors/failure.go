@@ -96,6 +96,10 @@ func ClassifyFailure(err error) FailureKind {
 		return FailureProtocol
 	case errors.As(err, &status) && status.StatusCode == http.StatusNotImplemented:
 		return FailureProtocol
+	case errors.Is(err, oauth.ErrForbiddenAddress):
+		// The authorization metadata of a public server points at an
+		// internal address: no retry changes that.
+		return FailureConfig
 	case errors.Is(err, oauth.ErrTransient), errors.Is(err, oauth.ErrBackoff):
 		// The authorization server is unreachable or failing: the
 		// credentials are kept, and the connect is retried with backoff.
