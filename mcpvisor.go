@@ -203,6 +203,14 @@ type NotReadyError = actors.NotReadyError
 // answered; it matches ErrConnectionClosed or ErrServerRestarting.
 type ConnectionLostError = actors.ConnectionLostError
 
+// DiscoveryCache keeps the tools of lazy servers across runs
+// (Options.DiscoveryCache); *toolcache.Cache keeps it on disk.
+type DiscoveryCache = actors.DiscoveryCache
+
+// ConfigHash identifies what runs under a server's name (the members of
+// its config that reach the server, hashed): the discovery cache's key.
+func ConfigHash(cfg ServerConfig) string { return actors.ConfigHash(cfg) }
+
 // ReconnectPolicy says how a server's connection is healed: strikes,
 // backoff, budget per episode, stable uptime.
 type ReconnectPolicy = actors.ReconnectPolicy

@@ -278,6 +278,13 @@ type Options struct {
 	// server that needs a login in needs-auth).
 	OAuth OAuthOptions
 
+	// DiscoveryCache keeps the tools of lazy servers across runs (see
+	// DiscoveryCache; *toolcache.Cache on disk): a lazy server whose
+	// config is unchanged since it last connected has its tools offered
+	// from the cache before its first use, and the first call wakes it.
+	// Nil: a lazy server's tools are unknown until its first use.
+	DiscoveryCache DiscoveryCache
+
 	// ToolPins pins tool definitions (see PinOptions): with a Store, each
 	// tool's definition is recorded when its server is first seen, and a
 	// later change of it, or a new tool, is withheld from the pool (or

@@ -110,6 +110,10 @@ type serverView struct {
 	// probeAfter and probeTimeout are the server's liveness probe
 	// settings (ReconnectPolicy; probeAfter < 0: no probes).
 	probeAfter, probeTimeout time.Duration
+	// cached is set while lists.tools come from the discovery cache: the
+	// lazy server has not connected in this run yet; loadingCache while
+	// its entry is being read (the server is not settled).
+	cached, loadingCache bool
 
 	// offer caches what the view puts in the pool; written and read only
 	// by the registry goroutine (see offerOf).
@@ -124,7 +128,7 @@ func (v *serverView) offersTools() bool {
 	case StateReady:
 		return true
 	case StatePending, StateConnecting, StateReconnecting:
-		return v.recovering
+		return v.recovering || v.cached
 	}
 	return false
 }
@@ -156,6 +160,7 @@ func (v *serverView) status() ServerStatus {
 		ConnectedSince:  v.connectedSince,
 		StateSince:      v.since,
 		Lazy:            v.cfg.Lazy,
+		CachedTools:     v.cached,
 		Attempt:         v.attempt,
 		NextRetry:       v.nextRetry,
 	}
@@ -219,6 +224,12 @@ type serverActor struct {
 	earlyDropped int // notifications beyond maxEarly, dropped and logged
 
 	recovering bool // reconnecting after being ready (see serverView.recovering)
+	// cached is set while the tools come from the discovery cache, not
+	// from a listing of this run (see discovery.go); loadingCache while
+	// the entry is read, numbered by cacheSeq.
+	cached       bool
+	loadingCache bool
+	cacheSeq     uint64
 
 	// reportedPins maps each unpinned tool already reported by an
 	// EventToolDefinitionChanged to the hash reported (see reportPins).
@@ -256,6 +267,7 @@ func (a *serverActor) Receive(ctx actor.Context) {
 			a.policy = a.cfg.Reconnect.over(a.opts.Reconnect)
 		}
 		a.setState(initialState(a.cfg), heldError(a.cfg))
+		a.loadCache()
 	case *actor.Restarting:
 		a.log.Error().Msg("server actor restarting after a crash; its connection is dropped")
 		a.abandon(session.ErrServerRestarting)
@@ -268,6 +280,8 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.connect()
 	case connectResult:
 		a.connected(m)
+	case cacheLoaded:
+		a.cacheArrived(m)
 	case connectionLost:
 		a.lost(m)
 	case serverNotification:
@@ -339,6 +353,8 @@ func (a *serverActor) publish() {
 		strikeLimit:    a.policy.Strikes,
 		probeAfter:     time.Duration(a.policy.ProbeAfter),
 		probeTimeout:   time.Duration(a.policy.ProbeTimeout),
+		cached:         a.cached,
+		loadingCache:   a.loadingCache,
 		auth:           &a.h.auth,
 		pinOpts:        &a.opts.ToolPins,
 	}
@@ -370,11 +386,12 @@ func (a *serverActor) connect() {
 	// recovering from a lost connection does. The lists are kept in any
 	// case (a parked server's still route calls that wake it) until the
 	// new connection lists afresh.
-	recovering := a.recovering || a.sess != nil
+	recovering := a.recovering || a.sess != nil || a.cached
 	a.abandon(session.ErrServerRestarting)
 	a.recovering = recovering
 	a.gen = a.h.gens.Add(1)
 	a.early, a.earlyDropped = nil, 0
+	a.loadingCache = false // a load still running is ignored
 	ctx, cancel := context.WithTimeout(context.Background(), a.connectTimeout())
 	a.cancelConnect = cancel
 	a.nextRetry = time.Time{}
@@ -493,10 +510,11 @@ func (a *serverActor) connected(m connectResult) {
 		a.afterFailure(m.err, false)
 		return
 	}
-	a.recovering = false
+	a.recovering, a.cached = false, false
 	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
 	a.h.strikes.Store(0)
 	a.setState(StateReady, nil)
+	a.storeCache(m.lists.tools)
 	a.pinsFound(m.pinErr)
 	a.startListening()
 	a.startStableTimer()
@@ -584,9 +602,10 @@ func (a *serverActor) reconfigure(cfg ServerConfig) {
 	}
 	a.cfg = cfg
 	a.policy = cfg.Reconnect.over(a.opts.Reconnect)
-	a.lists = lists{}
+	a.lists, a.cached = lists{}, false
 	a.endEpisode()
 	a.setState(initialState(cfg), heldError(cfg))
+	a.loadCache()
 }
 
 // heldError is the error a held server reports (nil for any other).
@@ -772,6 +791,7 @@ func (a *serverActor) relisted(m relisted) {
 		switch m.kind {
 		case listTools:
 			a.lists.tools, a.lists.pins = m.lists.tools, m.lists.pins
+			a.storeCache(m.lists.tools)
 		case listResources:
 			a.lists.resources, a.lists.templates = m.lists.resources, m.lists.templates
 		case listPrompts:
