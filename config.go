@@ -294,7 +294,7 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 		cfg, errs = ld.load(explicitFiles(opts.Files), false)
 	case hasMCP || hasVS:
 		cfg = newConfig()
-		servers, _, fileErrs := parseServers(managedTop, lookup, nil)
+		servers, _, fileErrs := parseServers(managedTop, filepath.Dir(managed), lookup, nil)
 		for _, e := range fileErrs {
 			e.File = managed
 			errs = append(errs, e)
@@ -476,9 +476,9 @@ func (ld *loader) load(files []layerFile, skipMissing bool) (*Config, []error) {
 		}
 		var gate *approvalGate
 		if !l.trusted {
-			gate = &approvalGate{layer: l.layer, file: file, project: ld.project, approvals: ld.approvals}
+			gate = &approvalGate{layer: l.layer, file: file, project: ld.project, approvals: ld.approvals, workspace: ld.workspaceOnly}
 		}
-		servers, pending, fileErrs := parseFile(data, ld.lookup, gate)
+		servers, pending, fileErrs := parseFile(data, filepath.Dir(file), ld.lookup, gate)
 		for _, e := range fileErrs {
 			e.File = file
 			errs = append(errs, e)
@@ -489,6 +489,14 @@ func (ld *loader) load(files []layerFile, skipMissing bool) (*Config, []error) {
 		return nil, errs
 	}
 	return cfg, nil
+}
+
+// workspaceOnly resolves ${workspaceFolder} and nothing else.
+func (ld *loader) workspaceOnly(name string) (string, bool) {
+	if name != workspaceFolderVar {
+		return "", false
+	}
+	return ld.lookup(name)
 }
 
 // fileError drops the file name from an *fs.PathError, which ConfigError
@@ -1130,12 +1138,12 @@ func decodePolicyEntry(raw json.RawMessage, path string) (PolicyEntry, *ConfigEr
 // parseFile decodes, expands and validates one file's servers; with a
 // gate (an untrusted layer), the entries it does not approve are held
 // instead, unexpanded. The errors it returns lack File.
-func parseFile(data []byte, lookup func(string) (string, bool), gate *approvalGate) (map[string]ServerConfig, map[string]PendingServer, []*ConfigError) {
+func parseFile(data []byte, dir string, lookup func(string) (string, bool), gate *approvalGate) (map[string]ServerConfig, map[string]PendingServer, []*ConfigError) {
 	top, e := decodeTop(data, false)
 	if e != nil {
 		return nil, nil, []*ConfigError{e}
 	}
-	return parseServers(top, lookup, gate)
+	return parseServers(top, dir, lookup, gate)
 }
 
 // decodeTop decodes a file's top-level object. The error lacks File.
@@ -1160,11 +1168,12 @@ func decodeTop(data []byte, managed bool) (map[string]json.RawMessage, *ConfigEr
 }
 
 // parseServers decodes, expands and validates the server map of a file's
-// top-level object. With a gate, an entry it does not approve is held: it
+// top-level object; dir is the file's directory (relative envFile paths
+// are resolved against it). With a gate, an entry it does not approve is held: it
 // is validated unexpanded and returned as heldConfig, and pending says
 // what to approve; a disabled entry is returned disabled, unexpanded. The
 // errors it returns lack File.
-func parseServers(top map[string]json.RawMessage, lookup func(string) (string, bool), gate *approvalGate) (servers map[string]ServerConfig, pending map[string]PendingServer, errs []*ConfigError) {
+func parseServers(top map[string]json.RawMessage, dir string, lookup func(string) (string, bool), gate *approvalGate) (servers map[string]ServerConfig, pending map[string]PendingServer, errs []*ConfigError) {
 	mcpServers, hasMCP := top["mcpServers"]
 	vsServers, hasVS := top["servers"]
 	var root string
@@ -1225,6 +1234,10 @@ func parseServers(top map[string]json.RawMessage, lookup func(string) (string, b
 			errs = append(errs, &ConfigError{Path: path, Err: err})
 			continue
 		}
+		if err := mergeEnvFile(&sc, dir); err != nil {
+			errs = append(errs, &ConfigError{Path: pathKey(path, "envFile"), Err: err})
+			continue
+		}
 		servers[name] = sc
 	}
 	return servers, pending, errs
@@ -1243,8 +1256,8 @@ func expandServer(sc *ServerConfig, path string, lookup func(string) (string, bo
 }
 
 // walkExpandable calls one on every member of sc that ${VAR} references
-// may appear in (command, args, env values, cwd, url, the tls members,
-// header values), with its path, and stops at the first error.
+// may appear in (command, args, env values, cwd, envFile, url, the tls
+// members, header values), with its path, and stops at the first error.
 func walkExpandable(sc *ServerConfig, path string, one func(s *string, path string) *ConfigError) *ConfigError {
 	mapValues := func(m map[string]string, p string) *ConfigError {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -1268,6 +1281,9 @@ func walkExpandable(sc *ServerConfig, path string, one func(s *string, path stri
 		return e
 	}
 	if e := one(&sc.Cwd, pathKey(path, "cwd")); e != nil {
+		return e
+	}
+	if e := one(&sc.EnvFile, pathKey(path, "envFile")); e != nil {
 		return e
 	}
 	if e := one(&sc.URL, pathKey(path, "url")); e != nil {

@@ -79,6 +79,9 @@ func ClassifyFailure(err error) FailureKind {
 		return FailureProtocol
 	case errors.Is(err, ErrNeedsApproval):
 		return FailureConfig
+	case errors.Is(err, ErrUnresponsive):
+		// A server that stopped answering: reconnect with backoff.
+		return FailureTransient
 	case errors.Is(err, ErrUnsupportedTransport), errors.As(err, &execErr),
 		errors.Is(err, fs.ErrPermission), errors.Is(err, fs.ErrNotExist):
 		// A command that cannot be found or run, a missing working
@@ -97,6 +100,10 @@ func ClassifyFailure(err error) FailureKind {
 		return FailureProtocol
 	case errors.As(err, &status) && status.StatusCode == http.StatusNotImplemented:
 		return FailureProtocol
+	case errors.Is(err, oauth.ErrForbiddenAddress):
+		// The authorization metadata of a public server points at an
+		// internal address: no retry changes that.
+		return FailureConfig
 	case errors.Is(err, oauth.ErrTransient), errors.Is(err, oauth.ErrBackoff):
 		// The authorization server is unreachable or failing: the
 		// credentials are kept, and the connect is retried with backoff.

@@ -681,7 +681,7 @@ func (r *registry) checkSettled() {
 		// admitted for a connect, or not yet past a config change, is not
 		// settled whatever its view says.
 		v := e.view
-		if v == nil || e.unconfirmed || r.queued[name] || v.state == StateConnecting ||
+		if v == nil || e.unconfirmed || r.queued[name] || v.state == StateConnecting || v.loadingCache ||
 			(v.state == StatePending && e.eager()) {
 			return
 		}

@@ -89,6 +89,10 @@ type ServerStatus struct {
 	ConnectedSince time.Time `json:"connectedSince"`
 	StateSince     time.Time `json:"stateSince"`
 	Lazy           bool      `json:"lazy,omitempty"`
+	// CachedTools is set while the server's tools come from the
+	// discovery cache (Options.DiscoveryCache): a lazy server not yet
+	// used in this run.
+	CachedTools bool `json:"cachedTools,omitempty"`
 	// ToggledOff is set while the host has the server toggled off.
 	ToggledOff bool `json:"toggledOff,omitempty"`
 	// Latency counts the requests sent to the server through the

@@ -134,6 +134,11 @@ type System struct {
 	subMu         sync.Mutex
 	unsubscribers map[*subscriber]func() bool // guarded by subMu
 
+	// probes counts the liveness watcher's probes in flight (liveness.go);
+	// watching is closed when the watcher has returned.
+	probes   sync.WaitGroup
+	watching chan struct{}
+
 	closed    chan struct{} // closed when Close starts
 	closeOnce sync.Once
 	closeErr  error
@@ -186,6 +191,11 @@ func Start(opts Options) (*System, error) {
 		return nil, fmt.Errorf("mcpvisor: starting the registry: %w", err)
 	}
 	s.registry = pid
+	s.watching = make(chan struct{})
+	go func() {
+		defer close(s.watching)
+		s.watchLiveness(livenessTick(opts.Reconnect), &s.probes)
+	}()
 	return s, nil
 }
 
@@ -764,6 +774,8 @@ func (s *System) Close(ctx context.Context) error {
 		go func() {
 			s.opts.host.close() // pollers and channel inboxes first
 			<-done
+			<-s.watching // the watcher ends with closed; its probes with the sessions
+			s.probes.Wait()
 			s.actors.Root.StopFuture(s.registry).Wait()
 			s.actors.Shutdown()
 			s.opts.dispatch.stop()

@@ -179,6 +179,12 @@ type Session struct {
 	acks      atomic.Int64 // subscriptions/listen acknowledgements received
 	listening atomic.Int64 // subscriptions/listen requests open
 
+	// Liveness counters (see Liveness): frames decoded from the server,
+	// calls that timed out, server requests being answered.
+	framesIn atomic.Uint64
+	timedOut atomic.Uint64
+	serving  atomic.Int64
+
 	// Streams of OpenListen (see listen.go), all guarded by mu.
 	listens  map[int64]*ListenStream // open streams, by subscription id
 	retired  map[int64]struct{}      // muted streams that have ended, whose late notifications are still dropped
@@ -272,6 +278,28 @@ func (s *Session) setTransportVersion(version string) {
 	if vs, ok := s.conn.(transports.VersionSetter); ok {
 		vs.SetProtocolVersion(version)
 	}
+}
+
+// Liveness is what the session saw of the server, for noticing one that
+// stopped answering: counters that only grow, read together.
+type Liveness struct {
+	// Frames counts the frames from the server that decoded (answers,
+	// notifications, requests): any of them shows it alive.
+	Frames uint64
+	// TimedOut counts the calls whose deadline passed before their
+	// answer (sent or not: a write blocked by a server that does not
+	// read counts too).
+	TimedOut uint64
+	// Owed is the number of calls waiting for an answer (InFlight).
+	Owed int
+	// Serving is the number of the server's own requests the host is
+	// answering: meanwhile the server may be waiting for us.
+	Serving int64
+}
+
+// Liveness returns the session's liveness counters.
+func (s *Session) Liveness() Liveness {
+	return Liveness{Frames: s.framesIn.Load(), TimedOut: s.timedOut.Load(), Owed: s.InFlight(), Serving: s.serving.Load()}
 }
 
 // Stats returns counts of what the session skipped.
@@ -456,6 +484,7 @@ func (s *Session) forget(id int64) bool {
 
 func (s *Session) ctxError(ctx context.Context, method string, start time.Time, sent bool) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		s.timedOut.Add(1)
 		return &TimeoutError{Method: method, After: time.Since(start), Sent: sent}
 	}
 	return fmt.Errorf("%s: %w", method, context.Cause(ctx))
