@@ -160,6 +160,11 @@ func (v *serverView) status() ServerStatus {
 	}
 	if v.sess != nil {
 		st.InFlight = v.sess.InFlight()
+		if c, ok := v.sess.Conn().(interface {
+			Sandbox() transports.SandboxMechanism
+		}); ok {
+			st.Sandbox = c.Sandbox()
+		}
 	}
 	if v.auth != nil {
 		st.Auth = v.auth.status()

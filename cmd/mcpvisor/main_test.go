@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 )
 
@@ -32,6 +33,7 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
+	mcpvisor.HelperMain()
 	dir, err := os.MkdirTemp("", "mcpvisor-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

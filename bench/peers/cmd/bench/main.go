@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/peers/harness"
 )
 
@@ -62,7 +63,10 @@ the profile's sizes.
 Flags:
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	mcpvisor.HelperMain() // the process helper of mcpvisor's stdio servers
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)

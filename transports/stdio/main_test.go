@@ -1,0 +1,15 @@
+package stdio
+
+import (
+	"os"
+	"testing"
+
+	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"
+)
+
+// TestMain serves the process helper when this test binary is started as
+// one (the reaper and exec stages that start the servers of these tests).
+func TestMain(m *testing.M) {
+	reaper.HelperMain()
+	os.Exit(m.Run())
+}

@@ -1,0 +1,182 @@
+// Package sandboxtest is a small stdio MCP server for sandbox tests: its
+// tools try what a sandbox should stop (a write, a read, a TCP connection,
+// a large allocation) and say whether it worked.
+//
+// A test binary serves it when started by Command: its TestMain calls
+// Serve first thing, which returns at once unless the arguments select
+// the probe (argv[1] is ProbeArg).
+package sandboxtest
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/transports"
+)
+
+// ProbeArg is argv[1] of a process started as the probe server.
+const ProbeArg = "mcpvisor-sandbox-probe"
+
+// The probe's tools.
+const (
+	ToolWrite   = "write"   // {path}: write a file
+	ToolRead    = "read"    // {path}: read a file; the content is the answer
+	ToolConnect = "connect" // {addr}: open a TCP connection
+	ToolAlloc   = "alloc"   // {mb}: allocate and touch that many MiB
+	ToolEnv     = "env"     // {name}: the value of an environment variable
+)
+
+// Command returns the config that starts the probe server by
+// re-executing the current binary. With marker set, the probe creates
+// that file before anything else (a test checks it never ran).
+func Command(marker string) transports.Config {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	args := []string{ProbeArg}
+	if marker != "" {
+		args = append(args, "-marker", marker)
+	}
+	return transports.Config{Command: exe, Args: args, Env: map[string]string{"GORACE": "atexit_sleep_ms=0"}}
+}
+
+// Serve runs the probe server and exits when this process was started
+// as one; otherwise it returns at once.
+func Serve() {
+	if len(os.Args) < 2 || os.Args[1] != ProbeArg {
+		return
+	}
+	args := os.Args[2:]
+	if len(args) == 2 && args[0] == "-marker" {
+		if err := os.WriteFile(args[1], []byte("ran\n"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "probe: marker:", err)
+		}
+	}
+	os.Exit(serve())
+}
+
+type request struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		Name            string          `json:"name"`
+		Arguments       json.RawMessage `json:"arguments"`
+	} `json:"params"`
+}
+
+// hog keeps what alloc allocated, so that it is not collected.
+var hog [][]byte
+
+func serve() int {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 64<<10), 16<<20)
+	out := bufio.NewWriter(os.Stdout)
+	answer := func(id json.RawMessage, result any) {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+		out.Write(append(b, '\n'))
+		out.Flush()
+	}
+	fail := func(id json.RawMessage, code int, msg string) {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+		out.Write(append(b, '\n'))
+		out.Flush()
+	}
+	for in.Scan() {
+		var r request
+		if json.Unmarshal(in.Bytes(), &r) != nil {
+			continue
+		}
+		if len(r.ID) == 0 {
+			continue // a notification
+		}
+		switch r.Method {
+		case "initialize":
+			v := r.Params.ProtocolVersion
+			if v == "" {
+				v = "2025-06-18"
+			}
+			answer(r.ID, map[string]any{
+				"protocolVersion": v,
+				"capabilities":    map[string]any{"tools": map[string]any{}},
+				"serverInfo":      map[string]any{"name": "sandbox-probe", "version": "1"},
+			})
+		case "ping":
+			answer(r.ID, map[string]any{})
+		case "tools/list":
+			answer(r.ID, map[string]any{"tools": tools()})
+		case "tools/call":
+			text, ok := call(r.Params.Name, r.Params.Arguments)
+			answer(r.ID, map[string]any{
+				"content": []any{map[string]any{"type": "text", "text": text}},
+				"isError": !ok,
+			})
+		default:
+			fail(r.ID, -32601, "method not found: "+r.Method)
+		}
+	}
+	return 0
+}
+
+func tools() []any {
+	schema := func(prop, typ string) map[string]any {
+		return map[string]any{"type": "object", "properties": map[string]any{prop: map[string]any{"type": typ}}, "required": []string{prop}}
+	}
+	return []any{
+		map[string]any{"name": ToolWrite, "description": "write a file", "inputSchema": schema("path", "string")},
+		map[string]any{"name": ToolRead, "description": "read a file", "inputSchema": schema("path", "string")},
+		map[string]any{"name": ToolConnect, "description": "open a TCP connection", "inputSchema": schema("addr", "string")},
+		map[string]any{"name": ToolAlloc, "description": "allocate and touch memory", "inputSchema": schema("mb", "integer")},
+		map[string]any{"name": ToolEnv, "description": "read an environment variable", "inputSchema": schema("name", "string")},
+	}
+}
+
+// call runs a tool: the text says what happened; ok is false when the
+// attempt failed.
+func call(name string, raw json.RawMessage) (string, bool) {
+	var a struct {
+		Path string `json:"path"`
+		Addr string `json:"addr"`
+		MB   int    `json:"mb"`
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	switch name {
+	case ToolWrite:
+		if err := os.WriteFile(a.Path, []byte("written by the probe\n"), 0o644); err != nil {
+			return err.Error(), false
+		}
+		return "wrote " + a.Path, true
+	case ToolRead:
+		b, err := os.ReadFile(a.Path)
+		if err != nil {
+			return err.Error(), false
+		}
+		return strings.TrimSpace(string(b)), true
+	case ToolConnect:
+		c, err := net.DialTimeout("tcp", a.Addr, 3*time.Second)
+		if err != nil {
+			return err.Error(), false
+		}
+		c.Close()
+		return "connected to " + a.Addr, true
+	case ToolAlloc:
+		for range a.MB {
+			b := make([]byte, 1<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			hog = append(hog, b)
+		}
+		return fmt.Sprintf("allocated %d MiB", a.MB), true
+	case ToolEnv:
+		return os.Getenv(a.Name), true
+	}
+	return "unknown tool " + name, false
+}
