@@ -83,6 +83,9 @@ const (
 	// groupReapTimeout bounds the wait for the rest of the process group
 	// after the server itself has exited.
 	groupReapTimeout = 500 * time.Millisecond
+	// confinedDrainTimeout bounds the wait for a confined server's last
+	// stderr after its exit.
+	confinedDrainTimeout = time.Second
 	// killWaitTimeout bounds the wait for the exit after SIGKILL.
 	killWaitTimeout = 2 * time.Second
 	// stderrLineBuffer is the stderr read buffer; longer lines are kept
@@ -104,8 +107,9 @@ type ProcessExitError struct {
 	Stderr   string // the last lines of its stderr
 
 	// ResourceLimit names the sandbox limit the server ran into, when it
-	// died of one: "memory" (its stderr says it ran out of memory), "cpu"
-	// (SIGXCPU) or "file-size" (SIGXFSZ). Empty otherwise.
+	// died of one: "memory" (its stderr says it ran out of memory),
+	// "memory or processes" (it could not create a thread or process),
+	// "cpu" (SIGXCPU) or "file-size" (SIGXFSZ). Empty otherwise.
 	ResourceLimit string
 }
 
@@ -374,14 +378,24 @@ func (c *Conn) wait() {
 	case sig != 0:
 		pe.Signal = sig.String()
 	}
-	// The stderr drain may still be copying the last words; wait briefly.
+	// The stderr drain may still be copying the last words; wait briefly
+	// (longer for a confined server: its last words may say which limit
+	// it ran into).
+	drain := 50 * time.Millisecond
+	if c.proc.sandbox() != "" {
+		drain = confinedDrainTimeout
+	}
 	select {
 	case <-c.stderrDone:
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(drain):
 	}
 	pe.Stderr = c.errlog.Tail(5)
 	if c.proc.sandbox() != "" {
-		pe.ResourceLimit = resourceLimit(sig, c.errlog.Tail(20))
+		// A runtime's crash report follows its reason (Go prints every
+		// goroutine's stack after "fatal error: runtime: out of memory"):
+		// look through what the ring holds of the dying words.
+		b := c.errlog.Bytes()
+		pe.ResourceLimit = resourceLimit(sig, string(b[max(0, len(b)-oomSearchBytes):]))
 	}
 	c.exitErr = pe
 	close(c.exited)
@@ -511,8 +525,23 @@ func resourceLimit(sig syscall.Signal, stderrTail string) string {
 			return "memory"
 		}
 	}
+	for _, s := range outOfTasks {
+		if strings.Contains(tail, s) {
+			return "memory or processes"
+		}
+	}
 	return ""
 }
+
+// outOfTasks are what runtimes print when a thread or process cannot be
+// created: the data limit (a thread's stack) or the process limit.
+var outOfTasks = []string{
+	"pthread_create failed", "resource temporarily unavailable", "failed to create new os thread",
+}
+
+// oomSearchBytes is how much of the end of a confined server's stderr is
+// searched for an out-of-memory report.
+const oomSearchBytes = 32 << 10
 
 // outOfMemory are what runtimes print when an allocation fails (Go,
 // Node/V8, Python, C++, glibc), in lower case.

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -24,9 +25,6 @@ import (
 // exec failure wraps the syscall.Errno (fs.ErrNotExist for ENOENT).
 func Enter(p *Plan, env []string) error {
 	runtime.LockOSThread() // never unlocked: the thread is the sandbox's
-	if err := setLimits(p.Limits); err != nil {
-		return &UnavailableError{Requested: p.Mechanism, Reasons: []string{err.Error()}}
-	}
 	if p.Mechanism == transports.SandboxLandlock {
 		if p.Landlock == nil {
 			return &UnavailableError{Requested: p.Mechanism, Reasons: []string{"the plan has no ruleset"}}
@@ -40,38 +38,73 @@ func Enter(p *Plan, env []string) error {
 			return &UnavailableError{Requested: p.Mechanism, Reasons: []string{err.Error()}}
 		}
 	}
-	err := syscall.Exec(p.Path, p.Argv, env)
-	return &os.PathError{Op: "exec", Path: p.Path, Err: err}
+	// Everything execve needs is allocated before the limits: once the
+	// data limit is set, this process (a Go runtime, with the race
+	// detector's shadow memory in tests) may not be able to allocate.
+	path, err := syscall.BytePtrFromString(p.Path)
+	if err != nil {
+		return &os.PathError{Op: "exec", Path: p.Path, Err: err}
+	}
+	argv, err := syscall.SlicePtrFromStrings(p.Argv)
+	if err != nil {
+		return &os.PathError{Op: "exec", Path: p.Path, Err: err}
+	}
+	envv, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return &os.PathError{Op: "exec", Path: p.Path, Err: err}
+	}
+	limits, err := rlimits(p.Limits)
+	if err != nil {
+		return &UnavailableError{Requested: p.Mechanism, Reasons: []string{err.Error()}}
+	}
+	for _, l := range limits {
+		if _, _, errno := syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(l.resource), uintptr(unsafe.Pointer(&l.value)), 0, 0, 0); errno != 0 {
+			return &UnavailableError{Requested: p.Mechanism, Reasons: []string{fmt.Sprintf("setrlimit(%s, %d): %v", l.name, l.value.Cur, errno)}}
+		}
+	}
+	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(path)),
+		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	return &os.PathError{Op: "exec", Path: p.Path, Err: errno}
 }
 
-// setLimits sets the resource limits (soft and hard: the server cannot
-// raise them again).
-func setLimits(l Limits) error {
-	set := func(name string, res int, v uint64) error {
+// rlimit is one resource limit to set.
+type rlimit struct {
+	name     string
+	resource int
+	value    syscall.Rlimit
+}
+
+// rlimits lists the limits to set (soft and hard alike, so that the
+// server cannot raise them again), each no higher than the present hard
+// limit. The data limit comes last.
+func rlimits(l Limits) ([]rlimit, error) {
+	var out []rlimit
+	add := func(name string, res int, v uint64) error {
 		if v == 0 {
 			return nil
 		}
-		// syscall.Setrlimit, not unix's: for RLIMIT_NOFILE it also stops
-		// the runtime from restoring its own limit on exec.
-		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: v, Max: v}); err != nil {
-			return fmt.Errorf("setrlimit(%s, %d): %w", name, v, err)
+		var cur syscall.Rlimit
+		if err := syscall.Getrlimit(res, &cur); err != nil {
+			return fmt.Errorf("getrlimit(%s): %w", name, err)
 		}
+		v = min(v, cur.Max)
+		out = append(out, rlimit{name: name, resource: res, value: syscall.Rlimit{Cur: v, Max: v}})
 		return nil
 	}
-	if err := set("RLIMIT_DATA", unix.RLIMIT_DATA, l.DataBytes); err != nil {
-		return err
-	}
-	if err := set("RLIMIT_NOFILE", unix.RLIMIT_NOFILE, l.OpenFiles); err != nil {
-		return err
-	}
 	if l.Processes > 0 && os.Getuid() != 0 { // root is not held by RLIMIT_NPROC
-		// RLIMIT_NPROC counts every process of the user: allow the
-		// server this many more than the user has now.
-		if err := set("RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(userProcesses())+l.Processes); err != nil {
-			return err
+		// RLIMIT_NPROC counts every task of the user: allow the server
+		// this many more than the user has now.
+		if err := add("RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(userProcesses())+l.Processes); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	if err := add("RLIMIT_NOFILE", unix.RLIMIT_NOFILE, l.OpenFiles); err != nil {
+		return nil, err
+	}
+	if err := add("RLIMIT_DATA", unix.RLIMIT_DATA, l.DataBytes); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // userProcesses counts this user's tasks (RLIMIT_NPROC counts threads)

@@ -2,9 +2,9 @@
 // tools try what a sandbox should stop (a write, a read, a TCP connection,
 // a large allocation) and say whether it worked.
 //
-// A test binary serves it when started by Command: its TestMain calls
-// Serve first thing, which returns at once unless the arguments select
-// the probe (argv[1] is ProbeArg).
+// Build compiles it (package probe below) without the race detector: a
+// race-enabled binary maps terabytes of shadow memory, which no data
+// limit lets start.
 package sandboxtest
 
 import (
@@ -13,14 +13,13 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/transports"
 )
-
-// ProbeArg is argv[1] of a process started as the probe server.
-const ProbeArg = "mcpvisor-sandbox-probe"
 
 // The probe's tools.
 const (
@@ -31,34 +30,37 @@ const (
 	ToolEnv     = "env"     // {name}: the value of an environment variable
 )
 
-// Command returns the config that starts the probe server by
-// re-executing the current binary. With marker set, the probe creates
-// that file before anything else (a test checks it never ran).
-func Command(marker string) transports.Config {
-	exe, err := os.Executable()
-	if err != nil {
-		exe = os.Args[0]
+// Build compiles the probe server into dir and returns its path. It
+// needs the go command in PATH.
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "sandbox-probe")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/sandboxtest/probe")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the probe server: %v: %s", err, out)
 	}
-	args := []string{ProbeArg}
-	if marker != "" {
-		args = append(args, "-marker", marker)
-	}
-	return transports.Config{Command: exe, Args: args, Env: map[string]string{"GORACE": "atexit_sleep_ms=0"}}
+	return bin, nil
 }
 
-// Serve runs the probe server and exits when this process was started
-// as one; otherwise it returns at once.
-func Serve() {
-	if len(os.Args) < 2 || os.Args[1] != ProbeArg {
-		return
+// Command returns the config that starts the probe server bin (see
+// Build). With marker set, the probe creates that file before anything
+// else (a test checks that it never ran).
+func Command(bin, marker string) transports.Config {
+	var args []string
+	if marker != "" {
+		args = []string{"-marker", marker}
 	}
-	args := os.Args[2:]
+	return transports.Config{Command: bin, Args: args}
+}
+
+// Main runs the probe server with its arguments and returns its exit
+// code.
+func Main(args []string) int {
 	if len(args) == 2 && args[0] == "-marker" {
 		if err := os.WriteFile(args[1], []byte("ran\n"), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "probe: marker:", err)
 		}
 	}
-	os.Exit(serve())
+	return serve()
 }
 
 type request struct {
