@@ -254,10 +254,10 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 	_, hasVS := managedTop["servers"]
 	switch {
 	case len(opts.Files) > 0:
-		cfg, errs = loadFiles(opts.Files, false, lookup)
+		cfg, errs = loadFiles(opts.Files, false, lookup, userHome(opts.Home))
 	case hasMCP || hasVS:
 		cfg = newConfig()
-		servers, fileErrs := parseServers(managedTop, lookup)
+		servers, fileErrs := parseServers(managedTop, expanderFor(managed, lookup, userHome(opts.Home)))
 		for _, e := range fileErrs {
 			e.File = managed
 			errs = append(errs, e)
@@ -281,7 +281,7 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 			dir = wd
 		}
 		layers = append(layers, filepath.Join(dir, ".mcp.json"), filepath.Join(dir, ".mcp.local.json"))
-		cfg, errs = loadFiles(layers, true, lookup)
+		cfg, errs = loadFiles(layers, true, lookup, home)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -313,9 +313,11 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 // are never merged member by member.
 //
 // Inside an entry, unknown members are ignored and null means absent, but
-// a known member of the wrong JSON type is an error. Member names are
-// case-sensitive. In command, args, env values, cwd, url, header values and
-// the tls members (nowhere else, and never in keys) ${VAR} is replaced by
+// a known member of the wrong JSON type is an error; so is an unknown or
+// mistyped member of "sandbox", whose problems must never leave a server
+// less confined than asked. Member names are case-sensitive. In command,
+// args, env values, cwd, url, header values, the tls members and the
+// sandbox's paths (nowhere else, and never in keys) ${VAR} is replaced by
 // the variable's value and ${VAR:-default} by the value, or by default
 // when the variable is unset or empty. A ${VAR} whose variable is unset is
 // an error (ErrUnsetVariable), never an empty string. Only "${" starts a
@@ -324,13 +326,18 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 // "}" and "${". Two VS Code variables are understood: ${workspaceFolder}
 // is the project directory, absolute (LoadOptions.Dir, or the working
 // directory), whatever the environment says; ${input:id} is an error
-// (ErrInputVariable). Each entry is then checked with
+// (ErrInputVariable). A sandbox path may also start with ~ (the home
+// directory: LoadOptions.Home, else the user's), and a relative one is
+// relative to the directory of its file. A top-level "sandbox" member
+// (true, false or an object, as in an entry) is the default of the
+// file's stdio servers that have no "sandbox" of their own ("sandbox":
+// false in an entry opts out). Each entry is then checked with
 // ServerConfig.Validate; the empty server name is rejected.
 //
 // On error the Config is nil and the error holds every problem found (at
 // most one per server entry), each a *ConfigError.
 func LoadConfigFiles(paths ...string) (*Config, error) {
-	cfg, errs := loadFiles(paths, false, withWorkspace(os.LookupEnv, ""))
+	cfg, errs := loadFiles(paths, false, withWorkspace(os.LookupEnv, ""), userHome(""))
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -367,9 +374,37 @@ func (c *Config) addFile(file string, servers map[string]ServerConfig) {
 	}
 }
 
+// expander expands the members of one file's entries: ${VAR} references
+// through lookup; in sandbox paths also a leading ~ (home), and relative
+// paths are made relative to dir, the file's directory.
+type expander struct {
+	lookup func(string) (string, bool)
+	dir    string // absolute
+	home   string // "" when unknown: a ~ path is then an error
+}
+
+// expanderFor returns the expander of the file at path.
+func expanderFor(path string, lookup func(string) (string, bool), home string) expander {
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		dir = filepath.Dir(path)
+	}
+	return expander{lookup: lookup, dir: dir, home: home}
+}
+
+// userHome is the home directory for ~ in sandbox paths: given, or the
+// user's.
+func userHome(given string) string {
+	if given != "" {
+		return given
+	}
+	home, _ := os.UserHomeDir()
+	return home
+}
+
 // loadFiles loads paths in order. With skipMissing, files that do not exist
 // are skipped. With errors, the Config is nil.
-func loadFiles(paths []string, skipMissing bool, lookup func(string) (string, bool)) (*Config, []error) {
+func loadFiles(paths []string, skipMissing bool, lookup func(string) (string, bool), home string) (*Config, []error) {
 	cfg := newConfig()
 	var errs []error
 	seen := map[string]bool{}
@@ -392,7 +427,7 @@ func loadFiles(paths []string, skipMissing bool, lookup func(string) (string, bo
 			errs = append(errs, &ConfigError{File: file, Err: fileError(err)})
 			continue
 		}
-		servers, fileErrs := parseFile(data, lookup)
+		servers, fileErrs := parseFile(data, expanderFor(file, lookup, home))
 		for _, e := range fileErrs {
 			e.File = file
 			errs = append(errs, e)
@@ -1006,12 +1041,12 @@ func decodePolicyEntry(raw json.RawMessage, path string) (PolicyEntry, *ConfigEr
 
 // parseFile decodes, expands and validates one file's servers. The errors
 // it returns lack File.
-func parseFile(data []byte, lookup func(string) (string, bool)) (map[string]ServerConfig, []*ConfigError) {
+func parseFile(data []byte, x expander) (map[string]ServerConfig, []*ConfigError) {
 	top, e := decodeTop(data, false)
 	if e != nil {
 		return nil, []*ConfigError{e}
 	}
-	return parseServers(top, lookup)
+	return parseServers(top, x)
 }
 
 // decodeTop decodes a file's top-level object. The error lacks File.
@@ -1037,7 +1072,7 @@ func decodeTop(data []byte, managed bool) (map[string]json.RawMessage, *ConfigEr
 
 // parseServers decodes, expands and validates the server map of a file's
 // top-level object. The errors it returns lack File.
-func parseServers(top map[string]json.RawMessage, lookup func(string) (string, bool)) (map[string]ServerConfig, []*ConfigError) {
+func parseServers(top map[string]json.RawMessage, x expander) (map[string]ServerConfig, []*ConfigError) {
 	mcpServers, hasMCP := top["mcpServers"]
 	vsServers, hasVS := top["servers"]
 	var root string
@@ -1051,6 +1086,22 @@ func parseServers(top map[string]json.RawMessage, lookup func(string) (string, b
 		root, rawServers = "servers", vsServers
 	default:
 		return nil, []*ConfigError{{Err: errors.New(`no "mcpServers" or "servers" member`)}}
+	}
+
+	// The file's default sandbox, for its stdio servers that set none.
+	var defaultSandbox *transports.Sandbox
+	if raw, ok := top["sandbox"]; ok && jsonKind(raw) != "null" {
+		var sb transports.Sandbox
+		if err := json.Unmarshal(raw, &sb); err != nil {
+			return nil, []*ConfigError{{Path: "sandbox", Err: err}}
+		}
+		if e := x.sandbox(&sb, "sandbox"); e != nil {
+			return nil, []*ConfigError{e}
+		}
+		if err := sb.Validate(); err != nil {
+			return nil, []*ConfigError{{Path: "sandbox", Err: err}}
+		}
+		defaultSandbox = &sb
 	}
 
 	var entries map[string]json.RawMessage
@@ -1074,9 +1125,14 @@ func parseServers(top map[string]json.RawMessage, lookup func(string) (string, b
 			errs = append(errs, e)
 			continue
 		}
-		if e := expandServer(&sc, path, lookup); e != nil {
+		if e := expandServer(&sc, path, x); e != nil {
 			errs = append(errs, e)
 			continue
+		}
+		if sc.Sandbox == nil && defaultSandbox != nil && sc.Kind() == transports.TypeStdio {
+			sb := *defaultSandbox
+			sb.Write, sb.Read = slices.Clone(sb.Write), slices.Clone(sb.Read)
+			sc.Sandbox = &sb
 		}
 		if err := sc.Validate(); err != nil {
 			errs = append(errs, &ConfigError{Path: path, Err: err})
@@ -1088,7 +1144,13 @@ func parseServers(top map[string]json.RawMessage, lookup func(string) (string, b
 }
 
 // expandServer expands references in the members that allow them.
-func expandServer(sc *ServerConfig, path string, lookup func(string) (string, bool)) *ConfigError {
+func expandServer(sc *ServerConfig, path string, x expander) *ConfigError {
+	lookup := x.lookup
+	if sc.Sandbox != nil {
+		if e := x.sandbox(sc.Sandbox, pathKey(path, "sandbox")); e != nil {
+			return e
+		}
+	}
 	one := func(s *string, p string) *ConfigError {
 		v, err := expand(*s, lookup)
 		if err != nil {
@@ -1136,6 +1198,38 @@ func expandServer(sc *ServerConfig, path string, lookup func(string) (string, bo
 		}
 	}
 	return mapValues(sc.Headers, pathKey(path, "headers"))
+}
+
+// sandbox expands the paths of a sandbox found at path: ${VAR}
+// references, a leading ~ (the home directory), and relative paths, made
+// relative to the file's directory.
+func (x expander) sandbox(sb *transports.Sandbox, path string) *ConfigError {
+	for _, list := range []struct {
+		name  string
+		paths []string
+	}{{"write", sb.Write}, {"read", sb.Read}} {
+		for i, p := range list.paths {
+			at := pathIndex(pathKey(path, list.name), i)
+			v, err := expand(p, x.lookup)
+			if err != nil {
+				return &ConfigError{Path: at, Err: err}
+			}
+			switch {
+			case v == "~" || strings.HasPrefix(v, "~/"):
+				if x.home == "" {
+					return &ConfigError{Path: at, Err: errors.New("~ names the home directory, which is unknown")}
+				}
+				v = filepath.Join(x.home, v[1:])
+			case v != "" && !filepath.IsAbs(v):
+				v = filepath.Join(x.dir, v)
+			}
+			if v != "" {
+				v = filepath.Clean(v)
+			}
+			list.paths[i] = v
+		}
+	}
+	return nil
 }
 
 // expand replaces ${VAR} and ${VAR:-default} references in s. Errors name

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/sandboxtest"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
 )
 
 // sandboxOptions are the supervisor options of the sandbox tests: a fake
@@ -81,8 +82,7 @@ func probeCall(t *testing.T, sup *mcpvisor.Supervisor, tool string, args map[str
 // directory, connect over TCP or grow past its memory limit; the same
 // server unconfined can do all four. Each mechanism separately, and auto.
 func TestSandboxProbes(t *testing.T) {
-	bin, err := sandboxtest.Build(t.TempDir())
-	require.NoError(t, err)
+	bin := probeBinary(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
@@ -119,7 +119,7 @@ func TestSandboxProbes(t *testing.T) {
 			require.NoError(t, os.MkdirAll(outside, 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(home, "secret"), []byte("s3cret"), 0o600))
 
-			cfg := mcpvisor.ServerConfig{Config: sandboxtest.Command(bin, "")}
+			cfg := mcpvisor.ServerConfig{Config: sandboxtest.Command(bin)}
 			confined := tc.mechanism != ""
 			if confined {
 				cfg.Sandbox = &mcpvisor.Sandbox{Enabled: true, Write: []string{out}, MemoryMB: 128, Mechanism: tc.mechanism}
@@ -202,6 +202,32 @@ func TestSandboxProbes(t *testing.T) {
 	}
 }
 
+// The same as an unprivileged user: bubblewrap through a user namespace,
+// no cgroup, the process limit in force.
+func TestSandboxProbesUnprivileged(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux")
+	}
+	bin, err := sandboxtest.Build(stdiotest.SharedDir(t))
+	require.NoError(t, err)
+	stdiotest.RunUnprivileged(t, "TestSandboxProbes", envProbe+"="+bin)
+}
+
+// envProbe passes a probe binary to a test run by RunUnprivileged (which
+// cannot build one: the build cache is root's).
+const envProbe = "MCPVISOR_TEST_PROBE"
+
+// probeBinary builds the probe server, or takes the one passed.
+func probeBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv(envProbe); bin != "" {
+		return bin
+	}
+	bin, err := sandboxtest.Build(t.TempDir())
+	require.NoError(t, err)
+	return bin
+}
+
 // waitEvent reads events until one matches, for up to d.
 func waitEvent(t *testing.T, events <-chan mcpvisor.Event, d time.Duration, what string, match func(mcpvisor.Event) bool) mcpvisor.Event {
 	t.Helper()
@@ -240,7 +266,7 @@ func TestSandboxUnavailableNeverRunsTheCommand(t *testing.T) {
 	sup, err := mcpvisor.Start(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { sup.Close(context.Background()) })
-	cfg := mcpvisor.ServerConfig{Config: sandboxtest.Command(bin, marker)}
+	cfg := mcpvisor.ServerConfig{Config: sandboxtest.Command(bin, "-marker", marker)}
 	cfg.Sandbox = &mcpvisor.Sandbox{Enabled: true}
 	_, err = sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{"probe": cfg}, mcpvisor.AwaitSettled(30*time.Second))
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/transports"
@@ -42,22 +43,34 @@ func Build(dir string) (string, error) {
 }
 
 // Command returns the config that starts the probe server bin (see
-// Build). With marker set, the probe creates that file before anything
-// else (a test checks that it never ran).
-func Command(bin, marker string) transports.Config {
-	var args []string
-	if marker != "" {
-		args = []string{"-marker", marker}
-	}
-	return transports.Config{Command: bin, Args: args}
+// Build), with the probe's flags:
+//
+//	-marker PATH     create PATH before anything else (a test checks it never ran)
+//	-grandchildren   start two "sleep 1000": one a plain child, one in a session of its own
+func Command(bin string, flags ...string) transports.Config {
+	return transports.Config{Command: bin, Args: flags}
 }
 
 // Main runs the probe server with its arguments and returns its exit
 // code.
 func Main(args []string) int {
-	if len(args) == 2 && args[0] == "-marker" {
-		if err := os.WriteFile(args[1], []byte("ran\n"), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "probe: marker:", err)
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "-marker":
+			if i+1 < len(args) {
+				i++
+				if err := os.WriteFile(args[i], []byte("ran\n"), 0o644); err != nil {
+					fmt.Fprintln(os.Stderr, "probe: marker:", err)
+				}
+			}
+		case "-grandchildren":
+			for _, setsid := range []bool{false, true} {
+				cmd := exec.Command("sleep", "1000")
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
+				if err := cmd.Start(); err != nil {
+					fmt.Fprintln(os.Stderr, "probe: grandchild:", err)
+				}
+			}
 		}
 	}
 	return serve()
