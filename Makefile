@@ -32,7 +32,7 @@ CONFORMANCE_AUTH := metadata-default metadata-var1 metadata-var2 metadata-var3 b
 CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-defaults sse-retry \
 	$(addprefix auth/,$(CONFORMANCE_AUTH))
 
-.PHONY: all build run test test-go deps npm-deps lint fmt vet fuzz bench bench-peers conformance conformance-server clean
+.PHONY: all build run test test-go deps npm-deps sandbox-deps lint fmt vet fuzz bench bench-peers conformance conformance-server clean
 
 all: build
 
@@ -53,7 +53,7 @@ run: build
 # deps installs everything the tests use: Go modules of the main module and
 # of the nested test modules, and the npm packages (into $(NPM_DIR), which
 # git ignores).
-deps: npm-deps
+deps: npm-deps sandbox-deps
 	$(GO) mod download
 	cd testdata/gosdkserver && $(GO) mod download
 	cd testdata/mcpgoserver && $(GO) mod download
@@ -61,6 +61,17 @@ deps: npm-deps
 	cd testdata/gosdkclient && $(GO) mod download
 
 npm-deps: $(EVERYTHING) $(TS_SDK) $(CONFORMANCE) $(OIDC)
+
+# sandbox-deps installs bubblewrap (bwrap), one of the two Linux sandbox
+# mechanisms the tests run (the other, Landlock, is the kernel's), through
+# apt where it is missing; as root, or with sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+sandbox-deps:
+	@if [ "$$(uname -s)" = Linux ] && ! command -v bwrap >/dev/null 2>&1; then \
+		if command -v apt-get >/dev/null 2>&1; then \
+			$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq bubblewrap; \
+		else echo "bwrap (bubblewrap) is missing and there is no apt-get: install it to run the sandbox tests"; exit 1; fi; \
+	fi
 
 $(EVERYTHING):
 	mkdir -p $(NPM_DIR)

@@ -317,3 +317,88 @@ func landlockWorks() bool {
 	}
 	return major > 6 || major == 6 && minor >= 7
 }
+
+// everything returns the path of server-everything's binary (make test
+// installs it and sets MCPVISOR_SERVER_EVERYTHING), or skips the test
+// (fails it under make test).
+func everything(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("MCPVISOR_SERVER_EVERYTHING")
+	if path != "" {
+		if abs, err := filepath.Abs(path); err == nil {
+			if _, err := os.Stat(abs); err == nil {
+				return abs
+			}
+		}
+	}
+	msg := "MCPVISOR_SERVER_EVERYTHING does not name server-everything (make npm-deps installs it)"
+	if os.Getenv("MCPVISOR_REQUIRE_INTEROP") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// confinedCall starts one server confined by its config, checks the
+// mechanism in effect and calls its echo tool.
+func confinedCall(t *testing.T, cfg mcpvisor.ServerConfig, want mcpvisor.SandboxMechanism, connect time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	opts := sandboxOptions("")
+	opts.ConnectTimeout = connect
+	sup, err := mcpvisor.Start(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { sup.Close(context.Background()) })
+	_, err = sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{"everything": cfg}, mcpvisor.AwaitSettled(connect+10*time.Second))
+	require.NoError(t, err)
+	st := statusOf(sup, "everything")
+	require.Equal(t, mcpvisor.StateReady, st.State, "%s", st.LastError)
+	assert.Equal(t, want, st.Sandbox)
+	callCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	res, err := sup.CallTool(callCtx, mcpvisor.QualifiedName("everything", "echo"), json.RawMessage(`{"message":"confined"}`))
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Content)
+	assert.Contains(t, res.Content[0].Text, "confined")
+}
+
+// server-everything (Node) starts and answers confined with nothing but
+// "sandbox": true and a 512 MiB memory limit, under each mechanism.
+func TestServerEverythingConfined(t *testing.T) {
+	bin := everything(t)
+	for _, m := range []mcpvisor.SandboxMechanism{mcpvisor.SandboxLandlock, mcpvisor.SandboxBwrap} {
+		t.Run(string(m), func(t *testing.T) {
+			requireMechanism(t, m)
+			cfg := mcpvisor.ServerConfig{}
+			cfg.Command = bin
+			cfg.Sandbox = &mcpvisor.Sandbox{Enabled: true, MemoryMB: 512, Mechanism: m}
+			confinedCall(t, cfg, m, 30*time.Second)
+		})
+	}
+}
+
+// A server launched by npx runs confined with "sandbox": {"network":
+// true} and nothing else: npx fetches it into a private cache (the
+// user's npm cache is read-only to it).
+func TestNpxServerConfined(t *testing.T) {
+	everything(t) // make test installs npm; the registry must be reachable
+	if _, err := exec.LookPath("npx"); err != nil {
+		t.Skip("no npx")
+	}
+	for _, m := range []mcpvisor.SandboxMechanism{mcpvisor.SandboxAuto, mcpvisor.SandboxLandlock} {
+		t.Run(string(m), func(t *testing.T) {
+			want := m
+			if m == mcpvisor.SandboxAuto {
+				want = mcpvisor.SandboxBwrap
+				requireMechanism(t, want)
+			} else {
+				requireMechanism(t, m)
+			}
+			cfg := mcpvisor.ServerConfig{}
+			cfg.Command = "npx"
+			cfg.Args = []string{"-y", "@modelcontextprotocol/server-everything@2026.8.31"}
+			cfg.Sandbox = &mcpvisor.Sandbox{Enabled: true, Network: true, Mechanism: m}
+			confinedCall(t, cfg, want, 90*time.Second)
+		})
+	}
+}

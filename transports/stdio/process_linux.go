@@ -43,7 +43,7 @@ func startProcess(ctx context.Context, s startSpec, opts Options) (process, erro
 	}
 	var plan *sandbox.Plan
 	if sb := s.cfg.Sandbox; sb != nil && sb.Enabled {
-		plan, err = sandbox.Prepare(sb, sandbox.Command{Path: path, Argv: req.Argv, Dir: dir}, opts.Sandbox)
+		plan, err = sandbox.Prepare(sb, sandbox.Command{Path: path, Argv: req.Argv, Dir: dir, Env: s.cfg.Env}, opts.Sandbox)
 		if err != nil {
 			return nil, err
 		}

@@ -32,7 +32,7 @@ func startProcess(ctx context.Context, s startSpec, opts Options) (process, erro
 	var plan *sandbox.Plan
 	env := s.env
 	if sb := s.cfg.Sandbox; sb != nil && sb.Enabled {
-		plan, err = sandbox.Prepare(sb, sandbox.Command{Path: path, Argv: append([]string{s.cfg.Command}, s.cfg.Args...), Dir: s.cfg.Cwd}, opts.Sandbox)
+		plan, err = sandbox.Prepare(sb, sandbox.Command{Path: path, Argv: append([]string{s.cfg.Command}, s.cfg.Args...), Dir: s.cfg.Cwd, Env: s.cfg.Env}, opts.Sandbox)
 		if err != nil {
 			return nil, err
 		}

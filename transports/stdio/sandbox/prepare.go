@@ -17,6 +17,43 @@ import (
 // a server they start works confined with no extra configuration.
 var launcherCaches = []string{".npm", ".cache/uv", ".local/share/uv", ".cache/pip"}
 
+// privateCaches are the launcher caches that the launchers also write to
+// (npx installs a package into its cache, uvx builds an environment in
+// its cache, npm writes its cache even when a package is there already),
+// with the variable that moves each. A confined server that may not
+// write the user's cache gets a private one in its TMPDIR instead: it
+// downloads what it runs (network needed), and cannot change what the
+// user's own npx or uvx runs later.
+var privateCaches = []struct{ dir, env string }{
+	{".npm", "npm_config_cache"},
+	{".cache/uv", "UV_CACHE_DIR"},
+	{".cache/pip", "PIP_CACHE_DIR"},
+}
+
+// cacheEnv points the launchers at private caches below tmp (the TMPDIR
+// as the server sees it), for the caches the server may not write and
+// whose variable its config does not set.
+func cacheEnv(v view, cmd Command, tmp string) []string {
+	var env []string
+	for _, c := range privateCaches {
+		if _, set := cmd.Env[c.env]; set {
+			continue
+		}
+		real := filepath.Join(v.home, c.dir)
+		writable := false
+		for _, w := range v.write {
+			if inside(real, w) {
+				writable = true
+				break
+			}
+		}
+		if !writable {
+			env = append(env, c.env+"="+filepath.Join(tmp, "cache", filepath.Base(c.dir)))
+		}
+	}
+	return env
+}
+
 // Prepare decides how to confine one start of the server cmd under cfg
 // (which must be enabled) and returns the plan the exec stage applies.
 // It picks the mechanism (auto: the strongest that works here), creates

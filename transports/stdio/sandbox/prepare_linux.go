@@ -44,7 +44,7 @@ func build(plan *Plan, v view, cfg *transports.Sandbox, cmd Command, opts *Optio
 		}
 		plan.tempDir = dir
 		plan.Path, plan.Argv = cmd.Path, cmd.Argv
-		plan.Env = tempEnv(dir)
+		plan.Env = append(tempEnv(dir), cacheEnv(v, cmd, dir)...)
 		plan.Landlock = landlockRuleset(v, dir, cfg.Network)
 	case transports.SandboxBwrap:
 		bwrap, err := findBwrap(opts)
@@ -53,7 +53,7 @@ func build(plan *Plan, v view, cfg *transports.Sandbox, cmd Command, opts *Optio
 		}
 		plan.Path = bwrap
 		plan.Argv = bwrapArgs(bwrap, v, cfg.Network, cmd)
-		plan.Env = tempEnv("/tmp") // the sandbox's own /tmp
+		plan.Env = append(tempEnv("/tmp"), cacheEnv(v, cmd, "/tmp")...) // the sandbox's own /tmp
 	}
 	return nil
 }

@@ -79,9 +79,10 @@ func (o *Options) disabled(m transports.SandboxMechanism) bool {
 
 // Command is the server to confine, as the transport resolved it.
 type Command struct {
-	Path string   // the executable, absolute or relative to Dir
-	Argv []string // argv[0] first
-	Dir  string   // the working directory, absolute
+	Path string            // the executable, absolute or relative to Dir
+	Argv []string          // argv[0] first
+	Dir  string            // the working directory, absolute
+	Env  map[string]string // the config's variables (they are not overridden)
 }
 
 // Plan is one start of one confined server, made concrete: the exec
