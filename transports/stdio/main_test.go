@@ -1,8 +1,9 @@
 package stdio
 
 import (
-	"os"
 	"testing"
+
+	"go.uber.org/goleak"
 
 	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"
 )
@@ -11,5 +12,5 @@ import (
 // one (the reaper and exec stages that start the servers of these tests).
 func TestMain(m *testing.M) {
 	reaper.HelperMain()
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
