@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/confine"
 )
 
 // Timeouts of the host's side.
@@ -386,22 +387,14 @@ func (h *helper) spawn(ctx context.Context, req Request, confine json.RawMessage
 
 // startError turns a failed spawn's answer into a typed error.
 func startError(req Request, r *message) error {
-	if r.Kind == kindSandbox {
-		return &stageSandboxError{msg: r.Err}
+	if r.Kind == confine.KindSandbox && req.Confine != nil {
+		return &sandbox.UnavailableError{Requested: req.Confine.Mechanism, Reasons: []string{r.Err}}
 	}
 	if r.Errno != 0 {
 		return &os.PathError{Op: "exec", Path: req.Path, Err: syscall.Errno(r.Errno)}
 	}
 	return fmt.Errorf("reaper: starting %s: %s", req.Path, r.Err)
 }
-
-// stageSandboxError is a sandbox failure reported by the exec stage.
-type stageSandboxError struct{ msg string }
-
-func (e *stageSandboxError) Error() string { return e.msg }
-
-// Is makes it match sandbox.ErrUnavailable.
-func (e *stageSandboxError) Is(target error) bool { return target == sandbox.ErrUnavailable }
 
 // stop ends the reaper: it sees end-of-file, kills whatever is left below
 // it and exits. stop returns when it has exited.

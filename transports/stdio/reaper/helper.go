@@ -4,16 +4,18 @@ import (
 	"errors"
 	"os"
 	"sync/atomic"
+
+	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/confine"
 )
 
 // helperArg0 is the argv[0] of the host binary re-executed as a helper;
 // argv[1] names the mode.
-const helperArg0 = "mcpvisor-helper"
+const helperArg0 = confine.Arg0
 
 // The helper modes.
 const (
-	modeReaper = "reaper" // the long-lived reaper; its socket is descriptor 3
-	modeExec   = "exec"   // the exec stage: confine, then become the server; status pipe on descriptor 3
+	modeReaper = "reaper"         // the long-lived reaper; its socket is descriptor 3
+	modeExec   = confine.ModeExec // the exec stage (package confine, run from its init); status pipe on descriptor 3
 )
 
 // ErrNotInstalled means HelperMain has not run in this process, so a

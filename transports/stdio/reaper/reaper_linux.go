@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/confine"
 )
 
 // Timeouts of the reaper.
@@ -31,8 +33,6 @@ func runHelper(mode string, args []string) int {
 	switch mode {
 	case modeReaper:
 		return runReaper()
-	case modeExec:
-		return runExecStage(args)
 	}
 	fmt.Fprintf(os.Stderr, "%s: unknown mode %q\n", helperArg0, mode)
 	return 2
@@ -194,15 +194,15 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 	closeFiles(files)
 	statusW.Close()
 	status.SetReadDeadline(time.Now().Add(execStageTimeout))
-	var stageErr stageError
+	var stageErr confine.Report
 	data, readErr := readAll(status)
 	switch {
 	case readErr != nil:
-		stageErr = stageError{Err: "the exec stage did not finish: " + readErr.Error()}
+		stageErr = confine.Report{Err: "the exec stage did not finish: " + readErr.Error()}
 		syscall.Kill(pid, syscall.SIGKILL)
 	case len(data) > 0:
 		if json.Unmarshal(data, &stageErr) != nil || stageErr.Err == "" {
-			stageErr = stageError{Err: "the exec stage failed: " + string(data)}
+			stageErr = confine.Report{Err: "the exec stage failed: " + string(data)}
 		}
 	}
 	r.mu.Lock()

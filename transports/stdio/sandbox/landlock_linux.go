@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,10 +14,6 @@ import (
 const (
 	// llRead: read files, list directories, execute.
 	llRead = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
-	// llFileRights are the rights that apply to a file (not a
-	// directory); a rule on a file may grant no other.
-	llFileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
-		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 	// llDevice: use a character device (/dev/null, a terminal).
 	llDevice = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
 		unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
@@ -156,68 +151,4 @@ entries:
 		}
 		grant(p)
 	}
-}
-
-// rulesetAttr is struct landlock_ruleset_attr as of ABI 6 (the kernel
-// takes a shorter or longer one, the rest zero). Declared here, not taken
-// from x/sys, whose field names change between versions.
-type rulesetAttr struct {
-	handledFS  uint64
-	handledNet uint64
-	scoped     uint64
-}
-
-// pathBeneathAttr is struct landlock_path_beneath_attr (packed: the
-// kernel reads 12 bytes).
-type pathBeneathAttr struct {
-	allowedAccess uint64
-	parentFd      int32
-}
-
-// applyLandlock confines the calling thread (and what it executes) to
-// the ruleset. The caller has locked its goroutine to the thread and set
-// no_new_privs.
-func applyLandlock(rs *Ruleset) error {
-	attr := rulesetAttr{handledFS: rs.HandledFS, handledNet: rs.HandledNet, scoped: rs.Scoped}
-	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
-	if errno != 0 {
-		return fmt.Errorf("landlock_create_ruleset: %w", errno)
-	}
-	defer unix.Close(int(fd))
-	for _, r := range rs.Rules {
-		if err := addPathRule(int(fd), r); err != nil {
-			return err
-		}
-	}
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
-		return fmt.Errorf("landlock_restrict_self: %w", errno)
-	}
-	return nil
-}
-
-// addPathRule adds one rule; a path that does not exist (or cannot be
-// opened) is skipped: it grants nothing.
-func addPathRule(ruleset int, r Rule) error {
-	pfd, err := unix.Open(r.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil
-	}
-	defer unix.Close(pfd)
-	var st unix.Stat_t
-	if err := unix.Fstat(pfd, &st); err != nil {
-		return nil
-	}
-	access := r.Access
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		access &= llFileRights
-	}
-	if access == 0 {
-		return nil
-	}
-	attr := pathBeneathAttr{allowedAccess: access, parentFd: int32(pfd)}
-	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH,
-		uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
-		return fmt.Errorf("landlock_add_rule %s: %w", r.Path, errno)
-	}
-	return nil
 }

@@ -46,9 +46,5 @@ func build(plan *Plan, v view, cfg *transports.Sandbox, cmd Command, opts *Optio
 	return nil
 }
 
-// Enter is not used on macOS: the transport executes Plan.Path itself.
-func Enter(p *Plan, env []string) error {
-	return &UnavailableError{Requested: p.Mechanism, Reasons: []string{"no exec stage on darwin"}}
-}
 
 var errNoCommand = errors.New("sandbox: no command")

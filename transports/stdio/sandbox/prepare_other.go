@@ -21,7 +21,3 @@ func build(plan *Plan, v view, cfg *transports.Sandbox, cmd Command, opts *Optio
 	return errors.New("sandbox: not supported on " + runtime.GOOS)
 }
 
-// Enter fails: there is no sandbox on this platform.
-func Enter(p *Plan, env []string) error {
-	return &UnavailableError{Requested: p.Mechanism, Reasons: []string{"not supported on " + runtime.GOOS}}
-}

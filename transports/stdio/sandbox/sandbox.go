@@ -1,8 +1,7 @@
 // Package sandbox confines a stdio server: it turns a server's
 // transports.Sandbox settings into a Plan (which mechanism, which paths
-// readable and writable, which limits), and applies a Plan in the exec
-// stage, the short-lived process that becomes the server (see package
-// reaper).
+// readable and writable, which limits), which the exec stage (package
+// confine), the short-lived process that becomes the server, applies.
 //
 // On Linux there are two mechanisms. Landlock rules and resource limits
 // are set by the exec stage on itself before it executes the server, so
