@@ -91,6 +91,11 @@ type Config struct {
 	SandboxN            int      `json:"sandboxN"`
 	SandboxRounds       int      `json:"sandboxRounds"`
 	SandboxCallDuration Duration `json:"sandboxCallDuration"`
+	// SandboxServer, when set, is the command line of the sandbox
+	// scenario's servers instead of the mock server (which starts in a
+	// few ms, the worst case for a sandbox's fixed cost): a real server
+	// such as server-everything, which must offer an "echo" tool.
+	SandboxServer []string `json:"sandboxServer,omitempty"`
 
 	// Plots says whether to draw the PNG plots.
 	Plots bool `json:"-"`

@@ -61,6 +61,9 @@ func (r *runner) sandboxVariants() []string {
 // sandboxConfig is the config of a mock server of the variant.
 func (r *runner) sandboxConfig(variant string) transports.Config {
 	tc := transports.Config{Command: r.bins.Mock}
+	if len(r.cfg.SandboxServer) > 0 {
+		tc = transports.Config{Command: r.cfg.SandboxServer[0], Args: r.cfg.SandboxServer[1:]}
+	}
 	if variant != Unconfined {
 		tc.Sandbox = &transports.Sandbox{Enabled: true, Mechanism: transports.SandboxMechanism(variant)}
 	}
@@ -84,7 +87,7 @@ func (r *runner) sandboxScenario(ctx context.Context) {
 				continue
 			}
 			r.prog.Step("%s N=%d round %d", res.Variant, n, round+1)
-			f, err := startSupervisorFleet(ctx, r.sandboxConfig(res.Variant), ConnectEraStdio, r.cfg.Pool, 0)
+			f, err := startSupervisorFleet(ctx, r.sandboxConfig(res.Variant), r.sandboxEra(), r.cfg.Pool, 0)
 			if err != nil {
 				res.Error = r.fail("sandbox %s: %v", res.Variant, err)
 				continue
@@ -114,13 +117,17 @@ func (r *runner) sandboxScenario(ctx context.Context) {
 		samples []Sample
 	}
 	conns := make([]*conn, len(variants))
+	if len(r.cfg.SandboxServer) > 0 {
+		r.note("sandbox: calls are measured with the mock server only (its echo tool); -sandbox-server measured the connects")
+		variants = nil // no calls
+	}
 	for i := range variants {
 		res := &results[i]
 		if res.Error != "" || ctx.Err() != nil {
 			continue
 		}
 		r.prog.Step("%s: sequential calls", res.Variant)
-		s, err := startMcpvisor(ctx, r.sandboxConfig(res.Variant), ConnectEraStdio)
+		s, err := startMcpvisor(ctx, r.sandboxConfig(res.Variant), r.sandboxEra())
 		if err != nil {
 			res.Error = r.fail("sandbox %s: calls: %v", res.Variant, err)
 			continue
@@ -161,6 +168,15 @@ func (r *runner) sandboxScenario(ctx context.Context) {
 	}
 	r.res.Sandbox = append(r.res.Sandbox, results...)
 	r.prog.End("%d variants", len(variants))
+}
+
+// sandboxEra is the era of the sandbox scenario's servers: the mock
+// server's default, or whatever another server negotiates.
+func (r *runner) sandboxEra() string {
+	if len(r.cfg.SandboxServer) > 0 {
+		return ""
+	}
+	return ConnectEraStdio
 }
 
 // d returns the duration, or one second for none.
@@ -225,7 +241,12 @@ func sandboxTargets(res *Results) []Target {
 func writeSandbox(b *strings.Builder, res *Results) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("## Sandbox: confined against unconfined stdio servers (mcpvisor)\n\n")
-	w("N mock servers of one Supervisor to all-ready, `\"sandbox\": {\"mechanism\": …}` (every default: no network, 2 GiB data limit) against none, ")
+	server := "mock"
+	if len(res.Config.SandboxServer) > 0 {
+		server = "`" + strings.Join(res.Config.SandboxServer, " ") + "`"
+	}
+	w("Server: %s. ", server)
+	w("N servers of one Supervisor to all-ready, `\"sandbox\": {\"mechanism\": …}` (every default: no network, 2 GiB data limit) against none, ")
 	w("in rounds that alternate the variants; then sequential `echo` calls to one server of each variant, in interleaved rounds.\n\n")
 	w("| variant | N | pool | all ready ms (rounds) | median ms | ÷ unconfined | calls/s | p50 µs | client CPU/call µs | server CPU/call µs |\n")
 	w("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")

@@ -23,7 +23,9 @@ func TestMain(m *testing.M) {
 }
 
 // devNull returns three descriptors a server can be started with.
-func devNull(t *testing.T) Request {
+func devNull(t *testing.T) Request { return devNullB(t) }
+
+func devNullB(t testing.TB) Request {
 	t.Helper()
 	in, err := os.Open(os.DevNull)
 	require.NoError(t, err)

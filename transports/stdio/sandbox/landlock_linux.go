@@ -95,7 +95,7 @@ func landlockRuleset(v view, tempDir string, network bool) *Ruleset {
 	if v.home != "" && v.home != "/" {
 		hidden = append(hidden, v.home)
 	}
-	if tempDir != "" {
+	if tempDir != "" && !inside(tempDir, v.home) {
 		hidden = append(hidden, filepath.Dir(tempDir))
 	}
 	add := func(path string, access uint64) {

@@ -38,7 +38,7 @@ func build(plan *Plan, v view, cfg *transports.Sandbox, cmd Command, opts *Optio
 	}
 	switch plan.Mechanism {
 	case transports.SandboxLandlock:
-		dir, err := privateTempDir()
+		dir, err := privateTempDir(v.home)
 		if err != nil {
 			return err
 		}
@@ -63,11 +63,17 @@ func tempEnv(dir string) []string {
 	return []string{"TMPDIR=" + dir, "TMP=" + dir, "TEMP=" + dir}
 }
 
-// privateTempDir makes a server's private temporary directory under
-// /tmp/mcpvisor-sandbox-<uid>, a directory of this user's alone that
-// confined servers cannot read (each sees only its own).
-func privateTempDir() (string, error) {
-	root := filepath.Join("/tmp", "mcpvisor-sandbox-"+strconv.Itoa(os.Getuid()))
+// privateTempDir makes a server's private temporary directory in a
+// directory of this user's alone that confined servers cannot read (each
+// sees only its own): <home>/.cache/mcpvisor/sandbox-tmp when the home
+// directory (hidden anyway) is writable, else
+// /tmp/mcpvisor-sandbox-<uid> (which the Landlock rules must then carve
+// out of /tmp: one rule per other entry of /tmp).
+func privateTempDir(home string) (string, error) {
+	root := filepath.Join(home, ".cache", "mcpvisor", "sandbox-tmp")
+	if home == "" || home == "/" || os.MkdirAll(root, 0o700) != nil {
+		root = filepath.Join("/tmp", "mcpvisor-sandbox-"+strconv.Itoa(os.Getuid()))
+	}
 	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("sandbox: creating %s: %w", root, err)
 	}

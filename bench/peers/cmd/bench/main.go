@@ -97,6 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fanout      = fs.String("fanout", "", "fanout: comma-separated `numbers` of subscribers (default 1,100,1000)")
 		fanoutOps   = fs.Int("fanout-ops", 0, "fanout: list_changed sent per size (default the profile's)")
 		sandboxN    = fs.Int("sandbox-n", 0, "sandbox: number of servers (default 50)")
+		sandboxSrv  = fs.String("sandbox-server", "", "sandbox: a server `command` line (space-separated) instead of the mock server, with an echo tool (e.g. server-everything)")
 		noPlots     = fs.Bool("no-plots", false, "do not draw the PNG plots")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -208,6 +209,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *sandboxN > 0 {
 		cfg.SandboxN = *sandboxN
+	}
+	if *sandboxSrv != "" {
+		cfg.SandboxServer = strings.Fields(*sandboxSrv)
 	}
 	if *fanoutOps > 0 {
 		cfg.FanOutOps = *fanoutOps
