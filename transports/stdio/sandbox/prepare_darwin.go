@@ -46,5 +46,4 @@ func build(plan *Plan, v view, cfg *transports.Sandbox, cmd Command, opts *Optio
 	return nil
 }
 
-
 var errNoCommand = errors.New("sandbox: no command")

@@ -20,4 +20,3 @@ func check(m transports.SandboxMechanism, cfg *transports.Sandbox, opts *Options
 func build(plan *Plan, v view, cfg *transports.Sandbox, cmd Command, opts *Options) error {
 	return errors.New("sandbox: not supported on " + runtime.GOOS)
 }
-
