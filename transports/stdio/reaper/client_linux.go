@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -180,7 +179,7 @@ func Spawn(ctx context.Context, req Request) (*Process, error) {
 // be sent from any goroutine; mu guards the tables.
 type helper struct {
 	cmd     *exec.Cmd
-	conn    *net.UnixConn
+	conn    *packetConn
 	pid     int
 	cgroups bool
 	stderr  *boundedBuffer
@@ -224,7 +223,7 @@ func startHelper(ctx context.Context) (*helper, error) {
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
 	if err := h.cmd.Start(); err != nil {
-		conn.Close()
+		conn.release()
 		theirs.Close()
 		return nil, fmt.Errorf("reaper: starting the process helper: %w", err)
 	}
@@ -255,9 +254,10 @@ func (h *helper) read() {
 	defer close(h.done)
 	buf, oob := make([]byte, 64<<10), make([]byte, syscall.CmsgSpace(8*4))
 	for {
-		m, files, err := receive(h.conn, buf, oob)
+		m, files, err := h.conn.recv(buf, oob)
 		closeFiles(files)
 		if err != nil {
+			h.conn.release()
 			h.die(err)
 			// The reaper closes its socket when it exits; on any other
 			// error it is of no more use.
@@ -304,10 +304,9 @@ func (h *helper) read() {
 // die marks the helper dead: waiting requests fail, and its processes
 // are reported gone (the kernel killed them with it).
 func (h *helper) die(err error) {
-	h.conn.Close()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if errors.Is(err, errEOF) || errors.Is(err, net.ErrClosed) {
+	if errors.Is(err, errEOF) {
 		err = ErrHelperDied
 	} else {
 		err = fmt.Errorf("%w: %v", ErrHelperDied, err)
@@ -348,7 +347,7 @@ func (h *helper) call(ctx context.Context, m *message, fds ...int) (*message, er
 	m.ID = h.nextID
 	h.pending[m.ID] = ch
 	h.mu.Unlock()
-	if err := send(h.conn, m, fds...); err != nil {
+	if err := h.conn.send(m, fds...); err != nil {
 		h.mu.Lock()
 		delete(h.pending, m.ID)
 		h.mu.Unlock()
@@ -399,7 +398,7 @@ func startError(req Request, r *message) error {
 // stop ends the reaper: it sees end-of-file, kills whatever is left below
 // it and exits. stop returns when it has exited.
 func (h *helper) stop() {
-	_ = h.conn.CloseWrite()
+	h.conn.shutdown(true)
 	t := time.NewTimer(stopTimeout)
 	defer t.Stop()
 	select {
@@ -414,7 +413,7 @@ func (h *helper) stop() {
 // kill ends a reaper that failed to start.
 func (h *helper) kill() {
 	h.cmd.Process.Kill()
-	h.conn.Close()
+	h.conn.shutdown(false)
 	<-h.done
 	<-h.waited
 }

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
+	"sync"
 	"syscall"
 )
 
@@ -64,8 +64,25 @@ const maxMessage = 1 << 20
 // errMessageTooLarge: a spawn request did not fit in one packet.
 var errMessageTooLarge = errors.New("the request is larger than the socket's packet size (environment too large?)")
 
-// send writes m with fds attached.
-func send(c *net.UnixConn, m *message, fds ...int) error {
+// packetConn is one end of the host–reaper socket, used with blocking
+// system calls: its reader goroutine holds a thread while it waits, and a
+// message wakes that thread directly, without the runtime's poller and
+// the scheduler hop behind it (a spawn is two such hops: the request and
+// its answer).
+//
+// Concurrency: send may be called from any goroutine; recv from one
+// reader goroutine, which alone calls release when it is done with the
+// socket; shutdown from any goroutine (it unblocks recv).
+type packetConn struct {
+	mu     sync.RWMutex // send holds it for reading; release for writing
+	fd     int          // -1 once released
+	closed bool
+}
+
+func newPacketConn(fd int) *packetConn { return &packetConn{fd: fd} }
+
+// send writes m with fds attached, in one packet.
+func (c *packetConn) send(m *message, fds ...int) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -74,26 +91,44 @@ func send(c *net.UnixConn, m *message, fds ...int) error {
 	if len(fds) > 0 {
 		oob = syscall.UnixRights(fds...)
 	}
-	if _, _, err := c.WriteMsgUnix(b, oob, nil); err != nil {
-		if errors.Is(err, syscall.EMSGSIZE) {
-			return errMessageTooLarge
-		}
-		return err
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.fd < 0 {
+		return errClosedConn
 	}
-	return nil
+	for {
+		err = syscall.Sendmsg(c.fd, b, oob, nil, syscall.MSG_NOSIGNAL)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if errors.Is(err, syscall.EMSGSIZE) {
+		return errMessageTooLarge
+	}
+	return err
 }
 
-// receive reads one message and the descriptors attached to it (each
-// returned as an *os.File the caller must close).
-func receive(c *net.UnixConn, buf, oob []byte) (*message, []*os.File, error) {
-	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
+// recv reads one message and the descriptors attached to it (each
+// returned as an *os.File, close-on-exec, that the caller must close).
+// errEOF means the peer closed its end, or shutdown was called.
+func (c *packetConn) recv(buf, oob []byte) (*message, []*os.File, error) {
+	var n, oobn, flags int
+	var err error
+	for {
+		// MSG_CMSG_CLOEXEC: a descriptor received is never inherited by a
+		// process another goroutine starts meanwhile.
+		n, oobn, flags, _, err = syscall.Recvmsg(c.fd, buf, oob, syscall.MSG_CMSG_CLOEXEC)
+		if err != syscall.EINTR {
+			break
+		}
+	}
 	if err != nil {
 		return nil, nil, err
 	}
+	files, ferr := parseRights(oob[:oobn])
 	if n == 0 && oobn == 0 {
 		return nil, nil, errEOF
 	}
-	files, ferr := parseRights(oob[:oobn])
 	if flags&syscall.MSG_TRUNC != 0 || flags&syscall.MSG_CTRUNC != 0 {
 		closeFiles(files)
 		return nil, nil, errors.New("reaper: truncated message")
@@ -110,8 +145,36 @@ func receive(c *net.UnixConn, buf, oob []byte) (*message, []*os.File, error) {
 	return &m, files, nil
 }
 
+// shutdown ends the connection in both directions (or, with writeOnly,
+// only ours: the peer reads end-of-file, and may still answer). A recv
+// in progress returns errEOF.
+func (c *packetConn) shutdown(writeOnly bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.fd >= 0 {
+		how := syscall.SHUT_RDWR
+		if writeOnly {
+			how = syscall.SHUT_WR
+		}
+		_ = syscall.Shutdown(c.fd, how)
+	}
+}
+
+// release closes the descriptor; the reader calls it when it is done.
+func (c *packetConn) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fd >= 0 {
+		syscall.Close(c.fd)
+		c.fd = -1
+	}
+}
+
 // errEOF: the peer closed its end (a zero-length packet is never sent).
 var errEOF = errors.New("reaper: end of stream")
+
+// errClosedConn: the socket was released.
+var errClosedConn = errors.New("reaper: connection closed")
 
 func parseRights(oob []byte) ([]*os.File, error) {
 	if len(oob) == 0 {
@@ -128,7 +191,6 @@ func parseRights(oob []byte) ([]*os.File, error) {
 			continue
 		}
 		for _, fd := range fds {
-			syscall.CloseOnExec(fd)
 			files = append(files, os.NewFile(uintptr(fd), "passed"))
 		}
 	}
@@ -142,8 +204,9 @@ func closeFiles(files []*os.File) {
 }
 
 // socketPair makes the host's and the reaper's ends of a SOCK_SEQPACKET
-// pair. Both are close-on-exec; the reaper's is passed to it explicitly.
-func socketPair() (host *net.UnixConn, reaper *os.File, err error) {
+// pair, blocking. Both are close-on-exec; the reaper's is passed to it
+// explicitly.
+func socketPair() (host *packetConn, reaper *os.File, err error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, os.NewSyscallError("socketpair", err)
@@ -153,31 +216,22 @@ func socketPair() (host *net.UnixConn, reaper *os.File, err error) {
 		_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, maxMessage)
 		_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, maxMessage)
 	}
-	hostFile := os.NewFile(uintptr(fds[0]), "reaper-socket")
-	defer hostFile.Close() // FileConn dups it
-	c, err := net.FileConn(hostFile)
-	if err != nil {
-		syscall.Close(fds[1])
-		return nil, nil, err
-	}
-	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "reaper-socket"), nil
+	return newPacketConn(fds[0]), os.NewFile(uintptr(fds[1]), "reaper-socket"), nil
 }
 
-// fileConn wraps an inherited descriptor as a *net.UnixConn.
-func fileConn(fd uintptr) (*net.UnixConn, error) {
-	f := os.NewFile(fd, "reaper-socket")
-	if f == nil {
-		return nil, errors.New("no such descriptor")
-	}
-	defer f.Close()
-	c, err := net.FileConn(f)
+// inheritedConn takes over an inherited descriptor, which must be a unix
+// packet socket, as a blocking, close-on-exec packetConn.
+func inheritedConn(fd int) (*packetConn, error) {
+	typ, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TYPE)
 	if err != nil {
+		return nil, fmt.Errorf("descriptor %d is not a socket: %w", fd, err)
+	}
+	if typ != syscall.SOCK_SEQPACKET {
+		return nil, fmt.Errorf("descriptor %d is not a packet socket", fd)
+	}
+	syscall.CloseOnExec(fd)
+	if err := syscall.SetNonblock(fd, false); err != nil {
 		return nil, err
 	}
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		c.Close()
-		return nil, fmt.Errorf("descriptor %d is not a unix socket", fd)
-	}
-	return uc, nil
+	return newPacketConn(fd), nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"sync"
@@ -49,7 +48,7 @@ func exit(code int) { syscall.Exit(code) }
 // mu where their order matters (a server's "started" before its
 // "exited").
 type reaper struct {
-	ctl     *net.UnixConn
+	ctl     *packetConn
 	self    int
 	scan    *scanner
 	cgroups *cgroups // nil: no writable cgroup v2 hierarchy
@@ -72,7 +71,7 @@ type child struct {
 }
 
 func runReaper() int {
-	ctl, err := fileConn(3)
+	ctl, err := inheritedConn(3)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s reaper: not started by mcpvisor: %v\n", helperArg0, err)
 		return 2
@@ -89,7 +88,7 @@ func runReaper() int {
 		return 1
 	}
 	r := &reaper{ctl: ctl, self: os.Getpid(), scan: newScanner(), cgroups: openCgroups(), servers: map[int]*child{}}
-	if err := send(ctl, &message{Op: opHello, Pid: r.self, Cgroup: r.cgroups != nil}); err != nil {
+	if err := ctl.send(&message{Op: opHello, Pid: r.self, Cgroup: r.cgroups != nil}); err != nil {
 		r.shutdown()
 		return 1
 	}
@@ -114,14 +113,17 @@ func (r *reaper) read(eof chan<- struct{}) {
 	defer close(eof)
 	buf, oob := make([]byte, maxMessage), make([]byte, syscall.CmsgSpace(8*4))
 	for {
-		m, files, err := receive(r.ctl, buf, oob)
+		m, files, err := r.ctl.recv(buf, oob)
 		if err != nil {
 			closeFiles(files)
 			return
 		}
 		switch m.Op {
 		case opSpawn:
-			go r.spawn(m, files)
+			// Forks are serialized anyway (syscall.ForkLock): the reader
+			// forks at once, without a goroutine hop; a confined start's
+			// wait for its exec stage goes on in a goroutine of its own.
+			r.spawn(m, files)
 		case opSignal:
 			closeFiles(files)
 			go r.signal(m)
@@ -136,10 +138,11 @@ func (r *reaper) read(eof chan<- struct{}) {
 
 // reply sends m to the host; a failure means the host is gone, which the
 // read loop learns by itself.
-func (r *reaper) reply(m *message) { _ = send(r.ctl, m) }
+func (r *reaper) reply(m *message) { _ = r.ctl.send(m) }
 
 // spawn starts a server: directly, or through the exec stage when it is
-// to be confined.
+// to be confined (then the rest of the start, waiting for the stage, goes
+// on in a goroutine).
 func (r *reaper) spawn(m *message, files []*os.File) {
 	defer closeFiles(files)
 	fail := func(err error, kind string) {
@@ -163,7 +166,6 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 			fail(err, "")
 			return
 		}
-		defer sr.Close()
 		defer sw.Close()
 		status, statusW = sr, sw
 		fds = append(fds, sw.Fd())
@@ -174,6 +176,9 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 	pid, cg, err := r.forkExec(path, argv, m, fds)
 	if err != nil {
 		r.mu.Unlock()
+		if status != nil {
+			status.Close()
+		}
 		fail(err, "")
 		return
 	}
@@ -187,12 +192,18 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 	if status == nil {
 		return
 	}
-
-	// The exec stage closes its end of the status pipe when it executes
-	// the server (close-on-exec), or writes why it could not. Only the
-	// child may hold the write end, or the read never ends.
-	closeFiles(files)
+	// Only the child may hold the write end of the status pipe, or the
+	// read never ends.
 	statusW.Close()
+	go r.awaitStage(m, c, status)
+}
+
+// awaitStage finishes a confined start: the exec stage closes its end of
+// the status pipe when it executes the server (close-on-exec), or writes
+// why it could not.
+func (r *reaper) awaitStage(m *message, c *child, status *os.File) {
+	defer status.Close()
+	pid := c.pid
 	status.SetReadDeadline(time.Now().Add(execStageTimeout))
 	var stageErr confine.Report
 	data, readErr := readAll(status)
@@ -217,7 +228,7 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 		return
 	}
 	c.started = true
-	r.reply(&message{Op: opStarted, ID: m.ID, Pid: pid, Cgroup: cg != ""})
+	r.reply(&message{Op: opStarted, ID: m.ID, Pid: pid, Cgroup: c.cgroup != ""})
 	if c.exited {
 		r.reply(&message{Op: opExited, Pid: pid, Status: int(c.status)})
 	}
