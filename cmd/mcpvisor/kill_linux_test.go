@@ -145,6 +145,10 @@ func TestSIGKILLedGatewayWithCallsInFlightLeavesNothing(t *testing.T) {
 	tag := testTag(t)
 	cmd, logs, _ := startSupervise(t, bin, writeConfig(t, servers), keys(servers), tag)
 	base := gatewayURL(t, logs)
+	if _, ok := servers["confined"]; ok {
+		st := cli(t, "status", "--url", base)
+		assert.Regexp(t, `(?m)^confined +ready \(bwrap\) `, st.stdout, "the status names the sandbox in effect")
+	}
 
 	const calls = 32
 	ended := make(chan string, calls)
