@@ -10,7 +10,6 @@ import (
 // procEntry is one process as /proc/<pid>/stat shows it.
 type procEntry struct {
 	ppid  int
-	pgid  int
 	start uint64 // start time in clock ticks after boot: with the pid, identifies the process
 	dead  bool   // zombie or dead: it runs nothing
 }
@@ -83,13 +82,12 @@ func parseStat(b []byte) (procEntry, bool) {
 		return procEntry{}, false
 	}
 	ppid, err1 := strconv.Atoi(string(fields[1]))
-	pgid, err2 := strconv.Atoi(string(fields[2]))
-	start, err3 := strconv.ParseUint(string(fields[19]), 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
+	start, err2 := strconv.ParseUint(string(fields[19]), 10, 64)
+	if err1 != nil || err2 != nil {
 		return procEntry{}, false
 	}
 	state := fields[0]
-	return procEntry{ppid: ppid, pgid: pgid, start: start, dead: len(state) == 1 && (state[0] == 'Z' || state[0] == 'X')}, true
+	return procEntry{ppid: ppid, start: start, dead: len(state) == 1 && (state[0] == 'Z' || state[0] == 'X')}, true
 }
 
 // descendants returns the live processes below pid (pid excluded), found
@@ -104,17 +102,6 @@ func (t *procTable) descendants(pid int) []int {
 			out = append(out, p)
 		}
 		queue = append(queue, t.children[p]...)
-	}
-	return out
-}
-
-// groupMembers returns the live processes of process group pgid.
-func (t *procTable) groupMembers(pgid int) []int {
-	var out []int
-	for p, e := range t.procs {
-		if e.pgid == pgid && !e.dead {
-			out = append(out, p)
-		}
 	}
 	return out
 }

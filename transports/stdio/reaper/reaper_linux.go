@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -109,7 +110,15 @@ func runReaper() int {
 }
 
 // read serves the host's requests until its end of the socket closes.
+//
+// Every server is forked here, on this goroutine's thread, locked to it
+// for as long as the reaper serves: a child's parent-death signal fires
+// when the *thread* that forked it ends (golang/go#27505), and a thread of
+// the pool can end (a goroutine elsewhere in the host binary that exits
+// while locked to it). This one ends only with the reaper.
 func (r *reaper) read(eof chan<- struct{}) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	defer close(eof)
 	buf, oob := make([]byte, maxMessage), make([]byte, syscall.CmsgSpace(8*4))
 	for {
@@ -359,13 +368,16 @@ func (r *reaper) signalTree(c *child, sig syscall.Signal) int {
 	if c.cgroup != "" {
 		return n // the cgroup holds every descendant
 	}
+	r.mu.Lock()
+	exited := c.exited
+	r.mu.Unlock()
 	t := r.scan.fresh()
 	c.notedMu.Lock()
 	defer c.notedMu.Unlock()
 	if c.noted == nil {
 		c.noted = map[int]uint64{}
 	}
-	if !c.exited {
+	if !exited {
 		for _, d := range t.descendants(c.pid) {
 			c.noted[d] = t.procs[d].start
 		}
