@@ -352,10 +352,13 @@ func TestListTimeout(t *testing.T) {
 	t.Parallel()
 	cfg := writeConfig(t, map[string]any{
 		"quick":    mock(binPath),
-		"sluggish": mock(binPath, "-init-delay", "3s"),
+		"sluggish": mock(binPath, "-init-delay", "20s"),
 	})
 	start := time.Now()
-	r := cli(t, "list", "--json", "--timeout", "300ms", "--config", cfg)
+	// quick has 3 s to be ready: it starts through the process helper,
+	// whose start (a race-enabled binary here) takes a few hundred ms on a
+	// loaded machine.
+	r := cli(t, "list", "--json", "--timeout", "3s", "--config", cfg)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "servers still connecting when the timeout passed")
 	out := decodeList(t, r.stdout)

@@ -288,6 +288,8 @@ func (h *helper) read() {
 			h.mu.Unlock()
 			if ch != nil {
 				ch <- &message{Op: opStarted, Pid: m.Pid, proc: p}
+			} else {
+				go h.abandon(p) // its caller gave up waiting
 			}
 		default:
 			h.mu.Lock()
@@ -360,11 +362,35 @@ func (h *helper) call(ctx context.Context, m *message, fds ...int) (*message, er
 		}
 		return r, nil
 	case <-ctx.Done():
-		// The answer is dropped when it comes.
+		// The answer is dropped when it comes; a server it started is
+		// abandoned (the reader does so when nobody waits any more).
 		h.mu.Lock()
+		_, waiting := h.pending[m.ID]
 		delete(h.pending, m.ID)
 		h.mu.Unlock()
+		if !waiting { // the reader took the answer meanwhile
+			if r, ok := <-ch; ok && r.proc != nil {
+				go h.abandon(r.proc)
+			}
+		}
 		return nil, ctx.Err()
+	}
+}
+
+// abandon ends a server whose start was answered after its caller gave
+// up: nothing will ever use it. (Its hold was dropped with the caller's
+// error; if it was the last, the reaper's stop ends the server anyway.)
+func (h *helper) abandon(p *Process) {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	_, _ = h.call(ctx, &message{Op: opSignal, Pid: p.pid, Signal: int(syscall.SIGKILL)})
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return
+	}
+	if p.err == nil {
+		_, _ = h.call(ctx, &message{Op: opRelease, Pid: p.pid})
 	}
 }
 
@@ -372,9 +398,8 @@ func (h *helper) call(ctx context.Context, m *message, fds ...int) (*message, er
 func (h *helper) spawn(ctx context.Context, req Request, confine json.RawMessage) (*Process, error) {
 	m := &message{Op: opSpawn, Path: req.Path, Argv: req.Argv, Env: req.Env, Dir: req.Dir, Confine: confine}
 	fds := []int{int(req.Stdin.Fd()), int(req.Stdout.Fd()), int(req.Stderr.Fd())}
-	// A spawn is not abandoned when ctx ends (the process might start
-	// anyway, unwatched): the reaper answers within its own bounds.
-	r, err := h.call(context.WithoutCancel(ctx), m, fds...)
+	// When ctx ends first, the server, if it starts, is ended (abandon).
+	r, err := h.call(ctx, m, fds...)
 	if err != nil {
 		return nil, err
 	}

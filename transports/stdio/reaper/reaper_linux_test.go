@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
 )
 
 // TestMain serves the helper modes; goleak checks that the host's side
@@ -82,4 +84,40 @@ func TestExitStatus(t *testing.T) {
 	left, err := p.Release(context.Background(), 100*time.Millisecond)
 	require.NoError(t, err)
 	assert.Zero(t, left)
+}
+
+// A start whose caller gives up waiting ends by the caller's deadline,
+// and the server, started anyway, is ended: nothing is left behind.
+func TestSpawnHonoursItsContext(t *testing.T) {
+	release := Hold()
+	defer release()
+	// A first server starts the helper.
+	req := devNull(t)
+	req.Path, req.Argv = "/bin/true", []string{"true"}
+	p, err := Spawn(context.Background(), req)
+	require.NoError(t, err)
+	<-p.Done()
+	_, err = p.Release(context.Background(), 0)
+	require.NoError(t, err)
+
+	// A server whose caller has given up before the start is answered.
+	tag := "MCPVISOR_ABANDON_TEST=" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	req = devNull(t)
+	req.Path, req.Argv = "/bin/sleep", []string{"sleep", "1000"}
+	req.Env = append(req.Env, tag)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Spawn(ctx, req)
+	require.ErrorIs(t, err, context.Canceled)
+	// The reaper serves requests in order: once a later start is
+	// answered, the abandoned one was forked.
+	req = devNull(t)
+	req.Path, req.Argv = "/bin/true", []string{"true"}
+	p, err = Spawn(context.Background(), req)
+	require.NoError(t, err)
+	<-p.Done()
+	_, err = p.Release(context.Background(), 0)
+	require.NoError(t, err)
+	assert.Empty(t, stdiotest.Eventually(5*time.Second, func() []int { return stdiotest.WithEnv(tag) }),
+		"the server whose caller gave up is ended")
 }
