@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -228,22 +229,25 @@ func probeBinary(t *testing.T) string {
 	return bin
 }
 
-// waitEvent reads events until one matches, for up to d.
+// waitEvent reads events until one matches, for up to d; failing, it says
+// which events it saw.
 func waitEvent(t *testing.T, events <-chan mcpvisor.Event, d time.Duration, what string, match func(mcpvisor.Event) bool) mcpvisor.Event {
 	t.Helper()
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
+	var seen []string
 	for {
 		select {
 		case e, ok := <-events:
 			if !ok {
-				t.Fatalf("the event stream ended while waiting for %s", what)
+				t.Fatalf("the event stream ended while waiting for %s; saw:\n%s", what, strings.Join(seen, "\n"))
 			}
 			if match(e) {
 				return e
 			}
+			seen = append(seen, fmt.Sprintf("%s %s %s failure=%s %.300s", e.Type, e.Server, e.State, e.Failure, e.Err))
 		case <-deadline.C:
-			t.Fatalf("no %s within %v", what, d)
+			t.Fatalf("no %s within %v; saw:\n%s", what, d, strings.Join(seen, "\n"))
 		}
 	}
 }

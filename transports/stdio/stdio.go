@@ -84,8 +84,11 @@ const (
 	// after the server itself has exited.
 	groupReapTimeout = 500 * time.Millisecond
 	// confinedDrainTimeout bounds the wait for a confined server's last
-	// stderr after its exit.
-	confinedDrainTimeout = time.Second
+	// stderr after its exit (it ends at once when stderr closes, as it does
+	// when nothing of the server's tree holds it): the out-of-memory report
+	// that tells a resource-limit death must be read first, however loaded
+	// the machine.
+	confinedDrainTimeout = 5 * time.Second
 	// killWaitTimeout bounds the wait for the exit after SIGKILL.
 	killWaitTimeout = 2 * time.Second
 	// stderrLineBuffer is the stderr read buffer; longer lines are kept
