@@ -39,11 +39,57 @@ func openCgroups() *cgroups {
 	if err != nil {
 		return nil
 	}
-	dir := filepath.Join(own, "mcpvisor-"+strconv.Itoa(os.Getpid()))
+	sweepStale(own)
+	dir := filepath.Join(own, cgroupPrefix+strconv.Itoa(os.Getpid()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil
 	}
 	return &cgroups{dir: dir}
+}
+
+// cgroupPrefix starts the name of a reaper's cgroup directory; the
+// reaper's pid follows.
+const cgroupPrefix = "mcpvisor-"
+
+// sweepStale removes the cgroup directories of reapers that died without
+// removing them (killed with SIGKILL), after ending what is left in them:
+// their servers died with them, but a server's descendants did not, and
+// their cgroups still hold them. A directory whose reaper runs (its pid's
+// command line is a reaper's) is left alone; so is one this user may not
+// change.
+func sweepStale(own string) {
+	entries, err := os.ReadDir(own)
+	if err != nil {
+		return
+	}
+	self := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(strings.TrimPrefix(e.Name(), cgroupPrefix))
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), cgroupPrefix) || err != nil {
+			continue
+		}
+		if pid != self && reaperRuns(pid) {
+			continue
+		}
+		dir := filepath.Join(own, e.Name())
+		subs, _ := os.ReadDir(dir)
+		for _, sub := range subs {
+			if sub.IsDir() {
+				path := filepath.Join(dir, sub.Name())
+				if cgroupPopulated(path) {
+					signalCgroup(path, syscall.SIGKILL)
+				}
+				_ = removeCgroup(path, killWait)
+			}
+		}
+		_ = removeCgroup(dir, 0)
+	}
+}
+
+// reaperRuns reports whether pid is a running reaper.
+func reaperRuns(pid int) bool {
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && bytes.HasPrefix(cmdline, []byte(helperArg0+"\x00"+modeReaper+"\x00"))
 }
 
 // ownCgroupDir finds the directory of this process's cgroup in the

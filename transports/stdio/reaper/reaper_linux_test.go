@@ -4,6 +4,8 @@ import (
 	"context"
 	"io/fs"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -120,4 +122,47 @@ func TestSpawnHonoursItsContext(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, stdiotest.Eventually(5*time.Second, func() []int { return stdiotest.WithEnv(tag) }),
 		"the server whose caller gave up is ended")
+}
+
+// A reaper killed with SIGKILL leaves its cgroup directory, and whatever
+// its servers' descendants were doing in it; the next reaper ends those
+// and removes the directory.
+func TestStaleCgroupsAreSwept(t *testing.T) {
+	own, err := ownCgroupDir()
+	if err != nil {
+		t.Skip("no cgroup v2 hierarchy:", err)
+	}
+	// A dead reaper's directory: a pid no process has (the kernel's pid
+	// limit), with a server's cgroup still holding a process.
+	stale := filepath.Join(own, cgroupPrefix+"4194305")
+	server := filepath.Join(stale, "s1")
+	if err := os.MkdirAll(server, 0o755); err != nil {
+		t.Skip("the cgroup hierarchy is not writable:", err)
+	}
+	t.Cleanup(func() { os.Remove(server); os.Remove(stale) })
+	leftover := exec.Command("sleep", "1000")
+	require.NoError(t, leftover.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- leftover.Wait() }()
+	require.NoError(t, os.WriteFile(filepath.Join(server, "cgroup.procs"), []byte(strconv.Itoa(leftover.Process.Pid)), 0))
+
+	// A new reaper (a first server) sweeps it.
+	release := Hold()
+	defer release()
+	req := devNull(t)
+	req.Path, req.Argv = "/bin/true", []string{"true"}
+	p, err := Spawn(context.Background(), req)
+	require.NoError(t, err)
+	<-p.Done()
+	_, err = p.Release(context.Background(), 0)
+	require.NoError(t, err)
+
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		leftover.Process.Kill()
+		t.Fatal("the leftover of a dead reaper still runs 10 s after a new reaper started")
+	}
+	_, err = os.Stat(stale)
+	assert.True(t, os.IsNotExist(err), "the dead reaper's directory is removed")
 }
