@@ -235,6 +235,8 @@ const (
 	FailureConfig         = actors.FailureConfig
 	FailureProtocol       = actors.FailureProtocol
 	FailureCall           = actors.FailureCall
+	FailureSandbox        = actors.FailureSandbox
+	FailureResourceLimit  = actors.FailureResourceLimit
 )
 
 // ClassifyFailure decides what err means for supervision.

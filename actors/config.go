@@ -25,6 +25,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/inproc"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 )
 
 // ServerConfig is one entry of an .mcp.json "mcpServers" map: how to reach
@@ -265,6 +266,11 @@ type Options struct {
 	// Zero means 2 s each.
 	CloseStdinTimeout time.Duration
 	TerminateTimeout  time.Duration
+
+	// Sandbox holds the host's settings for the servers whose config asks
+	// for a sandbox: the home directory they may not read (default: the
+	// user's, from the password database), mechanisms never to use.
+	Sandbox sandbox.Options
 
 	// sharedHTTP is the HTTP client of the remote servers without TLS
 	// settings of their own, shared so that idle servers cost one

@@ -61,15 +61,17 @@ type cacheLoaded struct {
 }
 
 // loadCache reads the server's discovery cache entry, in a goroutine,
-// when the server is lazy, startable and not connected.
+// when the server is lazy, startable and not connected. It marks the load
+// (loadingCache) without publishing: the caller publishes next, so that
+// the registry never sees the server's new state without the load in
+// progress and calls it settled too early (WaitSettled).
 func (a *serverActor) loadCache() {
 	cache := a.opts.DiscoveryCache
 	if cache == nil || !a.cfg.Lazy || !a.cfg.startable() || a.sess != nil || a.cancelConnect != nil || a.stopping {
 		return
 	}
 	a.cacheSeq++
-	a.loadingCache = true
-	a.publish() // not settled until the entry is in (WaitSettled)
+	a.loadingCache = true // not settled until the entry is in (WaitSettled)
 	gen, seq, cfg, name, self, root, log := a.gen, a.cacheSeq, a.cfg, a.h.name, a.self, a.root, a.log
 	pinStore := a.opts.ToolPins.Store
 	a.goroutine(func() {

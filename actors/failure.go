@@ -11,6 +11,9 @@ import (
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/stdio"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 )
 
 // FailureKind is what a failure means for supervision: whether it costs
@@ -51,6 +54,15 @@ const (
 	// FailureCall: one call failed and the connection is fine (a JSON-RPC
 	// error, the caller's deadline or cancellation). Never a strike.
 	FailureCall FailureKind = "call"
+	// FailureSandbox: the server's config asks for a sandbox that cannot
+	// be had here (no mechanism works, the one named is missing or
+	// disabled, applying it failed). The server never ran; it is parked
+	// in failed, like a config failure.
+	FailureSandbox FailureKind = "sandbox"
+	// FailureResourceLimit: a confined server died at one of its
+	// sandbox's limits (memory, CPU). It is restarted with backoff, under
+	// the reconnect budget, like any lost connection.
+	FailureResourceLimit FailureKind = "resource-limit"
 )
 
 // ClassifyFailure decides what err means for supervision.
@@ -72,7 +84,14 @@ func ClassifyFailure(err error) FailureKind {
 	var status *transports.HTTPStatusError
 	var execErr *exec.Error
 	var tooBig *transports.FrameTooLargeError
+	var exit *stdio.ProcessExitError
 	switch {
+	case errors.Is(err, sandbox.ErrUnavailable):
+		return FailureSandbox
+	case errors.As(err, &exit) && exit.ResourceLimit != "":
+		return FailureResourceLimit
+	case errors.Is(err, reaper.ErrNotInstalled), errors.Is(err, transports.ErrInvalidSandbox):
+		return FailureConfig
 	// The session's own verdicts come first: they wrap the transport
 	// error that caused them.
 	case errors.Is(err, session.ErrVersionMismatch), errors.Is(err, session.ErrMalformedResponse):

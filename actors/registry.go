@@ -412,6 +412,7 @@ func (r *registry) queueState(v *serverView, prev State, err error) {
 	ev := Event{Type: EventServerState, Server: v.name, State: v.state, Previous: prev}
 	if err != nil {
 		ev.Err = err.Error()
+		ev.Failure = ClassifyFailure(err)
 	}
 	r.pending = append(r.pending, ev)
 	r.scheduleFlush()

@@ -176,6 +176,11 @@ func (v *serverView) status() ServerStatus {
 			caps := v.sess.Capabilities()
 			st.Cache, st.Capabilities = &hints, &caps
 		}
+		if c, ok := v.sess.Conn().(interface {
+			Sandbox() transports.SandboxMechanism
+		}); ok {
+			st.Sandbox = c.Sandbox()
+		}
 	}
 	if v.auth != nil {
 		st.Auth = v.auth.status()
@@ -271,8 +276,8 @@ func (a *serverActor) Receive(ctx actor.Context) {
 			a.cfg = prev.cfg // a restarted instance keeps the latest config
 			a.policy = a.cfg.Reconnect.over(a.opts.Reconnect)
 		}
-		a.setState(initialState(a.cfg), heldError(a.cfg))
 		a.loadCache()
+		a.setState(initialState(a.cfg), heldError(a.cfg))
 	case *actor.Restarting:
 		a.log.Error().Msg("server actor restarting after a crash; its connection is dropped")
 		a.abandon(session.ErrServerRestarting)
@@ -610,8 +615,8 @@ func (a *serverActor) reconfigure(cfg ServerConfig) {
 	a.policy = cfg.Reconnect.over(a.opts.Reconnect)
 	a.lists, a.cached = lists{}, false
 	a.endEpisode()
-	a.setState(initialState(cfg), heldError(cfg))
 	a.loadCache()
+	a.setState(initialState(cfg), heldError(cfg))
 }
 
 // heldError is the error a held server reports (nil for any other).

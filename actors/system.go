@@ -19,6 +19,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/httpclient"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"
 )
 
 // Errors of the supervision core. The root package re-exports them.
@@ -143,6 +144,10 @@ type System struct {
 	closeOnce sync.Once
 	closeErr  error
 	closeDone chan struct{}
+
+	// releaseHelper lets the process helper (package reaper) stop once
+	// the supervisor is closed and its servers are gone.
+	releaseHelper func()
 }
 
 // Start starts the supervision core with no servers.
@@ -164,6 +169,8 @@ func Start(opts Options) (*System, error) {
 		unsubscribers: map[*subscriber]func() bool{},
 		closed:        make(chan struct{}),
 		closeDone:     make(chan struct{}),
+		// The helper, once started, outlives the restarts of servers.
+		releaseHelper: reaper.Hold(),
 	}
 	s.pool.Store(buildPool(nil, opts.Builtins, opts.MaxDescriptionLength, nil))
 	s.handles.Store(&[]*serverHandle{})
@@ -188,6 +195,7 @@ func Start(opts Options) (*System, error) {
 	if err != nil {
 		s.actors.Shutdown()
 		s.opts.dispatch.stop()
+		s.releaseHelper()
 		return nil, fmt.Errorf("mcpvisor: starting the registry: %w", err)
 	}
 	s.registry = pid
@@ -780,6 +788,7 @@ func (s *System) Close(ctx context.Context) error {
 			s.actors.Shutdown()
 			s.opts.dispatch.stop()
 			s.opts.sharedHTTP.CloseIdleConnections()
+			s.releaseHelper() // the last hold stops it, and what is left below it
 			close(s.closeDone)
 		}()
 	})

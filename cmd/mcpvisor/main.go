@@ -33,6 +33,10 @@ import (
 )
 
 func main() {
+	// When the supervisor re-executes this binary as its process helper
+	// (the reaper of stdio servers, or a sandbox's exec stage), that is
+	// all it does.
+	mcpvisor.HelperMain()
 	// The supervisor starts mock servers (and their grandchildren) by
 	// re-executing the binary with mockserver.EnvRole set: serve them
 	// before anything else.
