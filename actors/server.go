@@ -524,9 +524,9 @@ func (a *serverActor) connected(m connectResult) {
 	a.recovering, a.cached = false, false
 	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
 	a.h.strikes.Store(0)
+	a.pinsFound(m.pinErr)
 	a.setState(StateReady, nil)
 	a.storeCache(m.lists.tools)
-	a.pinsFound(m.pinErr)
 	a.startListening()
 	a.startStableTimer()
 	a.startPinging()
@@ -808,15 +808,17 @@ func (a *serverActor) relisted(m relisted) {
 		case listPrompts:
 			a.lists.prompts = m.lists.prompts
 		}
+		if m.kind == listTools {
+			// Before the view: the reason a tool leaves the pool comes
+			// before the pool's diff (see pinsFound).
+			a.pinsFound(m.pinErr)
+		}
 		// A re-list that finds nothing new (after a listen stream opened,
 		// or a spurious list_changed) changes nothing for subscribers.
 		if !reflect.DeepEqual(before, a.lists) {
 			a.publish()
 		} else {
 			a.lists = before
-		}
-		if m.kind == listTools {
-			a.pinsFound(m.pinErr)
 		}
 	}
 	if a.relistAgain[m.kind] {
