@@ -21,6 +21,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -160,6 +161,11 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
+// client is the tests' HTTP client: every request it makes, body
+// included, ends within testwait.Patience. (Streams are read with a
+// request context instead.)
+var client = &http.Client{Timeout: testwait.Patience}
+
 // rawClient speaks Streamable HTTP by hand.
 type rawClient struct {
 	t       *testing.T
@@ -252,49 +258,24 @@ func TestGatewayGetStream(t *testing.T) {
 	c := &rawClient{t: t, url: srv.URL}
 	c.initialize()
 
-	open := func(last string) (*http.Response, *bufio.Reader) {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+gateway.MCPPath, nil)
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Mcp-Session-Id", c.session)
-		if last != "" {
-			req.Header.Set("Last-Event-ID", last)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, resp.StatusCode)
-		return resp, bufio.NewReader(resp.Body)
-	}
-	next := func(br *bufio.Reader) (id, data string) {
-		for {
-			line, err := br.ReadString('\n')
-			require.NoError(t, err)
-			line = strings.TrimRight(line, "\n")
-			switch {
-			case strings.HasPrefix(line, "id: "):
-				id = line[4:]
-			case strings.HasPrefix(line, "data: "):
-				data = line[6:]
-			case line == "" && data != "":
-				return id, data
-			}
-		}
-	}
-	resp, br := open("")
-	_, err := sup.CallTool(context.Background(), "mcp__a__announce", map[string]any{"text": "one"})
+	stream := openGetStream(t, srv.URL, c.session, "")
+	_, err := sup.CallTool(testwait.Context(t), "mcp__a__announce", map[string]any{"text": "one"})
 	require.NoError(t, err)
-	id, data := next(br)
-	assert.Equal(t, "1", id)
-	assert.Contains(t, data, protocol.NotificationToolsListChanged)
-	resp.Body.Close()
+	ev := stream.Event("tools/list_changed on the GET stream")
+	assert.Equal(t, "1", ev.ID)
+	assert.Contains(t, ev.Data, protocol.NotificationToolsListChanged)
+	stream.Close()
 
-	_, err = sup.CallTool(context.Background(), "mcp__a__announce", map[string]any{"text": "two"})
+	_, err = sup.CallTool(testwait.Context(t), "mcp__a__announce", map[string]any{"text": "two"})
 	require.NoError(t, err)
-	time.Sleep(100 * time.Millisecond) // sent while no stream is open
-	resp, br = open("1")
-	defer resp.Body.Close()
-	id, data = next(br)
-	assert.Equal(t, "2", id, "the missed notification is replayed")
-	assert.Contains(t, data, protocol.NotificationToolsListChanged)
+	// Sent while no stream is open: into the session's outbox.
+	require.Eventually(t, func() bool {
+		return strings.Contains(metricsText(t, srv.URL), `mcpvisor_gateway_notifications_total{method="notifications/tools/list_changed"} 2`)
+	}, testwait.Patience, 5*time.Millisecond, "the second list_changed sent to the session")
+	stream = openGetStream(t, srv.URL, c.session, "1")
+	ev = stream.Event("the list_changed sent while no stream was open, replayed")
+	assert.Equal(t, "2", ev.ID, "the missed notification is replayed")
+	assert.Contains(t, ev.Data, protocol.NotificationToolsListChanged)
 
 	resp2, _ := c.post(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
 	assert.Equal(t, http.StatusOK, resp2.StatusCode)
