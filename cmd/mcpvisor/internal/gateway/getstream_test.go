@@ -30,7 +30,7 @@ func openGetStream(t *testing.T, url, session, lastEventID string) *testwait.Lin
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := streamClient.Do(req)
 	require.NoError(t, err, "opening the GET stream")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	return testwait.NewLineReader(t, resp.Body)
