@@ -2,6 +2,7 @@ package testwait
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -24,8 +25,8 @@ type LineReader struct {
 }
 
 type line struct {
-	text string
-	err  error
+	raw string // as read, line ending included
+	err error
 }
 
 // NewLineReader starts reading r line by line. When r is an io.Closer, it
@@ -41,7 +42,7 @@ func NewLineReader(t testing.TB, r io.Reader) *LineReader {
 		for {
 			s, err := br.ReadString('\n')
 			if s != "" || err != nil {
-				lr.lines <- line{text: strings.TrimRight(s, "\r\n"), err: err}
+				lr.lines <- line{raw: s, err: err}
 			}
 			if err != nil {
 				return
@@ -111,13 +112,43 @@ func (lr *LineReader) lineBefore(deadline time.Time) (s string, err error, ok bo
 }
 
 func (lr *LineReader) take(l line, ok bool) (string, error) {
+	s, err := lr.takeRaw(l, ok)
+	return strings.TrimRight(s, "\r\n"), err
+}
+
+func (lr *LineReader) takeRaw(l line, ok bool) (string, error) {
 	if !ok {
 		return "", lr.err
 	}
 	if l.err != nil {
 		lr.err = l.err
 	}
-	return l.text, l.err
+	return l.raw, l.err
+}
+
+// Rest returns everything the stream still holds, as written (line
+// endings included), once it has ended: a nil error for a clean end
+// (io.EOF), else the stream's error. It fails the test when the stream
+// has not ended within Patience.
+func (lr *LineReader) Rest(what string) (string, error) {
+	lr.t.Helper()
+	deadline := time.Now().Add(Patience)
+	var b strings.Builder
+	for lr.err == nil {
+		timer := time.NewTimer(time.Until(deadline))
+		select {
+		case l, open := <-lr.lines:
+			s, _ := lr.takeRaw(l, open)
+			b.WriteString(s)
+		case <-timer.C:
+			lr.t.Fatalf("testwait: waited %v for the end of the stream: %s", Patience, what)
+		}
+		timer.Stop()
+	}
+	if errors.Is(lr.err, io.EOF) {
+		return b.String(), nil
+	}
+	return b.String(), lr.err
 }
 
 // MustLine is Line that also fails the test when the stream ends first.
