@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio"
@@ -493,7 +494,7 @@ func TestConcurrentCallsAcrossServers(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	testwait.Call(t, "every caller's 25 calls", wg.Wait)
 }
 
 // Removing a server always ends its event history with "stopped", even

@@ -68,6 +68,15 @@ func Call(t testing.TB, what string, f func()) {
 	Result(t, what, func() struct{} { f(); return struct{}{} })
 }
 
+// CallWithin is Call with its own deadline d (for work that takes a
+// known, long time, plus Patience).
+func CallWithin(t testing.TB, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{}, 1)
+	go func() { f(); done <- struct{}{} }()
+	RecvWithin(t, done, d, what)
+}
+
 // Result runs f in a goroutine and returns its result (a process's Wait,
 // a blocking read, ...). It fails t when f has not returned within
 // Patience; f then keeps running in the background.
