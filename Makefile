@@ -11,8 +11,8 @@ EVERYTHING := $(NPM_DIR)/node_modules/.bin/mcp-server-everything
 TS_SDK_VERSION := 1.32.2
 TS_SDK := $(NPM_DIR)/.sdk-$(TS_SDK_VERSION)
 # The conformance suite needs Node >= 22; npm installs one next to it.
-CONFORMANCE_DIR     := $(DEPS)/conformance
-CONFORMANCE_VERSION := 0.1.16
+CONFORMANCE_VERSION := 0.2.0-alpha.12
+CONFORMANCE_DIR     := $(DEPS)/conformance-$(CONFORMANCE_VERSION)
 CONFORMANCE         := $(CONFORMANCE_DIR)/node_modules/.bin/conformance
 CONFORMANCE_RESULTS := $(DEPS)/conformance-results
 # node-oidc-provider: the real authorization server of the OAuth tests
@@ -20,19 +20,26 @@ CONFORMANCE_RESULTS := $(DEPS)/conformance-results
 OIDC_DIR     := $(DEPS)/npm-oidc
 OIDC_VERSION := 9.13.3
 OIDC         := $(OIDC_DIR)/node_modules/oidc-provider/package.json
-# The scenarios that must pass: all of them (testdata/conformance/baseline.yml,
-# the expected failures, is empty).
+# The scenarios that must pass: every client scenario of the pinned suite
+# (testdata/conformance/baseline.yml, the expected failures, is empty);
+# check.mjs asserts that each ran and passed. sep-2322-client-request-state
+# needs multi-round-trip requests (SEP-2322, the gateway half of issue 27).
 CONFORMANCE_AUTH := metadata-default metadata-var1 metadata-var2 metadata-var3 basic-cimd \
 	scope-from-www-authenticate scope-from-scopes-supported scope-omitted-when-undefined \
 	scope-step-up scope-retry-limit token-endpoint-auth-basic token-endpoint-auth-post \
 	token-endpoint-auth-none pre-registration 2025-03-26-oauth-metadata-backcompat \
 	2025-03-26-oauth-endpoint-fallback resource-mismatch offline-access-scope \
-	offline-access-not-supported client-credentials-jwt client-credentials-basic \
-	cross-app-access-complete-flow
+	offline-access-not-supported authorization-server-migration iss-supported \
+	iss-not-advertised iss-supported-missing iss-wrong-issuer iss-unexpected iss-normalized \
+	metadata-issuer-mismatch client-credentials-jwt client-credentials-basic \
+	enterprise-managed-authorization dpop dpop-nonce wif-jwt-bearer
 CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-defaults sse-retry \
-	$(addprefix auth/,$(CONFORMANCE_AUTH))
+	request-metadata sep-2322-client-request-state http-standard-headers http-custom-headers \
+	http-invalid-tool-headers json-schema-ref-no-deref json-schema-2020-12-preservation \
+	sep-2640-client-no-prefetch sep-2640-client-verify-digest sep-2640-client-verify-size \
+	sep-2640-client-verify-frontmatter $(addprefix auth/,$(CONFORMANCE_AUTH))
 
-.PHONY: all build run test test-go flake deps npm-deps lint fmt vet fuzz bench bench-peers conformance conformance-server clean
+.PHONY: all build run test test-go flake deps npm-deps os-deps browser-deps sandbox-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
 
 all: build
 
@@ -43,6 +50,7 @@ build:
 RUN_LISTEN ?= 127.0.0.1:7979
 run: build
 	@echo "mcpvisor gateway over examples/demo.mcp.json"
+	@echo "  dashboard: http://$(RUN_LISTEN)/   (live servers, tools, events, channels; works offline)"
 	@echo "  MCP endpoint (Streamable HTTP): http://$(RUN_LISTEN)/mcp"
 	@echo "    e.g. claude mcp add --transport http mcpvisor http://$(RUN_LISTEN)/mcp"
 	@echo "  as a stdio server instead:      $(abspath $(BIN))/mcpvisor supervise --stdio --config $(abspath examples/demo.mcp.json)"
@@ -53,7 +61,7 @@ run: build
 # deps installs everything the tests use: Go modules of the main module and
 # of the nested test modules, and the npm packages (into $(NPM_DIR), which
 # git ignores).
-deps: npm-deps
+deps: npm-deps os-deps browser-deps sandbox-deps
 	$(GO) mod download
 	cd testdata/gosdkserver && $(GO) mod download
 	cd testdata/mcpgoserver && $(GO) mod download
@@ -61,6 +69,41 @@ deps: npm-deps
 	cd testdata/gosdkclient && $(GO) mod download
 
 npm-deps: $(EVERYTHING) $(TS_SDK) $(CONFORMANCE) $(OIDC)
+
+# os-deps installs the services the secret-store tests run against
+# (oauth/secretstore): Debian's gnome-keyring (the Secret Service) started
+# under dbus-run-session, and keyutils for the kernel keyring. apt-get
+# runs only when one is missing (root or sudo needed then); elsewhere the
+# tests say what is missing.
+OS_DEPS_BIN := gnome-keyring-daemon dbus-run-session dbus-send keyctl
+os-deps:
+	@missing=; for b in $(OS_DEPS_BIN); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	if [ -n "$$missing" ]; then \
+		if ! command -v apt-get >/dev/null 2>&1; then echo "os-deps: missing$$missing, and no apt-get to install them"; exit 1; fi; \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		echo "os-deps: installing gnome-keyring dbus keyutils (missing:$$missing)"; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends \
+			gnome-keyring dbus dbus-daemon keyutils >/dev/null; \
+	fi
+
+# browser-deps installs Debian's chromium for the dashboard's browser tests
+# (cmd/mcpvisor/internal/gateway/dashboard_browser_test.go, driven by
+# chromedp) when no chromium is on PATH.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+		echo "installing chromium (apt)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+# sandbox-deps installs bubblewrap (bwrap), one of the two Linux sandbox
+# mechanisms the tests run (the other, Landlock, is the kernel's), through
+# apt where it is missing; as root, or with sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+sandbox-deps:
+	@if [ "$$(uname -s)" = Linux ] && ! command -v bwrap >/dev/null 2>&1; then \
+		if command -v apt-get >/dev/null 2>&1; then \
+			$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq bubblewrap; \
+		else echo "bwrap (bubblewrap) is missing and there is no apt-get: install it to run the sandbox tests"; exit 1; fi; \
+	fi
 
 $(EVERYTHING):
 	mkdir -p $(NPM_DIR)
@@ -95,24 +138,39 @@ conformance: build $(CONFORMANCE)
 
 # conformance-server runs the suite's server scenarios against the gateway
 # (mcpvisor supervise) with the mock server's conformance fixtures behind
-# it; the scenarios it cannot pass yet are in the baseline's server list.
+# it, three times: the default (active) suite, --suite all, and the
+# requirement set frozen for 2026-07-28 (--requirements, run at that
+# revision's wire version). The expected failures' server list is empty;
+# check-server.mjs then fails any scenario that recorded no check, no
+# SUCCESS, or a FAILURE or WARNING (the runner passes a scenario with no
+# checks). CONFORMANCE_SERVER_UNEXERCISED names the scenarios the suite
+# itself does not test yet (they report only INFO or SKIPPED whatever the
+# server does).
 CONFORMANCE_SERVER_LISTEN ?= 127.0.0.1:17980
 CONFORMANCE_SERVER_RESULTS := $(DEPS)/conformance-server-results
+CONFORMANCE_SERVER_RUNS := active:--suite=active all:--suite=all 2026-07-28:--requirements=2026-07-28
+CONFORMANCE_SERVER_UNEXERCISED := tasks-status-notifications server-sse-polling
 conformance-server: build $(CONFORMANCE)
-	rm -rf $(CONFORMANCE_SERVER_RESULTS)
-	@$(BIN)/mcpvisor supervise --config testdata/conformance/gateway.mcp.json --bare-names \
+	rm -rf $(CONFORMANCE_SERVER_RESULTS) $(DEPS)/conformance-state
+	@$(BIN)/mcpvisor supervise --config testdata/conformance/gateway.mcp.json --bare-names --state-dir $(DEPS)/conformance-state \
 		--listen $(CONFORMANCE_SERVER_LISTEN) --log-level warn 2>$(DEPS)/conformance-gateway.log & pid=$$!; \
 	trap 'kill -INT $$pid; wait $$pid' EXIT; \
 	for i in $$(seq 100); do $(BIN)/mcpvisor status --url http://$(CONFORMANCE_SERVER_LISTEN) >/dev/null 2>&1 && break; sleep 0.1; done; \
-	PATH=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin:$$PATH conformance server \
-		--url http://localhost:$(lastword $(subst :, ,$(CONFORMANCE_SERVER_LISTEN)))/mcp \
-		--expected-failures testdata/conformance/baseline.yml -o $(CONFORMANCE_SERVER_RESULTS) \
-		> $(DEPS)/conformance-server-summary.txt || { cat $(DEPS)/conformance-server-summary.txt; exit 1; }; \
-	sed -n '/SUMMARY/,$$p' $(DEPS)/conformance-server-summary.txt
+	for run in $(CONFORMANCE_SERVER_RUNS); do \
+		name=$${run%%:*}; args=$$(echo $${run#*:} | tr = ' '); \
+		echo "conformance server $$args"; \
+		PATH=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin:$$PATH conformance server $$args \
+			--url http://localhost:$(lastword $(subst :, ,$(CONFORMANCE_SERVER_LISTEN)))/mcp \
+			--expected-failures testdata/conformance/baseline.yml -o $(CONFORMANCE_SERVER_RESULTS)/$$name \
+			> $(DEPS)/conformance-server-$$name.txt || { cat $(DEPS)/conformance-server-$$name.txt; exit 1; }; \
+		grep -E '^Total:' $(DEPS)/conformance-server-$$name.txt; \
+		$(CONFORMANCE_DIR)/node_modules/.bin/node testdata/conformance/check-server.mjs \
+			$(CONFORMANCE_SERVER_RESULTS)/$$name $(CONFORMANCE_SERVER_UNEXERCISED) || exit 1; \
+	done
 
 # The environment of the Go tests: the npm-installed peers they talk to
 # (a missing one fails the tests rather than skipping them).
-TEST_ENV = MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 \
+TEST_ENV = MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 MCPVISOR_REQUIRE_KEYRING=1 MCPVISOR_REQUIRE_BROWSER=1 \
 	MCPVISOR_OIDC_MODULES=$(abspath $(OIDC_DIR))/node_modules \
 	MCPVISOR_NODE=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin/node
 
@@ -128,7 +186,7 @@ PKGS_MEDIUM := . ./actors/session ./bench/mockserver ./cmd/mcpvisor ./cmd/mcpvis
 MODULE      := github.com/mcpvisor/mcpvisor
 PKGS_SHORT   = $(filter-out $(patsubst .%,$(MODULE)%,$(PKGS_LONG) $(PKGS_MEDIUM)),$(shell $(GO) list ./...))
 
-test: deps vet conformance conformance-server test-go
+test: deps vet cross conformance conformance-server test-go
 
 # test-go runs the Go tests alone (what test runs after its other steps).
 test-go:
@@ -152,6 +210,23 @@ flake: deps
 	$(TEST_ENV) $(GO) run ./internal/flakerun -count $(FLAKE_COUNT) -modes $(FLAKE_MODES) -pkg '$(FLAKE_PKG)' \
 		-budget $(TIMEOUT_SHORT) -budgets '$(FLAKE_BUDGETS)' -logs $(DEPS)/flake
 
+# cross builds and vets every package, tests included, for the six
+# targets the project supports, in the main module and the nested modules
+# (bench/peers measures with getrusage and /proc: Unix only). A row per
+# module and target; any failure fails the target after the table.
+CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+CROSS_MODULES := . testdata/gosdkserver testdata/mcpgoserver testdata/gosdkclient bench/peers
+cross:
+	@fail=0; for m in $(CROSS_MODULES); do for t in $(CROSS_TARGETS); do \
+		os=$${t%/*}; arch=$${t#*/}; \
+		if [ $$m = bench/peers ] && [ $$os = windows ]; then continue; fi; \
+		b=ok; v=ok; \
+		(cd $$m && GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -o /dev/null ./... ) >$(CROSS_LOG) 2>&1 || { b=FAIL; cat $(CROSS_LOG); fail=1; }; \
+		(cd $$m && GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) vet ./... ) >$(CROSS_LOG) 2>&1 || { v=FAIL; cat $(CROSS_LOG); fail=1; }; \
+		printf '%-22s %-14s build %-4s vet %s\n' $$m $$t $$b $$v; \
+	done; done; rm -f $(CROSS_LOG); exit $$fail
+CROSS_LOG = $(or $(TMPDIR),/tmp)/mcpvisor-cross.$$$$.log
+
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 		if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
@@ -164,6 +239,7 @@ fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./transports/eventstream -run '^$$' -fuzz FuzzReader -fuzztime 30s
 	$(GO) test ./oauth -run '^$$' -fuzz FuzzParseChallenges -fuzztime 30s
+	$(GO) test ./cmd/mcpvisor/internal/mcpfile -run '^$$' -fuzz FuzzEdit -fuzztime 30s
 
 # bench runs the benchmark runner's quick profile (about three minutes on
 # 2 vCPUs) through `mcpvisor bench`, into bench/results/latest (which git

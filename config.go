@@ -31,6 +31,21 @@ type Config struct {
 	// and has exactly the keys of Servers.
 	Sources map[string]string
 
+	// Layers maps each server name to the layer of that file: LayerUser,
+	// LayerProject, LayerLocal, LayerManaged, LayerFile, or the Name of a
+	// host's ConfigLayer. It is never nil and has exactly the keys of
+	// Servers.
+	Layers map[string]string
+
+	// Pending maps each server held for the user's approval to what the
+	// user is asked to approve. A held server is in Servers too, with
+	// NeedsApproval set and nothing else but its Type: its entry is not
+	// expanded, so that a project file cannot have the user's secrets
+	// sent anywhere before the user saw it, and the supervisor never
+	// starts it (StateNeedsApproval). It is never nil; its keys are in
+	// Servers.
+	Pending map[string]PendingServer
+
 	// Files lists the files whose servers were loaded, in load order
 	// (lowest precedence first). Missing layer files that were skipped are
 	// not listed, nor is a managed file read only for its policy (its path
@@ -48,6 +63,10 @@ type Config struct {
 	// server had to pass every one to stay in Servers. Empty means no
 	// policy.
 	Policies []ServerPolicy
+
+	// untrusted holds the servers whose entry comes from an untrusted
+	// layer (nil when there is none).
+	untrusted map[string]bool
 }
 
 // Check reports whether a server may run under every policy in
@@ -63,12 +82,6 @@ func (c *Config) Check(name string, sc ServerConfig) (ok bool, reason string) {
 	}
 	return true, ""
 }
-
-// DefaultManagedFile is the managed (administrator) config file that
-// LoadConfig looks for when LoadOptions.ManagedFile is empty. When it
-// exists, its server policy applies to every load, and when it holds a
-// server map it is the only file loaded (see LoadConfig).
-const DefaultManagedFile = "/etc/mcpvisor/managed-mcp.json"
 
 // PolicyOptionSource is the Source LoadConfig gives LoadOptions.Policy
 // when the caller left it empty: it names that policy in exclusion
@@ -159,6 +172,20 @@ type LoadOptions struct {
 	// load with a *ConfigError whose File is that Source.
 	Policy *ServerPolicy
 
+	// Layers, when not empty, are read instead of the standard user,
+	// project and local layers, lowest precedence first (ignored when
+	// Files is set or the managed file holds a server map). Home is then
+	// not used; Dir still names the project (approvals, and
+	// ${workspaceFolder}).
+	Layers []ConfigLayer
+
+	// Approvals says which entries of untrusted layers (the project and
+	// local layers, and host layers not marked Trusted) the user
+	// approved; the others are held (Config.Pending). Nil approves
+	// nothing: every server of an untrusted layer is held. Files named
+	// in Files, the user layer and the managed file are trusted.
+	Approvals Approvals
+
 	// LookupEnv resolves ${VAR} references. Nil means os.LookupEnv.
 	LookupEnv func(name string) (value string, ok bool)
 }
@@ -181,11 +208,20 @@ type LoadOptions struct {
 // (Home equal to Dir) is loaded once. Finding no file at all is not an
 // error: the Config is empty.
 //
+// The servers of an untrusted layer (project, local, or a host layer not
+// marked Trusted) start only once the user approved their entry as
+// written, in this project directory (opts.Approvals): the others are
+// held — in Servers with NeedsApproval set, unexpanded, and in Pending
+// with what to show the user. A disabled entry of an untrusted layer is
+// loaded disabled, unexpanded, without approval.
+//
 // Last, the policies: the managed file's, then opts.Policy. Each server
 // that fails one is moved from Servers (and Sources) to Excluded with the
-// reason; Config.Policies holds the policies for Config.Check. Policy
-// lists in files other than the managed file are ignored like any other
-// unknown top-level member.
+// reason; Config.Policies holds the policies for Config.Check. A held
+// server is checked once approved (its entry is expanded only then),
+// except against projectServers "deny", which excludes every server of
+// an untrusted layer. Policy lists in files other than the managed file
+// are ignored like any other unknown top-level member.
 //
 // Files are read as described at LoadConfigFiles. On error the Config is
 // nil and the error holds every problem found, each a *ConfigError (the
@@ -223,7 +259,7 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 		_, hasVS := top["servers"]
 		if !hasPolicy && !hasMCP && !hasVS {
 			errs = append(errs, &ConfigError{File: managed, Err: errors.New(
-				`no "mcpServers", "servers", "allowedMcpServers" or "deniedMcpServers" member`)})
+				`no "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers" or "projectServers" member`)})
 		}
 		if hasPolicy {
 			policy.Source = managed
@@ -252,25 +288,28 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 	var cfg *Config
 	_, hasMCP := managedTop["mcpServers"]
 	_, hasVS := managedTop["servers"]
+	ld := &loader{lookup: lookup, approvals: opts.Approvals, project: projectKey(opts.Dir), home: userHome(opts.Home)}
 	switch {
 	case len(opts.Files) > 0:
-		cfg, errs = loadFiles(opts.Files, false, lookup)
+		cfg, errs = ld.load(explicitFiles(opts.Files), false)
 	case hasMCP || hasVS:
 		cfg = newConfig()
-		servers, fileErrs := parseServers(managedTop, lookup)
+		servers, _, fileErrs := parseServers(managedTop, expanderFor(managed, lookup, ld.home), nil)
 		for _, e := range fileErrs {
 			e.File = managed
 			errs = append(errs, e)
 		}
-		cfg.addFile(managed, servers)
+		cfg.addFile(layerFile{LayerManaged, managed, true}, servers, nil)
+	case len(opts.Layers) > 0:
+		layers := make([]layerFile, len(opts.Layers))
+		for i, l := range opts.Layers {
+			layers[i] = layerFile{l.Name, l.File, l.Trusted}
+		}
+		cfg, errs = ld.load(layers, true)
 	default:
-		var layers []string
 		home := opts.Home
 		if home == "" {
 			home, _ = os.UserHomeDir() // no home: no user layer
-		}
-		if home != "" {
-			layers = append(layers, filepath.Join(home, ".mcp.json"))
 		}
 		dir := opts.Dir
 		if dir == "" {
@@ -280,8 +319,7 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 			}
 			dir = wd
 		}
-		layers = append(layers, filepath.Join(dir, ".mcp.json"), filepath.Join(dir, ".mcp.local.json"))
-		cfg, errs = loadFiles(layers, true, lookup)
+		cfg, errs = ld.load(standardLayers(home, dir), true)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -289,11 +327,21 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 
 	cfg.Policies = policies
 	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
+		sc := cfg.Servers[name]
 		for i := range policies {
-			if ok, reason := policies[i].check(name, cfg.Servers[name]); !ok {
+			ok, reason := true, ""
+			switch {
+			case cfg.untrusted[name] && policies[i].ProjectServers == ProjectServersDeny:
+				ok, reason = false, policies[i].reason(`projectServers is "deny": servers of untrusted layers (the project's config files) may not run`)
+			case sc.NeedsApproval == "":
+				ok, reason = policies[i].check(name, sc)
+			}
+			if !ok {
 				cfg.Excluded[name] = reason
 				delete(cfg.Servers, name)
 				delete(cfg.Sources, name)
+				delete(cfg.Layers, name)
+				delete(cfg.Pending, name)
 				break
 			}
 		}
@@ -313,9 +361,11 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 // are never merged member by member.
 //
 // Inside an entry, unknown members are ignored and null means absent, but
-// a known member of the wrong JSON type is an error. Member names are
-// case-sensitive. In command, args, env values, cwd, url, header values and
-// the tls members (nowhere else, and never in keys) ${VAR} is replaced by
+// a known member of the wrong JSON type is an error; so is an unknown or
+// mistyped member of "sandbox", whose problems must never leave a server
+// less confined than asked. Member names are case-sensitive. In command,
+// args, env values, cwd, url, header values, the tls members and the
+// sandbox's paths (nowhere else, and never in keys) ${VAR} is replaced by
 // the variable's value and ${VAR:-default} by the value, or by default
 // when the variable is unset or empty. A ${VAR} whose variable is unset is
 // an error (ErrUnsetVariable), never an empty string. Only "${" starts a
@@ -324,13 +374,19 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 // "}" and "${". Two VS Code variables are understood: ${workspaceFolder}
 // is the project directory, absolute (LoadOptions.Dir, or the working
 // directory), whatever the environment says; ${input:id} is an error
-// (ErrInputVariable). Each entry is then checked with
+// (ErrInputVariable). A sandbox path may also start with ~ (the home
+// directory: LoadOptions.Home, else the user's), and a relative one is
+// relative to the directory of its file. A top-level "sandbox" member
+// (true, false or an object, as in an entry) is the default of the
+// file's stdio servers that have no "sandbox" of their own ("sandbox":
+// false in an entry opts out). Each entry is then checked with
 // ServerConfig.Validate; the empty server name is rejected.
 //
 // On error the Config is nil and the error holds every problem found (at
 // most one per server entry), each a *ConfigError.
 func LoadConfigFiles(paths ...string) (*Config, error) {
-	cfg, errs := loadFiles(paths, false, withWorkspace(os.LookupEnv, ""))
+	ld := &loader{lookup: withWorkspace(os.LookupEnv, ""), home: userHome("")}
+	cfg, errs := ld.load(explicitFiles(paths), false)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -355,25 +411,87 @@ func withWorkspace(lookup func(string) (string, bool), dir string) func(string) 
 
 // newConfig returns an empty Config with its maps made.
 func newConfig() *Config {
-	return &Config{Servers: map[string]ServerConfig{}, Sources: map[string]string{}, Excluded: map[string]string{}}
+	return &Config{Servers: map[string]ServerConfig{}, Sources: map[string]string{}, Layers: map[string]string{},
+		Pending: map[string]PendingServer{}, Excluded: map[string]string{}}
 }
 
-// addFile records that file was loaded and defines servers.
-func (c *Config) addFile(file string, servers map[string]ServerConfig) {
-	c.Files = append(c.Files, file)
+// addFile records that the file of layer l was loaded and defines
+// servers, of which pending are held.
+func (c *Config) addFile(l layerFile, servers map[string]ServerConfig, pending map[string]PendingServer) {
+	c.Files = append(c.Files, l.path)
 	for name, sc := range servers {
 		c.Servers[name] = sc
-		c.Sources[name] = file
+		c.Sources[name] = l.path
+		c.Layers[name] = l.layer
+		if l.trusted {
+			delete(c.untrusted, name)
+		} else {
+			if c.untrusted == nil {
+				c.untrusted = map[string]bool{}
+			}
+			c.untrusted[name] = true
+		}
+		if p, held := pending[name]; held {
+			c.Pending[name] = p
+		} else {
+			delete(c.Pending, name) // a later layer's entry wins, whole
+		}
 	}
 }
 
-// loadFiles loads paths in order. With skipMissing, files that do not exist
+// explicitFiles are files named to the loader: trusted, LayerFile.
+func explicitFiles(paths []string) []layerFile {
+	out := make([]layerFile, len(paths))
+	for i, p := range paths {
+		out[i] = layerFile{LayerFile, p, true}
+	}
+	return out
+}
+
+// loader loads layer files.
+type loader struct {
+	lookup    func(string) (string, bool)
+	approvals Approvals // for the untrusted layers; nil approves nothing
+	project   string    // the project directory approvals are for
+	home      string    // for ~ in sandbox paths ("" when unknown)
+}
+
+// expander expands the members of one file's entries: ${VAR} references
+// through lookup; in sandbox paths also a leading ~ (home), and relative
+// paths are made relative to dir, the file's directory.
+type expander struct {
+	lookup func(string) (string, bool)
+	dir    string // absolute
+	home   string // "" when unknown: a ~ path is then an error
+}
+
+// expanderFor returns the expander of the file at path.
+func expanderFor(path string, lookup func(string) (string, bool), home string) expander {
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		dir = filepath.Dir(path)
+	}
+	return expander{lookup: lookup, dir: dir, home: home}
+}
+
+// userHome is the home directory for ~ in sandbox paths: given, or the
+// user's.
+func userHome(given string) string {
+	if given != "" {
+		return given
+	}
+	home, _ := os.UserHomeDir()
+	return home
+}
+
+// load loads files in order. With skipMissing, files that do not exist
 // are skipped. With errors, the Config is nil.
-func loadFiles(paths []string, skipMissing bool, lookup func(string) (string, bool)) (*Config, []error) {
+func (ld *loader) load(files []layerFile, skipMissing bool) (*Config, []error) {
 	cfg := newConfig()
 	var errs []error
 	seen := map[string]bool{}
-	for _, file := range paths {
+	for _, l := range files {
+		file := l.path
 		if skipMissing {
 			key, err := filepath.Abs(file)
 			if err != nil {
@@ -392,17 +510,29 @@ func loadFiles(paths []string, skipMissing bool, lookup func(string) (string, bo
 			errs = append(errs, &ConfigError{File: file, Err: fileError(err)})
 			continue
 		}
-		servers, fileErrs := parseFile(data, lookup)
+		var gate *approvalGate
+		if !l.trusted {
+			gate = &approvalGate{layer: l.layer, file: file, project: ld.project, approvals: ld.approvals, workspace: ld.workspaceOnly}
+		}
+		servers, pending, fileErrs := parseFile(data, expanderFor(file, ld.lookup, ld.home), gate)
 		for _, e := range fileErrs {
 			e.File = file
 			errs = append(errs, e)
 		}
-		cfg.addFile(file, servers)
+		cfg.addFile(l, servers, pending)
 	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	return cfg, nil
+}
+
+// workspaceOnly resolves ${workspaceFolder} and nothing else.
+func (ld *loader) workspaceOnly(name string) (string, bool) {
+	if name != workspaceFolderVar {
+		return "", false
+	}
+	return ld.lookup(name)
 }
 
 // fileError drops the file name from an *fs.PathError, which ConfigError
@@ -444,11 +574,24 @@ type ServerPolicy struct {
 	// Denied lists the servers that never run.
 	Denied []PolicyEntry `json:"deniedMcpServers,omitempty"`
 
+	// ProjectServers says what becomes of the servers of untrusted layers
+	// (a project's .mcp.json and .mcp.local.json, and host layers not
+	// marked trusted): ProjectServersApprove (or empty, the default) lets
+	// them run once the user approved their entry; ProjectServersDeny
+	// excludes them all, approved or not.
+	ProjectServers string `json:"projectServers,omitempty"`
+
 	// Source names the policy in the reasons Check gives and is the File
 	// of the errors Validate returns: LoadConfig sets it to the managed
 	// file's path, or PolicyOptionSource. Empty names nothing.
 	Source string `json:"-"`
 }
+
+// The values of ServerPolicy.ProjectServers.
+const (
+	ProjectServersApprove = "approve"
+	ProjectServersDeny    = "deny"
+)
 
 // MarshalJSON writes the policy as the managed file holds it. A non-nil
 // Allowed is written as an array even when it points to a nil slice, so
@@ -603,7 +746,20 @@ func (p *ServerPolicy) validate() []*ConfigError {
 		list("allowedMcpServers", *p.Allowed)
 	}
 	list("deniedMcpServers", p.Denied)
+	if e := validProjectServers(p.ProjectServers); e != nil {
+		e.File = p.Source
+		errs = append(errs, e)
+	}
 	return errs
+}
+
+// validProjectServers checks a projectServers value.
+func validProjectServers(v string) *ConfigError {
+	switch v {
+	case "", ProjectServersApprove, ProjectServersDeny:
+		return nil
+	}
+	return &ConfigError{Path: "projectServers", Err: fmt.Errorf("%q: want %q or %q", v, ProjectServersApprove, ProjectServersDeny)}
 }
 
 // validate checks an entry found at the ConfigError path at.
@@ -935,7 +1091,18 @@ func parsePolicy(top map[string]json.RawMessage) (policy ServerPolicy, has bool,
 		policy.Allowed = &allowed
 	}
 	policy.Denied = denied
-	return policy, hasAllowed || hasDenied, errs
+	hasProject := false
+	if raw, ok := top["projectServers"]; ok && jsonKind(raw) != "null" {
+		hasProject = true
+		if k := jsonKind(raw); k != "string" {
+			errs = append(errs, typeError("projectServers", "string", k))
+		} else if err := json.Unmarshal(raw, &policy.ProjectServers); err != nil {
+			errs = append(errs, &ConfigError{Path: "projectServers", Err: err})
+		} else if e := validProjectServers(policy.ProjectServers); e != nil {
+			errs = append(errs, e)
+		}
+	}
+	return policy, hasAllowed || hasDenied || hasProject, errs
 }
 
 // decodePolicyEntry decodes one list element. Unlike a server entry, a
@@ -1004,21 +1171,22 @@ func decodePolicyEntry(raw json.RawMessage, path string) (PolicyEntry, *ConfigEr
 	return e, nil
 }
 
-// parseFile decodes, expands and validates one file's servers. The errors
-// it returns lack File.
-func parseFile(data []byte, lookup func(string) (string, bool)) (map[string]ServerConfig, []*ConfigError) {
+// parseFile decodes, expands and validates one file's servers; with a
+// gate (an untrusted layer), the entries it does not approve are held
+// instead, unexpanded. The errors it returns lack File.
+func parseFile(data []byte, x expander, gate *approvalGate) (map[string]ServerConfig, map[string]PendingServer, []*ConfigError) {
 	top, e := decodeTop(data, false)
 	if e != nil {
-		return nil, []*ConfigError{e}
+		return nil, nil, []*ConfigError{e}
 	}
-	return parseServers(top, lookup)
+	return parseServers(top, x, gate)
 }
 
 // decodeTop decodes a file's top-level object. The error lacks File.
 func decodeTop(data []byte, managed bool) (map[string]json.RawMessage, *ConfigError) {
 	want := `want a JSON object with "mcpServers" or "servers"`
 	if managed {
-		want = `want a JSON object with "mcpServers", "servers", "allowedMcpServers" or "deniedMcpServers"`
+		want = `want a JSON object with "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers" or "projectServers"`
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
@@ -1036,33 +1204,53 @@ func decodeTop(data []byte, managed bool) (map[string]json.RawMessage, *ConfigEr
 }
 
 // parseServers decodes, expands and validates the server map of a file's
-// top-level object. The errors it returns lack File.
-func parseServers(top map[string]json.RawMessage, lookup func(string) (string, bool)) (map[string]ServerConfig, []*ConfigError) {
+// top-level object, expanding through x (relative envFile and sandbox
+// paths are resolved against x.dir, the file's directory). With a gate,
+// an entry it does not approve is held: it is validated unexpanded and
+// returned as heldConfig, and pending says what to approve; a disabled
+// entry is returned disabled, unexpanded. The errors it returns lack File.
+func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate) (servers map[string]ServerConfig, pending map[string]PendingServer, errs []*ConfigError) {
 	mcpServers, hasMCP := top["mcpServers"]
 	vsServers, hasVS := top["servers"]
 	var root string
 	var rawServers json.RawMessage
 	switch {
 	case hasMCP && hasVS:
-		return nil, []*ConfigError{{Err: errors.New(`has both "mcpServers" and "servers"; use one`)}}
+		return nil, nil, []*ConfigError{{Err: errors.New(`has both "mcpServers" and "servers"; use one`)}}
 	case hasMCP:
 		root, rawServers = "mcpServers", mcpServers
 	case hasVS:
 		root, rawServers = "servers", vsServers
 	default:
-		return nil, []*ConfigError{{Err: errors.New(`no "mcpServers" or "servers" member`)}}
+		return nil, nil, []*ConfigError{{Err: errors.New(`no "mcpServers" or "servers" member`)}}
+	}
+
+	// The file's default sandbox, for its stdio servers that set none.
+	var defaultSandbox *transports.Sandbox
+	if raw, ok := top["sandbox"]; ok && jsonKind(raw) != "null" {
+		var sb transports.Sandbox
+		if err := json.Unmarshal(raw, &sb); err != nil {
+			return nil, nil, []*ConfigError{{Path: "sandbox", Err: err}}
+		}
+		if e := x.sandbox(&sb, "sandbox"); e != nil {
+			return nil, nil, []*ConfigError{e}
+		}
+		if err := sb.Validate(); err != nil {
+			return nil, nil, []*ConfigError{{Path: "sandbox", Err: err}}
+		}
+		defaultSandbox = &sb
 	}
 
 	var entries map[string]json.RawMessage
 	if k := jsonKind(rawServers); k != "object" {
-		return nil, []*ConfigError{{Path: root, Err: fmt.Errorf("want object, got %s", k)}}
+		return nil, nil, []*ConfigError{{Path: root, Err: fmt.Errorf("want object, got %s", k)}}
 	}
 	if err := json.Unmarshal(rawServers, &entries); err != nil {
-		return nil, []*ConfigError{{Path: root, Err: err}}
+		return nil, nil, []*ConfigError{{Path: root, Err: err}}
 	}
 
-	servers := make(map[string]ServerConfig, len(entries))
-	var errs []*ConfigError
+	servers = make(map[string]ServerConfig, len(entries))
+	pending = map[string]PendingServer{}
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		path := pathKey(root, name)
 		if name == "" {
@@ -1074,29 +1262,65 @@ func parseServers(top map[string]json.RawMessage, lookup func(string) (string, b
 			errs = append(errs, e)
 			continue
 		}
-		if e := expandServer(&sc, path, lookup); e != nil {
+		if gate != nil {
+			if sc.Disabled { // never started: nothing to approve
+				servers[name] = ServerConfig{Config: transports.Config{Type: sc.Kind()}, Disabled: true}
+				continue
+			}
+			approved, p := gate.decide(name, entries[name], &sc)
+			if !approved {
+				if err := sc.Validate(); err != nil {
+					errs = append(errs, &ConfigError{Path: path, Err: err})
+					continue
+				}
+				servers[name] = heldConfig(&sc, p.Reason)
+				pending[name] = *p
+				continue
+			}
+		}
+		if e := expandServer(&sc, path, x); e != nil {
 			errs = append(errs, e)
 			continue
+		}
+		if sc.Sandbox == nil && defaultSandbox != nil && sc.Kind() == transports.TypeStdio {
+			sb := *defaultSandbox
+			sb.Write, sb.Read = slices.Clone(sb.Write), slices.Clone(sb.Read)
+			sc.Sandbox = &sb
 		}
 		if err := sc.Validate(); err != nil {
 			errs = append(errs, &ConfigError{Path: path, Err: err})
 			continue
 		}
+		if err := mergeEnvFile(&sc, x.dir); err != nil {
+			errs = append(errs, &ConfigError{Path: pathKey(path, "envFile"), Err: err})
+			continue
+		}
 		servers[name] = sc
 	}
-	return servers, errs
+	return servers, pending, errs
 }
 
 // expandServer expands references in the members that allow them.
-func expandServer(sc *ServerConfig, path string, lookup func(string) (string, bool)) *ConfigError {
-	one := func(s *string, p string) *ConfigError {
-		v, err := expand(*s, lookup)
+func expandServer(sc *ServerConfig, path string, x expander) *ConfigError {
+	if sc.Sandbox != nil {
+		if e := x.sandbox(sc.Sandbox, pathKey(path, "sandbox")); e != nil {
+			return e
+		}
+	}
+	return walkExpandable(sc, path, func(s *string, p string) *ConfigError {
+		v, err := expand(*s, x.lookup)
 		if err != nil {
 			return &ConfigError{Path: p, Err: err}
 		}
 		*s = v
 		return nil
-	}
+	})
+}
+
+// walkExpandable calls one on every member of sc that ${VAR} references
+// may appear in (command, args, env values, cwd, envFile, url, the tls
+// members, header values), with its path, and stops at the first error.
+func walkExpandable(sc *ServerConfig, path string, one func(s *string, path string) *ConfigError) *ConfigError {
 	mapValues := func(m map[string]string, p string) *ConfigError {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			v := m[k]
@@ -1121,6 +1345,9 @@ func expandServer(sc *ServerConfig, path string, lookup func(string) (string, bo
 	if e := one(&sc.Cwd, pathKey(path, "cwd")); e != nil {
 		return e
 	}
+	if e := one(&sc.EnvFile, pathKey(path, "envFile")); e != nil {
+		return e
+	}
 	if e := one(&sc.URL, pathKey(path, "url")); e != nil {
 		return e
 	}
@@ -1136,6 +1363,38 @@ func expandServer(sc *ServerConfig, path string, lookup func(string) (string, bo
 		}
 	}
 	return mapValues(sc.Headers, pathKey(path, "headers"))
+}
+
+// sandbox expands the paths of a sandbox found at path: ${VAR}
+// references, a leading ~ (the home directory), and relative paths, made
+// relative to the file's directory.
+func (x expander) sandbox(sb *transports.Sandbox, path string) *ConfigError {
+	for _, list := range []struct {
+		name  string
+		paths []string
+	}{{"write", sb.Write}, {"read", sb.Read}} {
+		for i, p := range list.paths {
+			at := pathIndex(pathKey(path, list.name), i)
+			v, err := expand(p, x.lookup)
+			if err != nil {
+				return &ConfigError{Path: at, Err: err}
+			}
+			switch {
+			case v == "~" || strings.HasPrefix(v, "~/"):
+				if x.home == "" {
+					return &ConfigError{Path: at, Err: errors.New("~ names the home directory, which is unknown")}
+				}
+				v = filepath.Join(x.home, v[1:])
+			case v != "" && !filepath.IsAbs(v):
+				v = filepath.Join(x.dir, v)
+			}
+			if v != "" {
+				v = filepath.Clean(v)
+			}
+			list.paths[i] = v
+		}
+	}
+	return nil
 }
 
 // expand replaces ${VAR} and ${VAR:-default} references in s. Errors name

@@ -27,6 +27,12 @@ func fakeEnv(vars map[string]string) func(string) (string, bool) {
 
 // noManaged is a managed-file path that does not exist, so that tests do
 // not depend on the machine's /etc/mcpvisor.
+func mustAbs(t *testing.T, path string) string {
+	abs, err := filepath.Abs(path)
+	require.NoError(t, err)
+	return abs
+}
+
 func noManaged(t *testing.T) string {
 	return filepath.Join(t.TempDir(), "no-managed-mcp.json")
 }
@@ -72,7 +78,8 @@ func TestLoadConfigShapes(t *testing.T) {
 					Type: transports.TypeStdio, Command: "npx",
 					Args: []string{"-y", "@modelcontextprotocol/server-memory"},
 					Cwd:  "/src/app",
-				}},
+					Env:  map[string]string{"MEMORY_FILE_PATH": "/tmp/memory.json"},
+				}, EnvFile: mustAbs(t, "testdata/config/vscode.env")},
 				"remote": {Config: transports.Config{
 					Type: transports.TypeHTTP, URL: "https://mcp.example.com/mcp",
 					Headers: map[string]string{"Authorization": "Bearer k123"},
@@ -458,7 +465,7 @@ func TestLoadConfigLayers(t *testing.T) {
 	}{
 		{
 			name:      "user, project and local, lowest first",
-			opts:      LoadOptions{Home: home, Dir: project, ManagedFile: absent},
+			opts:      LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: absent},
 			wantFiles: []string{userFile, projectFile, localFile},
 			wantCommand: map[string]string{
 				"shared":       "from-local",
@@ -469,35 +476,35 @@ func TestLoadConfigLayers(t *testing.T) {
 		},
 		{
 			name:        "missing user layer skipped",
-			opts:        LoadOptions{Home: empty, Dir: project, ManagedFile: absent},
+			opts:        LoadOptions{Approvals: approveAll{}, Home: empty, Dir: project, ManagedFile: absent},
 			wantFiles:   []string{projectFile, localFile},
 			wantCommand: map[string]string{"shared": "from-local", "project-only": "https://project.example.com/mcp"},
 			wantSources: map[string]string{"shared": localFile, "project-only": projectFile},
 		},
 		{
 			name:        "missing project and local layers skipped",
-			opts:        LoadOptions{Home: home, Dir: empty, ManagedFile: absent},
+			opts:        LoadOptions{Approvals: approveAll{}, Home: home, Dir: empty, ManagedFile: absent},
 			wantFiles:   []string{userFile},
 			wantCommand: map[string]string{"shared": "from-home", "home-only": "home-server"},
 			wantSources: map[string]string{"shared": userFile, "home-only": userFile},
 		},
 		{
 			name:        "no files at all",
-			opts:        LoadOptions{Home: empty, Dir: empty, ManagedFile: absent},
+			opts:        LoadOptions{Approvals: approveAll{}, Home: empty, Dir: empty, ManagedFile: absent},
 			wantFiles:   nil,
 			wantCommand: map[string]string{},
 			wantSources: map[string]string{},
 		},
 		{
 			name:        "home equal to dir loads the file once",
-			opts:        LoadOptions{Home: home, Dir: home + "/", ManagedFile: absent},
+			opts:        LoadOptions{Approvals: approveAll{}, Home: home, Dir: home + "/", ManagedFile: absent},
 			wantFiles:   []string{userFile},
 			wantCommand: map[string]string{"shared": "from-home", "home-only": "home-server"},
 			wantSources: map[string]string{"shared": userFile, "home-only": userFile},
 		},
 		{
 			name:        "managed file is exclusive",
-			opts:        LoadOptions{Home: home, Dir: project, ManagedFile: managed},
+			opts:        LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: managed},
 			wantFiles:   []string{managed},
 			wantCommand: map[string]string{"policy": "https://mcp.corp.example.com/infra"},
 			wantSources: map[string]string{"policy": managed},
@@ -529,7 +536,7 @@ func TestLoadConfigLayers(t *testing.T) {
 
 func TestLoadConfigLayerUsesLookupEnv(t *testing.T) {
 	const project = "testdata/config/layers/project"
-	cfg, err := LoadConfig(LoadOptions{
+	cfg, err := LoadConfig(LoadOptions{Approvals: approveAll{},
 		Home: t.TempDir(), Dir: project, ManagedFile: noManaged(t),
 		LookupEnv: fakeEnv(map[string]string{"LOCAL_TOKEN": "tok"}),
 	})
@@ -541,7 +548,7 @@ func TestLoadConfigLayerErrors(t *testing.T) {
 	t.Run("broken layer fails the load", func(t *testing.T) {
 		dir := t.TempDir()
 		local := writeFile(t, dir, ".mcp.local.json", `{"mcpServers": {"a": {"command": ["x"]}}}`)
-		_, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
+		_, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, local, ce.File)
@@ -549,7 +556,7 @@ func TestLoadConfigLayerErrors(t *testing.T) {
 	})
 	t.Run("broken managed file fails the load", func(t *testing.T) {
 		managed := writeFile(t, t.TempDir(), "managed-mcp.json", `{"servers": {"a": {}}}`)
-		_, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed})
+		_, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed})
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, managed, ce.File)
@@ -557,7 +564,7 @@ func TestLoadConfigLayerErrors(t *testing.T) {
 	})
 	t.Run("unreadable managed file is not ignored", func(t *testing.T) {
 		managed := t.TempDir() // a directory: it exists but cannot be read as a file
-		_, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed})
+		_, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed})
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, managed, ce.File)
@@ -565,7 +572,7 @@ func TestLoadConfigLayerErrors(t *testing.T) {
 	t.Run("unreadable layer is not skipped", func(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.Mkdir(filepath.Join(dir, ".mcp.json"), 0o700))
-		_, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
+		_, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, filepath.Join(dir, ".mcp.json"), ce.File)
@@ -581,7 +588,7 @@ func TestLoadConfigDefaultHomeAndDir(t *testing.T) {
 	t.Setenv("MCPVISOR_TEST_CMD", "p")
 	t.Chdir(dir)
 
-	cfg, err := LoadConfig(LoadOptions{ManagedFile: noManaged(t)})
+	cfg, err := LoadConfig(LoadOptions{Approvals: approveAll{}, ManagedFile: noManaged(t)})
 	require.NoError(t, err)
 	assert.Equal(t, "u", cfg.Servers["user"].Command)
 	assert.Equal(t, "p", cfg.Servers["project"].Command, "nil LookupEnv reads the process environment")
@@ -1077,7 +1084,7 @@ func TestLoadConfigPolicy(t *testing.T) {
 	}{
 		{
 			name: "managed file with only a policy: the layers load, filtered",
-			opts: LoadOptions{Home: home, Dir: project, ManagedFile: policyOnly},
+			opts: LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: policyOnly},
 			// github and corp-tools match an allowed command, docs an allowed URL.
 			wantServers: []string{"corp-tools", "docs", "github"},
 			wantExcluded: map[string]string{
@@ -1092,7 +1099,7 @@ func TestLoadConfigPolicy(t *testing.T) {
 		},
 		{
 			name:        "managed file with servers and a policy: exclusive, and filtered",
-			opts:        LoadOptions{Home: home, Dir: project, ManagedFile: serversPolicy},
+			opts:        LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: serversPolicy},
 			wantServers: []string{"corp-docs"},
 			wantExcluded: map[string]string{
 				"corp-legacy": serversPolicy + ": no allowedMcpServers serverUrl entry matches its url (a remote server must match one when the list has any)",
@@ -1103,7 +1110,7 @@ func TestLoadConfigPolicy(t *testing.T) {
 		},
 		{
 			name:         "managed file with servers only: exclusive, no policy",
-			opts:         LoadOptions{Home: home, Dir: project, ManagedFile: serversNoPol},
+			opts:         LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: serversNoPol},
 			wantServers:  []string{"policy"},
 			wantExcluded: map[string]string{},
 			wantFiles:    []string{serversNoPol},
@@ -1124,7 +1131,7 @@ func TestLoadConfigPolicy(t *testing.T) {
 		},
 		{
 			name:        "LoadOptions.Policy alone",
-			opts:        LoadOptions{Home: home, Dir: project, ManagedFile: noManaged(t), Policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "*"}), Denied: []PolicyEntry{{ServerName: "*e*"}}}},
+			opts:        LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: noManaged(t), Policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "*"}), Denied: []PolicyEntry{{ServerName: "*e*"}}}},
 			wantServers: []string{"corp-tools", "docs", "github"},
 			wantExcluded: map[string]string{
 				"sneaky":       `LoadOptions.Policy: deniedMcpServers[0] (serverName "*e*")`,
@@ -1137,7 +1144,7 @@ func TestLoadConfigPolicy(t *testing.T) {
 		},
 		{
 			name: "managed policy and LoadOptions.Policy: a server must pass both, the managed file is checked first",
-			opts: LoadOptions{Home: home, Dir: project, ManagedFile: policyOnly, Policy: &ServerPolicy{
+			opts: LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: policyOnly, Policy: &ServerPolicy{
 				Source: "host", Denied: []PolicyEntry{{ServerName: "github"}, {ServerName: "tracker"}},
 			}},
 			wantServers: []string{"corp-tools", "docs"},
@@ -1180,7 +1187,7 @@ func TestLoadConfigPolicyOnlyInManagedFile(t *testing.T) {
 	dir := t.TempDir()
 	// In a layer, the lists are unknown top-level members: ignored.
 	layer := writeFile(t, dir, ".mcp.json", `{"mcpServers": {"a": {"command": "x"}}, "deniedMcpServers": [{"serverName": "*"}], "allowedMcpServers": []}`)
-	cfg, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
+	cfg, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
 	require.NoError(t, err)
 	assert.Contains(t, cfg.Servers, "a")
 	assert.Empty(t, cfg.Excluded)
@@ -1210,11 +1217,11 @@ func TestLoadConfigPolicyErrors(t *testing.T) {
 		wantErr  string
 	}{
 		{name: "neither servers nor policy", managed: `{"allowManagedMcpServersOnly": true}`,
-			wantErr: `no "mcpServers", "servers", "allowedMcpServers" or "deniedMcpServers" member`},
+			wantErr: `no "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers" or "projectServers" member`},
 		{name: "null lists are absent", managed: `{"allowedMcpServers": null, "deniedMcpServers": null}`,
-			wantErr: `no "mcpServers", "servers", "allowedMcpServers" or "deniedMcpServers" member`},
+			wantErr: `no "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers" or "projectServers" member`},
 		{name: "not an object", managed: `[]`,
-			wantErr: `want a JSON object with "mcpServers", "servers", "allowedMcpServers" or "deniedMcpServers", got array`},
+			wantErr: `want a JSON object with "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers" or "projectServers", got array`},
 		{name: "list not an array", managed: `{"allowedMcpServers": {"serverName": "a"}}`,
 			wantPath: "allowedMcpServers", wantErr: "want array, got object"},
 		{name: "entry not an object", managed: `{"deniedMcpServers": [{"serverName": "a"}, "b"]}`,
@@ -1273,7 +1280,7 @@ func TestLoadConfigPolicyErrors(t *testing.T) {
 	t.Run("every malformed entry is reported", func(t *testing.T) {
 		managed := writeFile(t, t.TempDir(), "managed-mcp.json",
 			`{"allowedMcpServers": [{}, {"serverName": "ok"}, {"serverUrl": "x"}], "deniedMcpServers": [{"serverName": 1}]}`)
-		_, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed})
+		_, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed})
 		require.Error(t, err)
 		for _, want := range []string{
 			managed + ": allowedMcpServers[0]: entry needs one of",
@@ -1301,7 +1308,7 @@ func TestLoadConfigPolicyErrors(t *testing.T) {
 	})
 	t.Run("malformed LoadOptions.Policy", func(t *testing.T) {
 		policy := &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "a"}, PolicyEntry{ServerName: "b", ServerURL: "https://h/"})}
-		_, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: noManaged(t), Policy: policy})
+		_, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: noManaged(t), Policy: policy})
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, PolicyOptionSource, ce.File)
@@ -1312,7 +1319,7 @@ func TestLoadConfigPolicyErrors(t *testing.T) {
 }
 
 func TestConfigCheck(t *testing.T) {
-	cfg, err := LoadConfig(LoadOptions{
+	cfg, err := LoadConfig(LoadOptions{Approvals: approveAll{},
 		Home: "testdata/config/policy/home", Dir: "testdata/config/policy/project",
 		ManagedFile: "testdata/config/policy/managed-policy-only.json",
 		Policy:      &ServerPolicy{Source: "host", Denied: []PolicyEntry{{ServerName: "blocked"}}},
@@ -1364,7 +1371,7 @@ func TestLoadConfigVSCodeVariables(t *testing.T) {
 
 	// The layers' project directory.
 	writeFile(t, wd, ".mcp.json", `{"servers": {"files": {"command": "x", "cwd": "${workspaceFolder}"}}}`)
-	cfg, err = LoadConfig(LoadOptions{Home: t.TempDir(), ManagedFile: noManaged(t)})
+	cfg, err = LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), ManagedFile: noManaged(t)})
 	require.NoError(t, err)
 	assert.Equal(t, wd, cfg.Servers["files"].Cwd)
 
@@ -1374,3 +1381,9 @@ func TestLoadConfigVSCodeVariables(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInputVariable)
 	assert.EqualError(t, err, bad+`: servers.api.headers.Authorization: ${input:api-key}: VS Code input variables are not supported; set the value in env or the file`)
 }
+
+// approveAll approves every entry of the untrusted layers, for the tests
+// of layering that are not about approval.
+type approveAll struct{}
+
+func (approveAll) Approved(string, string, string) (bool, bool, error) { return true, false, nil }

@@ -79,6 +79,10 @@ type (
 // ServerStatus describes one server.
 type ServerStatus = actors.ServerStatus
 
+// CacheHints are what a 2026-07-28 server said about caching its
+// discover result and its lists (ServerStatus.Cache).
+type CacheHints = actors.CacheHints
+
 // LatencyStats counts a server's requests and how long they took
 // (ServerStatus.Latency).
 type LatencyStats = actors.LatencyStats
@@ -102,6 +106,9 @@ const (
 	StateNeedsAuth    = actors.StateNeedsAuth
 	StateDisabled     = actors.StateDisabled
 	StateStopped      = actors.StateStopped
+	// StateNeedsApproval: held until the user approves the server's
+	// config entry (see LoadOptions.Approvals); never started.
+	StateNeedsApproval = actors.StateNeedsApproval
 )
 
 // Event is one entry of the event stream.
@@ -123,7 +130,11 @@ const (
 	EventChannelMessage    = actors.EventChannelMessage
 	EventPermissionRequest = actors.EventPermissionRequest
 	EventCollision         = actors.EventCollision
-	EventGap               = actors.EventGap
+	// EventToolDefinitionChanged: a tool's definition is not the pinned
+	// one (Options.ToolPins); ToolChange says which, what became of it,
+	// and the diff.
+	EventToolDefinitionChanged = actors.EventToolDefinitionChanged
+	EventGap                   = actors.EventGap
 )
 
 // The reasons of an EventGap.
@@ -137,6 +148,27 @@ type ListDiff = actors.ListDiff
 
 // Collision reports a qualified name claimed twice, and the rename.
 type Collision = actors.Collision
+
+// ToolChange describes a tool whose definition is not the pinned one
+// (EventToolDefinitionChanged).
+type ToolChange = actors.ToolChange
+
+// PinOptions configure tool pinning (Options.ToolPins): a store (a
+// *trust.Store) and what becomes of a tool whose definition is not
+// pinned, for servers marked trusted and for the others.
+type PinOptions = actors.PinOptions
+
+// PinStore keeps tool pins; *trust.Store implements it.
+type PinStore = actors.PinStore
+
+// PinAction is what becomes of a tool whose definition is not pinned.
+type PinAction = actors.PinAction
+
+// The pin actions.
+const (
+	PinWithhold = actors.PinWithhold
+	PinOffer    = actors.PinOffer
+)
 
 // CallToolResult is the result of a tool call; Content is a list of text,
 // image, audio, resource-link and embedded-resource blocks.
@@ -154,6 +186,7 @@ var (
 	ErrUnknownServer        = actors.ErrUnknownServer
 	ErrServerNotReady       = actors.ErrServerNotReady
 	ErrServerOff            = actors.ErrServerOff
+	ErrNeedsApproval        = actors.ErrNeedsApproval
 	ErrHostTool             = actors.ErrHostTool
 	ErrUnsupportedTransport = actors.ErrUnsupportedTransport
 	ErrConnectionClosed     = session.ErrConnectionClosed
@@ -161,6 +194,10 @@ var (
 	ErrTimeout              = session.ErrTimeout
 	ErrVersionMismatch      = session.ErrVersionMismatch
 	ErrMalformedResponse    = session.ErrMalformedResponse
+	// ErrUnresponsive: a server owed an answer, sent nothing, and did not
+	// answer a ping probe (ReconnectPolicy.ProbeAfter); the calls failed
+	// by the reconnect that follows match it too.
+	ErrUnresponsive = actors.ErrUnresponsive
 )
 
 // NotReadyError reports a call to a server that is not ready.
@@ -169,6 +206,14 @@ type NotReadyError = actors.NotReadyError
 // ConnectionLostError reports a call whose connection ended before it was
 // answered; it matches ErrConnectionClosed or ErrServerRestarting.
 type ConnectionLostError = actors.ConnectionLostError
+
+// DiscoveryCache keeps the tools of lazy servers across runs
+// (Options.DiscoveryCache); *toolcache.Cache keeps it on disk.
+type DiscoveryCache = actors.DiscoveryCache
+
+// ConfigHash identifies what runs under a server's name (the members of
+// its config that reach the server, hashed): the discovery cache's key.
+func ConfigHash(cfg ServerConfig) string { return actors.ConfigHash(cfg) }
 
 // ReconnectPolicy says how a server's connection is healed: strikes,
 // backoff, budget per episode, stable uptime.
@@ -190,6 +235,8 @@ const (
 	FailureConfig         = actors.FailureConfig
 	FailureProtocol       = actors.FailureProtocol
 	FailureCall           = actors.FailureCall
+	FailureSandbox        = actors.FailureSandbox
+	FailureResourceLimit  = actors.FailureResourceLimit
 )
 
 // ClassifyFailure decides what err means for supervision.
@@ -357,6 +404,12 @@ func (s *Supervisor) Reconnect(ctx context.Context, name string) error {
 	}
 	return s.sys.Reconnect(ctx, name)
 }
+
+// RecheckToolPins has every connected server check its tools against the
+// pins again (Options.ToolPins), after the user approved definitions: a
+// tool now pinned joins the pool, and a tools_changed event says so. It
+// returns at once; the rechecks run in the background.
+func (s *Supervisor) RecheckToolPins(ctx context.Context) error { return s.sys.RecheckToolPins(ctx) }
 
 // ReconnectAll reconnects every enabled server.
 func (s *Supervisor) ReconnectAll(ctx context.Context) error { return s.sys.Reconnect(ctx, "") }

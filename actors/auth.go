@@ -57,7 +57,8 @@ type OAuthConfig struct {
 	// when the server publishes no protected resource metadata.
 	AuthServerMetadataURL string `json:"authServerMetadataUrl,omitempty"`
 	// Grant is "client_credentials" for machine-to-machine access with
-	// ClientSecret or PrivateKey; empty means the authorization code flow.
+	// ClientSecret or PrivateKey, "jwt-bearer" with Enterprise or
+	// Workload; empty means the authorization code flow.
 	Grant string `json:"grant,omitempty"`
 	// PrivateKey (PEM) or PrivateKeyFile authenticate the client with
 	// private_key_jwt; SigningAlgorithm defaults from the key.
@@ -71,6 +72,14 @@ type OAuthConfig struct {
 	RefreshMarginMs int `json:"refreshMarginMs,omitempty"`
 	// Enterprise configures the enterprise-managed grant (SEP-990).
 	Enterprise *oauth.EnterpriseConfig `json:"enterprise,omitempty"`
+	// Workload is the workload identity token (or the file a platform
+	// keeps it in) presented with the jwt-bearer grant without a browser
+	// (SEP-1933), for grant "jwt-bearer" without Enterprise.
+	Workload *oauth.WorkloadConfig `json:"workload,omitempty"`
+	// DPoP chooses DPoP-bound tokens (RFC 9449): "" when the server asks
+	// for them, "always" whenever the authorization server supports them,
+	// "never".
+	DPoP string `json:"dpop,omitempty"`
 	// Disabled turns authorization off for this server: a 401 parks it.
 	Disabled bool `json:"disabled,omitempty"`
 }
@@ -91,6 +100,11 @@ func (c *ServerConfig) OAuthSettings() (*OAuthConfig, error) {
 	default:
 		return nil, fmt.Errorf("oauth: unknown grant %q", o.Grant)
 	}
+	switch o.DPoP {
+	case oauth.DPoPAuto, oauth.DPoPAlways, oauth.DPoPNever:
+	default:
+		return nil, fmt.Errorf("oauth: unknown dpop mode %q (want %q, %q or empty)", o.DPoP, oauth.DPoPAlways, oauth.DPoPNever)
+	}
 	return &o, nil
 }
 
@@ -109,7 +123,8 @@ type OAuthOptions struct {
 	// Login's caller must pass a user agent.
 	OpenURL func(ctx context.Context, server, authURL string) error
 	// RefreshMargin is how long before expiry tokens are refreshed (capped
-	// at a fifth of their lifetime). Zero: 1 min.
+	// at a fifth of their lifetime). Zero: oauth.DefaultRefreshMargin (5
+	// min).
 	RefreshMargin time.Duration
 	// DefaultLifetime is assumed for tokens without expires_in. Zero: 1 h.
 	DefaultLifetime time.Duration
@@ -117,6 +132,14 @@ type OAuthOptions struct {
 	Disabled bool
 	// Now is the clock of token expiry. Nil: time.Now.
 	Now func() time.Time
+	// AddressGuard configures the client of the authorization traffic
+	// (discovery, registration, token requests): unless a server is
+	// itself on an internal address, that traffic refuses internal ones
+	// (loopback, private, link-local…; oauth.ErrForbiddenAddress), after
+	// resolution. The zero value resolves and dials with the system's
+	// defaults; AllowInternal turns the check off. Its TLS member is
+	// ignored: a server's own TLS settings apply.
+	AddressGuard oauth.GuardOptions
 }
 
 // authHolder keeps a server's token source on its handle.
@@ -135,10 +158,16 @@ func authKey(cfg *ServerConfig) string {
 	return cfg.URL + "\x00" + string(cfg.OAuth)
 }
 
-// NewAuthSource builds the token source of a remote server. client talks
-// to the authorization server (nil: a default client).
-func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, client *http.Client, log zerolog.Logger) (*oauth.Source, error) {
+// NewAuthSource builds the token source of a remote server. Its
+// authorization traffic goes through a guarded client of its own (see
+// OAuthOptions.AddressGuard and asClient), with the server's TLS
+// settings; the client argument is not used for it and may be nil.
+func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, _ *http.Client, log zerolog.Logger) (*oauth.Source, error) {
 	settings, err := cfg.OAuthSettings()
+	if err != nil {
+		return nil, err
+	}
+	asc, err := asClient(cfg, o)
 	if err != nil {
 		return nil, err
 	}
@@ -155,12 +184,14 @@ func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, client *http.C
 		PrivateKeyPEM:         settings.PrivateKey,
 		SigningAlgorithm:      settings.SigningAlgorithm,
 		Enterprise:            settings.Enterprise,
+		Workload:              settings.Workload,
+		DPoP:                  settings.DPoP,
 		Scopes:                settings.Scopes,
 		AuthServerMetadataURL: settings.AuthServerMetadataURL,
 		AllowNoPKCE:           settings.AllowMissingPKCE,
 		RefreshMargin:         o.RefreshMargin,
 		DefaultLifetime:       o.DefaultLifetime,
-		HTTPClient:            client,
+		HTTPClient:            asc,
 		Store:                 o.Store,
 		Now:                   o.Now,
 		Logger:                log,

@@ -25,6 +25,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/inproc"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 )
 
 // ServerConfig is one entry of an .mcp.json "mcpServers" map: how to reach
@@ -34,6 +35,16 @@ type ServerConfig struct {
 
 	// Disabled servers are never started; their tools are not offered.
 	Disabled bool `json:"disabled,omitempty"`
+
+	// NeedsApproval, when not empty, holds the server back: it says why
+	// the user must approve the entry first (it comes from an untrusted
+	// config layer, such as a project's .mcp.json, and this entry was
+	// never approved). A held server is never started, not even by a
+	// call, Reconnect or Toggle: it stays in StateNeedsApproval, with
+	// this reason as its error, until a config without NeedsApproval
+	// replaces this one (SetServers). The loader sets it (LoadConfig)
+	// and leaves the entry unexpanded: only Type is meaningful then.
+	NeedsApproval string `json:"-"`
 
 	// Lazy servers are not connected at start: they stay pending until
 	// first used — a call naming one of their tools (mcp__<server>__…) or
@@ -74,7 +85,22 @@ type ServerConfig struct {
 	// OAuth holds the server's OAuth settings, an OAuthConfig in JSON
 	// (client id, scopes, grant…; see OAuthSettings).
 	OAuth json.RawMessage `json:"oauth,omitempty"`
+
+	// EnvFile (VS Code's "envFile") names a file of environment variables
+	// for a stdio server, in the .env format. The config loader
+	// (mcpvisor.LoadConfig) reads it — relative to the config file's
+	// directory — and merges it into Env, under the entry's own env
+	// members, leaving here the file's absolute path; the supervisor
+	// itself never reads it.
+	EnvFile string `json:"envFile,omitempty"`
 }
+
+// held reports whether the server must not start (see NeedsApproval).
+func (c *ServerConfig) held() bool { return c.NeedsApproval != "" }
+
+// startable reports whether the server may ever be started: neither
+// disabled nor held for approval.
+func (c *ServerConfig) startable() bool { return !c.Disabled && !c.held() }
 
 // ToolFilter selects tools by name with glob patterns (path.Match syntax).
 // An empty Allow allows everything; Deny wins over Allow.
@@ -83,10 +109,17 @@ type ToolFilter struct {
 	Deny  []string `json:"deny,omitempty"`
 }
 
-// Validate reports the first problem that makes the config unusable.
+// Validate reports the first problem that makes the config unusable. A
+// held config (NeedsApproval set) is valid: it is never started.
 func (c *ServerConfig) Validate() error {
+	if c.NeedsApproval != "" {
+		return nil
+	}
 	if err := c.Config.Validate(); err != nil {
 		return err
+	}
+	if c.EnvFile != "" && c.Kind() != transports.TypeStdio {
+		return fmt.Errorf("envFile applies to stdio servers only")
 	}
 	if c.ProtocolVersion != "" && !protocol.IsSupported(c.ProtocolVersion) {
 		return fmt.Errorf("protocolVersion %q is not one mcpvisor speaks (%v)", c.ProtocolVersion, protocol.SupportedVersions())
@@ -151,6 +184,20 @@ type Options struct {
 	// *protocol.Error is sent as is). Nil answers them method-not-found.
 	Requests func(ctx context.Context, server, method string, params json.RawMessage) (any, error)
 
+	// Inputs resolves, as a whole, each round of input a 2026-07-28
+	// server asks for by answering tools/call, prompts/get or
+	// resources/read with an InputRequiredResult (multi round-trip
+	// requests, SEP-2322): method is that request, reqs what the server
+	// asks, by key. It runs on the goroutine of the call, with a context
+	// derived from the call's (its values included) that ends after
+	// ServerRequestTimeout, and returns an answer per key (a key left out
+	// is sent back unanswered, and the server usually asks again). The
+	// request is then retried with the answers; the caller sees only its
+	// final result. Nil answers each input request like the server
+	// request it replaces: through Roots, Sampling, Elicitation or
+	// Requests.
+	Inputs func(ctx context.Context, server, method string, reqs protocol.InputRequests) (protocol.InputResponses, error)
+
 	// InProcess holds the Go MCP servers living in the host's process, by
 	// server name: a config entry of type "sdk" connects to the one
 	// registered under its name (see transports/inproc).
@@ -187,7 +234,8 @@ type Options struct {
 	MaxDescriptionLength int
 
 	// DiscoverTimeout bounds the server/discover probe of a server whose
-	// era is not yet known. Zero means 3 s.
+	// era is not yet known: the wait for its answer once the request is
+	// sent (an authorization it starts is not counted). Zero means 3 s.
 	DiscoverTimeout time.Duration
 
 	// Reconnect is the reconnect policy of every server (see
@@ -220,6 +268,11 @@ type Options struct {
 	CloseStdinTimeout time.Duration
 	TerminateTimeout  time.Duration
 
+	// Sandbox holds the host's settings for the servers whose config asks
+	// for a sandbox: the home directory they may not read (default: the
+	// user's, from the password database), mechanisms never to use.
+	Sandbox sandbox.Options
+
 	// sharedHTTP is the HTTP client of the remote servers without TLS
 	// settings of their own, shared so that idle servers cost one
 	// connection each, not a client and its pool each. Set by Start.
@@ -246,6 +299,22 @@ type Options struct {
 	// OAuthOptions; the zero value keeps tokens in memory and parks a
 	// server that needs a login in needs-auth).
 	OAuth OAuthOptions
+
+	// DiscoveryCache keeps the tools of lazy servers across runs (see
+	// DiscoveryCache; *toolcache.Cache on disk): a lazy server whose
+	// config is unchanged since it last connected has its tools offered
+	// from the cache before its first use, and the first call wakes it.
+	// Nil: a lazy server's tools are unknown until its first use.
+	DiscoveryCache DiscoveryCache
+
+	// ToolPins pins tool definitions (see PinOptions): with a Store, each
+	// tool's definition is recorded when its server is first seen, and a
+	// later change of it, or a new tool, is withheld from the pool (or
+	// offered, per PinOptions) and reported by an
+	// EventToolDefinitionChanged until the user approves it. Pins are
+	// checked when a server's tool list arrives (connect, list_changed,
+	// RecheckToolPins), never per call. The zero value pins nothing.
+	ToolPins PinOptions
 }
 
 // withDefaults fills zero fields.

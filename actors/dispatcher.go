@@ -73,8 +73,7 @@ func (d *warmDispatcher) Throughput() int { return d.throughput }
 func (d *warmDispatcher) worker(fn func()) {
 	for {
 		fn()
-		if d.idle.Add(1) > d.maxIdle {
-			d.idle.Add(-1)
+		if !d.becomeIdle() {
 			return
 		}
 		select {
@@ -83,6 +82,21 @@ func (d *warmDispatcher) worker(fn func()) {
 		case <-d.quit:
 			d.idle.Add(-1)
 			return
+		}
+	}
+}
+
+// becomeIdle counts the calling worker as idle unless maxIdle workers
+// already are, in which case it returns false and the worker ends. The
+// count never exceeds maxIdle, not even for a moment.
+func (d *warmDispatcher) becomeIdle() bool {
+	for {
+		n := d.idle.Load()
+		if n >= d.maxIdle {
+			return false
+		}
+		if d.idle.CompareAndSwap(n, n+1) {
+			return true
 		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -201,7 +200,7 @@ func (p *serverProcess) start() {
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.Env = p.env
 	cmd.Stdout, cmd.Stderr = &p.out, &p.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	require.NoError(p.t, cmd.Start(), "starting %v", p.argv)
 	exited := make(chan struct{})
 	go func() {
@@ -239,7 +238,7 @@ func (p *serverProcess) kill() {
 	if p.cmd == nil {
 		return
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	killTree(p.cmd)
 	select {
 	case <-p.exited:
 	case <-time.After(10 * time.Second):

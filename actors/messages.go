@@ -25,6 +25,9 @@ type connectResult struct {
 	sess  *session.Session // nil on failure
 	lists lists
 	err   error
+	// pinErr is set when the pin store failed (the tools then count as
+	// unpinned).
+	pinErr error
 }
 
 // lists is what a server offers, as listed at connect or after a
@@ -34,6 +37,8 @@ type lists struct {
 	resources []protocol.Resource
 	templates []protocol.ResourceTemplate
 	prompts   []protocol.Prompt
+	// pins is the pin check of tools (nil: all pinned, or no pinning).
+	pins *toolPins
 }
 
 // connectionLost reports that generation gen's connection ended.
@@ -51,9 +56,23 @@ type serverNotification struct {
 
 // relisted carries a fresh list of one kind after list_changed.
 type relisted struct {
+	gen    uint64
+	kind   listKind
+	lists  lists
+	err    error
+	pinErr error
+}
+
+// recheckPins asks a server actor to check its tools against the pins
+// again (the user approved some).
+type recheckPins struct{}
+
+// pinsChecked carries the result of a recheck of tools (the list checked,
+// by identity) on generation gen.
+type pinsChecked struct {
 	gen   uint64
-	kind  listKind
-	lists lists
+	tools []protocol.Tool
+	pins  *toolPins
 	err   error
 }
 

@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -129,7 +128,7 @@ func killStdioServer(t *testing.T, s *System, name string) {
 	require.NoError(t, err)
 	old := h.view.Load().sess
 	require.NotNil(t, old)
-	require.NoError(t, syscall.Kill(old.Conn().(*stdio.Conn).Pid(), syscall.SIGKILL))
+	require.NoError(t, killPID(old.Conn().(*stdio.Conn).Pid()))
 	require.Eventually(t, func() bool {
 		v := h.view.Load()
 		return v.state == StateReady && v.sess != nil && v.sess != old

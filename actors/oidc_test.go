@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,9 +30,9 @@ import (
 // resource, and returns its issuer. The modules come from
 // $MCPVISOR_OIDC_MODULES (default ../.deps/npm-oidc/node_modules, which
 // `make deps` installs), node from $MCPVISOR_NODE (default the Node 22 of
-// ../.deps/conformance, else node on PATH). Without them the test is
+// ../.deps/conformance-<version>, else node on PATH). Without them the test is
 // skipped, unless MCPVISOR_REQUIRE_INTEROP is set.
-func oidcProvider(t *testing.T, resource string, ttl int) string {
+func oidcProvider(t *testing.T, resource string, ttl int, env ...string) string {
 	t.Helper()
 	modules := os.Getenv("MCPVISOR_OIDC_MODULES")
 	if modules == "" {
@@ -41,9 +40,9 @@ func oidcProvider(t *testing.T, resource string, ttl int) string {
 	}
 	node := os.Getenv("MCPVISOR_NODE")
 	if node == "" {
-		node, _ = filepath.Abs("../.deps/conformance/node_modules/.bin/node")
-		if _, err := os.Stat(node); err != nil {
-			node = "node"
+		node = "node"
+		if found, _ := filepath.Glob("../.deps/conformance-*/node_modules/.bin/node"); len(found) > 0 {
+			node, _ = filepath.Abs(found[len(found)-1])
 		}
 	}
 	if _, err := os.Stat(filepath.Join(modules, "oidc-provider")); err != nil {
@@ -57,14 +56,15 @@ func oidcProvider(t *testing.T, resource string, ttl int) string {
 	cmd := exec.Command(node, script)
 	cmd.Env = append(os.Environ(), "OIDC_MODULES="+modules, "OIDC_RESOURCE="+resource, "OIDC_SCOPES=mcp:tools",
 		"OIDC_TTL="+strconv.Itoa(ttl))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(cmd.Env, env...)
+	ownGroup(cmd)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr strings.Builder
 	cmd.Stderr = &lockedWriter{w: &stderr}
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killTree(cmd)
 		_ = cmd.Wait()
 	})
 	ready := make(chan string, 1)
@@ -234,4 +234,63 @@ func TestOIDCProviderFullFlow(t *testing.T) {
 		return true
 	})
 	t.Logf("%d token values checked against %d bytes of logs", n, len(text))
+}
+
+// DPoP with a real authorization server: node-oidc-provider checks the
+// proofs at its token endpoint (demanding its nonce) and binds the JWT
+// access token to the key (cnf.jkt); the resource demands DPoP-bound
+// tokens and a nonce of its own, and verifies every proof. The refresh
+// after expiry is bound to the same key (the provider refuses a refresh
+// of a public client's bound grant without a proof by that key).
+func TestOIDCProviderDPoP(t *testing.T) {
+	const ttl = 3
+	mock := serveMock(t, mockserver.Options{Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20251125}})
+	mu, err := url.Parse(mock.URL)
+	require.NoError(t, err)
+	rs, err := oauthtest.NewResourceServer("http://"+mu.Host, "mcp:tools")
+	require.NoError(t, err)
+	t.Cleanup(rs.Close)
+	rs.SetDPoP("rs-nonce-1")
+	issuer := oidcProvider(t, rs.Resource(), ttl, "OIDC_DPOP_NONCE=1")
+	rs.SetIssuer(issuer)
+
+	var logs syncBuffer
+	opts := testOptions
+	opts.Logger = zerolog.New(&logs).Level(zerolog.DebugLevel)
+	store := &oauth.FileStore{Path: filepath.Join(t.TempDir(), "tokens.json")}
+	opts.OAuth = OAuthOptions{Store: store, RefreshMargin: time.Second,
+		UserAgent: func(string) oauth.UserAgent {
+			return &oauth.HeadlessUserAgent{Redirect: "http://127.0.0.1:8977/callback"}
+		}}
+	s := start(t, opts)
+	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, rs.Resource())})
+	require.Equal(t, StateReady, statusOf(s, "r").State, statusOf(s, "r").LastError)
+	_, err = call(t, s, "mcp__r__echo", "one")
+	require.NoError(t, err)
+
+	e, err := store.Load(context.Background(), rs.Resource(), issuer)
+	require.NoError(t, err)
+	require.NotNil(t, e.Token)
+	assert.Equal(t, "DPoP", e.Token.TokenType)
+	require.NotEmpty(t, e.Token.DPoPKey)
+	first := e.Token.AccessToken
+
+	time.Sleep(ttl * time.Second)
+	_, err = call(t, s, "mcp__r__echo", "two")
+	require.NoError(t, err)
+	e, err = store.Load(context.Background(), rs.Resource(), issuer)
+	require.NoError(t, err)
+	assert.NotEqual(t, first, e.Token.AccessToken, "refreshed")
+	assert.GreaterOrEqual(t, statusOf(s, "r").Auth.Refreshes, 1)
+
+	var served int
+	for _, r := range rs.Requests() {
+		if r.Valid && r.DPoP {
+			served++
+		}
+	}
+	assert.GreaterOrEqual(t, served, 2, "requests served with a DPoP-bound token and its proof, before and after the refresh")
+	assert.Positive(t, rs.NonceChallenges(), "the resource's nonce was demanded and then sent")
+	assert.NotContains(t, logs.String(), e.Token.DPoPKey, "the key is never logged")
+	assert.NotContains(t, logs.String(), e.Token.AccessToken)
 }

@@ -284,6 +284,7 @@ type offerSource struct {
 	filter         *ToolFilter
 	trust          string
 	maxDescription int
+	pins           *toolPins
 }
 
 func first[T any](list []T) *T {
@@ -299,7 +300,7 @@ func sourceOf(v *serverView, maxDescription int) offerSource {
 		prompts: first(v.lists.prompts), nPrompts: len(v.lists.prompts),
 		resources: first(v.lists.resources), nResources: len(v.lists.resources),
 		templates: first(v.lists.templates), nTemplates: len(v.lists.templates),
-		filter: &v.cfg.Tools, trust: v.cfg.Trust, maxDescription: maxDescription,
+		filter: &v.cfg.Tools, trust: v.cfg.Trust, maxDescription: maxDescription, pins: v.lists.pins,
 	}
 }
 
@@ -325,7 +326,7 @@ func offerOf(name string, v, prev *serverView, maxDescription int) *offer {
 	}
 	trusted := v.cfg.Trust == "trusted"
 	for _, t := range sortedBy(v.lists.tools, func(t protocol.Tool) string { return t.Name }) {
-		if !v.cfg.Tools.allowed(t.Name) {
+		if !v.cfg.Tools.allowed(t.Name) || v.withheld(t.Name) {
 			continue
 		}
 		t.Description = capDescription(t.Description, maxDescription)
@@ -414,7 +415,7 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int,
 		if v.routesHiddenTools() {
 			trusted := v.cfg.Trust == "trusted"
 			for _, t := range v.lists.tools {
-				if v.cfg.Tools.allowed(t.Name) {
+				if v.cfg.Tools.allowed(t.Name) && !v.withheld(t.Name) {
 					q := known("tool", s.name, t.Name)
 					if _, taken := p.hiddenTools[q]; taken {
 						p.contested = true

@@ -54,7 +54,7 @@ func contributionOf(s poolServer, v *serverView, prevView *serverView, maxDescri
 	if v.routesHiddenTools() {
 		trusted := v.cfg.Trust == "trusted"
 		for _, t := range v.lists.tools {
-			if v.cfg.Tools.allowed(t.Name) {
+			if v.cfg.Tools.allowed(t.Name) && !v.withheld(t.Name) {
 				c.hidden = append(c.hidden, poolEntry{h: s.h, name: t.Name, replayable: trusted && readOnlyAndIdempotent(t)})
 			}
 		}

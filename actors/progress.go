@@ -24,6 +24,10 @@ type CallOptions struct {
 	Progress func(Progress)
 	// Meta is added to the request's _meta.
 	Meta protocol.Meta
+	// Capabilities, when set, are declared in this request's _meta in
+	// place of the supervisor's own (stateless-era servers only; see
+	// RequestOptions.Capabilities).
+	Capabilities *protocol.ClientCapabilities
 }
 
 // progressBuffer is how many reports may wait for a call's callback.
@@ -73,11 +77,12 @@ func (s *System) CallToolWith(ctx context.Context, name string, args json.RawMes
 	for k, v := range o.Meta {
 		meta[k] = v
 	}
+	ro := RequestOptions{Capabilities: o.Capabilities}
 	if o.Progress == nil {
-		if len(meta) == 0 {
-			meta = nil
+		if len(meta) > 0 {
+			ro.Meta = meta
 		}
-		return s.callTool(ctx, name, args, meta)
+		return s.callTool(ctx, name, args, ro)
 	}
 	server := ""
 	if e, ok := s.pool.Load().toolsByName[name]; ok {
@@ -119,5 +124,6 @@ func (s *System) CallToolWith(ctx context.Context, name string, args json.RawMes
 		close(done)
 		<-finished
 	}()
-	return s.callTool(ctx, name, args, meta)
+	ro.Meta = meta
+	return s.callTool(ctx, name, args, ro)
 }

@@ -43,7 +43,7 @@ type resetEpisode struct{}
 // afterFailure handles a failed connect attempt, or (lost set) the end of
 // a live connection.
 func (a *serverActor) afterFailure(err error, lost bool) {
-	if a.stopping || a.cfg.Disabled {
+	if a.stopping || !a.cfg.startable() {
 		return
 	}
 	kind := ClassifyFailure(err)
@@ -52,7 +52,7 @@ func (a *serverActor) afterFailure(err error, lost bool) {
 		a.park(StateNeedsAuth, err)
 		a.announceNeedsAuth(err)
 		return
-	case FailureConfig, FailureProtocol:
+	case FailureConfig, FailureProtocol, FailureSandbox:
 		a.park(StateFailed, err)
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -49,7 +48,7 @@ func BenchmarkRecovery(b *testing.B) {
 		runRecovery(b, s, func() int { return recoveryInFlight }, func() {
 			pid := pidOf(s, "victim")
 			require.NotZero(b, pid, "the victim has no process")
-			require.NoError(b, syscall.Kill(pid, syscall.SIGKILL))
+			require.NoError(b, killPID(pid))
 		})
 	})
 	b.Run("transport=http", func(b *testing.B) {

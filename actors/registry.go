@@ -71,7 +71,7 @@ type serverEntry struct {
 // eager reports whether the server connects without waiting for a call:
 // enabled, and not lazy or already used.
 func (e *serverEntry) eager() bool {
-	return !e.cfg.Disabled && (!e.cfg.Lazy || e.used)
+	return e.cfg.startable() && (!e.cfg.Lazy || e.used)
 }
 
 // registry owns the set of server actors (its children), admits their
@@ -250,7 +250,8 @@ func affectsConnection(a, b ServerConfig) bool {
 
 func (r *registry) add(ctx actor.Context, name string, cfg ServerConfig) {
 	h := &serverHandle{name: name}
-	h.view.Store(&serverView{name: name, cfg: cfg, state: initialState(cfg), since: time.Now()})
+	held := heldError(cfg) // nil unless the server waits for approval
+	h.view.Store(&serverView{name: name, cfg: cfg, state: initialState(cfg), err: held, failure: ClassifyFailure(held), since: time.Now()})
 	// The producer captures no copy of the options or the config (an
 	// idle server costs their size for as long as it exists): the
 	// registry's options never change, and the actor takes its config
@@ -281,8 +282,11 @@ func (r *registry) respawn(ctx actor.Context, name string, e *serverEntry, cfg S
 }
 
 func initialState(cfg ServerConfig) State {
-	if cfg.Disabled {
+	switch {
+	case cfg.Disabled:
 		return StateDisabled
+	case cfg.held():
+		return StateNeedsApproval
 	}
 	return StatePending
 }
@@ -294,7 +298,7 @@ func (r *registry) change(name string, e *serverEntry, cfg ServerConfig) bool {
 		wasLazy := e.cfg.Lazy
 		e.cfg, e.unconfirmed = cfg, true
 		r.sys.actors.Root.Send(e.h.pid, retune{cfg: cfg})
-		if wasLazy && !cfg.Lazy && !cfg.Disabled && e.h.view.Load().state == StatePending {
+		if wasLazy && !cfg.Lazy && cfg.startable() && e.h.view.Load().state == StatePending {
 			r.enqueue(name, e) // no longer waits for first use
 		}
 		return false
@@ -408,6 +412,7 @@ func (r *registry) queueState(v *serverView, prev State, err error) {
 	ev := Event{Type: EventServerState, Server: v.name, State: v.state, Previous: prev}
 	if err != nil {
 		ev.Err = err.Error()
+		ev.Failure = ClassifyFailure(err)
 	}
 	r.pending = append(r.pending, ev)
 	r.scheduleFlush()
@@ -516,6 +521,9 @@ func (r *registry) toggle(name string, on bool) error {
 	if on && e.cfg.Disabled {
 		return fmt.Errorf("mcpvisor: server %q is disabled in its config (disabled: true); toggling cannot start it", name)
 	}
+	if on && e.cfg.held() {
+		return fmt.Errorf("%w: %q: toggling cannot start it", ErrNeedsApproval, name)
+	}
 	if e.off == !on {
 		return nil
 	}
@@ -566,7 +574,7 @@ func poolChanged(prev, v *serverView) bool {
 
 func sameLists(a, b lists) bool {
 	return sameSlice(a.tools, b.tools) && sameSlice(a.prompts, b.prompts) &&
-		sameSlice(a.resources, b.resources) && sameSlice(a.templates, b.templates)
+		sameSlice(a.resources, b.resources) && sameSlice(a.templates, b.templates) && a.pins == b.pins
 }
 
 // hiddenChanged reports whether the server's entry among the tools that
@@ -575,7 +583,8 @@ func hiddenChanged(prev, v *serverView) bool {
 	if prev == nil {
 		return v.routesHiddenTools()
 	}
-	return prev.routesHiddenTools() != v.routesHiddenTools() || (v.routesHiddenTools() && !sameSlice(prev.lists.tools, v.lists.tools))
+	return prev.routesHiddenTools() != v.routesHiddenTools() ||
+		(v.routesHiddenTools() && (!sameSlice(prev.lists.tools, v.lists.tools) || prev.lists.pins != v.lists.pins))
 }
 
 func sameSlice[T any](a, b []T) bool {
@@ -609,7 +618,7 @@ func (r *registry) reconnect(ctx actor.Context, name string) error {
 	if name == "" {
 		names = names[:0]
 		for n, e := range r.servers {
-			if !e.cfg.Disabled {
+			if e.cfg.startable() {
 				names = append(names, n)
 			}
 		}
@@ -621,6 +630,9 @@ func (r *registry) reconnect(ctx actor.Context, name string) error {
 		}
 		if e.cfg.Disabled {
 			return fmt.Errorf("server %q is disabled in its config", n)
+		}
+		if e.cfg.held() {
+			return fmt.Errorf("%w: %q: %s", ErrNeedsApproval, n, e.cfg.NeedsApproval)
 		}
 		if e.dead {
 			r.respawn(ctx, n, e, e.cfg)
@@ -639,7 +651,7 @@ func (r *registry) reconnect(ctx actor.Context, name string) error {
 // first), for a call waiting on it.
 func (r *registry) wake(ctx actor.Context, m wakeServer) {
 	e, ok := r.servers[m.name]
-	if r.closing || !ok || e.h != m.handle || e.cfg.Disabled {
+	if r.closing || !ok || e.h != m.handle || !e.cfg.startable() {
 		return
 	}
 	if e.dead {
@@ -670,7 +682,7 @@ func (r *registry) checkSettled() {
 		// admitted for a connect, or not yet past a config change, is not
 		// settled whatever its view says.
 		v := e.view
-		if v == nil || e.unconfirmed || r.queued[name] || v.state == StateConnecting ||
+		if v == nil || e.unconfirmed || r.queued[name] || v.state == StateConnecting || v.loadingCache ||
 			(v.state == StatePending && e.eager()) {
 			return
 		}

@@ -104,6 +104,16 @@ type serverView struct {
 	nextRetry   time.Time   // when the scheduled attempt starts, while reconnecting
 	strikeLimit int         // ReconnectPolicy.Strikes of this server
 	auth        *authHolder // the server's token source (read at status time)
+	// pinOpts are the System's pin options (shared, read-only): with
+	// lists.pins and cfg.Trust, they decide which tools are withheld.
+	pinOpts *PinOptions
+	// probeAfter and probeTimeout are the server's liveness probe
+	// settings (ReconnectPolicy; probeAfter < 0: no probes).
+	probeAfter, probeTimeout time.Duration
+	// cached is set while lists.tools come from the discovery cache: the
+	// lazy server has not connected in this run yet; loadingCache while
+	// its entry is being read (the server is not settled).
+	cached, loadingCache bool
 
 	// offer caches what the view puts in the pool; written and read only
 	// by the registry goroutine (see offerOf).
@@ -118,7 +128,7 @@ func (v *serverView) offersTools() bool {
 	case StateReady:
 		return true
 	case StatePending, StateConnecting, StateReconnecting:
-		return v.recovering
+		return v.recovering || v.cached
 	}
 	return false
 }
@@ -127,7 +137,7 @@ func (v *serverView) offersTools() bool {
 // when last connected still reach it although they are not offered (see
 // pool.hiddenTools).
 func (v *serverView) routesHiddenTools() bool {
-	return !v.offersTools() && len(v.lists.tools) > 0 && v.state != StateDisabled && v.state != StateStopped
+	return !v.offersTools() && len(v.lists.tools) > 0 && v.state != StateDisabled && v.state != StateStopped && v.state != StateNeedsApproval
 }
 
 // renewing reports whether the server is replacing a session the server
@@ -150,6 +160,7 @@ func (v *serverView) status() ServerStatus {
 		ConnectedSince:  v.connectedSince,
 		StateSince:      v.since,
 		Lazy:            v.cfg.Lazy,
+		CachedTools:     v.cached,
 		Attempt:         v.attempt,
 		NextRetry:       v.nextRetry,
 	}
@@ -160,10 +171,21 @@ func (v *serverView) status() ServerStatus {
 	}
 	if v.sess != nil {
 		st.InFlight = v.sess.InFlight()
+		if v.state == StateReady {
+			hints := v.sess.CacheHints()
+			caps := v.sess.Capabilities()
+			st.Cache, st.Capabilities = &hints, &caps
+		}
+		if c, ok := v.sess.Conn().(interface {
+			Sandbox() transports.SandboxMechanism
+		}); ok {
+			st.Sandbox = c.Sandbox()
+		}
 	}
 	if v.auth != nil {
 		st.Auth = v.auth.status()
 	}
+	st.WithheldTools = v.withheldTools()
 	return st
 }
 
@@ -204,7 +226,24 @@ type serverActor struct {
 	relisting   [numListKinds]bool // a re-list of that kind is in flight
 	relistAgain [numListKinds]bool // a list_changed arrived during it
 
+	// early holds the notifications of the connection being opened that
+	// arrived before it was installed (a server may push as soon as it
+	// answered tools/list, while the other lists are still on their
+	// way); they are handled once it is (see holdEarly).
+	early        []serverNotification
+	earlyDropped int // notifications beyond maxEarly, dropped and logged
+
 	recovering bool // reconnecting after being ready (see serverView.recovering)
+	// cached is set while the tools come from the discovery cache, not
+	// from a listing of this run (see discovery.go); loadingCache while
+	// the entry is read, numbered by cacheSeq.
+	cached       bool
+	loadingCache bool
+	cacheSeq     uint64
+
+	// reportedPins maps each unpinned tool already reported by an
+	// EventToolDefinitionChanged to the hash reported (see reportPins).
+	reportedPins map[string]string
 
 	stopping    bool
 	stopWaiters []chan struct{}
@@ -237,11 +276,8 @@ func (a *serverActor) Receive(ctx actor.Context) {
 			a.cfg = prev.cfg // a restarted instance keeps the latest config
 			a.policy = a.cfg.Reconnect.over(a.opts.Reconnect)
 		}
-		if a.cfg.Disabled {
-			a.setState(StateDisabled, nil)
-		} else {
-			a.setState(StatePending, nil)
-		}
+		a.loadCache()
+		a.setState(initialState(a.cfg), heldError(a.cfg))
 	case *actor.Restarting:
 		a.log.Error().Msg("server actor restarting after a crash; its connection is dropped")
 		a.abandon(session.ErrServerRestarting)
@@ -254,12 +290,18 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.connect()
 	case connectResult:
 		a.connected(m)
+	case cacheLoaded:
+		a.cacheArrived(m)
 	case connectionLost:
 		a.lost(m)
 	case serverNotification:
 		a.notification(m)
 	case relisted:
 		a.relisted(m)
+	case recheckPins:
+		a.recheckPins()
+	case pinsChecked:
+		a.pinsChecked(m)
 	case retryNow:
 		a.retry(m)
 	case stableNow:
@@ -319,7 +361,12 @@ func (a *serverActor) publish() {
 		attempt:        a.attempt,
 		nextRetry:      a.nextRetry,
 		strikeLimit:    a.policy.Strikes,
+		probeAfter:     time.Duration(a.policy.ProbeAfter),
+		probeTimeout:   time.Duration(a.policy.ProbeTimeout),
+		cached:         a.cached,
+		loadingCache:   a.loadingCache,
 		auth:           &a.h.auth,
+		pinOpts:        &a.opts.ToolPins,
 	}
 	if a.state == StateReady && a.sess != nil {
 		v.sess = a.sess
@@ -335,7 +382,7 @@ func (a *serverActor) publish() {
 
 // connect starts a connect attempt, replacing whatever connection exists.
 func (a *serverActor) connect() {
-	if a.stopping || a.cfg.Disabled {
+	if a.stopping || !a.cfg.startable() {
 		a.publish() // answers the admission ticket without connecting
 		return
 	}
@@ -349,22 +396,28 @@ func (a *serverActor) connect() {
 	// recovering from a lost connection does. The lists are kept in any
 	// case (a parked server's still route calls that wake it) until the
 	// new connection lists afresh.
-	recovering := a.recovering || a.sess != nil
+	recovering := a.recovering || a.sess != nil || a.cached
 	a.abandon(session.ErrServerRestarting)
 	a.recovering = recovering
 	a.gen = a.h.gens.Add(1)
+	a.early, a.earlyDropped = nil, 0
+	a.loadingCache = false // a load still running is ignored
 	ctx, cancel := context.WithTimeout(context.Background(), a.connectTimeout())
 	a.cancelConnect = cancel
 	a.nextRetry = time.Time{}
 	a.setState(StateConnecting, a.err)
 
-	gen, cfg, self, root := a.gen, a.cfg, a.self, a.root
+	gen, cfg, self, root, name := a.gen, a.cfg, a.self, a.root, a.h.name
 	sopts := a.sessionOptions(gen)
 	dc := a.dialConfig()
+	pinStore := a.opts.ToolPins.Store
 	a.goroutine(func() {
 		defer cancel()
 		res := connectOnce(ctx, cfg, sopts, dc)
 		res.gen = gen
+		if res.err == nil {
+			res.lists.pins, res.pinErr = checkPins(pinStore, name, cfg, res.lists.tools)
+		}
 		if res.sess != nil && ctx.Err() != nil {
 			// Abandoned while listing: close here, nobody will take it.
 			closeSession(res.sess, session.ErrConnectionClosed)
@@ -430,6 +483,7 @@ func (a *serverActor) sessionOptions(gen uint64) session.Options {
 		ClientInfo:      a.opts.ClientInfo,
 		Capabilities:    clientCapabilities(a.opts),
 		Requests:        requestHandler(a.opts, a.h.name),
+		Input:           inputHandler(a.opts, a.h.name),
 		RequestTimeout:  a.opts.ServerRequestTimeout,
 		ProtocolVersion: a.cfg.ProtocolVersion,
 		Memory:          &a.h.memory,
@@ -463,17 +517,21 @@ func (a *serverActor) connected(m connectResult) {
 		m.err = m.sess.Err()
 	}
 	if m.err != nil {
+		a.early, a.earlyDropped = nil, 0
 		a.afterFailure(m.err, false)
 		return
 	}
-	a.recovering = false
+	a.recovering, a.cached = false, false
 	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
 	a.h.strikes.Store(0)
 	a.setState(StateReady, nil)
+	a.storeCache(m.lists.tools)
+	a.pinsFound(m.pinErr)
 	a.startListening()
 	a.startStableTimer()
 	a.startPinging()
 	a.restoreSubscriptions()
+	a.replayEarly()
 }
 
 // lost handles the end of a live connection.
@@ -547,7 +605,7 @@ func (a *serverActor) retune(cfg ServerConfig) {
 }
 
 // reconfigure applies a changed config: the connection is dropped and the
-// server waits for admission again (or is disabled).
+// server waits for admission again (or is disabled, or held).
 func (a *serverActor) reconfigure(cfg ServerConfig) {
 	a.abandon(session.ErrServerRestarting)
 	if cfg.Kind() != a.cfg.Kind() || cfg.Command != a.cfg.Command || cfg.URL != a.cfg.URL {
@@ -555,13 +613,18 @@ func (a *serverActor) reconfigure(cfg ServerConfig) {
 	}
 	a.cfg = cfg
 	a.policy = cfg.Reconnect.over(a.opts.Reconnect)
-	a.lists = lists{}
+	a.lists, a.cached = lists{}, false
 	a.endEpisode()
-	if cfg.Disabled {
-		a.setState(StateDisabled, nil)
-		return
+	a.loadCache()
+	a.setState(initialState(cfg), heldError(cfg))
+}
+
+// heldError is the error a held server reports (nil for any other).
+func heldError(cfg ServerConfig) error {
+	if !cfg.held() {
+		return nil
 	}
-	a.setState(StatePending, nil)
+	return fmt.Errorf("%w: %s", ErrNeedsApproval, cfg.NeedsApproval)
 }
 
 // maybeStop finishes a shutdown once nothing of the server remains.
@@ -597,7 +660,13 @@ var listChangedKinds = map[string]listKind{
 // notification handles a notification from the server. list_changed is
 // honoured even from servers that did not declare listChanged.
 func (a *serverActor) notification(m serverNotification) {
-	if m.gen != a.gen || a.sess == nil {
+	if m.gen != a.gen {
+		return
+	}
+	if a.sess == nil {
+		if a.cancelConnect != nil {
+			a.holdEarly(m)
+		}
 		return
 	}
 	if kind, ok := listChangedKinds[m.method]; ok {
@@ -662,6 +731,33 @@ func notificationEvent(method string, params json.RawMessage) (Event, bool) {
 	return Event{}, false
 }
 
+// maxEarly bounds the notifications kept while a connection is being
+// installed (see serverActor.early).
+const maxEarly = 4096
+
+// holdEarly keeps a notification of the connection being opened until it
+// is installed.
+func (a *serverActor) holdEarly(m serverNotification) {
+	if len(a.early) >= maxEarly {
+		a.earlyDropped++
+		return
+	}
+	a.early = append(a.early, m)
+}
+
+// replayEarly handles the notifications that arrived while the new
+// connection was being installed, in their order.
+func (a *serverActor) replayEarly() {
+	early, dropped := a.early, a.earlyDropped
+	a.early, a.earlyDropped = nil, 0
+	if dropped > 0 {
+		a.log.Warn().Int("dropped", dropped).Int("kept", len(early)).Msg("notifications sent before the connection was ready exceeded the buffer; the oldest were kept")
+	}
+	for _, m := range early {
+		a.notification(m)
+	}
+}
+
 // relist re-lists one kind, at most one request in flight per kind; a
 // burst of notifications during a re-list costs one more re-list.
 func (a *serverActor) relist(kind listKind) {
@@ -672,14 +768,17 @@ func (a *serverActor) relist(kind listKind) {
 	a.relisting[kind] = true
 	sess, gen, self, root := a.sess, a.gen, a.self, a.root
 	timeout := a.connectTimeout()
+	pinStore, name, cfg := a.opts.ToolPins.Store, a.h.name, a.cfg
 	a.goroutine(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		var ls lists
-		var err error
+		var err, pinErr error
 		switch kind {
 		case listTools:
-			ls.tools, err = sess.ListTools(ctx)
+			if ls.tools, err = sess.ListTools(ctx); err == nil {
+				ls.pins, pinErr = checkPins(pinStore, name, cfg, ls.tools)
+			}
 		case listResources:
 			if ls.resources, err = sess.ListResources(ctx); err == nil {
 				ls.templates, err = sess.ListResourceTemplates(ctx)
@@ -687,7 +786,7 @@ func (a *serverActor) relist(kind listKind) {
 		case listPrompts:
 			ls.prompts, err = sess.ListPrompts(ctx)
 		}
-		root.Send(self, relisted{gen: gen, kind: kind, lists: ls, err: err})
+		root.Send(self, relisted{gen: gen, kind: kind, lists: ls, err: err, pinErr: pinErr})
 	})
 }
 
@@ -702,7 +801,8 @@ func (a *serverActor) relisted(m relisted) {
 		before := a.lists
 		switch m.kind {
 		case listTools:
-			a.lists.tools = m.lists.tools
+			a.lists.tools, a.lists.pins = m.lists.tools, m.lists.pins
+			a.storeCache(m.lists.tools)
 		case listResources:
 			a.lists.resources, a.lists.templates = m.lists.resources, m.lists.templates
 		case listPrompts:
@@ -714,6 +814,9 @@ func (a *serverActor) relisted(m relisted) {
 			a.publish()
 		} else {
 			a.lists = before
+		}
+		if m.kind == listTools {
+			a.pinsFound(m.pinErr)
 		}
 	}
 	if a.relistAgain[m.kind] {

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // State is where a server is in its lifecycle.
@@ -36,6 +38,10 @@ const (
 	StateNeedsAuth State = "needs-auth"
 	// StateDisabled: disabled in config; never started.
 	StateDisabled State = "disabled"
+	// StateNeedsApproval: held until the user approves its config entry
+	// (ServerConfig.NeedsApproval, which the error repeats); never
+	// started, not even by a call or Reconnect.
+	StateNeedsApproval State = "needs-approval"
 	// StateStopped: removed from the config and shut down.
 	StateStopped State = "stopped"
 )
@@ -71,8 +77,13 @@ type ServerStatus struct {
 	LastErrorClass string `json:"lastErrorClass,omitempty"`
 	// LastFailure is what LastError meant for supervision
 	// (ClassifyFailure): transient, closed, session-expired, auth,
-	// config, protocol or call.
+	// config, protocol, call, sandbox or resource-limit.
 	LastFailure FailureKind `json:"lastFailure,omitempty"`
+	// Sandbox names the mechanism confining the server's live connection
+	// (landlock, bwrap, seatbelt); empty when it is not ready or runs
+	// unconfined. A sandbox that could not be had leaves the server
+	// failed with LastFailure "sandbox".
+	Sandbox transports.SandboxMechanism `json:"sandbox,omitempty"`
 	// Strikes counts the consecutive transient errors of the live
 	// connection (ReconnectPolicy.Strikes of them close it).
 	Strikes int `json:"strikes"`
@@ -84,6 +95,10 @@ type ServerStatus struct {
 	ConnectedSince time.Time `json:"connectedSince"`
 	StateSince     time.Time `json:"stateSince"`
 	Lazy           bool      `json:"lazy,omitempty"`
+	// CachedTools is set while the server's tools come from the
+	// discovery cache (Options.DiscoveryCache): a lazy server not yet
+	// used in this run.
+	CachedTools bool `json:"cachedTools,omitempty"`
 	// ToggledOff is set while the host has the server toggled off.
 	ToggledOff bool `json:"toggledOff,omitempty"`
 	// Latency counts the requests sent to the server through the
@@ -94,7 +109,24 @@ type ServerStatus struct {
 	// scope it asked for when it refused the credentials), for servers
 	// that asked for one. It never holds a token.
 	Auth *oauth.Status `json:"auth,omitempty"`
+	// WithheldTools are the tools the server lists that the pool keeps
+	// out because their definition is not pinned (Options.ToolPins),
+	// sorted: they wait for the user's approval.
+	WithheldTools []string `json:"withheldTools,omitempty"`
+	// Cache is what the server said about caching its discover result and
+	// its lists (SEP-2549; 2026-07-28 servers only), while it is
+	// connected: nil otherwise.
+	Cache *CacheHints `json:"cache,omitempty"`
+	// Capabilities are what the server declared (its extensions
+	// included), while it is ready: nil otherwise.
+	Capabilities *protocol.ServerCapabilities `json:"capabilities,omitempty"`
 }
+
+// CacheHints are a server's caching hints: per list, how long its latest
+// listing may be considered fresh and whether it may be shared. A server
+// of a handshake era gives none, which the zero value means (immediately
+// stale, private).
+type CacheHints = session.CacheHints
 
 // EventType names what an Event reports.
 type EventType string
@@ -148,6 +180,14 @@ const (
 	// EventTaskStatus: a server reported a task's new status
 	// (notifications/tasks/status): TaskID, Data the task's state.
 	EventTaskStatus EventType = "task_status"
+	// EventToolDefinitionChanged: a tool's definition is not the one
+	// pinned (Options.ToolPins): it changed since the user started relying
+	// on it, or it is new on a server seen before. ToolChange names the
+	// tool, says whether it is withheld from the pool or offered, and
+	// holds the diff. Reported once per definition; the tool stays
+	// unpinned (and withheld, if so) until the user approves it and
+	// RecheckToolPins (or the next listing) finds it pinned.
+	EventToolDefinitionChanged EventType = "tool_definition_changed"
 	// EventCollision: two tools (or prompts) came out with the same
 	// qualified name; Collision says which one was renamed, and to what.
 	// Reported once per collision, when it first appears.
@@ -173,11 +213,13 @@ type Event struct {
 	Type   EventType `json:"type"`
 	Server string    `json:"server,omitempty"`
 
-	// State, Previous (empty for a server's first event) and Err describe
-	// an EventServerState.
-	State    State  `json:"state,omitempty"`
-	Previous State  `json:"previous,omitempty"`
-	Err      string `json:"error,omitempty"`
+	// State, Previous (empty for a server's first event), Err and Failure
+	// (what Err means for supervision, see ClassifyFailure) describe an
+	// EventServerState.
+	State    State       `json:"state,omitempty"`
+	Previous State       `json:"previous,omitempty"`
+	Err      string      `json:"error,omitempty"`
+	Failure  FailureKind `json:"failure,omitempty"`
 
 	// ToggledOff describes an EventServerToggled.
 	ToggledOff bool `json:"toggledOff,omitempty"`
@@ -208,6 +250,9 @@ type Event struct {
 
 	// Collision describes an EventCollision.
 	Collision *Collision `json:"collision,omitempty"`
+
+	// ToolChange describes an EventToolDefinitionChanged.
+	ToolChange *ToolChange `json:"toolChange,omitempty"`
 
 	// Dropped and GapReason describe an EventGap.
 	Dropped   uint64 `json:"dropped,omitempty"`

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/httpclient"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"
 )
 
 // Errors of the supervision core. The root package re-exports them.
@@ -34,6 +35,10 @@ var (
 	// ErrServerNotReady: the server is not connected; a *NotReadyError
 	// says in which state it is and why.
 	ErrServerNotReady = errors.New("mcpvisor: server not ready")
+	// ErrNeedsApproval: the server is held until the user approves its
+	// config entry (ServerConfig.NeedsApproval): it is never started.
+	// The error of a held server's status wraps it with the reason.
+	ErrNeedsApproval = errors.New("mcpvisor: server needs approval")
 	// ErrServerOff: the host toggled the server off (Toggle); its
 	// connection is kept, but nothing of it is offered or callable.
 	ErrServerOff = errors.New("mcpvisor: server toggled off")
@@ -130,10 +135,19 @@ type System struct {
 	subMu         sync.Mutex
 	unsubscribers map[*subscriber]func() bool // guarded by subMu
 
+	// probes counts the liveness watcher's probes in flight (liveness.go);
+	// watching is closed when the watcher has returned.
+	probes   sync.WaitGroup
+	watching chan struct{}
+
 	closed    chan struct{} // closed when Close starts
 	closeOnce sync.Once
 	closeErr  error
 	closeDone chan struct{}
+
+	// releaseHelper lets the process helper (package reaper) stop once
+	// the supervisor is closed and its servers are gone.
+	releaseHelper func()
 }
 
 // Start starts the supervision core with no servers.
@@ -155,6 +169,8 @@ func Start(opts Options) (*System, error) {
 		unsubscribers: map[*subscriber]func() bool{},
 		closed:        make(chan struct{}),
 		closeDone:     make(chan struct{}),
+		// The helper, once started, outlives the restarts of servers.
+		releaseHelper: reaper.Hold(),
 	}
 	s.pool.Store(buildPool(nil, opts.Builtins, opts.MaxDescriptionLength, nil))
 	s.handles.Store(&[]*serverHandle{})
@@ -179,9 +195,15 @@ func Start(opts Options) (*System, error) {
 	if err != nil {
 		s.actors.Shutdown()
 		s.opts.dispatch.stop()
+		s.releaseHelper()
 		return nil, fmt.Errorf("mcpvisor: starting the registry: %w", err)
 	}
 	s.registry = pid
+	s.watching = make(chan struct{})
+	go func() {
+		defer close(s.watching)
+		s.watchLiveness(livenessTick(opts.Reconnect), &s.probes)
+	}()
 	return s, nil
 }
 
@@ -495,8 +517,8 @@ func (s *System) recordOutcome(h *serverHandle, v *serverView, err error) {
 // other than old. A server connecting or reconnecting is waited for, up to
 // ctx's end (unless Options.FailFast; a session being renewed after
 // expiry is always waited for). A parked server is woken, and the call
-// waits for that one fresh attempt. Disabled and stopped servers fail at
-// once.
+// waits for that one fresh attempt. Disabled, stopped and held servers
+// fail at once.
 func (s *System) awaitReady(ctx context.Context, h *serverHandle, old *session.Session) (*serverView, error) {
 	woken, wokenAt := false, uint64(0)
 	for {
@@ -509,7 +531,7 @@ func (s *System) awaitReady(ctx context.Context, h *serverHandle, old *session.S
 			}
 			// The session has ended and the actor is about to say so:
 			// wait for what comes next rather than fail a call never sent.
-		case v.state == StateDisabled || v.state == StateStopped:
+		case v.state == StateDisabled || v.state == StateStopped || v.state == StateNeedsApproval:
 			return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
 		case v.state.Parked():
 			if woken && v.gen > wokenAt {
@@ -546,11 +568,11 @@ func (s *System) awaitReady(ctx context.Context, h *serverHandle, old *session.S
 // is sent again only when Options.ReplayIdempotent allows it for this
 // tool (see poolEntry.replayable).
 func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage) (*protocol.CallToolResult, error) {
-	return s.callTool(ctx, name, args, nil)
+	return s.callTool(ctx, name, args, RequestOptions{})
 }
 
-// callTool is CallTool with the request's _meta (nil: none).
-func (s *System) callTool(ctx context.Context, name string, args json.RawMessage, meta protocol.Meta) (*protocol.CallToolResult, error) {
+// callTool is CallTool with the request's options.
+func (s *System) callTool(ctx context.Context, name string, args json.RawMessage, o RequestOptions) (*protocol.CallToolResult, error) {
 	p := s.pool.Load()
 	if b, ok := p.builtinByName[name]; ok {
 		if b.Call == nil {
@@ -576,7 +598,7 @@ func (s *System) callTool(ctx context.Context, name string, args json.RawMessage
 		return nil, fmt.Errorf("%w: %q", err, name)
 	}
 	call := func(ctx context.Context, sess *session.Session) (*protocol.CallToolResult, error) {
-		return sess.CallTool(ctx, e.name, args, meta)
+		return sess.CallToolWith(ctx, e.name, args, o.session())
 	}
 	if !s.opts.ReplayIdempotent || !e.replayable {
 		return onSession(ctx, s, e.h, call)
@@ -784,10 +806,13 @@ func (s *System) Close(ctx context.Context) error {
 		go func() {
 			s.opts.host.close() // pollers and channel inboxes first
 			<-done
+			<-s.watching // the watcher ends with closed; its probes with the sessions
+			s.probes.Wait()
 			s.actors.Root.StopFuture(s.registry).Wait()
 			s.actors.Shutdown()
 			s.opts.dispatch.stop()
 			s.opts.sharedHTTP.CloseIdleConnections()
+			s.releaseHelper() // the last hold stops it, and what is left below it
 			close(s.closeDone)
 		}()
 	})

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"strings"
 )
 
@@ -188,17 +189,25 @@ func parseHeader(h string) []Challenge {
 	}
 }
 
-// BearerChallenge is what mcpvisor reads from a Bearer challenge (RFC 6750
-// §3, RFC 9728 §5.1).
+// BearerChallenge is what mcpvisor reads from the authentication
+// challenge of a protected resource: a Bearer challenge (RFC 6750 §3, RFC
+// 9728 §5.1) or a DPoP challenge (RFC 9449 §7.1), which carry the same
+// parameters.
 type BearerChallenge struct {
 	// ResourceMetadata is the protected resource metadata URL, if given.
 	ResourceMetadata string
 	// Scope is the space-separated scope the resource asks for.
 	Scope string
 	// Error is the OAuth error code ("invalid_token",
-	// "insufficient_scope", …), and ErrorDescription its text.
+	// "insufficient_scope", "use_dpop_nonce", …), and ErrorDescription
+	// its text.
 	Error            string
 	ErrorDescription string
+	// DPoP is set when the resource sent a DPoP challenge: it accepts
+	// (or demands) DPoP-bound tokens. DPoPAlgs are the proof algorithms
+	// it lists (its algs parameter), if any.
+	DPoP     bool
+	DPoPAlgs []string
 }
 
 // Scopes returns Scope split on spaces.
@@ -208,15 +217,54 @@ func (b BearerChallenge) Scopes() []string { return strings.Fields(b.Scope) }
 // header values. ok is false when there is none.
 func ParseBearer(headers []string) (b BearerChallenge, ok bool) {
 	for _, c := range ParseChallenges(headers) {
-		if c.Scheme != "bearer" {
-			continue
+		if c.Scheme == "bearer" {
+			return challengeParams(c), true
 		}
-		return BearerChallenge{
-			ResourceMetadata: c.Param("resource_metadata"),
-			Scope:            c.Param("scope"),
-			Error:            c.Param("error"),
-			ErrorDescription: c.Param("error_description"),
-		}, true
 	}
 	return BearerChallenge{}, false
+}
+
+// ParseResourceChallenge reads the challenges of a protected resource's
+// 401 or 403: the DPoP challenge when there is one (DPoP set), else the
+// Bearer challenge. A DPoP challenge without a parameter the Bearer one
+// has (a server sending both, the error on one of them) takes it from the
+// Bearer challenge. ok is false when there is neither.
+func ParseResourceChallenge(headers []string) (b BearerChallenge, ok bool) {
+	var bearer, dpop *Challenge
+	challenges := ParseChallenges(headers)
+	for i := range challenges {
+		switch c := &challenges[i]; {
+		case c.Scheme == "bearer" && bearer == nil:
+			bearer = c
+		case c.Scheme == "dpop" && dpop == nil:
+			dpop = c
+		}
+	}
+	switch {
+	case dpop != nil:
+		b = challengeParams(*dpop)
+		b.DPoP = true
+		b.DPoPAlgs = strings.Fields(dpop.Param("algs"))
+		if bearer != nil {
+			o := challengeParams(*bearer)
+			b.ResourceMetadata = cmp.Or(b.ResourceMetadata, o.ResourceMetadata)
+			b.Scope = cmp.Or(b.Scope, o.Scope)
+			if b.Error == "" {
+				b.Error, b.ErrorDescription = o.Error, o.ErrorDescription
+			}
+		}
+		return b, true
+	case bearer != nil:
+		return challengeParams(*bearer), true
+	}
+	return BearerChallenge{}, false
+}
+
+func challengeParams(c Challenge) BearerChallenge {
+	return BearerChallenge{
+		ResourceMetadata: c.Param("resource_metadata"),
+		Scope:            c.Param("scope"),
+		Error:            c.Param("error"),
+		ErrorDescription: c.Param("error_description"),
+	}
 }

@@ -8,7 +8,11 @@
 // parameter (RFC 8707), state and iss (RFC 9207) checks, scope selection
 // and step-up, client credentials with a secret or private_key_jwt (RFC
 // 7523), the enterprise-managed token exchange (RFC 8693 then
-// jwt-bearer), and the 2025-03-26 fallbacks.
+// jwt-bearer), workload identity (a platform's JWT with the jwt-bearer
+// grant, SEP-1933), DPoP sender-constrained tokens with server nonces
+// (RFC 9449, SEP-1932), authorization server migration (SEP-2352:
+// credentials stay with the issuer that issued them), and the 2025-03-26
+// fallbacks.
 //
 // A Source holds one MCP server's credentials and is the only code that
 // talks to its authorization server; Transport puts its token on every

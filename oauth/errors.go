@@ -55,6 +55,15 @@ var (
 	// one failed transiently and its backoff delay has not passed.
 	ErrBackoff = errors.New("oauth: refresh backing off after a transient failure")
 
+	// ErrDPoPUnsupported means the resource demands DPoP-bound tokens and
+	// the authorization server lists proof algorithms without ES256, the
+	// one mcpvisor signs with.
+	ErrDPoPUnsupported = errors.New("oauth: the authorization server accepts no DPoP proof algorithm mcpvisor signs with (ES256)")
+
+	// ErrWorkloadToken means the workload identity token (Config.Workload)
+	// could not be read.
+	ErrWorkloadToken = errors.New("oauth: workload identity token unavailable")
+
 	// ErrInsecureEndpoint means an endpoint is neither HTTPS nor loopback
 	// HTTP, or is not an http(s) URL at all.
 	ErrInsecureEndpoint = errors.New("oauth: endpoint must be https (or http on loopback)")

@@ -45,6 +45,12 @@ type fakeAS struct {
 	grantOnly     string          // when set, every token is granted this scope whatever was asked
 	error200      bool            // the token endpoint answers errors with HTTP 200
 	known         map[string]bool // registered client ids; nil: any client is accepted
+	grantTypes    []string        // grant_types_supported; nil: omitted
+	assertion     string          // the jwt-bearer assertion accepted (others: invalid_grant)
+	prmIssuers    []string        // authorization_servers of the PRM; nil: this server's issuer
+	trust         *fakeAS         // another authorization server whose tokens the resource accepts
+	refuseOwn     bool            // the resource refuses this server's own tokens (it moved to trust)
+	dpop          dpopFake        // DPoP settings and observations (dpop_test.go)
 
 	mu        sync.Mutex
 	log       []string            // "METHOD path"
@@ -66,7 +72,8 @@ type codeInfo struct {
 
 func newFakeAS(t *testing.T, configure func(*fakeAS)) *fakeAS {
 	f := &fakeAS{t: t, mcpPath: "/mcp", prmAt: "path", prmInHeader: true, asAt: "oauth", expiresIn: 3600, rotate: true,
-		codes: map[string]codeInfo{}, access: map[string]string{}, refresh: map[string]string{}, spent: map[string]bool{}}
+		codes: map[string]codeInfo{}, access: map[string]string{}, refresh: map[string]string{}, spent: map[string]bool{},
+		dpop: dpopFake{bound: map[string]string{}, jtis: map[string]bool{}}}
 	if configure != nil {
 		configure(f)
 	}
@@ -139,6 +146,12 @@ func (f *fakeAS) metadata() map[string]any {
 	if f.issSupported {
 		md["authorization_response_iss_parameter_supported"] = true
 	}
+	if f.grantTypes != nil {
+		md["grant_types_supported"] = f.grantTypes
+	}
+	if f.dpop.algs != nil {
+		md["dpop_signing_alg_values_supported"] = f.dpop.algs
+	}
 	return md
 }
 
@@ -165,7 +178,13 @@ func (f *fakeAS) serve(w http.ResponseWriter, r *http.Request) {
 		if f.prmResource != "" {
 			res = f.prmResource
 		}
-		doc := map[string]any{"resource": res, "authorization_servers": []string{f.issuer()}}
+		f.mu.Lock()
+		issuers := f.prmIssuers
+		f.mu.Unlock()
+		if issuers == nil {
+			issuers = []string{f.issuer()}
+		}
+		doc := map[string]any{"resource": res, "authorization_servers": issuers}
 		if f.prmScopes != nil {
 			doc["scopes_supported"] = f.prmScopes
 		}
@@ -197,6 +216,7 @@ func (f *fakeAS) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.regs = append(f.regs, body)
 		id := f.next("client")
+		body["_client_id"] = id // the id issued, for the tests
 		f.mu.Unlock()
 		if f.known != nil {
 			f.known[id] = true
@@ -254,6 +274,11 @@ func (f *fakeAS) serveToken(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]string{"error": "invalid_grant", "error_description": "expired"})
 		return
 	}
+	// The proof first: a nonce demanded must not cost the code.
+	jkt, bad := f.dpopTokenRequest(w, r)
+	if bad {
+		return
+	}
 	var scope string
 	switch r.PostForm.Get("grant_type") {
 	case "authorization_code":
@@ -282,6 +307,12 @@ func (f *fakeAS) serveToken(w http.ResponseWriter, r *http.Request) {
 		}
 	case "client_credentials":
 		scope = r.PostForm.Get("scope")
+	case GrantJWTBearer:
+		if r.PostForm.Get("assertion") != f.assertion {
+			writeJSON(w, 400, map[string]string{"error": "invalid_grant", "error_description": "bad assertion"})
+			return
+		}
+		scope = r.PostForm.Get("scope")
 	default:
 		writeJSON(w, 400, map[string]string{"error": "unsupported_grant_type"})
 		return
@@ -292,10 +323,14 @@ func (f *fakeAS) serveToken(w http.ResponseWriter, r *http.Request) {
 	at := f.next("access")
 	f.access[at] = scope
 	resp := map[string]any{"access_token": at, "token_type": "Bearer", "scope": scope}
+	if jkt != "" {
+		f.dpop.bound[at] = jkt
+		resp["token_type"] = "DPoP"
+	}
 	if f.expiresIn > 0 {
 		resp["expires_in"] = f.expiresIn
 	}
-	if r.PostForm.Get("grant_type") != "client_credentials" {
+	if g := r.PostForm.Get("grant_type"); g != "client_credentials" && g != GrantJWTBearer {
 		rt := r.PostForm.Get("refresh_token")
 		if f.rotate || rt == "" {
 			rt = f.next("refresh")
@@ -308,9 +343,20 @@ func (f *fakeAS) serveToken(w http.ResponseWriter, r *http.Request) {
 
 func (f *fakeAS) serveMCP(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")
+	if f.dpopResource(w, r) {
+		return // answered (a DPoP-bound token, or the DPoP challenge)
+	}
 	f.mu.Lock()
 	scope, ok := f.access[strings.TrimPrefix(auth, "Bearer ")]
+	if ok && f.refuseOwn {
+		ok = false
+	}
 	f.mu.Unlock()
+	if !ok && f.trust != nil {
+		f.trust.mu.Lock()
+		scope, ok = f.trust.access[strings.TrimPrefix(auth, "Bearer ")]
+		f.trust.mu.Unlock()
+	}
 	challenge := `Bearer error="invalid_token"`
 	if f.prmInHeader || f.prmAt == "custom" {
 		challenge += fmt.Sprintf(`, resource_metadata="%s"`, f.prmURL())
@@ -360,4 +406,15 @@ func (f *fakeAS) expireAccess() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.access = map[string]string{}
+}
+
+// regsClientID returns the client id issued to the i-th registration.
+func (f *fakeAS) regsClientID(i int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i >= len(f.regs) {
+		return ""
+	}
+	id, _ := f.regs[i]["_client_id"].(string)
+	return id
 }

@@ -18,6 +18,9 @@ type ResourceMetadata struct {
 	Resource             string   `json:"resource"`
 	AuthorizationServers []string `json:"authorization_servers,omitempty"`
 	ScopesSupported      []string `json:"scopes_supported,omitempty"`
+	// DPoPBoundAccessTokensRequired says the resource accepts DPoP-bound
+	// tokens only (RFC 9449 §5.2 of RFC 9728's registry).
+	DPoPBoundAccessTokensRequired bool `json:"dpop_bound_access_tokens_required,omitempty"`
 	// URL is where the metadata was found (not part of the document).
 	URL string `json:"-"`
 }
@@ -37,6 +40,9 @@ type ServerMetadata struct {
 	TokenEndpointAuthMethodsSupported          []string `json:"token_endpoint_auth_methods_supported,omitempty"`
 	ClientIDMetadataDocumentSupported          bool     `json:"client_id_metadata_document_supported,omitempty"`
 	AuthorizationResponseISSParameterSupported bool     `json:"authorization_response_iss_parameter_supported,omitempty"`
+	// DPoPSigningAlgValuesSupported are the DPoP proof algorithms the
+	// server accepts (RFC 9449 §5.1); absent: no DPoP.
+	DPoPSigningAlgValuesSupported []string `json:"dpop_signing_alg_values_supported,omitempty"`
 	// URL is where the metadata was found; empty for the 2025-03-26
 	// default endpoints (Legacy).
 	URL string `json:"-"`

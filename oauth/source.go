@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -42,6 +44,15 @@ type EnterpriseConfig struct {
 	IdPClientSecret  string `json:"idpClientSecret,omitempty"`
 }
 
+// WorkloadConfig is where a workload's identity token (a JWT its platform
+// issues: a Kubernetes service account token, a CI job's OIDC token)
+// comes from. Token is used as it is; TokenFile is read afresh for every
+// token request, as platforms rotate the file.
+type WorkloadConfig struct {
+	Token     string `json:"token,omitempty"`
+	TokenFile string `json:"tokenFile,omitempty"`
+}
+
 // Config configures a Source. ServerURL is required; the rest has usable
 // zero values.
 type Config struct {
@@ -61,7 +72,10 @@ type Config struct {
 	// Grant is the grant used: "" or "authorization_code" (the user
 	// authorizes in a browser), "client_credentials" (machine to machine,
 	// pre-registered client with ClientSecret or PrivateKeyPEM) or
-	// GrantJWTBearer with Enterprise set.
+	// GrantJWTBearer with Enterprise or Workload set. With "" (or
+	// "authorization_code") and a pre-registered confidential client, an
+	// authorization server whose metadata offers client_credentials and
+	// not the code flow gets client_credentials.
 	Grant string
 	// PrivateKeyPEM is a PKCS#8 (or EC/RSA) private key for
 	// private_key_jwt client authentication; SigningAlgorithm defaults
@@ -69,6 +83,16 @@ type Config struct {
 	PrivateKeyPEM    string
 	SigningAlgorithm string
 	Enterprise       *EnterpriseConfig
+
+	// Workload configures workload identity federation (SEP-1933): with
+	// Grant GrantJWTBearer and no Enterprise, the workload's own JWT,
+	// issued by its platform, is presented as the jwt-bearer assertion
+	// (RFC 7523 §2.1), without a browser and without a user.
+	Workload *WorkloadConfig
+
+	// DPoP chooses sender-constrained tokens (RFC 9449): DPoPAuto (the
+	// default) when the resource asks for them, DPoPAlways, DPoPNever.
+	DPoP string
 
 	// Scopes, when set, is requested when the server's challenge names
 	// no scope (instead of the resource's scopes_supported).
@@ -89,7 +113,9 @@ type Config struct {
 	UserAgent UserAgent
 
 	// RefreshMargin is how long before expiry a token is refreshed. The
-	// margin is capped at a fifth of the token's lifetime. Zero: 1 min.
+	// margin is capped at a fifth of the token's lifetime (when the time
+	// it was issued is known), so a short-lived token is used for most of
+	// its life. Zero: DefaultRefreshMargin.
 	RefreshMargin time.Duration
 	// DefaultLifetime is assumed when a token comes without expires_in.
 	// Zero: 1 h.
@@ -116,14 +142,16 @@ type Config struct {
 
 // Status describes a source for status output. It holds no secrets.
 type Status struct {
-	Issuer       string    `json:"issuer,omitempty"`
-	Resource     string    `json:"resource,omitempty"`
-	ClientID     string    `json:"clientId,omitempty"`
-	ClientSource string    `json:"clientSource,omitempty"`
-	Authorized   bool      `json:"authorized"`
-	HasRefresh   bool      `json:"hasRefreshToken,omitempty"`
-	Expiry       time.Time `json:"expiry,omitzero"`
-	Scope        string    `json:"scope,omitempty"`
+	Issuer       string `json:"issuer,omitempty"`
+	Resource     string `json:"resource,omitempty"`
+	ClientID     string `json:"clientId,omitempty"`
+	ClientSource string `json:"clientSource,omitempty"`
+	Authorized   bool   `json:"authorized"`
+	HasRefresh   bool   `json:"hasRefreshToken,omitempty"`
+	// DPoP says the token is DPoP-bound (RFC 9449).
+	DPoP   bool      `json:"dpop,omitempty"`
+	Expiry time.Time `json:"expiry,omitzero"`
+	Scope  string    `json:"scope,omitempty"`
 	// NeedScope is the scope the server asked for when it last refused
 	// the credentials.
 	NeedScope string `json:"needScope,omitempty"`
@@ -178,7 +206,29 @@ type Source struct {
 	refreshes   int
 	authzs      int
 	lastErr     string // see Status.LastError
+	// wantDPoP is set once the resource asked for DPoP-bound tokens (a
+	// DPoP challenge, or dpop_bound_access_tokens_required).
+	wantDPoP bool
+	// ccOnly is set when the config names no grant, holds a confidential
+	// pre-registered client, and the authorization server offers the
+	// client_credentials grant and not the code flow: the source then
+	// acts as a machine client.
+	ccOnly atomic.Bool
+	// machineRefused is the authorization server's refusal of the machine
+	// grant (client credentials, jwt-bearer): the same request is not
+	// sent again until Login (or a new config).
+	machineRefused error
+	dpopKeys       map[string]*dpopKey // parsed DPoP keys, by their encoding
+
+	// The latest DPoP nonces of the authorization server (token endpoint)
+	// and of the resource.
+	asNonce, rsNonce nonceBox
 }
+
+// DefaultRefreshMargin is how long before expiry a token is refreshed
+// when Config.RefreshMargin is zero: five minutes, as the agent SDKs do,
+// capped at a fifth of the token's lifetime.
+const DefaultRefreshMargin = 5 * time.Minute
 
 // NewSource returns the token source of cfg.ServerURL.
 func NewSource(cfg Config) (*Source, error) {
@@ -190,7 +240,7 @@ func NewSource(cfg Config) (*Source, error) {
 		cfg.ClientName = "mcpvisor"
 	}
 	if cfg.RefreshMargin <= 0 {
-		cfg.RefreshMargin = time.Minute
+		cfg.RefreshMargin = DefaultRefreshMargin
 	}
 	if cfg.DefaultLifetime <= 0 {
 		cfg.DefaultLifetime = time.Hour
@@ -236,11 +286,19 @@ func NewSource(cfg Config) (*Source, error) {
 			return nil, errors.New("oauth: client_credentials needs clientId and clientSecret or a private key")
 		}
 	case GrantJWTBearer:
-		if cfg.Enterprise == nil || cfg.ClientID == "" {
-			return nil, errors.New("oauth: the jwt-bearer grant needs the enterprise settings and a clientId")
+		switch {
+		case cfg.Enterprise != nil && cfg.ClientID == "":
+			return nil, errors.New("oauth: the enterprise jwt-bearer grant needs a clientId")
+		case cfg.Enterprise == nil && (cfg.Workload == nil || cfg.Workload.Token == "" && cfg.Workload.TokenFile == ""):
+			return nil, errors.New("oauth: the jwt-bearer grant needs the enterprise settings or a workload token (or token file)")
 		}
 	default:
 		return nil, fmt.Errorf("oauth: unknown grant %q", cfg.Grant)
+	}
+	switch cfg.DPoP {
+	case DPoPAuto, DPoPAlways, DPoPNever:
+	default:
+		return nil, fmt.Errorf("oauth: unknown DPoP mode %q (want %q, %q or empty)", cfg.DPoP, DPoPAlways, DPoPNever)
 	}
 	s.bo = s.newBackoff()
 	return s, nil
@@ -272,7 +330,20 @@ func (s *Source) Interactive() bool {
 }
 
 func (s *Source) machine() bool {
-	return s.cfg.Grant == GrantClientCredentials || s.cfg.Grant == GrantJWTBearer
+	return s.cfg.Grant == GrantClientCredentials || s.cfg.Grant == GrantJWTBearer || s.ccOnly.Load()
+}
+
+// preregisteredSecret reports whether the config holds a confidential
+// pre-registered client (a secret or a private key).
+func (s *Source) preregisteredSecret() bool {
+	return s.cfg.ClientID != "" && (s.cfg.ClientSecret != "" || s.cfg.PrivateKeyPEM != "")
+}
+
+// offersOnlyClientCredentials reports whether md lists the
+// client_credentials grant and not authorization_code.
+func offersOnlyClientCredentials(md *ServerMetadata) bool {
+	return slices.Contains(md.GrantTypesSupported, GrantClientCredentials) &&
+		!slices.Contains(md.GrantTypesSupported, GrantAuthorizationCode)
 }
 
 // Status reports the source's state.
@@ -286,6 +357,7 @@ func (s *Source) Status() Status {
 	}
 	if t := s.entry.Token; t != nil && t.AccessToken != "" && t.AccessToken != s.rejected {
 		st.Authorized, st.HasRefresh, st.Expiry = t.Valid(s.now()) || t.RefreshToken != "", t.RefreshToken != "", t.Expiry
+		st.DPoP = t.DPoP()
 	}
 	return st
 }
@@ -393,7 +465,10 @@ func (s *Source) load(ctx context.Context) error {
 	if loaded {
 		return nil
 	}
-	e, err := s.store.Load(ctx, s.canonical, "")
+	s.mu.Lock()
+	issuer := s.entry.Issuer // once discovered, that server's entry only
+	s.mu.Unlock()
+	e, err := s.store.Load(ctx, s.canonical, issuer)
 	if err != nil {
 		return err
 	}
@@ -457,7 +532,12 @@ func (s *Source) outcome(err error) {
 // (needs-auth), a transient error, or nil when the answer is not one
 // authorization can fix (a 403 without insufficient_scope).
 func (s *Source) Unauthorized(ctx context.Context, status int, wwwAuthenticate []string, used string) (token string, retry bool, err error) {
-	b, _ := ParseBearer(wwwAuthenticate)
+	b, _ := ParseResourceChallenge(wwwAuthenticate)
+	if b.Error == "use_dpop_nonce" && s.rsNonce.get() != "" && s.boundToken(used) {
+		// RFC 9449 §9: the resource wants its nonce in the proof; the
+		// response carried it (Observe): send again, with a new proof.
+		return used, true, nil
+	}
 	if err := s.acquire(ctx); err != nil {
 		return "", false, err
 	}
@@ -465,8 +545,16 @@ func (s *Source) Unauthorized(ctx context.Context, status int, wwwAuthenticate [
 	if err := s.load(ctx); err != nil {
 		return "", false, err
 	}
+	if status == http.StatusUnauthorized {
+		if err := s.reviewAuthServer(ctx, b.ResourceMetadata); err != nil {
+			return "", false, err
+		}
+	}
 	s.mu.Lock()
 	s.challenge = b
+	if b.DPoP {
+		s.wantDPoP = true
+	}
 	cur := s.entry.Token
 	now := s.now()
 	if used != "" && status == http.StatusUnauthorized && (cur == nil || cur.AccessToken == used) {
@@ -500,10 +588,11 @@ func (s *Source) Unauthorized(ctx context.Context, status int, wwwAuthenticate [
 			return "", false, err
 		}
 	}
-	if !s.Interactive() {
+	if !s.Interactive() && !s.preregisteredSecret() {
 		return "", false, s.needsAuth(s.scopeFor(b.Scope), "the server refused the credentials", nil)
 	}
-	// Discovery first: the scope may come from the resource's metadata.
+	// Discovery first: the scope may come from the resource's metadata
+	// (and the grant, for a confidential client, from the server's).
 	if err := s.discover(ctx, b.ResourceMetadata); err != nil {
 		return "", false, err
 	}
@@ -610,6 +699,7 @@ func (s *Source) Login(ctx context.Context, ua UserAgent, scope string) error {
 		return err
 	}
 	s.mu.Lock()
+	s.machineRefused, s.unconfirmed = nil, 0 // asked anew
 	prev := s.cfg.UserAgent
 	if ua != nil {
 		s.cfg.UserAgent = ua
@@ -662,7 +752,13 @@ func (s *Source) probe(ctx context.Context) (BearerChallenge, bool) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		return BearerChallenge{}, false
 	}
-	return ParseBearer(resp.Header.Values("WWW-Authenticate"))
+	b, ok := ParseResourceChallenge(resp.Header.Values("WWW-Authenticate"))
+	if b.DPoP {
+		s.mu.Lock()
+		s.wantDPoP = true
+		s.mu.Unlock()
+	}
+	return b, ok
 }
 
 // Logout forgets the server's tokens (all issuers), keeping nothing but
@@ -722,7 +818,14 @@ func (s *Source) discoverNow(ctx context.Context, resourceMetadata string) error
 	if err != nil {
 		return err
 	}
+	return s.adopt(ctx, prm)
+}
+
+// adopt chooses the authorization server of the resource's metadata prm
+// (nil: none published) and makes it the source's. Called with sem held.
+func (s *Source) adopt(ctx context.Context, prm *ResourceMetadata) error {
 	var md *ServerMetadata
+	var err error
 	resource := s.canonical
 	switch {
 	case prm != nil:
@@ -759,6 +862,7 @@ func (s *Source) discoverNow(ctx context.Context, resourceMetadata string) error
 			return err
 		}
 	}
+	s.ccOnly.Store((s.cfg.Grant == "" || s.cfg.Grant == GrantAuthorizationCode) && s.preregisteredSecret() && offersOnlyClientCredentials(md))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.prm, s.meta, s.resource = prm, md, resource
@@ -806,8 +910,8 @@ func (s *Source) authorize(ctx context.Context, resourceMetadata, scope string) 
 	s.mu.Lock()
 	ua := s.cfg.UserAgent
 	loop := s.unconfirmed >= 1+s.cfg.MaxStepUps
-	if !loop {
-		s.unconfirmed++
+	if !loop && !(s.machine() && s.machineRefused != nil) {
+		s.unconfirmed++ // (a refused machine grant makes no request: obtain says so)
 	}
 	s.mu.Unlock()
 	if loop {
@@ -947,8 +1051,12 @@ func (s *Source) exchange(ctx context.Context, info *ClientInfo, form url.Values
 	md := s.meta
 	s.mu.Unlock()
 	now := s.now()
+	key, err := s.dpopFor(nil)
+	if err != nil {
+		return err
+	}
 	call := &tokenCall{client: s.client, endpoint: md.TokenEndpoint, info: info, sign: s.sign, audience: md.Issuer,
-		form: form, now: now, lifetime: s.cfg.DefaultLifetime}
+		form: form, now: now, lifetime: s.cfg.DefaultLifetime, dpop: key, nonce: &s.asNonce}
 	t, _, err := call.do(ctx)
 	s.outcome(err)
 	if err != nil {
@@ -995,9 +1103,44 @@ func (s *Source) obtain(ctx context.Context, scope string) error {
 		return err
 	}
 	s.mu.Lock()
-	md, resource := s.meta, s.resource
-	s.authzs++
+	md, resource, refused := s.meta, s.resource, s.machineRefused
+	if refused == nil {
+		s.authzs++
+	}
 	s.mu.Unlock()
+	if refused != nil {
+		// Not asked again with the same request (SEP-1933: no retry, no
+		// other grant), until Login or a new config.
+		return &NeedsAuthError{Scope: scope, Reason: "the authorization server refused the " + s.grantName() + " grant", Err: fmt.Errorf("%w: %w", ErrNeedsLogin, refused)}
+	}
+	err := s.obtainWith(ctx, md, resource, scope)
+	if err == nil || isTransient(err) || ctx.Err() != nil || errors.Is(err, ErrBackoff) {
+		return err
+	}
+	var oe *Error
+	if !errors.As(err, &oe) {
+		return err // not the server's answer (a config problem): nothing learnt
+	}
+	s.mu.Lock()
+	s.machineRefused = err
+	s.mu.Unlock()
+	s.log.Warn().Err(err).Msg("the authorization server refused the machine grant; not asking again until login")
+	return &NeedsAuthError{Scope: scope, Reason: "the authorization server refused the " + s.grantName() + " grant", Err: fmt.Errorf("%w: %w", ErrNeedsLogin, err)}
+}
+
+// grantName names the machine grant for messages.
+func (s *Source) grantName() string {
+	switch {
+	case s.cfg.Grant != GrantJWTBearer:
+		return "client_credentials"
+	case s.cfg.Enterprise != nil:
+		return "enterprise jwt-bearer"
+	}
+	return "workload jwt-bearer"
+}
+
+// obtainWith requests the machine grant's token once.
+func (s *Source) obtainWith(ctx context.Context, md *ServerMetadata, resource, scope string) error {
 	info := &ClientInfo{ClientID: s.cfg.ClientID, ClientSecret: s.cfg.ClientSecret, Source: "preregistered"}
 	if s.sign != nil {
 		info.AuthMethod = AuthMethodPrivateKey
@@ -1009,18 +1152,42 @@ func (s *Source) obtain(ctx context.Context, scope string) error {
 		form.Set("scope", scope)
 	}
 	switch s.cfg.Grant {
-	case GrantClientCredentials:
+	case GrantClientCredentials, "", GrantAuthorizationCode: // the last two: a server that offers client credentials only
 		form.Set("grant_type", GrantClientCredentials)
 	case GrantJWTBearer:
-		jag, err := s.identityAssertion(ctx, md.Issuer, resource, scope)
-		if err != nil {
-			s.outcome(err)
+		var assertion string
+		var err error
+		if s.cfg.Enterprise != nil {
+			assertion, err = s.identityAssertion(ctx, md.Issuer, resource, scope)
+			if err != nil {
+				s.outcome(err)
+				return err
+			}
+		} else if assertion, err = s.workloadToken(); err != nil {
 			return err
 		}
 		form.Set("grant_type", GrantJWTBearer)
-		form.Set("assertion", jag)
+		form.Set("assertion", assertion)
 	}
 	return s.exchange(ctx, info, form, scope)
+}
+
+// workloadToken returns the workload's identity token (Config.Workload),
+// reading its file afresh.
+func (s *Source) workloadToken() (string, error) {
+	w := s.cfg.Workload
+	if w.Token != "" {
+		return w.Token, nil
+	}
+	b, err := os.ReadFile(w.TokenFile)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrWorkloadToken, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("%w: %s is empty", ErrWorkloadToken, w.TokenFile)
+	}
+	return tok, nil
 }
 
 // identityAssertion exchanges the IdP's ID token for an ID-JAG (RFC 8693)
@@ -1102,8 +1269,12 @@ func (s *Source) refresh(ctx context.Context, force bool) error {
 		"refresh_token": {t.RefreshToken},
 		"resource":      {resource},
 	}
+	key, err := s.dpopFor(t)
+	if err != nil {
+		return err
+	}
 	call := &tokenCall{client: s.client, endpoint: md.TokenEndpoint, info: info, sign: s.sign, audience: md.Issuer,
-		form: form, now: s.now(), lifetime: s.cfg.DefaultLifetime}
+		form: form, now: s.now(), lifetime: s.cfg.DefaultLifetime, dpop: key, nonce: &s.asNonce}
 	nt, _, err := call.do(ctx)
 	s.outcome(err)
 	if err != nil {

@@ -10,6 +10,9 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor/internal/filelock"
+	"github.com/mcpvisor/mcpvisor/internal/owneronly"
 )
 
 // Entry is what a Store keeps for one MCP server and one authorization
@@ -154,10 +157,11 @@ func (m *MemoryStore) Lock(ctx context.Context, serverURL string) (func(), error
 	}
 }
 
-// FileStore is a Store in one JSON file (mode 0600), shared safely by
+// FileStore is a Store in one JSON file (mode 0600; on Windows a DACL
+// that admits only the owner), shared safely by
 // several processes: every write goes to a temporary file that replaces
-// the store by rename, and Lock takes an exclusive flock on Path+".lock"
-// (held across processes). Loads read the file afresh, so a process sees
+// the store by rename, and Lock takes an exclusive lock on Path+".lock"
+// (flock, LockFileEx on Windows: held across processes). Loads read the file afresh, so a process sees
 // what another saved.
 type FileStore struct {
 	// Path is the store file. Its directory is created (0700) on the
@@ -199,6 +203,7 @@ type fileToken struct {
 	Scope         string    `json:"scope,omitempty"`
 	Expiry        time.Time `json:"expiry"`
 	ExpiryAssumed bool      `json:"expiry_assumed,omitempty"`
+	DPoPKey       string    `json:"dpop_key,omitempty"` // the key a DPoP-bound token needs
 }
 
 func (f *FileStore) read() (map[[2]string]*Entry, error) {
@@ -215,15 +220,7 @@ func (f *FileStore) read() (map[[2]string]*Entry, error) {
 	}
 	out := make(map[[2]string]*Entry, len(ff.Entries))
 	for _, fe := range ff.Entries {
-		e := &Entry{ServerURL: fe.ServerURL, Issuer: fe.Issuer, Scope: fe.Scope, UpdatedAt: fe.UpdatedAt}
-		if c := fe.Client; c != nil {
-			e.Client = &ClientInfo{ClientID: c.ClientID, ClientSecret: c.ClientSecret, AuthMethod: c.AuthMethod,
-				Source: c.Source, RedirectURIs: c.RedirectURIs, SecretExpiresAt: c.SecretExpiresAt}
-		}
-		if t := fe.Token; t != nil {
-			e.Token = &Token{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken,
-				Scope: t.Scope, Expiry: t.Expiry, ExpiryAssumed: t.ExpiryAssumed}
-		}
+		e := fe.entry()
 		out[[2]string{e.ServerURL, e.Issuer}] = e
 	}
 	return out, nil
@@ -232,23 +229,14 @@ func (f *FileStore) read() (map[[2]string]*Entry, error) {
 func (f *FileStore) write(entries map[[2]string]*Entry) error {
 	ff := fileFormat{Version: 1}
 	for _, e := range sortedEntries(entries) {
-		fe := fileEntry{ServerURL: e.ServerURL, Issuer: e.Issuer, Scope: e.Scope, UpdatedAt: e.UpdatedAt}
-		if c := e.Client; c != nil {
-			fe.Client = &fileClient{ClientID: c.ClientID, ClientSecret: c.ClientSecret, AuthMethod: c.AuthMethod,
-				Source: c.Source, RedirectURIs: c.RedirectURIs, SecretExpiresAt: c.SecretExpiresAt}
-		}
-		if t := e.Token; t != nil {
-			fe.Token = &fileToken{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken,
-				Scope: t.Scope, Expiry: t.Expiry, ExpiryAssumed: t.ExpiryAssumed}
-		}
-		ff.Entries = append(ff.Entries, fe)
+		ff.Entries = append(ff.Entries, recordOf(e))
 	}
 	b, err := json.MarshalIndent(ff, "", "  ")
 	if err != nil {
 		return err
 	}
 	dir := filepath.Dir(f.Path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := owneronly.MkdirAll(dir); err != nil {
 		return fmt.Errorf("oauth store: %w", err)
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(f.Path)+".*.tmp")
@@ -256,7 +244,7 @@ func (f *FileStore) write(entries map[[2]string]*Entry) error {
 		return fmt.Errorf("oauth store: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if err := tmp.Chmod(0o600); err != nil {
+	if err := owneronly.Restrict(tmp.Name()); err != nil {
 		tmp.Close()
 		return fmt.Errorf("oauth store: %w", err)
 	}
@@ -294,7 +282,7 @@ func (f *FileStore) Load(_ context.Context, serverURL, issuer string) (*Entry, e
 func (f *FileStore) modify(ctx context.Context, change func(map[[2]string]*Entry)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	unlock, err := flock(ctx, f.Path+".write.lock")
+	unlock, err := filelock.Lock(ctx, f.Path+".write.lock")
 	if err != nil {
 		return err
 	}
@@ -338,5 +326,5 @@ func (f *FileStore) List(context.Context) ([]*Entry, error) {
 // Lock takes the cross-process refresh lock of the store (one for all
 // servers: refreshes are rare and short).
 func (f *FileStore) Lock(ctx context.Context, _ string) (func(), error) {
-	return flock(ctx, f.Path+".lock")
+	return filelock.Lock(ctx, f.Path+".lock")
 }

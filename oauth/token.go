@@ -28,7 +28,15 @@ type Token struct {
 	// ExpiryAssumed is set.
 	Expiry        time.Time
 	ExpiryAssumed bool
+	// DPoPKey is the proof key the token is bound to (RFC 9449), encoded
+	// (PKCS#8, base64url), when the authorization server issued a
+	// DPoP-bound token (TokenType "DPoP"); empty for a Bearer token. It
+	// is as secret as the tokens, and never shown either.
+	DPoPKey string
 }
+
+// DPoP reports whether the token is DPoP-bound.
+func (t *Token) DPoP() bool { return t != nil && t.DPoPKey != "" }
 
 const redacted = "[redacted]"
 
@@ -37,7 +45,7 @@ func (t *Token) String() string {
 	if t == nil {
 		return "<nil token>"
 	}
-	return fmt.Sprintf("Token{access:%s refresh:%t scope:%q expiry:%s}", redacted, t.RefreshToken != "", t.Scope, t.Expiry.Format(time.RFC3339))
+	return fmt.Sprintf("Token{access:%s refresh:%t dpop:%t scope:%q expiry:%s}", redacted, t.RefreshToken != "", t.DPoP(), t.Scope, t.Expiry.Format(time.RFC3339))
 }
 
 // GoString is String, so that %#v does not print the values either.
@@ -51,9 +59,10 @@ func (t *Token) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		AccessToken  string    `json:"access_token"`
 		RefreshToken bool      `json:"has_refresh_token"`
+		DPoP         bool      `json:"dpop,omitempty"`
 		Scope        string    `json:"scope,omitempty"`
 		Expiry       time.Time `json:"expiry"`
-	}{redacted, t.RefreshToken != "", t.Scope, t.Expiry})
+	}{redacted, t.RefreshToken != "", t.DPoP(), t.Scope, t.Expiry})
 }
 
 // Valid reports whether the access token exists and has not expired at
@@ -169,11 +178,18 @@ type tokenCall struct {
 	now      time.Time
 	lifetime time.Duration // assumed lifetime when expires_in is missing
 	name     string        // endpoint name for errors ("token")
+	// dpop, when set, signs a DPoP proof for the request, with the
+	// server's latest nonce (kept in nonce); the token issued is bound
+	// to it.
+	dpop  *dpopKey
+	nonce *nonceBox
 }
 
-// do sends the request and parses the answer. Errors: *Error wrapping
-// ErrNeedsLogin (invalid_grant), ErrTransient (network, 5xx, 429), or
-// nothing (another OAuth error).
+// do sends the request and parses the answer. With a DPoP key, a
+// use_dpop_nonce refusal is answered once, with the nonce the server
+// gave (RFC 9449 §8). Errors: *Error wrapping ErrNeedsLogin
+// (invalid_grant), ErrTransient (network, 5xx, 429), or nothing (another
+// OAuth error).
 func (c *tokenCall) do(ctx context.Context) (*Token, *tokenResponse, error) {
 	name := c.name
 	if name == "" {
@@ -182,6 +198,52 @@ func (c *tokenCall) do(ctx context.Context) (*Token, *tokenResponse, error) {
 	if err := checkEndpoint(c.endpoint); err != nil {
 		return nil, nil, err
 	}
+	for attempt := 0; ; attempt++ {
+		resp, body, rerr, err := c.send(ctx, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		var tr tokenResponse
+		jerr := json.Unmarshal(body, &tr)
+		if c.dpop != nil {
+			c.nonce.set(resp.Header.Get(headerDPoPNonce))
+			if tr.Error == "use_dpop_nonce" && resp.Header.Get(headerDPoPNonce) != "" && attempt == 0 {
+				continue // again, with the server's nonce in the proof
+			}
+		}
+		switch {
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+			return nil, nil, &Error{Endpoint: name, StatusCode: resp.StatusCode, Code: tr.Error, Err: ErrTransient}
+		case rerr != nil:
+			return nil, nil, &Error{Endpoint: name, StatusCode: resp.StatusCode, Err: fmt.Errorf("%w: %w", ErrTransient, rerr)}
+		case tr.Error != "" || resp.StatusCode >= 300:
+			// An OAuth error, possibly with HTTP 200.
+			e := &Error{Endpoint: name, StatusCode: resp.StatusCode, Code: tr.Error, Description: tr.ErrorDescription}
+			if tr.Error == "invalid_grant" {
+				e.Err = ErrNeedsLogin
+			}
+			return nil, nil, e
+		case jerr != nil || tr.AccessToken == "":
+			return nil, nil, &Error{Endpoint: name, StatusCode: resp.StatusCode, Code: "invalid_response", Description: "no access_token in the answer"}
+		}
+		t := &Token{AccessToken: tr.AccessToken, TokenType: tr.TokenType, RefreshToken: tr.RefreshToken, Scope: tr.Scope}
+		if c.dpop != nil && strings.EqualFold(tr.TokenType, tokenTypeDPoP) {
+			// Bound to the key: keep them together. (A server that
+			// ignored the proof issued a Bearer token.)
+			t.TokenType, t.DPoPKey = tokenTypeDPoP, c.dpop.encoded
+		}
+		if d, ok := tr.expiresIn(); ok {
+			t.Expiry = c.now.Add(d)
+		} else {
+			t.Expiry, t.ExpiryAssumed = c.now.Add(c.lifetime), true
+		}
+		return t, &tr, nil
+	}
+}
+
+// send posts the form once (a fresh client assertion and DPoP proof each
+// time) and reads the body. err is a failure to send; rerr one to read.
+func (c *tokenCall) send(ctx context.Context, name string) (resp *http.Response, body []byte, rerr, err error) {
 	form := url.Values{}
 	for k, v := range c.form {
 		form[k] = v
@@ -197,61 +259,47 @@ func (c *tokenCall) do(ctx context.Context) (*Token, *tokenResponse, error) {
 			form.Set("client_secret", c.info.ClientSecret)
 		case AuthMethodPrivateKey:
 			if c.sign == nil {
-				return nil, nil, fmt.Errorf("oauth: private_key_jwt needs a private key")
+				return nil, nil, nil, fmt.Errorf("oauth: private_key_jwt needs a private key")
 			}
 			assertion, err := c.sign(c.info.ClientID, c.audience)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			form.Set("client_id", c.info.ClientID)
 			form.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
 			form.Set("client_assertion", assertion)
 		default: // none
-			form.Set("client_id", c.info.ClientID)
+			if c.info.ClientID != "" {
+				form.Set("client_id", c.info.ClientID)
+			}
 		}
+	}
+	if c.dpop != nil {
+		proof, err := c.dpop.proof(http.MethodPost, c.endpoint, "", c.nonce.get(), c.now)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		header.Set(headerDPoP, proof)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.client.Do(req)
+	resp, err = c.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
+			return nil, nil, nil, ctx.Err()
 		}
-		return nil, nil, &Error{Endpoint: name, Err: fmt.Errorf("%w: %w", ErrTransient, stripURLError(err))}
+		return nil, nil, nil, &Error{Endpoint: name, Err: fmt.Errorf("%w: %w", ErrTransient, stripURLError(err))}
 	}
 	defer resp.Body.Close()
-	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxMetadata))
-	var tr tokenResponse
-	jerr := json.Unmarshal(body, &tr)
-	switch {
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return nil, nil, &Error{Endpoint: name, StatusCode: resp.StatusCode, Code: tr.Error, Err: ErrTransient}
-	case rerr != nil:
-		return nil, nil, &Error{Endpoint: name, StatusCode: resp.StatusCode, Err: fmt.Errorf("%w: %w", ErrTransient, rerr)}
-	case tr.Error != "" || resp.StatusCode >= 300:
-		// An OAuth error, possibly with HTTP 200.
-		e := &Error{Endpoint: name, StatusCode: resp.StatusCode, Code: tr.Error, Description: tr.ErrorDescription}
-		if tr.Error == "invalid_grant" {
-			e.Err = ErrNeedsLogin
-		}
-		return nil, nil, e
-	case jerr != nil || tr.AccessToken == "":
-		return nil, nil, &Error{Endpoint: name, StatusCode: resp.StatusCode, Code: "invalid_response", Description: "no access_token in the answer"}
-	}
-	t := &Token{AccessToken: tr.AccessToken, TokenType: tr.TokenType, RefreshToken: tr.RefreshToken, Scope: tr.Scope}
-	if d, ok := tr.expiresIn(); ok {
-		t.Expiry = c.now.Add(d)
-	} else {
-		t.Expiry, t.ExpiryAssumed = c.now.Add(c.lifetime), true
-	}
-	return t, &tr, nil
+	body, rerr = io.ReadAll(io.LimitReader(resp.Body, maxMetadata))
+	return resp, body, rerr, nil
 }
 
 // stripURLError drops the URL from a *url.Error: the URL of a request

@@ -9,8 +9,10 @@ import (
 )
 
 // Transport is an http.RoundTripper that sends the Source's access token
-// as "Authorization: Bearer" on every request (POST, GET stream, DELETE,
-// reconnects alike) and answers the server's 401 and 403 challenges:
+// on every request (POST, GET stream, DELETE, reconnects alike), as
+// "Authorization: Bearer", or for a DPoP-bound token with the DPoP scheme
+// and a fresh proof (Source.SetAuthorization), and answers the server's
+// 401 and 403 challenges (a DPoP nonce demanded included):
 // after a refresh, a new authorization or a step-up it sends the request
 // once more. A challenge the source cannot answer returns the server's
 // response as is (the transport reports the 401/403), with the reason
@@ -64,6 +66,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				drain(resp)
 				return nil, err
 			}
+			src.Observe(resp)
 			return t.exchange(ctx, base, src, req, "", resp)
 		}
 	}
@@ -97,7 +100,10 @@ func (t *Transport) exchange(ctx context.Context, base http.RoundTripper, src *S
 					rc.Body = body
 				}
 				if tok != "" {
-					rc.Header["Authorization"] = []string{"Bearer " + tok}
+					if err := src.SetAuthorization(&rc, tok); err != nil {
+						closeBody(&rc)
+						return nil, err
+					}
 				} else {
 					delete(rc.Header, "Authorization")
 				}
@@ -107,6 +113,7 @@ func (t *Transport) exchange(ctx context.Context, base http.RoundTripper, src *S
 			if resp, err = base.RoundTrip(r); err != nil {
 				return nil, err
 			}
+			src.Observe(resp)
 			if !challenged(resp) {
 				if resp.StatusCode < 300 && tok != "" {
 					src.Succeeded()

@@ -50,6 +50,11 @@ type ListToolsResult struct {
 	Meta       Meta   `json:"_meta,omitempty"`
 	Tools      []Tool `json:"tools"`
 	NextCursor string `json:"nextCursor,omitempty"`
+	// ResultType, TTLMs and CacheScope are set by 2026-07-28 servers
+	// (SEP-2549 caching hints; see CacheHints).
+	ResultType string `json:"resultType,omitempty"`
+	TTLMs      *int64 `json:"ttlMs,omitempty"`
+	CacheScope string `json:"cacheScope,omitempty"`
 }
 
 // CallToolParams is the params of tools/call.
@@ -57,6 +62,10 @@ type CallToolParams struct {
 	Meta      Meta            `json:"_meta,omitempty"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// InputResponses and RequestState retry a request the server
+	// answered with an InputRequiredResult (2026-07-28).
+	InputResponses json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   string          `json:"requestState,omitempty"`
 }
 
 // CallToolResult is the result of tools/call. A tool that failed reports
@@ -97,12 +106,26 @@ func (r *CallToolResult) isZero() bool {
 	return r.Meta == nil && r.Content == nil && r.StructuredContent == nil && !r.IsError && r.ResultType == "" && r.Extra == nil
 }
 
-// MarshalJSON encodes a result with its Extra members.
+// MarshalJSON encodes a result with its Extra members. A complete result
+// always carries content (an empty array when there is none); an interim
+// one (input_required, or a task) carries what it has.
 func (r CallToolResult) MarshalJSON() ([]byte, error) {
 	if r.Content == nil {
+		if r.ResultType != "" && r.ResultType != ResultComplete {
+			return encodeWithExtra(&interimCallToolResult{r.Meta, r.StructuredContent, r.IsError, r.ResultType}, r.Extra)
+		}
 		r.Content = []Content{}
 	}
 	return encodeWithExtra((*callToolResultAlias)(&r), r.Extra)
+}
+
+// interimCallToolResult is a CallToolResult without content: an
+// InputRequiredResult or a CreateTaskResult kept as one.
+type interimCallToolResult struct {
+	Meta              Meta            `json:"_meta,omitempty"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	ResultType        string          `json:"resultType,omitempty"`
 }
 
 // Content types.
@@ -208,6 +231,11 @@ type ListResourcesResult struct {
 	Meta       Meta       `json:"_meta,omitempty"`
 	Resources  []Resource `json:"resources"`
 	NextCursor string     `json:"nextCursor,omitempty"`
+	// ResultType, TTLMs and CacheScope are set by 2026-07-28 servers
+	// (SEP-2549 caching hints; see CacheHints).
+	ResultType string `json:"resultType,omitempty"`
+	TTLMs      *int64 `json:"ttlMs,omitempty"`
+	CacheScope string `json:"cacheScope,omitempty"`
 }
 
 // ListResourceTemplatesResult is one page of resources/templates/list.
@@ -215,18 +243,32 @@ type ListResourceTemplatesResult struct {
 	Meta              Meta               `json:"_meta,omitempty"`
 	ResourceTemplates []ResourceTemplate `json:"resourceTemplates"`
 	NextCursor        string             `json:"nextCursor,omitempty"`
+	// ResultType, TTLMs and CacheScope are set by 2026-07-28 servers
+	// (SEP-2549 caching hints; see CacheHints).
+	ResultType string `json:"resultType,omitempty"`
+	TTLMs      *int64 `json:"ttlMs,omitempty"`
+	CacheScope string `json:"cacheScope,omitempty"`
 }
 
 // ReadResourceParams is the params of resources/read.
 type ReadResourceParams struct {
 	Meta Meta   `json:"_meta,omitempty"`
 	URI  string `json:"uri"`
+	// InputResponses and RequestState retry a request the server
+	// answered with an InputRequiredResult (2026-07-28).
+	InputResponses json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   string          `json:"requestState,omitempty"`
 }
 
 // ReadResourceResult is the result of resources/read.
 type ReadResourceResult struct {
 	Meta     Meta               `json:"_meta,omitempty"`
 	Contents []ResourceContents `json:"contents"`
+	// ResultType, TTLMs and CacheScope are set by 2026-07-28 servers
+	// (SEP-2549 caching hints; see CacheHints).
+	ResultType string `json:"resultType,omitempty"`
+	TTLMs      *int64 `json:"ttlMs,omitempty"`
+	CacheScope string `json:"cacheScope,omitempty"`
 }
 
 // SubscribeParams is the params of resources/subscribe and unsubscribe.
@@ -290,6 +332,11 @@ type ListPromptsResult struct {
 	Meta       Meta     `json:"_meta,omitempty"`
 	Prompts    []Prompt `json:"prompts"`
 	NextCursor string   `json:"nextCursor,omitempty"`
+	// ResultType, TTLMs and CacheScope are set by 2026-07-28 servers
+	// (SEP-2549 caching hints; see CacheHints).
+	ResultType string `json:"resultType,omitempty"`
+	TTLMs      *int64 `json:"ttlMs,omitempty"`
+	CacheScope string `json:"cacheScope,omitempty"`
 }
 
 // GetPromptParams is the params of prompts/get.
@@ -297,6 +344,10 @@ type GetPromptParams struct {
 	Meta      Meta              `json:"_meta,omitempty"`
 	Name      string            `json:"name"`
 	Arguments map[string]string `json:"arguments,omitempty"`
+	// InputResponses and RequestState retry a request the server
+	// answered with an InputRequiredResult (2026-07-28).
+	InputResponses json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   string          `json:"requestState,omitempty"`
 }
 
 // GetPromptResult is the result of prompts/get.
@@ -304,6 +355,7 @@ type GetPromptResult struct {
 	Meta        Meta            `json:"_meta,omitempty"`
 	Description string          `json:"description,omitempty"`
 	Messages    []PromptMessage `json:"messages"`
+	ResultType  string          `json:"resultType,omitempty"`
 }
 
 // PromptMessage is one message of a prompt.

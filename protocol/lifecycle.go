@@ -26,6 +26,9 @@ type ClientCapabilities struct {
 	Elicitation  *json.RawMessage           `json:"elicitation,omitempty"`
 	Tasks        *json.RawMessage           `json:"tasks,omitempty"`
 	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
+	// Extensions declares the extensions the client supports (2026-07-28,
+	// SEP-2133), by identifier, e.g. ExtensionTasks.
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // RootsCapability declares roots support.
@@ -42,6 +45,9 @@ type ServerCapabilities struct {
 	Completions  *json.RawMessage           `json:"completions,omitempty"`
 	Tasks        *json.RawMessage           `json:"tasks,omitempty"`
 	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
+	// Extensions declares the extensions the server offers (2026-07-28,
+	// SEP-2133), by identifier, with their settings.
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // ListChangedCapability declares a feature and whether the server sends

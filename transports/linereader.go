@@ -3,9 +3,7 @@ package transports
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"io"
-	"os"
 	"sync"
 	"syscall"
 )
@@ -18,8 +16,9 @@ import (
 // would block.
 //
 // Waiting without a buffer needs a source that can report "no data yet"
-// (an *os.File pipe or socket: anything with a syscall.RawConn); other
-// sources keep the buffer while they block in Read.
+// (on Unix, an *os.File pipe or socket: anything with a syscall.RawConn);
+// other sources, and every source on Windows, keep the buffer while they
+// block in Read.
 //
 // A LineReader belongs to one goroutine.
 type LineReader struct {
@@ -52,13 +51,7 @@ func linePool(size int) *sync.Pool {
 // NewLineReader returns a LineReader of src whose buffer holds size
 // bytes: ReadSlice returns bufio.ErrBufferFull for longer lines.
 func NewLineReader(src io.Reader, size int) *LineReader {
-	lr := &LineReader{src: src, pool: linePool(size)}
-	if sc, ok := src.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			lr.raw = raw
-		}
-	}
-	return lr
+	return &LineReader{src: src, pool: linePool(size), raw: pollable(src)}
 }
 
 // ReadSlice returns the bytes up to and including the next newline. The
@@ -99,41 +92,19 @@ func (lr *LineReader) fill() {
 		lr.r = 0
 	}
 	if lr.raw == nil {
-		lr.borrow()
-		n, err := lr.src.Read((*lr.buf)[lr.w:])
-		lr.w += n
-		lr.err = err
+		lr.fillBlocking()
 		return
 	}
-	var n int
-	var rerr error
-	err := lr.raw.Read(func(fd uintptr) bool {
-		lr.borrow()
-		n, rerr = syscall.Read(int(fd), (*lr.buf)[lr.w:])
-		if rerr == syscall.EAGAIN {
-			lr.release()
-			if lr.parked != nil {
-				lr.parked()
-			}
-			return false // park in the poller with no buffer held
-		}
-		return rerr != syscall.EINTR
-	})
-	switch {
-	case err != nil && !errors.Is(err, os.ErrDeadlineExceeded):
-		lr.err = os.ErrClosed // the file was closed, as *os.File.Read says it
-	case err != nil:
-		lr.err = err
-	case rerr != nil:
-		lr.err = &pathlessError{rerr}
-	case n == 0:
-		lr.err = io.EOF
-	default:
-		lr.w += n
-	}
-	if lr.err != nil && lr.w == 0 {
-		lr.release()
-	}
+	lr.fillRaw()
+}
+
+// fillBlocking reads once from src into the buffer, which it holds while
+// src blocks.
+func (lr *LineReader) fillBlocking() {
+	lr.borrow()
+	n, err := lr.src.Read((*lr.buf)[lr.w:])
+	lr.w += n
+	lr.err = err
 }
 
 // borrow takes a buffer from the pool if none is held.
@@ -161,9 +132,3 @@ func (lr *LineReader) Close() {
 		lr.buf = nil
 	}
 }
-
-// pathlessError is a read error of the raw descriptor (n < 0 from read(2)).
-type pathlessError struct{ errno error }
-
-func (e *pathlessError) Error() string { return "read: " + e.errno.Error() }
-func (e *pathlessError) Unwrap() error { return e.errno }

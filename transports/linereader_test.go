@@ -80,15 +80,3 @@ func TestLineReaderOverABlockingSource(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF)
 	assert.Equal(t, []string{"a\n", "bb\n", "tail"}, got)
 }
-
-// Closing the file while the reader waits ends ReadSlice with an error.
-func TestLineReaderEndsWhenTheFileIsClosed(t *testing.T) {
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	defer w.Close()
-	lr := transports.NewLineReader(r, 16)
-	done := make(chan error, 1)
-	go func() { _, err := lr.ReadSlice(); done <- err }()
-	r.Close()
-	assert.ErrorIs(t, testwait.Recv(t, done, "ReadSlice to end when its file is closed"), os.ErrClosed)
-}

@@ -87,7 +87,7 @@ func (s *Session) OpenListen(ctx context.Context, subs protocol.NotificationSubs
 	go func() {
 		defer s.bg.Done()
 		s.listening.Add(1)
-		_, err := s.roundTripID(ctx, l.id, protocol.MethodSubscriptionsListen, params)
+		_, err := s.roundTripID(ctx, l.id, protocol.MethodSubscriptionsListen, params, 0)
 		s.listening.Add(-1)
 		cancel()
 		s.mu.Lock()

@@ -56,11 +56,12 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 		if timeout <= 0 {
 			timeout = defaultDiscoverTimeout
 		}
-		pctx, cancel := context.WithTimeout(ctx, timeout)
 		s.setTransportVersion(version)
 		var res protocol.DiscoverResult
-		err = s.Call(pctx, protocol.MethodDiscover, protocol.DiscoverParams{Meta: meta}, &res)
-		cancel()
+		// The probe's deadline is the server's silence after the request
+		// went out: an authorization its 401 started (over HTTP, part of
+		// sending) does not count against it.
+		err = s.callAnsweredWithin(ctx, timeout, protocol.MethodDiscover, protocol.DiscoverParams{Meta: meta}, &res)
 		if err == nil && len(res.SupportedVersions) == 0 {
 			// Not a DiscoverResult (supportedVersions is required): a
 			// server that answers every unknown method with an empty
@@ -82,6 +83,7 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 			s.setTransportVersion(chosen)
 			s.capabilities = res.Capabilities
 			s.instructions = res.Instructions
+			s.hints.Discover = protocol.HintOf(res.TTLMs, res.CacheScope)
 			res.Meta.Get(protocol.MetaServerInfo, &s.serverInfo)
 			s.modernMeta = s.metaFor(chosen)
 			if s.modernMetaJSON, err = json.Marshal(s.modernMeta); err != nil {
@@ -103,9 +105,15 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 			var data protocol.UnsupportedProtocolVersionData
 			_ = json.Unmarshal(rpcErr.Data, &data)
 			next := protocol.Negotiate(data.Supported)
-			if protocol.UsesDiscover(next) && next != version && !pinned {
+			if protocol.UsesDiscover(next) && attempt == 0 && (next == version || !pinned) {
+				// A stateless version we both speak: ask again with it,
+				// once (SEP-2575). That may be the version just refused:
+				// a server (or an intermediary) may reject a request
+				// whose version it lists, and the retry is what the
+				// revision asks of the client, not a fall back to
+				// initialize, which such a server does not speak.
 				version = next
-				continue // a stateless version we both speak: ask again with it
+				continue
 			}
 			s.discoverRejected = true
 			return s.legacyFallback(pinned, next, err)

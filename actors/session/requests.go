@@ -9,25 +9,77 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
-// CallTool calls tool name with args (a JSON object, or nil). A tool that
-// failed is a result with IsError set, not an error.
+// CallTool calls tool name with args (a JSON object, or nil), with meta
+// added to the request's _meta. A tool that failed is a result with
+// IsError set, not an error.
 func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage, meta protocol.Meta) (*protocol.CallToolResult, error) {
-	var params any
-	if meta == nil {
+	return s.CallToolWith(ctx, name, args, RequestOptions{Meta: meta})
+}
+
+// CallToolWith is CallTool with options. A server that answers with an
+// InputRequiredResult gets its input (see mrtr.go) and the call goes on;
+// the result returned is the final one. A result of the tasks extension
+// (resultType "task") is returned as it is: only a call whose
+// capabilities declare the extension can get one.
+func (s *Session) CallToolWith(ctx context.Context, name string, args json.RawMessage, o RequestOptions) (*protocol.CallToolResult, error) {
+	if args != nil && !json.Valid(args) {
+		return nil, fmt.Errorf("%s: arguments are not valid JSON", protocol.MethodToolsCall)
+	}
+	var first any
+	if o.Meta == nil && o.Capabilities == nil {
 		// The hot path: the params are assembled from bytes, with the
 		// stateless-era _meta encoded once per session, not per call.
-		if args != nil && !json.Valid(args) {
-			return nil, fmt.Errorf("%s: arguments are not valid JSON", protocol.MethodToolsCall)
-		}
-		params = callToolParams(s.modernMetaJSON, name, args)
+		first = callToolParams(s.modernMetaJSON, name, args)
 	} else {
-		params = protocol.CallToolParams{Meta: s.requestMeta(meta), Name: name, Arguments: args}
+		first = protocol.CallToolParams{Meta: s.optionsMeta(o), Name: name, Arguments: args}
+	}
+	ctx, err := s.withParamHeaders(ctx, name, args)
+	if err != nil {
+		return nil, err
 	}
 	var res protocol.CallToolResult
-	if err := s.Call(ctx, protocol.MethodToolsCall, params, &res); err != nil {
+	retry := func(m protocol.MRTRParams) any {
+		p := protocol.CallToolParams{Meta: s.optionsMeta(o), Name: name, Arguments: args, RequestState: m.RequestState}
+		p.InputResponses = encodeInputs(m.InputResponses)
+		return p
+	}
+	if err := typed(ctx, s, protocol.MethodToolsCall, first, retry, &res, func() string { return res.ResultType }); err != nil {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// typed runs a multi round-trip request whose answers decode into res:
+// each answer is decoded (into a reset res) and its resultType, read by
+// resultType, says whether it asks for input. An answer that does not
+// decode ends the request with ErrMalformedResponse.
+func typed[R any](ctx context.Context, s *Session, method string, first any, retry func(protocol.MRTRParams) any, res *R, resultType func() string) error {
+	var decodeErr error
+	_, err := s.mrtr(ctx, method, first, retry, func(raw json.RawMessage) bool {
+		var zero R
+		*res = zero
+		if decodeErr = protocol.Unmarshal(raw, res); decodeErr != nil {
+			return false
+		}
+		return resultType() == protocol.ResultInputRequired
+	})
+	if err == nil && decodeErr != nil {
+		err = fmt.Errorf("%w: %s result: %v", ErrMalformedResponse, method, decodeErr)
+	}
+	return err
+}
+
+// encodeInputs encodes the answers of an input round; nil stays nil (the
+// retry then carries no inputResponses).
+func encodeInputs(in protocol.InputResponses) json.RawMessage {
+	if in == nil {
+		return nil
+	}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil
+	}
+	return raw
 }
 
 // callToolParams encodes tools/call params: {"_meta":…,"name":…,"arguments":…}.
@@ -50,9 +102,17 @@ func callToolParams(meta json.RawMessage, name string, args json.RawMessage) pro
 
 // ReadResource reads the resource at uri.
 func (s *Session) ReadResource(ctx context.Context, uri string) (*protocol.ReadResourceResult, error) {
+	return s.ReadResourceWith(ctx, uri, RequestOptions{})
+}
+
+// ReadResourceWith is ReadResource with options; like CallToolWith, it
+// resolves the server's input rounds.
+func (s *Session) ReadResourceWith(ctx context.Context, uri string, o RequestOptions) (*protocol.ReadResourceResult, error) {
 	var res protocol.ReadResourceResult
-	params := protocol.ReadResourceParams{Meta: s.requestMeta(nil), URI: uri}
-	if err := s.Call(ctx, protocol.MethodResourcesRead, params, &res); err != nil {
+	params := func(m protocol.MRTRParams) any {
+		return protocol.ReadResourceParams{Meta: s.optionsMeta(o), URI: uri, InputResponses: encodeInputs(m.InputResponses), RequestState: m.RequestState}
+	}
+	if err := typed(ctx, s, protocol.MethodResourcesRead, params(protocol.MRTRParams{}), params, &res, func() string { return res.ResultType }); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -60,9 +120,17 @@ func (s *Session) ReadResource(ctx context.Context, uri string) (*protocol.ReadR
 
 // GetPrompt renders prompt name with args.
 func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error) {
+	return s.GetPromptWith(ctx, name, args, RequestOptions{})
+}
+
+// GetPromptWith is GetPrompt with options; like CallToolWith, it resolves
+// the server's input rounds.
+func (s *Session) GetPromptWith(ctx context.Context, name string, args map[string]string, o RequestOptions) (*protocol.GetPromptResult, error) {
 	var res protocol.GetPromptResult
-	params := protocol.GetPromptParams{Meta: s.requestMeta(nil), Name: name, Arguments: args}
-	if err := s.Call(ctx, protocol.MethodPromptsGet, params, &res); err != nil {
+	params := func(m protocol.MRTRParams) any {
+		return protocol.GetPromptParams{Meta: s.optionsMeta(o), Name: name, Arguments: args, InputResponses: encodeInputs(m.InputResponses), RequestState: m.RequestState}
+	}
+	if err := typed(ctx, s, protocol.MethodPromptsGet, params(protocol.MRTRParams{}), params, &res, func() string { return res.ResultType }); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -106,13 +174,16 @@ func (s *Session) Listen(ctx context.Context, subs protocol.NotificationSubscrip
 // declare the tools capability is still asked (many real servers forget to
 // declare it); method-not-found then means no tools.
 func (s *Session) ListTools(ctx context.Context) ([]protocol.Tool, error) {
-	tools, err := listAll(ctx, s, protocol.MethodToolsList, func(r *protocol.ListToolsResult) ([]protocol.Tool, string) {
-		return r.Tools, r.NextCursor
+	tools, err := listAll(ctx, s, protocol.MethodToolsList, func(r *protocol.ListToolsResult) ([]protocol.Tool, string, protocol.CacheHint) {
+		return r.Tools, r.NextCursor, protocol.HintOf(r.TTLMs, r.CacheScope)
 	})
 	if err != nil && s.capabilities.Tools == nil && isMethodNotFound(err) {
 		return nil, nil
 	}
-	return tools, err
+	if err != nil {
+		return nil, err
+	}
+	return s.keepParamHeaders(tools), nil
 }
 
 // ListResources lists every resource, or nothing when the server has no
@@ -121,8 +192,8 @@ func (s *Session) ListResources(ctx context.Context) ([]protocol.Resource, error
 	if s.capabilities.Resources == nil {
 		return nil, nil
 	}
-	return listAll(ctx, s, protocol.MethodResourcesList, func(r *protocol.ListResourcesResult) ([]protocol.Resource, string) {
-		return r.Resources, r.NextCursor
+	return listAll(ctx, s, protocol.MethodResourcesList, func(r *protocol.ListResourcesResult) ([]protocol.Resource, string, protocol.CacheHint) {
+		return r.Resources, r.NextCursor, protocol.HintOf(r.TTLMs, r.CacheScope)
 	})
 }
 
@@ -132,8 +203,8 @@ func (s *Session) ListResourceTemplates(ctx context.Context) ([]protocol.Resourc
 	if s.capabilities.Resources == nil {
 		return nil, nil
 	}
-	return listAll(ctx, s, protocol.MethodResourcesTemplatesList, func(r *protocol.ListResourceTemplatesResult) ([]protocol.ResourceTemplate, string) {
-		return r.ResourceTemplates, r.NextCursor
+	return listAll(ctx, s, protocol.MethodResourcesTemplatesList, func(r *protocol.ListResourceTemplatesResult) ([]protocol.ResourceTemplate, string, protocol.CacheHint) {
+		return r.ResourceTemplates, r.NextCursor, protocol.HintOf(r.TTLMs, r.CacheScope)
 	})
 }
 
@@ -143,15 +214,17 @@ func (s *Session) ListPrompts(ctx context.Context) ([]protocol.Prompt, error) {
 	if s.capabilities.Prompts == nil {
 		return nil, nil
 	}
-	return listAll(ctx, s, protocol.MethodPromptsList, func(r *protocol.ListPromptsResult) ([]protocol.Prompt, string) {
-		return r.Prompts, r.NextCursor
+	return listAll(ctx, s, protocol.MethodPromptsList, func(r *protocol.ListPromptsResult) ([]protocol.Prompt, string, protocol.CacheHint) {
+		return r.Prompts, r.NextCursor, protocol.HintOf(r.TTLMs, r.CacheScope)
 	})
 }
 
 // listAll follows nextCursor until the last page. A cursor seen twice, or
-// more than maxPages pages, is an error rather than a loop.
-func listAll[R any, T any](ctx context.Context, s *Session, method string, page func(*R) ([]T, string)) ([]T, error) {
+// more than maxPages pages, is an error rather than a loop. The strictest
+// caching hint of the pages is recorded (CacheHints).
+func listAll[R any, T any](ctx context.Context, s *Session, method string, page func(*R) ([]T, string, protocol.CacheHint)) ([]T, error) {
 	var all []T
+	var hint protocol.CacheHint
 	var seen map[string]bool // cursors already followed; most lists have one page
 	cursor := ""
 	for n := 0; ; n++ {
@@ -162,9 +235,15 @@ func listAll[R any, T any](ctx context.Context, s *Session, method string, page 
 		if err := s.Call(ctx, method, s.paginatedParams(cursor), &res); err != nil {
 			return nil, err
 		}
-		items, next := page(&res)
+		items, next, h := page(&res)
 		all = append(all, items...)
+		if n == 0 {
+			hint = h
+		} else {
+			hint = hint.Stricter(h)
+		}
 		if next == "" {
+			s.setHint(method, hint)
 			return all, nil
 		}
 		if seen[next] {

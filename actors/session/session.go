@@ -72,7 +72,9 @@ type Options struct {
 
 	// DiscoverTimeout bounds the server/discover probe, so that a legacy
 	// server that ignores unknown methods costs this much, not the whole
-	// connect deadline. Zero means 3 s.
+	// connect deadline. It counts from when the request was sent: over
+	// Streamable HTTP, sending is the HTTP exchange, an authorization the
+	// server's 401 starts included. Zero means 3 s.
 	DiscoverTimeout time.Duration
 
 	// Handler receives notifications and the end of the connection. Nil
@@ -83,8 +85,14 @@ type Options struct {
 	// answers them with method-not-found.
 	Requests RequestHandler
 
-	// RequestTimeout bounds answering one server-to-client request (the
-	// handler's context ends then). Zero means 5 s.
+	// Input resolves the rounds of multi round-trip requests (see
+	// InputHandler). Nil resolves each input request through Requests, as
+	// if the server had sent it.
+	Input InputHandler
+
+	// RequestTimeout bounds answering one server-to-client request, and
+	// one round of input requests (the handler's context ends then). Zero
+	// means 5 s.
 	RequestTimeout time.Duration
 
 	// Logger receives diagnostics. The zero value logs nothing.
@@ -145,6 +153,7 @@ type Session struct {
 	mu      sync.Mutex
 	pending map[int64]*call // guarded by mu
 	err     error           // guarded by mu; non-nil once the session ended
+	hints   CacheHints      // guarded by mu; see hints.go
 	done    chan struct{}   // closed when err is set
 
 	bg sync.WaitGroup // cancellation notices and request handlers in flight
@@ -158,12 +167,23 @@ type Session struct {
 	modernMeta       protocol.Meta   // the _meta members of every stateless-era request
 	modernMetaJSON   json.RawMessage // modernMeta, encoded once
 
+	// paramHeaders maps a tool's name to its mirrored parameters, for the
+	// tools that have some (see paramheaders.go); replaced by each
+	// ListTools.
+	paramHeaders atomic.Pointer[map[string][]protocol.ParamHeader]
+
 	nonProtocol, malformed, oversize, unknown atomic.Int64
 	// badInARow counts malformed and oversize frames since the last frame
 	// that decoded (see maxBadFramesInARow).
 	badInARow atomic.Int64
 	acks      atomic.Int64 // subscriptions/listen acknowledgements received
 	listening atomic.Int64 // subscriptions/listen requests open
+
+	// Liveness counters (see Liveness): frames decoded from the server,
+	// calls that timed out, server requests being answered.
+	framesIn atomic.Uint64
+	timedOut atomic.Uint64
+	serving  atomic.Int64
 
 	// Streams of OpenListen (see listen.go), all guarded by mu.
 	listens  map[int64]*ListenStream // open streams, by subscription id
@@ -260,6 +280,28 @@ func (s *Session) setTransportVersion(version string) {
 	}
 }
 
+// Liveness is what the session saw of the server, for noticing one that
+// stopped answering: counters that only grow, read together.
+type Liveness struct {
+	// Frames counts the frames from the server that decoded (answers,
+	// notifications, requests): any of them shows it alive.
+	Frames uint64
+	// TimedOut counts the calls whose deadline passed before their
+	// answer (sent or not: a write blocked by a server that does not
+	// read counts too).
+	TimedOut uint64
+	// Owed is the number of calls waiting for an answer (InFlight).
+	Owed int
+	// Serving is the number of the server's own requests the host is
+	// answering: meanwhile the server may be waiting for us.
+	Serving int64
+}
+
+// Liveness returns the session's liveness counters.
+func (s *Session) Liveness() Liveness {
+	return Liveness{Frames: s.framesIn.Load(), TimedOut: s.timedOut.Load(), Owed: s.InFlight(), Serving: s.serving.Load()}
+}
+
 // Stats returns counts of what the session skipped.
 func (s *Session) Stats() Stats {
 	return Stats{
@@ -314,7 +356,16 @@ func (s *Session) fail(err error) bool {
 // *protocol.Error, a *TimeoutError, the context's error, or an error
 // matching ErrConnectionClosed.
 func (s *Session) Call(ctx context.Context, method string, params, result any) error {
-	raw, err := s.roundTrip(ctx, method, params)
+	return s.callAnsweredWithin(ctx, 0, method, params, result)
+}
+
+// callAnsweredWithin is Call, failing with a *TimeoutError when no answer
+// came within answerWithin (when positive) of the request being sent:
+// how long sending takes does not count. Over Streamable HTTP, sending
+// includes the HTTP exchange, and so an authorization the server's 401
+// started; over the message transports it is the write alone.
+func (s *Session) callAnsweredWithin(ctx context.Context, answerWithin time.Duration, method string, params, result any) error {
+	raw, err := s.roundTripID(ctx, s.nextID.Add(1), method, params, answerWithin)
 	if err != nil {
 		return err
 	}
@@ -331,13 +382,17 @@ func (s *Session) Call(ctx context.Context, method string, params, result any) e
 	return nil
 }
 
+// roundTrip sends a request under the next id and waits for its answer
+// until ctx ends.
 func (s *Session) roundTrip(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	return s.roundTripID(ctx, s.nextID.Add(1), method, params)
+	return s.roundTripID(ctx, s.nextID.Add(1), method, params, 0)
 }
 
-// roundTripID is roundTrip with the request id chosen by the caller (from
-// nextID), for requests whose id must be known before they are sent.
-func (s *Session) roundTripID(ctx context.Context, id int64, method string, params any) (json.RawMessage, error) {
+// roundTripID sends request id (from nextID; chosen by the caller for
+// requests whose id must be known before they are sent) and waits for its
+// answer: until ctx ends, and, when answerWithin is positive, for at most
+// that long once the request is sent.
+func (s *Session) roundTripID(ctx context.Context, id int64, method string, params any, answerWithin time.Duration) (json.RawMessage, error) {
 	start := time.Now()
 	params = s.withMeta(params)
 	var buf []byte
@@ -375,6 +430,12 @@ func (s *Session) roundTripID(ctx context.Context, id int64, method string, para
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
 
+	var answerTimeout <-chan time.Time
+	if answerWithin > 0 {
+		t := time.NewTimer(answerWithin)
+		defer t.Stop()
+		answerTimeout = t.C
+	}
 	select {
 	case r := <-c.ch:
 		callPool.Put(c)
@@ -382,6 +443,18 @@ func (s *Session) roundTripID(ctx context.Context, id int64, method string, para
 			return nil, fmt.Errorf("%s: %w", method, r.err)
 		}
 		return r.result, nil
+	case <-answerTimeout:
+		if !s.forget(id) {
+			r := <-c.ch // the answer raced the timer and won: use it
+			callPool.Put(c)
+			if r.err != nil {
+				return nil, fmt.Errorf("%s: %w", method, r.err)
+			}
+			return r.result, nil
+		}
+		callPool.Put(c)
+		s.notifyCancelled(id, true)
+		return nil, &TimeoutError{Method: method, After: time.Since(start), Sent: true}
 	case <-ctx.Done():
 		if !s.forget(id) {
 			// The answer raced the deadline and won: use it.
@@ -393,7 +466,7 @@ func (s *Session) roundTripID(ctx context.Context, id int64, method string, para
 			return r.result, nil
 		}
 		callPool.Put(c)
-		s.notifyCancelled(id, ctx)
+		s.notifyCancelled(id, errors.Is(ctx.Err(), context.DeadlineExceeded))
 		return nil, s.ctxError(ctx, method, start, true)
 	}
 }
@@ -411,6 +484,7 @@ func (s *Session) forget(id int64) bool {
 
 func (s *Session) ctxError(ctx context.Context, method string, start time.Time, sent bool) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		s.timedOut.Add(1)
 		return &TimeoutError{Method: method, After: time.Since(start), Sent: sent}
 	}
 	return fmt.Errorf("%s: %w", method, context.Cause(ctx))
@@ -418,9 +492,9 @@ func (s *Session) ctxError(ctx context.Context, method string, start time.Time, 
 
 // notifyCancelled tells the server, in the background and bounded in
 // time, that the caller gave up on request id.
-func (s *Session) notifyCancelled(id int64, ctx context.Context) {
+func (s *Session) notifyCancelled(id int64, timedOut bool) {
 	reason := "request cancelled by the client"
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if timedOut {
 		reason = "request timed out"
 	}
 	s.bg.Add(1)
@@ -463,14 +537,26 @@ func (s *Session) withMeta(params any) any {
 // requestMeta returns the _meta for a typed request: m itself in the
 // handshake eras; m merged over the stateless-era members otherwise.
 func (s *Session) requestMeta(m protocol.Meta) protocol.Meta {
+	return s.optionsMeta(RequestOptions{Meta: m})
+}
+
+// optionsMeta returns the _meta for a typed request with options: o.Meta
+// in the handshake eras; otherwise o.Meta merged over the stateless-era
+// members, the client capabilities replaced by o.Capabilities when set.
+func (s *Session) optionsMeta(o RequestOptions) protocol.Meta {
 	if s.modernMeta == nil {
-		return m
+		return o.Meta
 	}
-	out := make(protocol.Meta, len(s.modernMeta)+len(m))
+	out := make(protocol.Meta, len(s.modernMeta)+len(o.Meta))
 	for k, v := range s.modernMeta {
 		out[k] = v
 	}
-	for k, v := range m {
+	if o.Capabilities != nil {
+		if raw, err := json.Marshal(o.Capabilities); err == nil {
+			out[protocol.MetaClientCapabilities] = raw
+		}
+	}
+	for k, v := range o.Meta {
 		out[k] = v
 	}
 	return out

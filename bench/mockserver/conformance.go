@@ -224,7 +224,7 @@ var embeddedText = protocol.Content{Type: protocol.ContentResource, Resource: &p
 // conformanceCall answers a fixture tool; it reports false for other
 // tools.
 func (s *server) conformanceCall(out output, m *protocol.Message, name string) bool {
-	if s.conformanceAsync(out, m, name) {
+	if s.conformanceAsync(out, m, name) || s.mrtrCall(out, m, name) || s.statelessCall(out, m, name) || s.tasksCall(out, m, name) {
 		return true
 	}
 	id := m.ID
@@ -260,17 +260,21 @@ func (s *server) conformanceCall(out output, m *protocol.Message, name string) b
 // conformanceDispatch answers the resource and prompt requests of the
 // fixtures; it reports false for anything else.
 func (s *server) conformanceDispatch(out output, m *protocol.Message) bool {
+	if s.tasksDispatch(out, m) || s.skillsDispatch(out, m) {
+		return true
+	}
 	switch m.Method {
 	case protocol.MethodResourcesList:
-		s.reply(out, m.ID, protocol.ListResourcesResult{Resources: []protocol.Resource{
+		s.reply(out, m.ID, s.cacheable(m, protocol.ListResourcesResult{Resources: []protocol.Resource{
 			{URI: "test://static-text", Name: "static-text", MimeType: "text/plain"},
 			{URI: "test://static-binary", Name: "static-binary", MimeType: "image/png"},
 			{URI: "test://watched-resource", Name: "watched-resource", MimeType: "text/plain"},
-		}})
+			skillResources()[0], skillResources()[1],
+		}}))
 	case protocol.MethodResourcesTemplatesList:
-		s.reply(out, m.ID, protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{
+		s.reply(out, m.ID, s.cacheable(m, protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{
 			{URITemplate: "test://template/{id}/data", Name: "template", MimeType: "application/json"},
-		}})
+		}}))
 	case protocol.MethodResourcesRead:
 		var p protocol.ReadResourceParams
 		_ = json.Unmarshal(m.Params, &p)
@@ -287,46 +291,68 @@ func (s *server) conformanceDispatch(out output, m *protocol.Message) bool {
 			s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "no resource %q", p.URI))
 			return true
 		}
-		s.reply(out, m.ID, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{c}})
+		s.reply(out, m.ID, s.cacheable(m, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{c}}))
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
 		s.reply(out, m.ID, json.RawMessage(`{}`))
 	case protocol.MethodCompletionComplete:
 		s.conformanceComplete(out, m)
 	case protocol.MethodPromptsList:
-		s.reply(out, m.ID, protocol.ListPromptsResult{Prompts: []protocol.Prompt{
-			{Name: "test_simple_prompt", Description: "A simple prompt without arguments."},
-			{Name: "test_prompt_with_arguments", Description: "A prompt with arguments.", Arguments: []protocol.PromptArgument{
-				{Name: "arg1", Description: "First argument", Required: true}, {Name: "arg2", Description: "Second argument", Required: true}}},
-			{Name: "test_prompt_with_embedded_resource", Description: "A prompt with an embedded resource.", Arguments: []protocol.PromptArgument{
-				{Name: "resourceUri", Description: "URI of the resource to embed", Required: true}}},
-			{Name: "test_prompt_with_image", Description: "A prompt with image content."},
-		}})
+		s.reply(out, m.ID, s.cacheable(m, protocol.ListPromptsResult{Prompts: s.conformancePrompts()}))
 	case protocol.MethodPromptsGet:
-		var p protocol.GetPromptParams
-		_ = json.Unmarshal(m.Params, &p)
-		msg := func(c protocol.Content) protocol.PromptMessage {
-			return protocol.PromptMessage{Role: "user", Content: c}
-		}
-		var msgs []protocol.PromptMessage
-		switch p.Name {
-		case "test_simple_prompt":
-			msgs = []protocol.PromptMessage{msg(protocol.TextContent("This is a simple prompt for testing."))}
-		case "test_prompt_with_arguments":
-			msgs = []protocol.PromptMessage{msg(protocol.TextContent("Prompt with arguments: arg1='" + p.Arguments["arg1"] + "', arg2='" + p.Arguments["arg2"] + "'"))}
-		case "test_prompt_with_embedded_resource":
-			msgs = []protocol.PromptMessage{
-				msg(protocol.Content{Type: protocol.ContentResource, Resource: &protocol.ResourceContents{URI: p.Arguments["resourceUri"], MimeType: "text/plain", Text: "Embedded resource content for testing."}}),
-				msg(protocol.TextContent("Please process the embedded resource above.")),
-			}
-		case "test_prompt_with_image":
-			msgs = []protocol.PromptMessage{msg(protocol.Content{Type: protocol.ContentImage, Data: tinyPNG, MimeType: "image/png"}), msg(protocol.TextContent("Please analyze the image above."))}
-		default:
-			s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "no prompt %q", p.Name))
+		if s.mrtrPromptGet(out, m) {
 			return true
 		}
-		s.reply(out, m.ID, protocol.GetPromptResult{Messages: msgs})
+		s.conformancePromptGet(out, m)
 	default:
 		return false
 	}
 	return true
+}
+
+// conformancePrompts lists the fixture prompts.
+func (s *server) conformancePrompts() []protocol.Prompt {
+	prompts := []protocol.Prompt{
+		{Name: "test_simple_prompt", Description: "A simple prompt without arguments."},
+		{Name: "test_prompt_with_arguments", Description: "A prompt with arguments.", Arguments: []protocol.PromptArgument{
+			{Name: "arg1", Description: "First argument", Required: true}, {Name: "arg2", Description: "Second argument", Required: true}}},
+		{Name: "test_prompt_with_embedded_resource", Description: "A prompt with an embedded resource.", Arguments: []protocol.PromptArgument{
+			{Name: "resourceUri", Description: "URI of the resource to embed", Required: true}}},
+		{Name: "test_prompt_with_image", Description: "A prompt with image content."},
+		{Name: mrtrPrompt, Description: "Asks (input_required) for the context to use, then renders."},
+	}
+	s.tmu.Lock()
+	if s.dynamicPrompt {
+		prompts = append(prompts, protocol.Prompt{Name: dynamicPrompt, Description: "Added by test_trigger_prompt_change."})
+	}
+	s.tmu.Unlock()
+	return prompts
+}
+
+// conformancePromptGet renders a fixture prompt.
+func (s *server) conformancePromptGet(out output, m *protocol.Message) {
+	var p protocol.GetPromptParams
+	_ = json.Unmarshal(m.Params, &p)
+	msg := func(c protocol.Content) protocol.PromptMessage {
+		return protocol.PromptMessage{Role: "user", Content: c}
+	}
+	var msgs []protocol.PromptMessage
+	switch p.Name {
+	case "test_simple_prompt":
+		msgs = []protocol.PromptMessage{msg(protocol.TextContent("This is a simple prompt for testing."))}
+	case "test_prompt_with_arguments":
+		msgs = []protocol.PromptMessage{msg(protocol.TextContent("Prompt with arguments: arg1='" + p.Arguments["arg1"] + "', arg2='" + p.Arguments["arg2"] + "'"))}
+	case "test_prompt_with_embedded_resource":
+		msgs = []protocol.PromptMessage{
+			msg(protocol.Content{Type: protocol.ContentResource, Resource: &protocol.ResourceContents{URI: p.Arguments["resourceUri"], MimeType: "text/plain", Text: "Embedded resource content for testing."}}),
+			msg(protocol.TextContent("Please process the embedded resource above.")),
+		}
+	case "test_prompt_with_image":
+		msgs = []protocol.PromptMessage{msg(protocol.Content{Type: protocol.ContentImage, Data: tinyPNG, MimeType: "image/png"}), msg(protocol.TextContent("Please analyze the image above."))}
+	case dynamicPrompt:
+		msgs = []protocol.PromptMessage{msg(protocol.TextContent("A prompt that comes and goes."))}
+	default:
+		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "no prompt %q", p.Name))
+		return
+	}
+	s.reply(out, m.ID, protocol.GetPromptResult{Messages: msgs})
 }

@@ -32,6 +32,8 @@ type callParams struct {
 		// notify's
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
+		// redescribe's
+		Tool string `json:"tool"`
 	} `json:"arguments"`
 }
 
@@ -88,7 +90,7 @@ func fastCallParams(params []byte, p *callParams) bool {
 				return false
 			}
 			text = v
-		case foldEqual(k, "a"), foldEqual(k, "b"), foldEqual(k, "ms"), foldEqual(k, "method"), foldEqual(k, "params"):
+		case foldEqual(k, "a"), foldEqual(k, "b"), foldEqual(k, "ms"), foldEqual(k, "method"), foldEqual(k, "params"), foldEqual(k, "tool"):
 			return false
 		}
 		return true

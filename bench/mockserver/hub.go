@@ -35,12 +35,13 @@ type hub struct {
 type subscription struct {
 	id        protocol.ID     // the listen request's id, echoed as the subscription id
 	tools     bool            // toolsListChanged agreed
+	prompts   bool            // promptsListChanged agreed
 	resources map[string]bool // resourceSubscriptions agreed
 	out       sink
 }
 
 func newSubscription(id protocol.ID, agreed listenFilter, out sink) *subscription {
-	sub := &subscription{id: id, tools: agreed.ToolsListChanged, out: out}
+	sub := &subscription{id: id, tools: agreed.ToolsListChanged, prompts: agreed.PromptsListChanged, out: out}
 	for _, u := range agreed.ResourceSubscriptions {
 		if sub.resources == nil {
 			sub.resources = map[string]bool{}
@@ -139,10 +140,22 @@ func (h *hub) resourceUpdated(uri string, plain bool) bool {
 // toolsChanged sends notifications/tools/list_changed to everyone who
 // takes it.
 func (h *hub) toolsChanged() {
+	h.listChanged(protocol.NotificationToolsListChanged, func(sub *subscription) bool { return sub.tools })
+}
+
+// promptsChanged sends notifications/prompts/list_changed to everyone who
+// takes it.
+func (h *hub) promptsChanged() {
+	h.listChanged(protocol.NotificationPromptsListChanged, func(sub *subscription) bool { return sub.prompts })
+}
+
+// listChanged sends a list_changed notification to the connections that
+// take notifications unsolicited and the listen streams that agreed to it.
+func (h *hub) listChanged(method string, agreed func(*subscription) bool) {
 	h.mu.Lock()
 	var subs []*subscription
 	for sub := range h.subs {
-		if sub.tools {
+		if agreed(sub) {
 			subs = append(subs, sub)
 		}
 	}
@@ -151,9 +164,9 @@ func (h *hub) toolsChanged() {
 		plain = append(plain, k)
 	}
 	h.mu.Unlock()
-	h.send(plain, protocol.NotificationToolsListChanged, nil)
+	h.send(plain, method, nil)
 	for _, sub := range subs {
-		sub.out.notify(subscriptionMessage(protocol.NotificationToolsListChanged, sub.id, ""))
+		sub.out.notify(subscriptionMessage(method, sub.id, ""))
 	}
 }
 
@@ -216,7 +229,8 @@ type listenParams struct {
 }
 
 // agreedFilter returns the subset of the requested filter the server
-// honours: its tools change, and with Subscribe it sends resources/updated
+// honours: its tools change (and with the conformance fixtures, its
+// prompts), and with Subscribe it sends resources/updated
 // for its own resources (mock://…; other URIs are refused, left out of
 // the acknowledgement); the conformance fixtures agree to every URI.
 func (s *server) agreedFilter(params json.RawMessage) listenFilter {
@@ -226,7 +240,7 @@ func (s *server) agreedFilter(params json.RawMessage) listenFilter {
 	if p.Notifications != nil {
 		f = *p.Notifications
 	}
-	agreed := listenFilter{ToolsListChanged: f.ToolsListChanged}
+	agreed := listenFilter{ToolsListChanged: f.ToolsListChanged, PromptsListChanged: s.o.Conformance && f.PromptsListChanged}
 	for _, u := range f.ResourceSubscriptions {
 		if s.o.Conformance || (s.o.Subscribe && strings.HasPrefix(u, "mock://")) {
 			agreed.ResourceSubscriptions = append(agreed.ResourceSubscriptions, u)

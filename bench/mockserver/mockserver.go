@@ -68,13 +68,37 @@ type Options struct {
 	IgnoreSIGTERM bool  // ignore SIGTERM and stdin EOF: only SIGKILL ends it
 	Grandchild    bool  // start a sleeping child process in the same group
 	Silent        bool  // answer nothing at all (a hung server)
+	// MuteOnCall makes the server go silent on receiving tools/call
+	// number MuteOnCall (from 1): it keeps reading, and answers nothing
+	// more, not even ping (a server deadlocked after its handshake).
+	MuteOnCall int
+	// StallOnCall makes the server stop reading its input on receiving
+	// tools/call number StallOnCall (from 1), for good: over stdio the
+	// pipe fills and writes to it block (a server blocked on its own
+	// upstream). Over HTTP that request never ends.
+	StallOnCall int
 	// NotifyTool adds the tool "notify" {method, params}: it sends that
 	// notification to every connection (not to subscriptions/listen
 	// streams), then answers.
 	NotifyTool bool
+	// Redescribe adds the tool "redescribe" {tool, text}: it changes the
+	// description of the tool named tool to text and sends
+	// tools/list_changed (a "rug pull": a tool's definition changing
+	// under a client that already relies on it).
+	Redescribe bool
+	// Describe replaces the descriptions of tools from the start, by tool
+	// name (a server whose definitions changed since it last ran).
+	Describe map[string]string
 	// Conformance serves the fixtures of the conformance suite's server
 	// scenarios (see conformance.go) besides the standard catalogue.
 	Conformance bool
+
+	// CacheTTL and CacheScope are the caching hints (SEP-2549) the server
+	// puts on its discover, list and resources/read results for clients
+	// of the stateless era: ttlMs (default 60 s; negative: 0) and
+	// cacheScope ("public", the default, or "private").
+	CacheTTL   time.Duration
+	CacheScope string
 
 	// Channel makes it a channel server (capabilities claude/channel and
 	// claude/channel/permission, tool channel_burst {n, prefix}); it
@@ -85,6 +109,11 @@ type Options struct {
 	// adds the tools progress {steps, ms} and cancelled. Channel and
 	// Progress: connection transports (stdio, WebSocket) only.
 	Channel, Subscribe, Progress bool
+	// ChannelAtStart, with Channel, pushes this many channel messages
+	// (content start<i>, meta {i}) right after answering the first
+	// tools/list, the end of a client's connect: messages a server sends
+	// on its own, before anyone asked or waits.
+	ChannelAtStart int
 
 	// CrashMidResponse makes every tools/call crash the server (code 5)
 	// while it answers: after Latency, it writes the first half of the
@@ -278,9 +307,32 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and stdin EOF: only SIGKILL ends it")
 	fs.BoolVar(&o.Grandchild, "grandchild", false, "start a sleeping child process in the same process group")
 	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
+	fs.IntVar(&o.MuteOnCall, "mute-on-call", 0, "on receiving tools/call number `N`, go silent: read everything, answer nothing (not even ping)")
+	fs.IntVar(&o.StallOnCall, "stall-on-call", 0, "on receiving tools/call number `N`, stop reading input for good (stdio: the pipe fills)")
 	fs.BoolVar(&o.Conformance, "conformance", false, "also serve the conformance suite's server fixtures (test_* tools, test:// resources, prompts)")
+	fs.DurationVar(&o.CacheTTL, "cache-ttl", 0, "ttlMs of the discover, list and resources/read results of 2026-07-28 (default 1m; negative: 0)")
+	fs.StringVar(&o.CacheScope, "cache-scope", "", "cacheScope of those results: public (default) or private")
 	fs.BoolVar(&o.NotifyTool, "notify-tool", false, "add the tool notify {method, params}: sends that notification to every connection")
+	fs.BoolVar(&o.Redescribe, "redescribe", false, "add the tool redescribe {tool, text}: changes the description of tool to text and sends tools/list_changed")
+	fs.Var(describeFlag{&o.Describe}, "describe", "`TOOL=TEXT`: describe the tool TOOL as TEXT from the start (repeatable)")
+	fs.Func("describe-file", "read `FILE`, a JSON object {tool: text}, and describe those tools so from the start (as -describe; a server that changed since it last ran, its config unchanged)", func(path string) error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var m map[string]string
+		if err := json.Unmarshal(b, &m); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for k, v := range m {
+			if err := (describeFlag{&o.Describe}).Set(k + "=" + v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	fs.BoolVar(&o.Channel, "channel", false, "stdio, ws: be a claude/channel server with the tool channel_burst {n, prefix}; echo permission requests and verdicts as channel messages")
+	fs.IntVar(&o.ChannelAtStart, "channel-at-start", 0, "with -channel: push `N` channel messages (content start<i>) right after answering the first tools/list")
 	fs.BoolVar(&o.Subscribe, "subscribe", false, "serve resources/subscribe, agree to mock:// URIs in subscriptions/listen resourceSubscriptions (2026-07-28), and add the tool touch {uri}, which sends resources/updated when uri is subscribed")
 	fs.BoolVar(&o.Progress, "progress", false, "stdio, ws: add the tools progress {steps, ms} (progress notifications) and cancelled (notifications/cancelled received)")
 	fs.BoolVar(&o.CrashMidResponse, "crash-mid-response", false,
@@ -302,6 +354,38 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.HTTP401, "http-401", false,
 		"http, sse, ws: answer every request (the WebSocket upgrade too) with 401 and WWW-Authenticate: Bearer resource_metadata=…, error=\"invalid_token\"")
 	return fs
+}
+
+// describeFlag is the repeatable -describe TOOL=TEXT flag.
+type describeFlag struct{ m *map[string]string }
+
+func (f describeFlag) String() string {
+	if f.m == nil || len(*f.m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range *f.m {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		parts = append(parts, k+"="+(*f.m)[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f describeFlag) Set(v string) error {
+	name, text, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want TOOL=TEXT, got %q", v)
+	}
+	if *f.m == nil {
+		*f.m = map[string]string{}
+	}
+	(*f.m)[name] = text
+	return nil
 }
 
 // Run serves one client over r and w until r ends (or, with
@@ -457,11 +541,16 @@ type server struct {
 	versions []string
 	tmu      sync.Mutex
 	tools    []protocol.Tool // guarded by tmu; grows with announce
+	// dynamicPrompt is set while the conformance fixtures list
+	// test_dynamic_prompt (test_trigger_prompt_change); guarded by tmu.
+	dynamicPrompt bool
 
 	hub     hub
 	ext     extState
+	tasks   taskState      // the tasks extension's tasks (conformance fixtures)
 	asked   askedState     // requests this server sent its client
 	calls   atomic.Int64   // tools/call received, for ExitAfter
+	muted   atomic.Bool    // MuteOnCall reached: nothing is answered
 	payload string         // echo's answer with Options.Payload
 	wg      sync.WaitGroup // calls answered after a latency
 }
@@ -528,14 +617,26 @@ func newServer(o Options) *server {
 		s.tools = append(s.tools, protocol.Tool{Name: "notify", Description: "Sends the notification method with params to every connection.",
 			InputSchema: obj(`"method":{"type":"string"},"params":{"type":"object"}`, "method")})
 	}
+	if o.Redescribe {
+		s.tools = append(s.tools, protocol.Tool{Name: "redescribe", Description: "Changes the description of tool to text and sends tools/list_changed.",
+			InputSchema: obj(`"tool":{"type":"string"},"text":{"type":"string"}`, "tool", "text")})
+	}
 	s.tools = append(s.tools, s.extTools()...)
 	if o.Conformance {
 		s.tools = append(s.tools, conformanceTools()...)
+		s.tools = append(s.tools, mrtrTools()...)
+		s.tools = append(s.tools, statelessTools()...)
+		s.tools = append(s.tools, tasksTools()...)
 	}
 	for i := 1; i <= o.Tools; i++ {
 		s.tools = append(s.tools, protocol.Tool{
 			Name: fmt.Sprintf("tool_%03d", i), Description: "An extra tool that echoes.", InputSchema: obj(`"text":{"type":"string"}`),
 		})
+	}
+	for i := range s.tools {
+		if d, ok := o.Describe[s.tools[i].Name]; ok {
+			s.tools[i].Description = d
+		}
 	}
 	return s
 }
@@ -548,7 +649,7 @@ func (s *server) handle(ctx context.Context, p *peer, line []byte, out output) (
 		s.replyError(out, protocol.ID{}, protocol.NewError(protocol.CodeParseError, "%v", err))
 		return 0, false
 	}
-	if s.o.Silent || m.Kind != protocol.KindRequest {
+	if s.o.Silent || s.muted.Load() || m.Kind != protocol.KindRequest {
 		p.note(m)
 		if m.Kind == protocol.KindNotification {
 			s.extNotification(m)
@@ -602,9 +703,22 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 		tools := s.tools
 		s.tmu.Unlock()
 		page, next := paginate(tools, cursorOf(m.Params), s.o.PageSize)
-		s.reply(out, m.ID, protocol.ListToolsResult{Tools: page, NextCursor: next})
+		s.reply(out, m.ID, s.cacheable(m, protocol.ListToolsResult{Tools: page, NextCursor: next}))
+		s.channelAtStart(out)
 	case protocol.MethodToolsCall:
 		n := s.calls.Add(1)
+		if s.o.MuteOnCall > 0 && n >= int64(s.o.MuteOnCall) {
+			s.muted.Store(true)
+			fmt.Fprintf(os.Stderr, "mockserver: silent from tools/call %d on, as configured\n", n)
+			return 0, false
+		}
+		if s.o.StallOnCall > 0 && n >= int64(s.o.StallOnCall) {
+			flushHeld(out)
+			fmt.Fprintf(os.Stderr, "mockserver: no longer reading input from tools/call %d on, as configured\n", n)
+			for { // this goroutine reads the input: nothing is read again
+				time.Sleep(time.Hour) // (a sleep, not select{}: the runtime would call that a deadlock)
+			}
+		}
 		if s.o.ExitAfter > 0 && n > int64(s.o.ExitAfter) {
 			fmt.Fprintf(os.Stderr, "mockserver: exiting after %d calls as configured\n", s.o.ExitAfter)
 			return exitAfterCalls, true
@@ -626,11 +740,11 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 		}
 		s.callTool(out, m)
 	case protocol.MethodResourcesList:
-		s.reply(out, m.ID, protocol.ListResourcesResult{Resources: s.resources()})
+		s.reply(out, m.ID, s.cacheable(m, protocol.ListResourcesResult{Resources: s.resources()}))
 	case protocol.MethodResourcesTemplatesList:
-		s.reply(out, m.ID, protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{
+		s.reply(out, m.ID, s.cacheable(m, protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{
 			{URITemplate: "mock://template/{id}", Name: "template", MimeType: "text/plain"},
-		}})
+		}}))
 	case protocol.MethodResourcesRead:
 		var p protocol.ReadResourceParams
 		_ = json.Unmarshal(m.Params, &p)
@@ -638,11 +752,11 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 			s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "no resource %q", p.URI)) // SEP-2164
 			return 0, false
 		}
-		s.reply(out, m.ID, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{
+		s.reply(out, m.ID, s.cacheable(m, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{
 			{URI: p.URI, MimeType: "text/plain", Text: "contents of " + p.URI + s.versionSuffix(p.URI)},
-		}})
+		}}))
 	case protocol.MethodPromptsList:
-		s.reply(out, m.ID, protocol.ListPromptsResult{Prompts: s.prompts()})
+		s.reply(out, m.ID, s.cacheable(m, protocol.ListPromptsResult{Prompts: s.prompts()}))
 	case protocol.MethodPromptsGet:
 		var p protocol.GetPromptParams
 		_ = json.Unmarshal(m.Params, &p)
@@ -702,9 +816,13 @@ func (s *server) capabilities() protocol.ServerCapabilities {
 	if s.o.Conformance {
 		logging := json.RawMessage(`{}`)
 		c.Resources = &protocol.ResourcesCapability{Subscribe: true}
-		c.Prompts = &protocol.ListChangedCapability{}
+		c.Prompts = &protocol.ListChangedCapability{ListChanged: true}
 		c.Logging = &logging
 		c.Completions = &logging
+		c.Extensions = map[string]json.RawMessage{
+			protocol.ExtensionTasks:  json.RawMessage(`{}`),
+			protocol.ExtensionSkills: json.RawMessage(`{"directoryRead":true}`),
+		}
 	}
 	s.extCapabilities(&c)
 	return c
@@ -725,7 +843,7 @@ func (s *server) discover(out output, m *protocol.Message, modern bool) {
 	}
 	res := protocol.DiscoverResult{SupportedVersions: s.versions, Capabilities: s.capabilities(), Meta: protocol.Meta{}}
 	_ = res.Meta.Set(protocol.MetaServerInfo, s.info())
-	s.reply(out, m.ID, res)
+	s.reply(out, m.ID, s.cacheable(m, res))
 }
 
 // unsupportedVersion is the stateless era's answer to a request for a
@@ -796,6 +914,20 @@ func (s *server) callTool(out output, m *protocol.Message) {
 		s.tools = append(slices.Clip(s.tools), protocol.Tool{Name: p.Arguments.Text, Description: "Announced at run time.", InputSchema: json.RawMessage(`{"type":"object"}`)})
 		s.tmu.Unlock()
 		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("announced " + p.Arguments.Text)}})
+		s.hub.toolsChanged()
+	case p.Name == "redescribe" && s.o.Redescribe:
+		s.tmu.Lock()
+		i := slices.IndexFunc(s.tools, func(t protocol.Tool) bool { return t.Name == p.Arguments.Tool })
+		if i >= 0 {
+			s.tools = slices.Clone(s.tools) // lists already answered keep theirs
+			s.tools[i].Description = p.Arguments.Text
+		}
+		s.tmu.Unlock()
+		if i < 0 {
+			s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("no tool " + p.Arguments.Tool)}})
+			return
+		}
+		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("redescribed " + p.Arguments.Tool)}})
 		s.hub.toolsChanged()
 	case p.Name == "notify" && s.o.NotifyTool:
 		s.hub.broadcast(p.Arguments.Method, p.Arguments.Params)

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"syscall"
 	"text/tabwriter"
@@ -15,45 +17,104 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/internal/userdirs"
 	"github.com/mcpvisor/mcpvisor/oauth"
+	"github.com/mcpvisor/mcpvisor/oauth/secretstore"
 )
 
-// envTokenStore overrides where the CLI keeps OAuth credentials.
+// envTokenStore overrides where the CLI keeps OAuth credentials in a
+// file (the file store, and the file an OS store migrates from).
 const envTokenStore = "MCPVISOR_TOKEN_STORE"
 
+// envTokenStoreBackend chooses the token store when --token-store is not
+// given.
+const envTokenStoreBackend = "MCPVISOR_TOKEN_STORE_BACKEND"
+
 // tokenStorePath is the CLI's OAuth credential file: $MCPVISOR_TOKEN_STORE,
-// else <user config dir>/mcpvisor/oauth-tokens.json.
+// else oauth-tokens.json in the user config directory (on Windows, the
+// local state directory: %APPDATA% roams to other machines).
 func tokenStorePath() string {
 	if p := os.Getenv(envTokenStore); p != "" {
 		return p
 	}
-	dir, err := os.UserConfigDir()
+	dir, err := userdirs.ConfigDir()
+	if runtime.GOOS == "windows" {
+		dir, err = userdirs.StateDir()
+	}
 	if err != nil {
 		dir = "."
 	}
-	return filepath.Join(dir, "mcpvisor", "oauth-tokens.json")
+	return filepath.Join(dir, "oauth-tokens.json")
+}
+
+// tokenStore opens the CLI's token store once: --token-store, else
+// $MCPVISOR_TOKEN_STORE_BACKEND, else the file when $MCPVISOR_TOKEN_STORE
+// names one, else auto (the OS secret store where it works). An OS store
+// takes over the file store's entries on first use.
+func (a *app) tokenStore(ctx context.Context) (oauth.Store, secretstore.Info, error) {
+	if a.tokens != nil {
+		return a.tokens, a.storeInfo, nil
+	}
+	backend := a.tokenBackend
+	if backend == "" {
+		backend = os.Getenv(envTokenStoreBackend)
+	}
+	if backend == "" {
+		backend = secretstore.BackendAuto
+		if os.Getenv(envTokenStore) != "" {
+			backend = secretstore.BackendFile
+		}
+	}
+	lockDir, err := userdirs.StateDir()
+	if err != nil {
+		lockDir = "" // beside the file
+	}
+	st, info, err := secretstore.Open(ctx, secretstore.Options{Backend: backend, File: tokenStorePath(), LockDir: lockDir})
+	if errors.Is(err, secretstore.ErrUnknownBackend) {
+		return nil, info, usageError("--token-store: %v", err)
+	}
+	if err != nil {
+		return nil, info, failed(fmt.Errorf("token store: %w", err))
+	}
+	a.tokens, a.storeInfo = st, info
+	ev := a.log.Debug()
+	if info.Migrated > 0 {
+		ev = a.log.Info()
+	}
+	ev.Str("backend", info.Backend).Str("where", info.Where).Str("fallback", info.Fallback).
+		Int("migrated", info.Migrated).Msg("OAuth token store")
+	return st, info, nil
 }
 
 // oauthOptions are the OAuth options of every supervisor the CLI starts:
-// credentials in the shared token file (so that `auth login` serves
+// credentials in the CLI's token store (so that `auth login` serves
 // `supervise`, `list` and `call`), login URLs opened in the browser.
-func (a *app) oauthOptions() mcpvisor.OAuthOptions {
+func (a *app) oauthOptions(ctx context.Context) (mcpvisor.OAuthOptions, error) {
+	st, _, err := a.tokenStore(ctx)
+	if err != nil {
+		return mcpvisor.OAuthOptions{}, err
+	}
 	return mcpvisor.OAuthOptions{
-		Store: &oauth.FileStore{Path: tokenStorePath()},
+		Store: st,
 		OpenURL: func(ctx context.Context, server, authURL string) error {
 			a.log.Info().Str("server", server).Msg("authorization needed; opening the browser")
 			return oauth.OpenBrowser(ctx, authURL)
 		},
-	}
+	}, nil
 }
 
 func (a *app) authCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "auth",
 		Short: "Authorize remote servers (OAuth): login, logout, status",
-		Long: `auth manages the OAuth credentials of remote servers, kept in
-` + "$" + envTokenStore + ` or <user config dir>/mcpvisor/oauth-tokens.json (mode 0600),
-which supervise, list and call use too. Tokens are never printed.`,
+		Long: `auth manages the OAuth credentials of remote servers, which supervise, list
+and call use too. They are kept in the OS secret store where one works (macOS
+Keychain, Windows Credential Manager, the Secret Service of GNOME Keyring or
+KWallet), else in the file ` + "$" + envTokenStore + ` or <user config dir>/mcpvisor/oauth-tokens.json
+(owner-only); --token-store (or ` + "$" + envTokenStoreBackend + `) chooses: auto, file,
+secret-service, keyctl (Linux kernel keyring, lost at reboot), keychain, wincred.
+An OS store takes over the file's entries on first use and removes the file.
+auth status says which store is in use. Tokens are never printed.`,
 	}
 	cmd.AddCommand(a.authLoginCommand(), a.authLogoutCommand(), a.authStatusCommand())
 	return cmd
@@ -69,6 +130,9 @@ func (a *app) authServer(name string) (mcpvisor.ServerConfig, error) {
 	sc, ok := cfg.Servers[name]
 	if !ok {
 		return sc, failed(fmt.Errorf("no server %q in the configuration", name))
+	}
+	if sc.NeedsApproval != "" {
+		return sc, failed(fmt.Errorf("server %q needs approval first (%s): run 'mcpvisor trust'", name, sc.NeedsApproval))
 	}
 	switch sc.Kind() {
 	case "http", "sse", "ws":
@@ -102,7 +166,11 @@ browser when there is one (--no-browser: printed only). Servers configured with
 			if err != nil {
 				return err
 			}
-			src, err := mcpvisor.NewAuthSource(args[0], sc, a.oauthOptions(), a.libLog)
+			oo, err := a.oauthOptions(ctx)
+			if err != nil {
+				return err
+			}
+			src, err := mcpvisor.NewAuthSource(args[0], sc, oo, a.libLog)
 			if err != nil {
 				return failed(err)
 			}
@@ -150,7 +218,11 @@ func (a *app) authLogoutCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			src, err := mcpvisor.NewAuthSource(args[0], sc, a.oauthOptions(), a.libLog)
+			oo, err := a.oauthOptions(cmd.Context())
+			if err != nil {
+				return err
+			}
+			src, err := mcpvisor.NewAuthSource(args[0], sc, oo, a.libLog)
 			if err != nil {
 				return failed(err)
 			}
@@ -182,7 +254,10 @@ func (a *app) authStatusCommand() *cobra.Command {
 		Short: "Show the stored OAuth credentials of the configured remote servers (never the tokens)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store := &oauth.FileStore{Path: tokenStorePath()}
+			store, info, err := a.tokenStore(cmd.Context())
+			if err != nil {
+				return err
+			}
 			entries, err := store.List(cmd.Context())
 			if err != nil {
 				return failed(err)
@@ -237,8 +312,10 @@ func (a *app) authStatusCommand() *cobra.Command {
 			if jsonOut {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"store": store.Path, "servers": rows})
+				return enc.Encode(map[string]any{"backend": info.Backend, "store": info.Where,
+					"fallback": info.Fallback, "servers": rows})
 			}
+			fmt.Fprintf(a.stdout, "Token store: %s\n\n", info)
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SERVER\tSTATE\tISSUER\tEXPIRES\tSCOPE")
 			for _, r := range rows {

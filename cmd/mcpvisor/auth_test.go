@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -106,4 +107,38 @@ func TestAuthLoginStatusLogout(t *testing.T) {
 
 	r = cliIn(t, "", env, "auth", "login", "--config", cfg, "nope")
 	assert.Equal(t, 1, r.code)
+}
+
+// The token store is chosen by --token-store (or its variable), a file
+// named by MCPVISOR_TOKEN_STORE is the store unless another is chosen,
+// auth status says which store is in use, and a store that does not
+// exist is a usage error naming those that do.
+func TestTokenStoreChoice(t *testing.T) {
+	cfg := writeConfig(t, map[string]any{"r": map[string]any{"type": "http", "url": "http://127.0.0.1:9/mcp"}})
+	store := filepath.Join(t.TempDir(), "tokens.json")
+	env := []string{envTokenStore + "=" + store}
+
+	r := cliIn(t, "", env, "auth", "status", "--config", cfg, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var st struct {
+		Backend string `json:"backend"`
+		Store   string `json:"store"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+	assert.Equal(t, "file", st.Backend, "a named file is the store")
+	assert.Equal(t, store, st.Store)
+
+	r = cliIn(t, "", env, "auth", "status", "--config", cfg)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Token store: file ("+store+")")
+
+	r = cliIn(t, "", env, "auth", "status", "--config", cfg, "--token-store", "vault")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "auto, file")
+
+	r = cliIn(t, "", append(env, envTokenStoreBackend+"=keychain"), "auth", "status", "--config", cfg)
+	if runtime.GOOS != "darwin" {
+		assert.Equal(t, 1, r.code, "the keychain asked for where there is none is an error, not a silent file")
+		assert.Contains(t, r.stderr, "not available")
+	}
 }

@@ -77,13 +77,20 @@ func (a *app) list(ctx context.Context, jsonOut bool, timeout time.Duration) err
 	a.waitSettled(ctx, sup, timeout)
 	statuses, tools := sup.Status(), sup.Tools()
 
+	held := 0
 	for _, st := range statuses {
+		if st.State == mcpvisor.StateNeedsApproval {
+			held++
+		}
 		if !decidesExit(st) {
 			continue
 		}
 		if st.State != mcpvisor.StateReady {
 			ok = false
 		}
+	}
+	if held > 0 {
+		a.log.Warn().Int("servers", held).Msg("servers of the project's config files need approval and were not started: run 'mcpvisor trust' (or --trust-project)")
 	}
 
 	var printErr error

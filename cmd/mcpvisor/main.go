@@ -15,6 +15,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -25,9 +26,17 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/oauth"
+	"github.com/mcpvisor/mcpvisor/oauth/secretstore"
+	"github.com/mcpvisor/mcpvisor/toolcache"
+	"github.com/mcpvisor/mcpvisor/trust"
 )
 
 func main() {
+	// When the supervisor re-executes this binary as its process helper
+	// (the reaper of stdio servers, or a sandbox's exec stage), that is
+	// all it does.
+	mcpvisor.HelperMain()
 	// The supervisor starts mock servers (and their grandchildren) by
 	// re-executing the binary with mockserver.EnvRole set: serve them
 	// before anything else.
@@ -82,18 +91,27 @@ func usageError(format string, args ...any) error {
 // app holds what every command shares: the output streams, the global
 // flags and the logger built from them.
 type app struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	configFiles []string
-	logLevel    string
+	configFiles    []string
+	logLevel       string
+	stateDir       string       // --state-dir
+	trustProject   bool         // --trust-project
+	approvals      *trust.Store // see trustStore
+	approvalsTried bool
 
 	log    zerolog.Logger // the CLI's own logger
 	libLog zerolog.Logger // the logger handed to the supervisor
+
+	tokenBackend string           // --token-store
+	tokens       oauth.Store      // opened by tokenStore, once
+	storeInfo    secretstore.Info // what tokenStore chose
 }
 
 // run executes the command line args and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr, log: zerolog.Nop(), libLog: zerolog.Nop()}
+	a := &app{stdin: os.Stdin, stdout: stdout, stderr: stderr, log: zerolog.Nop(), libLog: zerolog.Nop()}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -128,7 +146,15 @@ it starts them, speaks their protocol era, notices failure, and reports what cha
 Servers come from .mcp.json files. With --config (repeatable; later files win per
 server name) exactly those files are read. Without it the layers are read, lowest
 precedence first: ~/.mcp.json, ./.mcp.json, ./.mcp.local.json; when the managed
-file /etc/mcpvisor/managed-mcp.json exists it is the only file read.
+file ` + mcpvisor.DefaultManagedFile + ` exists it is the only file read.
+
+The servers of ./.mcp.json and ./.mcp.local.json (the project's files, which
+whoever can write to the project chose) are not started until you approve each
+entry as written, in this directory: they show as needs-approval. 'mcpvisor
+trust' shows them and approves them; --trust-project approves them all for one
+run. Tool definitions are pinned when a server is first seen; a changed
+definition, or a new tool, is withheld until approved ('mcpvisor trust'), except
+on servers marked "trust": "trusted". Decisions are kept in --state-dir.
 
 Results go to stdout; logs and errors go to stderr (console format on a terminal,
 JSON lines otherwise).
@@ -144,12 +170,19 @@ JSON lines otherwise).
 		"config `FILE` to load (repeatable; later files win per server name); default: layered discovery")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info",
 		"log `LEVEL`: trace, debug, info, warn, error or disabled")
+	root.PersistentFlags().StringVar(&a.stateDir, "state-dir", "",
+		"keep approvals and tool pins in `DIR` (default $"+envStateDir+", else ~/.local/state/mcpvisor)")
+	root.PersistentFlags().BoolVar(&a.trustProject, "trust-project", false,
+		"start the servers of the project's config files without approval, for this run (nothing is recorded)")
+	root.PersistentFlags().StringVar(&a.tokenBackend, "token-store", "",
+		"where OAuth tokens are kept: `STORE` auto, file, "+strings.Join(secretstore.Names()[2:], ", ")+
+			" (default $"+envTokenStoreBackend+", else auto: the OS secret store where one works)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 
-	root.AddCommand(a.listCommand(), a.callCommand(), a.superviseCommand(), a.statusCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), a.authCommand())
+	root.AddCommand(a.listCommand(), a.callCommand(), a.superviseCommand(), a.statusCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), a.authCommand(), a.trustCommand(), a.addCommand(), a.removeCommand(), a.getCommand())
 	return root
 }
 
@@ -181,9 +214,17 @@ func (a *app) setUpLogging() error {
 }
 
 // loadConfig reads the --config files, or the layered configuration
-// when there are none.
+// when there are none, with the approvals of the state directory (or,
+// with --trust-project, approving every entry).
 func (a *app) loadConfig() (*mcpvisor.Config, error) {
-	return mcpvisor.LoadConfig(mcpvisor.LoadOptions{Files: a.configFiles})
+	opts := mcpvisor.LoadOptions{Files: a.configFiles}
+	switch {
+	case a.trustProject:
+		opts.Approvals = approveEverything{}
+	case a.trustStore() != nil:
+		opts.Approvals = a.trustStore()
+	}
+	return mcpvisor.LoadConfig(opts)
 }
 
 // logConfigError logs each problem a config load reported on its own line.
@@ -227,7 +268,23 @@ func (a *app) applyConfig(ctx context.Context, sup *mcpvisor.Supervisor) (*mcpvi
 // logger. A one-shot command's supervisor does not reconnect: it reports
 // each server as it finds it.
 func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...func(*mcpvisor.Options)) (*mcpvisor.Supervisor, error) {
-	opts := mcpvisor.Options{Logger: a.libLog, OAuth: a.oauthOptions()}
+	oo, err := a.oauthOptions(ctx)
+	if err != nil {
+		a.log.Error().Err(err).Msg("opening the OAuth token store")
+		return nil, err
+	}
+	if !oneShot {
+		a.log.Info().Str("token_store", a.storeInfo.String()).Msg("OAuth token store")
+	}
+	opts := mcpvisor.Options{Logger: a.libLog, OAuth: oo}
+	if store := a.trustStore(); store != nil {
+		opts.ToolPins.Store = store
+	}
+	if dir, err := a.stateDirPath(); err == nil {
+		// Lazy servers' tools, from their last connect, are offered
+		// before their first use.
+		opts.DiscoveryCache = toolcache.New(filepath.Join(dir, "discovery"), nil)
+	}
 	if oneShot {
 		opts.Reconnect.MaxAttempts = -1
 	}

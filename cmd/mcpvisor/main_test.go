@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
@@ -32,13 +33,19 @@ import (
 // command as their servers.
 var binPath string
 
+// sharedStateDir is the state directory (approvals, tool pins) of the
+// tests that do not use their own: never the user's.
+var sharedStateDir string
+
 func TestMain(m *testing.M) {
+	mcpvisor.HelperMain()
 	dir, err := os.MkdirTemp("", "mcpvisor-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	binPath = filepath.Join(dir, "mcpvisor")
+	sharedStateDir = filepath.Join(dir, "state")
 	args := []string{"build", "-o", binPath}
 	if raceEnabled {
 		args = append(args, "-race")
@@ -76,8 +83,8 @@ func cliEnv(extra ...string) []string {
 		}
 	}
 	// A race-enabled binary sleeps 1 s at every exit by default.
-	env = append(env, "GORACE=atexit_sleep_ms=0 halt_on_error=1")
-	return append(env, extra...)
+	env = append(env, "GORACE=atexit_sleep_ms=0 halt_on_error=1", envStateDir+"="+sharedStateDir)
+	return append(env, extra...) // later entries win
 }
 
 type result struct {
@@ -339,7 +346,8 @@ func TestListLayeredDiscovery(t *testing.T) {
 	write(filepath.Join(project, ".mcp.json"), map[string]any{"p": mock(binPath)})
 	write(filepath.Join(project, ".mcp.local.json"), map[string]any{"p": mock(binPath, "-tools", "1")})
 
-	r := cliIn(t, project, []string{"HOME=" + home}, "list", "--json")
+	// (The project's servers need approval: see trust_test.go.)
+	r := cliIn(t, project, []string{"HOME=" + home}, "list", "--json", "--trust-project")
 	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 	out := decodeList(t, r.stdout)
 	require.Len(t, out.Servers, 2)
@@ -352,10 +360,13 @@ func TestListTimeout(t *testing.T) {
 	t.Parallel()
 	cfg := writeConfig(t, map[string]any{
 		"quick":    mock(binPath),
-		"sluggish": mock(binPath, "-init-delay", "3s"),
+		"sluggish": mock(binPath, "-init-delay", "20s"),
 	})
 	start := time.Now()
-	r := cli(t, "list", "--json", "--timeout", "300ms", "--config", cfg)
+	// quick has 3 s to be ready: it starts through the process helper,
+	// whose start (a race-enabled binary here) takes a few hundred ms on a
+	// loaded machine.
+	r := cli(t, "list", "--json", "--timeout", "3s", "--config", cfg)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "servers still connecting when the timeout passed")
 	out := decodeList(t, r.stdout)
@@ -862,7 +873,8 @@ func TestSuperviseDrain(t *testing.T) {
 			answered := make(chan string, 1)
 			go func() {
 				// A stateless-era request needs no session.
-				answered <- mcpPostNoFail(base, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"mcp__a__sleep","arguments":{"ms":%d}}}`, tc.sleepMs))
+				answered <- mcpPostNoFail(base, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"mcp__a__sleep","arguments":{"ms":%d}}}`, tc.sleepMs),
+					"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "mcp__a__sleep")
 			}()
 			require.Eventually(t, func() bool {
 				return strings.Contains(cli(t, "status", "--url", base).stdout, "1 requests in flight")
@@ -883,19 +895,34 @@ func TestSuperviseDrain(t *testing.T) {
 	}
 }
 
-// mcpPostNoFail posts one message and returns the body, or the error's text.
-func mcpPostNoFail(base, body string) string {
+// statelessToolCall calls tool through the gateway at base as a
+// 2026-07-28 client does (_meta and the standard headers), without
+// failing the test: the body is returned, or the error's text.
+func statelessToolCall(base string, id int, tool, args string) string {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":%q,"arguments":%s}}`, id, tool, args)
+	return mcpPostNoFail(base, body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", tool)
+}
+
+// mcpPostNoFail posts one message with the given header pairs and returns
+// the body, or the error's text.
+func mcpPostNoFail(base, body string, headers ...string) string {
 	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
 	if err != nil {
 		return err.Error()
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return err.Error()
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return string(b) + err.Error()
+	}
 	return string(b)
 }

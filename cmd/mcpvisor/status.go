@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
 )
 
@@ -97,13 +99,24 @@ func (a *app) status(ctx context.Context, url, tokenFile string, asJSON bool) er
 		}
 		lastErr := "-"
 		if s.LastError != "" {
-			lastErr = "[" + s.LastErrorClass + "] " + firstLine(s.LastError, 100)
+			class := s.LastErrorClass
+			if f := s.LastFailure; f == mcpvisor.FailureSandbox || f == mcpvisor.FailureResourceLimit {
+				class = string(f)
+			}
+			lastErr = "[" + class + "] " + firstLine(s.LastError, 100)
 		}
 		state := string(s.State)
+		if s.Sandbox != "" {
+			state += " (" + string(s.Sandbox) + ")"
+		}
 		if s.ToggledOff {
 			state += " (off)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\n", s.Name, state, s.OfferedTools, s.InFlight,
+		tools := strconv.Itoa(s.OfferedTools)
+		if n := len(s.WithheldTools); n > 0 {
+			tools += fmt.Sprintf(" (%d withheld)", n)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\n", s.Name, state, tools, s.InFlight,
 			s.Strikes, s.Attempt, next, s.Latency.Calls, ms(s.LatencyP50Ms, s.Latency.Calls), ms(s.LatencyP99Ms, s.Latency.Calls), lastErr)
 	}
 	return tw.Flush()

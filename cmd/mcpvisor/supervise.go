@@ -35,6 +35,9 @@ type superviseFlags struct {
 	watch        bool
 	watchEvery   time.Duration
 	grace        time.Duration
+	maxSessions  int
+	maxStreams   int
+	channelQueue int
 }
 
 func (a *app) superviseCommand() *cobra.Command {
@@ -56,12 +59,29 @@ Downstream transports:
                  stdio server). The HTTP listener then runs only when --listen
                  is given explicitly. EOF on stdin shuts down like SIGTERM.
 
-The same listener serves the admin API:
+The same listener serves the dashboard and the admin API:
+  GET /          a live dashboard: servers, tool pool, event log, channels,
+                 with reconnect, toggle, login and reload buttons (see
+                 docs/dashboard.md); with --token-file, a form that trades
+                 the token for a login cookie
   GET /status    every server's state, strikes, attempt, next retry, last
                  error and class, tools, in-flight, latency p50/p99 (JSON)
   GET /metrics   Prometheus text format
   GET /events    the event stream (SSE; resume with Last-Event-ID = sequence)
 'mcpvisor status' prints /status as a table.
+
+Bounds: at most --max-sessions HTTP sessions are kept (default 1000); a new one
+evicts the longest idle (sessions with a request in flight or a stream open go
+last), whose next request gets 404, so its client initializes again. A session
+may hold --max-streams-per-session GET streams (default 4; 409 beyond).
+Evictions and refused streams are counted in /metrics.
+
+Channel messages (servers declaring claude/channel) reach clients that declare
+the capability as notifications/claude/channel, and wait in a queue for the
+gateway's tool wait_for_channel_message (for clients without push): at most
+--channel-queue messages per server (default 1000; the oldest is dropped, and
+counted in /status, /metrics and on the next message delivered). The queue
+starts with the gateway and survives reloads.
 
 Security: the listener is loopback by default, and then refuses requests whose
 Host is not a loopback name, and browser requests whose Origin is not loopback
@@ -71,10 +91,12 @@ needs "Authorization: Bearer <token>"; a non-loopback --listen requires one.
 name (globs), after each server's own tools filter. --bare-names offers a tool
 or prompt under its server's own name when that name is unique in the pool.
 
-Live reload: SIGHUP (and, with --watch, a change of a config file, polled and
-debounced) re-reads the config layers and applies the difference: new servers
-start, removed ones stop, changed ones reconnect. A config that fails to load
-keeps the running one; the error is logged.
+Live reload: SIGHUP (and, with --watch, a change of a config file or of the
+approvals and tool pins in the state directory, polled and debounced) re-reads
+the config layers and applies the difference: new servers start, removed ones
+stop, changed ones reconnect, newly approved project servers start; tools whose
+definition was approved meanwhile ('mcpvisor trust') join the pool. A config
+that fails to load keeps the running one; the error is logged.
 
 Shutdown: on SIGINT or SIGTERM the gateway refuses new requests, waits up to
 --grace for the calls in flight, then shuts every server down (stdio servers:
@@ -104,6 +126,12 @@ Exit codes:
 	fl.BoolVar(&f.watch, "watch", false, "reload when a config file changes (polled)")
 	fl.DurationVar(&f.watchEvery, "watch-interval", time.Second, "how often --watch polls the config files")
 	fl.DurationVar(&f.grace, "grace", 10*time.Second, "how long shutdown waits for calls in flight")
+	fl.IntVar(&f.maxSessions, "max-sessions", gateway.DefaultMaxSessions,
+		"keep at most `N` HTTP sessions: a new one evicts the longest idle (its next request gets 404); negative: no cap")
+	fl.IntVar(&f.maxStreams, "max-streams-per-session", gateway.DefaultMaxStreamsPerSession,
+		"allow at most `N` GET streams open at once per HTTP session (409 beyond); negative: no cap")
+	fl.IntVar(&f.channelQueue, "channel-queue", mcpvisor.DefaultChannelCapacity,
+		"keep at most `N` channel messages per server for wait_for_channel_message (the oldest is dropped and counted)")
 	return cmd
 }
 
@@ -164,7 +192,9 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	// The servers' requests to their client (sampling, elicitation,
 	// roots) go to a downstream client of the gateway.
 	var fwd gateway.Forwarder
-	sup, err := a.startSupervisor(ctx, false, fwd.Configure)
+	// Logins the dashboard starts hand their URL to its page.
+	var logins gateway.LoginRelay
+	sup, err := a.startSupervisor(ctx, false, fwd.Configure, logins.Configure)
 	if err != nil {
 		if ln != nil {
 			ln.Close()
@@ -180,9 +210,14 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		a.logEvents(events)
 	}()
 
+	// The dashboard's reload button runs a reload in the loop below,
+	// like SIGHUP.
+	reloads := make(chan chan error)
 	gw := gateway.New(sup, gateway.Options{
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
 		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
+		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
+		Dashboard: gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
 	})
 	fwd.Attach(gw)
 	serveCtx, stopServing := context.WithCancel(context.Background())
@@ -217,7 +252,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 			}
 		}()
 		url := "http://" + ln.Addr().String()
-		a.log.Info().Str("mcp", url+gateway.MCPPath).Str("status", url+"/status").Str("metrics", url+"/metrics").
+		a.log.Info().Str("dashboard", url+"/").Str("mcp", url+gateway.MCPPath).Str("status", url+"/status").Str("metrics", url+"/metrics").
 			Str("events", url+"/events").Bool("token", token != "").Msg("gateway listening")
 	}
 	stdinDone := make(chan struct{})
@@ -254,6 +289,8 @@ loop:
 			a.reload(ctx, sup, "SIGHUP")
 		case <-watchC:
 			a.reload(ctx, sup, "config file changed")
+		case done := <-reloads:
+			done <- a.reload(ctx, sup, "dashboard")
 		}
 	}
 	signal.Stop(sigs) // from now on a second signal ends the process at once
@@ -307,23 +344,52 @@ func (a *app) logApplied(cfg *mcpvisor.Config, res mcpvisor.SetResult, msg strin
 	for _, name := range slices.Sorted(maps.Keys(cfg.Excluded)) {
 		a.log.Warn().Str("server", name).Str("reason", cfg.Excluded[name]).Msg("server excluded by policy; not started")
 	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Pending)) {
+		p := cfg.Pending[name]
+		a.log.Warn().Str("server", name).Str("file", p.File).Str("reason", p.Reason).
+			Msg("server needs approval; not started (run 'mcpvisor trust' in " + p.Project + ")")
+	}
+}
+
+// reloadVia returns a reload function (DashboardOptions.Reload) that has
+// the supervise loop reload and waits for its verdict.
+func reloadVia(reloads chan<- chan error) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		done := make(chan error, 1)
+		select {
+		case reloads <- done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // reload re-reads the configuration and applies the difference. A config
-// that fails to load changes nothing.
-func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, why string) {
+// that fails to load changes nothing; its error is returned (and logged).
+func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, why string) error {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		a.logConfigError(err)
 		a.log.Error().Str("trigger", why).Msg("config reload failed: keeping the running config")
-		return
+		return fmt.Errorf("config reload failed, the running config stays: %w", err)
 	}
 	res, err := sup.SetServers(ctx, cfg.Servers)
 	if err != nil {
 		a.log.Error().Err(err).Str("trigger", why).Msg("config reload: applying failed")
-		return
+		return fmt.Errorf("config reload: applying failed: %w", err)
 	}
 	a.logApplied(cfg, res, "config reloaded ("+why+")")
+	// Tool definitions approved meanwhile join the pool.
+	if err := sup.RecheckToolPins(ctx); err != nil {
+		a.log.Warn().Err(err).Msg("rechecking the tool pins")
+	}
+	return nil
 }
 
 // watchConfig polls the config files' modification times every interval
@@ -341,6 +407,12 @@ func (a *app) watchConfig(ctx context.Context, cfg *mcpvisor.Config, interval ti
 			files = append(files, filepath.Join(home, ".mcp.json"))
 		}
 		files = append(files, ".mcp.json", ".mcp.local.json", mcpvisor.DefaultManagedFile)
+	}
+	if store := a.trustStore(); store != nil {
+		// Approvals ('mcpvisor trust' in another process) apply by
+		// themselves; the pins directory changes when a pins file is
+		// replaced.
+		files = append(files, store.Files()...)
 	}
 	slices.Sort(files)
 	files = slices.Compact(files)
@@ -410,6 +482,11 @@ func (a *app) logEvents(events <-chan mcpvisor.Event) {
 			c := ev.Collision
 			a.log.Warn().Uint64("seq", ev.Seq).Str("kind", c.Kind).Str("name", c.Name).Str("holder", c.Holder).
 				Str("server", c.Server).Str("original", c.Original).Str("renamed", c.Renamed).Msg("name collision")
+		case mcpvisor.EventToolDefinitionChanged:
+			c := ev.ToolChange
+			a.log.Warn().Uint64("seq", ev.Seq).Str("server", ev.Server).Str("tool", c.Tool).Str("change", c.Change).
+				Str("action", string(c.Action)).Str("diff", c.Diff).
+				Msg("tool definition not pinned (" + string(c.Action) + "); run 'mcpvisor trust' to review it")
 		case mcpvisor.EventServerToggled:
 			a.log.Info().Uint64("seq", ev.Seq).Str("server", ev.Server).Bool("off", ev.ToggledOff).Msg("server toggled")
 		case mcpvisor.EventLogMessage:

@@ -42,8 +42,13 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "mcpvisor")
 	copyBinary(t, bin)
+	// a is marked trusted: the tool the client adds through it is offered
+	// at once (on a server not marked trusted, a new tool waits for the
+	// user's approval; see TestToolDefinitionsArePinned).
+	a := mock(bin, "-name", "a")
+	a["trust"] = "trusted"
 	cfg := writeConfig(t, map[string]any{
-		"a": mock(bin, "-name", "a"),
+		"a": a,
 		"b": mock(bin, "-name", "b", "-versions", "2025-06-18"),
 	})
 	// The script imports the SDK by package name: run it from a directory

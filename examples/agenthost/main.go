@@ -25,6 +25,8 @@ import (
 	"maps"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +40,9 @@ import (
 )
 
 func main() {
+	// mcpvisor starts stdio servers through a helper, this binary started
+	// again in a helper mode: serve it first (see mcpvisor.HelperMain).
+	mcpvisor.HelperMain()
 	// The bundled config runs "${AGENTHOST_BIN} mock ...": this program,
 	// serving as a mock MCP server over stdin and stdout. (A mock started
 	// the mockserver.Command way, or its -grandchild, is marked by
@@ -82,9 +87,15 @@ func run(ctx context.Context, stdout io.Writer, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	// The servers of a project's .mcp.json and .mcp.local.json start only
+	// once approved (nil Approvals: none is). A real host asks its user and
+	// keeps the answers (trust.Store, as `mcpvisor trust` does); this
+	// example approves its own bundled project only, so that -dir pointing
+	// at another project shows that project's servers held, not running.
 	cfg, err := mcpvisor.LoadConfig(mcpvisor.LoadOptions{
-		Home: *home,
-		Dir:  *dir,
+		Home:      *home,
+		Dir:       *dir,
+		Approvals: bundledProjectOnly{},
 		LookupEnv: func(name string) (string, bool) {
 			if name == "AGENTHOST_BIN" {
 				return exe, true
@@ -97,7 +108,10 @@ func run(ctx context.Context, stdout io.Writer, args []string) (err error) {
 	}
 	out.printf("config layers: %s\n", strings.Join(cfg.Files, ", "))
 	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
-		out.printf("  %-8s from %s\n", name, cfg.Sources[name]) // the last layer defining it wins, whole
+		out.printf("  %-8s from %s (%s layer)\n", name, cfg.Sources[name], cfg.Layers[name]) // the last layer defining it wins, whole
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Pending)) {
+		out.printf("  %-8s held: %s\n", name, cfg.Pending[name].Reason) // its state will be needs-approval
 	}
 
 	// The supervisor: our built-ins, a logger (mcpvisor never writes to
@@ -363,4 +377,18 @@ func (p *printer) printf(format string, args ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, format, args...)
+}
+
+// bundledProjectOnly approves the entries of this example's own project
+// folder (examples/agenthost/project, found from this source file), and
+// nothing else.
+type bundledProjectOnly struct{}
+
+func (bundledProjectOnly) Approved(project, _, _ string) (approved, changed bool, err error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return false, false, nil
+	}
+	bundled, err := filepath.EvalSymlinks(filepath.Join(filepath.Dir(file), "project"))
+	return err == nil && project == bundled, false, nil
 }

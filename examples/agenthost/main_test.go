@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,10 +12,12 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 )
 
 func TestMain(m *testing.M) {
+	mcpvisor.HelperMain()
 	// run's bundled config starts "${AGENTHOST_BIN} mock ...": here
 	// ${AGENTHOST_BIN} is this test binary, which must serve as the mock.
 	switch {
@@ -46,9 +49,9 @@ func TestRun(t *testing.T) {
 	// Every layer was read; the local layer's entry for catalog won.
 	for _, want := range []string{
 		"config layers: home/.mcp.json, project/.mcp.json, project/.mcp.local.json",
-		"  catalog  from project/.mcp.local.json",
-		"  demo     from project/.mcp.json",
-		"  notes    from home/.mcp.json",
+		"  catalog  from project/.mcp.local.json (local layer)",
+		"  demo     from project/.mcp.json (project layer)",
+		"  notes    from home/.mcp.json (user layer)",
 		"SetServers: added [catalog demo notes], settled true",
 	} {
 		if !slices.Contains(lines, want) {
@@ -143,5 +146,31 @@ func TestRunBadDir(t *testing.T) {
 	}
 	if out.Len() > 0 {
 		t.Errorf("output %q, want none", out.String())
+	}
+}
+
+// Another project than the bundled one is not approved: its servers are
+// held, shown, and never started.
+func TestRunHoldsAnotherProjectsServers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	other := t.TempDir()
+	for _, name := range []string{".mcp.json", ".mcp.local.json"} {
+		b, err := os.ReadFile(filepath.Join("project", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(other, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := run(ctx, &out, []string{"-dir", other, "-home", "home", "-log", "error"}); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"  demo     held: ", "  catalog  held: ", "demo     needs-approval"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
 	}
 }

@@ -32,6 +32,9 @@ type Request struct {
 	Bearer string
 	// Valid says the token was one the server had issued and not revoked.
 	Valid bool
+	// DPoP says the token came with the DPoP scheme and a proof that
+	// verified and matched the token's key (ResourceServer in DPoP mode).
+	DPoP bool
 }
 
 // Server is the authorization server and protected resource.
@@ -74,6 +77,10 @@ func (s *Server) Issuer() string { return s.URL + "/as" }
 
 // SetScopes sets the resource's scopes_supported.
 func (s *Server) SetScopes(scopes ...string) { s.mu.Lock(); s.scopes = scopes; s.mu.Unlock() }
+
+// SetExpiresIn sets the lifetime of the access tokens issued from now on
+// (seconds; 0 omits expires_in).
+func (s *Server) SetExpiresIn(seconds int) { s.mu.Lock(); s.expiresIn = seconds; s.mu.Unlock() }
 
 // SetDown makes the authorization server answer 503 (the resource keeps
 // working for valid tokens).

@@ -26,12 +26,17 @@ import (
 
 var bin string // the mcpvisor binary
 
+// stateDir keeps the binary's approvals and tool pins away from the
+// user's own.
+var stateDir string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "gosdkclient")
 	if err != nil {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "mcpvisor")
+	stateDir = filepath.Join(dir, "state")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/mcpvisor")
 	build.Dir = "../.."
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -45,8 +50,11 @@ func TestMain(m *testing.M) {
 
 func config(t *testing.T) string {
 	t.Helper()
+	// a is marked trusted: the tool a test adds through it is offered at
+	// once (a server not marked trusted has a new tool withheld until the
+	// user approves it).
 	cfg := map[string]any{"mcpServers": map[string]any{
-		"a": map[string]any{"command": bin, "args": []string{"mock", "-name", "a"}},
+		"a": map[string]any{"command": bin, "args": []string{"mock", "-name", "a"}, "trust": "trusted"},
 		"b": map[string]any{"command": bin, "args": []string{"mock", "-name", "b", "-versions", "2025-06-18"}},
 	}}
 	b, _ := json.Marshal(cfg)
@@ -61,7 +69,7 @@ func config(t *testing.T) string {
 // the MCP endpoint's URL.
 func startGateway(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(bin, "supervise", "--config", config(t), "--listen", "127.0.0.1:0")
+	cmd := exec.Command(bin, "supervise", "--config", config(t), "--listen", "127.0.0.1:0", "--state-dir", stateDir)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +187,7 @@ func TestStdio(t *testing.T) {
 	for _, version := range []string{"", "2025-11-25"} {
 		t.Run("version="+version, func(t *testing.T) {
 			exercise(t, func() mcp.Transport {
-				cmd := exec.Command(bin, "supervise", "--stdio", "--config", cfg)
+				cmd := exec.Command(bin, "supervise", "--stdio", "--config", cfg, "--state-dir", stateDir)
 				cmd.Stderr = io.Discard
 				return &mcp.CommandTransport{Command: cmd}
 			}, version)

@@ -7,9 +7,12 @@
 //
 // Environment: OIDC_RESOURCE (the MCP server URL, required), OIDC_SCOPES
 // (space-separated resource scopes, default "mcp:tools"), OIDC_TTL (access
-// token lifetime in seconds, default 60), OIDC_PORT (default 0: any).
+// token lifetime in seconds, default 60), OIDC_PORT (default 0: any),
+// OIDC_DPOP_NONCE (set: DPoP proofs at the token endpoint must carry a
+// nonce the provider issues; DPoP itself is always on in this version).
 // Prints "OIDC_READY <issuer>" on stdout once it listens.
 import http from "node:http";
+import { randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
 
 const require = createRequire(process.env.OIDC_MODULES + "/");
@@ -66,6 +69,9 @@ server.listen(Number(process.env.OIDC_PORT || 0), "127.0.0.1", () => {
       devInteractions: { enabled: false },
       registration: { enabled: true },
       revocation: { enabled: true },
+      dPoP: process.env.OIDC_DPOP_NONCE
+        ? { enabled: true, nonceSecret: randomBytes(32), requireNonce: () => true }
+        : { enabled: true },
       resourceIndicators: {
         enabled: true,
         defaultResource: async (_ctx, _client, oneOf) => oneOf ?? resource,

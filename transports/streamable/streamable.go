@@ -11,7 +11,9 @@
 //     Close ends the session with DELETE.
 //   - 2026-07-28 (stateless): no session, no GET stream; each POST carries
 //     Mcp-Method (and Mcp-Name for tools/call, resources/read and
-//     prompts/get) mirrored from its body, and notifications come on the
+//     prompts/get) mirrored from its body, plus the headers the session
+//     layer puts in its context (transports.WithRequestHeaders: the
+//     Mcp-Param-* headers of a tools/call), and notifications come on the
 //     stream of a subscriptions/listen request.
 //
 // The session layer says which era is in use through
@@ -26,7 +28,6 @@ package streamable
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -170,6 +171,7 @@ type Conn struct {
 var (
 	_ transports.Conn          = (*Conn)(nil)
 	_ transports.VersionSetter = (*Conn)(nil)
+	_ transports.HeaderCarrier = (*Conn)(nil)
 )
 
 // Dial prepares a connection to the server at cfg.URL. Nothing is sent
@@ -201,6 +203,14 @@ func (c *Conn) SetProtocolVersion(version string) {
 	c.versionValue = []string{version}
 	c.modern = protocol.UsesDiscover(version)
 	c.mu.Unlock()
+}
+
+// CarriesRequestHeaders implements transports.HeaderCarrier: the headers
+// of transports.WithRequestHeaders go with the POSTs of the stateless era.
+func (c *Conn) CarriesRequestHeaders() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.modern
 }
 
 // SessionID returns the session id the server issued, if any.
@@ -272,7 +282,10 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 			req.Header[headerMethod] = []string{out.method}
 		}
 		if out.name != "" {
-			req.Header[headerName] = []string{encodeHeaderValue(out.name)}
+			req.Header[headerName] = []string{protocol.EncodeHeaderValue(out.name)}
+		}
+		for _, h := range transports.RequestHeaders(ctx) {
+			req.Header.Set(h.Name, h.Value)
 		}
 	}
 	resp, err := c.client.Do(req)
@@ -748,25 +761,6 @@ func nameOf(method string, params json.RawMessage) string {
 		return p.URI
 	}
 	return p.Name
-}
-
-// Header values mirrored from a body are sent verbatim when they are
-// printable ASCII without surrounding whitespace, and otherwise as
-// =?base64?…?= (SEP-2243).
-const (
-	base64Open  = "=?base64?"
-	base64Close = "?="
-)
-
-func encodeHeaderValue(s string) string {
-	plain := len(s) == 0 || (s[0] != ' ' && s[0] != '\t' && s[len(s)-1] != ' ' && s[len(s)-1] != '\t')
-	for i := 0; plain && i < len(s); i++ {
-		plain = s[i] >= 0x20 && s[i] <= 0x7e
-	}
-	if plain && !(len(s) >= len(base64Open)+len(base64Close) && s[:len(base64Open)] == base64Open && s[len(s)-len(base64Close):] == base64Close) {
-		return s
-	}
-	return base64Open + base64.StdEncoding.EncodeToString([]byte(s)) + base64Close
 }
 
 // sleep waits d or until ctx ends.

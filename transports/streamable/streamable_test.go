@@ -341,21 +341,32 @@ func TestStatelessEraMirrorsMethodAndName(t *testing.T) {
 	}
 }
 
-func TestHeaderValueEncoding(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain":          "plain",
-		"with space":     "with space",
-		" lead":          "=?base64?IGxlYWQ=?=",
-		"tab\t":          "=?base64?dGFiCQ==?=",
-		"ünï":            "=?base64?w7xuw68=?=",
-		"line\nbreak":    "=?base64?bGluZQpicmVhaw==?=",
-		"=?base64?xx?=":  "=?base64?PT9iYXNlNjQ/eHg/PQ==?=",
-		"":               "",
-		"=?base64?xx":    "=?base64?xx",
-		"a/b?c=d&e#frag": "a/b?c=d&e#frag",
-	} {
-		assert.Equal(t, want, encodeHeaderValue(in), "%q", in)
-	}
+// The headers of transports.WithRequestHeaders go with the POSTs of the
+// stateless era only, and the Conn says so through HeaderCarrier.
+func TestRequestHeadersFromTheContext(t *testing.T) {
+	headers := make(chan http.Header, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		headers <- r.Header.Clone()
+		m := decodeBody(t, r)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, result(m.ID, `{}`))
+	}))
+	defer srv.Close()
+	c, _ := dial(t, srv.URL, Options{})
+	ctx := transports.WithRequestHeaders(context.Background(), []transports.Header{{Name: "Mcp-Param-Region", Value: "us-west1"}})
+	frame := request(1, "tools/call", `{"name":"t","arguments":{"region":"us-west1"}}`)
+
+	c.SetProtocolVersion(protocol.Version20251125)
+	assert.False(t, c.CarriesRequestHeaders())
+	require.NoError(t, c.Send(ctx, frame))
+	assert.Empty(t, (<-headers).Get("Mcp-Param-Region"), "the session eras have no mirrored parameters")
+
+	c.SetProtocolVersion(protocol.Version20260728)
+	assert.True(t, c.CarriesRequestHeaders())
+	require.NoError(t, c.Send(ctx, frame))
+	assert.Equal(t, "us-west1", (<-headers).Get("Mcp-Param-Region"))
+	require.NoError(t, c.Send(context.Background(), frame))
+	assert.Empty(t, (<-headers).Get("Mcp-Param-Region"), "only the request whose context carries them")
 }
 
 // A response stream that ends before the response is resumed with GET

@@ -23,13 +23,15 @@ func (g *Gateway) listTools() protocol.ListToolsResult {
 		def.Name = g.toolName(t)
 		out = append(out, def)
 	}
-	if g.offered(waitToolName) {
+	if g.inbox != nil && g.offered(waitToolName) {
 		out = append(out, waitTool)
 	}
 	return protocol.ListToolsResult{Tools: out}
 }
 
-// callTool routes a tools/call through the supervisor.
+// callTool routes a tools/call through the supervisor: for a client of
+// the stateless era through serveInput, which turns the input the call
+// needs into input_required answers (see mrtr.go).
 func (g *Gateway) callTool(ctx context.Context, s *session, params json.RawMessage, reqNotify func([]byte)) (any, *protocol.Error) {
 	p, ok := scanCallParams(params)
 	if !ok {
@@ -40,15 +42,28 @@ func (g *Gateway) callTool(ctx context.Context, s *session, params json.RawMessa
 	if p.Name == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "tools/call: want {name, arguments}")
 	}
-	if p.Name == waitToolName && g.offered(waitToolName) {
-		return g.waitForChannel(ctx, p.Arguments)
+	if p.Name == waitToolName && g.inbox != nil && g.offered(waitToolName) {
+		return g.waitForChannel(ctx, s, p.Arguments)
 	}
-	p.Name = g.qualifiedTool(p.Name)
-	if !g.offered(p.Name) {
-		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", p.Name)
+	qualified := g.qualifiedTool(p.Name)
+	if !g.offered(qualified) {
+		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", qualified)
 	}
-	server := g.serverOfTool(p.Name)
-	c := &call{s: s, server: server, notify: reqNotify}
+	run := func(ctx context.Context) (any, *protocol.Error) {
+		return g.runCall(ctx, s, qualified, p, reqNotify)
+	}
+	if requestOf(ctx) != nil {
+		return g.serveInput(ctx, protocol.MethodToolsCall, p.Name, params, run)
+	}
+	return run(ctx)
+}
+
+// runCall calls tool name (qualified) with p's arguments, declaring the
+// client's capabilities to the server, and passes progress reports on.
+func (g *Gateway) runCall(ctx context.Context, s *session, name string, p protocol.CallToolParams, reqNotify func([]byte)) (any, *protocol.Error) {
+	server := g.serverOfTool(name)
+	c := &call{s: s, server: server, notify: reqNotify, input: inputCallOf(ctx)}
+	ctx = context.WithValue(ctx, callKey{}, c)
 	g.callStarted(c)
 	defer g.callEnded(c)
 	start := time.Now()
@@ -62,22 +77,30 @@ func (g *Gateway) callTool(ctx context.Context, s *session, params json.RawMessa
 	if p.Arguments != nil {
 		args = p.Arguments
 	}
-	if pc, ok := g.b.(ProgressCaller); ok && token != nil && reqNotify != nil {
-		// The server's reports carry mcpvisor's token; downstream they
-		// carry the client's.
-		res, err = pc.CallToolWith(ctx, p.Name, args, mcpvisor.CallOptions{Progress: func(pp mcpvisor.Progress) {
-			pp.ProgressToken = token
-			pp.Meta = nil
-			if frame, err := notification(protocol.NotificationProgress, pp); err == nil {
-				reqNotify(frame)
+	caps := s.capabilitiesFor(ctx)
+	if pc, ok := g.b.(ProgressCaller); ok {
+		o := mcpvisor.CallOptions{Capabilities: &caps}
+		if token != nil && reqNotify != nil {
+			// The server's reports carry mcpvisor's token; downstream
+			// they carry the client's.
+			o.Progress = func(pp mcpvisor.Progress) {
+				pp.ProgressToken = token
+				pp.Meta = nil
+				if frame, err := notification(protocol.NotificationProgress, pp); err == nil {
+					reqNotify(frame)
+				}
 			}
-		}})
+		}
+		res, err = pc.CallToolWith(ctx, name, args, o)
 	} else {
-		res, err = g.b.CallTool(ctx, p.Name, args)
+		res, err = g.b.CallTool(ctx, name, args)
 	}
 	g.metrics.call(server, time.Since(start), err)
 	if err != nil {
 		return nil, rpcError(err)
+	}
+	if res.ResultType == protocol.ResultTask {
+		return g.taskCreated(server, res), nil
 	}
 	if enc, ok := appendTextResult(nil, res); ok {
 		return enc, nil
@@ -158,19 +181,50 @@ func (g *Gateway) listPrompts() protocol.ListPromptsResult {
 	return protocol.ListPromptsResult{Prompts: out}
 }
 
-func (g *Gateway) getPrompt(ctx context.Context, params json.RawMessage) (any, *protocol.Error) {
+// getPrompt renders a prompt (by its downstream name); for a client of
+// the stateless era through serveInput, like callTool.
+func (g *Gateway) getPrompt(ctx context.Context, s *session, params json.RawMessage, reqNotify func([]byte)) (any, *protocol.Error) {
 	var p protocol.GetPromptParams
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "prompts/get: want {name, arguments}")
 	}
-	if q, ok := g.names().promptIn[p.Name]; ok {
-		p.Name = q
+	name := p.Name
+	if q, ok := g.names().promptIn[name]; ok {
+		name = q
 	}
-	res, err := g.b.GetPrompt(ctx, p.Name, p.Arguments)
-	if err != nil {
-		return nil, rpcError(err)
+	run := func(ctx context.Context) (any, *protocol.Error) {
+		c := &call{s: s, server: g.serverOfPrompt(name), notify: reqNotify, input: inputCallOf(ctx)}
+		ctx = context.WithValue(ctx, callKey{}, c)
+		g.callStarted(c)
+		defer g.callEnded(c)
+		var res *protocol.GetPromptResult
+		var err error
+		if ob, ok := g.b.(OptionsBackend); ok {
+			caps := s.capabilitiesFor(ctx)
+			res, err = ob.GetPromptWith(ctx, name, p.Arguments, mcpvisor.RequestOptions{Capabilities: &caps})
+		} else {
+			res, err = g.b.GetPrompt(ctx, name, p.Arguments)
+		}
+		if err != nil {
+			return nil, rpcError(err)
+		}
+		return res, nil
 	}
-	return res, nil
+	if requestOf(ctx) != nil {
+		return g.serveInput(ctx, protocol.MethodPromptsGet, p.Name, params, run)
+	}
+	return run(ctx)
+}
+
+// serverOfPrompt returns the server behind a prompt's qualified name.
+func (g *Gateway) serverOfPrompt(name string) string {
+	prompts, _ := g.b.ListPrompts("")
+	for _, p := range prompts {
+		if p.Name == name {
+			return p.Server
+		}
+	}
+	return ""
 }
 
 // listResources lists every server's resources with their own URIs. When
@@ -218,22 +272,46 @@ func (g *Gateway) serverOfResource(uri string) string {
 	return best
 }
 
-func (g *Gateway) readResource(ctx context.Context, params json.RawMessage) (any, *protocol.Error) {
+// readResource reads a resource from the server that offers it; for a
+// client of the stateless era through serveInput, like callTool. An
+// unknown URI is -32602 in the stateless era (SEP-2164), -32002 before.
+func (g *Gateway) readResource(ctx context.Context, s *session, params json.RawMessage, reqNotify func([]byte)) (any, *protocol.Error) {
 	var p protocol.ReadResourceParams
 	if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "resources/read: want {uri}")
 	}
 	server := g.serverOfResource(p.URI)
 	if server == "" {
-		e := errorf(protocol.CodeResourceNotFound, "resource not found: %s", p.URI)
+		code := int64(protocol.CodeResourceNotFound)
+		if requestOf(ctx) != nil {
+			code = protocol.CodeInvalidParams
+		}
+		e := errorf(code, "resource not found: %s", p.URI)
 		e.Data, _ = json.Marshal(map[string]string{"uri": p.URI})
 		return nil, e
 	}
-	res, err := g.b.ReadResource(ctx, server, p.URI)
-	if err != nil {
-		return nil, rpcError(err)
+	run := func(ctx context.Context) (any, *protocol.Error) {
+		c := &call{s: s, server: server, notify: reqNotify, input: inputCallOf(ctx)}
+		ctx = context.WithValue(ctx, callKey{}, c)
+		g.callStarted(c)
+		defer g.callEnded(c)
+		var res *protocol.ReadResourceResult
+		var err error
+		if ob, ok := g.b.(OptionsBackend); ok {
+			caps := s.capabilitiesFor(ctx)
+			res, err = ob.ReadResourceWith(ctx, server, p.URI, mcpvisor.RequestOptions{Capabilities: &caps})
+		} else {
+			res, err = g.b.ReadResource(ctx, server, p.URI)
+		}
+		if err != nil {
+			return nil, rpcError(err)
+		}
+		return res, nil
 	}
-	return res, nil
+	if requestOf(ctx) != nil {
+		return g.serveInput(ctx, protocol.MethodResourcesRead, p.URI, params, run)
+	}
+	return run(ctx)
 }
 
 // sessionsSnapshot returns the live handshake-era sessions.

@@ -11,7 +11,8 @@
 // (server/discover, per-request _meta, subscriptions/listen).
 //
 // The same listener serves the admin API (GET /status, /metrics, /events;
-// see admin.go).
+// see admin.go) and the dashboard at / with its endpoints under /admin/
+// (see dashboard.go).
 //
 // Concurrency: a Gateway is safe for concurrent use. Each downstream
 // session is independent; its state is guarded by its own mutex. The
@@ -63,6 +64,18 @@ type ProgressCaller interface {
 	CallToolWith(ctx context.Context, name string, args any, o mcpvisor.CallOptions) (*mcpvisor.CallToolResult, error)
 }
 
+// OptionsBackend is implemented by a Backend whose requests take options
+// (the client capabilities to declare to a server of the stateless era)
+// and that can send a server any request (those of the extensions the
+// gateway passes on: tasks, skills). *mcpvisor.Supervisor implements it.
+// Without it, prompts and resources are fetched with the supervisor's own
+// capabilities, and the extensions' methods are not found.
+type OptionsBackend interface {
+	GetPromptWith(ctx context.Context, name string, args map[string]string, o mcpvisor.RequestOptions) (*protocol.GetPromptResult, error)
+	ReadResourceWith(ctx context.Context, server, uri string, o mcpvisor.RequestOptions) (*protocol.ReadResourceResult, error)
+	Request(ctx context.Context, server, method string, params json.RawMessage, o mcpvisor.RequestOptions) (json.RawMessage, error)
+}
+
 // ResourceSubscriber is implemented by a Backend that can subscribe to a
 // server's resource updates. The gateway subscribes a URI upstream while
 // at least one downstream session (or listen stream) wants it. Without
@@ -106,6 +119,32 @@ type Options struct {
 	// OutboxSize bounds the notifications kept per session for its GET
 	// stream (default 256; the oldest is dropped).
 	OutboxSize int
+	// MaxSessions caps the HTTP sessions kept at once (default
+	// DefaultMaxSessions; negative: no cap). A new session over the cap
+	// evicts the longest-idle one, whose next request gets 404 (the
+	// client initializes a new session); evictions are counted in
+	// /metrics.
+	MaxSessions int
+	// MaxStreamsPerSession caps the GET streams open at once on one
+	// session (default DefaultMaxStreamsPerSession; negative: no cap);
+	// one more is refused with 409. (A POST's answer stream lasts as
+	// long as its request.)
+	MaxStreamsPerSession int
+	// MaxCacheTTL caps the ttlMs of the caching hints the gateway gives
+	// clients of the stateless era (default 5 min); see results.go for
+	// how the hints derive from the servers'.
+	MaxCacheTTL time.Duration
+	// InputWait is how long a stateless-era client has to send the retry
+	// of a request the gateway answered with input_required (default
+	// 5 min): the call behind it waits that long, then is cancelled.
+	InputWait time.Duration
+	// Dashboard configures the dashboard served at / of the HTTP
+	// listener (dashboard.go; docs/dashboard.md).
+	Dashboard DashboardOptions
+	// ChannelQueue bounds the channel messages kept per server for
+	// wait_for_channel_message (default 1,000; the oldest is dropped and
+	// counted). See ChannelSource.
+	ChannelQueue int
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -115,14 +154,18 @@ type Gateway struct {
 	opts Options
 	log  zerolog.Logger
 
-	mu       sync.Mutex
-	sessions map[string]*session        // HTTP sessions by id, and the stdio session; guarded by mu
-	listens  map[*listener]struct{}     // open subscriptions/listen requests; guarded by mu
-	waiters  map[*waiter]struct{}       // wait_for_channel_message calls; guarded by mu
-	calls    map[*call]struct{}         // tools/call in flight; guarded by mu
-	callSeq  uint64                     // numbers calls, newest highest; guarded by mu
-	pending  map[string]*pendingRequest // requests sent downstream, by id; guarded by mu
-	reqSeq   atomic.Uint64              // numbers the requests sent downstream
+	mu         sync.Mutex
+	sessions   map[string]*session        // HTTP sessions by id, and the stdio session; guarded by mu
+	listens    map[*listener]struct{}     // open subscriptions/listen requests; guarded by mu
+	calls      map[*call]struct{}         // tools/call, prompts/get, resources/read in flight; guarded by mu
+	callSeq    uint64                     // numbers calls, newest highest; guarded by mu
+	pending    map[string]*pendingRequest // requests sent downstream, by id; guarded by mu
+	parked     map[string]*parkedRound    // input rounds waiting for a retry, by requestState; guarded by mu
+	inputCalls atomic.Int64               // stateless clients' calls that may need input, running (see mrtr.go)
+	reqSeq     atomic.Uint64              // numbers the requests sent downstream
+	// waits holds the wait_for_channel_message calls, one per session;
+	// guarded by mu.
+	waits map[*session]context.CancelCauseFunc
 
 	subMu   sync.Mutex         // serializes upstream (un)subscriptions
 	subRefs map[string]*subRef // upstream resource subscriptions by URI; guarded by subMu
@@ -143,6 +186,11 @@ type Gateway struct {
 	// when the pool changes, and it is rebuilt on demand.
 	index   atomic.Pointer[nameIndex]
 	started time.Time
+	dash    *dashboard // the dashboard at / (dashboard.go)
+	// inbox queues the servers' channel messages for
+	// wait_for_channel_message (nil without a ChannelSource); it closes
+	// with Close.
+	inbox *mcpvisor.ChannelInbox
 }
 
 // eventBuffer is how many bus events the gateway's subscription holds
@@ -161,8 +209,23 @@ func New(b Backend, opts Options) *Gateway {
 	if opts.OutboxSize <= 0 {
 		opts.OutboxSize = 256
 	}
+	if opts.MaxSessions == 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.MaxStreamsPerSession == 0 {
+		opts.MaxStreamsPerSession = DefaultMaxStreamsPerSession
+	}
 	if opts.Version == "" {
 		opts.Version = "dev"
+	}
+	if opts.MaxCacheTTL <= 0 {
+		opts.MaxCacheTTL = defaultMaxCacheTTL
+	}
+	if opts.InputWait <= 0 {
+		opts.InputWait = defaultInputWait
+	}
+	if opts.ChannelQueue <= 0 {
+		opts.ChannelQueue = mcpvisor.DefaultChannelCapacity
 	}
 	g := &Gateway{
 		b:        b,
@@ -170,9 +233,10 @@ func New(b Backend, opts Options) *Gateway {
 		log:      opts.Logger,
 		sessions: map[string]*session{},
 		listens:  map[*listener]struct{}{},
-		waiters:  map[*waiter]struct{}{},
+		waits:    map[*session]context.CancelCauseFunc{},
 		calls:    map[*call]struct{}{},
 		pending:  map[string]*pendingRequest{},
+		parked:   map[string]*parkedRound{},
 		subRefs:  map[string]*subRef{},
 		idle:     make(chan struct{}, 1),
 		closed:   make(chan struct{}),
@@ -181,6 +245,11 @@ func New(b Backend, opts Options) *Gateway {
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())
 	g.events, g.stopEvents = b.Subscribe(ctx, mcpvisor.BufferSize(eventBuffer)), cancel
+	g.dash = newDashboard(g, opts.Dashboard)
+	if src, ok := b.(ChannelSource); ok {
+		// Open now, before any client: messages pushed meanwhile wait.
+		g.inbox = src.OpenChannelInbox(context.Background(), mcpvisor.ChannelInboxOptions{Capacity: opts.ChannelQueue})
+	}
 	return g
 }
 
@@ -269,12 +338,7 @@ func (g *Gateway) Drain(ctx context.Context) bool {
 	for _, l := range g.listenersSnapshot() {
 		l.stop()
 	}
-	g.mu.Lock()
-	for w := range g.waiters {
-		close(w.cancel)
-		delete(g.waiters, w)
-	}
-	g.mu.Unlock()
+	g.endWaits()
 	for {
 		if g.inflight.Load() == 0 {
 			return true
@@ -308,11 +372,14 @@ func (g *Gateway) end() {
 }
 
 // Close ends every session: GET and listen streams close, the stdio
-// session's requests are cancelled. It also ends the bus subscription,
-// and with it Run.
+// session's requests are cancelled, the channel queue is dropped. It
+// also ends the bus subscription, and with it Run.
 func (g *Gateway) Close() {
 	g.closeOnce.Do(func() { close(g.closed) })
 	g.stopEvents()
+	if g.inbox != nil {
+		g.inbox.Close()
+	}
 	g.mu.Lock()
 	sessions := make([]*session, 0, len(g.sessions))
 	for id, s := range g.sessions {
@@ -330,6 +397,7 @@ func (g *Gateway) Close() {
 	for _, l := range listens {
 		l.stop()
 	}
+	g.cancelParked()
 }
 
 // offered reports whether the qualified tool name passes Allow and Deny.
@@ -391,7 +459,7 @@ func rpcError(err error) *protocol.Error {
 		e.Data, _ = json.Marshal(errorData{Failure: kind, Retryable: true})
 	case errors.As(err, &nr):
 		e = protocol.NewError(CodeServerNotReady, "%v", err)
-		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: !nr.State.Parked() && nr.State != mcpvisor.StateDisabled})
+		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: !nr.State.Parked() && nr.State != mcpvisor.StateDisabled && nr.State != mcpvisor.StateNeedsApproval})
 	case errors.Is(err, mcpvisor.ErrServerOff), errors.Is(err, mcpvisor.ErrServerNotReady):
 		e = protocol.NewError(CodeServerNotReady, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Failure: kind})
@@ -415,6 +483,9 @@ type nameIndex struct {
 	toolIn    map[string]string // downstream → qualified (BareNames only)
 	promptOut map[string]string
 	promptIn  map[string]string
+	// params holds the x-mcp-header annotations of the tools that have
+	// some, by qualified name (see headers.go).
+	params map[string][]paramHeader
 }
 
 // names returns the current index, rebuilding it after a pool change.
@@ -423,12 +494,15 @@ func (g *Gateway) names() *nameIndex {
 		return idx
 	}
 	idx := &nameIndex{server: map[string]string{}, toolOut: map[string]string{}, toolIn: map[string]string{},
-		promptOut: map[string]string{}, promptIn: map[string]string{}}
+		promptOut: map[string]string{}, promptIn: map[string]string{}, params: map[string][]paramHeader{}}
 	tools := g.b.Tools()
 	count := map[string]int{}
 	for _, t := range tools {
 		idx.server[t.Name] = t.Server
 		count[t.Definition.Name]++
+		if ph := paramHeadersOf(t.Definition.InputSchema); ph != nil {
+			idx.params[t.Name] = ph
+		}
 	}
 	if g.opts.BareNames {
 		for _, t := range tools {

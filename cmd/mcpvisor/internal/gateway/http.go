@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"errors"
 	"io"
 	"net"
@@ -24,14 +23,16 @@ const MCPPath = "/mcp"
 const maxBody = 16 << 20
 
 // Handler returns the HTTP handler: the MCP endpoint at /mcp (POST, GET,
-// DELETE) and the admin API (GET /status, /metrics, /events), all behind
-// the security checks (see guard).
+// DELETE), the admin API (GET /status, /metrics, /events) and the
+// dashboard (/, /ui/, /admin/…, /login, /logout), all behind the security
+// checks (see guard).
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(MCPPath, g.serveMCP)
 	mux.HandleFunc("GET /status", g.serveStatus)
 	mux.HandleFunc("GET /metrics", g.serveMetrics)
 	mux.HandleFunc("GET /events", g.serveEvents)
+	g.dash.routes(mux)
 	return g.guard(mux)
 }
 
@@ -41,7 +42,9 @@ func (g *Gateway) Handler() http.Handler {
 //     header, when present, must be a loopback origin or one of
 //     Options.AllowedOrigins. Either failure is 403.
 //   - Options.Token: every request must carry "Authorization: Bearer
-//     <token>" (401 with WWW-Authenticate otherwise).
+//     <token>" (401 with WWW-Authenticate otherwise); the dashboard's
+//     login cookie stands for it outside /mcp, and the dashboard's page
+//     and token form need neither (see admitted).
 func (g *Gateway) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if g.opts.LocalOnly && !loopbackHost(r.Host) {
@@ -55,8 +58,7 @@ func (g *Gateway) guard(next http.Handler) http.Handler {
 			return
 		}
 		if g.opts.Token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(g.opts.Token)) != 1 {
+			if !g.admitted(r) { // the bearer token, or the dashboard's login cookie (dashboard_auth.go)
 				g.metrics.rejected.Add(1)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcpvisor"`)
 				httpError(w, http.StatusUnauthorized, "unauthorized: a bearer token is required")
@@ -152,7 +154,7 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request) {
 		rpcHTTPError(w, http.StatusBadRequest, protocol.ID{}, errorf(code, "%v", err))
 		return
 	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !protocol.IsSupported(v) {
+	if v := strings.TrimSpace(r.Header.Get("Mcp-Protocol-Version")); v != "" && !protocol.IsSupported(v) {
 		rpcHTTPError(w, http.StatusBadRequest, m.ID, unsupportedVersion(v))
 		return
 	}
@@ -165,13 +167,23 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request) {
 			rpcHTTPError(w, http.StatusNotFound, m.ID, errorf(protocol.CodeInvalidRequest, "session not found: initialize a new one"))
 			return
 		}
+	case m.Kind == protocol.KindRequest && isStateless(r, m):
+		// A request of the stateless era: validated whole (its _meta and
+		// its headers) before it is served.
+		sr, perr := g.checkStateless(r.Header, m)
+		if perr != nil {
+			rpcHTTPError(w, http.StatusBadRequest, m.ID, perr)
+			return
+		}
+		s = newStatelessSession(g, sr)
+		stateless = true
 	case m.Kind == protocol.KindRequest && m.Method == protocol.MethodInitialize:
 		out := newOutbox(g.opts.OutboxSize)
 		s = newSession(g, newSessionID(), out.push)
 		s.out = out
 	default:
-		// No session: a stateless-era (2026-07-28) request, or a
-		// handshake-era client that lost its session id.
+		// No session and no stateless-era _meta: a handshake-era client
+		// that lost its session id (or a notification).
 		s = newSession(g, "", nil)
 		stateless = true
 	}
@@ -190,13 +202,14 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	frame, code := s.handle(r.Context(), m, st.notify)
 	if s.id != "" && m.Method == protocol.MethodInitialize && frame != nil && code == 0 {
-		g.mu.Lock()
-		g.sessions[s.id] = s
-		g.mu.Unlock()
+		g.admitSession(s)
 		w.Header().Set(sessionHeader, s.id)
 	}
 	status := http.StatusOK
-	if stateless && frame != nil && (code == protocol.CodeInvalidRequest || code == protocol.CodeUnsupportedProtocolVersion) {
+	switch {
+	case stateless && frame != nil && s.stateless != nil:
+		status = statelessStatus(code)
+	case stateless && frame != nil && (code == protocol.CodeInvalidRequest || code == protocol.CodeUnsupportedProtocolVersion):
 		status = http.StatusBadRequest
 	}
 	st.finish(frame, status)
@@ -308,6 +321,11 @@ func (g *Gateway) serveGet(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, "GET needs Accept: text/event-stream")
 		return
 	}
+	if !s.openStream(g.opts.MaxStreamsPerSession) {
+		g.refuseStream(w)
+		return
+	}
+	defer s.closeStream()
 	var after uint64
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		after, _ = strconv.ParseUint(v, 10, 64)
@@ -322,14 +340,6 @@ func (g *Gateway) serveGet(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, ": mcpvisor gateway stream\n\n")
 	flush(w)
-	s.mu.Lock()
-	s.streams++
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.streams--
-		s.mu.Unlock()
-	}()
 	keepalive := time.NewTicker(25 * time.Second)
 	defer keepalive.Stop()
 	for {

@@ -107,8 +107,10 @@ func (g *Gateway) listen(ctx context.Context, s *session, m *protocol.Message, r
 	case <-ctx.Done():
 		return nil, rpcError(ctx.Err())
 	case <-l.done:
+		// A graceful end: the result names the subscription it ends.
 		return struct {
-			ResultType string `json:"resultType"`
-		}{"complete"}, nil
+			Meta       protocol.Meta `json:"_meta"`
+			ResultType string        `json:"resultType"`
+		}{protocol.Meta{protocol.MetaSubscriptionID: l.id}, protocol.ResultComplete}, nil
 	}
 }

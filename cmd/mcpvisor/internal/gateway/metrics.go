@@ -29,6 +29,9 @@ type metrics struct {
 
 	clientRequests atomic.Uint64 // server requests forwarded to a downstream client
 	clientRefused  atomic.Uint64 // server requests no downstream client could answer
+
+	sessionsEvicted atomic.Uint64 // HTTP sessions evicted at the session cap
+	streamsRefused  atomic.Uint64 // GET streams refused at the per-session cap
 }
 
 func (m *metrics) init() {
@@ -72,7 +75,8 @@ func (m *metrics) notified(method string, n int) {
 }
 
 var allStates = []mcpvisor.State{mcpvisor.StatePending, mcpvisor.StateConnecting, mcpvisor.StateReady,
-	mcpvisor.StateReconnecting, mcpvisor.StateFailed, mcpvisor.StateNeedsAuth, mcpvisor.StateDisabled, mcpvisor.StateStopped}
+	mcpvisor.StateReconnecting, mcpvisor.StateFailed, mcpvisor.StateNeedsAuth, mcpvisor.StateDisabled, mcpvisor.StateStopped,
+	mcpvisor.StateNeedsApproval}
 
 // writeMetrics writes every metric in the Prometheus text exposition
 // format (version 0.0.4).
@@ -167,13 +171,43 @@ func (g *Gateway) writeMetrics(w io.Writer) {
 	g.mu.Lock()
 	sessions := len(g.sessions)
 	listens := len(g.listens)
+	parked := len(g.parked)
 	g.mu.Unlock()
+	p.help("mcpvisor_gateway_input_rounds_waiting", "gauge", "input_required answers given to 2026-07-28 clients whose retry has not come yet.")
+	p.sample("mcpvisor_gateway_input_rounds_waiting", float64(parked))
+	p.help("mcpvisor_gateway_input_calls", "gauge", "Calls of 2026-07-28 clients running behind the gateway that may need their input.")
+	p.sample("mcpvisor_gateway_input_calls", float64(g.inputCalls.Load()))
 	p.help("mcpvisor_gateway_sessions", "gauge", "Downstream sessions (HTTP and stdio).")
 	p.sample("mcpvisor_gateway_sessions", float64(sessions))
+	p.help("mcpvisor_gateway_sessions_evicted_total", "counter", "HTTP sessions evicted, longest idle first, to stay within the session cap.")
+	p.sample("mcpvisor_gateway_sessions_evicted_total", float64(g.metrics.sessionsEvicted.Load()))
+	p.help("mcpvisor_gateway_streams_refused_total", "counter", "GET streams refused (409) because their session had the most it may have open.")
+	p.sample("mcpvisor_gateway_streams_refused_total", float64(g.metrics.streamsRefused.Load()))
 	p.help("mcpvisor_gateway_listen_streams", "gauge", "Open subscriptions/listen streams (2026-07-28 clients).")
 	p.sample("mcpvisor_gateway_listen_streams", float64(listens))
 	p.help("mcpvisor_gateway_in_flight", "gauge", "Downstream requests being served.")
 	p.sample("mcpvisor_gateway_in_flight", float64(g.inflight.Load()))
+	g.writeChannelMetrics(p)
+}
+
+// writeChannelMetrics writes the counters of the channel message queue
+// (wait_for_channel_message), per server.
+func (g *Gateway) writeChannelMetrics(p *promWriter) {
+	if g.inbox == nil {
+		return
+	}
+	servers := g.inbox.ServerStats()
+	p.help("mcpvisor_gateway_channel_messages_total", "counter",
+		"Channel messages per server by outcome: queued (received), delivered (taken by wait_for_channel_message), dropped (the server's queue was full; oldest first).")
+	for _, s := range servers {
+		p.sample("mcpvisor_gateway_channel_messages_total", float64(s.Received), "server", s.Server, "outcome", "queued")
+		p.sample("mcpvisor_gateway_channel_messages_total", float64(s.Taken), "server", s.Server, "outcome", "delivered")
+		p.sample("mcpvisor_gateway_channel_messages_total", float64(s.Dropped), "server", s.Server, "outcome", "dropped")
+	}
+	p.help("mcpvisor_gateway_channel_queued", "gauge", "Channel messages waiting for wait_for_channel_message, per server.")
+	for _, s := range servers {
+		p.sample("mcpvisor_gateway_channel_queued", float64(s.Queued), "server", s.Server)
+	}
 }
 
 func cmpPair(a, b [2]string) int {

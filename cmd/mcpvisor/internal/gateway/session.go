@@ -25,6 +25,10 @@ type session struct {
 	send func([]byte)
 	out  *outbox // HTTP sessions only
 
+	// stateless holds what checkStateless validated of the one request of
+	// a stateless-era HTTP session (nil otherwise).
+	stateless *statelessRequest
+
 	mu          sync.Mutex
 	version     string // negotiated; guarded by mu
 	modern      bool   // speaks 2026-07-28; guarded by mu
@@ -42,6 +46,15 @@ type session struct {
 
 func newSession(g *Gateway, id string, send func([]byte)) *session {
 	return &session{g: g, id: id, send: send, cancels: map[string]context.CancelFunc{}, lastUsed: time.Now(), done: make(chan struct{})}
+}
+
+// newStatelessSession is the session of one stateless-era HTTP request
+// that checkStateless validated.
+func newStatelessSession(g *Gateway, sr statelessRequest) *session {
+	s := newSession(g, "", nil)
+	s.stateless = &sr
+	s.modern, s.version, s.initialized, s.clientInfo, s.caps, s.logLevel = true, sr.version, true, sr.clientInfo, sr.caps, sr.logLevel
+	return s
 }
 
 func newSessionID() string {
@@ -159,6 +172,9 @@ func (s *session) handle(ctx context.Context, m *protocol.Message, reqNotify fun
 		s.mu.Unlock()
 	}()
 	result, rerr := s.request(ctx, m, reqNotify)
+	if rerr == nil && s.isModern() {
+		result = s.g.modernResult(m.Method, result)
+	}
 	if ctx.Err() != nil && rerr != nil && errors.Is(ctx.Err(), context.Canceled) && m.Method != protocol.MethodSubscriptionsListen {
 		// Cancelled by the client: the spec says not to answer.
 		if s.wasCancelled(key) {
@@ -202,8 +218,18 @@ func (s *session) notification(m *protocol.Message) {
 	}
 }
 
+// isModern reports whether the session speaks the stateless era.
+func (s *session) isModern() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.modern
+}
+
 // request serves one request.
 func (s *session) request(ctx context.Context, m *protocol.Message, reqNotify func([]byte)) (any, *protocol.Error) {
+	if s.isModern() && removedInStateless(m.Method) {
+		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s (not in protocol version %s)", m.Method, protocol.Version20260728)
+	}
 	if m.Method == protocol.MethodInitialize {
 		return s.initialize(m.Params)
 	}
@@ -213,7 +239,8 @@ func (s *session) request(ctx context.Context, m *protocol.Message, reqNotify fu
 	if m.Method == protocol.MethodPing {
 		return struct{}{}, nil
 	}
-	if perr := s.checkEra(m); perr != nil {
+	ctx, perr := s.checkEra(ctx, m)
+	if perr != nil {
 		return nil, perr
 	}
 	switch m.Method {
@@ -224,13 +251,13 @@ func (s *session) request(ctx context.Context, m *protocol.Message, reqNotify fu
 	case protocol.MethodPromptsList:
 		return s.g.listPrompts(), nil
 	case protocol.MethodPromptsGet:
-		return s.g.getPrompt(ctx, m.Params)
+		return s.g.getPrompt(ctx, s, m.Params, reqNotify)
 	case protocol.MethodResourcesList:
 		return s.g.listResources(), nil
 	case protocol.MethodResourcesTemplatesList:
 		return s.g.listTemplates(), nil
 	case protocol.MethodResourcesRead:
-		return s.g.readResource(ctx, m.Params)
+		return s.g.readResource(ctx, s, m.Params, reqNotify)
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
 		return s.subscribe(ctx, m.Method == protocol.MethodResourcesSubscribe, m.Params)
 	case protocol.MethodCompletionComplete:
@@ -246,53 +273,75 @@ func (s *session) request(ctx context.Context, m *protocol.Message, reqNotify fu
 		return struct{}{}, nil
 	case protocol.MethodSubscriptionsListen:
 		return s.g.listen(ctx, s, m, reqNotify)
+	case protocol.MethodTasksGet, protocol.MethodTasksUpdate, protocol.MethodTasksCancel:
+		return s.g.taskRequest(ctx, s, m)
+	case protocol.MethodSkillsList, protocol.MethodSkillsGet, protocol.MethodResourcesDirectoryRead:
+		return s.g.skillsRequest(ctx, s, m)
 	}
 	return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", m.Method)
 }
 
 // checkEra refuses feature requests of a handshake-era client that has not
-// initialized, and reads the stateless-era _meta of a modern request.
-func (s *session) checkEra(m *protocol.Message) *protocol.Error {
+// initialized, and validates the _meta of a stateless-era request (see
+// checkMeta); the context it returns carries what that _meta says (see
+// requestOf).
+func (s *session) checkEra(ctx context.Context, m *protocol.Message) (context.Context, *protocol.Error) {
+	if s.stateless != nil {
+		return withRequest(ctx, *s.stateless), nil // validated with the headers (checkStateless)
+	}
 	s.mu.Lock()
 	modern, inited := s.modern, s.initialized || s.version != ""
 	s.mu.Unlock()
 	if inited && !modern {
-		return nil
+		return ctx, nil
 	}
-	var p struct {
-		Meta protocol.Meta `json:"_meta"`
+	if _, ok := metaVersion(m.Params); !ok && !modern {
+		return ctx, errorf(protocol.CodeInvalidRequest, "session not initialized: send initialize (or server/discover) first")
 	}
-	if raw, found, ok := protocol.RawMember(m.Params, "_meta"); ok {
-		if found {
-			_ = json.Unmarshal(raw, &p.Meta) // only _meta, not the whole params
-		}
-	} else {
-		_ = json.Unmarshal(m.Params, &p)
+	sr, perr := checkMeta(m.Params)
+	if perr == nil {
+		perr = sr.checkVersion()
 	}
-	var version string
-	if !p.Meta.Get(protocol.MetaProtocolVersion, &version) {
-		if modern {
-			return errorf(protocol.CodeInvalidParams, "_meta[%q] is required in protocol version %s", protocol.MetaProtocolVersion, protocol.Version20260728)
-		}
-		return errorf(protocol.CodeInvalidRequest, "session not initialized: send initialize (or server/discover) first")
-	}
-	if !protocol.UsesDiscover(version) || !protocol.IsSupported(version) {
-		return unsupportedVersion(version)
+	if perr != nil {
+		return ctx, perr
 	}
 	s.mu.Lock()
-	s.modern, s.version, s.initialized = true, version, true
+	s.modern, s.version, s.initialized = true, sr.version, true
 	if s.send != nil {
 		// A lasting session (stdio): its client's capabilities matter
 		// for what it is sent. A stateless request's do not.
-		p.Meta.Get(protocol.MetaClientInfo, &s.clientInfo)
-		p.Meta.Get(protocol.MetaClientCapabilities, &s.caps)
+		s.clientInfo, s.caps = sr.clientInfo, sr.caps
 	}
-	var level protocol.LoggingLevel
-	if p.Meta.Get(protocol.MetaLogLevel, &level) {
-		s.logLevel = level
+	if sr.logLevel != "" {
+		s.logLevel = sr.logLevel
 	}
 	s.mu.Unlock()
-	return nil
+	return withRequest(ctx, sr), nil
+}
+
+// requestKey is the context key of a stateless-era request's _meta.
+type requestKey struct{}
+
+func withRequest(ctx context.Context, sr statelessRequest) context.Context {
+	return context.WithValue(ctx, requestKey{}, &sr)
+}
+
+// requestOf returns what the _meta of the stateless-era request being
+// served says, or nil for a request of a handshake-era session.
+func requestOf(ctx context.Context) *statelessRequest {
+	sr, _ := ctx.Value(requestKey{}).(*statelessRequest)
+	return sr
+}
+
+// capabilities returns the capabilities the client declared for the
+// request being served: in its _meta (stateless era), or at initialize.
+func (s *session) capabilitiesFor(ctx context.Context) protocol.ClientCapabilities {
+	if sr := requestOf(ctx); sr != nil {
+		return sr.caps
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps
 }
 
 func unsupportedVersion(requested string) *protocol.Error {
@@ -362,9 +411,16 @@ func (s *session) discover(params json.RawMessage) (any, *protocol.Error) {
 	if p.Meta.Get(protocol.MetaProtocolVersion, &version) && (!protocol.IsSupported(version) || !protocol.UsesDiscover(version)) {
 		return nil, unsupportedVersion(version)
 	}
+	caps := s.g.capabilities()
+	// The extensions of the stateless era: tasks (passed on to the
+	// servers that support it), and skills while a server offers them.
+	caps.Extensions = map[string]json.RawMessage{protocol.ExtensionTasks: json.RawMessage(`{}`)}
+	if _, settings := s.g.skillServers(); settings != nil {
+		caps.Extensions[protocol.ExtensionSkills] = settings
+	}
 	res := protocol.DiscoverResult{
 		SupportedVersions: modernVersions(),
-		Capabilities:      s.g.capabilities(),
+		Capabilities:      caps,
 		Instructions:      instructions,
 	}
 	res.Meta = protocol.Meta{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -111,14 +112,33 @@ func (g *Gateway) UpstreamSubscriptions() map[string][]string {
 	return out
 }
 
-// call is a downstream tools/call in flight on a server: a server's
-// request to its client goes first to the session whose call it serves,
-// on that call's own stream.
+// call is a downstream tools/call, prompts/get or resources/read in
+// flight on a server: a server's request to its client goes first to the
+// client whose call it serves, on that call's own stream, or, for a
+// stateless-era client, as input_required (input).
 type call struct {
 	s      *session
 	server string
 	notify func([]byte) // the request's stream (nil: the session's)
+	input  *inputCall   // a stateless-era client's call (nil: a handshake-era one)
 	seq    uint64
+}
+
+// callKey is the context key of the downstream call a request to a
+// server serves.
+type callKey struct{}
+
+func callOf(ctx context.Context) *call {
+	c, _ := ctx.Value(callKey{}).(*call)
+	return c
+}
+
+// answers reports whether c's client can answer method.
+func (c *call) answers(method string, wantURL bool) bool {
+	if c.input != nil {
+		return declares(c.input.caps, method, wantURL)
+	}
+	return c.s.canAnswer(method, wantURL)
 }
 
 func (g *Gateway) callStarted(c *call) {
@@ -164,6 +184,7 @@ func (f *Forwarder) Configure(o *mcpvisor.Options) {
 	o.Capabilities.Elicitation = &elicit
 	o.Capabilities.Roots = &protocol.RootsCapability{}
 	o.Requests = f.Handle
+	o.Inputs = f.Inputs
 }
 
 // Attach makes g the gateway whose clients answer.
@@ -194,7 +215,25 @@ func (g *Gateway) ClientRequest(ctx context.Context, server, method string, para
 		_ = json.Unmarshal(params, &p)
 		wantURL = p.Mode == "url"
 	}
-	s, send := g.pickClient(server, method, wantURL)
+	c := callOf(ctx)
+	if c == nil || c.server != server || !c.answers(method, wantURL) {
+		c = g.pickCall(server, method, wantURL)
+	}
+	if c != nil && c.input != nil {
+		g.metrics.clientRequests.Add(1)
+		key := fmt.Sprintf("%s-%d", method, g.reqSeq.Add(1))
+		return c.input.ask(ctx, key, method, params)
+	}
+	var s *session
+	var send func([]byte)
+	if c != nil {
+		s, send = c.s, c.notify
+		if send == nil {
+			send = c.s.send
+		}
+	} else {
+		s, send = g.pickSession(method, wantURL)
+	}
 	if s == nil {
 		g.metrics.clientRefused.Add(1)
 		return nil, protocol.NewError(protocol.CodeMethodNotFound,
@@ -238,23 +277,25 @@ func (g *Gateway) ClientRequest(ctx context.Context, server, method string, para
 	}
 }
 
-// pickClient chooses the session that answers a server's request, and
-// how to reach it.
-func (g *Gateway) pickClient(server, method string, wantURL bool) (*session, func([]byte)) {
+// pickCall chooses the call in flight on server whose client can answer
+// method: the newest.
+func (g *Gateway) pickCall(server, method string, wantURL bool) *call {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	var best *call
 	for c := range g.calls {
-		if c.server == server && c.s.canAnswer(method, wantURL) && (best == nil || c.seq > best.seq) {
+		if c.server == server && (best == nil || c.seq > best.seq) && c.answers(method, wantURL) {
 			best = c
 		}
 	}
-	if best != nil {
-		g.mu.Unlock()
-		if best.notify != nil {
-			return best.s, best.notify
-		}
-		return best.s, best.s.send
-	}
+	return best
+}
+
+// pickSession chooses, when no call of a client is in flight on the
+// server, the handshake-era session that answers: the most recently
+// active one that declared the capability and can be reached.
+func (g *Gateway) pickSession(method string, wantURL bool) (*session, func([]byte)) {
+	g.mu.Lock()
 	var pick *session
 	var last time.Time
 	for _, s := range g.sessions {
@@ -279,24 +320,7 @@ func (s *session) canAnswer(method string, wantURL bool) bool {
 	if s.closed || s.modern || !s.initialized && s.version == "" {
 		return false
 	}
-	switch method {
-	case protocol.MethodSamplingCreateMessage:
-		return s.caps.Sampling != nil
-	case protocol.MethodRootsList:
-		return s.caps.Roots != nil
-	case protocol.MethodElicitationCreate:
-		if s.caps.Elicitation == nil {
-			return false
-		}
-		if !wantURL {
-			return true
-		}
-		var e map[string]json.RawMessage
-		_ = json.Unmarshal(*s.caps.Elicitation, &e)
-		_, ok := e["url"]
-		return ok
-	}
-	return false
+	return declares(s.caps, method, wantURL)
 }
 
 // reachable reports whether a request sent on the session's own channel

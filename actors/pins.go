@@ -1,0 +1,279 @@
+package actors
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/trust"
+)
+
+// PinStore keeps tool pins: what each tool's definition was when the user
+// started relying on it. *trust.Store implements it (see
+// trust.Store.CheckTools for the contract).
+type PinStore interface {
+	// CheckTools compares the tools server (running identity) lists with
+	// their pins, pins them when the server is new, records the changes
+	// for review, and returns one check per tool, in order.
+	CheckTools(ctx context.Context, server, identity string, tools []protocol.Tool) ([]trust.ToolCheck, error)
+}
+
+// PinAction is what becomes of a tool whose definition is not pinned (it
+// changed since it was pinned, or it is new on a server seen before).
+type PinAction string
+
+// The pin actions.
+const (
+	// PinWithhold keeps the tool out of the pool (it is not listed and a
+	// call to it is ErrUnknownTool) until the user approves its
+	// definition.
+	PinWithhold PinAction = "withhold"
+	// PinOffer offers the tool all the same; the event and the pending
+	// review say what changed.
+	PinOffer PinAction = "offer"
+)
+
+// PinOptions configure tool pinning (Options.ToolPins). The zero value
+// pins nothing.
+type PinOptions struct {
+	// Store keeps the pins. Nil turns pinning off: every tool a server
+	// lists is offered, as before pinning existed.
+	Store PinStore
+
+	// Trusted is the action for the tools of servers marked
+	// trust: "trusted" (the user vouches for the server): empty means
+	// PinOffer. Untrusted is the action for every other server: empty
+	// means PinWithhold.
+	Trusted, Untrusted PinAction
+}
+
+// action returns what becomes of an unpinned tool of a server whose trust
+// level is trustLevel. The levels beyond "trusted" (a later "untrusted" or
+// "sandbox") take the Untrusted action.
+func (o *PinOptions) action(trustLevel string) PinAction {
+	if trustLevel == "trusted" {
+		if o.Trusted != "" {
+			return o.Trusted
+		}
+		return PinOffer
+	}
+	if o.Untrusted != "" {
+		return o.Untrusted
+	}
+	return PinWithhold
+}
+
+// pinCheckTimeout bounds one pin check (a local file under a lock).
+const pinCheckTimeout = 10 * time.Second
+
+// toolPins is the verdict of a pin check on one tool list: the tools whose
+// definition is not pinned. Immutable once made; nil means every tool is
+// pinned (or pinning is off).
+type toolPins struct {
+	unpinned map[string]trust.ToolCheck // by the server's tool name
+}
+
+// unpinnedCheck returns the verdict on tool name, if it is not pinned.
+func (p *toolPins) unpinnedCheck(name string) (trust.ToolCheck, bool) {
+	if p == nil {
+		return trust.ToolCheck{}, false
+	}
+	c, ok := p.unpinned[name]
+	return c, ok
+}
+
+// pinIdentity identifies what runs under a server's name, for its pins: a
+// hash of the transport type with the command and arguments, or the URL.
+// A hash, so that secrets in an argument or URL are not written down.
+func pinIdentity(cfg ServerConfig) string {
+	h := sha256.New()
+	h.Write([]byte(cfg.Kind()))
+	for _, s := range append([]string{cfg.Command}, cfg.Args...) {
+		h.Write([]byte{0})
+		h.Write([]byte(s))
+	}
+	h.Write([]byte{0})
+	h.Write([]byte(cfg.URL))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// checkPins checks tools against the store (nil: pinning off). It runs in
+// one of the server actor's goroutines. When the store fails, every tool
+// counts as unpinned (new): what cannot be verified is not vouched for.
+func checkPins(store PinStore, server string, cfg ServerConfig, tools []protocol.Tool) (*toolPins, error) {
+	if store == nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pinCheckTimeout)
+	defer cancel()
+	checks, err := store.CheckTools(ctx, server, pinIdentity(cfg), tools)
+	if err != nil {
+		checks = make([]trust.ToolCheck, len(tools))
+		for i, t := range tools {
+			checks[i] = trust.ToolCheck{Tool: t.Name, Status: trust.StatusNew, Hash: trust.ToolHash(t)}
+		}
+	}
+	var p *toolPins
+	for _, c := range checks {
+		if !c.Status.Unpinned() {
+			continue
+		}
+		if p == nil {
+			p = &toolPins{unpinned: map[string]trust.ToolCheck{}}
+		}
+		p.unpinned[c.Tool] = c
+	}
+	return p, err
+}
+
+// ToolChange describes a tool whose definition is not the pinned one
+// (EventToolDefinitionChanged).
+type ToolChange struct {
+	// Tool is the server's name for the tool; Name the name it has (or
+	// would have) in the pool.
+	Tool string `json:"tool"`
+	Name string `json:"name"`
+	// Change is "changed" (the definition differs from its pin) or "new"
+	// (a tool without a pin, from a server seen before).
+	Change string `json:"change"`
+	// Action says whether the tool is withheld from the pool or offered.
+	Action PinAction `json:"action"`
+	// Diff says what differs from the pin, member by member (see
+	// trust.Diff).
+	Diff string `json:"diff"`
+	// Hash identifies the definition listed (trust.ToolHash): what an
+	// approval pins.
+	Hash string `json:"hash"`
+}
+
+// reportPins returns the events for the tools of pins not yet reported by
+// this actor (reported maps a tool to the hash it was reported with), and
+// updates reported: a tool back to pinned is forgotten, so that a later
+// change is reported again.
+func reportPins(server string, pins *toolPins, trustLevel string, o *PinOptions, reported map[string]string) []Event {
+	for name, hash := range reported {
+		if c, ok := pins.unpinnedCheck(name); !ok || c.Hash != hash {
+			delete(reported, name)
+		}
+	}
+	if pins == nil {
+		return nil
+	}
+	var evs []Event
+	for _, name := range sortedKeys(pins.unpinned) {
+		c := pins.unpinned[name]
+		if reported[name] == c.Hash {
+			continue
+		}
+		reported[name] = c.Hash
+		evs = append(evs, Event{Type: EventToolDefinitionChanged, ToolChange: &ToolChange{
+			Tool: name, Name: QualifiedName(server, name), Change: string(c.Status),
+			Action: o.action(trustLevel), Diff: c.Diff, Hash: c.Hash,
+		}})
+	}
+	return evs
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// withheld reports whether the pool keeps tool name of the view out: its
+// definition is not pinned and the server's action is PinWithhold.
+func (v *serverView) withheld(name string) bool {
+	_, unpinned := v.lists.pins.unpinnedCheck(name)
+	return unpinned && v.pinOpts != nil && v.pinOpts.action(v.cfg.Trust) == PinWithhold
+}
+
+// withheldTools lists the tools of the view the pool keeps out, sorted.
+func (v *serverView) withheldTools() []string {
+	if v.lists.pins == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range sortedKeys(v.lists.pins.unpinned) {
+		if v.withheld(name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// pinsFound reports the unpinned tools of the server's current lists that
+// were not reported yet, and logs a failure of the pin store.
+func (a *serverActor) pinsFound(storeErr error) {
+	if storeErr != nil {
+		a.log.Error().Err(storeErr).Msg("tool pins cannot be checked; every tool of the server counts as unpinned")
+	}
+	if a.opts.ToolPins.Store == nil || a.parent == nil {
+		return
+	}
+	if a.reportedPins == nil {
+		a.reportedPins = map[string]string{}
+	}
+	for _, ev := range reportPins(a.h.name, a.lists.pins, a.cfg.Trust, &a.opts.ToolPins, a.reportedPins) {
+		c := ev.ToolChange
+		a.log.Warn().Str("tool", c.Tool).Str("change", c.Change).Str("action", string(c.Action)).Str("diff", c.Diff).
+			Msg("tool definition not pinned")
+		a.root.Send(a.parent, serverEvent{handle: a.h, event: ev})
+	}
+}
+
+// recheckPins checks the server's current tools against the pins again,
+// in a goroutine; the result comes back as pinsChecked.
+func (a *serverActor) recheckPins() {
+	store := a.opts.ToolPins.Store
+	if store == nil || a.sess == nil || a.stopping {
+		return
+	}
+	gen, tools, self, root, name, cfg := a.gen, a.lists.tools, a.self, a.root, a.h.name, a.cfg
+	a.goroutine(func() {
+		pins, err := checkPins(store, name, cfg, tools)
+		root.Send(self, pinsChecked{gen: gen, tools: tools, pins: pins, err: err})
+	})
+}
+
+// pinsChecked installs a recheck's result, if the list it checked is
+// still the server's.
+func (a *serverActor) pinsChecked(m pinsChecked) {
+	if m.gen != a.gen || a.sess == nil || !sameSlice(m.tools, a.lists.tools) {
+		return // a newer list was checked with its listing
+	}
+	if !reflect.DeepEqual(a.lists.pins, m.pins) {
+		a.lists.pins = m.pins
+		a.publish()
+	}
+	a.pinsFound(m.err)
+}
+
+// RecheckToolPins has every connected server check its tools against the
+// pins again, as after the user approved some definitions: a tool now
+// pinned joins the pool (a tools_changed event says so). It returns at
+// once; each server's recheck runs in the background, off the call path.
+// Without Options.ToolPins.Store it does nothing.
+func (s *System) RecheckToolPins(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-s.closed:
+		return ErrClosed
+	default:
+	}
+	if s.opts.ToolPins.Store == nil {
+		return nil
+	}
+	for _, h := range *s.handles.Load() {
+		s.actors.Root.Send(h.pid, recheckPins{})
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/mcpfile"
+	"github.com/mcpvisor/mcpvisor/internal/filelock"
+)
+
+// editLockWait bounds the wait for another mcpvisor editing the same
+// config file.
+const editLockWait = 10 * time.Second
+
+// errEditLocked is returned when another process holds a config file's
+// edit lock for longer than editLockWait.
+var errEditLocked = errors.New("another mcpvisor is editing this config file")
+
+// editConfig applies change to the config file of s and writes the
+// result atomically (mcpfile.Replace), under a lock that mcpvisor
+// processes editing the same file share (kept in the state directory,
+// never beside the file), so that two concurrent adds both land. It
+// returns the file written (s.path with its links resolved) and what was
+// written to it.
+func (a *app) editConfig(ctx context.Context, s scopeFile, change func(*mcpfile.File) ([]byte, error)) (string, []byte, error) {
+	target, err := mcpfile.Target(s.path)
+	if err != nil {
+		return "", nil, err
+	}
+	unlock, err := a.lockConfig(ctx, target)
+	if err != nil {
+		return "", nil, err
+	}
+	defer unlock()
+	was, err := mcpfile.Read(target)
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := mcpfile.Parse(was)
+	if err != nil {
+		return "", nil, err
+	}
+	data, err := change(f)
+	if err != nil {
+		return "", nil, err
+	}
+	return target, data, mcpfile.Replace(target, was, data, s.newFileMode())
+}
+
+// lockConfig takes the edit lock of the config file target (absolute,
+// links resolved). Without a usable state directory there is no lock
+// (logged): Replace still refuses to overwrite a file that changed since
+// it was read.
+func (a *app) lockConfig(ctx context.Context, target string) (func(), error) {
+	dir, err := a.stateDirPath()
+	if err != nil {
+		a.log.Debug().Err(err).Msg("no state directory: editing the config file without a lock")
+		return func() {}, nil
+	}
+	sum := sha256.Sum256([]byte(target))
+	path := filepath.Join(dir, "locks", "config-"+hex.EncodeToString(sum[:8])+".lock")
+	ctx, cancel := context.WithTimeout(ctx, editLockWait)
+	defer cancel()
+	unlock, err := filelock.Lock(ctx, path)
+	switch {
+	case err == nil:
+		return unlock, nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("%w (lock %s held for %v)", errEditLocked, path, editLockWait)
+	case ctx.Err() != nil:
+		return nil, err
+	}
+	a.log.Warn().Err(err).Msg("cannot take the config file's edit lock: editing without it")
+	return func() {}, nil
+}

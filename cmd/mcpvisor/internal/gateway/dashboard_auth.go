@@ -1,0 +1,216 @@
+package gateway
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// loginCookie names the cookie the dashboard's token form sets.
+const loginCookie = "mcpvisor_login"
+
+// Bounds of the dashboard's login sessions.
+const (
+	loginLifetime = 12 * time.Hour
+	maxLogins     = 256
+)
+
+// cookieSessions are the dashboard's logins: random ids handed out as an
+// HttpOnly, SameSite=Strict cookie in exchange for the gateway's token,
+// so that the browser never carries the token itself. At most maxLogins
+// are kept (a new one evicts the oldest); each lasts loginLifetime.
+//
+// Concurrency: safe for concurrent use (mu guards ids).
+type cookieSessions struct {
+	now func() time.Time
+	mu  sync.Mutex
+	ids map[string]time.Time // id → expiry; guarded by mu
+}
+
+func newCookieSessions(now func() time.Time) *cookieSessions {
+	return &cookieSessions{now: now, ids: map[string]time.Time{}}
+}
+
+// issue returns a new login id.
+func (c *cookieSessions) issue() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, exp := range c.ids {
+		if !now.Before(exp) {
+			delete(c.ids, k)
+		}
+	}
+	for len(c.ids) >= maxLogins {
+		var oldest string
+		var at time.Time
+		for k, exp := range c.ids {
+			if oldest == "" || exp.Before(at) {
+				oldest, at = k, exp
+			}
+		}
+		delete(c.ids, oldest)
+	}
+	c.ids[id] = now.Add(loginLifetime)
+	return id
+}
+
+// valid reports whether id is a live login.
+func (c *cookieSessions) valid(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	exp, ok := c.ids[id]
+	if !ok {
+		return false
+	}
+	if !c.now().Before(exp) {
+		delete(c.ids, id)
+		return false
+	}
+	return true
+}
+
+func (c *cookieSessions) revoke(id string) {
+	c.mu.Lock()
+	delete(c.ids, id)
+	c.mu.Unlock()
+}
+
+// bearerOK reports whether r carries the gateway's token as a bearer
+// token.
+func (g *Gateway) bearerOK(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(g.opts.Token)) == 1
+}
+
+// cookieOK reports whether r carries a live dashboard login cookie. The
+// cookie counts for the dashboard and the admin API only, never for the
+// MCP endpoint.
+func (g *Gateway) cookieOK(r *http.Request) bool {
+	if r.URL.Path == MCPPath {
+		return false
+	}
+	c, err := r.Cookie(loginCookie)
+	return err == nil && g.dash.logins.valid(c.Value)
+}
+
+// authenticated reports whether r proves it knows the token: the bearer
+// token, or a dashboard login cookie.
+func (g *Gateway) authenticated(r *http.Request) bool {
+	return g.bearerOK(r) || g.cookieOK(r)
+}
+
+// admitted decides the token check of guard (Options.Token set): the
+// request is authenticated, or it asks for what anybody may see (the
+// dashboard's page, which shows the token form to a stranger, its
+// script and style sheet, and the form's POST).
+func (g *Gateway) admitted(r *http.Request) bool {
+	if g.authenticated(r) {
+		return true
+	}
+	switch {
+	case r.Method == http.MethodGet && (r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/")):
+		return true
+	case r.Method == http.MethodPost && r.URL.Path == "/login":
+		return true
+	}
+	return false
+}
+
+// sameOrigin checks a state-changing request against cross-site request
+// forgery: a browser's request must come from this very origin (Origin
+// http://<Host>, or one of Options.AllowedOrigins), not merely from
+// another loopback port, and not from another site (Sec-Fetch-Site). A
+// request without Origin (not a browser's: curl, a script) passes.
+func (g *Gateway) sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	if strings.EqualFold(o, "http://"+r.Host) || strings.EqualFold(o, "https://"+r.Host) {
+		return true
+	}
+	for _, a := range g.opts.AllowedOrigins {
+		if strings.EqualFold(strings.TrimSuffix(a, "/"), o) {
+			return true
+		}
+	}
+	return false
+}
+
+// mutating wraps a state-changing admin endpoint: same origin only (see
+// sameOrigin), and a JSON body (or none), which a cross-origin form
+// cannot send without a CORS preflight the gateway never grants. The
+// token (or login cookie) was checked by guard.
+func (d *dashboard) mutating(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !d.g.sameOrigin(r) {
+			d.g.metrics.rejected.Add(1)
+			httpError(w, http.StatusForbidden, "forbidden: cross-origin request")
+			return
+		}
+		if ct := r.Header.Get("Content-Type"); ct != "" {
+			if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+				httpError(w, http.StatusUnsupportedMediaType, "want Content-Type: application/json")
+				return
+			}
+		} else if r.ContentLength > 0 {
+			httpError(w, http.StatusUnsupportedMediaType, "want Content-Type: application/json")
+			return
+		}
+		next(w, r)
+	}
+}
+
+// serveLogin takes the token form (application/x-www-form-urlencoded,
+// field "token"): the right token gets a login cookie and a redirect to
+// the dashboard; a wrong one 401 and the form again. Cross-origin posts
+// are refused (login CSRF).
+func (d *dashboard) serveLogin(w http.ResponseWriter, r *http.Request) {
+	if !d.g.sameOrigin(r) {
+		d.g.metrics.rejected.Add(1)
+		httpError(w, http.StatusForbidden, "forbidden: cross-origin request")
+		return
+	}
+	if d.g.opts.Token == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	if err := r.ParseForm(); err != nil {
+		httpError(w, http.StatusBadRequest, "bad form")
+		return
+	}
+	got := strings.TrimSpace(r.PostForm.Get("token"))
+	if subtle.ConstantTimeCompare([]byte(got), []byte(d.g.opts.Token)) != 1 {
+		d.g.metrics.rejected.Add(1)
+		http.Redirect(w, r, "/?denied=1", http.StatusSeeOther)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: loginCookie, Value: d.logins.issue(), Path: "/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		MaxAge: int(loginLifetime / time.Second),
+	})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// serveLogout ends the request's login.
+func (d *dashboard) serveLogout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(loginCookie); err == nil {
+		d.logins.revoke(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,232 @@
+package mcpvisor
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/trust"
+)
+
+// The layer names LoadConfig reports (Config.Layers).
+// A host's own layers (LoadOptions.Layers) are reported by their Name.
+const (
+	// LayerUser is <Home>/.mcp.json: the user's own servers. Trusted.
+	LayerUser = "user"
+	// LayerProject is <Dir>/.mcp.json: a project's servers, which anyone
+	// who can write to the project chose. Untrusted: each entry needs the
+	// user's approval.
+	LayerProject = "project"
+	// LayerLocal is <Dir>/.mcp.local.json. It lives in the project
+	// directory too, so it is untrusted like LayerProject.
+	LayerLocal = "local"
+	// LayerManaged is the managed (administrator) file. Trusted.
+	LayerManaged = "managed"
+	// LayerFile is a file named explicitly (LoadOptions.Files, the CLI's
+	// --config). Trusted: the user chose it.
+	LayerFile = "file"
+)
+
+// ConfigLayer is one config file a host has LoadConfig read instead of
+// the standard layers (LoadOptions.Layers).
+type ConfigLayer struct {
+	// Name is the layer's name as LoadConfig reports it (Config.Layers).
+	Name string
+	// File is the file; a layer whose file does not exist is skipped.
+	File string
+	// Trusted layers' servers start as configured. The servers of an
+	// untrusted layer (the zero value: the safe default) are held until
+	// the user approves their entries (LoadOptions.Approvals).
+	Trusted bool
+}
+
+// Approvals answers whether the user approved a server entry of an
+// untrusted layer. *trust.Store implements it (approvals kept in the
+// user's state directory).
+type Approvals interface {
+	// Approved reports whether the entry of server whose hash is
+	// trust.EntryHash of the entry as written was approved for the
+	// project directory project (absolute). When not, changed reports
+	// whether another version of the entry was.
+	Approved(project, server, hash string) (approved, changed bool, err error)
+}
+
+// PendingServer is a server entry of an untrusted layer that the user has
+// not approved: what to show the user before approving it.
+type PendingServer struct {
+	// Name, Layer and File say where the entry is.
+	Name  string
+	Layer string
+	File  string
+	// Project is the directory the approval is for: LoadOptions.Dir (or
+	// the working directory), absolute, symbolic links resolved.
+	Project string
+	// Entry is the entry as written in File, before ${VAR} expansion.
+	Entry json.RawMessage
+	// Hash is what an approval covers: trust.EntryHash(Entry), or, for an
+	// entry with an envFile, the hash of the entry with the digest of the
+	// file's contents (see EnvFile).
+	Hash string
+	// Variables are the ${VAR} references of the entry's expanded members
+	// (command, args, env values, cwd, url, header values, tls): the
+	// variables its expansion would read, sorted, each once (the
+	// reference as written, without ${ } and default, when it is not a
+	// plain name).
+	Variables []string
+	// EnvFile is the entry's envFile, resolved (empty when it has none, or
+	// when its path needs a variable other than ${workspaceFolder}), and
+	// EnvFileVariables the names (never the values) the file sets. The
+	// approval covers the file's contents too (Hash): a changed file
+	// needs a new approval, since its variables (PATH, NODE_OPTIONS,
+	// LD_PRELOAD…) decide what the server runs.
+	EnvFile          string
+	EnvFileVariables []string
+	// Changed is set when another version of the entry was approved: the
+	// entry changed since.
+	Changed bool
+	// Reason is why the server is held, as its status reports it.
+	Reason string
+}
+
+// Approval returns the approval of p, for trust.Store.Approve.
+func (p PendingServer) Approval() trust.Approval {
+	return trust.Approval{Project: p.Project, Server: p.Name, Hash: p.Hash, Entry: p.Entry}
+}
+
+// DefaultStateDir is the directory that keeps the user's trust decisions
+// (approvals of project servers, tool pins) when a host names none; see
+// trust.DefaultDir. A host opens it with trust.NewStore and passes the
+// store as LoadOptions.Approvals and Options.ToolPins.Store.
+func DefaultStateDir() (string, error) { return trust.DefaultDir() }
+
+// layerFile is one file to load, with its layer.
+type layerFile struct {
+	layer   string
+	path    string
+	trusted bool
+}
+
+// standardLayers are the user, project and local layers.
+func standardLayers(home, dir string) []layerFile {
+	var out []layerFile
+	if home != "" {
+		out = append(out, layerFile{LayerUser, filepath.Join(home, ".mcp.json"), true})
+	}
+	return append(out, layerFile{LayerProject, filepath.Join(dir, ".mcp.json"), false},
+		layerFile{LayerLocal, filepath.Join(dir, ".mcp.local.json"), false})
+}
+
+// projectKey is the directory an approval is for: dir made absolute, its
+// symbolic links resolved when they can be.
+func projectKey(dir string) string {
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return filepath.Clean(dir)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
+}
+
+// approvalGate decides the entries of one untrusted layer file.
+type approvalGate struct {
+	layer, file, project string
+	approvals            Approvals // nil approves nothing
+	// workspace resolves ${workspaceFolder} alone, for the envFile of an
+	// entry not yet approved (whose other references are not expanded).
+	workspace func(string) (string, bool)
+}
+
+// decide reports whether the entry raw of server name is approved, and
+// when not, what is pending. sc is the entry decoded, not expanded.
+func (g *approvalGate) decide(name string, raw json.RawMessage, sc *ServerConfig) (bool, *PendingServer) {
+	p := &PendingServer{Name: name, Layer: g.layer, File: g.file, Project: g.project, Entry: raw, Variables: variables(sc)}
+	hash, err := trust.EntryHash(raw)
+	if err == nil && sc.EnvFile != "" {
+		hash, err = g.withEnvFile(p, raw, sc.EnvFile)
+	}
+	if err != nil { // cannot happen: the entry decoded
+		p.Reason = fmt.Sprintf("%q layer entry (%s) cannot be identified for approval: %v", g.layer, g.file, err)
+		return false, p
+	}
+	p.Hash = hash
+	if g.approvals == nil {
+		p.Reason = fmt.Sprintf("%q layer entry (%s) is not approved (no approvals are kept)", g.layer, g.file)
+		return false, p
+	}
+	approved, changed, err := g.approvals.Approved(g.project, name, hash)
+	switch {
+	case err != nil:
+		p.Reason = fmt.Sprintf("%q layer entry (%s) is not approved: the approvals cannot be read: %v", g.layer, g.file, err)
+	case approved:
+		return true, nil
+	case changed:
+		p.Changed = true
+		p.Reason = fmt.Sprintf("%q layer entry (%s) changed since it was approved", g.layer, g.file)
+	default:
+		p.Reason = fmt.Sprintf("%q layer entry (%s) is not approved", g.layer, g.file)
+	}
+	return false, p
+}
+
+// withEnvFile fills p's EnvFile members and returns the hash of the entry
+// raw together with the digest of its envFile's contents.
+func (g *approvalGate) withEnvFile(p *PendingServer, raw json.RawMessage, envFile string) (string, error) {
+	lookup := g.workspace
+	if lookup == nil {
+		lookup = func(string) (string, bool) { return "", false }
+	}
+	if path, err := expand(envFile, lookup); err == nil {
+		p.EnvFile = envFilePath(path, filepath.Dir(g.file))
+		if vars, _, err := readEnvFile(p.EnvFile); err == nil {
+			p.EnvFileVariables = slices.Sorted(maps.Keys(vars))
+		}
+	}
+	both, err := json.Marshal(struct {
+		Entry   json.RawMessage `json:"entry"`
+		EnvFile string          `json:"envFile"`
+	}{raw, envFileDigest(p.EnvFile)})
+	if err != nil {
+		return "", err
+	}
+	return trust.EntryHash(both)
+}
+
+// heldConfig is what the supervisor gets of an entry held for approval:
+// its transport type (for status), the reason, and nothing that would
+// start or reach anything.
+func heldConfig(sc *ServerConfig, reason string) ServerConfig {
+	return ServerConfig{Config: transports.Config{Type: sc.Kind()}, NeedsApproval: reason}
+}
+
+// variables lists the ${VAR} references of sc's expanded members.
+func variables(sc *ServerConfig) []string {
+	var out []string
+	_ = walkExpandable(sc, "", func(s *string, _ string) *ConfigError {
+		rest := *s
+		for {
+			i := strings.Index(rest, "${")
+			if i < 0 {
+				return nil
+			}
+			rest = rest[i+2:]
+			end := strings.IndexByte(rest, '}')
+			if end < 0 {
+				return nil
+			}
+			name, _, _ := strings.Cut(rest[:end], ":-")
+			out = append(out, name)
+			rest = rest[end+1:]
+		}
+	})
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,56 @@
+package mcpvisor
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// Multi round-trip requests (2026-07-28, SEP-2322): a server may answer
+// tools/call, prompts/get or resources/read with an InputRequiredResult
+// asking for elicitation, sampling or roots. The supervisor resolves it
+// through the host's handlers (Options.Elicitation, Sampling, Roots and
+// Requests, or Options.Inputs for a whole round at once), sends the
+// request again under a new id with the answers and the server's
+// unchanged requestState, and returns only the final result. A request
+// that cannot get its input ends with an *InputError.
+
+// Errors of multi round-trip requests; an *InputError matches
+// ErrInputRequired and its cause.
+var (
+	ErrInputRequired      = session.ErrInputRequired
+	ErrTooManyInputRounds = session.ErrTooManyInputRounds
+	ErrNoInputHandler     = session.ErrNoInputHandler
+)
+
+// InputError reports a request whose input rounds could not be
+// completed: which round, and which input request failed.
+type InputError = session.InputError
+
+// MaxInputRounds bounds the input rounds of one request.
+const MaxInputRounds = session.MaxInputRounds
+
+// RequestOptions configure one request to a server: the client
+// capabilities to declare in its _meta (to a 2026-07-28 server) instead
+// of the supervisor's, and extra _meta.
+type RequestOptions = actors.RequestOptions
+
+// GetPromptWith is GetPrompt with options.
+func (s *Supervisor) GetPromptWith(ctx context.Context, name string, args map[string]string, o RequestOptions) (*protocol.GetPromptResult, error) {
+	return s.sys.GetPromptWith(ctx, name, args, o)
+}
+
+// ReadResourceWith is ReadResource with options.
+func (s *Supervisor) ReadResourceWith(ctx context.Context, server, uri string, o RequestOptions) (*protocol.ReadResourceResult, error) {
+	return s.sys.ReadResourceWith(ctx, server, uri, o)
+}
+
+// Request sends a server a request the API has no method for (an
+// extension's: tasks/get, skills/list, …) and returns its result raw;
+// params is a JSON object or nil, and gets the request's _meta.
+func (s *Supervisor) Request(ctx context.Context, server, method string, params json.RawMessage, o RequestOptions) (json.RawMessage, error) {
+	return s.sys.Request(ctx, server, method, params, o)
+}
