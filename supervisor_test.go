@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -48,7 +49,7 @@ func TestNothingIsWrittenToStdout(t *testing.T) {
 
 	os.Stdout = saved
 	w.Close()
-	out, _ := io.ReadAll(r)
+	out := testwait.Result(t, "the end of what was written to stdout", func() []byte { b, _ := io.ReadAll(r); return b })
 	assert.Empty(t, string(out))
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/channels"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -48,7 +49,7 @@ func TestChannelBurstToThreeSubscribers(t *testing.T) {
 	// published and the slow inbox unread.
 	_, err = s.CallTool(t.Context(), "mcp__ch__echo", json.RawMessage(`{"text":"still here"}`))
 	require.NoError(t, err)
-	wg.Wait()
+	testwait.Call(t, "every inbox to get the 10,000 messages", wg.Wait)
 	want := make([]string, n)
 	for i := range want {
 		want[i] = "m" + strconv.Itoa(i+1)

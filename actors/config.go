@@ -73,8 +73,9 @@ type ServerConfig struct {
 
 	// PingInterval, when set, pings the server this often while it is
 	// ready; overrides Options.PingInterval. A ping that fails at the
-	// transport (or times out) is a strike; a server that answers ping
-	// with method-not-found is not pinged again.
+	// transport (or gets no answer within 10 s, whatever the interval) is
+	// a strike; a server that answers ping with method-not-found is not
+	// pinged again.
 	PingInterval Duration `json:"pingInterval,omitempty"`
 
 	// ProtocolVersion pins the protocol version. Empty means the newest

@@ -621,7 +621,10 @@ func (s *System) callTool(ctx context.Context, name string, args json.RawMessage
 // route finds the pool entry of a qualified name with find. A name no
 // entry has may belong to a lazy server not yet connected (its tools are
 // unknown until then): the name's mcp__<server>__ prefix wakes it, and
-// the name is looked up again once it is ready.
+// the name is looked up again once it is ready. It may also belong to a
+// server that has just become ready: its status says so a moment before
+// the registry folds its lists into the pool (rebuilds are spaced), and
+// the name is looked up again once the pool has them.
 func (s *System) route(ctx context.Context, name string, find func(*pool) (poolEntry, bool)) (poolEntry, error) {
 	p := s.pool.Load()
 	if e, ok := find(p); ok {
@@ -631,6 +634,9 @@ func (s *System) route(ctx context.Context, name string, find func(*pool) (poolE
 		return poolEntry{}, fmt.Errorf("%w (server %q)", ErrServerOff, server)
 	}
 	h := s.lazyServerOf(name)
+	if h == nil {
+		h = s.unfoldedServerOf(name)
+	}
 	if h == nil {
 		return poolEntry{}, ErrUnknownTool
 	}
@@ -674,6 +680,24 @@ func (s *System) lazyServerOf(name string) *serverHandle {
 		}
 		prefix := "mcp__" + sanitize(h.name) + "__"
 		if strings.HasPrefix(name, prefix) && len(prefix) > bestLen {
+			best, bestLen = h, len(prefix)
+		}
+	}
+	return best
+}
+
+// unfoldedServerOf returns the ready server whose qualified names start
+// like name (the longest such prefix) when the pool does not reflect its
+// view yet, or nil.
+func (s *System) unfoldedServerOf(name string) *serverHandle {
+	var best *serverHandle
+	bestLen := 0
+	for _, h := range *s.handles.Load() {
+		prefix := "mcp__" + sanitize(h.name) + "__"
+		if !strings.HasPrefix(name, prefix) || len(prefix) <= bestLen {
+			continue
+		}
+		if h.view.Load().state == StateReady && !s.poolHas(h) {
 			best, bestLen = h, len(prefix)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // negotiate settles the protocol era, following the spec's backward
@@ -93,6 +94,12 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 		if errors.Is(err, ErrConnectionClosed) || ctx.Err() != nil {
 			return "", err // the connection or the connect deadline ended: nothing to fall back on
 		}
+		if unreached(err) {
+			// The probe did not reach a server that could answer it (a
+			// stateless-era server restarting refuses connections too):
+			// the connect fails, and nothing is learned about the era.
+			return "", err
+		}
 		var rpcErr *protocol.Error
 		if errors.As(err, &rpcErr) && rpcErr.Code == protocol.CodeUnsupportedProtocolVersion {
 			var data protocol.UnsupportedProtocolVersionData
@@ -119,6 +126,20 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 	}
 	s.discoverRejected = true
 	return s.legacyFallback(pinned, "", err)
+}
+
+// unreached reports whether a request failed without the server
+// answering it: nothing listens, the connection broke, TLS or name
+// resolution failed, credentials are missing, or the server failed (5xx,
+// 429). Silence within a live connection (the probe's own timeout) and
+// other refusals (4xx, a JSON-RPC error) are answers of a kind.
+func unreached(err error) bool {
+	switch transports.Classify(err) {
+	case transports.ClassRefused, transports.ClassReset, transports.ClassDNS, transports.ClassTLS,
+		transports.ClassAuth, transports.ClassHTTP5xx, transports.ClassConfig:
+		return true
+	}
+	return false
 }
 
 func (s *Session) legacyFallback(pinned bool, offered string, cause error) (string, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio"
@@ -143,7 +144,7 @@ func TestNegotiation(t *testing.T) {
 			assert.Equal(t, tt.wantVersion, f.s.ProtocolVersion())
 			assert.Equal(t, tt.wantRejected, f.s.DiscoverRejected())
 			assert.Equal(t, "mockserver", f.s.ServerInfo().Name)
-			tools, err := f.s.ListTools(context.Background())
+			tools, err := f.s.ListTools(testwait.Context(t))
 			require.NoError(t, err, "requests after negotiation must carry what the era needs")
 			assert.Len(t, tools, 5)
 			assert.Equal(t, tt.wantSent, f.conn.sent())
@@ -197,7 +198,7 @@ func TestToolCalls(t *testing.T) {
 	for _, version := range []string{protocol.Version20260728, protocol.Version20251125, protocol.Version20241105} {
 		t.Run(version, func(t *testing.T) {
 			f := mustOpen(t, session.Options{ProtocolVersion: version})
-			ctx := context.Background()
+			ctx := testwait.Context(t)
 
 			res, err := f.s.CallTool(ctx, "echo", json.RawMessage(`{"text":"hello"}`), nil)
 			require.NoError(t, err)
@@ -240,14 +241,14 @@ func TestConcurrentCallsAreCorrelated(t *testing.T) {
 			for i := range 20 {
 				text := strings.Repeat("x", g) + ":" + string(rune('a'+i))
 				args, _ := json.Marshal(map[string]string{"text": text})
-				res, err := f.s.CallTool(context.Background(), "echo", args, nil)
+				res, err := f.s.CallTool(testwait.Context(t), "echo", args, nil)
 				if assert.NoError(t, err) {
 					assert.Equal(t, text, res.Content[0].Text, "each caller gets its own answer")
 				}
 			}
 		}()
 	}
-	wg.Wait()
+	testwait.Call(t, "every caller to get its answer", wg.Wait)
 	assert.Zero(t, f.s.InFlight())
 }
 
@@ -270,7 +271,7 @@ func TestHungCallEndsByItsDeadlineAndIsCancelled(t *testing.T) {
 	}, 2*time.Second, 10*time.Millisecond, "the server is told the call was abandoned")
 
 	// The session is still usable.
-	_, err = f.s.ListTools(context.Background())
+	_, err = f.s.ListTools(testwait.Context(t))
 	assert.NoError(t, err)
 }
 
@@ -285,7 +286,7 @@ func TestCancelledContext(t *testing.T) {
 
 func TestServerExitFailsPendingAndLaterCalls(t *testing.T) {
 	f := mustOpen(t, session.Options{}, "-exit-after", "1")
-	ctx := context.Background()
+	ctx := testwait.Context(t)
 	_, err := f.s.CallTool(ctx, "echo", json.RawMessage(`{"text":"1"}`), nil)
 	require.NoError(t, err)
 
@@ -300,7 +301,7 @@ func TestServerExitFailsPendingAndLaterCalls(t *testing.T) {
 
 	_, err = f.s.CallTool(ctx, "echo", nil, nil)
 	assert.ErrorIs(t, err, session.ErrConnectionClosed, "later calls fail at once")
-	<-f.s.Done()
+	testwait.Done(t, f.s.Done(), "the session to end")
 }
 
 func TestCloseFailsPendingCallsAtOnce(t *testing.T) {
@@ -308,7 +309,7 @@ func TestCloseFailsPendingCallsAtOnce(t *testing.T) {
 	errs := make(chan error, 5)
 	for range 5 {
 		go func() {
-			_, err := f.s.CallTool(context.Background(), "echo", nil, nil)
+			_, err := f.s.CallTool(testwait.Context(t), "echo", nil, nil)
 			errs <- err
 		}()
 	}
@@ -327,7 +328,7 @@ func TestCloseFailsPendingCallsAtOnce(t *testing.T) {
 func TestGarbageOnStdoutIsSkipped(t *testing.T) {
 	f := mustOpen(t, session.Options{}, "-garbage")
 	for range 40 { // a malformed frame before each answer: never many in a row
-		res, err := f.s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"ok"}`), nil)
+		res, err := f.s.CallTool(testwait.Context(t), "echo", json.RawMessage(`{"text":"ok"}`), nil)
 		require.NoError(t, err)
 		assert.Equal(t, "ok", res.Content[0].Text)
 	}
@@ -346,7 +347,7 @@ func TestOversizeAnswerFailsItsCallAtOnce(t *testing.T) {
 	require.ErrorAs(t, err, &tooBig, "the call fails with the frame error, not by its deadline")
 	assert.Equal(t, int64(1<<20), tooBig.Limit)
 	assert.Equal(t, int64(1), f.s.Stats().OversizeFrames)
-	assert.NoError(t, f.s.Ping(context.Background()), "the connection survives")
+	assert.NoError(t, f.s.Ping(testwait.Context(t)), "the connection survives")
 }
 
 // A server that answers nothing but malformed or oversize frames does not
@@ -367,7 +368,7 @@ func TestManyBadFramesInARowEndTheSession(t *testing.T) {
 
 func TestPaginationResourcesAndPrompts(t *testing.T) {
 	f := mustOpen(t, session.Options{}, "-tools", "25", "-page-size", "10", "-resources", "3", "-prompts", "2")
-	ctx := context.Background()
+	ctx := testwait.Context(t)
 	tools, err := f.s.ListTools(ctx)
 	require.NoError(t, err)
 	assert.Len(t, tools, 30)
@@ -400,7 +401,7 @@ func TestPaginationResourcesAndPrompts(t *testing.T) {
 func TestListRequestsCarryMetaAndCursor(t *testing.T) {
 	f := mustOpen(t, session.Options{}, "-tools", "25", "-page-size", "10")
 	require.Equal(t, protocol.Version20260728, f.s.ProtocolVersion())
-	tools, err := f.s.ListTools(context.Background())
+	tools, err := f.s.ListTools(testwait.Context(t))
 	require.NoError(t, err)
 	require.Len(t, tools, 30)
 	sent := f.conn.sentParams(protocol.MethodToolsList)
@@ -429,7 +430,7 @@ func TestListRequestsCarryMetaAndCursor(t *testing.T) {
 
 func TestServerWithoutOptionalFeaturesListsNothingForThem(t *testing.T) {
 	f := mustOpen(t, session.Options{})
-	resources, err := f.s.ListResources(context.Background())
+	resources, err := f.s.ListResources(testwait.Context(t))
 	require.NoError(t, err)
 	assert.Empty(t, resources)
 	assert.NotContains(t, f.conn.sent(), protocol.MethodResourcesList, "no request for an undeclared capability")

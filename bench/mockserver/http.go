@@ -97,6 +97,7 @@ type handler struct {
 	burst    int                     // guarded by mu: 503s still to send once armed
 	listens  map[*stream]protocol.ID // guarded by mu: open subscriptions/listen streams
 	ws       map[*wsConn]struct{}    // guarded by mu: open WebSockets
+	period   uint64                  // guarded by mu: up periods ended (resets), so a WebSocket upgraded in one that ended is cut
 	shut     bool                    // guarded by mu: shutdown was called
 }
 
@@ -274,6 +275,7 @@ func (h *handler) shutdown() {
 // (which the http.Server no longer tracks) close at once.
 func (h *handler) reset() {
 	h.mu.Lock()
+	h.period++
 	sessions := make([]*session, 0, len(h.sessions))
 	for _, sess := range h.sessions {
 		sessions = append(sessions, sess)

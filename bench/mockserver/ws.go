@@ -33,6 +33,7 @@ func (h *handler) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.conns.Add(1)
+	period := h.period
 	h.mu.Unlock()
 	defer h.conns.Done()
 	hj := &hijackRecorder{ResponseWriter: w}
@@ -61,6 +62,15 @@ func (h *handler) serveWS(w http.ResponseWriter, r *http.Request) {
 	h.s.hub.add(conn)
 	defer h.s.hub.remove(conn)
 	h.mu.Lock()
+	if h.period != period {
+		// The server went down between the upgrade and here: reset did
+		// not see this connection (nor did the http.Server, which does
+		// not track hijacked ones), and a restarted server would not
+		// have it.
+		h.mu.Unlock()
+		c.CloseNow()
+		return
+	}
 	h.ws[conn] = struct{}{}
 	h.mu.Unlock()
 	defer func() {

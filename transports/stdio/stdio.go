@@ -310,8 +310,37 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 	}
 	// A partial frame corrupts the stream, and EPIPE means the server no
 	// longer reads: either way this connection cannot carry another frame.
+	if errors.Is(err, syscall.EPIPE) {
+		if exit := c.exitOf(ctx); exit != nil {
+			c.werr = fmt.Errorf("writing to the server's stdin after %d of %d bytes: %v: %w", n, len(buf), err, exit)
+			return c.werr
+		}
+	}
 	c.werr = fmt.Errorf("%w: writing to the server's stdin after %d of %d bytes: %v", transports.ErrClosed, n, len(buf), err)
 	return c.werr
+}
+
+// exitOf waits briefly (exitDrainTimeout, or until ctx ends) for the
+// process to exit after a write found its stdin closed, and returns how
+// it ended (the *ProcessExitError the reader reports too), or nil while
+// it runs on.
+//
+// Why: a server that exits closes its stdin before the reader has seen
+// it exit, and a write in between (a request, or one the session sends
+// on its own, such as a re-list) fails with EPIPE first. Without the
+// wait, which of the two reported the end decided the error of the calls
+// in flight: "broken pipe" about one time in fifty, the exit otherwise.
+func (c *Conn) exitOf(ctx context.Context) error {
+	t := time.NewTimer(exitDrainTimeout)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return c.exitErr
+	case <-c.closing:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return nil
 }
 
 // tryWrite makes one write of buf to stdin that does not wait for the

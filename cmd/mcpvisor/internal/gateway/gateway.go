@@ -18,7 +18,9 @@
 // session is independent; its state is guarded by its own mutex. The
 // gateway's one event goroutine (Run) reads the Supervisor's event bus and
 // fans out notifications; it never blocks on a slow client (every outbox
-// is bounded and drops the oldest frame).
+// is bounded and drops the oldest frame). The bus subscription is taken
+// by New, before any client can connect, so no event published while a
+// client is connected is missed because Run had not subscribed yet.
 package gateway
 
 import (
@@ -171,6 +173,11 @@ type Gateway struct {
 	closed    chan struct{} // closed by Close: streams end
 	closeOnce sync.Once
 
+	// events is the bus subscription New takes; Run reads it.
+	// stopEvents ends it (Close, or Run returning).
+	events     <-chan mcpvisor.Event
+	stopEvents context.CancelFunc
+
 	inflight atomic.Int64  // downstream requests being served
 	idle     chan struct{} // signalled when inflight drops to zero
 	draining atomic.Bool   // set by Drain: new requests are refused
@@ -186,7 +193,15 @@ type Gateway struct {
 	inbox *mcpvisor.ChannelInbox
 }
 
-// New returns a gateway over b.
+// eventBuffer is how many bus events the gateway's subscription holds
+// while Run is busy (or not yet running); beyond it the bus drops events
+// and reports a gap, which the gateway answers with every list_changed.
+const eventBuffer = 4096
+
+// New returns a gateway over b. It subscribes to b's event bus at once:
+// every event published after New returns reaches Run, even one published
+// before Run starts (held in the subscription's buffer). Close (or Run
+// returning) ends the subscription.
 func New(b Backend, opts Options) *Gateway {
 	if opts.SessionIdle <= 0 {
 		opts.SessionIdle = time.Hour
@@ -228,6 +243,8 @@ func New(b Backend, opts Options) *Gateway {
 		started:  time.Now(),
 	}
 	g.metrics.init()
+	ctx, cancel := context.WithCancel(context.Background())
+	g.events, g.stopEvents = b.Subscribe(ctx, mcpvisor.BufferSize(eventBuffer)), cancel
 	g.dash = newDashboard(g, opts.Dashboard)
 	if src, ok := b.(ChannelSource); ok {
 		// Open now, before any client: messages pushed meanwhile wait.
@@ -236,15 +253,17 @@ func New(b Backend, opts Options) *Gateway {
 	return g
 }
 
-// Run reads the supervisor's event bus and fans its events out to the
-// downstream sessions (list_changed, log messages, resource updates,
-// channel messages) and to the metrics, until ctx ends or the bus closes.
-// List changes are coalesced for debounce.
+// Run reads the supervisor's event bus (from the moment New returned) and
+// fans its events out to the downstream sessions (list_changed, log
+// messages, resource updates, channel messages) and to the metrics, until
+// ctx ends, Close is called or the bus closes; then it ends the bus
+// subscription. List changes are coalesced for debounce. Call Run once.
 func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 	if debounce <= 0 {
 		debounce = 25 * time.Millisecond
 	}
-	events := g.b.Subscribe(ctx, mcpvisor.BufferSize(4096))
+	defer g.stopEvents()
+	events := g.events
 	pending := map[string]bool{} // list_changed notification methods due
 	var timer <-chan time.Time
 	expiry := time.NewTicker(time.Minute)
@@ -353,9 +372,11 @@ func (g *Gateway) end() {
 }
 
 // Close ends every session: GET and listen streams close, the stdio
-// session's requests are cancelled, the channel queue is dropped.
+// session's requests are cancelled, the channel queue is dropped. It
+// also ends the bus subscription, and with it Run.
 func (g *Gateway) Close() {
 	g.closeOnce.Do(func() { close(g.closed) })
+	g.stopEvents()
 	if g.inbox != nil {
 		g.inbox.Close()
 	}
