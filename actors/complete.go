@@ -3,7 +3,7 @@ package actors
 import (
 	"context"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 

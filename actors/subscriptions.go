@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
