@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"time"
 
-	mcpsession "github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/bench/peers/harness"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	mcpsession "github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/streamable"
 )
