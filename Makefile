@@ -39,7 +39,7 @@ CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-default
 	sep-2640-client-no-prefetch sep-2640-client-verify-digest sep-2640-client-verify-size \
 	sep-2640-client-verify-frontmatter $(addprefix auth/,$(CONFORMANCE_AUTH))
 
-.PHONY: all build run test test-go deps npm-deps os-deps browser-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
+.PHONY: all build run test test-go deps npm-deps os-deps browser-deps sandbox-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
 
 all: build
 
@@ -61,7 +61,7 @@ run: build
 # deps installs everything the tests use: Go modules of the main module and
 # of the nested test modules, and the npm packages (into $(NPM_DIR), which
 # git ignores).
-deps: npm-deps os-deps browser-deps
+deps: npm-deps os-deps browser-deps sandbox-deps
 	$(GO) mod download
 	cd testdata/gosdkserver && $(GO) mod download
 	cd testdata/mcpgoserver && $(GO) mod download
@@ -93,6 +93,17 @@ browser-deps:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
 		echo "installing chromium (apt)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+# sandbox-deps installs bubblewrap (bwrap), one of the two Linux sandbox
+# mechanisms the tests run (the other, Landlock, is the kernel's), through
+# apt where it is missing; as root, or with sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+sandbox-deps:
+	@if [ "$$(uname -s)" = Linux ] && ! command -v bwrap >/dev/null 2>&1; then \
+		if command -v apt-get >/dev/null 2>&1; then \
+			$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq bubblewrap; \
+		else echo "bwrap (bubblewrap) is missing and there is no apt-get: install it to run the sandbox tests"; exit 1; fi; \
+	fi
 
 $(EVERYTHING):
 	mkdir -p $(NPM_DIR)

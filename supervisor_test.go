@@ -96,11 +96,14 @@ func TestSetServersCanAwaitSettled(t *testing.T) {
 	require.NoError(t, err)
 	defer sup.Close(ctx)
 
+	// quick has 2 s to be ready: the first stdio server also waits for the
+	// process helper's start (a race-enabled binary here, a few hundred ms
+	// on a loaded machine).
 	res, err := sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{
 		"quick": {Config: mockserver.Command()},
-		"slow":  {Config: mockserver.Command("-init-delay", "3s")},
+		"slow":  {Config: mockserver.Command("-init-delay", "5s")},
 		"lazy":  {Config: mockserver.Command(), Lazy: true},
-	}, mcpvisor.AwaitSettled(300*time.Millisecond))
+	}, mcpvisor.AwaitSettled(2*time.Second))
 	require.NoError(t, err, "a wait that ends first is not an error")
 	assert.False(t, res.Settled)
 	assert.Equal(t, []string{"slow"}, res.Unsettled, "lazy servers wait for first use; only the slow one is still connecting")
@@ -108,7 +111,7 @@ func TestSetServersCanAwaitSettled(t *testing.T) {
 
 	res, err = sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{
 		"quick": {Config: mockserver.Command()},
-		"slow":  {Config: mockserver.Command("-init-delay", "3s")},
+		"slow":  {Config: mockserver.Command("-init-delay", "5s")},
 		"lazy":  {Config: mockserver.Command(), Lazy: true},
 	}, mcpvisor.AwaitSettled(0))
 	require.NoError(t, err)

@@ -52,7 +52,7 @@ func (a *serverActor) afterFailure(err error, lost bool) {
 		a.park(StateNeedsAuth, err)
 		a.announceNeedsAuth(err)
 		return
-	case FailureConfig, FailureProtocol:
+	case FailureConfig, FailureProtocol, FailureSandbox:
 		a.park(StateFailed, err)
 		return
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/httpclient"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"
 )
 
 // Errors of the supervision core. The root package re-exports them.
@@ -134,10 +135,19 @@ type System struct {
 	subMu         sync.Mutex
 	unsubscribers map[*subscriber]func() bool // guarded by subMu
 
+	// probes counts the liveness watcher's probes in flight (liveness.go);
+	// watching is closed when the watcher has returned.
+	probes   sync.WaitGroup
+	watching chan struct{}
+
 	closed    chan struct{} // closed when Close starts
 	closeOnce sync.Once
 	closeErr  error
 	closeDone chan struct{}
+
+	// releaseHelper lets the process helper (package reaper) stop once
+	// the supervisor is closed and its servers are gone.
+	releaseHelper func()
 }
 
 // Start starts the supervision core with no servers.
@@ -159,6 +169,8 @@ func Start(opts Options) (*System, error) {
 		unsubscribers: map[*subscriber]func() bool{},
 		closed:        make(chan struct{}),
 		closeDone:     make(chan struct{}),
+		// The helper, once started, outlives the restarts of servers.
+		releaseHelper: reaper.Hold(),
 	}
 	s.pool.Store(buildPool(nil, opts.Builtins, opts.MaxDescriptionLength, nil))
 	s.handles.Store(&[]*serverHandle{})
@@ -183,9 +195,15 @@ func Start(opts Options) (*System, error) {
 	if err != nil {
 		s.actors.Shutdown()
 		s.opts.dispatch.stop()
+		s.releaseHelper()
 		return nil, fmt.Errorf("mcpvisor: starting the registry: %w", err)
 	}
 	s.registry = pid
+	s.watching = make(chan struct{})
+	go func() {
+		defer close(s.watching)
+		s.watchLiveness(livenessTick(opts.Reconnect), &s.probes)
+	}()
 	return s, nil
 }
 
@@ -764,10 +782,13 @@ func (s *System) Close(ctx context.Context) error {
 		go func() {
 			s.opts.host.close() // pollers and channel inboxes first
 			<-done
+			<-s.watching // the watcher ends with closed; its probes with the sessions
+			s.probes.Wait()
 			s.actors.Root.StopFuture(s.registry).Wait()
 			s.actors.Shutdown()
 			s.opts.dispatch.stop()
 			s.opts.sharedHTTP.CloseIdleConnections()
+			s.releaseHelper() // the last hold stops it, and what is left below it
 			close(s.closeDone)
 		}()
 	})

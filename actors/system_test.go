@@ -18,10 +18,12 @@ import (
 	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
 )
 
 func TestMain(m *testing.M) {
+	reaper.HelperMain()
 	if mockserver.IsRequested() {
 		os.Exit(mockserver.Main(os.Args[1:]))
 	}

@@ -42,6 +42,7 @@ func (a *serverActor) dialConfig() dialConfig {
 			CloseStdinTimeout: a.opts.CloseStdinTimeout,
 			TerminateTimeout:  a.opts.TerminateTimeout,
 			Logger:            a.log,
+			Sandbox:           a.opts.Sandbox,
 		},
 		streamable: streamable.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
 		sse:        sse.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},

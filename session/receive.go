@@ -26,6 +26,7 @@ func (s *Session) Frame(data []byte) {
 	if s.badInARow.Load() != 0 {
 		s.badInARow.Store(0)
 	}
+	s.framesIn.Add(1)
 	switch m.Kind {
 	case protocol.KindResponse:
 		s.complete(m)
@@ -33,6 +34,7 @@ func (s *Session) Frame(data []byte) {
 		s.notification(m)
 	case protocol.KindRequest:
 		s.bg.Add(1)
+		s.serving.Add(1)
 		go s.serveRequest(m)
 	}
 }
@@ -198,6 +200,7 @@ func (s *Session) Closed(err error) {
 // serveRequest answers a server-to-client request.
 func (s *Session) serveRequest(m *protocol.Message) {
 	defer s.bg.Done()
+	defer s.serving.Add(-1)
 	<-s.attached
 	timeout := s.opts.RequestTimeout
 	if timeout <= 0 {

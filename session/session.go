@@ -152,9 +152,15 @@ type Session struct {
 
 	mu      sync.Mutex
 	pending map[int64]*call // guarded by mu
-	err     error           // guarded by mu; non-nil once the session ended
-	hints   CacheHints      // guarded by mu; see hints.go
-	done    chan struct{}   // closed when err is set
+	// calls recycles this session's finished calls (*call). It is the
+	// session's own, not the process's: a call's channel is made by a
+	// goroutine of the session's owner, so that a session inside a
+	// testing/synctest bubble never waits on a channel made outside it
+	// (which the bubble cannot see as durably blocked).
+	calls sync.Pool
+	err   error         // guarded by mu; non-nil once the session ended
+	hints CacheHints    // guarded by mu; see hints.go
+	done  chan struct{} // closed when err is set
 
 	bg sync.WaitGroup // cancellation notices and request handlers in flight
 
@@ -179,6 +185,12 @@ type Session struct {
 	acks      atomic.Int64 // subscriptions/listen acknowledgements received
 	listening atomic.Int64 // subscriptions/listen requests open
 
+	// Liveness counters (see Liveness): frames decoded from the server,
+	// calls that timed out, server requests being answered.
+	framesIn atomic.Uint64
+	timedOut atomic.Uint64
+	serving  atomic.Int64
+
 	// Streams of OpenListen (see listen.go), all guarded by mu.
 	listens  map[int64]*ListenStream // open streams, by subscription id
 	retired  map[int64]struct{}      // muted streams that have ended, whose late notifications are still dropped
@@ -198,7 +210,13 @@ type reply struct {
 	err    error
 }
 
-var callPool = sync.Pool{New: func() any { return &call{ch: make(chan reply, 1)} }}
+// newCall returns a recycled call of the session, or a new one.
+func (s *Session) newCall() *call {
+	if c, ok := s.calls.Get().(*call); ok {
+		return c
+	}
+	return &call{ch: make(chan reply, 1)}
+}
 
 // Open dials the transport, negotiates the protocol era and returns a
 // ready session. ctx bounds the whole negotiation. On failure the
@@ -272,6 +290,28 @@ func (s *Session) setTransportVersion(version string) {
 	if vs, ok := s.conn.(transports.VersionSetter); ok {
 		vs.SetProtocolVersion(version)
 	}
+}
+
+// Liveness is what the session saw of the server, for noticing one that
+// stopped answering: counters that only grow, read together.
+type Liveness struct {
+	// Frames counts the frames from the server that decoded (answers,
+	// notifications, requests): any of them shows it alive.
+	Frames uint64
+	// TimedOut counts the calls whose deadline passed before their
+	// answer (sent or not: a write blocked by a server that does not
+	// read counts too).
+	TimedOut uint64
+	// Owed is the number of calls waiting for an answer (InFlight).
+	Owed int
+	// Serving is the number of the server's own requests the host is
+	// answering: meanwhile the server may be waiting for us.
+	Serving int64
+}
+
+// Liveness returns the session's liveness counters.
+func (s *Session) Liveness() Liveness {
+	return Liveness{Frames: s.framesIn.Load(), TimedOut: s.timedOut.Load(), Owed: s.InFlight(), Serving: s.serving.Load()}
 }
 
 // Stats returns counts of what the session skipped.
@@ -376,12 +416,12 @@ func (s *Session) roundTripID(ctx context.Context, id int64, method string, para
 	if err != nil {
 		return nil, err
 	}
-	c := callPool.Get().(*call)
+	c := s.newCall()
 	s.mu.Lock()
 	if s.err != nil {
 		err := s.err
 		s.mu.Unlock()
-		callPool.Put(c)
+		s.calls.Put(c)
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
 	s.pending[id] = c
@@ -391,7 +431,7 @@ func (s *Session) roundTripID(ctx context.Context, id int64, method string, para
 		if !s.forget(id) {
 			<-c.ch // completed concurrently (the session ended); drain before reuse
 		}
-		callPool.Put(c)
+		s.calls.Put(c)
 		if errors.Is(err, transports.ErrClosed) {
 			s.fail(fmt.Errorf("%w: %w", ErrConnectionClosed, err))
 			return nil, fmt.Errorf("%s: %w", method, s.Err())
@@ -410,7 +450,7 @@ func (s *Session) roundTripID(ctx context.Context, id int64, method string, para
 	}
 	select {
 	case r := <-c.ch:
-		callPool.Put(c)
+		s.calls.Put(c)
 		if r.err != nil {
 			return nil, fmt.Errorf("%s: %w", method, r.err)
 		}
@@ -418,26 +458,26 @@ func (s *Session) roundTripID(ctx context.Context, id int64, method string, para
 	case <-answerTimeout:
 		if !s.forget(id) {
 			r := <-c.ch // the answer raced the timer and won: use it
-			callPool.Put(c)
+			s.calls.Put(c)
 			if r.err != nil {
 				return nil, fmt.Errorf("%s: %w", method, r.err)
 			}
 			return r.result, nil
 		}
-		callPool.Put(c)
+		s.calls.Put(c)
 		s.notifyCancelled(id, true)
 		return nil, &TimeoutError{Method: method, After: time.Since(start), Sent: true}
 	case <-ctx.Done():
 		if !s.forget(id) {
 			// The answer raced the deadline and won: use it.
 			r := <-c.ch
-			callPool.Put(c)
+			s.calls.Put(c)
 			if r.err != nil {
 				return nil, fmt.Errorf("%s: %w", method, r.err)
 			}
 			return r.result, nil
 		}
-		callPool.Put(c)
+		s.calls.Put(c)
 		s.notifyCancelled(id, errors.Is(ctx.Err(), context.DeadlineExceeded))
 		return nil, s.ctxError(ctx, method, start, true)
 	}
@@ -456,6 +496,7 @@ func (s *Session) forget(id int64) bool {
 
 func (s *Session) ctxError(ctx context.Context, method string, start time.Time, sent bool) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		s.timedOut.Add(1)
 		return &TimeoutError{Method: method, After: time.Since(start), Sent: sent}
 	}
 	return fmt.Errorf("%s: %w", method, context.Cause(ctx))

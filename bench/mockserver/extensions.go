@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -22,6 +23,8 @@ type extState struct {
 	subscribed map[string]bool // resources/subscribe'd URIs
 	version    map[string]int  // per URI, bumped by touch
 	cancelled  int             // notifications/cancelled received
+	// startPushed is set once the ChannelAtStart messages are out.
+	startPushed atomic.Bool
 }
 
 func (s *server) extCapabilities(c *protocol.ServerCapabilities) {
@@ -80,6 +83,18 @@ func (s *server) extNotification(m *protocol.Message) {
 		}
 		_ = json.Unmarshal(m.Params, &p)
 		s.channelMessage("verdict "+p.RequestID+" "+p.Behavior, map[string]string{"kind": "verdict", "request_id": p.RequestID, "behavior": p.Behavior})
+	}
+}
+
+// channelAtStart pushes Options.ChannelAtStart channel messages, once,
+// after the first tools/list has been answered.
+func (s *server) channelAtStart(out output) {
+	if !s.o.Channel || s.o.ChannelAtStart <= 0 || !s.ext.startPushed.CompareAndSwap(false, true) {
+		return
+	}
+	flushHeld(out) // the answer to tools/list goes first
+	for i := 1; i <= s.o.ChannelAtStart; i++ {
+		s.channelMessage("start"+strconv.Itoa(i), map[string]string{"i": strconv.Itoa(i)})
 	}
 }
 

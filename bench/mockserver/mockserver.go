@@ -68,6 +68,15 @@ type Options struct {
 	IgnoreSIGTERM bool  // ignore SIGTERM and stdin EOF: only SIGKILL ends it
 	Grandchild    bool  // start a sleeping child process in the same group
 	Silent        bool  // answer nothing at all (a hung server)
+	// MuteOnCall makes the server go silent on receiving tools/call
+	// number MuteOnCall (from 1): it keeps reading, and answers nothing
+	// more, not even ping (a server deadlocked after its handshake).
+	MuteOnCall int
+	// StallOnCall makes the server stop reading its input on receiving
+	// tools/call number StallOnCall (from 1), for good: over stdio the
+	// pipe fills and writes to it block (a server blocked on its own
+	// upstream). Over HTTP that request never ends.
+	StallOnCall int
 	// NotifyTool adds the tool "notify" {method, params}: it sends that
 	// notification to every connection (not to subscriptions/listen
 	// streams), then answers.
@@ -100,6 +109,11 @@ type Options struct {
 	// adds the tools progress {steps, ms} and cancelled. Channel and
 	// Progress: connection transports (stdio, WebSocket) only.
 	Channel, Subscribe, Progress bool
+	// ChannelAtStart, with Channel, pushes this many channel messages
+	// (content start<i>, meta {i}) right after answering the first
+	// tools/list, the end of a client's connect: messages a server sends
+	// on its own, before anyone asked or waits.
+	ChannelAtStart int
 
 	// CrashMidResponse makes every tools/call crash the server (code 5)
 	// while it answers: after Latency, it writes the first half of the
@@ -293,6 +307,8 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and stdin EOF: only SIGKILL ends it")
 	fs.BoolVar(&o.Grandchild, "grandchild", false, "start a sleeping child process in the same process group")
 	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
+	fs.IntVar(&o.MuteOnCall, "mute-on-call", 0, "on receiving tools/call number `N`, go silent: read everything, answer nothing (not even ping)")
+	fs.IntVar(&o.StallOnCall, "stall-on-call", 0, "on receiving tools/call number `N`, stop reading input for good (stdio: the pipe fills)")
 	fs.BoolVar(&o.Conformance, "conformance", false, "also serve the conformance suite's server fixtures (test_* tools, test:// resources, prompts)")
 	fs.DurationVar(&o.CacheTTL, "cache-ttl", 0, "ttlMs of the discover, list and resources/read results of 2026-07-28 (default 1m; negative: 0)")
 	fs.StringVar(&o.CacheScope, "cache-scope", "", "cacheScope of those results: public (default) or private")
@@ -316,6 +332,7 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 		return nil
 	})
 	fs.BoolVar(&o.Channel, "channel", false, "stdio, ws: be a claude/channel server with the tool channel_burst {n, prefix}; echo permission requests and verdicts as channel messages")
+	fs.IntVar(&o.ChannelAtStart, "channel-at-start", 0, "with -channel: push `N` channel messages (content start<i>) right after answering the first tools/list")
 	fs.BoolVar(&o.Subscribe, "subscribe", false, "serve resources/subscribe, agree to mock:// URIs in subscriptions/listen resourceSubscriptions (2026-07-28), and add the tool touch {uri}, which sends resources/updated when uri is subscribed")
 	fs.BoolVar(&o.Progress, "progress", false, "stdio, ws: add the tools progress {steps, ms} (progress notifications) and cancelled (notifications/cancelled received)")
 	fs.BoolVar(&o.CrashMidResponse, "crash-mid-response", false,
@@ -533,6 +550,7 @@ type server struct {
 	tasks   taskState      // the tasks extension's tasks (conformance fixtures)
 	asked   askedState     // requests this server sent its client
 	calls   atomic.Int64   // tools/call received, for ExitAfter
+	muted   atomic.Bool    // MuteOnCall reached: nothing is answered
 	payload string         // echo's answer with Options.Payload
 	wg      sync.WaitGroup // calls answered after a latency
 }
@@ -631,7 +649,7 @@ func (s *server) handle(ctx context.Context, p *peer, line []byte, out output) (
 		s.replyError(out, protocol.ID{}, protocol.NewError(protocol.CodeParseError, "%v", err))
 		return 0, false
 	}
-	if s.o.Silent || m.Kind != protocol.KindRequest {
+	if s.o.Silent || s.muted.Load() || m.Kind != protocol.KindRequest {
 		p.note(m)
 		if m.Kind == protocol.KindNotification {
 			s.extNotification(m)
@@ -686,8 +704,21 @@ func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, mod
 		s.tmu.Unlock()
 		page, next := paginate(tools, cursorOf(m.Params), s.o.PageSize)
 		s.reply(out, m.ID, s.cacheable(m, protocol.ListToolsResult{Tools: page, NextCursor: next}))
+		s.channelAtStart(out)
 	case protocol.MethodToolsCall:
 		n := s.calls.Add(1)
+		if s.o.MuteOnCall > 0 && n >= int64(s.o.MuteOnCall) {
+			s.muted.Store(true)
+			fmt.Fprintf(os.Stderr, "mockserver: silent from tools/call %d on, as configured\n", n)
+			return 0, false
+		}
+		if s.o.StallOnCall > 0 && n >= int64(s.o.StallOnCall) {
+			flushHeld(out)
+			fmt.Fprintf(os.Stderr, "mockserver: no longer reading input from tools/call %d on, as configured\n", n)
+			for { // this goroutine reads the input: nothing is read again
+				time.Sleep(time.Hour) // (a sleep, not select{}: the runtime would call that a deadlock)
+			}
+		}
 		if s.o.ExitAfter > 0 && n > int64(s.o.ExitAfter) {
 			fmt.Fprintf(os.Stderr, "mockserver: exiting after %d calls as configured\n", s.o.ExitAfter)
 			return exitAfterCalls, true

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 )
 
@@ -36,6 +37,7 @@ var binPath string
 var sharedStateDir string
 
 func TestMain(m *testing.M) {
+	mcpvisor.HelperMain()
 	dir, err := os.MkdirTemp("", "mcpvisor-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -356,10 +358,13 @@ func TestListTimeout(t *testing.T) {
 	t.Parallel()
 	cfg := writeConfig(t, map[string]any{
 		"quick":    mock(binPath),
-		"sluggish": mock(binPath, "-init-delay", "3s"),
+		"sluggish": mock(binPath, "-init-delay", "20s"),
 	})
 	start := time.Now()
-	r := cli(t, "list", "--json", "--timeout", "300ms", "--config", cfg)
+	// quick has 3 s to be ready: it starts through the process helper,
+	// whose start (a race-enabled binary here) takes a few hundred ms on a
+	// loaded machine.
+	r := cli(t, "list", "--json", "--timeout", "3s", "--config", cfg)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "servers still connecting when the timeout passed")
 	out := decodeList(t, r.stdout)
@@ -930,7 +935,6 @@ func TestSuperviseDrain(t *testing.T) {
 	}
 }
 
-// mcpPostNoFail posts one message and returns the body, or the error's text.
 // statelessToolCall calls tool through the gateway at base as a
 // 2026-07-28 client does (_meta and the standard headers), without
 // failing the test: the body is returned, or the error's text.
@@ -939,6 +943,8 @@ func statelessToolCall(base string, id int, tool, args string) string {
 	return mcpPostNoFail(base, body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", tool)
 }
 
+// mcpPostNoFail posts one message with the given header pairs and returns
+// the body, or the error's text.
 func mcpPostNoFail(base, body string, headers ...string) string {
 	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
 	if err != nil {
@@ -949,11 +955,14 @@ func mcpPostNoFail(base, body string, headers ...string) string {
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
 		return err.Error()
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return string(b) + err.Error()
+	}
 	return string(b)
 }

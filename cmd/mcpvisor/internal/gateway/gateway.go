@@ -139,6 +139,10 @@ type Options struct {
 	// Dashboard configures the dashboard served at / of the HTTP
 	// listener (dashboard.go; docs/dashboard.md).
 	Dashboard DashboardOptions
+	// ChannelQueue bounds the channel messages kept per server for
+	// wait_for_channel_message (default 1,000; the oldest is dropped and
+	// counted). See ChannelSource.
+	ChannelQueue int
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -151,13 +155,15 @@ type Gateway struct {
 	mu         sync.Mutex
 	sessions   map[string]*session        // HTTP sessions by id, and the stdio session; guarded by mu
 	listens    map[*listener]struct{}     // open subscriptions/listen requests; guarded by mu
-	waiters    map[*waiter]struct{}       // wait_for_channel_message calls; guarded by mu
 	calls      map[*call]struct{}         // tools/call, prompts/get, resources/read in flight; guarded by mu
 	callSeq    uint64                     // numbers calls, newest highest; guarded by mu
 	pending    map[string]*pendingRequest // requests sent downstream, by id; guarded by mu
 	parked     map[string]*parkedRound    // input rounds waiting for a retry, by requestState; guarded by mu
 	inputCalls atomic.Int64               // stateless clients' calls that may need input, running (see mrtr.go)
 	reqSeq     atomic.Uint64              // numbers the requests sent downstream
+	// waits holds the wait_for_channel_message calls, one per session;
+	// guarded by mu.
+	waits map[*session]context.CancelCauseFunc
 
 	subMu   sync.Mutex         // serializes upstream (un)subscriptions
 	subRefs map[string]*subRef // upstream resource subscriptions by URI; guarded by subMu
@@ -174,6 +180,10 @@ type Gateway struct {
 	index   atomic.Pointer[nameIndex]
 	started time.Time
 	dash    *dashboard // the dashboard at / (dashboard.go)
+	// inbox queues the servers' channel messages for
+	// wait_for_channel_message (nil without a ChannelSource); it closes
+	// with Close.
+	inbox *mcpvisor.ChannelInbox
 }
 
 // New returns a gateway over b.
@@ -199,13 +209,16 @@ func New(b Backend, opts Options) *Gateway {
 	if opts.InputWait <= 0 {
 		opts.InputWait = defaultInputWait
 	}
+	if opts.ChannelQueue <= 0 {
+		opts.ChannelQueue = mcpvisor.DefaultChannelCapacity
+	}
 	g := &Gateway{
 		b:        b,
 		opts:     opts,
 		log:      opts.Logger,
 		sessions: map[string]*session{},
 		listens:  map[*listener]struct{}{},
-		waiters:  map[*waiter]struct{}{},
+		waits:    map[*session]context.CancelCauseFunc{},
 		calls:    map[*call]struct{}{},
 		pending:  map[string]*pendingRequest{},
 		parked:   map[string]*parkedRound{},
@@ -216,6 +229,10 @@ func New(b Backend, opts Options) *Gateway {
 	}
 	g.metrics.init()
 	g.dash = newDashboard(g, opts.Dashboard)
+	if src, ok := b.(ChannelSource); ok {
+		// Open now, before any client: messages pushed meanwhile wait.
+		g.inbox = src.OpenChannelInbox(context.Background(), mcpvisor.ChannelInboxOptions{Capacity: opts.ChannelQueue})
+	}
 	return g
 }
 
@@ -302,12 +319,7 @@ func (g *Gateway) Drain(ctx context.Context) bool {
 	for _, l := range g.listenersSnapshot() {
 		l.stop()
 	}
-	g.mu.Lock()
-	for w := range g.waiters {
-		close(w.cancel)
-		delete(g.waiters, w)
-	}
-	g.mu.Unlock()
+	g.endWaits()
 	for {
 		if g.inflight.Load() == 0 {
 			return true
@@ -341,9 +353,12 @@ func (g *Gateway) end() {
 }
 
 // Close ends every session: GET and listen streams close, the stdio
-// session's requests are cancelled.
+// session's requests are cancelled, the channel queue is dropped.
 func (g *Gateway) Close() {
 	g.closeOnce.Do(func() { close(g.closed) })
+	if g.inbox != nil {
+		g.inbox.Close()
+	}
 	g.mu.Lock()
 	sessions := make([]*session, 0, len(g.sessions))
 	for id, s := range g.sessions {
