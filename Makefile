@@ -182,7 +182,7 @@ TIMEOUT_LONG   := 5m
 TIMEOUT_MEDIUM := 2m
 TIMEOUT_SHORT  := 1m
 PKGS_LONG   := ./actors
-PKGS_MEDIUM := . ./actors/session ./bench/mockserver ./cmd/mcpvisor ./cmd/mcpvisor/internal/gateway ./transports/stdio
+PKGS_MEDIUM := . ./session ./bench/mockserver ./cmd/mcpvisor ./cmd/mcpvisor/internal/gateway ./transports/stdio
 MODULE      := github.com/mcpvisor/mcpvisor
 PKGS_SHORT   = $(filter-out $(patsubst .%,$(MODULE)%,$(PKGS_LONG) $(PKGS_MEDIUM)),$(shell $(GO) list ./...))
 
@@ -205,7 +205,7 @@ test-go:
 FLAKE_COUNT ?= 20
 FLAKE_MODES ?= race,cover,shuffle
 FLAKE_PKG   ?=
-FLAKE_BUDGETS = mcpvisor/actors$$=$(TIMEOUT_LONG),(mcpvisor|/actors/session|/bench/mockserver|/cmd/mcpvisor|/gateway|/transports/stdio|/bench/peers|/gosdkclient)$$=$(TIMEOUT_MEDIUM)
+FLAKE_BUDGETS = mcpvisor/actors$$=$(TIMEOUT_LONG),(mcpvisor|/session|/bench/mockserver|/cmd/mcpvisor|/gateway|/transports/stdio|/bench/peers|/gosdkclient)$$=$(TIMEOUT_MEDIUM)
 flake: deps
 	$(TEST_ENV) $(GO) run ./internal/flakerun -count $(FLAKE_COUNT) -modes $(FLAKE_MODES) -pkg '$(FLAKE_PKG)' \
 		-budget $(TIMEOUT_SHORT) -budgets '$(FLAKE_BUDGETS)' -logs $(DEPS)/flake

@@ -29,8 +29,8 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/actors"
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 

@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"os/exec"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
@@ -417,7 +417,7 @@ func TestServerEverythingProgressAndCancellation(t *testing.T) {
 // own go.mod, into a directory removed when t ends.
 func buildGoSDKServer(t *testing.T) string {
 	t.Helper()
-	src, err := filepath.Abs(filepath.Join("..", "..", "testdata", "gosdkserver"))
+	src, err := filepath.Abs(filepath.Join("..", "testdata", "gosdkserver"))
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "gosdkserver")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
