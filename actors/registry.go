@@ -8,6 +8,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+
+	"github.com/mcpvisor/mcpvisor/actors/admission"
 )
 
 // SetResult says what SetServers did. Every name given to SetServers, and
@@ -33,30 +35,19 @@ type SetResult struct {
 	Unsettled []string `json:"unsettled,omitempty"`
 }
 
-// admissionClass separates local servers (which compete for this
-// machine's CPU when they start) from remote ones.
-type admissionClass int
-
-const (
-	classLocal admissionClass = iota
-	classRemote
-	numClasses
-)
-
-func (c admissionClass) String() string { return [...]string{"local", "remote"}[c] }
-
-func classOf(cfg ServerConfig) admissionClass {
+// classOf is the admission class of a server.
+func classOf(cfg ServerConfig) admission.Class {
 	if cfg.IsLocal() {
-		return classLocal
+		return admission.Local
 	}
-	return classRemote
+	return admission.Remote
 }
 
 // serverEntry is the registry's record of one configured server.
 type serverEntry struct {
 	cfg   ServerConfig
 	h     *serverHandle
-	class admissionClass
+	class admission.Class
 	view  *serverView // the latest view the registry processed
 	dead  bool        // its actor was stopped by supervision (crash loop)
 	off   bool        // toggled off by the host: out of the pool, calls refused
@@ -86,13 +77,7 @@ type registry struct {
 	removing map[*serverHandle]*serverEntry // removed servers still shutting down
 	childSeq int                            // makes child actor names unique
 
-	limits   [numClasses]int
-	queue    [numClasses][]string // servers waiting for a connect slot, FIFO
-	queued   map[string]bool
-	inflight map[string]uint64 // server → ticket of its admitted connect
-	running  [numClasses]int
-	peak     [numClasses]int
-	tickets  uint64
+	admission *admission.Scheduler // who may connect next
 
 	// The pool is rebuilt once per burst of changes: a change marks it
 	// dirty and queues a flushPool message, and the flush stores the new
@@ -115,17 +100,14 @@ type registry struct {
 
 func newRegistry(sys *System) *registry {
 	r := &registry{
-		sys:      sys,
-		opts:     sys.opts,
-		log:      sys.log,
-		servers:  map[string]*serverEntry{},
-		removing: map[*serverHandle]*serverEntry{},
-		queued:   map[string]bool{},
-		inflight: map[string]uint64{},
-		bus:      newBus(sys.opts.EventBuffer),
+		sys:       sys,
+		opts:      sys.opts,
+		log:       sys.log,
+		servers:   map[string]*serverEntry{},
+		removing:  map[*serverHandle]*serverEntry{},
+		admission: admission.New(sys.opts.LocalConnectLimit, sys.opts.RemoteConnectLimit),
+		bus:       newBus(sys.opts.EventBuffer),
 	}
-	r.limits[classLocal] = sys.opts.LocalConnectLimit
-	r.limits[classRemote] = sys.opts.RemoteConnectLimit
 	return r
 }
 
@@ -276,7 +258,7 @@ func (r *registry) add(ctx actor.Context, name string, cfg ServerConfig) {
 // loop) with a fresh actor; what the dead one left running finishes on
 // its own.
 func (r *registry) respawn(ctx actor.Context, name string, e *serverEntry, cfg ServerConfig) {
-	r.dequeue(name, e)
+	r.dequeue(name)
 	delete(r.servers, name)
 	r.add(ctx, name, cfg)
 }
@@ -303,7 +285,7 @@ func (r *registry) change(name string, e *serverEntry, cfg ServerConfig) bool {
 		}
 		return false
 	}
-	r.dequeue(name, e)
+	r.dequeue(name)
 	e.cfg, e.class, e.unconfirmed, e.used = cfg, classOf(cfg), true, false
 	r.sys.actors.Root.Send(e.h.pid, reconfigure{cfg: cfg})
 	if e.eager() {
@@ -313,7 +295,7 @@ func (r *registry) change(name string, e *serverEntry, cfg ServerConfig) bool {
 }
 
 func (r *registry) remove(ctx actor.Context, name string, e *serverEntry) {
-	r.dequeue(name, e)
+	r.dequeue(name)
 	delete(r.servers, name)
 	r.removing[e.h] = e
 	r.markPoolDirty() // its tools leave the pool now, not when it has stopped
@@ -338,32 +320,12 @@ type serverGone struct {
 
 // enqueue puts a server in line for a connect slot (once).
 func (r *registry) enqueue(name string, e *serverEntry) {
-	if r.queued[name] {
-		return
-	}
-	if _, running := r.inflight[name]; running {
-		return
-	}
-	r.queued[name] = true
-	r.queue[e.class] = append(r.queue[e.class], name)
+	r.admission.Enqueue(name, e.class)
 }
 
 // dequeue takes a server out of line and frees its slot, if it had one.
-func (r *registry) dequeue(name string, e *serverEntry) {
-	if r.queued[name] {
-		delete(r.queued, name)
-		q := r.queue[e.class]
-		for i, n := range q {
-			if n == name {
-				r.queue[e.class] = append(q[:i:i], q[i+1:]...)
-				break
-			}
-		}
-	}
-	if _, ok := r.inflight[name]; ok {
-		delete(r.inflight, name)
-		r.running[e.class]--
-	}
+func (r *registry) dequeue(name string) {
+	r.admission.Remove(name)
 }
 
 // serverChanged processes a server's new view: admission bookkeeping,
@@ -382,9 +344,8 @@ func (r *registry) serverChanged(m serverChanged) {
 	if e.unconfirmed && reflect.DeepEqual(v.cfg, e.cfg) {
 		e.unconfirmed = false
 	}
-	if ticket, ok := r.inflight[m.name]; ok && v.admitted == ticket && v.state != StateConnecting {
-		delete(r.inflight, m.name)
-		r.running[e.class]--
+	if v.state != StateConnecting {
+		r.admission.Settled(m.name, v.admitted)
 	}
 	if v.state == StatePending && e.eager() {
 		// A server back in pending (its actor restarted after a crash, or
@@ -594,18 +555,12 @@ func sameSlice[T any](a, b []T) bool {
 // pump admits queued servers while their class has free slots. A slot
 // frees as soon as one connect settles, not when a batch does.
 func (r *registry) pump() {
-	for c := range numClasses {
-		for r.running[c] < r.limits[c] && len(r.queue[c]) > 0 {
-			name := r.queue[c][0]
-			r.queue[c] = r.queue[c][1:]
-			delete(r.queued, name)
-			e := r.servers[name]
-			r.tickets++
-			r.inflight[name] = r.tickets
-			r.running[c]++
-			r.peak[c] = max(r.peak[c], r.running[c])
-			r.sys.actors.Root.Send(e.h.pid, connectNow{ticket: r.tickets})
+	for {
+		name, ticket, ok := r.admission.Next()
+		if !ok {
+			return
 		}
+		r.sys.actors.Root.Send(r.servers[name].h.pid, connectNow{ticket: ticket})
 	}
 }
 
@@ -682,11 +637,8 @@ func (r *registry) checkSettled() {
 		// admitted for a connect, or not yet past a config change, is not
 		// settled whatever its view says.
 		v := e.view
-		if v == nil || e.unconfirmed || r.queued[name] || v.state == StateConnecting || v.loadingCache ||
+		if v == nil || e.unconfirmed || r.admission.Waiting(name) || v.state == StateConnecting || v.loadingCache ||
 			(v.state == StatePending && e.eager()) {
-			return
-		}
-		if _, admitted := r.inflight[name]; admitted {
 			return
 		}
 	}
@@ -803,9 +755,6 @@ type statsQuery struct {
 }
 
 func (r *registry) stats() AdmissionStats {
-	var s AdmissionStats
-	for c := range numClasses {
-		s.Limit[c], s.Running[c], s.Peak[c], s.Queued[c] = r.limits[c], r.running[c], r.peak[c], len(r.queue[c])
-	}
-	return s
+	st := r.admission.Stats()
+	return AdmissionStats{Limit: st.Limit, Running: st.Running, Peak: st.Peak, Queued: st.Queued}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/actors/admission"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
 )
@@ -260,7 +261,7 @@ func connectStdio(b *testing.B, n, pool int) {
 	}
 	stats, err := s.AdmissionStats(ctx)
 	require.NoError(b, err)
-	require.LessOrEqual(b, stats.Peak[classLocal], pool)
+	require.LessOrEqual(b, stats.Peak[admission.Local], pool)
 
 	pids := serverPids(s)
 	require.NoError(b, s.Close(ctx))

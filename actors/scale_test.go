@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/actors/admission"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -27,7 +28,7 @@ import (
 
 // scaleLimits are the scheduler's limits in the test: small, so that
 // almost every connect waits for a slot.
-var scaleLimits = [numClasses]int{classLocal: 4, classRemote: 8}
+var scaleLimits = [admission.NumClasses]int{admission.Local: 4, admission.Remote: 8}
 
 // scaleKind is one kind of server of the test, and what it must end up
 // as.
@@ -105,7 +106,7 @@ func TestTwoHundredMixedServersAllSettle(t *testing.T) {
 	require.Len(t, servers, 200)
 
 	opts := testOptions
-	opts.LocalConnectLimit, opts.RemoteConnectLimit = scaleLimits[classLocal], scaleLimits[classRemote]
+	opts.LocalConnectLimit, opts.RemoteConnectLimit = scaleLimits[admission.Local], scaleLimits[admission.Remote]
 	// A failing server is tried twice more, about 10 then 20 ms later, then
 	// parked: its retries go through the scheduler like any connect.
 	opts.Reconnect = ReconnectPolicy{MaxAttempts: 2, InitialDelay: Duration(10 * time.Millisecond), MaxDelay: Duration(50 * time.Millisecond)}
@@ -136,10 +137,10 @@ func TestTwoHundredMixedServersAllSettle(t *testing.T) {
 	stats, err := s.AdmissionStats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, scaleLimits[:], stats.Limit[:])
-	assert.Equal(t, scaleLimits[classLocal], stats.Peak[classLocal], "never more local connects at once than the limit, and the limit is reached")
-	assert.Equal(t, scaleLimits[classRemote], stats.Peak[classRemote], "never more remote connects at once than the limit, and the limit is reached")
-	assert.Zero(t, stats.Running[classLocal]+stats.Running[classRemote])
-	assert.Zero(t, stats.Queued[classLocal]+stats.Queued[classRemote])
+	assert.Equal(t, scaleLimits[admission.Local], stats.Peak[admission.Local], "never more local connects at once than the limit, and the limit is reached")
+	assert.Equal(t, scaleLimits[admission.Remote], stats.Peak[admission.Remote], "never more remote connects at once than the limit, and the limit is reached")
+	assert.Zero(t, stats.Running[admission.Local]+stats.Running[admission.Remote])
+	assert.Zero(t, stats.Queued[admission.Local]+stats.Queued[admission.Remote])
 
 	// Every server is listed, in the state its kind calls for (and
 	// WaitSettled agrees that nothing is left to do).
@@ -201,7 +202,7 @@ func TestTwoHundredMixedServersAllSettle(t *testing.T) {
 	}
 	stats, err = s.AdmissionStats(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, scaleLimits[classLocal], stats.Peak[classLocal], "nine lazy servers woken at once wait for a slot like any other")
+	assert.Equal(t, scaleLimits[admission.Local], stats.Peak[admission.Local], "nine lazy servers woken at once wait for a slot like any other")
 
 	tl.log(t, settled)
 }
@@ -229,12 +230,12 @@ func countStates(sts []ServerStatus) map[State]int {
 // last one ended.
 type scaleTimeline struct {
 	began    time.Time
-	final    time.Time                   // when the last server reached its final state
-	attempts [numClasses][]time.Duration // connecting → the next state, each attempt
-	lastEnd  [numClasses]time.Time       // when the class's last attempt ended
-	byKind   map[string][]time.Duration  // the same attempts, by kind of server
-	kinds    map[string]admissionClass   // the class of each kind
-	states   map[State]int               // the final states
+	final    time.Time                             // when the last server reached its final state
+	attempts [admission.NumClasses][]time.Duration // connecting → the next state, each attempt
+	lastEnd  [admission.NumClasses]time.Time       // when the class's last attempt ended
+	byKind   map[string][]time.Duration            // the same attempts, by kind of server
+	kinds    map[string]admission.Class            // the class of each kind
+	states   map[State]int                         // the final states
 }
 
 // followToTheEnd reads events until every server that is to connect at
@@ -243,7 +244,7 @@ type scaleTimeline struct {
 // of the test: a gap fails it.
 func followToTheEnd(t *testing.T, events <-chan Event, began time.Time, servers map[string]ServerConfig, kindOf map[string]*scaleKind) *scaleTimeline {
 	t.Helper()
-	tl := &scaleTimeline{began: began, byKind: map[string][]time.Duration{}, kinds: map[string]admissionClass{}, states: map[State]int{}}
+	tl := &scaleTimeline{began: began, byKind: map[string][]time.Duration{}, kinds: map[string]admission.Class{}, states: map[State]int{}}
 	awaited := map[string]bool{}
 	for name, cfg := range servers {
 		if !cfg.Lazy && !cfg.Disabled {
@@ -306,7 +307,7 @@ func followToTheEnd(t *testing.T, events <-chan Event, began time.Time, servers 
 // nothing to do.
 func (tl *scaleTimeline) log(t *testing.T, settled time.Duration) {
 	t.Helper()
-	for c := range numClasses {
+	for c := range admission.NumClasses {
 		as := tl.attempts[c]
 		if len(as) == 0 {
 			continue

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor/actors/admission"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -142,8 +143,8 @@ func TestConnectAdmissionHonoursTheLocalLimit(t *testing.T) {
 	elapsed := time.Since(began)
 	stats, err := s.AdmissionStats(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, 3, stats.Peak[classLocal], "never more than the limit at once, and the limit is used")
-	assert.Zero(t, stats.Running[classLocal])
+	assert.Equal(t, 3, stats.Peak[admission.Local], "never more than the limit at once, and the limit is used")
+	assert.Zero(t, stats.Running[admission.Local])
 	for _, st := range s.Status() {
 		assert.Equal(t, StateReady, st.State, st.Name)
 	}
