@@ -153,11 +153,8 @@ func (s *System) UnsubscribeResource(ctx context.Context, server, uri string) er
 	if err != nil || !supportsSubscribe(v.sess) {
 		return nil // the next connection simply does not subscribe
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.callTimeout(h))
-		defer cancel()
-	}
+	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
+	defer cancel()
 	if listensForResources(v.sess) {
 		_, err := subs.applyModern(ctx, server, v.sess, s.log)
 		return err

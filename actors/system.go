@@ -439,11 +439,8 @@ func onSession[T any](ctx context.Context, s *System, h *serverHandle, request f
 	if s.pool.Load().off[h.name] {
 		return zero, fmt.Errorf("%w: %q", ErrServerOff, h.name)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.callTimeout(h))
-		defer cancel()
-	}
+	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
+	defer cancel()
 	v := h.view.Load()
 	if v.state != StateReady || v.sess == nil || v.sess.Err() != nil {
 		var err error
@@ -578,11 +575,8 @@ func (s *System) callTool(ctx context.Context, name string, args json.RawMessage
 		if b.Call == nil {
 			return nil, fmt.Errorf("%w: %q", ErrHostTool, name)
 		}
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, s.opts.CallTimeout)
-			defer cancel()
-		}
+		ctx, cancel := withDefaultTimeout(ctx, s.opts.CallTimeout)
+		defer cancel()
 		return b.Call(ctx, args)
 	}
 	e, err := s.route(ctx, name, func(p *pool) (poolEntry, bool) {
@@ -603,12 +597,9 @@ func (s *System) callTool(ctx context.Context, name string, args json.RawMessage
 	if !s.opts.ReplayIdempotent || !e.replayable {
 		return onSession(ctx, s, e.h, call)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		// One deadline for the call and its replay.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.callTimeout(e.h))
-		defer cancel()
-	}
+	// One deadline for the call and its replay.
+	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(e.h))
+	defer cancel()
 	res, err := onSession(ctx, s, e.h, call)
 	var lost *ConnectionLostError
 	if errors.As(err, &lost) {
@@ -640,11 +631,8 @@ func (s *System) route(ctx context.Context, name string, find func(*pool) (poolE
 	if h == nil {
 		return poolEntry{}, ErrUnknownTool
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.callTimeout(h))
-		defer cancel()
-	}
+	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
+	defer cancel()
 	if _, err := s.awaitReady(ctx, h, nil); err != nil {
 		return poolEntry{}, err
 	}
