@@ -16,8 +16,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -204,21 +202,24 @@ type Options struct {
 	InProcess map[string]inproc.Server
 
 	// LocalConnectLimit is how many local (stdio, in-process) servers may
-	// connect at once. Zero means $MCP_SERVER_CONNECTION_BATCH_SIZE, else 3.
+	// connect at once. Zero means 3. (The library reads no environment
+	// variable: the mcpvisor command sets it from
+	// $MCP_SERVER_CONNECTION_BATCH_SIZE.)
 	LocalConnectLimit int
 
 	// RemoteConnectLimit is how many remote servers may connect at once.
-	// Zero means $MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE, else 20.
+	// Zero means 20 (the mcpvisor command sets it from
+	// $MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE).
 	RemoteConnectLimit int
 
 	// ConnectTimeout bounds one connect: start, negotiation and listing
 	// (ServerConfig.ConnectTimeoutMs overrides it per server). Zero means
-	// $MCP_TIMEOUT (milliseconds), else 30 s.
+	// 30 s (the mcpvisor command sets it from $MCP_TIMEOUT, milliseconds).
 	ConnectTimeout time.Duration
 
 	// CallTimeout is the default deadline of a call whose context has none
-	// and whose server sets no timeoutMs. Zero means $MCP_TOOL_TIMEOUT
-	// (milliseconds), else 2 minutes.
+	// and whose server sets no timeoutMs. Zero means 2 minutes
+	// (the mcpvisor command sets it from $MCP_TOOL_TIMEOUT, milliseconds).
 	CallTimeout time.Duration
 
 	// Builtins are the host's own tools, offered first in the pool (sorted
@@ -317,22 +318,32 @@ type Options struct {
 	ToolPins PinOptions
 }
 
+// The defaults of Options' zero fields. The library reads no environment
+// variable; the mcpvisor command maps $MCP_TIMEOUT and friends onto
+// Options (cmd/mcpvisor/envoptions.go).
+const (
+	defaultLocalConnectLimit  = 3
+	defaultRemoteConnectLimit = 20
+	defaultConnectTimeout     = 30 * time.Second
+	defaultCallTimeout        = 2 * time.Minute
+)
+
 // withDefaults fills zero fields.
 func (o Options) withDefaults() Options {
 	if o.ClientInfo.Name == "" {
 		o.ClientInfo = protocol.Implementation{Name: "mcpvisor", Version: Version}
 	}
 	if o.LocalConnectLimit <= 0 {
-		o.LocalConnectLimit = envInt("MCP_SERVER_CONNECTION_BATCH_SIZE", 3)
+		o.LocalConnectLimit = defaultLocalConnectLimit
 	}
 	if o.RemoteConnectLimit <= 0 {
-		o.RemoteConnectLimit = envInt("MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE", 20)
+		o.RemoteConnectLimit = defaultRemoteConnectLimit
 	}
 	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = time.Duration(envInt("MCP_TIMEOUT", 30_000)) * time.Millisecond
+		o.ConnectTimeout = defaultConnectTimeout
 	}
 	if o.CallTimeout <= 0 {
-		o.CallTimeout = time.Duration(envInt("MCP_TOOL_TIMEOUT", 120_000)) * time.Millisecond
+		o.CallTimeout = defaultCallTimeout
 	}
 	if o.MaxDescriptionLength == 0 {
 		o.MaxDescriptionLength = 2048
@@ -376,10 +387,3 @@ type BuiltinTool struct {
 
 // Version is mcpvisor's version, sent as clientInfo.version.
 const Version = "0.1.0"
-
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-		return n
-	}
-	return def
-}

@@ -524,3 +524,17 @@ func TestRemovedServerAlwaysReportsStopped(t *testing.T) {
 	}
 	assert.Empty(t, s.Status())
 }
+
+// The library reads no environment variable: the connect limits and
+// deadlines of Claude Code's variables are the command's to apply.
+func TestOptionsIgnoreTheEnvironment(t *testing.T) {
+	t.Setenv("MCP_SERVER_CONNECTION_BATCH_SIZE", "7")
+	t.Setenv("MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE", "40")
+	t.Setenv("MCP_TIMEOUT", "1")
+	t.Setenv("MCP_TOOL_TIMEOUT", "1")
+	o := Options{}.withDefaults()
+	assert.Equal(t, 3, o.LocalConnectLimit)
+	assert.Equal(t, 20, o.RemoteConnectLimit)
+	assert.Equal(t, 30*time.Second, o.ConnectTimeout)
+	assert.Equal(t, 2*time.Minute, o.CallTimeout)
+}

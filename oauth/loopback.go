@@ -97,13 +97,14 @@ func (l *Loopback) Authorize(ctx context.Context, authURL string) (url.Values, e
 
 // OpenBrowser opens authURL in the user's browser (xdg-open, open, or
 // rundll32 — executed directly, never through a shell) and prints it to
-// stderr as well, for machines without one.
+// stderr as well. It does not look for a graphical session (the library
+// reads no environment variable): a caller on a machine without one
+// uses PrintURL instead.
 func OpenBrowser(ctx context.Context, authURL string) error {
-	u, err := url.Parse(authURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-		return fmt.Errorf("%w: authorization URL %q", ErrInsecureEndpoint, authURL)
+	u, err := printURL(authURL)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(os.Stderr, "Open this URL to authorize:\n\n  %s\n\n", authURL)
 	var name string
 	var args []string
 	switch runtime.GOOS {
@@ -112,9 +113,6 @@ func OpenBrowser(ctx context.Context, authURL string) error {
 	case "windows":
 		name, args = "rundll32", []string{"url.dll,FileProtocolHandler"}
 	default:
-		if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
-			return nil // no graphical session: the printed URL it is
-		}
 		name = "xdg-open"
 	}
 	path, err := exec.LookPath(name)
@@ -126,4 +124,21 @@ func OpenBrowser(ctx context.Context, authURL string) error {
 	defer cancel()
 	_ = exec.CommandContext(octx, path, append(args, u.String())...).Run()
 	return nil
+}
+
+// PrintURL prints authURL to stderr for the user to open: the opener for
+// a machine without a graphical session.
+func PrintURL(_ context.Context, authURL string) error {
+	_, err := printURL(authURL)
+	return err
+}
+
+// printURL checks that authURL is an http(s) URL and prints it to stderr.
+func printURL(authURL string) (*url.URL, error) {
+	u, err := url.Parse(authURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, fmt.Errorf("%w: authorization URL %q", ErrInsecureEndpoint, authURL)
+	}
+	fmt.Fprintf(os.Stderr, "Open this URL to authorize:\n\n  %s\n\n", authURL)
+	return u, nil
 }

@@ -98,7 +98,7 @@ func (a *app) oauthOptions(ctx context.Context) (mcpvisor.OAuthOptions, error) {
 		Store: st,
 		OpenURL: func(ctx context.Context, server, authURL string) error {
 			a.log.Info().Str("server", server).Msg("authorization needed; opening the browser")
-			return oauth.OpenBrowser(ctx, authURL)
+			return browserOpener(runtime.GOOS, os.Getenv)(ctx, authURL)
 		},
 	}, nil
 }
@@ -182,7 +182,7 @@ browser when there is one (--no-browser: printed only). Servers configured with
 			if settings != nil {
 				host, port = settings.CallbackHost, settings.CallbackPort
 			}
-			open := oauth.OpenBrowser
+			open := browserOpener(runtime.GOOS, os.Getenv)
 			if noBrowser {
 				open = func(_ context.Context, u string) error {
 					fmt.Fprintf(a.stderr, "Open this URL to authorize:\n\n  %s\n\n", u)

@@ -291,6 +291,7 @@ func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...fu
 	for _, c := range configure {
 		c(&opts)
 	}
+	applyEnvOptions(&opts, os.Getenv)
 	sup, err := mcpvisor.Start(ctx, opts)
 	if err != nil {
 		a.log.Error().Err(err).Msg("starting the supervisor")
