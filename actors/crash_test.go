@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -13,28 +14,36 @@ import (
 	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
 )
 
-// crash is a message that makes a server actor panic (through
-// testHookReceive).
-type crash struct{}
+// crash makes a server actor's supervisor handle a crash of it, the way
+// protoactor does when Receive panics: the child's failure (with its
+// restart statistics) reaches the registry, whose strategy decides. No
+// hook in the actor: the failure goes through the real supervision path.
+// One stats value per server counts the crashes, as the child's own would.
+type crasher struct {
+	s     *System
+	stats map[*actor.PID]*actor.RestartStatistics
+}
 
-// injectCrashes makes server actors panic on a crash message for the
-// rest of the test.
-func injectCrashes(t *testing.T) {
-	hook := func(msg any) {
-		if _, ok := msg.(crash); ok {
-			panic("injected crash")
-		}
+func newCrasher(s *System) *crasher {
+	return &crasher{s: s, stats: map[*actor.PID]*actor.RestartStatistics{}}
+}
+
+func (c *crasher) crash(t *testing.T, pid *actor.PID) {
+	t.Helper()
+	rs := c.stats[pid]
+	if rs == nil {
+		rs = actor.NewRestartStatistics()
+		c.stats[pid] = rs
 	}
-	testHookReceive.Store(&hook)
-	t.Cleanup(func() { testHookReceive.Store(nil) })
+	proc, ok := c.s.actors.ProcessRegistry.Get(c.s.registry)
+	require.True(t, ok, "the registry's process is registered")
+	proc.SendSystemMessage(c.s.registry, &actor.Failure{Who: pid, Reason: "injected crash", RestartStats: rs, Message: "crash"})
 }
 
 // A panic inside a server actor is caught by supervision: the actor
 // restarts into a clean state, its in-flight calls fail at once, its old
 // process is shut down, and it connects again.
 func TestServerActorCrashRestartsCleanly(t *testing.T) {
-	injectCrashes(t)
-
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"c": mock("-hang-on-call"), "other": mock()})
 	oldPid := pidOf(s, "c")
@@ -48,7 +57,7 @@ func TestServerActorCrashRestartsCleanly(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return statusOf(s, "c").InFlight == 1 }, 5*time.Second, 5*time.Millisecond)
 
-	s.actors.Root.Send(h.pid, crash{})
+	newCrasher(s).crash(t, h.pid)
 	select {
 	case err := <-calls:
 		assert.ErrorIs(t, err, session.ErrServerRestarting, "the in-flight call fails at once")
@@ -65,14 +74,13 @@ func TestServerActorCrashRestartsCleanly(t *testing.T) {
 // A server actor that keeps crashing is stopped by its supervision
 // strategy and reported failed; the others carry on.
 func TestServerActorCrashingRepeatedlyIsMarkedFailed(t *testing.T) {
-	injectCrashes(t)
-
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"c": mock(), "other": mock()})
 	h, err := s.handle("c")
 	require.NoError(t, err)
+	c := newCrasher(s)
 	for range 4 {
-		s.actors.Root.Send(h.pid, crash{})
+		c.crash(t, h.pid)
 	}
 	require.Eventually(t, func() bool { return statusOf(s, "c").State == StateFailed }, 10*time.Second, 10*time.Millisecond)
 	assert.Contains(t, statusOf(s, "c").LastError, "crashed repeatedly")

@@ -259,16 +259,8 @@ func newServerActor(h *serverHandle, cfg ServerConfig, opts *Options) *serverAct
 	}
 }
 
-// testHookReceive, when set (by tests, before Start), sees every message
-// a server actor receives before the actor does; a test injects a crash
-// by panicking in it.
-var testHookReceive atomic.Pointer[func(msg any)]
-
 // Receive is the actor's message loop.
 func (a *serverActor) Receive(ctx actor.Context) {
-	if hook := testHookReceive.Load(); hook != nil {
-		(*hook)(ctx.Message())
-	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.self, a.parent, a.root = ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
