@@ -10,6 +10,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/rs/zerolog"
 
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/session"
 )
@@ -191,12 +192,12 @@ func (s *subscriptions) startLoop(sess *session.Session, uris []string, prev *se
 	l := &listenLoop{sess: sess, uris: uris, cancel: cancel, done: make(chan struct{}),
 		first: make(chan listenAck, 1), cur: make(chan *session.ListenStream, 1)}
 	s.wg.Add(1)
-	go func() {
+	routine.Go("subscriptions.listen", func() {
 		defer s.wg.Done()
 		defer close(l.done)
 		defer cancel()
 		l.run(ctx, prev, log)
-	}()
+	})
 	return l, nil
 }
 

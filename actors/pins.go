@@ -239,7 +239,7 @@ func (a *serverActor) recheckPins() {
 		return
 	}
 	gen, tools, self, root, name, cfg := a.gen, a.lists.tools, a.self, a.root, a.h.name, a.cfg
-	a.goroutine(func() {
+	a.goroutine("server.pin-check", func() {
 		pins, err := checkPins(store, name, cfg, tools)
 		root.Send(self, pinsChecked{gen: gen, tools: tools, pins: pins, err: err})
 	})

@@ -82,7 +82,7 @@ func (a *serverActor) afterFailure(err error, lost bool) {
 	a.log.Info().Dur("in", delay).Int("attempt", a.attempt).Int("of", a.policy.MaxAttempts).
 		Str("failure", string(kind)).Msg("reconnect scheduled")
 	a.setState(StateReconnecting, err)
-	a.goroutine(func() {
+	a.goroutine("server.retry-timer", func() {
 		t := time.NewTimer(delay)
 		defer t.Stop()
 		select {
@@ -138,7 +138,7 @@ func (a *serverActor) startStableTimer() {
 		return // no episode to end
 	}
 	sess, gen, self, root, after := a.sess, a.gen, a.self, a.root, time.Duration(a.policy.StableAfter)
-	a.goroutine(func() {
+	a.goroutine("server.stable-timer", func() {
 		t := time.NewTimer(after)
 		defer t.Stop()
 		select {
@@ -193,7 +193,7 @@ func (a *serverActor) startPinging() {
 	}
 	sess, h, root, log := a.sess, a.h, a.root, a.log
 	gen, limit := a.gen, a.policy.Strikes
-	a.goroutine(func() {
+	a.goroutine("server.ping", func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
@@ -262,7 +262,7 @@ func (a *serverActor) startListening() {
 		return
 	}
 	gen, self, root, log := a.gen, a.self, a.root, a.log
-	a.goroutine(func() {
+	a.goroutine("server.listen", func() {
 		minWait, maxFailures := listenMinWait, listenMaxFailures
 		b := backoff.NewExponentialBackOff()
 		b.InitialInterval, b.MaxInterval, b.MaxElapsedTime, b.RandomizationFactor = minWait, listenMaxWait, 0, 0.2

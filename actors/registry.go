@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/actors/admission"
 )
 
@@ -303,10 +304,10 @@ func (r *registry) remove(ctx actor.Context, name string, e *serverEntry) {
 		// No actor to shut it down: wait for the goroutines it left (a
 		// session close, a connect attempt) to finish with their processes.
 		h, root, self := e.h, r.sys.actors.Root, ctx.Self()
-		go func() {
+		routine.Go("registry.await-dead-server", func() {
 			h.running.Wait()
 			root.Send(self, serverGone{handle: h})
-		}()
+		}, "server", name)
 		return
 	}
 	ctx.Send(e.h.pid, shutdown{done: make(chan struct{})})

@@ -14,6 +14,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/rs/zerolog"
 
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
@@ -403,7 +404,7 @@ func (a *serverActor) connect() {
 	sopts := a.sessionOptions(gen)
 	dc := a.dialConfig()
 	pinStore := a.opts.ToolPins.Store
-	a.goroutine(func() {
+	a.goroutine("server.connect", func() {
 		defer cancel()
 		res := connectOnce(ctx, cfg, sopts, dc)
 		res.gen = gen
@@ -419,14 +420,16 @@ func (a *serverActor) connect() {
 	})
 }
 
-// goroutine runs f in a goroutine that reports goroutineDone when it
-// ends; see serverHandle.busy.
-func (a *serverActor) goroutine(f func()) {
+// goroutine runs f in a goroutine named name (routine.Run; with the
+// server's name as the label "server") that reports goroutineDone when
+// it ends; see serverHandle.busy. Every goroutine of the server actor
+// starts here.
+func (a *serverActor) goroutine(name string, f func()) {
 	a.h.busy.Add(1)
 	a.h.running.Add(1)
 	h, self, root := a.h, a.self, a.root
 	a.opts.dispatch.Go(func() {
-		f()
+		routine.Run(name, f, "server", h.name)
 		h.running.Done()
 		if !h.stopped.Load() {
 			root.Send(self, goroutineDone{})
@@ -565,7 +568,7 @@ func (a *serverActor) abandon(cause error) {
 // closeInBackground fails the session's pending calls now and runs the
 // transport's shutdown ladder in a goroutine.
 func (a *serverActor) closeInBackground(sess *session.Session, cause error) {
-	a.goroutine(func() { closeSession(sess, cause) })
+	a.goroutine("server.close-session", func() { closeSession(sess, cause) })
 }
 
 // closeTimeout bounds one session close; the stdio ladder itself takes at
@@ -761,7 +764,7 @@ func (a *serverActor) relist(kind listKind) {
 	sess, gen, self, root := a.sess, a.gen, a.self, a.root
 	timeout := a.connectTimeout()
 	pinStore, name, cfg := a.opts.ToolPins.Store, a.h.name, a.cfg
-	a.goroutine(func() {
+	a.goroutine("server.relist", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		var ls lists

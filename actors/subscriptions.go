@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/session"
 )
@@ -179,7 +180,7 @@ func (a *serverActor) restoreSubscriptions() {
 	}
 	sess, log, timeout, name := a.sess, a.log, a.connectTimeout(), a.h.name
 	if listensForResources(sess) {
-		a.goroutine(func() {
+		a.goroutine("server.resubscribe", func() {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			agreed, err := subs.applyModern(ctx, name, sess, log)
@@ -198,7 +199,7 @@ func (a *serverActor) restoreSubscriptions() {
 		})
 		return
 	}
-	a.goroutine(func() {
+	a.goroutine("server.resubscribe", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		for _, uri := range uris {
@@ -270,11 +271,11 @@ func (s *System) SubscribePolling(spec PollSpec) (string, error) {
 	p := &poll{id: "poll-" + strconv.FormatUint(subs.nextPoll, 10), spec: spec, cancel: cancel, done: make(chan struct{})}
 	subs.polls[p.id] = p
 	subs.wg.Add(1)
-	go func() {
+	routine.Go("subscriptions.poll", func() {
 		defer subs.wg.Done()
 		defer close(p.done)
 		s.runPoll(ctx, p)
-	}()
+	})
 	return p.id, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
@@ -200,10 +201,10 @@ func Start(opts Options) (*System, error) {
 	}
 	s.registry = pid
 	s.watching = make(chan struct{})
-	go func() {
+	routine.Go("supervisor.liveness", func() {
 		defer close(s.watching)
 		s.watchLiveness(livenessTick(opts.Reconnect), &s.probes)
-	}()
+	})
 	return s, nil
 }
 
@@ -791,7 +792,7 @@ func (s *System) Close(ctx context.Context) error {
 		s.subMu.Unlock()
 		done := make(chan struct{})
 		s.actors.Root.Send(s.registry, closeAll{done: done})
-		go func() {
+		routine.Go("supervisor.close", func() {
 			s.opts.host.close() // pollers and channel inboxes first
 			<-done
 			<-s.watching // the watcher ends with closed; its probes with the sessions
@@ -802,7 +803,7 @@ func (s *System) Close(ctx context.Context) error {
 			s.opts.sharedHTTP.CloseIdleConnections()
 			s.releaseHelper() // the last hold stops it, and what is left below it
 			close(s.closeDone)
-		}()
+		})
 	})
 	select {
 	case <-s.closeDone:

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -84,7 +85,7 @@ func (s *Session) OpenListen(ctx context.Context, subs protocol.NotificationSubs
 	s.mu.Unlock()
 
 	params := protocol.SubscriptionsListenParams{Meta: s.modernMeta, Notifications: subs}
-	go func() {
+	routine.Go("session.listen", func() {
 		defer s.bg.Done()
 		s.listening.Add(1)
 		_, err := s.roundTripID(ctx, l.id, protocol.MethodSubscriptionsListen, params, 0)
@@ -104,7 +105,7 @@ func (s *Session) OpenListen(ctx context.Context, subs protocol.NotificationSubs
 		l.outcome.Completed = err == nil
 		l.err = err
 		close(l.done)
-	}()
+	})
 	return l, nil
 }
 

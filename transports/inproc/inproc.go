@@ -40,6 +40,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -203,8 +204,8 @@ func Dial(ctx context.Context, srv Server, opts Options, recv transports.Receive
 		readerDone:  make(chan struct{}),
 		closeDone:   make(chan struct{}),
 	}
-	go c.serve(serveCtx, srv)
-	go c.read()
+	routine.Go("inproc.serve", func() { c.serve(serveCtx, srv) })
+	routine.Go("inproc.read", c.read)
 	return c, nil
 }
 

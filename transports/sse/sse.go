@@ -33,6 +33,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/eventstream"
 	"github.com/mcpvisor/mcpvisor/transports/httpclient"
@@ -227,7 +228,7 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 	}
 	c.endpoint, c.safeEP = ep.String(), safeURL(ep)
 	c.log.Debug().Str("endpoint", c.safeEP).Msg("legacy SSE endpoint received")
-	go c.read(resp.Body, er)
+	routine.Go("sse.read", func() { c.read(resp.Body, er) })
 	return c, nil
 }
 

@@ -30,6 +30,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 )
@@ -242,9 +243,9 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 		c.stdinRaw = raw
 	}
 
-	go c.wait()
-	go c.drainStderr()
-	go c.read()
+	routine.Go("stdio.wait", c.wait)
+	routine.Go("stdio.stderr", c.drainStderr)
+	routine.Go("stdio.read", c.read)
 	return c, nil
 }
 

@@ -39,6 +39,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/eventstream"
@@ -595,10 +596,10 @@ func (c *Conn) startGetStream() <-chan struct{} {
 	c.wg.Add(1)
 	c.mu.Unlock()
 	opened := make(chan struct{})
-	go func() {
+	routine.Go("streamable.get-stream", func() {
 		defer c.wg.Done()
 		c.runGetStream(out, opened)
-	}()
+	})
 	return opened
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/rs/zerolog"
 
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/httpclient"
 )
@@ -227,8 +228,8 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 		pingerDone:    make(chan struct{}),
 		handshakeDone: make(chan struct{}),
 	}
-	go c.read()
-	go c.ping()
+	routine.Go("ws.read", c.read)
+	routine.Go("ws.ping", c.ping)
 	return c, nil
 }
 

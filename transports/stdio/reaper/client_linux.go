@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/confine"
 )
@@ -228,7 +229,7 @@ func startHelper(ctx context.Context) (*helper, error) {
 		return nil, fmt.Errorf("reaper: starting the process helper: %w", err)
 	}
 	theirs.Close()
-	go h.read()
+	routine.Go("reaper.read", h.read)
 	t := time.NewTimer(helloTimeout)
 	defer t.Stop()
 	select {
