@@ -45,8 +45,11 @@ type pool struct {
 	renamed map[renameKey]string
 	// offered counts each server's tools in the pool.
 	offered map[string]int
-	// views are the server views the pool was built from.
-	views map[*serverHandle]*serverView
+	// views are the server views the pool was built from, each with the
+	// offer it made (nil unless it offered its lists). Offers live here,
+	// in the immutable pool, not on the views: the next pool reuses an
+	// offer whose view's lists and settings did not change.
+	views map[*serverHandle]pooledView
 	// parts are the servers the pool was built from, for nextPool to tell
 	// which changed; builtinsFrom and maxDescription the rest of its input.
 	parts          map[*serverHandle]poolServer
@@ -255,7 +258,8 @@ type poolServer struct {
 // shared by the views that follow; buildPool then only claims names and
 // diffPools compares definitions only of servers whose offer changed.
 //
-// Offers are built and cached by the registry goroutine (serverView.offer).
+// Offers are built by the registry goroutine and kept by the pool that
+// used them (pool.views); a published offer is never modified.
 type offer struct {
 	// from identifies what the offer was computed from.
 	from      offerSource
@@ -304,16 +308,19 @@ func sourceOf(v *serverView, maxDescription int) offerSource {
 	}
 }
 
-// offerOf returns v's offer, reusing prev's (the same server's previous
-// view) when it was computed from the same lists and settings.
-func offerOf(name string, v, prev *serverView, maxDescription int) *offer {
+// pooledView is a server view as a pool used it: the view and its offer.
+type pooledView struct {
+	view  *serverView
+	offer *offer // nil unless the view offered its lists
+}
+
+// offerOf returns v's offer, reusing prev's (the same server as the
+// previous pool used it) when it was computed from the same lists and
+// settings.
+func offerOf(name string, v *serverView, prev pooledView, maxDescription int) *offer {
 	src := sourceOf(v, maxDescription)
-	if v.offer != nil && v.offer.from.same(src, v, v) {
-		return v.offer
-	}
-	if prev != nil && prev.offer != nil && prev.offer.from.same(src, prev, v) {
-		v.offer = prev.offer
-		return v.offer
+	if prev.offer != nil && prev.offer.from.same(src, prev.view, v) {
+		return prev.offer
 	}
 	// Each list is as long as the server's (the filter aside): an offer
 	// lives as long as its server's lists, and append's spare capacity
@@ -345,7 +352,6 @@ func offerOf(name string, v, prev *serverView, maxDescription int) *offer {
 	for _, t := range sortedBy(v.lists.templates, func(t protocol.ResourceTemplate) string { return t.URITemplate }) {
 		o.templates = append(o.templates, ResourceTemplate{Server: name, Template: t})
 	}
-	v.offer = o
 	return o
 }
 
@@ -374,7 +380,7 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int,
 	p := &pool{
 		builtinByName: map[string]*BuiltinTool{}, toolsByName: make(map[string]poolEntry, nTools), promptsByName: make(map[string]poolEntry, nPrompts),
 		hiddenTools: map[string]poolEntry{}, off: map[string]bool{}, offRoutes: map[string]string{},
-		views: make(map[*serverHandle]*serverView, len(servers)), offered: make(map[string]int, len(servers)), renamed: map[renameKey]string{},
+		views: make(map[*serverHandle]pooledView, len(servers)), offered: make(map[string]int, len(servers)), renamed: map[renameKey]string{},
 		tools: make([]*Tool, 0, nTools), prompts: make([]Prompt, 0, nPrompts),
 		parts: make(map[*serverHandle]poolServer, len(servers)), builtinsFrom: builtins, maxDescription: maxDescription,
 	}
@@ -401,7 +407,7 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int,
 		if v == nil {
 			continue
 		}
-		p.views[s.h] = v
+		p.views[s.h] = pooledView{view: v}
 		if s.off {
 			p.off[s.name] = true
 			for _, t := range v.lists.tools {
@@ -428,6 +434,7 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int,
 			continue
 		}
 		o := offerOf(s.name, v, prev.views[s.h], maxDescription)
+		p.views[s.h] = pooledView{view: v, offer: o}
 		for i := range o.tools {
 			t := &o.tools[i]
 			q := tools.claimPreferred(s.name, t.tool.Definition.Name, t.tool.Name)
@@ -534,9 +541,9 @@ func diffPools(old, p *pool) []Event {
 	// their names can differ (a collision), so their entries are compared
 	// by name alone.
 	sameOffer := map[string]bool{}
-	for h, v := range p.views {
-		if ov := old.views[h]; ov != nil && v.offer != nil && ov.offer == v.offer {
-			sameOffer[v.name] = true
+	for h, pv := range p.views {
+		if pv.offer != nil && old.views[h].offer == pv.offer {
+			sameOffer[pv.view.name] = true
 		}
 	}
 	tools := diffItems(toolItems(old), toolItems(p), sameOffer)

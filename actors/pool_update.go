@@ -37,7 +37,7 @@ type contribution struct {
 	offRoutes []string    // names refused with ErrServerOff
 }
 
-func contributionOf(s poolServer, v *serverView, prevView *serverView, maxDescription int) contribution {
+func contributionOf(s poolServer, v *serverView, prev pooledView, maxDescription int) contribution {
 	c := contribution{view: v, off: s.off}
 	if v == nil {
 		return c
@@ -60,7 +60,7 @@ func contributionOf(s poolServer, v *serverView, prevView *serverView, maxDescri
 		}
 	}
 	if v.offersTools() {
-		c.offer = offerOf(s.name, v, prevView, maxDescription)
+		c.offer = offerOf(s.name, v, prev, maxDescription)
 	}
 	return c
 }
@@ -88,7 +88,7 @@ func updatePool(servers []poolServer, builtins []BuiltinTool, maxDescription int
 			continue
 		}
 		kept++
-		if old.name != s.name || old.off != s.off || prev.views[s.h] != s.h.view.Load() {
+		if old.name != s.name || old.off != s.off || prev.views[s.h].view != s.h.view.Load() {
 			was := old
 			changes = append(changes, change{name: s.name, old: &was, cur: s})
 		}
@@ -135,7 +135,7 @@ func updatePool(servers []poolServer, builtins []BuiltinTool, maxDescription int
 		}
 		changed[c.old.name] = true
 		h := c.old.h
-		olds[i] = contributionOf(*c.old, prev.views[h], nil, maxDescription) // its offer is cached on the view
+		olds[i] = contributionOf(*c.old, prev.views[h].view, prev.views[h], maxDescription) // its offer is the one prev used
 		oc := olds[i]
 		delete(p.views, h)
 		delete(p.parts, h)
@@ -184,7 +184,7 @@ func updatePool(servers []poolServer, builtins []BuiltinTool, maxDescription int
 		if v == nil {
 			continue
 		}
-		p.views[s.h] = v
+		p.views[s.h] = pooledView{view: v, offer: nc.offer}
 		if s.off {
 			p.off[s.name] = true
 			for _, q := range nc.offRoutes {

@@ -76,25 +76,23 @@ func TestIncrementalPoolMatchesAWholeBuild(t *testing.T) {
 			off[name] = !off[name]
 		case op < 5: // relisted
 			v := *h.view.Load()
-			v.offer = nil
 			list(&v)
 			h.view.Store(&v)
 		case op < 7: // a new view with the same lists
 			v := *h.view.Load()
-			v.offer = nil
 			v.attempt++
 			h.view.Store(&v)
 		case op == 7: // parked: routed, not offered
 			v := *h.view.Load()
-			v.offer, v.state, v.recovering = nil, StateFailed, false
+			v.state, v.recovering = StateFailed, false
 			h.view.Store(&v)
 		case op == 8: // reconnecting after it was ready: still offered
 			v := *h.view.Load()
-			v.offer, v.state, v.recovering = nil, StateReconnecting, true
+			v.state, v.recovering = StateReconnecting, true
 			h.view.Store(&v)
 		default: // ready again
 			v := *h.view.Load()
-			v.offer, v.state, v.recovering = nil, StateReady, false
+			v.state, v.recovering = StateReady, false
 			h.view.Store(&v)
 		}
 	}
@@ -140,7 +138,6 @@ func BenchmarkPoolUpdate(b *testing.B) {
 		relist := func(i int) {
 			h := servers[i%n].h
 			v := *h.view.Load()
-			v.offer = nil
 			v.lists.tools = slices.Clone(v.lists.tools)
 			v.lists.tools[0].Description = fmt.Sprint(i)
 			h.view.Store(&v)

@@ -9,8 +9,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
-	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/actors/admission"
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 )
 
 // SetResult says what SetServers did. Every name given to SetServers, and
@@ -66,13 +66,28 @@ func (e *serverEntry) eager() bool {
 	return e.cfg.startable() && (!e.cfg.Lazy || e.used)
 }
 
+// registryDeps is what the registry takes from its System: the options,
+// the logger, and where it publishes the pool and the handles. Nothing
+// else of the System is the registry's.
+type registryDeps struct {
+	opts Options // read-only
+	log  zerolog.Logger
+	out  *published // the registry is its only writer
+}
+
 // registry owns the set of server actors (its children), admits their
-// connects, builds the tool pool and runs the event bus. All fields are
-// touched only by Receive.
+// connects, builds the tool pool and runs the event bus.
+//
+// Concurrency: every field is touched only by Receive (the actor's
+// goroutine); timers and the goroutines it starts only send it messages.
+// What callers read (the pool, the handles) it publishes through out.
 type registry struct {
-	sys  *System
 	opts Options
 	log  zerolog.Logger
+	out  *published
+
+	root *actor.RootContext // set at Started: to message actors from timers and goroutines
+	self *actor.PID         // set at Started
 
 	servers  map[string]*serverEntry        // configured servers by name
 	removing map[*serverHandle]*serverEntry // removed servers still shutting down
@@ -99,15 +114,15 @@ type registry struct {
 	closeWaiters  []chan struct{}
 }
 
-func newRegistry(sys *System) *registry {
+func newRegistry(deps registryDeps) *registry {
 	r := &registry{
-		sys:       sys,
-		opts:      sys.opts,
-		log:       sys.log,
+		opts:      deps.opts,
+		log:       deps.log,
+		out:       deps.out,
 		servers:   map[string]*serverEntry{},
 		removing:  map[*serverHandle]*serverEntry{},
-		admission: admission.New(sys.opts.LocalConnectLimit, sys.opts.RemoteConnectLimit),
-		bus:       newBus(sys.opts.EventBuffer),
+		admission: admission.New(deps.opts.LocalConnectLimit, deps.opts.RemoteConnectLimit),
+		bus:       newBus(deps.opts.EventBuffer),
 	}
 	return r
 }
@@ -115,6 +130,8 @@ func newRegistry(sys *System) *registry {
 // Receive is the registry's message loop.
 func (r *registry) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		r.root, r.self = ctx.ActorSystem().Root, ctx.Self()
 	case setServers:
 		m.reply <- r.setServers(ctx, m.servers)
 	case serverChanged:
@@ -280,7 +297,7 @@ func (r *registry) change(name string, e *serverEntry, cfg ServerConfig) bool {
 	if !affectsConnection(e.cfg, cfg) {
 		wasLazy := e.cfg.Lazy
 		e.cfg, e.unconfirmed = cfg, true
-		r.sys.actors.Root.Send(e.h.pid, retune{cfg: cfg})
+		r.root.Send(e.h.pid, retune{cfg: cfg})
 		if wasLazy && !cfg.Lazy && cfg.startable() && e.h.view.Load().state == StatePending {
 			r.enqueue(name, e) // no longer waits for first use
 		}
@@ -288,7 +305,7 @@ func (r *registry) change(name string, e *serverEntry, cfg ServerConfig) bool {
 	}
 	r.dequeue(name)
 	e.cfg, e.class, e.unconfirmed, e.used = cfg, classOf(cfg), true, false
-	r.sys.actors.Root.Send(e.h.pid, reconfigure{cfg: cfg})
+	r.root.Send(e.h.pid, reconfigure{cfg: cfg})
 	if e.eager() {
 		r.enqueue(name, e)
 	}
@@ -303,7 +320,7 @@ func (r *registry) remove(ctx actor.Context, name string, e *serverEntry) {
 	if e.dead {
 		// No actor to shut it down: wait for the goroutines it left (a
 		// session close, a connect attempt) to finish with their processes.
-		h, root, self := e.h, r.sys.actors.Root, ctx.Self()
+		h, root, self := e.h, r.root, r.self
 		routine.Go("registry.await-dead-server", func() {
 			h.running.Wait()
 			root.Send(self, serverGone{handle: h})
@@ -413,7 +430,7 @@ func (r *registry) scheduleFlush() {
 		return
 	}
 	r.flushQueued = true
-	root, self := r.sys.actors.Root, r.sys.registry
+	root, self := r.root, r.self
 	if wait := r.flushSpacing() - time.Since(r.lastFlush); wait > 0 {
 		r.flushTimer = time.AfterFunc(wait, func() { root.Send(self, flushPool{}) })
 		return
@@ -436,11 +453,11 @@ func (r *registry) flush() {
 	var diffs []Event
 	if r.poolDirty {
 		r.poolDirty = false
-		old := r.sys.pool.Load()
+		old := r.out.pool.Load()
 		began := time.Now()
 		p, evs := r.nextPool(old)
-		r.sys.pool.Store(p)
-		r.sys.poolChanged.notify()
+		r.out.pool.Store(p)
+		r.out.poolChanged.notify()
 		diffs = evs
 		r.lastBuild = time.Since(began)
 	}
@@ -511,7 +528,7 @@ func (r *registry) scheduleGapFlush(needed bool) {
 	if !needed || r.gapTimer != nil || r.closing {
 		return
 	}
-	root, self := r.sys.actors.Root, r.sys.registry
+	root, self := r.root, r.self
 	r.gapTimer = time.AfterFunc(gapFlushInterval, func() { root.Send(self, flushGaps{}) })
 }
 
@@ -561,7 +578,7 @@ func (r *registry) pump() {
 		if !ok {
 			return
 		}
-		r.sys.actors.Root.Send(r.servers[name].h.pid, connectNow{ticket: ticket})
+		r.root.Send(r.servers[name].h.pid, connectNow{ticket: ticket})
 	}
 }
 
@@ -665,8 +682,8 @@ func (r *registry) maybeClosed() {
 	}
 	r.flush() // the last events, before the bus closes
 	r.closed = true
-	r.sys.pool.Store(emptyPool)
-	r.sys.poolChanged.notify()
+	r.out.pool.Store(emptyPool)
+	r.out.poolChanged.notify()
 	if r.gapTimer != nil {
 		r.gapTimer.Stop()
 		r.gapTimer = nil
@@ -699,7 +716,7 @@ func (r *registry) stopped(h *serverHandle) {
 	v := h.view.Load()
 	if v.state != StateStopped { // Terminated overtook the final view
 		stopped := *v
-		stopped.state, stopped.sess, stopped.lists, stopped.since, stopped.offer = StateStopped, nil, lists{}, time.Now(), nil
+		stopped.state, stopped.sess, stopped.lists, stopped.since = StateStopped, nil, lists{}, time.Now()
 		h.view.Store(&stopped)
 		v = &stopped
 	}
@@ -740,7 +757,7 @@ func (r *registry) publishHandles() {
 		hs = append(hs, e.h)
 	}
 	sort.Slice(hs, func(i, j int) bool { return hs[i].name < hs[j].name })
-	r.sys.handles.Store(&hs)
+	r.out.handles.Store(&hs)
 }
 
 // AdmissionStats reports the connect scheduler's counters.

@@ -115,10 +115,6 @@ type serverView struct {
 	// lazy server has not connected in this run yet; loadingCache while
 	// its entry is being read (the server is not settled).
 	cached, loadingCache bool
-
-	// offer caches what the view puts in the pool; written and read only
-	// by the registry goroutine (see offerOf).
-	offer *offer
 }
 
 // offersTools reports whether the server's tools belong in the pool: when

@@ -125,11 +125,9 @@ type System struct {
 	actors *actor.ActorSystem
 
 	registry *actor.PID
-	pool     atomic.Pointer[pool] // written by the registry
-	// poolChanged fires after every new pool (for calls waiting for a lazy
-	// server's tools).
-	poolChanged changeSignal
-	handles     atomic.Pointer[[]*serverHandle] // written by the registry; sorted by name
+	// published holds the pool and the handles: written by the registry
+	// alone, read by every method without a mailbox hop.
+	published
 
 	// unsubscribers holds the context.AfterFunc registrations of live
 	// subscriptions, stopped on Close so none fires at a stopped registry.
@@ -149,6 +147,18 @@ type System struct {
 	// releaseHelper lets the process helper (package reaper) stop once
 	// the supervisor is closed and its servers are gone.
 	releaseHelper func()
+}
+
+// published is what the registry publishes for callers to read.
+//
+// Concurrency: the registry actor is the only writer of every field
+// (after Start stored the first values); any goroutine reads them.
+type published struct {
+	pool atomic.Pointer[pool]
+	// poolChanged fires after every new pool (for calls waiting for a lazy
+	// server's tools).
+	poolChanged changeSignal
+	handles     atomic.Pointer[[]*serverHandle] // sorted by name
 }
 
 // Start starts the supervision core with no servers.
@@ -182,7 +192,8 @@ func Start(opts Options) (*System, error) {
 		// interval after each burst; a short one keeps Close tidy.
 		actor.WithDeadLetterThrottleInterval(100*time.Millisecond),
 	)
-	props := actor.PropsFromProducer(func() actor.Actor { return newRegistry(s) },
+	deps := registryDeps{opts: s.opts, log: s.log, out: &s.published}
+	props := actor.PropsFromProducer(func() actor.Actor { return newRegistry(deps) },
 		// The registry's own crash resumes it with its state: restarting it
 		// would stop every server actor (its children).
 		actor.WithGuardian(actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.ResumeDirective })),
@@ -695,7 +706,7 @@ func (s *System) unfoldedServerOf(name string) *serverHandle {
 
 // poolHas reports whether the pool reflects server h's current view.
 func (s *System) poolHas(h *serverHandle) bool {
-	return s.pool.Load().views[h] == h.view.Load()
+	return s.pool.Load().views[h].view == h.view.Load()
 }
 
 // Resources lists the resources and resource templates the servers offer
