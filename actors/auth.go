@@ -143,6 +143,9 @@ type OAuthOptions struct {
 }
 
 // authHolder keeps a server's token source on its handle.
+//
+// Concurrency: mu guards every field; the server actor (building the
+// source), connect goroutines and Login (using it) take it.
 type authHolder struct {
 	mu     sync.Mutex
 	src    *oauth.Source // nil until first needed

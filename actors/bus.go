@@ -17,6 +17,9 @@ type bus struct {
 // subscriber is one event consumer. ch is buffered; when it is full,
 // events are dropped and counted, and a gap event precedes the next one
 // delivered.
+//
+// Concurrency: the registry goroutine sends on ch and alone touches
+// dropped and tooOld; the subscriber's goroutine only receives from ch.
 type subscriber struct {
 	ch      chan Event
 	dropped uint64 // registry goroutine only

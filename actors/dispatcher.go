@@ -31,6 +31,10 @@ const (
 // Schedule never waits: a mailbox runs at once, on an idle worker if one
 // is waiting, else on a new goroutine, exactly as with the default
 // dispatcher. So a Receive that blocks cannot starve the others.
+//
+// Concurrency: Schedule, Go and stop are safe for concurrent use;
+// throughput and maxIdle are read-only, idle is atomic, and work and quit
+// are channels (quit closed once, by stop).
 type warmDispatcher struct {
 	throughput int
 	maxIdle    int32

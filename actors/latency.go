@@ -36,8 +36,10 @@ type LatencyStats struct {
 	Counts []uint64 `json:"buckets"`
 }
 
-// latencyHist is a lock-free histogram of request durations. Any goroutine
-// may observe and snapshot it concurrently.
+// latencyHist is a histogram of request durations.
+//
+// Concurrency: lock-free; any goroutine may observe and snapshot it
+// concurrently (every field is atomic).
 type latencyHist struct {
 	counts [20]atomic.Uint64 // len(LatencyBuckets)+1
 	errors atomic.Uint64

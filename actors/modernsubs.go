@@ -63,8 +63,11 @@ func (m chanMutex) lock(ctx context.Context) error {
 func (m chanMutex) unlock() { <-m }
 
 // listenLoop keeps one listen stream with a fixed URI set open on one
-// session, reopening it after a drop. Its goroutine alone writes cur; uris
-// and agreed do not change once the loop is published.
+// session, reopening it after a drop.
+//
+// Concurrency: its goroutine alone writes cur (a one-slot channel) and
+// first; uris and agreed do not change once the loop is published; done
+// is closed when the goroutine ends.
 type listenLoop struct {
 	sess   *session.Session
 	uris   []string        // sorted

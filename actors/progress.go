@@ -34,13 +34,20 @@ type CallOptions struct {
 const progressBuffer = 64
 
 // progressRoutes maps the progress tokens of calls in flight to their
-// callbacks. mu guards routes.
+// callbacks.
+//
+// Concurrency: mu guards routes; next is atomic. Callers add and remove
+// routes, sessions' readers look them up.
 type progressRoutes struct {
 	next   atomic.Uint64
 	mu     sync.Mutex
 	routes map[string]*progressSink // by the token's JSON encoding
 }
 
+// progressSink is where one call's progress notifications go.
+//
+// Concurrency: sessions' readers send on ch, the call's forwarding
+// goroutine receives; server is read-only.
 type progressSink struct {
 	server string
 	ch     chan Progress

@@ -113,7 +113,9 @@ func elicit(ctx context.Context, o *Options, server string, params json.RawMessa
 	return res, nil
 }
 
-// rootsState holds the roots the host exposes. mu guards roots.
+// rootsState holds the roots the host exposes.
+//
+// Concurrency: mu guards roots; the host sets them, sessions read them.
 type rootsState struct {
 	mu    sync.Mutex
 	roots []protocol.Root

@@ -23,13 +23,32 @@ import (
 // serverHandle is how the registry and callers reach one server. It
 // outlives the server actor's instances (a restarted actor is a new
 // instance on the same handle), so whatever must survive a restart lives
-// here. The server actor is the only writer of every field after creation.
+// here.
+//
+// Concurrency: the handle is shared by the registry, the server actor
+// (every instance), the goroutines the actor starts, and callers (any
+// goroutine). Each field has one writer, named on the field; the groups
+// are: identity, written once by the registry before the handle is
+// published (publishHandles) and read-only after; the published view,
+// written by the server actor (and by the registry only once the actor
+// is gone, see registry.stopped and registry.terminated); the actor's
+// bookkeeping of its own goroutines; and the traffic counters, written
+// by whichever goroutine used the connection. Everything mutable is an
+// atomic or guarded by its own lock.
 type serverHandle struct {
+	// Identity: written by the registry when it spawns the actor.
 	name string
-	pid  *actor.PID // set by the registry right after spawning
+	pid  *actor.PID
 
-	view atomic.Pointer[serverView] // the latest published state
+	// The published state. view is written by the server actor on every
+	// change (serverActor.publish), and by the registry for an actor that
+	// stopped; changed fires after each such write. Readers take a
+	// snapshot: a view is immutable once stored.
+	view    atomic.Pointer[serverView]
+	changed changeSignal
 
+	// The actor's bookkeeping, written by the server actor (any instance)
+	// and, where said, by its goroutines.
 	gens     atomic.Uint64 // connection generations ever started; never reused
 	admitted atomic.Uint64 // the ticket of the last connectNow received
 	// busy counts the goroutines the actor started that have not yet
@@ -41,23 +60,33 @@ type serverHandle struct {
 	// when it ends: the registry waits on it for an actor that supervision
 	// stopped, which will never receive another goroutineDone.
 	running sync.WaitGroup
-	// stopped is set when the actor (any instance) has stopped for good, so
-	// that its goroutines do not message a dead mailbox.
+	// stopped is set by the actor (any instance) when it has stopped for
+	// good, so that its goroutines do not message a dead mailbox.
 	stopped atomic.Bool
+
+	// Traffic counters: written by whichever goroutine used the
+	// connection (callers, the pinger, the liveness watcher) and reset by
+	// the actor for each new connection.
+	//
 	// strikes counts the consecutive transient errors of the live
-	// connection, from calls and pings (see recordOutcome); the actor
-	// clears it for each new connection.
+	// connection, from calls and pings (see recordOutcome).
 	strikes atomic.Int32
-	memory  session.Memory
-	changed changeSignal // fires on every new view
 	// latency counts the requests sent on the server's sessions
 	// (onSession); any goroutine observes it.
 	latency latencyHist
-	auth    authHolder // the server's OAuth token source (auth.go)
+	// memory is what the server's sessions remember across connections
+	// (session.Memory, which has its own lock); the actor forgets it when
+	// the server's address changes.
+	memory session.Memory
+	// auth is the server's OAuth token source (auth.go), guarded by its
+	// own mutex: built by the actor, used by connects and by Login.
+	auth authHolder
 }
 
 // changeSignal lets goroutines wait for the next change of something. The
 // zero value is ready; it allocates only while someone waits.
+//
+// Concurrency: safe for concurrent use; ch is guarded by mu.
 type changeSignal struct {
 	mu sync.Mutex
 	ch chan struct{} // guarded by mu; closed and cleared by notify
@@ -84,6 +113,10 @@ func (c *changeSignal) notify() {
 
 // serverView is an immutable snapshot of one server, published by its
 // actor on every change. Callers read it without a mailbox hop.
+//
+// Concurrency: immutable once stored in serverHandle.view; whoever
+// changes a server copies its view and stores the copy. (What the pool
+// derives from a view, its offer, lives in the pool: pool.views.)
 type serverView struct {
 	name            string
 	cfg             ServerConfig
@@ -188,9 +221,12 @@ func (v *serverView) status() ServerStatus {
 
 // serverActor owns one server's connection: it alone starts connect
 // attempts, installs and tears down sessions, and publishes the server's
-// view. All its fields are touched only by Receive (the actor's
-// goroutine); I/O runs in goroutines it starts, whose results come back as
-// messages tagged with the connection generation.
+// view.
+//
+// Concurrency: all its fields are touched only by Receive (the actor's
+// goroutine); I/O runs in goroutines it starts (serverActor.goroutine),
+// whose results come back as messages tagged with the connection
+// generation. What others read of the server is on the handle.
 type serverActor struct {
 	h    *serverHandle
 	opts *Options // the System's, shared by every server; read-only

@@ -38,7 +38,12 @@ const (
 )
 
 // subscriptions holds the host's subscriptions, outside any actor so that
-// they outlive connections. mu guards every map.
+// they outlive connections.
+//
+// Concurrency: mu guards every map, nextPoll and closed; callers
+// (Subscribe, Unsubscribe), server actors' goroutines (restoring
+// subscriptions) and pollers take it. wg counts the pollers and listen
+// loops; ctx ends with close.
 type subscriptions struct {
 	mu        sync.Mutex
 	resources map[string]map[string]bool // server → subscribed URIs
@@ -225,7 +230,10 @@ type PollSpec struct {
 	Interval time.Duration `json:"interval,omitempty"`
 }
 
-// poll is one polling subscription; its goroutine alone touches last.
+// poll is one polling subscription.
+//
+// Concurrency: read-only once in subscriptions.polls, but for done,
+// closed by its goroutine when it ends.
 type poll struct {
 	id     string
 	spec   PollSpec
