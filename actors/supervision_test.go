@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -200,19 +201,24 @@ func TestFailingPingsReconnectAnIdleServer(t *testing.T) {
 }
 
 // Liveness pings never restart a server that answers them, however quiet
-// it is otherwise.
+// it is otherwise: thirty pings on the bubble's clock, and the first
+// connection is still the one in use.
 func TestASilentHealthyServerIsNeverRestarted(t *testing.T) {
 	opts := testOptions
 	opts.PingInterval = 10 * time.Millisecond
-	s := start(t, opts)
-	setAndSettle(t, s, map[string]ServerConfig{"quiet": mock(), "unpinged": {Config: mockserver.Command()}})
-	pid, since := pidOf(s, "quiet"), statusOf(s, "quiet").ConnectedSince
-	time.Sleep(300 * time.Millisecond) // some 30 pings
-	st := statusOf(s, "quiet")
-	assert.Equal(t, StateReady, st.State)
-	assert.Equal(t, pid, pidOf(s, "quiet"))
-	assert.Equal(t, since, st.ConnectedSince)
-	assert.Zero(t, st.Strikes)
+	inBubble(t, opts, map[string]mockserver.Options{"quiet": {}}, func(t *testing.T, s *System) {
+		settleInBubble(t, s, map[string]ServerConfig{"quiet": inProcess()})
+		h, err := s.handle("quiet")
+		require.NoError(t, err)
+		gen, since := h.view.Load().gen, statusOf(s, "quiet").ConnectedSince
+		time.Sleep(300 * time.Millisecond) // some 30 pings
+		synctest.Wait()
+		st := statusOf(s, "quiet")
+		assert.Equal(t, StateReady, st.State)
+		assert.Equal(t, gen, h.view.Load().gen, "no new connection")
+		assert.Equal(t, since, st.ConnectedSince)
+		assert.Zero(t, st.Strikes)
+	})
 }
 
 // A ping answered later than the ping interval is an answer, not a
@@ -281,38 +287,40 @@ func TestAuthFailureParksTheServerInNeedsAuth(t *testing.T) {
 func TestACallWakesAParkedServer(t *testing.T) {
 	opts := testOptions
 	opts.Reconnect.MaxAttempts = -1 // park at the first failure
-	s := start(t, opts)
-	setAndSettle(t, s, map[string]ServerConfig{
-		"a":       mock("-exit-after", "1"),
-		"missing": {Config: transports.Config{Command: "mcpvisor-no-such-server"}},
+	inBubble(t, opts, map[string]mockserver.Options{"a": {ExitAfter: 1}}, func(t *testing.T, s *System) {
+		settleInBubble(t, s, map[string]ServerConfig{
+			"a":       inProcess(),
+			"missing": {Config: transports.Config{Command: "mcpvisor-no-such-server"}},
+		})
+		_, err := call(t, s, "mcp__a__echo", "one")
+		require.NoError(t, err)
+		_, err = call(t, s, "mcp__a__echo", "two") // the server exits on it
+		require.ErrorIs(t, err, session.ErrConnectionClosed)
+		synctest.Wait() // the actor parks the server; the registry folds that into the pool
+		require.Equal(t, StateFailed, statusOf(s, "a").State)
+		require.False(t, hasTool(s, "mcp__a__echo"), "a parked server's tools leave the pool")
+
+		res, err := call(t, s, "mcp__a__echo", "three")
+		require.NoError(t, err, "the call woke the server and waited for it")
+		assert.Equal(t, "three", res.Content[0].Text)
+		synctest.Wait()
+		require.True(t, hasTool(s, "mcp__a__echo"), "ready again: its tools are back")
+
+		// A wake-up whose attempt fails ends the call with the server's
+		// error, after exactly one attempt.
+		h, err := s.handle("missing")
+		require.NoError(t, err)
+		gen := h.view.Load().gen
+		_, _, err = s.Resources("missing")
+		require.ErrorIs(t, err, ErrServerNotReady)
+		_, err = s.ReadResource(t.Context(), "missing", "mock://x")
+		var nre *NotReadyError
+		require.ErrorAs(t, err, &nre)
+		assert.Equal(t, StateFailed, nre.State)
+		assert.Nil(t, nre.Waited, "the call did not wait until its deadline")
+		assert.Contains(t, err.Error(), "executable file not found")
+		assert.Equal(t, gen+1, h.view.Load().gen, "one fresh attempt")
 	})
-	_, err := call(t, s, "mcp__a__echo", "one")
-	require.NoError(t, err)
-	_, err = call(t, s, "mcp__a__echo", "two") // the process exits on it
-	require.ErrorIs(t, err, session.ErrConnectionClosed)
-	require.Eventually(t, func() bool { return statusOf(s, "a").State == StateFailed }, 5*time.Second, 5*time.Millisecond)
-	// The registry folds the server's state into the pool just after.
-	require.Eventually(t, func() bool { return !hasTool(s, "mcp__a__echo") }, 5*time.Second, 5*time.Millisecond)
-
-	res, err := call(t, s, "mcp__a__echo", "three")
-	require.NoError(t, err, "the call woke the server and waited for it")
-	assert.Equal(t, "three", res.Content[0].Text)
-	require.Eventually(t, func() bool { return hasTool(s, "mcp__a__echo") }, 5*time.Second, 5*time.Millisecond, "ready again: its tools are back")
-
-	// A wake-up whose attempt fails ends the call with the server's error,
-	// after exactly one attempt.
-	h, err := s.handle("missing")
-	require.NoError(t, err)
-	gen := h.view.Load().gen
-	_, _, err = s.Resources("missing")
-	require.ErrorIs(t, err, ErrServerNotReady)
-	_, err = s.ReadResource(t.Context(), "missing", "mock://x")
-	var nre *NotReadyError
-	require.ErrorAs(t, err, &nre)
-	assert.Equal(t, StateFailed, nre.State)
-	assert.Nil(t, nre.Waited, "the call did not wait until its deadline")
-	assert.Contains(t, err.Error(), "executable file not found")
-	assert.Equal(t, gen+1, h.view.Load().gen, "one fresh attempt")
 }
 
 // reconnectingServer returns a supervisor whose server "r" is waiting out
@@ -394,18 +402,27 @@ func TestOnlyTrustedIdempotentCallsAreReplayed(t *testing.T) {
 	require.ErrorAs(t, err, &lost, "a tool without the annotations is not replayed")
 }
 
+// A connection that lasts StableAfter ends the reconnect episode: the
+// attempt count clears then, and not a moment before (on the bubble's
+// clock, exactly).
 func TestAStableConnectionClearsTheReconnectHistory(t *testing.T) {
 	opts := testOptions
 	opts.Reconnect.StableAfter = Duration(200 * time.Millisecond)
-	s := start(t, opts)
-	setAndSettle(t, s, map[string]ServerConfig{"a": mock("-exit-after", "1")})
-	_, _ = call(t, s, "mcp__a__echo", "one")
-	_, err := call(t, s, "mcp__a__echo", "two")
-	require.Error(t, err)
-	_, err = call(t, s, "mcp__a__echo", "three")
-	require.NoError(t, err)
-	assert.Equal(t, 1, statusOf(s, "a").Attempt)
-	require.Eventually(t, func() bool { return statusOf(s, "a").Attempt == 0 }, 5*time.Second, 10*time.Millisecond)
+	inBubble(t, opts, map[string]mockserver.Options{"a": {ExitAfter: 1}}, func(t *testing.T, s *System) {
+		settleInBubble(t, s, map[string]ServerConfig{"a": inProcess()})
+		_, _ = call(t, s, "mcp__a__echo", "one")
+		_, err := call(t, s, "mcp__a__echo", "two")
+		require.Error(t, err)
+		_, err = call(t, s, "mcp__a__echo", "three") // waits for the reconnect; no time passes after it
+		require.NoError(t, err)
+		assert.Equal(t, 1, statusOf(s, "a").Attempt)
+		time.Sleep(150 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, 1, statusOf(s, "a").Attempt, "not stable yet")
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		assert.Zero(t, statusOf(s, "a").Attempt, "stable: the episode is over")
+	})
 }
 
 // A server that dies right after every connect exhausts its budget and
@@ -413,17 +430,21 @@ func TestAStableConnectionClearsTheReconnectHistory(t *testing.T) {
 func TestAFlappingServerParksAfterItsBudget(t *testing.T) {
 	opts := testOptions
 	opts.FailFast = true // calls never wake the parked server
-	s := start(t, opts)
-	events := s.Subscribe(t.Context(), false, 0, 1024)
-	setAndSettle(t, s, map[string]ServerConfig{"flap": mock("-exit-after", "1")}) // each process dies on its second call
-	for deadline := time.Now().Add(10 * time.Second); statusOf(s, "flap").State != StateFailed && time.Now().Before(deadline); {
-		_, _ = call(t, s, "mcp__flap__echo", "x")
-		time.Sleep(2 * time.Millisecond)
-	}
-	waitForState(t, events, "flap", StateFailed, 10*time.Second)
-	st := statusOf(s, "flap")
-	assert.Contains(t, st.LastError, "gave up after 6 reconnect attempts")
-	assert.Equal(t, 6, st.Attempt)
+	inBubble(t, opts, map[string]mockserver.Options{"flap": {ExitAfter: 1}}, func(t *testing.T, s *System) {
+		events := s.Subscribe(t.Context(), false, 0, 1024)
+		settleInBubble(t, s, map[string]ServerConfig{"flap": inProcess()}) // each connection dies on its second call
+		for range 1000 {
+			if statusOf(s, "flap").State == StateFailed {
+				break
+			}
+			_, _ = call(t, s, "mcp__flap__echo", "x")
+			time.Sleep(2 * time.Millisecond)
+		}
+		waitForState(t, events, "flap", StateFailed, 10*time.Second)
+		st := statusOf(s, "flap")
+		assert.Contains(t, st.LastError, "gave up after 6 reconnect attempts")
+		assert.Equal(t, 6, st.Attempt)
+	})
 }
 
 // A remote server that is gone for good costs a bounded number of
@@ -444,14 +465,16 @@ func TestADeadRemoteServerCostsABoundedNumberOfRequests(t *testing.T) {
 // A lazy server is not connected at start; a call that names it connects
 // it and waits.
 func TestALazyServerConnectsOnItsFirstCall(t *testing.T) {
-	s := start(t, testOptions)
-	lazy := mock()
-	lazy.Lazy = true
-	setAndSettle(t, s, map[string]ServerConfig{"lazy": lazy})
-	require.Equal(t, StatePending, statusOf(s, "lazy").State)
-	require.NoError(t, s.Ping(t.Context(), "lazy"))
-	assert.Equal(t, StateReady, statusOf(s, "lazy").State)
-	require.Eventually(t, func() bool { return hasTool(s, "mcp__lazy__echo") }, 5*time.Second, 5*time.Millisecond)
+	inBubble(t, testOptions, map[string]mockserver.Options{"lazy": {}}, func(t *testing.T, s *System) {
+		lazy := inProcess()
+		lazy.Lazy = true
+		settleInBubble(t, s, map[string]ServerConfig{"lazy": lazy})
+		require.Equal(t, StatePending, statusOf(s, "lazy").State)
+		require.NoError(t, s.Ping(t.Context(), "lazy"))
+		assert.Equal(t, StateReady, statusOf(s, "lazy").State)
+		synctest.Wait()
+		assert.True(t, hasTool(s, "mcp__lazy__echo"))
+	})
 }
 
 func TestClassifyFailure(t *testing.T) {
