@@ -1,14 +1,3 @@
-// Package actors is mcpvisor's supervision core, built on protoactor-go:
-// one server actor per configured MCP server, which alone owns that
-// server's connection, and one registry actor, which owns the set of
-// server actors, admits their connects, assembles the tool pool and
-// publishes events. It is the only package that imports protoactor.
-//
-// Callers do not talk to the actors for every request. The server actor
-// publishes an immutable view of its state (including the live session)
-// and the registry publishes the tool pool; a call reads both and goes
-// straight to the session. Lifecycle changes — connect, teardown,
-// configuration — always go through the actors' mailboxes.
 package actors
 
 import (

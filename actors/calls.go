@@ -1,0 +1,356 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
+	"github.com/mcpvisor/mcpvisor/transports"
+)
+
+// handle finds a configured server.
+func (s *System) handle(name string) (*serverHandle, error) {
+	for _, h := range *s.handles.Load() {
+		if h.name == name {
+			return h, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownServer, name)
+}
+
+// ready returns the server's live view, or why there is none.
+func ready(h *serverHandle) (*serverView, error) {
+	v := h.view.Load()
+	if v.state != StateReady || v.sess == nil {
+		return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
+	}
+	return v, nil
+}
+
+// onSession runs one request on the server's live session, with the
+// server's default deadline when ctx has none. A server that is not ready
+// is waited for (see awaitReady). The outcome feeds the connection's
+// strike count. A request the server refused unread because it forgot the
+// session is sent once more on the new session; a request whose
+// connection ended fails with a *ConnectionLostError.
+func onSession[T any](ctx context.Context, s *System, h *serverHandle, request func(context.Context, *session.Session) (T, error)) (T, error) {
+	var zero T
+	if s.pool.Load().off[h.name] {
+		return zero, fmt.Errorf("%w: %q", ErrServerOff, h.name)
+	}
+	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
+	defer cancel()
+	v := h.view.Load()
+	if v.state != StateReady || v.sess == nil || v.sess.Err() != nil {
+		var err error
+		if v, err = s.awaitReady(ctx, h, nil); err != nil {
+			return zero, err
+		}
+	}
+	start := time.Now()
+	res, err := request(ctx, v.sess)
+	s.recordOutcome(h, v, err)
+	if err != nil && errors.Is(err, transports.ErrSessionExpired) {
+		// The server forgot the session and refused the request unread:
+		// the server actor is initializing a new session. Wait for it and
+		// send the request once more.
+		nv, werr := s.awaitReady(ctx, h, v.sess)
+		if werr != nil {
+			return res, fmt.Errorf("%w (and no new session: %w)", err, werr)
+		}
+		res, err = request(ctx, nv.sess)
+		s.recordOutcome(h, nv, err)
+		v = nv
+	}
+	h.latency.observe(time.Since(start), err != nil)
+	switch {
+	case err == nil:
+	case errors.Is(err, session.ErrConnectionClosed), errors.Is(err, session.ErrServerRestarting):
+		return res, &ConnectionLostError{Server: h.name, Attempt: v.attempt + 1, Err: err}
+	case brokeMidRequest(err):
+		// Over HTTP each request has its own connection, and the
+		// session outlives it: the call is lost all the same.
+		return res, &ConnectionLostError{Server: h.name, Attempt: v.attempt + 1, Err: fmt.Errorf("%w: %w", session.ErrConnectionClosed, err)}
+	}
+	return res, err
+}
+
+// brokeMidRequest reports whether a request failed because the
+// connection carrying it broke after it was sent (reset, EOF, a stream
+// cut off) rather than being refused or answered with an error.
+func brokeMidRequest(err error) bool {
+	switch transports.Classify(err) {
+	case transports.ClassReset, transports.ClassClosed:
+		return true
+	}
+	return false
+}
+
+// callTimeout is the default deadline of a call to the server: its
+// timeoutMs, else Options.CallTimeout.
+func (s *System) callTimeout(h *serverHandle) time.Duration {
+	if ms := h.view.Load().cfg.TimeoutMs; ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return s.opts.CallTimeout
+}
+
+// recordOutcome counts a request's outcome on connection v: a transient
+// transport error is a strike, an answer clears the strikes.
+func (s *System) recordOutcome(h *serverHandle, v *serverView, err error) {
+	strike, ok := strikes(err)
+	if !ok || h.view.Load().sess != v.sess {
+		return // says nothing, or about a connection already replaced
+	}
+	if strike {
+		h.strike(s.actors.Root, v.gen, v.strikeLimit, err)
+	} else if h.strikes.Load() != 0 {
+		h.strikes.Store(0)
+	}
+}
+
+// awaitReady returns the server's view once it is ready with a session
+// other than old. A server connecting or reconnecting is waited for, up to
+// ctx's end (unless Options.FailFast; a session being renewed after
+// expiry is always waited for). A parked server is woken, and the call
+// waits for that one fresh attempt. Disabled, stopped and held servers
+// fail at once.
+func (s *System) awaitReady(ctx context.Context, h *serverHandle, old *session.Session) (*serverView, error) {
+	woken, wokenAt := false, uint64(0)
+	for {
+		changed := h.changed.next()
+		v := h.view.Load()
+		switch {
+		case v.state == StateReady && v.sess != nil && v.sess != old:
+			if v.sess.Err() == nil {
+				return v, nil
+			}
+			// The session has ended and the actor is about to say so:
+			// wait for what comes next rather than fail a call never sent.
+		case v.state == StateDisabled || v.state == StateStopped || v.state == StateNeedsApproval:
+			return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
+		case v.state.Parked():
+			if woken && v.gen > wokenAt {
+				return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err} // the fresh attempt failed
+			}
+			if s.opts.FailFast {
+				return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
+			}
+			if !woken {
+				woken, wokenAt = true, v.gen
+				s.actors.Root.Send(s.registry, wakeServer{name: h.name, handle: h})
+			}
+		case s.opts.FailFast && !v.renewing():
+			return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
+		case v.state == StatePending && v.cfg.Lazy && !woken:
+			// A lazy server connects on first use.
+			woken, wokenAt = true, v.gen
+			s.actors.Root.Send(s.registry, wakeServer{name: h.name, handle: h})
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			v := h.view.Load()
+			return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err, Waited: context.Cause(ctx)}
+		}
+	}
+}
+
+// CallTool calls a tool of the pool by its qualified name. The call goes
+// straight to the server's session: no actor mailbox is involved. A tool
+// that failed is a result with IsError set; an error means the call did
+// not complete (unknown tool, server not ready, connection lost, timeout,
+// or a JSON-RPC error from the server). A call whose connection was lost
+// is sent again only when Options.ReplayIdempotent allows it for this
+// tool (see poolEntry.replayable).
+func (s *System) CallTool(ctx context.Context, name string, args json.RawMessage) (*protocol.CallToolResult, error) {
+	return s.callTool(ctx, name, args, RequestOptions{})
+}
+
+// callTool is CallTool with the request's options.
+func (s *System) callTool(ctx context.Context, name string, args json.RawMessage, o RequestOptions) (*protocol.CallToolResult, error) {
+	p := s.pool.Load()
+	if b, ok := p.builtinByName[name]; ok {
+		if b.Call == nil {
+			return nil, fmt.Errorf("%w: %q", ErrHostTool, name)
+		}
+		ctx, cancel := withDefaultTimeout(ctx, s.opts.CallTimeout)
+		defer cancel()
+		return b.Call(ctx, args)
+	}
+	e, err := s.route(ctx, name, func(p *pool) (poolEntry, bool) {
+		if e, ok := p.toolsByName[name]; ok {
+			return e, true
+		}
+		// A parked server's tools are out of the pool, but a call by name
+		// wakes the server.
+		e, ok := p.hiddenTools[name]
+		return e, ok
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q", err, name)
+	}
+	call := func(ctx context.Context, sess *session.Session) (*protocol.CallToolResult, error) {
+		return sess.CallToolWith(ctx, e.name, args, o.session())
+	}
+	if !s.opts.ReplayIdempotent || !e.replayable {
+		return onSession(ctx, s, e.h, call)
+	}
+	// One deadline for the call and its replay.
+	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(e.h))
+	defer cancel()
+	res, err := onSession(ctx, s, e.h, call)
+	var lost *ConnectionLostError
+	if errors.As(err, &lost) {
+		s.log.Info().Str("server", e.h.name).Str("tool", e.name).Msg("replaying a read-only, idempotent call after its connection was lost")
+		return onSession(ctx, s, e.h, call)
+	}
+	return res, err
+}
+
+// route finds the pool entry of a qualified name with find. A name no
+// entry has may belong to a lazy server not yet connected (its tools are
+// unknown until then): the name's mcp__<server>__ prefix wakes it, and
+// the name is looked up again once it is ready. It may also belong to a
+// server that has just become ready: its status says so a moment before
+// the registry folds its lists into the pool (rebuilds are spaced), and
+// the name is looked up again once the pool has them.
+func (s *System) route(ctx context.Context, name string, find func(*pool) (poolEntry, bool)) (poolEntry, error) {
+	p := s.pool.Load()
+	if e, ok := find(p); ok {
+		return e, nil
+	}
+	if server, ok := p.offRoutes[name]; ok {
+		return poolEntry{}, fmt.Errorf("%w (server %q)", ErrServerOff, server)
+	}
+	h := s.lazyServerOf(name)
+	if h == nil {
+		h = s.unfoldedServerOf(name)
+	}
+	if h == nil {
+		return poolEntry{}, ErrUnknownTool
+	}
+	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
+	defer cancel()
+	if _, err := s.awaitReady(ctx, h, nil); err != nil {
+		return poolEntry{}, err
+	}
+	// The registry folds the new lists into the pool just after the
+	// server's ready view: wait for it.
+	for {
+		changed := s.poolChanged.next()
+		if e, ok := find(s.pool.Load()); ok {
+			return e, nil
+		}
+		if v := h.view.Load(); v.state == StateReady && s.poolHas(h) {
+			return poolEntry{}, ErrUnknownTool // ready, and has no such tool
+		}
+		select {
+		case <-changed:
+		case <-s.closed:
+			return poolEntry{}, ErrClosed
+		case <-ctx.Done():
+			return poolEntry{}, ErrUnknownTool
+		}
+	}
+}
+
+// lazyServerOf returns the lazy, never-connected server whose qualified
+// names start like name (the longest such prefix), or nil.
+func (s *System) lazyServerOf(name string) *serverHandle {
+	var best *serverHandle
+	bestLen := 0
+	for _, h := range *s.handles.Load() {
+		v := h.view.Load()
+		if !v.cfg.Lazy || v.state != StatePending || v.connectedSince != (time.Time{}) {
+			continue
+		}
+		prefix := "mcp__" + sanitize(h.name) + "__"
+		if strings.HasPrefix(name, prefix) && len(prefix) > bestLen {
+			best, bestLen = h, len(prefix)
+		}
+	}
+	return best
+}
+
+// unfoldedServerOf returns the ready server whose qualified names start
+// like name (the longest such prefix) when the pool does not reflect its
+// view yet, or nil.
+func (s *System) unfoldedServerOf(name string) *serverHandle {
+	var best *serverHandle
+	bestLen := 0
+	for _, h := range *s.handles.Load() {
+		prefix := "mcp__" + sanitize(h.name) + "__"
+		if !strings.HasPrefix(name, prefix) || len(prefix) <= bestLen {
+			continue
+		}
+		if h.view.Load().state == StateReady && !s.poolHas(h) {
+			best, bestLen = h, len(prefix)
+		}
+	}
+	return best
+}
+
+// poolHas reports whether the pool reflects server h's current view.
+func (s *System) poolHas(h *serverHandle) bool {
+	return s.pool.Load().views[h].view == h.view.Load()
+}
+
+// ReadResource reads a resource from a server.
+func (s *System) ReadResource(ctx context.Context, server, uri string) (*protocol.ReadResourceResult, error) {
+	h, err := s.handle(server)
+	if err != nil {
+		return nil, err
+	}
+	return onSession(ctx, s, h, func(ctx context.Context, sess *session.Session) (*protocol.ReadResourceResult, error) {
+		return sess.ReadResource(ctx, uri)
+	})
+}
+
+// GetPrompt renders a prompt, named by its qualified name.
+func (s *System) GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error) {
+	e, err := s.route(ctx, name, func(p *pool) (poolEntry, bool) {
+		e, ok := p.promptsByName[name]
+		return e, ok
+	})
+	if errors.Is(err, ErrUnknownTool) {
+		err = ErrUnknownPrompt
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q", err, name)
+	}
+	return onSession(ctx, s, e.h, func(ctx context.Context, sess *session.Session) (*protocol.GetPromptResult, error) {
+		return sess.GetPrompt(ctx, e.name, args)
+	})
+}
+
+// Ping checks that a ready server answers.
+func (s *System) Ping(ctx context.Context, server string) error {
+	h, err := s.handle(server)
+	if err != nil {
+		return err
+	}
+	_, err = onSession(ctx, s, h, func(ctx context.Context, sess *session.Session) (struct{}, error) {
+		return struct{}{}, sess.Ping(ctx)
+	})
+	return err
+}
+
+// Session returns a ready server's live session, for requests the API
+// does not wrap. It is valid until the connection ends.
+func (s *System) Session(server string) (*session.Session, error) {
+	h, err := s.handle(server)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ready(h)
+	if err != nil {
+		return nil, err
+	}
+	return v.sess, nil
+}

@@ -1,0 +1,123 @@
+package actors
+
+import (
+	"slices"
+	"strings"
+)
+
+// buildPool assembles the pool from the servers (in any order) and the
+// host's built-ins. Names are handed out by a namer, so collisions
+// resolve the same way whatever order the servers became ready in: a
+// built-in keeps its name, then the server first by name, then the tool
+// first by its own name.
+// prev, the pool this one replaces (nil for the first), supplies the names
+// of the entries of servers not offering them, and the offers of views
+// that did not change.
+func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int, prev *pool) *pool {
+	if prev == nil {
+		prev = emptyPool
+	}
+	slices.SortFunc(servers, func(a, b poolServer) int { return strings.Compare(a.name, b.name) })
+	nTools, nPrompts := len(prev.tools), len(prev.prompts)
+	p := &pool{
+		builtinByName: map[string]*BuiltinTool{}, toolsByName: make(map[string]poolEntry, nTools), promptsByName: make(map[string]poolEntry, nPrompts),
+		hiddenTools: map[string]poolEntry{}, off: map[string]bool{}, offRoutes: map[string]string{},
+		views: make(map[*serverHandle]pooledView, len(servers)), offered: make(map[string]int, len(servers)), renamed: map[renameKey]string{},
+		tools: make([]*Tool, 0, nTools), prompts: make([]Prompt, 0, nPrompts),
+		parts: make(map[*serverHandle]poolServer, len(servers)), builtinsFrom: builtins, maxDescription: maxDescription,
+	}
+	// known is the name of an entry of a server not offering it now, which
+	// stays remembered for the next pool.
+	known := func(kind, server, original string) string {
+		name := prev.knownName(kind, server, original)
+		if name != QualifiedName(server, original) {
+			p.renamed[renameKey{kind, server, original}] = name
+		}
+		return name
+	}
+	tools, prompts := newNamer("tool", nTools), newNamer("prompt", nPrompts)
+	for i := range builtins {
+		b := &builtins[i]
+		p.builtinByName[b.Definition.Name] = b
+		tools.holders[b.Definition.Name] = holder{}
+		p.builtins = append(p.builtins, Tool{Name: b.Definition.Name, Builtin: true, Definition: b.Definition})
+	}
+	toolsSorted := true // p.tools is in name order so far
+	for _, s := range servers {
+		p.parts[s.h] = s
+		v := s.h.view.Load()
+		if v == nil {
+			continue
+		}
+		p.views[s.h] = pooledView{view: v}
+		if s.off {
+			p.off[s.name] = true
+			for _, t := range v.lists.tools {
+				p.routeOff(known("tool", s.name, t.Name), s.name)
+			}
+			for _, pr := range v.lists.prompts {
+				p.routeOff(known("prompt", s.name, pr.Name), s.name)
+			}
+			continue
+		}
+		if v.routesHiddenTools() {
+			trusted := v.cfg.Trust == "trusted"
+			for _, t := range v.lists.tools {
+				if v.cfg.Tools.allowed(t.Name) && !v.withheld(t.Name) {
+					q := known("tool", s.name, t.Name)
+					if _, taken := p.hiddenTools[q]; taken {
+						p.contested = true
+					}
+					p.hiddenTools[q] = poolEntry{h: s.h, name: t.Name, replayable: trusted && readOnlyAndIdempotent(t)}
+				}
+			}
+		}
+		if !v.offersTools() {
+			continue
+		}
+		o := offerOf(s.name, v, prev.views[s.h], maxDescription)
+		p.views[s.h] = pooledView{view: v, offer: o}
+		for i := range o.tools {
+			t := &o.tools[i]
+			q := tools.claimPreferred(s.name, t.tool.Definition.Name, t.tool.Name)
+			p.toolsByName[q] = poolEntry{h: s.h, name: t.tool.Definition.Name, replayable: t.replayable}
+			if n := len(p.tools); toolsSorted && n > 0 && p.tools[n-1].Name > q {
+				toolsSorted = false
+			}
+			tool := &t.tool
+			if q != tool.Name { // renamed: a copy under its new name
+				renamed := *tool
+				renamed.Name = q
+				tool = &renamed
+			}
+			p.tools = append(p.tools, tool)
+		}
+		p.offered[s.name] += len(o.tools)
+		for _, pr := range o.prompts {
+			q := prompts.claimPreferred(s.name, pr.Prompt.Name, pr.Name)
+			p.promptsByName[q] = poolEntry{h: s.h, name: pr.Prompt.Name}
+			pr.Name = q
+			p.prompts = append(p.prompts, pr)
+		}
+		p.resources = append(p.resources, o.resources...)
+		p.templates = append(p.templates, o.templates...)
+	}
+	slices.SortFunc(p.builtins, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	if !toolsSorted {
+		slices.SortFunc(p.tools, func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) })
+	}
+	slices.SortFunc(p.prompts, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
+	p.collisions = append(tools.collisions, prompts.collisions...)
+	for _, c := range p.collisions {
+		p.renamed[renameKey{c.Kind, c.Server, c.Original}] = c.Renamed
+	}
+	return p
+}
+
+// routeOff routes name to the toggled-off server.
+func (p *pool) routeOff(name, server string) {
+	if _, taken := p.offRoutes[name]; taken {
+		p.contested = true
+	}
+	p.offRoutes[name] = server
+}

@@ -1,0 +1,92 @@
+package actors
+
+import "fmt"
+
+// Tools returns the tool pool: the host's built-ins sorted by name, then
+// the MCP tools sorted by qualified name.
+func (s *System) Tools() []Tool {
+	p := s.pool.Load()
+	out := append(make([]Tool, 0, len(p.builtins)+len(p.tools)), p.builtins...)
+	for _, t := range p.tools {
+		out = append(out, *t)
+	}
+	return out
+}
+
+// Prompts returns the prompts the servers offer (of one server, when
+// server is not empty), sorted by qualified name.
+func (s *System) Prompts(server string) ([]Prompt, error) {
+	p := s.pool.Load()
+	if server == "" {
+		return append([]Prompt(nil), p.prompts...), nil
+	}
+	if err := s.offered(p, server); err != nil {
+		return nil, err
+	}
+	var out []Prompt
+	for _, pr := range p.prompts {
+		if pr.Server == server {
+			out = append(out, pr)
+		}
+	}
+	return out, nil
+}
+
+// offered checks that a named server's lists are in pool p: configured,
+// not toggled off, and ready (or recovering).
+func (s *System) offered(p *pool, server string) error {
+	h, err := s.handle(server)
+	if err != nil {
+		return err
+	}
+	if p.off[server] {
+		return fmt.Errorf("%w: %q", ErrServerOff, server)
+	}
+	if v := h.view.Load(); !v.offersTools() {
+		return &NotReadyError{Server: server, State: v.state, Cause: v.err}
+	}
+	return nil
+}
+
+// Status returns every configured server's status, sorted by name.
+func (s *System) Status() []ServerStatus {
+	hs := *s.handles.Load()
+	out := make([]ServerStatus, 0, len(hs))
+	p := s.pool.Load()
+	for _, h := range hs {
+		st := h.view.Load().status()
+		st.ToggledOff = p.off[h.name]
+		st.OfferedTools = p.offered[h.name]
+		if st.State == StateReady {
+			st.Strikes = int(h.strikes.Load())
+		}
+		st.Latency = h.latency.stats()
+		out = append(out, st)
+	}
+	return out
+}
+
+// Resources lists the resources and resource templates the servers offer
+// (of one server, when server is not empty), sorted by server, then URI.
+func (s *System) Resources(server string) ([]Resource, []ResourceTemplate, error) {
+	p := s.pool.Load()
+	if server == "" {
+		return append([]Resource(nil), p.resources...), append([]ResourceTemplate(nil), p.templates...), nil
+	}
+	if err := s.offered(p, server); err != nil {
+		return nil, nil, err
+	}
+	var rs []Resource
+	var ts []ResourceTemplate
+	for _, r := range p.resources {
+		if r.Server == server {
+			rs = append(rs, r)
+		}
+	}
+	for _, t := range p.templates {
+		if t.Server == server {
+			ts = append(ts, t)
+		}
+	}
+	return rs, ts, nil
+}

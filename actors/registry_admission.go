@@ -1,0 +1,42 @@
+package actors
+
+import "github.com/mcpvisor/mcpvisor/actors/admission"
+
+// classOf is the admission class of a server.
+func classOf(cfg ServerConfig) admission.Class {
+	if cfg.IsLocal() {
+		return admission.Local
+	}
+	return admission.Remote
+}
+
+// enqueue puts a server in line for a connect slot (once).
+func (r *registry) enqueue(name string, e *serverEntry) {
+	r.admission.Enqueue(name, e.class)
+}
+
+// dequeue takes a server out of line and frees its slot, if it had one.
+func (r *registry) dequeue(name string) {
+	r.admission.Remove(name)
+}
+
+// pump admits queued servers while their class has free slots. A slot
+// frees as soon as one connect settles, not when a batch does.
+func (r *registry) pump() {
+	for {
+		name, ticket, ok := r.admission.Next()
+		if !ok {
+			return
+		}
+		r.root.Send(r.servers[name].h.pid, connectNow{ticket: ticket})
+	}
+}
+
+type statsQuery struct {
+	reply chan AdmissionStats
+}
+
+func (r *registry) stats() AdmissionStats {
+	st := r.admission.Stats()
+	return AdmissionStats{Limit: st.Limit, Running: st.Running, Peak: st.Peak, Queued: st.Queued}
+}
