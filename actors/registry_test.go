@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -318,19 +320,22 @@ func TestASlowSubscriberResumesByCursor(t *testing.T) {
 // Once used, a lazy server is supervised like any other: a lost
 // connection is reconnected without waiting for another call.
 func TestAUsedLazyServerIsReconnectedLikeAnyOther(t *testing.T) {
-	s := start(t, testOptions)
-	lazy := mock("-exit-after", "1")
-	lazy.Lazy = true
-	setAndSettle(t, s, map[string]ServerConfig{"lazy": lazy})
-	_, err := call(t, s, "mcp__lazy__echo", "first use")
-	require.NoError(t, err)
-	first := pidOf(s, "lazy")
-	_, err = call(t, s, "mcp__lazy__echo", "kills it")
-	require.Error(t, err)
-	require.Eventually(t, func() bool {
-		pid := pidOf(s, "lazy")
-		return pid != 0 && pid != first && statusOf(s, "lazy").State == StateReady
-	}, 10*time.Second, 10*time.Millisecond, "a new process, with no call waiting for it")
+	inBubble(t, testOptions, map[string]mockserver.Options{"lazy": {ExitAfter: 1}}, func(t *testing.T, s *System) {
+		lazy := inProcess()
+		lazy.Lazy = true
+		settleInBubble(t, s, map[string]ServerConfig{"lazy": lazy})
+		_, err := call(t, s, "mcp__lazy__echo", "first use")
+		require.NoError(t, err)
+		h, err := s.handle("lazy")
+		require.NoError(t, err)
+		first := h.view.Load().gen
+		_, err = call(t, s, "mcp__lazy__echo", "kills it")
+		require.Error(t, err)
+		time.Sleep(time.Second) // longer than the first backoff delay of testOptions
+		synctest.Wait()
+		assert.Greater(t, h.view.Load().gen, first, "a new connection, with no call waiting for it")
+		assert.Equal(t, StateReady, statusOf(s, "lazy").State)
+	})
 }
 
 // Toggle and SetServers change the pool before they return: a host that

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -316,28 +317,23 @@ func TestReconnect(t *testing.T) {
 }
 
 func TestListChangedUpdatesThePool(t *testing.T) {
-	s := start(t, testOptions)
-	events := s.Subscribe(t.Context(), false, 0, 64)
-	setAndSettle(t, s, map[string]ServerConfig{"dyn": mock()})
-	_, err := s.CallTool(context.Background(), "mcp__dyn__announce", json.RawMessage(`{"text":"late_tool"}`))
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		for _, tool := range s.Tools() {
-			if tool.Name == "mcp__dyn__late_tool" {
-				return true
+	inBubble(t, testOptions, map[string]mockserver.Options{"dyn": {}}, func(t *testing.T, s *System) {
+		events := s.Subscribe(t.Context(), false, 0, 64)
+		settleInBubble(t, s, map[string]ServerConfig{"dyn": inProcess()})
+		_, err := s.CallTool(context.Background(), "mcp__dyn__announce", json.RawMessage(`{"text":"late_tool"}`))
+		require.NoError(t, err)
+		synctest.Wait() // the re-list, and the registry's flush
+		assert.True(t, hasTool(s, "mcp__dyn__late_tool"), "the announced tool joins the pool without any call from the host")
+		found := false
+		for !found {
+			select {
+			case ev := <-events:
+				found = ev.Type == EventToolsChanged && ev.Server == "dyn"
+			case <-time.After(5 * time.Second):
+				t.Fatal("no tools_changed event")
 			}
 		}
-		return false
-	}, 5*time.Second, 10*time.Millisecond, "the announced tool joins the pool without any call from the host")
-	found := false
-	for !found {
-		select {
-		case ev := <-events:
-			found = ev.Type == EventToolsChanged && ev.Server == "dyn"
-		case <-time.After(5 * time.Second):
-			t.Fatal("no tools_changed event")
-		}
-	}
+	})
 }
 
 func TestPromptsAndResources(t *testing.T) {
