@@ -24,12 +24,17 @@ import (
 type LineReader struct {
 	src  io.Reader
 	raw  syscall.RawConn // nil: src blocks in Read
-	pool *sync.Pool      // of *[]byte, all of len size
+	pool bufferPool      // of *[]byte, all of len size
 	buf  *[]byte         // nil while idle
 	r, w int             // unread bytes are (*buf)[r:w]
 	err  error           // sticky error from src
+}
 
-	parked func() // test hook: called each time the reader parks without a buffer
+// bufferPool lends a LineReader its buffer: the *sync.Pool shared by every
+// LineReader of one size (linePool).
+type bufferPool interface {
+	Get() any
+	Put(any)
 }
 
 var (

@@ -31,9 +31,6 @@ func (lr *LineReader) fillRaw() {
 		n, rerr = syscall.Read(int(fd), (*lr.buf)[lr.w:])
 		if rerr == syscall.EAGAIN {
 			lr.release()
-			if lr.parked != nil {
-				lr.parked()
-			}
 			return false // park in the poller with no buffer held
 		}
 		return rerr != syscall.EINTR

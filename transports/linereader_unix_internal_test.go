@@ -4,7 +4,10 @@ package transports
 
 import (
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,34 +15,66 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
+// countingPool is a buffer pool that counts what it lent and got back.
+type countingPool struct {
+	pool      sync.Pool
+	gets, out atomic.Int64
+}
+
+func (p *countingPool) Get() any {
+	p.gets.Add(1)
+	p.out.Add(1)
+	return p.pool.Get()
+}
+
+func (p *countingPool) Put(b any) {
+	p.out.Add(-1)
+	p.pool.Put(b)
+}
+
 // An idle pipe reader holds no buffer: it returns it to the pool before
-// it parks, and borrows one again when bytes arrive.
+// it parks, and borrows one again when bytes arrive; a reader waiting
+// for the rest of a line keeps the bytes it has.
 func TestLineReaderParksWithoutABuffer(t *testing.T) {
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	defer r.Close()
 	defer w.Close()
 
+	pool := &countingPool{pool: sync.Pool{New: func() any { b := make([]byte, 1024); return &b }}}
 	lr := NewLineReader(r, 1024)
+	lr.pool = pool
 	require.NotNil(t, lr.raw, "an *os.File pipe must be read through its RawConn")
-	var heldWhileParked []bool
-	lr.parked = func() {
-		heldWhileParked = append(heldWhileParked, lr.buf != nil)
-		if len(heldWhileParked) == 1 {
-			w.Write([]byte("one\ntw"))
-		} else {
-			w.Write([]byte("o\n"))
-		}
-	}
+
 	var line []byte
-	testwait.Call(t, "the first line", func() { line, err = lr.ReadSlice() })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		line, err = lr.ReadSlice()
+	}()
+	// The reader found the pipe empty: it borrowed a buffer, read nothing,
+	// gave it back, and waits in the poller with none.
+	deadline := time.Now().Add(testwait.Patience)
+	for pool.gets.Load() == 0 || pool.out.Load() != 0 {
+		require.True(t, time.Now().Before(deadline), "within %v, the reader did not find the pipe empty and give its buffer back", testwait.Patience)
+		time.Sleep(time.Millisecond)
+	}
+	assert.Zero(t, pool.out.Load(), "parked on an empty pipe with no buffer")
+	w.Write([]byte("one\ntw"))
+	testwait.Done(t, done, "the first line")
 	require.NoError(t, err)
 	assert.Equal(t, "one\n", string(line))
-	testwait.Call(t, "the second line", func() { line, err = lr.ReadSlice() })
+
+	// "tw" waits for the rest of its line: the buffer holding it stays out.
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		line, err = lr.ReadSlice()
+	}()
+	assert.EqualValues(t, 1, pool.out.Load(), "the buffer holding a partial line is kept")
+	w.Write([]byte("o\n"))
+	testwait.Done(t, done, "the second line")
 	require.NoError(t, err)
 	assert.Equal(t, "two\n", string(line))
-	require.NotEmpty(t, heldWhileParked)
-	// The first park had nothing buffered; the second waited for the rest
-	// of "two" and had to keep its first bytes.
-	assert.Equal(t, []bool{false, true}, heldWhileParked)
+	assert.EqualValues(t, 1, pool.out.Load())
 }
