@@ -50,7 +50,7 @@ func TestGoNamesTheGoroutine(t *testing.T) {
 	prof := goroutines(t)
 	assert.Contains(t, prof, `"mcpvisor":"test.block"`)
 	assert.Contains(t, prof, `"server":"alpha"`)
-	assert.Contains(t, prof, "routine.Run", "every named goroutine begins in Run")
+	assert.Contains(t, prof, "routine.Go.func1", "every named goroutine begins in routine.Go")
 	assert.NotContains(t, prof, `"mcpvisor":"test.job"`, "the worker drops the job's name when the job ends")
 	close(release)
 	await(t, done, "the worker ends")
