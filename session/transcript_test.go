@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,57 +30,11 @@ type wireScenario struct {
 	what    string   // the transcript's comment: what it pins
 	version string   // session.Options.ProtocolVersion ("" negotiates)
 	args    []string // the mock server's flags
-	run     func(t *testing.T, ctx context.Context, s *session.Session, w wire)
-}
-
-// wire is what a scenario may wait on: the notifications the session
-// delivered and the frames recorded.
-type wire struct {
-	notes *notifications
-	rec   *transcript.Recorder
-}
-
-// notifications collects the notifications the session hands to its
-// Handler, so that a scenario can wait for one.
-type notifications struct {
-	mu   sync.Mutex
-	got  []string // methods, in arrival order
-	more chan struct{}
-}
-
-func (n *notifications) Notification(method string, _ json.RawMessage) {
-	n.mu.Lock()
-	n.got = append(n.got, method)
-	n.mu.Unlock()
-	select {
-	case n.more <- struct{}{}:
-	default:
-	}
-}
-
-func (n *notifications) Closed(error) {}
-
-// await waits up to 10 s for a notification of method.
-func (n *notifications) await(t *testing.T, method string) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		n.mu.Lock()
-		seen := slices.Contains(n.got, method)
-		n.mu.Unlock()
-		if seen {
-			return
-		}
-		select {
-		case <-n.more:
-		case <-deadline:
-			t.Fatalf("no %s notification within 10 s", method)
-		}
-	}
+	run     func(t *testing.T, ctx context.Context, s *session.Session, rec *transcript.Recorder)
 }
 
 // listAndCall lists the tools and calls echo.
-func listAndCall(t *testing.T, ctx context.Context, s *session.Session, _ wire) {
+func listAndCall(t *testing.T, ctx context.Context, s *session.Session, _ *transcript.Recorder) {
 	_, err := s.ListTools(ctx)
 	require.NoError(t, err)
 	res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"hello"}`), nil)
@@ -125,7 +78,7 @@ func TestWireTranscripts(t *testing.T) {
 			what: "An unpinned session meets a server of 2024-11-05 only: the server/discover probe is refused,\n" +
 				"initialize offers the newest handshake version and the server answers with its own.",
 			args: []string{"-versions", "2024-11-05"},
-			run:  func(*testing.T, context.Context, *session.Session, wire) {},
+			run:  func(*testing.T, context.Context, *session.Session, *transcript.Recorder) {},
 		},
 		{
 			file: "2026-07-28-tools.txtar",
@@ -140,18 +93,18 @@ func TestWireTranscripts(t *testing.T) {
 				"tool announced by a call, the list_changed notification tagged with the subscription id,\n" +
 				"the stream cancelled (notifications/cancelled on stdio), then a ping (server/discover) that\n" +
 				"orders the end of the transcript.",
-			run: func(t *testing.T, ctx context.Context, s *session.Session, w wire) {
+			run: func(t *testing.T, ctx context.Context, s *session.Session, rec *transcript.Recorder) {
 				l, err := s.OpenListen(ctx, protocol.NotificationSubscriptions{ToolsListChanged: true}, nil)
 				require.NoError(t, err)
 				testwait.Done(t, l.Acknowledged(), "the acknowledgement of subscriptions/listen")
 				_, err = s.CallTool(ctx, "announce", json.RawMessage(`{"text":"late"}`), nil)
 				require.NoError(t, err)
-				w.notes.await(t, protocol.NotificationToolsListChanged)
-				l.Cancel()
-				testwait.Done(t, l.Done(), "the end of the cancelled subscriptions/listen")
 				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				defer cancel()
-				require.NoError(t, w.rec.Await(wctx, transcript.Client, protocol.NotificationCancelled))
+				require.NoError(t, rec.Await(wctx, transcript.Server, protocol.NotificationToolsListChanged))
+				l.Cancel()
+				testwait.Done(t, l.Done(), "the end of the cancelled subscriptions/listen")
+				require.NoError(t, rec.Await(wctx, transcript.Client, protocol.NotificationCancelled))
 				require.NoError(t, s.Ping(ctx))
 			},
 		},
@@ -169,7 +122,6 @@ func TestWireTranscripts(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(strings.TrimSuffix(sc.file, ".txtar"), func(t *testing.T) {
 			rec := &transcript.Recorder{}
-			notes := &notifications{more: make(chan struct{}, 1)}
 			dial := func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
 				c, err := stdio.Dial(ctx, mockserver.Command(sc.args...), fastClose, rec.Receiver(r))
 				if err != nil {
@@ -181,7 +133,6 @@ func TestWireTranscripts(t *testing.T) {
 			s, err := session.Open(ctx, dial, session.Options{
 				ClientInfo:      protocol.Implementation{Name: "mcpvisor-test", Version: "0"},
 				ProtocolVersion: sc.version,
-				Handler:         notes,
 			})
 			require.NoError(t, err)
 			t.Cleanup(func() {
@@ -189,7 +140,7 @@ func TestWireTranscripts(t *testing.T) {
 				defer cancel()
 				s.Close(cctx, nil)
 			})
-			sc.run(t, ctx, s, wire{notes: notes, rec: rec})
+			sc.run(t, ctx, s, rec)
 			transcript.Check(t, filepath.Join(dir, sc.file), sc.what, rec.Frames(), *update)
 		})
 	}
