@@ -62,7 +62,7 @@ func ManagementToolDefinitions() []protocol.Tool {
 		{Name: ToolUnsubscribePolling,
 			Description: "Stops polling subscriptions: the one named by subscriptionId, or every one of server " +
 				"(only those of target, a tool name or resource URI, when given). Returns {unsubscribed}.",
-			InputSchema: schema(subscriptionID+`,"server":{"type":"string","description":"Stop the polls of this MCP server."},`+
+			InputSchema: schema(subscriptionID + `,"server":{"type":"string","description":"Stop the polls of this MCP server."},` +
 				`"target":{"type":"string","description":"With server: only the polls of this tool name or resource URI."}`),
 			Annotations: subscribing},
 		{Name: ToolConnectMcp,
