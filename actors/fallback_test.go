@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -89,4 +90,42 @@ func TestURLWithoutTypeKeepsStreamableHTTP(t *testing.T) {
 	assert.Equal(t, protocol.Version20260728, st.ProtocolVersion)
 	_, err := call(t, s, "mcp__modern__echo", "over streamable http")
 	assert.NoError(t, err)
+}
+
+// BenchmarkFallbackConnect measures one connect (dial, negotiate, list)
+// of a legacy HTTP+SSE server: configured as sse; given by url alone the
+// first time (Streamable HTTP refused, then HTTP+SSE); given by url alone
+// once the choice is remembered.
+func BenchmarkFallbackConnect(b *testing.B) {
+	mock, err := mockserver.NewHandler(mockserver.Options{Transport: mockserver.TransportSSE})
+	require.NoError(b, err)
+	srv := httptest.NewServer(mock)
+	b.Cleanup(func() { _ = mock.(io.Closer).Close(); srv.Close() })
+	cfg := urlOnly(srv.URL + "/sse")
+	sopts := session.Options{ClientInfo: protocol.Implementation{Name: "bench", Version: "0"}}
+	connect := func(b *testing.B, run func(ctx context.Context) connectResult) {
+		for b.Loop() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			res := run(ctx)
+			cancel()
+			require.NoError(b, res.err)
+			closeSession(res.sess, session.ErrConnectionClosed)
+		}
+	}
+	b.Run("type-sse", func(b *testing.B) {
+		typed := cfg
+		typed.Type = transports.TypeSSE
+		connect(b, func(ctx context.Context) connectResult { return connectOnce(ctx, typed, sopts, dialConfig{}) })
+	})
+	b.Run("url-only-first", func(b *testing.B) {
+		connect(b, func(ctx context.Context) connectResult {
+			var sseOnly atomic.Bool
+			return connectAuto(ctx, cfg, sopts, dialConfig{}, &sseOnly)
+		})
+	})
+	b.Run("url-only-remembered", func(b *testing.B) {
+		var sseOnly atomic.Bool
+		sseOnly.Store(true)
+		connect(b, func(ctx context.Context) connectResult { return connectAuto(ctx, cfg, sopts, dialConfig{}, &sseOnly) })
+	})
 }
