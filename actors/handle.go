@@ -72,6 +72,10 @@ type serverHandle struct {
 	// auth is the server's OAuth token source (auth.go), guarded by its
 	// own mutex: built by the actor, used by connects and by Login.
 	auth authHolder
+	// sseOnly is set by a connect goroutine when a url-only server was
+	// found to speak only HTTP+SSE (fallback.go), so that its reconnects
+	// go straight to it; the actor clears it when the address changes.
+	sseOnly atomic.Bool
 }
 
 // changeSignal lets goroutines wait for the next change of something. The
@@ -111,6 +115,7 @@ func (c *changeSignal) notify() {
 type serverView struct {
 	name            string
 	cfg             ServerConfig
+	sseOnly         bool // a url-only server found to speak only HTTP+SSE (fallback.go)
 	state           State
 	since           time.Time
 	admitted        uint64           // ticket of the connect this view answers
@@ -172,7 +177,7 @@ func (v *serverView) status() ServerStatus {
 	st := ServerStatus{
 		Name:            v.name,
 		State:           v.state,
-		Transport:       string(v.cfg.Kind()),
+		Transport:       string(effectiveTransport(v.cfg, v.sseOnly)),
 		ProtocolVersion: v.protocolVersion,
 		ServerInfo:      v.serverInfo,
 		Tools:           len(v.lists.tools),

@@ -189,6 +189,7 @@ func (a *serverActor) publish() {
 		loadingCache:   a.loadingCache,
 		auth:           &a.h.auth,
 		pinOpts:        &a.opts.ToolPins,
+		sseOnly:        a.h.sseOnly.Load(),
 	}
 	if a.state == StateReady && a.sess != nil {
 		v.sess = a.sess
@@ -229,13 +230,18 @@ func (a *serverActor) connect() {
 	a.nextRetry = time.Time{}
 	a.setState(StateConnecting, a.err)
 
-	gen, cfg, self, root, name := a.gen, a.cfg, a.self, a.root, a.h.name
+	gen, cfg, self, root, name, h := a.gen, a.cfg, a.self, a.root, a.h.name, a.h
 	sopts := a.sessionOptions(gen)
 	dc := a.dialConfig()
 	pinStore := a.opts.ToolPins.Store
 	a.goroutine("server.connect", func() {
 		defer cancel()
-		res := connectOnce(ctx, cfg, sopts, dc)
+		var res connectResult
+		if autoTransport(cfg) {
+			res = connectAuto(ctx, cfg, sopts, dc, &h.sseOnly)
+		} else {
+			res = connectOnce(ctx, cfg, sopts, dc)
+		}
 		res.gen = gen
 		if res.err == nil {
 			res.lists.pins, res.pinErr = checkPins(pinStore, name, cfg, res.lists.tools)
@@ -434,6 +440,7 @@ func (a *serverActor) reconfigure(cfg ServerConfig) {
 	a.abandon(session.ErrServerRestarting)
 	if cfg.Kind() != a.cfg.Kind() || cfg.Command != a.cfg.Command || cfg.URL != a.cfg.URL {
 		a.h.memory.Forget() // possibly another server altogether
+		a.h.sseOnly.Store(false)
 	}
 	a.cfg = cfg
 	a.policy = cfg.Reconnect.over(a.opts.Reconnect)
