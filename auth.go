@@ -40,3 +40,9 @@ func (s *Supervisor) Login(ctx context.Context, name string, ua oauth.UserAgent)
 func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, log zerolog.Logger) (*oauth.Source, error) {
 	return actors.NewAuthSource(name, cfg, o, nil, log)
 }
+
+// ErrForbiddenAddress: the authorization traffic of a server on a public
+// address was about to reach an internal one (loopback, private,
+// link-local…, after name resolution) and was refused; see
+// OAuthOptions.AddressGuard.
+var ErrForbiddenAddress = oauth.ErrForbiddenAddress

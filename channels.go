@@ -14,10 +14,22 @@ import (
 // content and sanitized meta attributes.
 type ChannelMessage = actors.ChannelMessage
 
-// ChannelInbox is one subscriber's bounded queue of channel messages
-// (see SubscribeChannels). Wait takes the oldest message a filter
-// accepts; Stats counts what was dropped.
+// ChannelInbox is one subscriber's bounded queues of channel messages,
+// one per server (see OpenChannelInbox). Wait and WaitN take the oldest
+// messages a filter accepts; Stats and ServerStats count what was
+// dropped.
 type ChannelInbox = actors.ChannelInbox
+
+// DefaultChannelCapacity is how many messages of one server a channel
+// inbox keeps when its capacity is not given.
+const DefaultChannelCapacity = channels.DefaultCapacity
+
+// ChannelStats counts what a channel inbox received, delivered, dropped
+// and holds.
+type ChannelStats = channels.Stats
+
+// ChannelServerStats is ChannelStats for one server's queue in an inbox.
+type ChannelServerStats = channels.ServerStats
 
 // ChannelFilter selects the channel messages a Wait takes; nil takes any.
 type ChannelFilter = channels.Filter
@@ -55,14 +67,38 @@ var (
 const EventPermissionAnswered = actors.EventPermissionAnswered
 
 // SubscribeChannels opens an inbox of the channel messages servers push
-// from now on. It holds at most capacity messages (zero: 1,000); when
-// full, the oldest is dropped and counted, so a slow subscriber never
-// holds up a server or another subscriber. Each subscriber gets every
-// message once; several goroutines may Wait on one inbox, each message
-// going to one of them. The inbox closes when ctx ends or the supervisor
-// closes.
+// from now on. It is OpenChannelInbox with only the capacity set: at most
+// capacity messages of each server (zero: 1,000).
 func (s *Supervisor) SubscribeChannels(ctx context.Context, capacity int) *ChannelInbox {
 	return s.sys.SubscribeChannels(ctx, capacity)
+}
+
+// ChannelInboxOptions configure an inbox of channel messages (see
+// OpenChannelInbox). The zero value keeps every message, up to 1,000
+// messages and 16 MiB of each server.
+type ChannelInboxOptions struct {
+	// Capacity bounds the messages kept per server; zero means 1,000.
+	Capacity int
+	// MaxBytes bounds the bytes (content, meta keys and values) kept per
+	// server; zero means 16 MiB, negative no byte bound. The newest
+	// message is always kept.
+	MaxBytes int
+	// Filter selects the messages the inbox keeps; nil keeps all.
+	Filter ChannelFilter
+}
+
+// OpenChannelInbox opens an inbox of the channel messages servers push
+// from now on (those o.Filter takes). The inbox is a queue per server:
+// a message waits in it until taken (Wait, WaitN, TryTake, TakeN: the
+// oldest a filter takes first), and when a server's queue is full its
+// oldest message is dropped and counted (Stats, ServerStats, and the
+// Dropped field of that server's next message delivered), so a slow
+// subscriber never holds up a server, and a chatty server never pushes
+// out another's messages. Each inbox gets every message once; several
+// goroutines may wait on one inbox, each message going to one of them.
+// The inbox closes when ctx ends or the supervisor closes.
+func (s *Supervisor) OpenChannelInbox(ctx context.Context, o ChannelInboxOptions) *ChannelInbox {
+	return s.sys.OpenChannelInbox(ctx, channels.InboxOptions{Capacity: o.Capacity, MaxBytes: o.MaxBytes, Filter: o.Filter})
 }
 
 // RequestPermission relays a tool-approval prompt to every ready channel

@@ -288,13 +288,13 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 	var cfg *Config
 	_, hasMCP := managedTop["mcpServers"]
 	_, hasVS := managedTop["servers"]
-	ld := &loader{lookup: lookup, approvals: opts.Approvals, project: projectKey(opts.Dir)}
+	ld := &loader{lookup: lookup, approvals: opts.Approvals, project: projectKey(opts.Dir), home: userHome(opts.Home)}
 	switch {
 	case len(opts.Files) > 0:
 		cfg, errs = ld.load(explicitFiles(opts.Files), false)
 	case hasMCP || hasVS:
 		cfg = newConfig()
-		servers, _, fileErrs := parseServers(managedTop, lookup, nil)
+		servers, _, fileErrs := parseServers(managedTop, expanderFor(managed, lookup, ld.home), nil)
 		for _, e := range fileErrs {
 			e.File = managed
 			errs = append(errs, e)
@@ -361,9 +361,11 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 // are never merged member by member.
 //
 // Inside an entry, unknown members are ignored and null means absent, but
-// a known member of the wrong JSON type is an error. Member names are
-// case-sensitive. In command, args, env values, cwd, url, header values and
-// the tls members (nowhere else, and never in keys) ${VAR} is replaced by
+// a known member of the wrong JSON type is an error; so is an unknown or
+// mistyped member of "sandbox", whose problems must never leave a server
+// less confined than asked. Member names are case-sensitive. In command,
+// args, env values, cwd, url, header values, the tls members and the
+// sandbox's paths (nowhere else, and never in keys) ${VAR} is replaced by
 // the variable's value and ${VAR:-default} by the value, or by default
 // when the variable is unset or empty. A ${VAR} whose variable is unset is
 // an error (ErrUnsetVariable), never an empty string. Only "${" starts a
@@ -372,13 +374,18 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 // "}" and "${". Two VS Code variables are understood: ${workspaceFolder}
 // is the project directory, absolute (LoadOptions.Dir, or the working
 // directory), whatever the environment says; ${input:id} is an error
-// (ErrInputVariable). Each entry is then checked with
+// (ErrInputVariable). A sandbox path may also start with ~ (the home
+// directory: LoadOptions.Home, else the user's), and a relative one is
+// relative to the directory of its file. A top-level "sandbox" member
+// (true, false or an object, as in an entry) is the default of the
+// file's stdio servers that have no "sandbox" of their own ("sandbox":
+// false in an entry opts out). Each entry is then checked with
 // ServerConfig.Validate; the empty server name is rejected.
 //
 // On error the Config is nil and the error holds every problem found (at
 // most one per server entry), each a *ConfigError.
 func LoadConfigFiles(paths ...string) (*Config, error) {
-	ld := &loader{lookup: withWorkspace(os.LookupEnv, "")}
+	ld := &loader{lookup: withWorkspace(os.LookupEnv, ""), home: userHome("")}
 	cfg, errs := ld.load(explicitFiles(paths), false)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -446,6 +453,35 @@ type loader struct {
 	lookup    func(string) (string, bool)
 	approvals Approvals // for the untrusted layers; nil approves nothing
 	project   string    // the project directory approvals are for
+	home      string    // for ~ in sandbox paths ("" when unknown)
+}
+
+// expander expands the members of one file's entries: ${VAR} references
+// through lookup; in sandbox paths also a leading ~ (home), and relative
+// paths are made relative to dir, the file's directory.
+type expander struct {
+	lookup func(string) (string, bool)
+	dir    string // absolute
+	home   string // "" when unknown: a ~ path is then an error
+}
+
+// expanderFor returns the expander of the file at path.
+func expanderFor(path string, lookup func(string) (string, bool), home string) expander {
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		dir = filepath.Dir(path)
+	}
+	return expander{lookup: lookup, dir: dir, home: home}
+}
+
+// userHome is the home directory for ~ in sandbox paths: given, or the
+// user's.
+func userHome(given string) string {
+	if given != "" {
+		return given
+	}
+	home, _ := os.UserHomeDir()
+	return home
 }
 
 // load loads files in order. With skipMissing, files that do not exist
@@ -476,9 +512,9 @@ func (ld *loader) load(files []layerFile, skipMissing bool) (*Config, []error) {
 		}
 		var gate *approvalGate
 		if !l.trusted {
-			gate = &approvalGate{layer: l.layer, file: file, project: ld.project, approvals: ld.approvals}
+			gate = &approvalGate{layer: l.layer, file: file, project: ld.project, approvals: ld.approvals, workspace: ld.workspaceOnly}
 		}
-		servers, pending, fileErrs := parseFile(data, ld.lookup, gate)
+		servers, pending, fileErrs := parseFile(data, expanderFor(file, ld.lookup, ld.home), gate)
 		for _, e := range fileErrs {
 			e.File = file
 			errs = append(errs, e)
@@ -489,6 +525,14 @@ func (ld *loader) load(files []layerFile, skipMissing bool) (*Config, []error) {
 		return nil, errs
 	}
 	return cfg, nil
+}
+
+// workspaceOnly resolves ${workspaceFolder} and nothing else.
+func (ld *loader) workspaceOnly(name string) (string, bool) {
+	if name != workspaceFolderVar {
+		return "", false
+	}
+	return ld.lookup(name)
 }
 
 // fileError drops the file name from an *fs.PathError, which ConfigError
@@ -1130,12 +1174,12 @@ func decodePolicyEntry(raw json.RawMessage, path string) (PolicyEntry, *ConfigEr
 // parseFile decodes, expands and validates one file's servers; with a
 // gate (an untrusted layer), the entries it does not approve are held
 // instead, unexpanded. The errors it returns lack File.
-func parseFile(data []byte, lookup func(string) (string, bool), gate *approvalGate) (map[string]ServerConfig, map[string]PendingServer, []*ConfigError) {
+func parseFile(data []byte, x expander, gate *approvalGate) (map[string]ServerConfig, map[string]PendingServer, []*ConfigError) {
 	top, e := decodeTop(data, false)
 	if e != nil {
 		return nil, nil, []*ConfigError{e}
 	}
-	return parseServers(top, lookup, gate)
+	return parseServers(top, x, gate)
 }
 
 // decodeTop decodes a file's top-level object. The error lacks File.
@@ -1160,11 +1204,12 @@ func decodeTop(data []byte, managed bool) (map[string]json.RawMessage, *ConfigEr
 }
 
 // parseServers decodes, expands and validates the server map of a file's
-// top-level object. With a gate, an entry it does not approve is held: it
-// is validated unexpanded and returned as heldConfig, and pending says
-// what to approve; a disabled entry is returned disabled, unexpanded. The
-// errors it returns lack File.
-func parseServers(top map[string]json.RawMessage, lookup func(string) (string, bool), gate *approvalGate) (servers map[string]ServerConfig, pending map[string]PendingServer, errs []*ConfigError) {
+// top-level object, expanding through x (relative envFile and sandbox
+// paths are resolved against x.dir, the file's directory). With a gate,
+// an entry it does not approve is held: it is validated unexpanded and
+// returned as heldConfig, and pending says what to approve; a disabled
+// entry is returned disabled, unexpanded. The errors it returns lack File.
+func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate) (servers map[string]ServerConfig, pending map[string]PendingServer, errs []*ConfigError) {
 	mcpServers, hasMCP := top["mcpServers"]
 	vsServers, hasVS := top["servers"]
 	var root string
@@ -1178,6 +1223,22 @@ func parseServers(top map[string]json.RawMessage, lookup func(string) (string, b
 		root, rawServers = "servers", vsServers
 	default:
 		return nil, nil, []*ConfigError{{Err: errors.New(`no "mcpServers" or "servers" member`)}}
+	}
+
+	// The file's default sandbox, for its stdio servers that set none.
+	var defaultSandbox *transports.Sandbox
+	if raw, ok := top["sandbox"]; ok && jsonKind(raw) != "null" {
+		var sb transports.Sandbox
+		if err := json.Unmarshal(raw, &sb); err != nil {
+			return nil, nil, []*ConfigError{{Path: "sandbox", Err: err}}
+		}
+		if e := x.sandbox(&sb, "sandbox"); e != nil {
+			return nil, nil, []*ConfigError{e}
+		}
+		if err := sb.Validate(); err != nil {
+			return nil, nil, []*ConfigError{{Path: "sandbox", Err: err}}
+		}
+		defaultSandbox = &sb
 	}
 
 	var entries map[string]json.RawMessage
@@ -1217,12 +1278,21 @@ func parseServers(top map[string]json.RawMessage, lookup func(string) (string, b
 				continue
 			}
 		}
-		if e := expandServer(&sc, path, lookup); e != nil {
+		if e := expandServer(&sc, path, x); e != nil {
 			errs = append(errs, e)
 			continue
 		}
+		if sc.Sandbox == nil && defaultSandbox != nil && sc.Kind() == transports.TypeStdio {
+			sb := *defaultSandbox
+			sb.Write, sb.Read = slices.Clone(sb.Write), slices.Clone(sb.Read)
+			sc.Sandbox = &sb
+		}
 		if err := sc.Validate(); err != nil {
 			errs = append(errs, &ConfigError{Path: path, Err: err})
+			continue
+		}
+		if err := mergeEnvFile(&sc, x.dir); err != nil {
+			errs = append(errs, &ConfigError{Path: pathKey(path, "envFile"), Err: err})
 			continue
 		}
 		servers[name] = sc
@@ -1231,9 +1301,14 @@ func parseServers(top map[string]json.RawMessage, lookup func(string) (string, b
 }
 
 // expandServer expands references in the members that allow them.
-func expandServer(sc *ServerConfig, path string, lookup func(string) (string, bool)) *ConfigError {
+func expandServer(sc *ServerConfig, path string, x expander) *ConfigError {
+	if sc.Sandbox != nil {
+		if e := x.sandbox(sc.Sandbox, pathKey(path, "sandbox")); e != nil {
+			return e
+		}
+	}
 	return walkExpandable(sc, path, func(s *string, p string) *ConfigError {
-		v, err := expand(*s, lookup)
+		v, err := expand(*s, x.lookup)
 		if err != nil {
 			return &ConfigError{Path: p, Err: err}
 		}
@@ -1243,8 +1318,8 @@ func expandServer(sc *ServerConfig, path string, lookup func(string) (string, bo
 }
 
 // walkExpandable calls one on every member of sc that ${VAR} references
-// may appear in (command, args, env values, cwd, url, the tls members,
-// header values), with its path, and stops at the first error.
+// may appear in (command, args, env values, cwd, envFile, url, the tls
+// members, header values), with its path, and stops at the first error.
 func walkExpandable(sc *ServerConfig, path string, one func(s *string, path string) *ConfigError) *ConfigError {
 	mapValues := func(m map[string]string, p string) *ConfigError {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -1270,6 +1345,9 @@ func walkExpandable(sc *ServerConfig, path string, one func(s *string, path stri
 	if e := one(&sc.Cwd, pathKey(path, "cwd")); e != nil {
 		return e
 	}
+	if e := one(&sc.EnvFile, pathKey(path, "envFile")); e != nil {
+		return e
+	}
 	if e := one(&sc.URL, pathKey(path, "url")); e != nil {
 		return e
 	}
@@ -1285,6 +1363,38 @@ func walkExpandable(sc *ServerConfig, path string, one func(s *string, path stri
 		}
 	}
 	return mapValues(sc.Headers, pathKey(path, "headers"))
+}
+
+// sandbox expands the paths of a sandbox found at path: ${VAR}
+// references, a leading ~ (the home directory), and relative paths, made
+// relative to the file's directory.
+func (x expander) sandbox(sb *transports.Sandbox, path string) *ConfigError {
+	for _, list := range []struct {
+		name  string
+		paths []string
+	}{{"write", sb.Write}, {"read", sb.Read}} {
+		for i, p := range list.paths {
+			at := pathIndex(pathKey(path, list.name), i)
+			v, err := expand(p, x.lookup)
+			if err != nil {
+				return &ConfigError{Path: at, Err: err}
+			}
+			switch {
+			case v == "~" || strings.HasPrefix(v, "~/"):
+				if x.home == "" {
+					return &ConfigError{Path: at, Err: errors.New("~ names the home directory, which is unknown")}
+				}
+				v = filepath.Join(x.home, v[1:])
+			case v != "" && !filepath.IsAbs(v):
+				v = filepath.Join(x.dir, v)
+			}
+			if v != "" {
+				v = filepath.Clean(v)
+			}
+			list.paths[i] = v
+		}
+	}
+	return nil
 }
 
 // expand replaces ${VAR} and ${VAR:-default} references in s. Errors name

@@ -27,6 +27,12 @@ func fakeEnv(vars map[string]string) func(string) (string, bool) {
 
 // noManaged is a managed-file path that does not exist, so that tests do
 // not depend on the machine's /etc/mcpvisor.
+func mustAbs(t *testing.T, path string) string {
+	abs, err := filepath.Abs(path)
+	require.NoError(t, err)
+	return abs
+}
+
 func noManaged(t *testing.T) string {
 	return filepath.Join(t.TempDir(), "no-managed-mcp.json")
 }
@@ -72,7 +78,8 @@ func TestLoadConfigShapes(t *testing.T) {
 					Type: transports.TypeStdio, Command: "npx",
 					Args: []string{"-y", "@modelcontextprotocol/server-memory"},
 					Cwd:  "/src/app",
-				}},
+					Env:  map[string]string{"MEMORY_FILE_PATH": "/tmp/memory.json"},
+				}, EnvFile: mustAbs(t, "testdata/config/vscode.env")},
 				"remote": {Config: transports.Config{
 					Type: transports.TypeHTTP, URL: "https://mcp.example.com/mcp",
 					Headers: map[string]string{"Authorization": "Bearer k123"},

@@ -14,6 +14,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	mcpvisor.HelperMain()
 	if mockserver.IsRequested() {
 		os.Exit(mockserver.Main(os.Args[1:]))
 	}

@@ -3,6 +3,7 @@ package mcpvisor
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -66,7 +67,9 @@ type PendingServer struct {
 	Project string
 	// Entry is the entry as written in File, before ${VAR} expansion.
 	Entry json.RawMessage
-	// Hash is trust.EntryHash(Entry): what an approval covers.
+	// Hash is what an approval covers: trust.EntryHash(Entry), or, for an
+	// entry with an envFile, the hash of the entry with the digest of the
+	// file's contents (see EnvFile).
 	Hash string
 	// Variables are the ${VAR} references of the entry's expanded members
 	// (command, args, env values, cwd, url, header values, tls): the
@@ -74,6 +77,14 @@ type PendingServer struct {
 	// reference as written, without ${ } and default, when it is not a
 	// plain name).
 	Variables []string
+	// EnvFile is the entry's envFile, resolved (empty when it has none, or
+	// when its path needs a variable other than ${workspaceFolder}), and
+	// EnvFileVariables the names (never the values) the file sets. The
+	// approval covers the file's contents too (Hash): a changed file
+	// needs a new approval, since its variables (PATH, NODE_OPTIONS,
+	// LD_PRELOAD…) decide what the server runs.
+	EnvFile          string
+	EnvFileVariables []string
 	// Changed is set when another version of the entry was approved: the
 	// entry changed since.
 	Changed bool
@@ -129,6 +140,9 @@ func projectKey(dir string) string {
 type approvalGate struct {
 	layer, file, project string
 	approvals            Approvals // nil approves nothing
+	// workspace resolves ${workspaceFolder} alone, for the envFile of an
+	// entry not yet approved (whose other references are not expanded).
+	workspace func(string) (string, bool)
 }
 
 // decide reports whether the entry raw of server name is approved, and
@@ -136,6 +150,9 @@ type approvalGate struct {
 func (g *approvalGate) decide(name string, raw json.RawMessage, sc *ServerConfig) (bool, *PendingServer) {
 	p := &PendingServer{Name: name, Layer: g.layer, File: g.file, Project: g.project, Entry: raw, Variables: variables(sc)}
 	hash, err := trust.EntryHash(raw)
+	if err == nil && sc.EnvFile != "" {
+		hash, err = g.withEnvFile(p, raw, sc.EnvFile)
+	}
 	if err != nil { // cannot happen: the entry decoded
 		p.Reason = fmt.Sprintf("%q layer entry (%s) cannot be identified for approval: %v", g.layer, g.file, err)
 		return false, p
@@ -158,6 +175,29 @@ func (g *approvalGate) decide(name string, raw json.RawMessage, sc *ServerConfig
 		p.Reason = fmt.Sprintf("%q layer entry (%s) is not approved", g.layer, g.file)
 	}
 	return false, p
+}
+
+// withEnvFile fills p's EnvFile members and returns the hash of the entry
+// raw together with the digest of its envFile's contents.
+func (g *approvalGate) withEnvFile(p *PendingServer, raw json.RawMessage, envFile string) (string, error) {
+	lookup := g.workspace
+	if lookup == nil {
+		lookup = func(string) (string, bool) { return "", false }
+	}
+	if path, err := expand(envFile, lookup); err == nil {
+		p.EnvFile = envFilePath(path, filepath.Dir(g.file))
+		if vars, _, err := readEnvFile(p.EnvFile); err == nil {
+			p.EnvFileVariables = slices.Sorted(maps.Keys(vars))
+		}
+	}
+	both, err := json.Marshal(struct {
+		Entry   json.RawMessage `json:"entry"`
+		EnvFile string          `json:"envFile"`
+	}{raw, envFileDigest(p.EnvFile)})
+	if err != nil {
+		return "", err
+	}
+	return trust.EntryHash(both)
 }
 
 // heldConfig is what the supervisor gets of an entry held for approval:

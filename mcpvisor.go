@@ -29,8 +29,8 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/actors"
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -194,6 +194,10 @@ var (
 	ErrTimeout              = session.ErrTimeout
 	ErrVersionMismatch      = session.ErrVersionMismatch
 	ErrMalformedResponse    = session.ErrMalformedResponse
+	// ErrUnresponsive: a server owed an answer, sent nothing, and did not
+	// answer a ping probe (ReconnectPolicy.ProbeAfter); the calls failed
+	// by the reconnect that follows match it too.
+	ErrUnresponsive = actors.ErrUnresponsive
 )
 
 // NotReadyError reports a call to a server that is not ready.
@@ -202,6 +206,14 @@ type NotReadyError = actors.NotReadyError
 // ConnectionLostError reports a call whose connection ended before it was
 // answered; it matches ErrConnectionClosed or ErrServerRestarting.
 type ConnectionLostError = actors.ConnectionLostError
+
+// DiscoveryCache keeps the tools of lazy servers across runs
+// (Options.DiscoveryCache); *toolcache.Cache keeps it on disk.
+type DiscoveryCache = actors.DiscoveryCache
+
+// ConfigHash identifies what runs under a server's name (the members of
+// its config that reach the server, hashed): the discovery cache's key.
+func ConfigHash(cfg ServerConfig) string { return actors.ConfigHash(cfg) }
 
 // ReconnectPolicy says how a server's connection is healed: strikes,
 // backoff, budget per episode, stable uptime.
@@ -223,6 +235,8 @@ const (
 	FailureConfig         = actors.FailureConfig
 	FailureProtocol       = actors.FailureProtocol
 	FailureCall           = actors.FailureCall
+	FailureSandbox        = actors.FailureSandbox
+	FailureResourceLimit  = actors.FailureResourceLimit
 )
 
 // ClassifyFailure decides what err means for supervision.

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 
 	"github.com/mcpvisor/mcpvisor/actors"
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Multi round-trip requests (2026-07-28, SEP-2322): a server may answer

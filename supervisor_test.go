@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -48,7 +49,7 @@ func TestNothingIsWrittenToStdout(t *testing.T) {
 
 	os.Stdout = saved
 	w.Close()
-	out, _ := io.ReadAll(r)
+	out := testwait.Result(t, "the end of what was written to stdout", func() []byte { b, _ := io.ReadAll(r); return b })
 	assert.Empty(t, string(out))
 }
 
@@ -96,11 +97,14 @@ func TestSetServersCanAwaitSettled(t *testing.T) {
 	require.NoError(t, err)
 	defer sup.Close(ctx)
 
+	// quick has 2 s to be ready: the first stdio server also waits for the
+	// process helper's start (a race-enabled binary here, a few hundred ms
+	// on a loaded machine).
 	res, err := sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{
 		"quick": {Config: mockserver.Command()},
-		"slow":  {Config: mockserver.Command("-init-delay", "3s")},
+		"slow":  {Config: mockserver.Command("-init-delay", "5s")},
 		"lazy":  {Config: mockserver.Command(), Lazy: true},
-	}, mcpvisor.AwaitSettled(300*time.Millisecond))
+	}, mcpvisor.AwaitSettled(2*time.Second))
 	require.NoError(t, err, "a wait that ends first is not an error")
 	assert.False(t, res.Settled)
 	assert.Equal(t, []string{"slow"}, res.Unsettled, "lazy servers wait for first use; only the slow one is still connecting")
@@ -108,7 +112,7 @@ func TestSetServersCanAwaitSettled(t *testing.T) {
 
 	res, err = sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{
 		"quick": {Config: mockserver.Command()},
-		"slow":  {Config: mockserver.Command("-init-delay", "3s")},
+		"slow":  {Config: mockserver.Command("-init-delay", "5s")},
 		"lazy":  {Config: mockserver.Command(), Lazy: true},
 	}, mcpvisor.AwaitSettled(0))
 	require.NoError(t, err)

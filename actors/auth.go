@@ -132,6 +132,14 @@ type OAuthOptions struct {
 	Disabled bool
 	// Now is the clock of token expiry. Nil: time.Now.
 	Now func() time.Time
+	// AddressGuard configures the client of the authorization traffic
+	// (discovery, registration, token requests): unless a server is
+	// itself on an internal address, that traffic refuses internal ones
+	// (loopback, private, link-local…; oauth.ErrForbiddenAddress), after
+	// resolution. The zero value resolves and dials with the system's
+	// defaults; AllowInternal turns the check off. Its TLS member is
+	// ignored: a server's own TLS settings apply.
+	AddressGuard oauth.GuardOptions
 }
 
 // authHolder keeps a server's token source on its handle.
@@ -150,10 +158,16 @@ func authKey(cfg *ServerConfig) string {
 	return cfg.URL + "\x00" + string(cfg.OAuth)
 }
 
-// NewAuthSource builds the token source of a remote server. client talks
-// to the authorization server (nil: a default client).
-func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, client *http.Client, log zerolog.Logger) (*oauth.Source, error) {
+// NewAuthSource builds the token source of a remote server. Its
+// authorization traffic goes through a guarded client of its own (see
+// OAuthOptions.AddressGuard and asClient), with the server's TLS
+// settings; the client argument is not used for it and may be nil.
+func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, _ *http.Client, log zerolog.Logger) (*oauth.Source, error) {
 	settings, err := cfg.OAuthSettings()
+	if err != nil {
+		return nil, err
+	}
+	asc, err := asClient(cfg, o)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +191,7 @@ func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, client *http.C
 		AllowNoPKCE:           settings.AllowMissingPKCE,
 		RefreshMargin:         o.RefreshMargin,
 		DefaultLifetime:       o.DefaultLifetime,
-		HTTPClient:            client,
+		HTTPClient:            asc,
 		Store:                 o.Store,
 		Now:                   o.Now,
 		Logger:                log,

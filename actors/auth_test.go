@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
@@ -223,7 +224,7 @@ func TestOAuthLoginThroughHostHook(t *testing.T) {
 		mu.Unlock()
 		go func() { // the user's browser, following the redirects to the loopback listener
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
-			if resp, err := http.DefaultClient.Do(req); err == nil {
+			if resp, err := (&http.Client{Timeout: testwait.Patience}).Do(req); err == nil {
 				resp.Body.Close()
 			}
 		}()

@@ -128,11 +128,18 @@ type ChannelMessage = channels.Message
 type ChannelInbox = channels.Inbox
 
 // SubscribeChannels opens an inbox that receives every channel message
-// accepted from now on, holding at most capacity of them (zero means
-// 1,000) and dropping the oldest, counted, when full. It closes when ctx
-// ends or the supervisor closes.
+// accepted from now on, holding at most capacity of each server's (zero
+// means 1,000) and dropping that server's oldest, counted, when full. It
+// closes when ctx ends or the supervisor closes.
 func (s *System) SubscribeChannels(ctx context.Context, capacity int) *ChannelInbox {
-	in := s.opts.host.hub.Subscribe(capacity)
+	return s.OpenChannelInbox(ctx, channels.InboxOptions{Capacity: capacity})
+}
+
+// OpenChannelInbox opens an inbox of the channel messages accepted from
+// now on that o.Filter takes, bounded per server as o says. It closes
+// when ctx ends or the supervisor closes.
+func (s *System) OpenChannelInbox(ctx context.Context, o channels.InboxOptions) *ChannelInbox {
+	in := s.opts.host.hub.Open(o)
 	select {
 	case <-s.closed:
 		in.Close()

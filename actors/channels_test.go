@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/channels"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -48,7 +49,7 @@ func TestChannelBurstToThreeSubscribers(t *testing.T) {
 	// published and the slow inbox unread.
 	_, err = s.CallTool(t.Context(), "mcp__ch__echo", json.RawMessage(`{"text":"still here"}`))
 	require.NoError(t, err)
-	wg.Wait()
+	testwait.Call(t, "every inbox to get the 10,000 messages", wg.Wait)
 	want := make([]string, n)
 	for i := range want {
 		want[i] = "m" + strconv.Itoa(i+1)
@@ -159,4 +160,25 @@ func TestPermissionRequestFromAServer(t *testing.T) {
 	m, err := in.Wait(t.Context(), channels.FromServer("tg"))
 	require.NoError(t, err)
 	assert.Equal(t, "verdict srv-7 allow", m.Content, "the server got its own id back")
+}
+
+// A channel server may push as soon as it has answered tools/list, while
+// its other lists are still on their way and its connection is not yet
+// installed: those messages are kept and delivered once it is, in order,
+// none lost.
+func TestChannelMessagesPushedDuringConnectAreKept(t *testing.T) {
+	s := start(t, testOptions)
+	in := s.SubscribeChannels(t.Context(), 0)
+	const n = 500
+	// Many resources and prompts make the lists after tools/list slow
+	// enough for the pushes to arrive first.
+	setAndSettle(t, s, map[string]ServerConfig{"ch": mock("-channel", "-channel-at-start", strconv.Itoa(n), "-resources", "3000", "-prompts", "3000")})
+	require.Eventually(t, func() bool { return in.Stats().Received == n }, 10*time.Second, 5*time.Millisecond,
+		"all %d messages pushed during the connect reach the inbox", n)
+	assert.Zero(t, in.Dropped())
+	ms := in.TakeN(nil, n)
+	require.Len(t, ms, n)
+	for i, m := range ms {
+		require.Equal(t, "start"+strconv.Itoa(i+1), m.Content, "in order")
+	}
 }

@@ -23,9 +23,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
 )
@@ -239,7 +240,7 @@ func TestChaos(t *testing.T) {
 			}
 		})
 	}
-	background.Wait()
+	testwait.CallWithin(t, duration+testwait.Patience, "the chaos's callers to stop", background.Wait)
 	t.Logf("%d calls, %d answered; errors by kind %v; peak heap in use %d MiB, peak goroutines %d",
 		calls.Load(), succeeded.Load(), errorKinds, maxHeap.Load()>>20, maxGoroutines.Load())
 	for _, k := range slices.Sorted(maps.Keys(errorExamples)) {
@@ -277,7 +278,7 @@ func TestChaos(t *testing.T) {
 			}
 		})
 	}
-	verify.Wait()
+	testwait.Call(t, "every server's check after the chaos", verify.Wait)
 	assert.Empty(t, problems, "every server that can recover answers again")
 
 	recordPids()

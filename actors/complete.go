@@ -3,8 +3,8 @@ package actors
 import (
 	"context"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Complete asks server for completions of an argument of one of its

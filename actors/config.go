@@ -25,6 +25,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/inproc"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 )
 
 // ServerConfig is one entry of an .mcp.json "mcpServers" map: how to reach
@@ -72,8 +73,9 @@ type ServerConfig struct {
 
 	// PingInterval, when set, pings the server this often while it is
 	// ready; overrides Options.PingInterval. A ping that fails at the
-	// transport (or times out) is a strike; a server that answers ping
-	// with method-not-found is not pinged again.
+	// transport (or gets no answer within 10 s, whatever the interval) is
+	// a strike; a server that answers ping with method-not-found is not
+	// pinged again.
 	PingInterval Duration `json:"pingInterval,omitempty"`
 
 	// ProtocolVersion pins the protocol version. Empty means the newest
@@ -83,6 +85,14 @@ type ServerConfig struct {
 	// OAuth holds the server's OAuth settings, an OAuthConfig in JSON
 	// (client id, scopes, grant…; see OAuthSettings).
 	OAuth json.RawMessage `json:"oauth,omitempty"`
+
+	// EnvFile (VS Code's "envFile") names a file of environment variables
+	// for a stdio server, in the .env format. The config loader
+	// (mcpvisor.LoadConfig) reads it — relative to the config file's
+	// directory — and merges it into Env, under the entry's own env
+	// members, leaving here the file's absolute path; the supervisor
+	// itself never reads it.
+	EnvFile string `json:"envFile,omitempty"`
 }
 
 // held reports whether the server must not start (see NeedsApproval).
@@ -107,6 +117,9 @@ func (c *ServerConfig) Validate() error {
 	}
 	if err := c.Config.Validate(); err != nil {
 		return err
+	}
+	if c.EnvFile != "" && c.Kind() != transports.TypeStdio {
+		return fmt.Errorf("envFile applies to stdio servers only")
 	}
 	if c.ProtocolVersion != "" && !protocol.IsSupported(c.ProtocolVersion) {
 		return fmt.Errorf("protocolVersion %q is not one mcpvisor speaks (%v)", c.ProtocolVersion, protocol.SupportedVersions())
@@ -255,6 +268,11 @@ type Options struct {
 	CloseStdinTimeout time.Duration
 	TerminateTimeout  time.Duration
 
+	// Sandbox holds the host's settings for the servers whose config asks
+	// for a sandbox: the home directory they may not read (default: the
+	// user's, from the password database), mechanisms never to use.
+	Sandbox sandbox.Options
+
 	// sharedHTTP is the HTTP client of the remote servers without TLS
 	// settings of their own, shared so that idle servers cost one
 	// connection each, not a client and its pool each. Set by Start.
@@ -281,6 +299,13 @@ type Options struct {
 	// OAuthOptions; the zero value keeps tokens in memory and parks a
 	// server that needs a login in needs-auth).
 	OAuth OAuthOptions
+
+	// DiscoveryCache keeps the tools of lazy servers across runs (see
+	// DiscoveryCache; *toolcache.Cache on disk): a lazy server whose
+	// config is unchanged since it last connected has its tools offered
+	// from the cache before its first use, and the first call wakes it.
+	// Nil: a lazy server's tools are unknown until its first use.
+	DiscoveryCache DiscoveryCache
 
 	// ToolPins pins tool definitions (see PinOptions): with a Store, each
 	// tool's definition is recorded when its server is first seen, and a

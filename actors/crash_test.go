@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
 )
 

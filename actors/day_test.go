@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -41,7 +42,7 @@ func newDeadServer(t *testing.T) *deadServer {
 	}()
 	t.Cleanup(func() {
 		l.Close()
-		<-done
+		testwait.Done(t, done, "the accept loop to end")
 	})
 	return d
 }

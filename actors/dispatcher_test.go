@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // Everything scheduled runs, also while other work blocks (a blocked
@@ -24,7 +26,7 @@ func TestWarmDispatcher(t *testing.T) {
 		close(blocked)
 		<-release
 	})
-	<-blocked
+	testwait.Done(t, blocked, "the first work to start")
 
 	var ran atomic.Int32
 	var wg sync.WaitGroup
@@ -52,7 +54,7 @@ func TestWarmDispatcher(t *testing.T) {
 	// Work goes to an idle worker: no new goroutine.
 	again := make(chan struct{})
 	d.Go(func() { close(again) })
-	<-again
+	testwait.Done(t, again, "work given to an idle worker to run")
 
 	d.stop()
 	require.Eventually(t, func() bool { return d.idle.Load() == 0 }, 5*time.Second, time.Millisecond)
@@ -60,12 +62,12 @@ func TestWarmDispatcher(t *testing.T) {
 	// After stop, work still runs, on a goroutine that ends with it.
 	late := make(chan struct{})
 	d.Schedule(func() { close(late) })
-	<-late
+	testwait.Done(t, late, "work scheduled after stop to run")
 }
 
 func TestNilWarmDispatcherStartsGoroutines(t *testing.T) {
 	var d *warmDispatcher
 	done := make(chan struct{})
 	d.Go(func() { close(done) })
-	<-done
+	testwait.Done(t, done, "the work to run")
 }

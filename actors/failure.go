@@ -7,10 +7,13 @@ import (
 	"net/http"
 	"os/exec"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/stdio"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 )
 
 // FailureKind is what a failure means for supervision: whether it costs
@@ -51,6 +54,15 @@ const (
 	// FailureCall: one call failed and the connection is fine (a JSON-RPC
 	// error, the caller's deadline or cancellation). Never a strike.
 	FailureCall FailureKind = "call"
+	// FailureSandbox: the server's config asks for a sandbox that cannot
+	// be had here (no mechanism works, the one named is missing or
+	// disabled, applying it failed). The server never ran; it is parked
+	// in failed, like a config failure.
+	FailureSandbox FailureKind = "sandbox"
+	// FailureResourceLimit: a confined server died at one of its
+	// sandbox's limits (memory, CPU). It is restarted with backoff, under
+	// the reconnect budget, like any lost connection.
+	FailureResourceLimit FailureKind = "resource-limit"
 )
 
 // ClassifyFailure decides what err means for supervision.
@@ -72,13 +84,23 @@ func ClassifyFailure(err error) FailureKind {
 	var status *transports.HTTPStatusError
 	var execErr *exec.Error
 	var tooBig *transports.FrameTooLargeError
+	var exit *stdio.ProcessExitError
 	switch {
+	case errors.Is(err, sandbox.ErrUnavailable):
+		return FailureSandbox
+	case errors.As(err, &exit) && exit.ResourceLimit != "":
+		return FailureResourceLimit
+	case errors.Is(err, reaper.ErrNotInstalled), errors.Is(err, transports.ErrInvalidSandbox):
+		return FailureConfig
 	// The session's own verdicts come first: they wrap the transport
 	// error that caused them.
 	case errors.Is(err, session.ErrVersionMismatch), errors.Is(err, session.ErrMalformedResponse):
 		return FailureProtocol
 	case errors.Is(err, ErrNeedsApproval):
 		return FailureConfig
+	case errors.Is(err, ErrUnresponsive):
+		// A server that stopped answering: reconnect with backoff.
+		return FailureTransient
 	case errors.Is(err, ErrUnsupportedTransport), errors.As(err, &execErr),
 		errors.Is(err, fs.ErrPermission), errors.Is(err, fs.ErrNotExist):
 		// A command that cannot be found or run, a missing working
@@ -97,6 +119,10 @@ func ClassifyFailure(err error) FailureKind {
 		return FailureProtocol
 	case errors.As(err, &status) && status.StatusCode == http.StatusNotImplemented:
 		return FailureProtocol
+	case errors.Is(err, oauth.ErrForbiddenAddress):
+		// The authorization metadata of a public server points at an
+		// internal address: no retry changes that.
+		return FailureConfig
 	case errors.Is(err, oauth.ErrTransient), errors.Is(err, oauth.ErrBackoff):
 		// The authorization server is unreachable or failing: the
 		// credentials are kept, and the connect is retried with backoff.

@@ -32,7 +32,7 @@ import (
 //
 //   - @modelcontextprotocol/server-everything (npm, TypeScript SDK) over
 //     Streamable HTTP and over legacy HTTP+SSE, found through
-//     MCPVISOR_SERVER_EVERYTHING as in actors/session/interop_test.go;
+//     MCPVISOR_SERVER_EVERYTHING as in session/interop_test.go;
 //   - testdata/gosdkserver (official Go SDK) over Streamable HTTP, in the
 //     stateless 2026-07-28 era and in the session era;
 //   - testdata/mcpgoserver (mark3labs/mcp-go) over legacy HTTP+SSE and

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
@@ -189,7 +190,7 @@ func TestOIDCProviderFullFlow(t *testing.T) {
 				})
 			}
 		}
-		wg.Wait()
+		testwait.Call(t, "the calls of both supervisors", wg.Wait)
 		close(errs)
 		for err := range errs {
 			t.Errorf("round %d: a call failed: %v", round, err)
@@ -203,7 +204,7 @@ func TestOIDCProviderFullFlow(t *testing.T) {
 	// server parks in needs-auth; login brings it back.
 	e := entry()
 	form := url.Values{"token": {e.Token.RefreshToken}, "token_type_hint": {"refresh_token"}, "client_id": {e.Client.ClientID}}
-	resp, err := http.PostForm(issuer+"/token/revocation", form)
+	resp, err := (&http.Client{Timeout: testwait.Patience}).PostForm(issuer+"/token/revocation", form)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)

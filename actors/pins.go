@@ -209,7 +209,10 @@ func (v *serverView) withheldTools() []string {
 }
 
 // pinsFound reports the unpinned tools of the server's current lists that
-// were not reported yet, and logs a failure of the pin store.
+// were not reported yet, and logs a failure of the pin store. Callers
+// report before they publish the view with the new lists: the registry
+// then publishes a tool's tool_definition_changed before the tools_changed
+// diff that withholds it, whether or not its pool rebuild is queued.
 func (a *serverActor) pinsFound(storeErr error) {
 	if storeErr != nil {
 		a.log.Error().Err(storeErr).Msg("tool pins cannot be checked; every tool of the server counts as unpinned")
@@ -248,11 +251,12 @@ func (a *serverActor) pinsChecked(m pinsChecked) {
 	if m.gen != a.gen || a.sess == nil || !sameSlice(m.tools, a.lists.tools) {
 		return // a newer list was checked with its listing
 	}
-	if !reflect.DeepEqual(a.lists.pins, m.pins) {
-		a.lists.pins = m.pins
+	changed := !reflect.DeepEqual(a.lists.pins, m.pins)
+	a.lists.pins = m.pins
+	a.pinsFound(m.err)
+	if changed {
 		a.publish()
 	}
-	a.pinsFound(m.err)
 }
 
 // RecheckToolPins has every connected server check its tools against the

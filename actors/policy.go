@@ -41,7 +41,26 @@ type ReconnectPolicy struct {
 	// StableAfter is how long a connection must stay up for the episode to
 	// end: strikes, attempts and backoff start over. Default 60 s.
 	StableAfter Duration `json:"stableAfter,omitempty"`
+
+	// ProbeAfter and ProbeTimeout notice a server that stopped answering
+	// (deadlocked, blocked on its own upstream, no longer reading its
+	// input). When the server has owed an answer for ProbeAfter — a call
+	// in flight, or one that timed out — and sent nothing at all
+	// meanwhile, it gets a ping; a ping unanswered within ProbeTimeout
+	// with still nothing received is a strike (ErrUnresponsive), and the
+	// next probe follows at once. Any answer (even an error) or any
+	// frame from the server clears the suspicion, so a slow tool on a
+	// server that still answers pings, or sends progress, is never
+	// struck; nor is a server while the host answers one of its own
+	// requests. With the defaults (15 s, 10 s, 3 strikes) a hung server
+	// is reconnected about 45 s after it went silent. A negative
+	// ProbeAfter turns the probes off. See docs/supervision.md.
+	ProbeAfter   Duration `json:"probeAfter,omitempty"`
+	ProbeTimeout Duration `json:"probeTimeout,omitempty"`
 }
+
+// probesOff reports whether liveness probes are off.
+func (p ReconnectPolicy) probesOff() bool { return p.ProbeAfter < 0 }
 
 // The policy's defaults.
 var defaultPolicy = ReconnectPolicy{
@@ -52,6 +71,8 @@ var defaultPolicy = ReconnectPolicy{
 	MaxDelay:     Duration(30 * time.Second),
 	Jitter:       0.3,
 	StableAfter:  Duration(time.Minute),
+	ProbeAfter:   Duration(15 * time.Second),
+	ProbeTimeout: Duration(10 * time.Second),
 }
 
 // over returns p with its zero fields taken from base.
@@ -77,14 +98,20 @@ func (p ReconnectPolicy) over(base ReconnectPolicy) ReconnectPolicy {
 	if p.StableAfter <= 0 {
 		p.StableAfter = base.StableAfter
 	}
+	if p.ProbeAfter == 0 {
+		p.ProbeAfter = base.ProbeAfter
+	}
+	if p.ProbeTimeout <= 0 {
+		p.ProbeTimeout = base.ProbeTimeout
+	}
 	return p
 }
 
 // Validate reports a policy field out of range.
 func (p ReconnectPolicy) Validate() error {
 	switch {
-	case p.Strikes < 0, p.InitialDelay < 0, p.MaxDelay < 0, p.StableAfter < 0:
-		return fmt.Errorf("reconnect: counts and durations must not be negative")
+	case p.Strikes < 0, p.InitialDelay < 0, p.MaxDelay < 0, p.StableAfter < 0, p.ProbeTimeout < 0:
+		return fmt.Errorf("reconnect: counts and durations must not be negative (but probeAfter, negative to turn probes off)")
 	case p.Multiplier != 0 && p.Multiplier < 1:
 		return fmt.Errorf("reconnect: multiplier must be at least 1")
 	case p.Jitter >= 1:

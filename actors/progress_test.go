@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // Progress reports reach the caller's callback in order, and the bus.
@@ -51,9 +53,9 @@ func TestCancelledCallTellsTheServer(t *testing.T) {
 		}})
 		errc <- err
 	}()
-	<-started
+	testwait.Done(t, started, "the first progress report")
 	cancel()
-	assert.ErrorIs(t, <-errc, context.Canceled)
+	assert.ErrorIs(t, testwait.Recv(t, errc, "the cancelled call to return"), context.Canceled)
 	assert.Eventually(t, func() bool {
 		res, err := s.CallTool(t.Context(), "mcp__p__cancelled", nil)
 		return err == nil && res.Content[0].Text == "1"

@@ -9,8 +9,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/cenkalti/backoff/v4"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Reconnecting (see ReconnectPolicy). Every failure goes through
@@ -52,7 +52,7 @@ func (a *serverActor) afterFailure(err error, lost bool) {
 		a.park(StateNeedsAuth, err)
 		a.announceNeedsAuth(err)
 		return
-	case FailureConfig, FailureProtocol:
+	case FailureConfig, FailureProtocol, FailureSandbox:
 		a.park(StateFailed, err)
 		return
 	}
@@ -174,7 +174,10 @@ func (a *serverActor) struckOut(m strikeOut) {
 	a.afterFailure(m.err, false)
 }
 
-// pingTimeout bounds one liveness ping.
+// pingTimeout bounds one liveness ping, whatever the ping interval: the
+// interval says how often to ask, not how fast a healthy server must
+// answer. (A ping used to time out after min(interval, pingTimeout): with
+// a short interval a healthy server on a loaded machine struck out.)
 const pingTimeout = 10 * time.Second
 
 // startPinging pings the ready server at its ping interval, if any. A
@@ -199,7 +202,7 @@ func (a *serverActor) startPinging() {
 			case <-sess.Done():
 				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), min(interval, pingTimeout))
+			ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
 			err := sess.Ping(ctx)
 			cancel()
 			if sess.Err() != nil {

@@ -412,6 +412,7 @@ func (r *registry) queueState(v *serverView, prev State, err error) {
 	ev := Event{Type: EventServerState, Server: v.name, State: v.state, Previous: prev}
 	if err != nil {
 		ev.Err = err.Error()
+		ev.Failure = ClassifyFailure(err)
 	}
 	r.pending = append(r.pending, ev)
 	r.scheduleFlush()
@@ -681,7 +682,7 @@ func (r *registry) checkSettled() {
 		// admitted for a connect, or not yet past a config change, is not
 		// settled whatever its view says.
 		v := e.view
-		if v == nil || e.unconfirmed || r.queued[name] || v.state == StateConnecting ||
+		if v == nil || e.unconfirmed || r.queued[name] || v.state == StateConnecting || v.loadingCache ||
 			(v.state == StatePending && e.eager()) {
 			return
 		}

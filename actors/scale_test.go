@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -192,7 +193,7 @@ func TestTwoHundredMixedServersAllSettle(t *testing.T) {
 	for i := 1; i < 10; i++ {
 		wg.Go(func() { assert.NoError(t, s.Ping(ctx, lazy(i))) })
 	}
-	wg.Wait()
+	testwait.Call(t, "the lazy servers' pings", wg.Wait)
 	for i := range 10 {
 		assert.Equal(t, StateReady, statusOf(s, lazy(i)).State, lazy(i))
 		require.Eventually(t, func() bool { return hasTool(s, QualifiedName(lazy(i), "tool_001")) }, 10*time.Second, 5*time.Millisecond,

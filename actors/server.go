@@ -14,8 +14,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/rs/zerolog"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -107,6 +107,13 @@ type serverView struct {
 	// pinOpts are the System's pin options (shared, read-only): with
 	// lists.pins and cfg.Trust, they decide which tools are withheld.
 	pinOpts *PinOptions
+	// probeAfter and probeTimeout are the server's liveness probe
+	// settings (ReconnectPolicy; probeAfter < 0: no probes).
+	probeAfter, probeTimeout time.Duration
+	// cached is set while lists.tools come from the discovery cache: the
+	// lazy server has not connected in this run yet; loadingCache while
+	// its entry is being read (the server is not settled).
+	cached, loadingCache bool
 
 	// offer caches what the view puts in the pool; written and read only
 	// by the registry goroutine (see offerOf).
@@ -121,7 +128,7 @@ func (v *serverView) offersTools() bool {
 	case StateReady:
 		return true
 	case StatePending, StateConnecting, StateReconnecting:
-		return v.recovering
+		return v.recovering || v.cached
 	}
 	return false
 }
@@ -153,6 +160,7 @@ func (v *serverView) status() ServerStatus {
 		ConnectedSince:  v.connectedSince,
 		StateSince:      v.since,
 		Lazy:            v.cfg.Lazy,
+		CachedTools:     v.cached,
 		Attempt:         v.attempt,
 		NextRetry:       v.nextRetry,
 	}
@@ -167,6 +175,11 @@ func (v *serverView) status() ServerStatus {
 			hints := v.sess.CacheHints()
 			caps := v.sess.Capabilities()
 			st.Cache, st.Capabilities = &hints, &caps
+		}
+		if c, ok := v.sess.Conn().(interface {
+			Sandbox() transports.SandboxMechanism
+		}); ok {
+			st.Sandbox = c.Sandbox()
 		}
 	}
 	if v.auth != nil {
@@ -213,7 +226,20 @@ type serverActor struct {
 	relisting   [numListKinds]bool // a re-list of that kind is in flight
 	relistAgain [numListKinds]bool // a list_changed arrived during it
 
+	// early holds the notifications of the connection being opened that
+	// arrived before it was installed (a server may push as soon as it
+	// answered tools/list, while the other lists are still on their
+	// way); they are handled once it is (see holdEarly).
+	early        []serverNotification
+	earlyDropped int // notifications beyond maxEarly, dropped and logged
+
 	recovering bool // reconnecting after being ready (see serverView.recovering)
+	// cached is set while the tools come from the discovery cache, not
+	// from a listing of this run (see discovery.go); loadingCache while
+	// the entry is read, numbered by cacheSeq.
+	cached       bool
+	loadingCache bool
+	cacheSeq     uint64
 
 	// reportedPins maps each unpinned tool already reported by an
 	// EventToolDefinitionChanged to the hash reported (see reportPins).
@@ -250,6 +276,7 @@ func (a *serverActor) Receive(ctx actor.Context) {
 			a.cfg = prev.cfg // a restarted instance keeps the latest config
 			a.policy = a.cfg.Reconnect.over(a.opts.Reconnect)
 		}
+		a.loadCache()
 		a.setState(initialState(a.cfg), heldError(a.cfg))
 	case *actor.Restarting:
 		a.log.Error().Msg("server actor restarting after a crash; its connection is dropped")
@@ -263,6 +290,8 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.connect()
 	case connectResult:
 		a.connected(m)
+	case cacheLoaded:
+		a.cacheArrived(m)
 	case connectionLost:
 		a.lost(m)
 	case serverNotification:
@@ -332,6 +361,10 @@ func (a *serverActor) publish() {
 		attempt:        a.attempt,
 		nextRetry:      a.nextRetry,
 		strikeLimit:    a.policy.Strikes,
+		probeAfter:     time.Duration(a.policy.ProbeAfter),
+		probeTimeout:   time.Duration(a.policy.ProbeTimeout),
+		cached:         a.cached,
+		loadingCache:   a.loadingCache,
 		auth:           &a.h.auth,
 		pinOpts:        &a.opts.ToolPins,
 	}
@@ -363,10 +396,12 @@ func (a *serverActor) connect() {
 	// recovering from a lost connection does. The lists are kept in any
 	// case (a parked server's still route calls that wake it) until the
 	// new connection lists afresh.
-	recovering := a.recovering || a.sess != nil
+	recovering := a.recovering || a.sess != nil || a.cached
 	a.abandon(session.ErrServerRestarting)
 	a.recovering = recovering
 	a.gen = a.h.gens.Add(1)
+	a.early, a.earlyDropped = nil, 0
+	a.loadingCache = false // a load still running is ignored
 	ctx, cancel := context.WithTimeout(context.Background(), a.connectTimeout())
 	a.cancelConnect = cancel
 	a.nextRetry = time.Time{}
@@ -482,18 +517,21 @@ func (a *serverActor) connected(m connectResult) {
 		m.err = m.sess.Err()
 	}
 	if m.err != nil {
+		a.early, a.earlyDropped = nil, 0
 		a.afterFailure(m.err, false)
 		return
 	}
-	a.recovering = false
+	a.recovering, a.cached = false, false
 	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
 	a.h.strikes.Store(0)
-	a.setState(StateReady, nil)
 	a.pinsFound(m.pinErr)
+	a.setState(StateReady, nil)
+	a.storeCache(m.lists.tools)
 	a.startListening()
 	a.startStableTimer()
 	a.startPinging()
 	a.restoreSubscriptions()
+	a.replayEarly()
 }
 
 // lost handles the end of a live connection.
@@ -575,8 +613,9 @@ func (a *serverActor) reconfigure(cfg ServerConfig) {
 	}
 	a.cfg = cfg
 	a.policy = cfg.Reconnect.over(a.opts.Reconnect)
-	a.lists = lists{}
+	a.lists, a.cached = lists{}, false
 	a.endEpisode()
+	a.loadCache()
 	a.setState(initialState(cfg), heldError(cfg))
 }
 
@@ -621,7 +660,13 @@ var listChangedKinds = map[string]listKind{
 // notification handles a notification from the server. list_changed is
 // honoured even from servers that did not declare listChanged.
 func (a *serverActor) notification(m serverNotification) {
-	if m.gen != a.gen || a.sess == nil {
+	if m.gen != a.gen {
+		return
+	}
+	if a.sess == nil {
+		if a.cancelConnect != nil {
+			a.holdEarly(m)
+		}
 		return
 	}
 	if kind, ok := listChangedKinds[m.method]; ok {
@@ -686,6 +731,33 @@ func notificationEvent(method string, params json.RawMessage) (Event, bool) {
 	return Event{}, false
 }
 
+// maxEarly bounds the notifications kept while a connection is being
+// installed (see serverActor.early).
+const maxEarly = 4096
+
+// holdEarly keeps a notification of the connection being opened until it
+// is installed.
+func (a *serverActor) holdEarly(m serverNotification) {
+	if len(a.early) >= maxEarly {
+		a.earlyDropped++
+		return
+	}
+	a.early = append(a.early, m)
+}
+
+// replayEarly handles the notifications that arrived while the new
+// connection was being installed, in their order.
+func (a *serverActor) replayEarly() {
+	early, dropped := a.early, a.earlyDropped
+	a.early, a.earlyDropped = nil, 0
+	if dropped > 0 {
+		a.log.Warn().Int("dropped", dropped).Int("kept", len(early)).Msg("notifications sent before the connection was ready exceeded the buffer; the oldest were kept")
+	}
+	for _, m := range early {
+		a.notification(m)
+	}
+}
+
 // relist re-lists one kind, at most one request in flight per kind; a
 // burst of notifications during a re-list costs one more re-list.
 func (a *serverActor) relist(kind listKind) {
@@ -730,10 +802,16 @@ func (a *serverActor) relisted(m relisted) {
 		switch m.kind {
 		case listTools:
 			a.lists.tools, a.lists.pins = m.lists.tools, m.lists.pins
+			a.storeCache(m.lists.tools)
 		case listResources:
 			a.lists.resources, a.lists.templates = m.lists.resources, m.lists.templates
 		case listPrompts:
 			a.lists.prompts = m.lists.prompts
+		}
+		if m.kind == listTools {
+			// Before the view: the reason a tool leaves the pool comes
+			// before the pool's diff (see pinsFound).
+			a.pinsFound(m.pinErr)
 		}
 		// A re-list that finds nothing new (after a listen stream opened,
 		// or a spurious list_changed) changes nothing for subscribers.
@@ -741,9 +819,6 @@ func (a *serverActor) relisted(m relisted) {
 			a.publish()
 		} else {
 			a.lists = before
-		}
-		if m.kind == listTools {
-			a.pinsFound(m.pinErr)
 		}
 	}
 	if a.relistAgain[m.kind] {

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // State is where a server is in its lifecycle.
@@ -76,8 +77,13 @@ type ServerStatus struct {
 	LastErrorClass string `json:"lastErrorClass,omitempty"`
 	// LastFailure is what LastError meant for supervision
 	// (ClassifyFailure): transient, closed, session-expired, auth,
-	// config, protocol or call.
+	// config, protocol, call, sandbox or resource-limit.
 	LastFailure FailureKind `json:"lastFailure,omitempty"`
+	// Sandbox names the mechanism confining the server's live connection
+	// (landlock, bwrap, seatbelt); empty when it is not ready or runs
+	// unconfined. A sandbox that could not be had leaves the server
+	// failed with LastFailure "sandbox".
+	Sandbox transports.SandboxMechanism `json:"sandbox,omitempty"`
 	// Strikes counts the consecutive transient errors of the live
 	// connection (ReconnectPolicy.Strikes of them close it).
 	Strikes int `json:"strikes"`
@@ -89,6 +95,10 @@ type ServerStatus struct {
 	ConnectedSince time.Time `json:"connectedSince"`
 	StateSince     time.Time `json:"stateSince"`
 	Lazy           bool      `json:"lazy,omitempty"`
+	// CachedTools is set while the server's tools come from the
+	// discovery cache (Options.DiscoveryCache): a lazy server not yet
+	// used in this run.
+	CachedTools bool `json:"cachedTools,omitempty"`
 	// ToggledOff is set while the host has the server toggled off.
 	ToggledOff bool `json:"toggledOff,omitempty"`
 	// Latency counts the requests sent to the server through the
@@ -203,11 +213,13 @@ type Event struct {
 	Type   EventType `json:"type"`
 	Server string    `json:"server,omitempty"`
 
-	// State, Previous (empty for a server's first event) and Err describe
-	// an EventServerState.
-	State    State  `json:"state,omitempty"`
-	Previous State  `json:"previous,omitempty"`
-	Err      string `json:"error,omitempty"`
+	// State, Previous (empty for a server's first event), Err and Failure
+	// (what Err means for supervision, see ClassifyFailure) describe an
+	// EventServerState.
+	State    State       `json:"state,omitempty"`
+	Previous State       `json:"previous,omitempty"`
+	Err      string      `json:"error,omitempty"`
+	Failure  FailureKind `json:"failure,omitempty"`
 
 	// ToggledOff describes an EventServerToggled.
 	ToggledOff bool `json:"toggledOff,omitempty"`

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Resource subscriptions (resources/subscribe in the handshake eras, a

@@ -17,9 +17,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -29,6 +30,7 @@ const (
 	answer503            // every request: 503 Service Unavailable
 	answer401            // every request: 401 with a Bearer challenge
 	pingNotFound         // ping: method not found; the rest passes
+	slowPing             // ping: answered 100 ms late; the rest passes
 	refuseAtListen       // the listener is closed: connections are refused
 )
 
@@ -62,6 +64,17 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 			http.Error(w, "token expired", http.StatusUnauthorized)
 			return
+		case slowPing:
+			body, _ := io.ReadAll(r.Body)
+			if bytes.Contains(body, []byte(`"method":"ping"`)) {
+				p.pings.Add(1)
+				select {
+				case <-time.After(100 * time.Millisecond):
+				case <-r.Context().Done():
+					return
+				}
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		case pingNotFound:
 			body, _ := io.ReadAll(r.Body)
 			var m struct {
@@ -200,6 +213,27 @@ func TestASilentHealthyServerIsNeverRestarted(t *testing.T) {
 	assert.Equal(t, pid, pidOf(s, "quiet"))
 	assert.Equal(t, since, st.ConnectedSince)
 	assert.Zero(t, st.Strikes)
+}
+
+// A ping answered later than the ping interval is an answer, not a
+// strike: the interval says how often to ask, not how fast a healthy
+// server must be. (The interval was the ping's deadline too: under load,
+// TestASilentHealthyServerIsNeverRestarted's 10 ms pings timed out three
+// times in a row and its healthy server was restarted.)
+func TestAPingAnsweredAfterTheIntervalIsNoStrike(t *testing.T) {
+	proxy := httpMockBehindProxy(t)
+	opts := testOptions
+	opts.PingInterval = 10 * time.Millisecond
+	s := start(t, opts)
+	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, proxy.URL)})
+	since := statusOf(s, "r").ConnectedSince
+	proxy.mode.Store(slowPing)
+	require.Eventually(t, func() bool { return proxy.pings.Load() >= 5 }, testwait.Patience, time.Millisecond,
+		"five pings, each answered ten intervals late")
+	st := statusOf(s, "r")
+	assert.Equal(t, StateReady, st.State)
+	assert.Equal(t, since, st.ConnectedSince, "never reconnected")
+	assert.Zero(t, st.Attempt)
 }
 
 func TestAServerWithoutPingIsNotPunished(t *testing.T) {

@@ -15,10 +15,11 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/httpclient"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"
 )
 
 // Errors of the supervision core. The root package re-exports them.
@@ -134,10 +135,19 @@ type System struct {
 	subMu         sync.Mutex
 	unsubscribers map[*subscriber]func() bool // guarded by subMu
 
+	// probes counts the liveness watcher's probes in flight (liveness.go);
+	// watching is closed when the watcher has returned.
+	probes   sync.WaitGroup
+	watching chan struct{}
+
 	closed    chan struct{} // closed when Close starts
 	closeOnce sync.Once
 	closeErr  error
 	closeDone chan struct{}
+
+	// releaseHelper lets the process helper (package reaper) stop once
+	// the supervisor is closed and its servers are gone.
+	releaseHelper func()
 }
 
 // Start starts the supervision core with no servers.
@@ -159,6 +169,8 @@ func Start(opts Options) (*System, error) {
 		unsubscribers: map[*subscriber]func() bool{},
 		closed:        make(chan struct{}),
 		closeDone:     make(chan struct{}),
+		// The helper, once started, outlives the restarts of servers.
+		releaseHelper: reaper.Hold(),
 	}
 	s.pool.Store(buildPool(nil, opts.Builtins, opts.MaxDescriptionLength, nil))
 	s.handles.Store(&[]*serverHandle{})
@@ -183,9 +195,15 @@ func Start(opts Options) (*System, error) {
 	if err != nil {
 		s.actors.Shutdown()
 		s.opts.dispatch.stop()
+		s.releaseHelper()
 		return nil, fmt.Errorf("mcpvisor: starting the registry: %w", err)
 	}
 	s.registry = pid
+	s.watching = make(chan struct{})
+	go func() {
+		defer close(s.watching)
+		s.watchLiveness(livenessTick(opts.Reconnect), &s.probes)
+	}()
 	return s, nil
 }
 
@@ -603,7 +621,10 @@ func (s *System) callTool(ctx context.Context, name string, args json.RawMessage
 // route finds the pool entry of a qualified name with find. A name no
 // entry has may belong to a lazy server not yet connected (its tools are
 // unknown until then): the name's mcp__<server>__ prefix wakes it, and
-// the name is looked up again once it is ready.
+// the name is looked up again once it is ready. It may also belong to a
+// server that has just become ready: its status says so a moment before
+// the registry folds its lists into the pool (rebuilds are spaced), and
+// the name is looked up again once the pool has them.
 func (s *System) route(ctx context.Context, name string, find func(*pool) (poolEntry, bool)) (poolEntry, error) {
 	p := s.pool.Load()
 	if e, ok := find(p); ok {
@@ -613,6 +634,9 @@ func (s *System) route(ctx context.Context, name string, find func(*pool) (poolE
 		return poolEntry{}, fmt.Errorf("%w (server %q)", ErrServerOff, server)
 	}
 	h := s.lazyServerOf(name)
+	if h == nil {
+		h = s.unfoldedServerOf(name)
+	}
 	if h == nil {
 		return poolEntry{}, ErrUnknownTool
 	}
@@ -656,6 +680,24 @@ func (s *System) lazyServerOf(name string) *serverHandle {
 		}
 		prefix := "mcp__" + sanitize(h.name) + "__"
 		if strings.HasPrefix(name, prefix) && len(prefix) > bestLen {
+			best, bestLen = h, len(prefix)
+		}
+	}
+	return best
+}
+
+// unfoldedServerOf returns the ready server whose qualified names start
+// like name (the longest such prefix) when the pool does not reflect its
+// view yet, or nil.
+func (s *System) unfoldedServerOf(name string) *serverHandle {
+	var best *serverHandle
+	bestLen := 0
+	for _, h := range *s.handles.Load() {
+		prefix := "mcp__" + sanitize(h.name) + "__"
+		if !strings.HasPrefix(name, prefix) || len(prefix) <= bestLen {
+			continue
+		}
+		if h.view.Load().state == StateReady && !s.poolHas(h) {
 			best, bestLen = h, len(prefix)
 		}
 	}
@@ -764,10 +806,13 @@ func (s *System) Close(ctx context.Context) error {
 		go func() {
 			s.opts.host.close() // pollers and channel inboxes first
 			<-done
+			<-s.watching // the watcher ends with closed; its probes with the sessions
+			s.probes.Wait()
 			s.actors.Root.StopFuture(s.registry).Wait()
 			s.actors.Shutdown()
 			s.opts.dispatch.stop()
 			s.opts.sharedHTTP.CloseIdleConnections()
+			s.releaseHelper() // the last hold stops it, and what is left below it
 			close(s.closeDone)
 		}()
 	})

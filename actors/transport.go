@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/mcpvisor/mcpvisor/actors/session"
+	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/inproc"
 	"github.com/mcpvisor/mcpvisor/transports/sse"
@@ -42,6 +42,7 @@ func (a *serverActor) dialConfig() dialConfig {
 			CloseStdinTimeout: a.opts.CloseStdinTimeout,
 			TerminateTimeout:  a.opts.TerminateTimeout,
 			Logger:            a.log,
+			Sandbox:           a.opts.Sandbox,
 		},
 		streamable: streamable.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
 		sse:        sse.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 func TestRender(t *testing.T) {
@@ -143,7 +145,7 @@ func TestConcurrentWaitersTakeEachMessageOnce(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return a.Stats().Taken == n && b.Stats().Taken == n }, 10*time.Second, time.Millisecond)
 	h.Close()
-	wg.Wait()
+	testwait.Call(t, "the inboxes' readers to end", wg.Wait)
 	for in, got := range seen {
 		assert.Len(t, got, n)
 		for seq, count := range got {
@@ -200,7 +202,7 @@ func TestRelayAnswer(t *testing.T) {
 	got, err := r.Answer(" "+strings.ToUpper(p.ID)+" ", true, "tg")
 	require.NoError(t, err)
 	assert.Same(t, p, got)
-	a := <-done
+	a := testwait.Recv(t, done, "the permission's waiter to get the answer")
 	assert.True(t, a.Allow)
 	assert.Equal(t, "tg", a.By)
 

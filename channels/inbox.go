@@ -2,151 +2,109 @@ package channels
 
 import (
 	"context"
-	"errors"
+	"maps"
+	"slices"
 	"sync"
-	"time"
 )
 
-// DefaultCapacity is an inbox's capacity when none is given.
-const DefaultCapacity = 1000
+// Bounds of an inbox, per server, when InboxOptions leaves them zero.
+const (
+	// DefaultCapacity is how many messages of one server an inbox keeps.
+	DefaultCapacity = 1000
+	// DefaultMaxBytes is how many bytes of messages (content, meta keys
+	// and values) of one server an inbox keeps.
+	DefaultMaxBytes = 16 << 20
+)
 
-// ErrClosed: the inbox (or its hub) has been closed.
-var ErrClosed = errors.New("channels: inbox closed")
-
-// Hub fans channel messages out to inboxes. Publish never blocks: each
-// inbox is bounded and drops its oldest message when full, counting it.
-//
-// Concurrency: every method is safe for concurrent use. mu guards the
-// sequence number, the set of inboxes and closed; each inbox has its own
-// lock, always taken after the hub's.
-type Hub struct {
-	mu      sync.Mutex
-	seq     uint64
-	inboxes map[*Inbox]struct{}
-	closed  bool
-	now     func() time.Time
+// InboxOptions configure an inbox (Hub.Open). The zero value keeps every
+// message, up to DefaultCapacity messages and DefaultMaxBytes bytes of
+// each server.
+type InboxOptions struct {
+	// Capacity bounds the messages kept per server; zero or less means
+	// DefaultCapacity.
+	Capacity int
+	// MaxBytes bounds the bytes kept per server (content, meta keys and
+	// values); zero means DefaultMaxBytes, negative no byte bound. The
+	// newest message is always kept, whatever its size.
+	MaxBytes int
+	// Filter selects the messages the inbox keeps; nil keeps all.
+	Filter Filter
 }
 
-// NewHub returns a hub with no inboxes.
-func NewHub() *Hub {
-	return &Hub{inboxes: map[*Inbox]struct{}{}, now: time.Now}
-}
-
-// Publish numbers m, stamps it and puts it in every open inbox, in
-// publication order. It returns the message as delivered (Seq and Time
-// set). It never blocks on a subscriber; a closed hub drops m.
-func (h *Hub) Publish(m Message) Message {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return m
-	}
-	h.seq++
-	m.Seq = h.seq
-	if m.Time.IsZero() {
-		m.Time = h.now()
-	}
-	for in := range h.inboxes {
-		in.push(m)
-	}
-	return m
-}
-
-// Subscribe opens an inbox that receives every message published from now
-// on. capacity bounds it (zero or less means DefaultCapacity). A closed
-// hub returns a closed inbox.
-func (h *Hub) Subscribe(capacity int) *Inbox {
-	if capacity <= 0 {
-		capacity = DefaultCapacity
-	}
-	in := &Inbox{hub: h, ring: make([]Message, capacity), signal: make(chan struct{})}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		in.closed = true
-		return in
-	}
-	h.inboxes[in] = struct{}{}
-	return in
-}
-
-// Published returns how many messages the hub has accepted.
-func (h *Hub) Published() uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.seq
-}
-
-// Close closes every inbox: waiters return what is still queued, then
-// ErrClosed. Later messages are dropped. Close is idempotent.
-func (h *Hub) Close() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return
-	}
-	h.closed = true
-	for in := range h.inboxes {
-		in.mu.Lock()
-		in.close()
-		in.mu.Unlock()
-	}
-	clear(h.inboxes)
-}
-
-// Filter selects the messages a waiter takes. Nil takes any message.
-type Filter func(Message) bool
-
-// FromServer takes the messages of one server.
-func FromServer(server string) Filter {
-	return func(m Message) bool { return m.Server == server }
-}
-
-// Inbox is one subscriber's queue of channel messages: bounded, oldest
-// first. When it is full the oldest message is dropped to make room, and
-// counted (Stats.Dropped). Several goroutines may Wait on it at once;
-// each message is taken by exactly one of them.
+// Inbox is one subscriber's queue of channel messages. It keeps a bounded
+// queue per server: when a server's queue is full its oldest message is
+// dropped to make room, and counted (Stats.Dropped, and Message.Dropped
+// of the next message of that server delivered), so that a chatty server
+// never pushes out another server's messages. Messages wait in the inbox
+// until taken: a Wait returns the oldest queued message its filter takes
+// at once, or blocks for the next one. Several goroutines may Wait on one
+// inbox; each message is taken by exactly one of them.
 //
 // Concurrency: safe for concurrent use. mu guards every field below it.
 type Inbox struct {
-	hub *Hub
+	hub      *Hub
+	filter   Filter
+	capacity int
+	maxBytes int
 
 	mu       sync.Mutex
-	ring     []Message // circular; ring[head] is the oldest of n
-	head, n  int
-	dropped  uint64
+	queues   map[string]*queue // by server; kept when empty, for the counters
+	queued   int
 	received uint64
 	taken    uint64
+	dropped  uint64
 	closed   bool
 	// signal is closed (and replaced) whenever a message arrives or the
 	// inbox closes, waking every waiter to look again.
 	signal chan struct{}
 }
 
-// Stats counts what an inbox received.
-type Stats struct {
-	Received uint64 // messages put in the inbox
-	Taken    uint64 // messages returned by Wait
-	Dropped  uint64 // messages dropped, oldest first, because the inbox was full
-	Queued   int    // messages waiting now
+func newInbox(h *Hub, o InboxOptions) *Inbox {
+	if o.Capacity <= 0 {
+		o.Capacity = DefaultCapacity
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	return &Inbox{hub: h, filter: o.Filter, capacity: o.Capacity, maxBytes: o.MaxBytes,
+		queues: map[string]*queue{}, signal: make(chan struct{})}
 }
 
-// push adds m, dropping the oldest message when full. Called by the hub
-// with its lock held.
+// Stats counts what an inbox received.
+type Stats struct {
+	Received uint64 `json:"received"` // messages put in the inbox
+	Taken    uint64 `json:"taken"`    // messages delivered (by Wait, WaitN, TryTake, TakeN)
+	Dropped  uint64 `json:"dropped"`  // messages dropped, oldest first, because their server's queue was full
+	Queued   int    `json:"queued"`   // messages waiting now
+}
+
+// ServerStats counts what an inbox received from one server.
+type ServerStats struct {
+	Server string `json:"server"`
+	Stats
+}
+
+// push adds m to its server's queue, dropping that queue's oldest
+// messages to stay within bounds. Called by the hub with its lock held.
 func (in *Inbox) push(m Message) {
+	if in.filter != nil && !in.filter(m) {
+		return
+	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.closed {
 		return
 	}
-	in.received++
-	if in.n == len(in.ring) {
-		in.head = (in.head + 1) % len(in.ring)
-		in.n--
-		in.dropped++
+	q := in.queues[m.Server]
+	if q == nil {
+		q = &queue{}
+		in.queues[m.Server] = q
 	}
-	in.ring[(in.head+in.n)%len(in.ring)] = m
-	in.n++
+	before, dropped := q.len(), q.dropped
+	q.push(m, in.capacity, in.maxBytes)
+	in.received++
+	in.dropped += q.dropped - dropped
+	in.queued += q.len() - before
 	close(in.signal)
 	in.signal = make(chan struct{})
 }
@@ -154,24 +112,36 @@ func (in *Inbox) push(m Message) {
 // Wait returns the oldest queued message that filter takes (nil takes
 // any), removing it from the inbox, and blocks until one arrives, the
 // context ends (its error) or the inbox closes (ErrClosed, once no queued
-// message matches).
+// message matches). The message's Dropped says how many messages of its
+// server were dropped since the previous one delivered.
 func (in *Inbox) Wait(ctx context.Context, filter Filter) (Message, error) {
+	ms, err := in.WaitN(ctx, filter, 1)
+	if err != nil {
+		return Message{}, err
+	}
+	return ms[0], nil
+}
+
+// WaitN is Wait for up to n messages (at least one): it blocks like
+// Wait until a message filter takes is queued, then returns it with the
+// other queued messages filter takes, oldest first, up to n in all.
+func (in *Inbox) WaitN(ctx context.Context, filter Filter, n int) ([]Message, error) {
 	for {
 		in.mu.Lock()
-		if m, ok := in.take(filter); ok {
+		if ms := in.takeN(filter, n); len(ms) > 0 {
 			in.mu.Unlock()
-			return m, nil
+			return ms, nil
 		}
 		if in.closed {
 			in.mu.Unlock()
-			return Message{}, ErrClosed
+			return nil, ErrClosed
 		}
 		signal := in.signal
 		in.mu.Unlock()
 		select {
 		case <-signal:
 		case <-ctx.Done():
-			return Message{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 }
@@ -179,45 +149,68 @@ func (in *Inbox) Wait(ctx context.Context, filter Filter) (Message, error) {
 // TryTake returns the oldest queued message filter takes, without
 // waiting.
 func (in *Inbox) TryTake(filter Filter) (Message, bool) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.take(filter)
+	ms := in.TakeN(filter, 1)
+	if len(ms) == 0 {
+		return Message{}, false
+	}
+	return ms[0], true
 }
 
-// take removes and returns the oldest message filter takes. in.mu held.
-func (in *Inbox) take(filter Filter) (Message, bool) {
-	size := len(in.ring)
-	for i := 0; i < in.n; i++ {
-		m := in.ring[(in.head+i)%size]
-		if filter != nil && !filter(m) {
-			continue
-		}
-		if i == 0 {
-			in.ring[in.head] = Message{}
-			in.head = (in.head + 1) % size
-		} else {
-			// Close the gap: shift the newer messages down by one.
-			for j := i; j < in.n-1; j++ {
-				in.ring[(in.head+j)%size] = in.ring[(in.head+j+1)%size]
+// TakeN returns up to n queued messages filter takes, oldest first,
+// without waiting (none: an empty slice).
+func (in *Inbox) TakeN(filter Filter, n int) []Message {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.takeN(filter, n)
+}
+
+// takeN removes and returns up to n (at least one) of the oldest
+// messages filter takes, across the servers' queues. in.mu held.
+func (in *Inbox) takeN(filter Filter, n int) []Message {
+	var out []Message
+	for len(out) < max(n, 1) {
+		var from *queue
+		at, seq := -1, uint64(0)
+		for _, q := range in.queues {
+			if q.len() == 0 {
+				continue
 			}
-			in.ring[(in.head+in.n-1)%size] = Message{}
+			if i := q.first(filter); i >= 0 && (from == nil || q.at(i).Seq < seq) {
+				from, at, seq = q, i, q.at(i).Seq
+			}
 		}
-		in.n--
+		if from == nil {
+			break
+		}
+		out = append(out, from.take(at))
+		in.queued--
 		in.taken++
-		return m, true
 	}
-	return Message{}, false
+	return out
 }
 
 // Stats returns the inbox's counters.
 func (in *Inbox) Stats() Stats {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return Stats{Received: in.received, Taken: in.taken, Dropped: in.dropped, Queued: in.n}
+	return Stats{Received: in.received, Taken: in.taken, Dropped: in.dropped, Queued: in.queued}
 }
 
-// Dropped returns how many messages the inbox dropped because it was
-// full.
+// ServerStats returns the inbox's counters per server, sorted by server
+// name.
+func (in *Inbox) ServerStats() []ServerStats {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := make([]ServerStats, 0, len(in.queues))
+	for _, name := range slices.Sorted(maps.Keys(in.queues)) {
+		q := in.queues[name]
+		out = append(out, ServerStats{Server: name, Stats: Stats{Received: q.received, Taken: q.taken, Dropped: q.dropped, Queued: q.len()}})
+	}
+	return out
+}
+
+// Dropped returns how many messages the inbox dropped because a server's
+// queue was full.
 func (in *Inbox) Dropped() uint64 { return in.Stats().Dropped }
 
 // Close unsubscribes the inbox. Waiters get what is still queued, then

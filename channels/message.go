@@ -2,7 +2,8 @@
 // extension for mcpvisor: channel messages that servers push into a
 // session, the permission relay that forwards tool-approval prompts to
 // channel servers under short IDs, and bounded per-subscriber inboxes
-// that never block the code that publishes into them.
+// (a queue per server in each) that never block the code that publishes
+// into them and count every message they drop.
 //
 // The wire contract (code.claude.com/docs/en/channels-reference):
 //
@@ -57,6 +58,10 @@ type Message struct {
 	// Meta holds the message's attributes, keys already sanitized (see
 	// SanitizeMeta).
 	Meta map[string]string `json:"meta,omitempty"`
+	// Dropped is set on delivery from an inbox: how many messages of the
+	// same server the inbox dropped (its queue was full) since it last
+	// delivered one of that server's. Zero when nothing was lost.
+	Dropped uint64 `json:"dropped,omitempty"`
 }
 
 // NotificationParams is the params of notifications/claude/channel.

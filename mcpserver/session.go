@@ -104,6 +104,16 @@ func (s *Session) Modern() bool {
 	return s.modern
 }
 
+// Flush writes now what a connection's session holds back (the answers
+// to messages read together are written together); a handler that is
+// about to block its connection's reader calls it. Other sessions hold
+// nothing back.
+func (s *Session) Flush() {
+	if s.conn != nil {
+		s.conn.flush()
+	}
+}
+
 // Initialized reports whether the session is in a handshake era and its
 // initialize was answered.
 func (s *Session) Initialized() bool {

@@ -24,6 +24,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 func ctx(t *testing.T) context.Context {
@@ -360,7 +362,7 @@ func TestRefreshRotationAndResource(t *testing.T) {
 	for range 20 {
 		wg.Go(func() { mustCall(t, s, f.mcpURL()) })
 	}
-	wg.Wait()
+	testwait.Call(t, "the 20 concurrent calls", wg.Wait)
 	assert.Equal(t, 1, f.count("POST /token")-1, "exactly one refresh")
 	last := f.tokenReqs[len(f.tokenReqs)-1]
 	assert.Equal(t, "refresh_token", last.Get("grant_type"))
@@ -419,7 +421,7 @@ func TestTwoSourcesShareFileStore(t *testing.T) {
 		wg.Go(func() { mustCall(t, a, f.mcpURL()) })
 		wg.Go(func() { mustCall(t, b, f.mcpURL()) })
 	}
-	wg.Wait()
+	testwait.Call(t, "the calls of both clients", wg.Wait)
 	assert.Zero(t, f.reuse, "no refresh token spent twice")
 	assert.Equal(t, 1, a.Status().Refreshes+b.Status().Refreshes)
 }
@@ -618,7 +620,7 @@ func TestTokenErrorWithStatus200(t *testing.T) {
 	assert.Contains(t, st.LastError, "invalid_grant")
 
 	// The typed error, from the token call itself.
-	c := &tokenCall{client: http.DefaultClient, endpoint: f.url() + "/token", form: url.Values{"grant_type": {"refresh_token"}}, now: time.Now()}
+	c := &tokenCall{client: &http.Client{Timeout: testwait.Patience}, endpoint: f.url() + "/token", form: url.Values{"grant_type": {"refresh_token"}}, now: time.Now()}
 	_, _, err = c.do(ctx(t))
 	var oe *Error
 	require.ErrorAs(t, err, &oe)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -58,7 +59,9 @@ func TestLineReaderMatchesBufioOverAPipe(t *testing.T) {
 			}
 		}(bytes.Clone(stream.Bytes()))
 		lr := transports.NewLineReader(r, 64)
-		got, gotErr := readAll(t, lr.ReadSlice)
+		var got []string
+		var gotErr error
+		testwait.Call(t, "the line reader to read the pipe to its end", func() { got, gotErr = readAll(t, lr.ReadSlice) })
 		lr.Close()
 		r.Close()
 		require.ErrorIs(t, gotErr, io.EOF, "round %d", round)

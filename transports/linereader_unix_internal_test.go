@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // An idle pipe reader holds no buffer: it returns it to the pool before
@@ -29,10 +31,11 @@ func TestLineReaderParksWithoutABuffer(t *testing.T) {
 			w.Write([]byte("o\n"))
 		}
 	}
-	line, err := lr.ReadSlice()
+	var line []byte
+	testwait.Call(t, "the first line", func() { line, err = lr.ReadSlice() })
 	require.NoError(t, err)
 	assert.Equal(t, "one\n", string(line))
-	line, err = lr.ReadSlice()
+	testwait.Call(t, "the second line", func() { line, err = lr.ReadSlice() })
 	require.NoError(t, err)
 	assert.Equal(t, "two\n", string(line))
 	require.NotEmpty(t, heldWhileParked)

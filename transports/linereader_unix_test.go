@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -22,5 +23,5 @@ func TestLineReaderEndsWhenTheFileIsClosed(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := lr.ReadSlice(); done <- err }()
 	r.Close()
-	assert.ErrorIs(t, <-done, os.ErrClosed)
+	assert.ErrorIs(t, testwait.Recv(t, done, "ReadSlice to end when its file is closed"), os.ErrClosed)
 }

@@ -106,6 +106,11 @@ type Config struct {
 	Env     map[string]string `json:"env,omitempty"`
 	Cwd     string            `json:"cwd,omitempty"`
 
+	// Sandbox confines a stdio server (see Sandbox). Nil leaves it to the
+	// defaults of whoever loads the config (a config file's top-level
+	// "sandbox"); a Sandbox with Enabled false runs it unconfined.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+
 	// URL and Headers reach a remote server.
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
@@ -162,6 +167,7 @@ func (c *Config) Validate() error {
 		if c.Command == "" {
 			return errors.New(`stdio server needs "command"`)
 		}
+		return c.Sandbox.Validate()
 	case TypeHTTP, TypeSSE, TypeWS:
 		if c.URL == "" {
 			return fmt.Errorf(`%s server needs "url"`, c.Kind())
@@ -171,6 +177,9 @@ func (c *Config) Validate() error {
 		return errors.New(`server needs "command" (stdio) or "url" (remote)`)
 	default:
 		return fmt.Errorf("unknown transport type %q (want stdio, http, sse, ws or sdk)", c.Type)
+	}
+	if c.Sandbox != nil && c.Sandbox.Enabled {
+		return fmt.Errorf(`%w: "sandbox" confines stdio servers only, and this one is %s`, ErrInvalidSandbox, c.Kind())
 	}
 	return nil
 }

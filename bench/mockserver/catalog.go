@@ -38,7 +38,8 @@ type server struct {
 	ext     extState
 	tasks   taskState      // the tasks extension's tasks (conformance fixtures)
 	faults  faultState     // the counters of the faults
-	calls   atomic.Int64   // tools/call received, for ExitAfter
+	calls   atomic.Int64   // tools/call received, for ExitAfter, MuteOnCall and StallOnCall
+	muted   atomic.Bool    // MuteOnCall reached: nothing is answered
 	payload string         // echo's answer with Options.Payload
 	wg      sync.WaitGroup // answers given later (latency, sleep, fixtures that wait)
 
@@ -193,6 +194,7 @@ func (s *server) ServeMCP(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 		s.tmu.Unlock()
 		page, next := paginate(tools, cursorOf(r.Params), s.o.PageSize)
 		w.Reply(protocol.ListToolsResult{Tools: page, NextCursor: next})
+		s.channelAtStart(r.Session)
 	case protocol.MethodToolsCall:
 		s.callTool(ctx, w, r)
 	case protocol.MethodResourcesList:

@@ -19,11 +19,17 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
 // waitFor bounds every wait of the tests.
 const waitFor = 10 * time.Second
+
+// oneShot makes the tests' requests whose answers are not streams: each
+// ends, body included, within waitFor. (Requests with a stream for an
+// answer carry a testwait.Context.)
+var oneShot = &http.Client{Timeout: waitFor}
 
 // sseEvent is one event as read off the wire, empty data included.
 type sseEvent struct {
@@ -144,7 +150,7 @@ func (c *httpClient) notes() <-chan *protocol.Message { return c.ch }
 // do POSTs body with the session headers plus extra ones.
 func (c *httpClient) do(t *testing.T, method string, body []byte, extra map[string]string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, c.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(testwait.Context(t), method, c.url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +319,7 @@ func dialLegacy(t *testing.T, sseURL string) rpcClient {
 	}()
 	c.send = func(t *testing.T, frame []byte) {
 		t.Helper()
-		resp, err := http.Post(endpoint, "application/json", bytes.NewReader(frame))
+		resp, err := oneShot.Post(endpoint, "application/json", bytes.NewReader(frame))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +335,7 @@ func dialLegacy(t *testing.T, sseURL string) rpcClient {
 func dialWS(t *testing.T, wsURL string) rpcClient {
 	t.Helper()
 	c := newStreamClient()
-	conn, _, err := websocket.Dial(t.Context(), wsURL, &websocket.DialOptions{Subprotocols: []string{"mcp"}})
+	conn, _, err := websocket.Dial(testwait.Context(t), wsURL, &websocket.DialOptions{Subprotocols: []string{"mcp"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +359,7 @@ func dialWS(t *testing.T, wsURL string) rpcClient {
 		t.Helper()
 		wmu.Lock()
 		defer wmu.Unlock()
-		if err := conn.Write(t.Context(), websocket.MessageText, frame); err != nil && !errors.Is(err, context.Canceled) {
+		if err := conn.Write(testwait.Context(t), websocket.MessageText, frame); err != nil && !errors.Is(err, context.Canceled) {
 			t.Fatal(err)
 		}
 	}
@@ -368,5 +374,5 @@ func postNoFail(c *httpClient, body []byte) (*http.Response, error) {
 		return nil, err
 	}
 	req.Header.Set(headerSessionID, c.sid)
-	return http.DefaultClient.Do(req)
+	return oneShot.Do(req)
 }

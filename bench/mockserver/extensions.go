@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/mcpserver"
@@ -22,6 +23,8 @@ type extState struct {
 	mu        sync.Mutex
 	version   map[string]int // per URI, bumped by touch
 	cancelled int            // notifications/cancelled received
+	// startPushed is set once the ChannelAtStart messages are out.
+	startPushed atomic.Bool
 }
 
 func (s *server) extCapabilities(c *protocol.ServerCapabilities) {
@@ -80,6 +83,18 @@ func (s *server) extNotification(method string, params json.RawMessage) {
 		}
 		_ = json.Unmarshal(params, &p)
 		s.channelMessage("verdict "+p.RequestID+" "+p.Behavior, map[string]string{"kind": "verdict", "request_id": p.RequestID, "behavior": p.Behavior})
+	}
+}
+
+// channelAtStart pushes Options.ChannelAtStart channel messages, once,
+// after the first tools/list has been answered.
+func (s *server) channelAtStart(sess *mcpserver.Session) {
+	if !s.o.Channel || s.o.ChannelAtStart <= 0 || !s.ext.startPushed.CompareAndSwap(false, true) {
+		return
+	}
+	sess.Flush() // the answer to tools/list goes first
+	for i := 1; i <= s.o.ChannelAtStart; i++ {
+		s.channelMessage("start"+strconv.Itoa(i), map[string]string{"i": strconv.Itoa(i)})
 	}
 }
 

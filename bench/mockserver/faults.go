@@ -64,7 +64,10 @@ func (s *server) middleware() []mcpserver.Middleware {
 	if o.InitDelay > 0 {
 		mws = append(mws, s.delayStart)
 	}
-	if o.ExitAfter > 0 || o.HangOnCall || o.CrashMidResponse || o.Latency > 0 {
+	if o.MuteOnCall > 0 {
+		mws = append(mws, s.dropWhenMuted)
+	}
+	if o.ExitAfter > 0 || o.MuteOnCall > 0 || o.StallOnCall > 0 || o.HangOnCall || o.CrashMidResponse || o.Latency > 0 {
 		mws = append(mws, s.callFaults)
 	}
 	return mws
@@ -199,7 +202,20 @@ func (s *server) delayStart(next mcpserver.Handler) mcpserver.Handler {
 	})
 }
 
-// callFaults are the faults of tools/call: ExitAfter (the server exits
+// dropWhenMuted leaves every request unanswered once MuteOnCall was
+// reached, ping included (notifications are still read and handled).
+func (s *server) dropWhenMuted(next mcpserver.Handler) mcpserver.Handler {
+	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
+		if !s.muted.Load() {
+			next.ServeMCP(ctx, w, r)
+		}
+	})
+}
+
+// callFaults are the faults of tools/call: MuteOnCall (from that call
+// on, nothing is answered), StallOnCall (from that call on, the input is
+// no longer read: the goroutine that reads it sleeps for good; over HTTP
+// the request never ends), ExitAfter (the server exits
 // on receiving call ExitAfter+1), HangOnCall (never answers),
 // CrashMidResponse (after Latency, half the answer, then the server
 // dies) and Latency (the answer comes that much later).
@@ -209,7 +225,20 @@ func (s *server) callFaults(next mcpserver.Handler) mcpserver.Handler {
 			next.ServeMCP(ctx, w, r)
 			return
 		}
-		if n := s.calls.Add(1); s.o.ExitAfter > 0 && n > int64(s.o.ExitAfter) {
+		n := s.calls.Add(1)
+		if s.o.MuteOnCall > 0 && n >= int64(s.o.MuteOnCall) {
+			s.muted.Store(true)
+			stderrf("silent from tools/call %d on, as configured", n)
+			return
+		}
+		if s.o.StallOnCall > 0 && n >= int64(s.o.StallOnCall) {
+			r.Session.Flush()
+			stderrf("no longer reading input from tools/call %d on, as configured", n)
+			for { // with Options.Inline this goroutine reads the connection
+				time.Sleep(time.Hour) // (a sleep, not select{}: the runtime would call that a deadlock)
+			}
+		}
+		if s.o.ExitAfter > 0 && n > int64(s.o.ExitAfter) {
 			stderrf("exiting after %d calls as configured", s.o.ExitAfter)
 			s.die(exitAfterCalls)
 			return

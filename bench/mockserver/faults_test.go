@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -58,11 +59,11 @@ func TestStdioCrashMidResponse(t *testing.T) {
 	s.recv(t)
 	s.send(t, encode(t, 0, protocol.NotificationInitialized, nil))
 	s.send(t, encode(t, 2, protocol.MethodToolsCall, echoParams(cutText)))
-	rest, err := io.ReadAll(s.out)
+	rest, err := s.out.Rest("the mock server's output to end after the crash")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, half := halfAnswer(t, 2, cutText); !bytes.Equal(rest, half) {
+	if _, half := halfAnswer(t, 2, cutText); rest != string(half) {
 		t.Fatalf("after the call the output is %q, want only %q", rest, half)
 	}
 	select {
@@ -126,7 +127,7 @@ func TestCrashMidResponse(t *testing.T) {
 		srv := serve(t, Options{Transport: TransportSSE, CrashMidResponse: true})
 		stream, endpoint := openLegacy(t, srv.URL)
 		post := func(frame []byte) {
-			resp, err := http.Post(endpoint, "application/json", bytes.NewReader(frame))
+			resp, err := oneShot.Post(endpoint, "application/json", bytes.NewReader(frame))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +140,7 @@ func TestCrashMidResponse(t *testing.T) {
 		post(encode(t, 0, protocol.NotificationInitialized, nil))
 		// The crash may cut this POST's own connection before its 202,
 		// as a dying process would: only the stream is checked.
-		if resp, err := http.Post(endpoint, "application/json", bytes.NewReader(encode(t, 7, protocol.MethodToolsCall, echoParams(cutText)))); err == nil {
+		if resp, err := oneShot.Post(endpoint, "application/json", bytes.NewReader(encode(t, 7, protocol.MethodToolsCall, echoParams(cutText)))); err == nil {
 			resp.Body.Close()
 		}
 		rest, err := io.ReadAll(stream.br)
@@ -150,23 +151,23 @@ func TestCrashMidResponse(t *testing.T) {
 	})
 	t.Run("ws", func(t *testing.T) {
 		srv := serve(t, Options{Transport: TransportWS, CrashMidResponse: true})
-		conn, _, err := websocket.Dial(t.Context(), srv.URL, &websocket.DialOptions{Subprotocols: []string{"mcp"}})
+		conn, _, err := websocket.Dial(testwait.Context(t), srv.URL, &websocket.DialOptions{Subprotocols: []string{"mcp"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.CloseNow()
 		write := func(frame []byte) {
-			if err := conn.Write(t.Context(), websocket.MessageText, frame); err != nil {
+			if err := conn.Write(testwait.Context(t), websocket.MessageText, frame); err != nil {
 				t.Fatal(err)
 			}
 		}
 		write(encode(t, 1, protocol.MethodInitialize, initParams(protocol.Version20251125)))
-		if _, data, err := conn.Read(t.Context()); err != nil || message(t, data).ID != protocol.Int64ID(1) {
+		if _, data, err := conn.Read(testwait.Context(t)); err != nil || message(t, data).ID != protocol.Int64ID(1) {
 			t.Fatalf("initialize answered %s, %v", data, err)
 		}
 		write(encode(t, 0, protocol.NotificationInitialized, nil))
 		write(encode(t, 7, protocol.MethodToolsCall, echoParams(cutText)))
-		_, r, err := conn.Reader(t.Context())
+		_, r, err := conn.Reader(testwait.Context(t))
 		if err != nil {
 			t.Fatalf("no message begins: %v", err)
 		}
@@ -182,7 +183,7 @@ func TestCrashMidResponse(t *testing.T) {
 // past the endpoint event, and its POST endpoint.
 func openLegacy(t *testing.T, sseURL string) (*sseReader, string) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, sseURL, nil)
+	req, _ := http.NewRequestWithContext(testwait.Context(t), http.MethodGet, sseURL, nil)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -245,7 +246,7 @@ func TestHTTP401(t *testing.T) {
 			srv := serve(t, Options{Transport: tc.transport, HTTP401: true})
 			u, _ := url.Parse(srv.URL)
 			base := "http://" + u.Host
-			req, _ := http.NewRequestWithContext(t.Context(), tc.method, base+tc.path, bytes.NewReader(tc.body))
+			req, _ := http.NewRequestWithContext(testwait.Context(t), tc.method, base+tc.path, bytes.NewReader(tc.body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			resp, err := http.DefaultClient.Do(req)
@@ -264,7 +265,7 @@ func TestHTTP401(t *testing.T) {
 	}
 	t.Run("ws upgrade", func(t *testing.T) {
 		srv := serve(t, Options{Transport: TransportWS, HTTP401: true})
-		_, resp, err := websocket.Dial(t.Context(), srv.URL, &websocket.DialOptions{Subprotocols: []string{"mcp"}})
+		_, resp, err := websocket.Dial(testwait.Context(t), srv.URL, &websocket.DialOptions{Subprotocols: []string{"mcp"}})
 		if err == nil || resp == nil {
 			t.Fatalf("dial: %v, %+v; want a refused upgrade", err, resp)
 		}
@@ -290,7 +291,7 @@ func TestStdioFlap(t *testing.T) {
 	case <-time.After(waitFor):
 		t.Fatal("Run did not exit")
 	}
-	if rest, err := io.ReadAll(s.out); err != nil || len(rest) > 0 {
+	if rest, err := s.out.Rest("the mock server's output to end as it goes down"); err != nil || len(rest) > 0 {
 		t.Fatalf("output after going down: %q, %v", rest, err)
 	}
 }
@@ -320,8 +321,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // TestFlap: a flapping server cuts every open connection and refuses new
 // ones while down, then listens again at the same URL, where the sessions
 // of before are unknown and new ones work.
+//
+// The test drives the cycle by hand, with the down and up the flapping
+// goroutine runs on its timer (TestFlapEndsWithServer runs the timer), so
+// that each check falls in the period it is about however slow the
+// machine: on a 500 ms timer, a check that outlasted its up period met the
+// next down (under load, TestFlap/ws's new session got no answer to
+// initialize).
 func TestFlap(t *testing.T) {
-	const up, down = 500 * time.Millisecond, 200 * time.Millisecond
 	for _, tc := range []struct {
 		transport string
 		// open starts a session and returns a channel that gets the error
@@ -347,7 +354,7 @@ func TestFlap(t *testing.T) {
 		{TransportSSE, func(t *testing.T, url string) (<-chan error, func(*testing.T)) {
 			stream, endpoint := openLegacy(t, url)
 			return readErr(stream.br), func(t *testing.T) {
-				resp, err := http.Post(endpoint, "application/json", bytes.NewReader(encode(t, 9, protocol.MethodToolsList, nil)))
+				resp, err := oneShot.Post(endpoint, "application/json", bytes.NewReader(encode(t, 9, protocol.MethodToolsList, nil)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -362,7 +369,7 @@ func TestFlap(t *testing.T) {
 			}
 		}},
 		{TransportWS, func(t *testing.T, url string) (<-chan error, func(*testing.T)) {
-			conn, _, err := websocket.Dial(t.Context(), url, &websocket.DialOptions{Subprotocols: []string{"mcp"}})
+			conn, _, err := websocket.Dial(testwait.Context(t), url, &websocket.DialOptions{Subprotocols: []string{"mcp"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -382,19 +389,24 @@ func TestFlap(t *testing.T) {
 	} {
 		t.Run(tc.transport, func(t *testing.T) {
 			t.Parallel()
-			srv := serve(t, Options{Transport: tc.transport, FlapUp: up, FlapDown: down})
+			srv := serve(t, Options{Transport: tc.transport})
 			u, _ := url.Parse(srv.URL)
 			cut, afterwards := tc.open(t, srv.URL)
-			select {
-			case err := <-cut:
-				if err == nil {
-					t.Fatal("the open connection ended cleanly")
-				}
-			case <-time.After(waitFor):
-				t.Fatal("the open connection survived the down period")
+			srv.down() // the end of an up period
+			if err := testwait.RecvWithin(t, cut, waitFor, "the open connection to be cut by the down period"); err == nil {
+				t.Fatal("the open connection ended cleanly")
 			}
-			eventually(t, "refusing connections", func() bool { return !listening(u.Host) })
-			eventually(t, "listening again", func() bool { return listening(u.Host) })
+			if listening(u.Host) {
+				t.Fatal("connections are accepted while down")
+			}
+			ln, err := net.Listen("tcp", srv.addr) // the end of the down period
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.up(ln)
+			if !listening(u.Host) {
+				t.Fatal("not listening again at the same address")
+			}
 			afterwards(t)
 		})
 	}

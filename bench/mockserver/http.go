@@ -76,6 +76,7 @@ type handler struct {
 	mu     sync.Mutex
 	legacy map[string]*legacyConn // guarded by mu: legacy sessions by id
 	ws     map[*wsConn]struct{}   // guarded by mu: open WebSockets
+	period uint64                 // guarded by mu: up periods ended (resets), so a WebSocket upgraded in one that ended is cut
 	shut   bool                   // guarded by mu: shutdown was called
 }
 
@@ -209,6 +210,7 @@ func (h *handler) shutdown() {
 // (which the http.Server no longer tracks) close at once.
 func (h *handler) reset() {
 	h.mu.Lock()
+	h.period++
 	legacy := make([]*legacyConn, 0, len(h.legacy))
 	for id, c := range h.legacy {
 		legacy = append(legacy, c)
@@ -229,15 +231,16 @@ func (h *handler) reset() {
 }
 
 // track counts a connection in, unless the handler shut down; the caller
-// calls the returned function when the connection ends.
-func (h *handler) track() (done func(), ok bool) {
+// calls the returned function when the connection ends. period is the
+// current up period (see reset).
+func (h *handler) track() (done func(), period uint64, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.shut {
-		return nil, false
+		return nil, 0, false
 	}
 	h.conns.Add(1)
-	return h.conns.Done, true
+	return h.conns.Done, h.period, true
 }
 
 func notAllowed(w http.ResponseWriter, allow string) {

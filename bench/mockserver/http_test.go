@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -205,7 +206,7 @@ func TestExpireLegacySession(t *testing.T) {
 	c.request(t, protocol.MethodInitialize, initParams(protocol.Version20241105))
 	c.notify(t, protocol.NotificationInitialized, nil)
 	callText(t, c.request(t, protocol.MethodToolsCall, echoParams("x")))
-	resp, err := http.Post(c.endpoint, "application/json", bytes.NewReader(encode(t, 9, protocol.MethodToolsList, nil)))
+	resp, err := oneShot.Post(c.endpoint, "application/json", bytes.NewReader(encode(t, 9, protocol.MethodToolsList, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestResumeGetStream(t *testing.T) {
 	announce("a")
 	waitNote(t, c, protocol.NotificationToolsListChanged)
 
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
 	req.Header.Set(headerSessionID, c.sid)
 	resp, err := http.DefaultClient.Do(req) // takes the stream over
@@ -363,7 +364,7 @@ func TestExitAfterHTTP(t *testing.T) {
 	callText(t, c.request(t, protocol.MethodToolsCall, echoParams("x")))
 	req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(encode(t, 3, protocol.MethodToolsCall, echoParams("y"))))
 	req.Header.Set(headerSessionID, c.sid)
-	if resp, err := http.DefaultClient.Do(req); err == nil {
+	if resp, err := oneShot.Do(req); err == nil {
 		resp.Body.Close()
 		t.Fatalf("call after the exit point answered %d", resp.StatusCode)
 	}
@@ -407,7 +408,7 @@ func TestLegacyEndpoints(t *testing.T) {
 		{http.MethodPost, "/mcp", http.StatusNotFound},
 	} {
 		req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(`{}`))
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := oneShot.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -420,7 +421,7 @@ func TestLegacyEndpoints(t *testing.T) {
 
 func TestWebSocketSubprotocol(t *testing.T) {
 	srv := serve(t, Options{Transport: TransportWS})
-	_, resp, err := websocket.Dial(t.Context(), srv.URL, &websocket.DialOptions{Subprotocols: []string{"other"}})
+	_, resp, err := websocket.Dial(testwait.Context(t), srv.URL, &websocket.DialOptions{Subprotocols: []string{"other"}})
 	if err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("dial without mcp: %v, %+v", err, resp)
 	}
@@ -487,7 +488,7 @@ func TestHandlerClose(t *testing.T) {
 // TestCloseWebSocket: Close says goodbye to WebSocket clients.
 func TestCloseWebSocket(t *testing.T) {
 	srv := serve(t, Options{Transport: TransportWS})
-	conn, _, err := websocket.Dial(t.Context(), srv.URL, &websocket.DialOptions{Subprotocols: []string{"mcp"}})
+	conn, _, err := websocket.Dial(testwait.Context(t), srv.URL, &websocket.DialOptions{Subprotocols: []string{"mcp"}})
 	if err != nil {
 		t.Fatal(err)
 	}

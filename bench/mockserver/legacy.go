@@ -120,7 +120,7 @@ var errLegacyGone = errors.New("mockserver: the legacy session is gone")
 // endpoint event, whose answers and notifications are message events. The
 // session ends with the stream.
 func (h *handler) legacyStream(w http.ResponseWriter, r *http.Request) {
-	done, ok := h.track()
+	done, _, ok := h.track()
 	if !ok {
 		http.Error(w, "mockserver: shutting down", http.StatusServiceUnavailable)
 		return

@@ -66,6 +66,15 @@ type Options struct {
 	IgnoreSIGTERM bool  // ignore SIGTERM and stdin EOF: only SIGKILL ends it
 	Grandchild    bool  // start a sleeping child process in the same group
 	Silent        bool  // answer nothing at all (a hung server)
+	// MuteOnCall makes the server go silent on receiving tools/call
+	// number MuteOnCall (from 1): it keeps reading, and answers nothing
+	// more, not even ping (a server deadlocked after its handshake).
+	MuteOnCall int
+	// StallOnCall makes the server stop reading its input on receiving
+	// tools/call number StallOnCall (from 1), for good: over stdio the
+	// pipe fills and writes to it block (a server blocked on its own
+	// upstream). Over HTTP that request never ends.
+	StallOnCall int
 	// NotifyTool adds the tool "notify" {method, params}: it sends that
 	// notification to every connection (not to subscriptions/listen
 	// streams), then answers.
@@ -98,6 +107,11 @@ type Options struct {
 	// adds the tools progress {steps, ms} and cancelled. Channel and
 	// Progress: connection transports (stdio, WebSocket) only.
 	Channel, Subscribe, Progress bool
+	// ChannelAtStart, with Channel, pushes this many channel messages
+	// (content start<i>, meta {i}) right after answering the first
+	// tools/list, the end of a client's connect: messages a server sends
+	// on its own, before anyone asked or waits.
+	ChannelAtStart int
 
 	// CrashMidResponse makes every tools/call crash the server (code 5)
 	// while it answers: after Latency, it writes the first half of the
@@ -291,6 +305,8 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and stdin EOF: only SIGKILL ends it")
 	fs.BoolVar(&o.Grandchild, "grandchild", false, "start a sleeping child process in the same process group")
 	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
+	fs.IntVar(&o.MuteOnCall, "mute-on-call", 0, "on receiving tools/call number `N`, go silent: read everything, answer nothing (not even ping)")
+	fs.IntVar(&o.StallOnCall, "stall-on-call", 0, "on receiving tools/call number `N`, stop reading input for good (stdio: the pipe fills)")
 	fs.BoolVar(&o.Conformance, "conformance", false, "also serve the conformance suite's server fixtures (test_* tools, test:// resources, prompts)")
 	fs.DurationVar(&o.CacheTTL, "cache-ttl", 0, "ttlMs of the discover, list and resources/read results of 2026-07-28 (default 1m; negative: 0)")
 	fs.StringVar(&o.CacheScope, "cache-scope", "", "cacheScope of those results: public (default) or private")
@@ -314,6 +330,7 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 		return nil
 	})
 	fs.BoolVar(&o.Channel, "channel", false, "stdio, ws: be a claude/channel server with the tool channel_burst {n, prefix}; echo permission requests and verdicts as channel messages")
+	fs.IntVar(&o.ChannelAtStart, "channel-at-start", 0, "with -channel: push `N` channel messages (content start<i>) right after answering the first tools/list")
 	fs.BoolVar(&o.Subscribe, "subscribe", false, "serve resources/subscribe, agree to mock:// URIs in subscriptions/listen resourceSubscriptions (2026-07-28), and add the tool touch {uri}, which sends resources/updated when uri is subscribed")
 	fs.BoolVar(&o.Progress, "progress", false, "stdio, ws: add the tools progress {steps, ms} (progress notifications) and cancelled (notifications/cancelled received)")
 	fs.BoolVar(&o.CrashMidResponse, "crash-mid-response", false,

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -71,7 +72,7 @@ func startProcess(t *testing.T, args ...string) *process {
 	}()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		<-p.exit
+		testwait.Done(t, p.exit, "the killed mock server's exit (and the end of its stderr)")
 		if t.Failed() {
 			p.mu.Lock()
 			t.Logf("mock server stderr:\n%s", strings.Join(p.stderr, "\n"))

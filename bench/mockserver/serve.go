@@ -38,6 +38,7 @@ type Server struct {
 
 	mu  sync.Mutex
 	srv *http.Server // guarded by mu: the current up period's; nil while down
+	ln  net.Listener // guarded by mu: what srv serves on, closed by down and Close themselves
 }
 
 // Serve starts a mock server with options o on o.Listen (default
@@ -96,6 +97,7 @@ func Serve(ctx context.Context, o Options) (*Server, error) {
 				if srv := s.current(); srv != nil {
 					srv.Close()
 				}
+				s.closeListener()
 				close(s.done)
 			})
 		case <-s.done:
@@ -108,7 +110,7 @@ func Serve(ctx context.Context, o Options) (*Server, error) {
 func (s *Server) up(ln net.Listener) {
 	srv := &http.Server{Handler: s.h, ReadHeaderTimeout: 10 * time.Second}
 	s.mu.Lock()
-	s.srv = srv
+	s.srv, s.ln = srv, ln
 	s.mu.Unlock()
 	go srv.Serve(ln)
 }
@@ -117,10 +119,13 @@ func (s *Server) up(ln net.Listener) {
 // forget what a restarted server would not know.
 func (s *Server) down() {
 	s.mu.Lock()
-	srv := s.srv
-	s.srv = nil
+	srv, ln := s.srv, s.ln
+	s.srv, s.ln = nil, nil
 	s.mu.Unlock()
 	srv.Close()
+	// The http.Server closes the listener only once its Serve goroutine
+	// has run; nothing may listen after down returns.
+	ln.Close()
 	s.h.reset()
 }
 
@@ -129,6 +134,18 @@ func (s *Server) current() *http.Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.srv
+}
+
+// closeListener closes the current up period's listener, if any: an
+// http.Server closes it only once its Serve goroutine has run, and a
+// stopped server must not listen a moment longer.
+func (s *Server) closeListener() {
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
 }
 
 // flap is the FlapUp cycle: up for up, down for down, until stop is
@@ -205,6 +222,7 @@ func (s *Server) Close() error {
 		if srv := s.current(); srv != nil && srv.Shutdown(ctx) != nil {
 			srv.Close()
 		}
+		s.closeListener()
 		// WebSockets are hijacked connections: Shutdown does not wait for
 		// them.
 		conns := make(chan struct{})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -36,7 +37,7 @@ func listenReq() map[string]any {
 // unless hdr says otherwise.
 func statelessPost(t *testing.T, url string, id int64, method string, params any, hdr map[string]string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(encode(t, id, method, params)))
+	req, err := http.NewRequestWithContext(testwait.Context(t), http.MethodPost, url, bytes.NewReader(encode(t, id, method, params)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestStateless(t *testing.T) {
 	for _, method := range []string{http.MethodGet, http.MethodDelete} {
 		req, _ := http.NewRequest(method, srv.URL, nil)
 		req.Header.Set(headerProtocolVersion, v)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := oneShot.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +151,7 @@ func TestStateless(t *testing.T) {
 // DELETE whatever the headers.
 func TestStatelessOnly(t *testing.T) {
 	srv := serve(t, Options{Transport: TransportHTTP, Versions: []string{protocol.Version20260728}})
-	resp, err := http.Get(srv.URL)
+	resp, err := oneShot.Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

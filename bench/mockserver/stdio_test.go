@@ -1,7 +1,6 @@
 package mockserver
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"os"
@@ -10,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
 // stdioSession runs Run over pipes; send writes a line, recv reads one.
 type stdioSession struct {
 	in   *io.PipeWriter
-	out  *bufio.Reader
+	out  *testwait.LineReader
 	code chan int
 }
 
@@ -24,7 +24,7 @@ func runStdio(t *testing.T, o Options) *stdioSession {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &stdioSession{in: inW, out: bufio.NewReader(outR), code: make(chan int, 1)}
+	s := &stdioSession{in: inW, out: testwait.NewLineReader(t, outR), code: make(chan int, 1)}
 	go func() {
 		s.code <- Run(context.Background(), o, inR, outW)
 		outW.Close()
@@ -43,18 +43,23 @@ func runStdio(t *testing.T, o Options) *stdioSession {
 
 func (s *stdioSession) send(t *testing.T, frame []byte) {
 	t.Helper()
-	if _, err := s.in.Write(append(frame, '\n')); err != nil {
+	s.write(t, append(frame, '\n'))
+}
+
+// write writes b to the server's stdin (which waits for the server to
+// read it).
+func (s *stdioSession) write(t *testing.T, b []byte) {
+	t.Helper()
+	var err error
+	testwait.Call(t, "the mock server to read its input", func() { _, err = s.in.Write(b) })
+	if err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (s *stdioSession) recv(t *testing.T) []byte {
 	t.Helper()
-	line, err := s.out.ReadBytes('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	return line[:len(line)-1]
+	return []byte(s.out.MustLine("a line of the mock server's output (held in its buffer?)"))
 }
 
 // TestStdio: answers, then the announce tool's list_changed after its
@@ -176,29 +181,6 @@ func TestStdioLongLine(t *testing.T) {
 	}
 }
 
-// recvWithin is recv, failing the test when no line arrives by waitFor.
-func (s *stdioSession) recvWithin(t *testing.T) []byte {
-	t.Helper()
-	got := make(chan []byte, 1)
-	go func() {
-		line, err := s.out.ReadBytes('\n')
-		if err != nil {
-			line = nil
-		}
-		got <- line
-	}()
-	select {
-	case line := <-got:
-		if line == nil {
-			t.Fatal("the output ended")
-		}
-		return line[:len(line)-1]
-	case <-time.After(waitFor):
-		t.Fatal("no answer: held in the server's buffer?")
-		return nil
-	}
-}
-
 // TestStdioBurst: requests that arrive together are all answered, in
 // order, even when the input read with them ends with the start of the
 // next request (the server must not wait for its end with the answers
@@ -206,7 +188,7 @@ func (s *stdioSession) recvWithin(t *testing.T) []byte {
 func TestStdioBurst(t *testing.T) {
 	s := runStdio(t, Options{})
 	s.send(t, encode(t, 1, protocol.MethodInitialize, initParams(protocol.Version20251125)))
-	s.recvWithin(t)
+	s.recv(t)
 	var burst []byte
 	burst = append(burst, encode(t, 0, protocol.NotificationInitialized, nil)...)
 	burst = append(burst, '\n')
@@ -216,19 +198,15 @@ func TestStdioBurst(t *testing.T) {
 	}
 	next := encode(t, 5, protocol.MethodPing, nil)
 	burst = append(burst, next[:10]...)
-	if _, err := s.in.Write(burst); err != nil {
-		t.Fatal(err)
-	}
+	s.write(t, burst)
 	for i := 2; i <= 4; i++ {
-		m := message(t, s.recvWithin(t))
+		m := message(t, s.recv(t))
 		if m.ID != protocol.Int64ID(int64(i)) || callText(t, m) != strings.Repeat("e", i) {
 			t.Fatalf("answer %d: %+v", i, m)
 		}
 	}
-	if _, err := s.in.Write(append(next[10:], '\n')); err != nil {
-		t.Fatal(err)
-	}
-	if m := message(t, s.recvWithin(t)); m.ID != protocol.Int64ID(5) {
+	s.write(t, append(next[10:], '\n'))
+	if m := message(t, s.recv(t)); m.ID != protocol.Int64ID(5) {
 		t.Fatalf("got %+v, want the ping's answer", m)
 	}
 }

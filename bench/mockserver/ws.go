@@ -23,7 +23,7 @@ func (h *handler) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	// Counted under the mutex, so that Close's Wait (after shutdown)
 	// happens after every Add.
-	done, ok := h.track()
+	done, period, ok := h.track()
 	if !ok {
 		http.Error(w, "mockserver: shutting down", http.StatusServiceUnavailable)
 		return
@@ -52,6 +52,15 @@ func (h *handler) serveWS(w http.ResponseWriter, r *http.Request) {
 
 	conn := &wsConn{c: c, raw: hj.conn}
 	h.mu.Lock()
+	if h.period != period {
+		// The server went down between the upgrade and here: reset did
+		// not see this connection (nor did the http.Server, which does
+		// not track hijacked ones), and a restarted server would not
+		// have it.
+		h.mu.Unlock()
+		c.CloseNow()
+		return
+	}
 	h.ws[conn] = struct{}{}
 	h.mu.Unlock()
 	defer func() {

@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"time"
 
-	mcpsession "github.com/mcpvisor/mcpvisor/actors/session"
 	"github.com/mcpvisor/mcpvisor/bench/peers/harness"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	mcpsession "github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/streamable"
 )
@@ -21,7 +21,7 @@ import (
 // --- mcpvisor's session layer, without a Supervisor ---
 
 // directSession is what one server of a Supervisor holds once connected,
-// without the Supervisor: an actors/session.Session over
+// without the Supervisor: an session.Session over
 // transports/streamable. BenchmarkIdleSessionMemory uses it to separate
 // the connection's cost from the Supervisor's per-server cost.
 type directSession struct{ s *mcpsession.Session }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/peers/harness"
 )
 
@@ -20,7 +21,10 @@ import (
 // TestMain.
 var mockBin string
 
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+func TestMain(m *testing.M) {
+	mcpvisor.HelperMain()
+	os.Exit(testMain(m))
+}
 
 func testMain(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "peers-mockserver-")

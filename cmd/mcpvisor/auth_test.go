@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // auth login runs the code flow through a loopback redirect (the test is
@@ -43,35 +42,35 @@ func TestAuthLoginStatusLogout(t *testing.T) {
 	r := cliIn(t, "", env, "call", "--config", cfg, "mcp__r__echo", `{"text":"x"}`)
 	assert.Equal(t, 1, r.code)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	login := exec.CommandContext(ctx, binPath, "auth", "login", "--config", cfg, "--no-browser", "r")
+	login := exec.CommandContext(testwait.Context(t), binPath, "auth", "login", "--config", cfg, "--no-browser", "r")
 	login.Env = cliEnv(env...)
+	login.WaitDelay = time.Second
 	stderr, err := login.StderrPipe()
 	require.NoError(t, err)
 	var stdout strings.Builder
 	login.Stdout = &stdout
 	require.NoError(t, login.Start())
-	sc := bufio.NewScanner(stderr)
+	lines := testwait.NewLineReader(t, stderr)
 	var authURL string
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "http") {
+	for authURL == "" {
+		line, err := lines.Line("the authorization URL printed by auth login")
+		require.NoError(t, err, "auth login printed no URL")
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "http") {
 			authURL = line
-			break
 		}
 	}
-	require.NotEmpty(t, authURL, "login printed no URL")
-	go func() {
-		for sc.Scan() {
-		}
-	}()
 	// The browser: follow the authorization server's redirect to the
 	// loopback callback.
-	resp, err := http.Get(authURL)
+	resp, err := httpClient.Get(authURL)
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, 200, resp.StatusCode)
-	require.NoError(t, login.Wait())
+	for { // the rest of stderr, to its end (Wait closes the pipe)
+		if _, err := lines.Line("the end of auth login's stderr"); err != nil {
+			break
+		}
+	}
+	require.NoError(t, testwait.Result(t, "auth login to exit after the redirect", login.Wait))
 	assert.Contains(t, stdout.String(), "authorized r")
 	u, _ := url.Parse(authURL)
 	assert.Equal(t, "mcp:tools", u.Query().Get("scope"))

@@ -117,12 +117,13 @@ func (a *app) callOn(ctx context.Context, sup *mcpvisor.Supervisor, tool string,
 	if cfg, _, cfgOK := a.applyConfig(ctx, sup); cfgOK && len(cfg.Servers) == 0 {
 		a.log.Warn().Msg("no servers configured")
 	}
-	if !a.waitForTool(ctx, sup, events, tool, timeout) {
+	if !a.waitForTool(ctx, sup, events, tool, timeout) && !ofLazyServer(sup, tool) {
 		a.logUnknownTool(sup, tool)
 		return nil, false
 	}
 	unsubscribe()
 
+	// A lazy server's tool is called by name: the call starts it.
 	result, err := sup.CallTool(ctx, tool, args)
 	switch {
 	case err != nil:
@@ -133,6 +134,18 @@ func (a *app) callOn(ctx context.Context, sup *mcpvisor.Supervisor, tool string,
 		return result, false
 	}
 	return result, true
+}
+
+// ofLazyServer reports whether tool is named after a lazy server not yet
+// started (its qualified-name prefix), whose tools are unknown until its
+// first use.
+func ofLazyServer(sup *mcpvisor.Supervisor, tool string) bool {
+	for _, st := range sup.Status() {
+		if st.Lazy && st.State == mcpvisor.StatePending && strings.HasPrefix(tool, strings.TrimSuffix(mcpvisor.QualifiedName(st.Name, "x"), "x")) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitForTool waits until tool is in the pool, or every server has

@@ -15,6 +15,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -27,10 +28,15 @@ import (
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/oauth/secretstore"
+	"github.com/mcpvisor/mcpvisor/toolcache"
 	"github.com/mcpvisor/mcpvisor/trust"
 )
 
 func main() {
+	// When the supervisor re-executes this binary as its process helper
+	// (the reaper of stdio servers, or a sandbox's exec stage), that is
+	// all it does.
+	mcpvisor.HelperMain()
 	// The supervisor starts mock servers (and their grandchildren) by
 	// re-executing the binary with mockserver.EnvRole set: serve them
 	// before anything else.
@@ -273,6 +279,11 @@ func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...fu
 	opts := mcpvisor.Options{Logger: a.libLog, OAuth: oo}
 	if store := a.trustStore(); store != nil {
 		opts.ToolPins.Store = store
+	}
+	if dir, err := a.stateDirPath(); err == nil {
+		// Lazy servers' tools, from their last connect, are offered
+		// before their first use.
+		opts.DiscoveryCache = toolcache.New(filepath.Join(dir, "discovery"), nil)
 	}
 	if oneShot {
 		opts.Reconnect.MaxAttempts = -1

@@ -23,7 +23,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // binPath is the mcpvisor binary under test, built once by TestMain. The
@@ -36,6 +38,7 @@ var binPath string
 var sharedStateDir string
 
 func TestMain(m *testing.M) {
+	mcpvisor.HelperMain()
 	dir, err := os.MkdirTemp("", "mcpvisor-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -103,6 +106,7 @@ func cliIn(t *testing.T, dir string, env []string, args ...string) result {
 	cmd := exec.CommandContext(ctx, binPath, args...)
 	cmd.Dir = dir
 	cmd.Env = cliEnv(env...)
+	cmd.WaitDelay = time.Second // a process left holding stdout must not keep Run waiting
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -356,10 +360,13 @@ func TestListTimeout(t *testing.T) {
 	t.Parallel()
 	cfg := writeConfig(t, map[string]any{
 		"quick":    mock(binPath),
-		"sluggish": mock(binPath, "-init-delay", "3s"),
+		"sluggish": mock(binPath, "-init-delay", "20s"),
 	})
 	start := time.Now()
-	r := cli(t, "list", "--json", "--timeout", "300ms", "--config", cfg)
+	// quick has 3 s to be ready: it starts through the process helper,
+	// whose start (a race-enabled binary here) takes a few hundred ms on a
+	// loaded machine.
+	r := cli(t, "list", "--json", "--timeout", "3s", "--config", cfg)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "servers still connecting when the timeout passed")
 	out := decodeList(t, r.stdout)
@@ -592,26 +599,10 @@ func TestSupervise(t *testing.T) {
 	})
 
 	cmd := exec.Command(bin, "supervise", "--config", cfg, "--listen", "127.0.0.1:0")
-	cmd.Env = cliEnv()
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
-	require.NoError(t, cmd.Start())
-	logs := &logLines{more: make(chan struct{}, 1)}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		logs.read(stderr)
-	}()
-	exited := false
-	defer func() {
-		if !exited {
-			cmd.Process.Kill()
-			<-read
-			cmd.Wait()
-		}
-	}()
+	p := startLogged(t, cmd)
+	logs := p.logs
 
 	want := map[string]string{"a": "ready", "legacy": "ready", "parent": "ready", "bad": "failed", "off": "disabled"}
 	logs.waitFor(t, 20*time.Second, "every server to settle", func(lines []map[string]any) bool {
@@ -649,10 +640,7 @@ func TestSupervise(t *testing.T) {
 	assert.Contains(t, body, `"serverInfo":{"name":"mcpvisor"`)
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	<-read
-	err = cmd.Wait()
-	exited = true
-	require.NoError(t, err, "exit status 0 after SIGTERM; log:\n%s", logs)
+	require.NoError(t, p.wait(t), "exit status 0 after SIGTERM; log:\n%s", logs)
 	assert.Empty(t, stdout.String(), "supervise prints nothing on stdout")
 
 	// Close returned: nothing the supervisor started may be left, the
@@ -728,8 +716,9 @@ func TestMock(t *testing.T) {
 	})
 	t.Run("serves stdio", func(t *testing.T) {
 		t.Parallel()
-		cmd := exec.Command(binPath, "mock", "-name", "m1", "-versions", "2025-06-18")
+		cmd := exec.CommandContext(testwait.Context(t), binPath, "mock", "-name", "m1", "-versions", "2025-06-18")
 		cmd.Env = cliEnv()
+		cmd.WaitDelay = time.Second
 		cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}` + "\n")
 		out, err := cmd.Output()
 		require.NoError(t, err, "stdin EOF ends the mock with status 0")
@@ -766,6 +755,10 @@ func gatewayURL(t *testing.T, logs *logLines) string {
 	return url
 }
 
+// httpClient is the tests' HTTP client: a request, body included, ends
+// within testwait.Patience.
+var httpClient = &http.Client{Timeout: testwait.Patience}
+
 // mcpPost posts one message to the gateway and returns the body.
 func mcpPost(t *testing.T, base, session, body string) string {
 	t.Helper()
@@ -776,11 +769,11 @@ func mcpPost(t *testing.T, base, session, body string) string {
 	if session != "" {
 		req.Header.Set("Mcp-Session-Id", session)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	resp, err := httpClient.Do(req)
+	require.NoError(t, err, "POST %s", body)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	require.NoError(t, err, "reading the answer to %s", body)
 	return string(b)
 }
 
@@ -805,21 +798,8 @@ func TestSuperviseReload(t *testing.T) {
 	}
 
 	cmd := exec.Command(bin, "supervise", "--config", cfg, "--listen", "127.0.0.1:0", "--watch", "--watch-interval", "50ms")
-	cmd.Env = cliEnv()
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	logs := &logLines{more: make(chan struct{}, 1)}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		logs.read(stderr)
-	}()
-	defer func() {
-		cmd.Process.Kill()
-		<-read
-		cmd.Wait()
-	}()
+	p := startLogged(t, cmd)
+	logs := p.logs
 	base := gatewayURL(t, logs)
 	stateOf := func(name string) string {
 		r := cli(t, "status", "--url", base, "--json")
@@ -863,8 +843,7 @@ func TestSuperviseReload(t *testing.T) {
 	assert.Equal(t, "ready", stateOf("b"))
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	<-read
-	require.NoError(t, cmd.Wait(), "log:\n%s", logs)
+	require.NoError(t, p.wait(t), "log:\n%s", logs)
 }
 
 // SIGTERM drains the calls in flight up to --grace: a call that finishes
@@ -883,21 +862,8 @@ func TestSuperviseDrain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := writeConfig(t, map[string]any{"a": mock(binPath, "-name", "a")})
 			cmd := exec.Command(binPath, "supervise", "--config", cfg, "--listen", "127.0.0.1:0", "--grace", tc.grace)
-			cmd.Env = cliEnv()
-			stderr, err := cmd.StderrPipe()
-			require.NoError(t, err)
-			require.NoError(t, cmd.Start())
-			logs := &logLines{more: make(chan struct{}, 1)}
-			read := make(chan struct{})
-			go func() {
-				defer close(read)
-				logs.read(stderr)
-			}()
-			defer func() {
-				cmd.Process.Kill()
-				<-read
-				cmd.Wait()
-			}()
+			p := startLogged(t, cmd)
+			logs := p.logs
 			base := gatewayURL(t, logs)
 			require.Eventually(t, func() bool {
 				return strings.Contains(cli(t, "status", "--url", base).stdout, "ready")
@@ -914,15 +880,14 @@ func TestSuperviseDrain(t *testing.T) {
 				return strings.Contains(cli(t, "status", "--url", base).stdout, "1 requests in flight")
 			}, 10*time.Second, 20*time.Millisecond)
 			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-			<-read
-			err = cmd.Wait()
+			err := p.wait(t)
 			code := 0
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {
 				code = ee.ExitCode()
 			}
 			assert.Equal(t, tc.wantCode, code, "log:\n%s", logs)
-			body := <-answered
+			body := testwait.Recv(t, answered, "the answer to the call in flight at SIGTERM")
 			if tc.wantCode == 0 {
 				assert.Contains(t, body, `"slept"`, "the call in flight was answered")
 			}
@@ -930,7 +895,6 @@ func TestSuperviseDrain(t *testing.T) {
 	}
 }
 
-// mcpPostNoFail posts one message and returns the body, or the error's text.
 // statelessToolCall calls tool through the gateway at base as a
 // 2026-07-28 client does (_meta and the standard headers), without
 // failing the test: the body is returned, or the error's text.
@@ -939,6 +903,8 @@ func statelessToolCall(base string, id int, tool, args string) string {
 	return mcpPostNoFail(base, body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", tool)
 }
 
+// mcpPostNoFail posts one message with the given header pairs and returns
+// the body, or the error's text.
 func mcpPostNoFail(base, body string, headers ...string) string {
 	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
 	if err != nil {
@@ -949,11 +915,14 @@ func mcpPostNoFail(base, body string, headers ...string) string {
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		return err.Error()
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return string(b) + err.Error()
+	}
 	return string(b)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
 )
 
@@ -98,9 +99,16 @@ func (a *app) status(ctx context.Context, url, tokenFile string, asJSON bool) er
 		}
 		lastErr := "-"
 		if s.LastError != "" {
-			lastErr = "[" + s.LastErrorClass + "] " + firstLine(s.LastError, 100)
+			class := s.LastErrorClass
+			if f := s.LastFailure; f == mcpvisor.FailureSandbox || f == mcpvisor.FailureResourceLimit {
+				class = string(f)
+			}
+			lastErr = "[" + class + "] " + firstLine(s.LastError, 100)
 		}
 		state := string(s.State)
+		if s.Sandbox != "" {
+			state += " (" + string(s.Sandbox) + ")"
+		}
 		if s.ToggledOff {
 			state += " (off)"
 		}

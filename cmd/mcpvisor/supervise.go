@@ -37,6 +37,7 @@ type superviseFlags struct {
 	grace        time.Duration
 	maxSessions  int
 	maxStreams   int
+	channelQueue int
 }
 
 func (a *app) superviseCommand() *cobra.Command {
@@ -74,6 +75,13 @@ evicts the longest idle (sessions with a request in flight or a stream open go
 last), whose next request gets 404, so its client initializes again. A session
 may hold --max-streams-per-session GET streams (default 4; 409 beyond).
 Evictions and refused streams are counted in /metrics.
+
+Channel messages (servers declaring claude/channel) reach clients that declare
+the capability as notifications/claude/channel, and wait in a queue for the
+gateway's tool wait_for_channel_message (for clients without push): at most
+--channel-queue messages per server (default 1000; the oldest is dropped, and
+counted in /status, /metrics and on the next message delivered). The queue
+starts with the gateway and survives reloads.
 
 Security: the listener is loopback by default, and then refuses requests whose
 Host is not a loopback name, and browser requests whose Origin is not loopback
@@ -122,6 +130,8 @@ Exit codes:
 		"keep at most `N` HTTP sessions: a new one evicts the longest idle (its next request gets 404); negative: no cap")
 	fl.IntVar(&f.maxStreams, "max-streams-per-session", gateway.DefaultMaxStreamsPerSession,
 		"allow at most `N` GET streams open at once per HTTP session (409 beyond); negative: no cap")
+	fl.IntVar(&f.channelQueue, "channel-queue", mcpvisor.DefaultChannelCapacity,
+		"keep at most `N` channel messages per server for wait_for_channel_message (the oldest is dropped and counted)")
 	return cmd
 }
 
@@ -206,7 +216,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	gw := gateway.New(sup, gateway.Options{
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
 		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
-		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams,
+		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
 		Dashboard: gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
 	})
 	fwd.Attach(gw)

@@ -69,8 +69,16 @@ type pendingServerJSON struct {
 	Entry     json.RawMessage `json:"entry"`
 	Hash      string          `json:"hash"`
 	Variables []string        `json:"variables"`
+	EnvFile   *envFileJSON    `json:"envFile,omitempty"`
 	Changed   bool            `json:"changed"`
 	Reason    string          `json:"reason"`
+}
+
+// envFileJSON is a pending entry's envFile: its path and the names it
+// sets (never the values).
+type envFileJSON struct {
+	Path      string   `json:"path"`
+	Variables []string `json:"variables"`
 }
 
 type pendingToolJSON struct {
@@ -200,6 +208,13 @@ func (a *app) printPendingServer(p mcpvisor.PendingServer) {
 		}
 		fmt.Fprintf(a.stdout, "  It expands: %s\n", strings.Join(vars, ", "))
 	}
+	if p.EnvFile != "" {
+		sets := "nothing"
+		if len(p.EnvFileVariables) > 0 {
+			sets = strings.Join(p.EnvFileVariables, ", ")
+		}
+		fmt.Fprintf(a.stdout, "  Its envFile %s sets: %s (approving covers the file as it is now)\n", p.EnvFile, sets)
+	}
 }
 
 func (a *app) printPendingTool(p trust.PendingTool) {
@@ -220,8 +235,12 @@ func (a *app) printTrustJSON(servers []mcpvisor.PendingServer, tools []trust.Pen
 		if vars == nil {
 			vars = []string{}
 		}
-		out.Servers = append(out.Servers, pendingServerJSON{Name: p.Name, Layer: p.Layer, File: p.File, Project: p.Project,
-			Entry: p.Entry, Hash: p.Hash, Variables: vars, Changed: p.Changed, Reason: p.Reason})
+		ps := pendingServerJSON{Name: p.Name, Layer: p.Layer, File: p.File, Project: p.Project,
+			Entry: p.Entry, Hash: p.Hash, Variables: vars, Changed: p.Changed, Reason: p.Reason}
+		if p.EnvFile != "" {
+			ps.EnvFile = &envFileJSON{Path: p.EnvFile, Variables: append([]string{}, p.EnvFileVariables...)}
+		}
+		out.Servers = append(out.Servers, ps)
 	}
 	for _, p := range tools {
 		out.Tools = append(out.Tools, pendingToolJSON{Server: p.Server, Tool: p.Tool, Status: string(p.Status), Hash: p.Hash,

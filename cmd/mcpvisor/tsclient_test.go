@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // tsSDK returns the node_modules directory holding
@@ -58,9 +60,10 @@ func TestTypeScriptSDKClient(t *testing.T) {
 
 	node := func(args ...string) {
 		t.Helper()
-		cmd := exec.Command("node", append([]string{filepath.Join(dir, "client.mjs")}, args...)...)
+		cmd := exec.CommandContext(testwait.Context(t), "node", append([]string{filepath.Join(dir, "client.mjs")}, args...)...)
 		cmd.Dir = dir
 		cmd.Env = cliEnv()
+		cmd.WaitDelay = time.Second
 		out, err := cmd.CombinedOutput()
 		t.Logf("node %s:\n%s", args[0], out)
 		require.NoError(t, err)
@@ -69,22 +72,10 @@ func TestTypeScriptSDKClient(t *testing.T) {
 
 	t.Run("http", func(t *testing.T) {
 		cmd := exec.Command(bin, "supervise", "--config", cfg, "--listen", "127.0.0.1:0")
-		cmd.Env = cliEnv()
-		stderr, err := cmd.StderrPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		logs := &logLines{more: make(chan struct{}, 1)}
-		read := make(chan struct{})
-		go func() {
-			defer close(read)
-			logs.read(stderr)
-		}()
-		defer func() {
-			cmd.Process.Signal(os.Interrupt)
-			<-read
-			cmd.Wait()
-		}()
-		node("http", gatewayURL(t, logs)+"/mcp")
+		p := startLogged(t, cmd)
+		node("http", gatewayURL(t, p.logs)+"/mcp")
+		require.NoError(t, cmd.Process.Signal(os.Interrupt))
+		require.NoError(t, p.wait(t), "supervise exits cleanly on SIGINT; log:\n%s", p.logs)
 	})
 	t.Run("stdio", func(t *testing.T) {
 		start := time.Now()

@@ -12,10 +12,12 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 )
 
 func TestMain(m *testing.M) {
+	mcpvisor.HelperMain()
 	// run's bundled config starts "${AGENTHOST_BIN} mock ...": here
 	// ${AGENTHOST_BIN} is this test binary, which must serve as the mock.
 	switch {

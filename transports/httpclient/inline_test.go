@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -87,7 +88,7 @@ func TestSequentialRequestsShareOneConnection(t *testing.T) {
 	srv := newConnServer(t, echoMethod)
 	c := newClient(t, Options{})
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodPost, http.MethodDelete} {
-		got, err := get(t.Context(), c, m, srv.URL)
+		got, err := get(testwait.Context(t), c, m, srv.URL)
 		require.NoError(t, err)
 		assert.Equal(t, m, got)
 	}
@@ -101,7 +102,7 @@ func TestConnectionCloseIsNotReused(t *testing.T) {
 	})
 	c := newClient(t, Options{})
 	for range 3 {
-		_, err := get(t.Context(), c, http.MethodPost, srv.URL)
+		_, err := get(testwait.Context(t), c, http.MethodPost, srv.URL)
 		require.NoError(t, err)
 	}
 	assert.EqualValues(t, 3, srv.opened.Load())
@@ -110,12 +111,12 @@ func TestConnectionCloseIsNotReused(t *testing.T) {
 func TestConnectionTheServerClosedWhileIdleIsReplaced(t *testing.T) {
 	srv := newConnServer(t, echoMethod, func(s *http.Server) { s.IdleTimeout = 20 * time.Millisecond })
 	c := newClient(t, Options{})
-	_, err := get(t.Context(), c, http.MethodPost, srv.URL)
+	_, err := get(testwait.Context(t), c, http.MethodPost, srv.URL)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return srv.closed.Load() == 1 }, 5*time.Second, 5*time.Millisecond,
 		"the server closes the idle connection")
 
-	got, err := get(t.Context(), c, http.MethodPost, srv.URL)
+	got, err := get(testwait.Context(t), c, http.MethodPost, srv.URL)
 	require.NoError(t, err, "the closed connection is not used for the POST")
 	assert.Equal(t, http.MethodPost, got)
 	assert.EqualValues(t, 2, srv.opened.Load())
@@ -130,7 +131,7 @@ func TestChunkedBodyIsReadWholeAndTheConnectionReused(t *testing.T) {
 	})
 	c := newClient(t, Options{})
 	for range 2 {
-		got, err := get(t.Context(), c, http.MethodGet, srv.URL)
+		got, err := get(testwait.Context(t), c, http.MethodGet, srv.URL)
 		require.NoError(t, err)
 		assert.Equal(t, strings.Repeat("a", 5000)+strings.Repeat("b", 5000)+strings.Repeat("c", 5000), got)
 	}
@@ -145,7 +146,7 @@ func TestInformationalResponsesAreSkipped(t *testing.T) {
 		io.WriteString(w, "final")
 	})
 	c := newClient(t, Options{})
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+	req, err := http.NewRequestWithContext(testwait.Context(t), http.MethodGet, srv.URL, nil)
 	require.NoError(t, err)
 	resp, err := c.Do(req)
 	require.NoError(t, err)
@@ -187,10 +188,13 @@ func blockingServer(t *testing.T, headersFirst bool) (srv *connServer, started <
 func TestCancelWhileWaitingForHeadersEndsTheCall(t *testing.T) {
 	srv, started, _ := blockingServer(t, false)
 	c := newClient(t, Options{})
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	go func() {
-		<-started
-		cancel()
+		select {
+		case <-started:
+			cancel()
+		case <-ctx.Done():
+		}
 	}()
 	_, err := get(ctx, c, http.MethodPost, srv.URL)
 	require.ErrorIs(t, err, context.Canceled)
@@ -200,13 +204,13 @@ func TestCancelWhileWaitingForHeadersEndsTheCall(t *testing.T) {
 func TestCancelWhileReadingTheBodyEndsTheRead(t *testing.T) {
 	srv, started, _ := blockingServer(t, true)
 	c := newClient(t, Options{})
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(testwait.Context(t))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	require.NoError(t, err)
 	resp, err := c.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	<-started
+	testwait.Done(t, started, "the server to start answering")
 	buf := make([]byte, 5)
 	_, err = io.ReadFull(resp.Body, buf)
 	require.NoError(t, err)
@@ -220,11 +224,11 @@ func TestCancelWhileReadingTheBodyEndsTheRead(t *testing.T) {
 func TestCloseFromAnotherGoroutineEndsABlockedRead(t *testing.T) {
 	srv, started, release := blockingServer(t, true)
 	c := newClient(t, Options{})
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+	req, err := http.NewRequestWithContext(testwait.Context(t), http.MethodGet, srv.URL, nil)
 	require.NoError(t, err)
 	resp, err := c.Do(req)
 	require.NoError(t, err)
-	<-started
+	testwait.Done(t, started, "the server to start answering")
 
 	readErr := make(chan error, 1)
 	go func() {
@@ -233,10 +237,10 @@ func TestCloseFromAnotherGoroutineEndsABlockedRead(t *testing.T) {
 	}()
 	time.Sleep(20 * time.Millisecond) // let the read block
 	require.NoError(t, resp.Body.Close())
-	require.ErrorIs(t, <-readErr, http.ErrBodyReadAfterClose)
+	require.ErrorIs(t, testwait.Recv(t, readErr, "the blocked read to end at Close"), http.ErrBodyReadAfterClose)
 
 	close(release)
-	_, err = get(t.Context(), c, http.MethodGet, srv.URL)
+	_, err = get(testwait.Context(t), c, http.MethodGet, srv.URL)
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, srv.opened.Load(), "a body closed early does not give its connection back")
 }
@@ -244,7 +248,7 @@ func TestCloseFromAnotherGoroutineEndsABlockedRead(t *testing.T) {
 func TestResponseHeaderTimeoutIsATimeout(t *testing.T) {
 	srv, _, _ := blockingServer(t, false)
 	c := newClient(t, Options{ResponseHeaderTimeout: 50 * time.Millisecond})
-	_, err := get(t.Context(), c, http.MethodPost, srv.URL)
+	_, err := get(testwait.Context(t), c, http.MethodPost, srv.URL)
 	require.Error(t, err)
 	assert.Equal(t, transports.ClassTimeout, transports.Classify(err))
 	assert.Contains(t, err.Error(), "no response headers within 50ms")
@@ -253,12 +257,12 @@ func TestResponseHeaderTimeoutIsATimeout(t *testing.T) {
 func TestResponseHeaderTimeoutDoesNotLimitTheBody(t *testing.T) {
 	srv, started, release := blockingServer(t, true)
 	c := newClient(t, Options{ResponseHeaderTimeout: 20 * time.Millisecond})
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+	req, err := http.NewRequestWithContext(testwait.Context(t), http.MethodGet, srv.URL, nil)
 	require.NoError(t, err)
 	resp, err := c.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	<-started
+	testwait.Done(t, started, "the server to start answering")
 	go func() {
 		time.Sleep(100 * time.Millisecond)
 		close(release)
@@ -271,11 +275,11 @@ func TestResponseHeaderTimeoutDoesNotLimitTheBody(t *testing.T) {
 func TestRequestsInFlightAreBoundedPerHost(t *testing.T) {
 	srv, started, release := blockingServer(t, true)
 	c := newClient(t, Options{MaxConnsPerHost: 1})
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+	req, err := http.NewRequestWithContext(testwait.Context(t), http.MethodGet, srv.URL, nil)
 	require.NoError(t, err)
 	first, err := c.Do(req)
 	require.NoError(t, err)
-	<-started
+	testwait.Done(t, started, "the server to start answering")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
@@ -286,7 +290,7 @@ func TestRequestsInFlightAreBoundedPerHost(t *testing.T) {
 	_, err = io.ReadAll(first.Body)
 	require.NoError(t, err)
 	first.Body.Close()
-	_, err = get(t.Context(), c, http.MethodPost, srv.URL)
+	_, err = get(testwait.Context(t), c, http.MethodPost, srv.URL)
 	require.NoError(t, err)
 }
 
@@ -301,7 +305,7 @@ func TestConcurrentRequestsEachGetAnAnswer(t *testing.T) {
 		wg.Go(func() {
 			for j := range 20 {
 				want := strings.Repeat("x", i*100+j)
-				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader(want))
+				req, err := http.NewRequestWithContext(testwait.Context(t), http.MethodPost, srv.URL, strings.NewReader(want))
 				if !assert.NoError(t, err) {
 					return
 				}
@@ -316,7 +320,7 @@ func TestConcurrentRequestsEachGetAnAnswer(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Call(t, "every request to be answered", wg.Wait)
 	assert.LessOrEqual(t, srv.opened.Load(), int64(4+4), "at most MaxConnsPerHost busy plus as many idle")
 }
 
@@ -326,7 +330,7 @@ func TestRefusedConnectionIsClassified(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	c := newClient(t, Options{})
-	_, err = get(t.Context(), c, http.MethodPost, "http://"+addr+"/mcp")
+	_, err = get(testwait.Context(t), c, http.MethodPost, "http://"+addr+"/mcp")
 	assert.Equal(t, transports.ClassRefused, transports.Classify(err))
 }
 
@@ -341,7 +345,7 @@ func TestServerClosingMidResponseIsReset(t *testing.T) {
 		}
 	})
 	c := newClient(t, Options{})
-	_, err := get(t.Context(), c, http.MethodPost, srv.URL)
+	_, err := get(testwait.Context(t), c, http.MethodPost, srv.URL)
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	assert.Equal(t, transports.ClassReset, transports.Classify(err))
 }
@@ -355,7 +359,7 @@ func TestProxiedRequestsGoThroughTheProxy(t *testing.T) {
 	proxyURL, err := url.Parse(proxy.URL)
 	require.NoError(t, err)
 	c := newClient(t, Options{Proxy: func(*http.Request) (*url.URL, error) { return proxyURL, nil }})
-	got, err := get(t.Context(), c, http.MethodGet, "http://mcp.example.test/mcp")
+	got, err := get(testwait.Context(t), c, http.MethodGet, "http://mcp.example.test/mcp")
 	require.NoError(t, err)
 	assert.Equal(t, "via proxy", got)
 	assert.Equal(t, "http://mcp.example.test/mcp", proxied.Load())
@@ -366,7 +370,7 @@ func TestRedirectsAreRefused(t *testing.T) {
 		http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusTemporaryRedirect)
 	})
 	c := newClient(t, Options{})
-	_, err := get(t.Context(), c, http.MethodPost, srv.URL)
+	_, err := get(testwait.Context(t), c, http.MethodPost, srv.URL)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "refusing to follow a redirect")
 }
@@ -375,7 +379,7 @@ func TestIdleConnectionsAreClosedAfterTheIdleTimeout(t *testing.T) {
 	srv := newConnServer(t, echoMethod)
 	c := newClient(t, Options{})
 	c.Transport.(*inlineTransport).idleTimeout = 20 * time.Millisecond
-	_, err := get(t.Context(), c, http.MethodGet, srv.URL)
+	_, err := get(testwait.Context(t), c, http.MethodGet, srv.URL)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return srv.closed.Load() == 1 }, 5*time.Second, 5*time.Millisecond)
 }
@@ -385,7 +389,7 @@ func TestTLSAndUpgradeRequestsUseTheStandardTransport(t *testing.T) {
 	defer srv.Close()
 	c := newClient(t, Options{})
 	c.Transport.(*inlineTransport).fallback.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
-	got, err := get(t.Context(), c, http.MethodPost, srv.URL)
+	got, err := get(testwait.Context(t), c, http.MethodPost, srv.URL)
 	require.NoError(t, err)
 	assert.Equal(t, http.MethodPost, got)
 	assert.Empty(t, c.Transport.(*inlineTransport).hosts, "https never reaches the inline path")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/transports/inproc"
 )
@@ -52,7 +53,8 @@ func Example() {
 		return sc.Err()
 	})
 
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	recv := &printer{frames: make(chan string, 1), closed: make(chan error, 1)}
 	conn, err := inproc.Dial(ctx, server, inproc.Options{}, recv)
 	if err != nil {
@@ -60,10 +62,20 @@ func Example() {
 		return
 	}
 	conn.Send(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	fmt.Println(<-recv.frames)
+	select {
+	case frame := <-recv.frames:
+		fmt.Println(frame)
+	case <-ctx.Done():
+		fmt.Println("no answer:", ctx.Err())
+	}
 
 	fmt.Println("close:", conn.Close(ctx))
-	fmt.Println("closed:", <-recv.closed)
+	select {
+	case err := <-recv.closed:
+		fmt.Println("closed:", err)
+	case <-ctx.Done():
+		fmt.Println("not closed:", ctx.Err())
+	}
 	// Output:
 	// {"jsonrpc":"2.0","id":1,"result":{}}
 	// close: <nil>

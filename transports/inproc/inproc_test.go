@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/transporttest"
 )
@@ -35,7 +36,7 @@ var echo = ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error 
 func dial(t *testing.T, srv Server, opts Options) (*Conn, *transporttest.Recorder) {
 	t.Helper()
 	rec := transporttest.NewRecorder()
-	c, err := Dial(context.Background(), srv, opts, rec)
+	c, err := Dial(testwait.Context(t), srv, opts, rec)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -47,7 +48,7 @@ func dial(t *testing.T, srv Server, opts Options) (*Conn, *transporttest.Recorde
 
 func TestFramesRoundTrip(t *testing.T) {
 	c, rec := dial(t, echo, Options{})
-	ctx := context.Background()
+	ctx := testwait.Context(t)
 	for i := range 3 {
 		require.NoError(t, c.Send(ctx, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)))
 	}
@@ -132,9 +133,9 @@ func TestServeMCPReturningEndsTheConnection(t *testing.T) {
 	assert.ErrorIs(t, err, transports.ErrClosed)
 	assert.Equal(t, transports.ClassClosed, transports.Classify(err))
 
-	err = c.Send(context.Background(), []byte(`{}`))
+	err = c.Send(testwait.Context(t), []byte(`{}`))
 	assert.ErrorIs(t, err, transports.ErrClosed, "a send after the server returned fails")
-	assert.NoError(t, c.Close(context.Background()))
+	assert.NoError(t, c.Close(testwait.Context(t)))
 }
 
 func TestServeMCPReturningNilIsAClosedConnection(t *testing.T) {
@@ -173,7 +174,7 @@ func TestCloseEndsTheServersInput(t *testing.T) {
 	})
 	c, rec := dial(t, srv, Options{CloseTimeout: 10 * time.Second})
 	start := time.Now()
-	require.NoError(t, c.Close(context.Background()))
+	require.NoError(t, c.Close(testwait.Context(t)))
 	assert.Less(t, time.Since(start), 5*time.Second, "no timeout was needed")
 	assert.True(t, sawEOF)
 	err := rec.WaitClosed(t)
@@ -187,7 +188,7 @@ func TestCloseCancelsAServerThatIgnoresItsInputEnding(t *testing.T) {
 	})
 	c, rec := dial(t, srv, Options{CloseTimeout: 50 * time.Millisecond})
 	start := time.Now()
-	require.NoError(t, c.Close(context.Background()))
+	require.NoError(t, c.Close(testwait.Context(t)))
 	assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond, "the server had CloseTimeout to return by itself")
 	assert.Equal(t, transports.ErrClosed, rec.WaitClosed(t))
 }
@@ -200,11 +201,11 @@ func TestCloseReportsAServerThatWillNotStop(t *testing.T) {
 		return err
 	})
 	c, rec := dial(t, srv, Options{CloseTimeout: 20 * time.Millisecond})
-	err := c.Close(context.Background())
+	err := c.Close(testwait.Context(t))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "leaked")
 	assert.Equal(t, transports.ErrClosed, rec.WaitClosed(t), "Closed is reported all the same")
-	assert.Equal(t, err, c.Close(context.Background()), "a later Close gives the same answer")
+	assert.Equal(t, err, c.Close(testwait.Context(t)), "a later Close gives the same answer")
 
 	close(release) // the test's goroutine check needs the server gone
 	select {
@@ -264,7 +265,7 @@ func TestSendHonoursItsContextWhileTheServerDoesNotRead(t *testing.T) {
 	assert.ErrorIs(t, c.Send(cancelled, []byte(`{}`)), context.Canceled)
 
 	close(startReading)
-	require.NoError(t, c.Send(context.Background(), []byte(`{"second":2}`)))
+	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"second":2}`)))
 	frames, _ := rec.Wait(t, 1)
 	assert.Equal(t, []string{`{"second":2}`}, frames, "the withdrawn frame never reached the server")
 }
@@ -285,13 +286,13 @@ func TestASendCutMidFrameEndsTheConnection(t *testing.T) {
 	cause := rec.WaitClosed(t)
 	assert.ErrorIs(t, cause, transports.ErrClosed)
 	assert.Contains(t, cause.Error(), "cut")
-	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed, "the connection stays ended")
+	assert.ErrorIs(t, c.Send(testwait.Context(t), []byte(`{}`)), transports.ErrClosed, "the connection stays ended")
 }
 
 func TestSendAfterCloseFails(t *testing.T) {
 	c, _ := dial(t, echo, Options{})
-	require.NoError(t, c.Close(context.Background()))
-	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed)
+	require.NoError(t, c.Close(testwait.Context(t)))
+	assert.ErrorIs(t, c.Send(testwait.Context(t), []byte(`{}`)), transports.ErrClosed)
 }
 
 func TestAServerClosingItsInputMakesSendsFail(t *testing.T) {
@@ -303,8 +304,8 @@ func TestAServerClosingItsInputMakesSendsFail(t *testing.T) {
 		return nil
 	})
 	c, _ := dial(t, srv, Options{CloseTimeout: time.Millisecond})
-	<-closed
-	err := c.Send(context.Background(), []byte(`{}`))
+	testwait.Done(t, closed, "the server to close its input")
+	err := c.Send(testwait.Context(t), []byte(`{}`))
 	assert.ErrorIs(t, err, transports.ErrClosed)
 	assert.Contains(t, err.Error(), "closed its input")
 }
@@ -319,7 +320,7 @@ func TestAServerClosingItsOutputEndsTheConnection(t *testing.T) {
 	err := rec.WaitClosed(t)
 	assert.ErrorIs(t, err, transports.ErrClosed)
 	assert.Contains(t, err.Error(), "closed its output")
-	assert.NoError(t, c.Close(context.Background()), "Close still stops the server")
+	assert.NoError(t, c.Close(testwait.Context(t)), "Close still stops the server")
 }
 
 func TestTheServersContextCarriesDialsValuesButNotItsCancellation(t *testing.T) {
@@ -333,10 +334,10 @@ func TestTheServersContextCarriesDialsValuesButNotItsCancellation(t *testing.T) 
 	rec := transporttest.NewRecorder()
 	c, err := Dial(ctx, srv, Options{}, rec)
 	require.NoError(t, err)
-	defer c.Close(context.Background())
+	defer c.Close(testwait.Context(t))
 	cancel()
 	assert.Equal(t, "v", <-got)
-	require.NoError(t, c.Send(context.Background(), []byte(`{"still":"up"}`)))
+	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"still":"up"}`)))
 	rec.Wait(t, 1)
 }
 
@@ -346,7 +347,7 @@ func TestDialRefusesADoneContextAndANilServer(t *testing.T) {
 	_, err := Dial(ctx, echo, Options{}, transporttest.NewRecorder())
 	assert.ErrorIs(t, err, context.Canceled)
 
-	_, err = Dial(context.Background(), nil, Options{}, transporttest.NewRecorder())
+	_, err = Dial(testwait.Context(t), nil, Options{}, transporttest.NewRecorder())
 	var cfgErr *transports.ConfigError
 	assert.ErrorAs(t, err, &cfgErr)
 }

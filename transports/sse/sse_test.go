@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/transporttest"
 )
@@ -148,7 +149,7 @@ func dial(t *testing.T, cfg transports.Config, opts Options) (*Conn, *transportt
 func TestFramesRoundTrip(t *testing.T) {
 	s := newLegacyServer(t)
 	c, rec := dial(t, s.config(), Options{UserAgent: "mcpvisor-test"})
-	ctx := context.Background()
+	ctx := testwait.Context(t)
 	for i := range 3 {
 		require.NoError(t, c.Send(ctx, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)))
 	}
@@ -200,7 +201,7 @@ func TestTheEndpointIsResolvedAgainstTheURL(t *testing.T) {
 			s.endpoint = strings.ReplaceAll(tt.endpoint, "{{origin}}", s.URL)
 			s.mu.Unlock()
 			c, rec := dial(t, s.config(), Options{})
-			require.NoError(t, c.Send(context.Background(), []byte(`{"x":1}`)))
+			require.NoError(t, c.Send(testwait.Context(t), []byte(`{"x":1}`)))
 			rec.Wait(t, 1)
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -223,7 +224,7 @@ func TestAnEndpointOnAnotherOriginIsRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newLegacyServer(t, func(s *legacyServer) { s.endpoint = tt.endpoint })
-			_, err := Dial(context.Background(), s.config(), Options{}, transporttest.NewRecorder())
+			_, err := Dial(testwait.Context(t), s.config(), Options{}, transporttest.NewRecorder())
 			require.Error(t, err)
 			var oe *OriginError
 			require.ErrorAs(t, err, &oe)
@@ -268,7 +269,7 @@ func TestDialWaitsForTheEndpointBoundedByEndpointTimeout(t *testing.T) {
 
 	rec := transporttest.NewRecorder()
 	start := time.Now()
-	_, err := Dial(context.Background(), transports.Config{URL: noEndpoint.URL}, Options{EndpointTimeout: 100 * time.Millisecond}, rec)
+	_, err := Dial(testwait.Context(t), transports.Config{URL: noEndpoint.URL}, Options{EndpointTimeout: 100 * time.Millisecond}, rec)
 	require.Error(t, err)
 	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -296,10 +297,10 @@ func TestTheStreamOutlivesDialsContext(t *testing.T) {
 	rec := transporttest.NewRecorder()
 	c, err := Dial(ctx, s.config(), Options{EndpointTimeout: 50 * time.Millisecond}, rec)
 	require.NoError(t, err)
-	defer c.Close(context.Background())
+	defer c.Close(testwait.Context(t))
 	cancel()
 	time.Sleep(100 * time.Millisecond) // past EndpointTimeout too
-	require.NoError(t, c.Send(context.Background(), []byte(`{"still":"up"}`)))
+	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"still":"up"}`)))
 	rec.Wait(t, 1)
 	rec.AssertOpen(t)
 }
@@ -310,7 +311,7 @@ func TestDialReportsTheGETsStatus(t *testing.T) {
 		http.Error(w, "no token", http.StatusUnauthorized)
 	}))
 	defer srv.Close()
-	_, err := Dial(context.Background(), transports.Config{URL: srv.URL}, Options{}, transporttest.NewRecorder())
+	_, err := Dial(testwait.Context(t), transports.Config{URL: srv.URL}, Options{}, transporttest.NewRecorder())
 	var herr *transports.HTTPStatusError
 	require.ErrorAs(t, err, &herr)
 	assert.Equal(t, http.StatusUnauthorized, herr.StatusCode)
@@ -325,7 +326,7 @@ func TestDialRefusesAResponseThatIsNotAnEventStream(t *testing.T) {
 		io.WriteString(w, `{}`)
 	}))
 	defer srv.Close()
-	_, err := Dial(context.Background(), transports.Config{URL: srv.URL}, Options{}, transporttest.NewRecorder())
+	_, err := Dial(testwait.Context(t), transports.Config{URL: srv.URL}, Options{}, transporttest.NewRecorder())
 	var ce *transports.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, err.Error(), "not an event stream")
@@ -333,7 +334,7 @@ func TestDialRefusesAResponseThatIsNotAnEventStream(t *testing.T) {
 
 func TestDialRefusesABadURL(t *testing.T) {
 	for _, u := range []string{"ftp://example.com/sse", "/relative", "ws://example.com/"} {
-		_, err := Dial(context.Background(), transports.Config{URL: u}, Options{}, transporttest.NewRecorder())
+		_, err := Dial(testwait.Context(t), transports.Config{URL: u}, Options{}, transporttest.NewRecorder())
 		assert.Equal(t, transports.ClassConfig, transports.Classify(err), u)
 	}
 }
@@ -344,7 +345,7 @@ func TestDialReportsAStreamThatEndsBeforeTheEndpoint(t *testing.T) {
 		io.WriteString(w, ": bye\n\n")
 	}))
 	defer srv.Close()
-	_, err := Dial(context.Background(), transports.Config{URL: srv.URL}, Options{}, transporttest.NewRecorder())
+	_, err := Dial(testwait.Context(t), transports.Config{URL: srv.URL}, Options{}, transporttest.NewRecorder())
 	assert.ErrorIs(t, err, transports.ErrClosed)
 	assert.Equal(t, transports.ClassClosed, transports.Classify(err))
 }
@@ -354,7 +355,7 @@ func TestDialReportsARefusedConnectionWithoutTheURLsQuery(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	l.Close()
-	_, err = Dial(context.Background(), transports.Config{URL: "http://" + addr + "/sse?token=s3cret"}, Options{}, transporttest.NewRecorder())
+	_, err = Dial(testwait.Context(t), transports.Config{URL: "http://" + addr + "/sse?token=s3cret"}, Options{}, transporttest.NewRecorder())
 	require.Error(t, err)
 	assert.Equal(t, transports.ClassRefused, transports.Classify(err))
 	assert.NotContains(t, err.Error(), "s3cret")
@@ -419,7 +420,7 @@ func TestPOSTStatuses(t *testing.T) {
 			s := newLegacyServer(t, func(s *legacyServer) { s.noEcho = true })
 			s.postStatus.Store(int32(tt.status))
 			c, rec := dial(t, s.config(), Options{})
-			err := c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+			err := c.Send(testwait.Context(t), []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 			if !tt.wantErr {
 				require.NoError(t, err)
 				rec.AssertOpen(t)
@@ -434,13 +435,13 @@ func TestPOSTStatuses(t *testing.T) {
 			if !tt.endsConn {
 				rec.AssertOpen(t)
 				s.postStatus.Store(202)
-				assert.NoError(t, c.Send(context.Background(), []byte(`{}`)), "the connection stays up")
+				assert.NoError(t, c.Send(testwait.Context(t), []byte(`{}`)), "the connection stays up")
 				return
 			}
 			cause := rec.WaitClosed(t)
 			assert.Equal(t, err, cause, "Closed reports the same error")
 			assert.Equal(t, transports.ClassSessionExpired, transports.Classify(cause))
-			err = c.Send(context.Background(), []byte(`{}`))
+			err = c.Send(testwait.Context(t), []byte(`{}`))
 			assert.ErrorIs(t, err, transports.ErrClosed)
 			assert.ErrorIs(t, err, transports.ErrSessionExpired)
 		})
@@ -461,7 +462,7 @@ func TestSendHonoursItsContext(t *testing.T) {
 		"the server saw the POST cancelled")
 
 	close(hold)
-	require.NoError(t, c.Send(context.Background(), []byte(`{"fast":2}`)))
+	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"fast":2}`)))
 	frames, _ := rec.Wait(t, 1)
 	assert.Equal(t, []string{`{"fast":2}`}, frames)
 }
@@ -477,7 +478,7 @@ func TestTheServerEndingTheStreamIsAClosedConnection(t *testing.T) {
 	assert.Equal(t, transports.ClassClosed, transports.Classify(err))
 	frames, _ := rec.Wait(t, 1)
 	assert.Equal(t, []string{`{"last":1}`}, frames)
-	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed, "the connection is over")
+	assert.ErrorIs(t, c.Send(testwait.Context(t), []byte(`{}`)), transports.ErrClosed, "the connection is over")
 }
 
 // brokenServer serves an event stream over a hijacked connection and, when
@@ -527,15 +528,15 @@ func TestABrokenStreamIsAResetConnection(t *testing.T) {
 func TestCloseEndsTheStream(t *testing.T) {
 	s := newLegacyServer(t)
 	c, rec := dial(t, s.config(), Options{})
-	require.NoError(t, c.Close(context.Background()))
+	require.NoError(t, c.Close(testwait.Context(t)))
 	assert.Equal(t, transports.ErrClosed, rec.WaitClosed(t))
 	select {
 	case <-s.getEnded:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server's stream did not end")
 	}
-	assert.NoError(t, c.Close(context.Background()), "Close is idempotent")
-	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed)
+	assert.NoError(t, c.Close(testwait.Context(t)), "Close is idempotent")
+	assert.ErrorIs(t, c.Send(testwait.Context(t), []byte(`{}`)), transports.ErrClosed)
 }
 
 func TestCloseIsSafeConcurrentlyWithSendsAndItself(t *testing.T) {
@@ -550,9 +551,9 @@ func TestCloseCancelsSendsInFlight(t *testing.T) {
 	s := newLegacyServer(t, func(s *legacyServer) { s.postHold = hold })
 	c, rec := dial(t, s.config(), Options{})
 	sent := make(chan error, 1)
-	go func() { sent <- c.Send(context.Background(), []byte(`{"stuck":1}`)) }()
+	go func() { sent <- c.Send(testwait.Context(t), []byte(`{"stuck":1}`)) }()
 	require.Eventually(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.posts) == 1 }, 5*time.Second, time.Millisecond)
-	require.NoError(t, c.Close(context.Background()))
+	require.NoError(t, c.Close(testwait.Context(t)))
 	select {
 	case err := <-sent:
 		assert.ErrorIs(t, err, transports.ErrClosed)
@@ -566,17 +567,17 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 	s := newLegacyServer(t)
 	rec := transporttest.NewRecorder()
 	rec.Block = make(chan struct{})
-	c, err := Dial(context.Background(), s.config(), Options{}, rec)
+	c, err := Dial(testwait.Context(t), s.config(), Options{}, rec)
 	require.NoError(t, err)
 	s.events <- "data: {}\n\n" // the receiver blocks on it
-	time.Sleep(20 * time.Millisecond)
+	rec.WaitBlocked(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	err = c.Close(ctx)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	close(rec.Block)
 	rec.WaitClosed(t)
-	assert.NoError(t, c.Close(context.Background()))
+	assert.NoError(t, c.Close(testwait.Context(t)))
 }
 
 func TestSecretsStayOutOfLogsAndErrors(t *testing.T) {
@@ -588,12 +589,12 @@ func TestSecretsStayOutOfLogsAndErrors(t *testing.T) {
 	s.events <- "data: {}\n\n"
 	rec.Wait(t, 1)
 	s.postStatus.Store(500)
-	err := c.Send(context.Background(), []byte(`{}`))
+	err := c.Send(testwait.Context(t), []byte(`{}`))
 	require.Error(t, err)
 	s.postStatus.Store(404)
-	err2 := c.Send(context.Background(), []byte(`{}`))
+	err2 := c.Send(testwait.Context(t), []byte(`{}`))
 	require.Error(t, err2)
-	require.NoError(t, c.Close(context.Background()))
+	require.NoError(t, c.Close(testwait.Context(t)))
 	out := logs.String() + err.Error() + err2.Error() + rec.WaitClosed(t).Error()
 	assert.Contains(t, logs.String(), "/messages", "the endpoint's path is logged")
 	for _, secret := range []string{"t0ken-value", "s3cret-session"} {
@@ -619,7 +620,7 @@ func TestAPOSTsNetworkErrorIsReturnedAndTheConnectionStaysUp(t *testing.T) {
 		return tr.RoundTrip(r)
 	})}
 	c, rec := dial(t, s.config(), Options{Client: client})
-	err := c.Send(context.Background(), []byte(`{}`))
+	err := c.Send(testwait.Context(t), []byte(`{}`))
 	require.Error(t, err)
 	assert.Equal(t, transports.ClassRefused, transports.Classify(err))
 	assert.Contains(t, err.Error(), "POST")
@@ -627,7 +628,7 @@ func TestAPOSTsNetworkErrorIsReturnedAndTheConnectionStaysUp(t *testing.T) {
 	rec.AssertOpen(t)
 
 	failPosts.Store(false)
-	require.NoError(t, c.Send(context.Background(), []byte(`{"ok":1}`)))
+	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"ok":1}`)))
 	rec.Wait(t, 1)
 }
 

@@ -1,13 +1,18 @@
 // Package stdio runs an MCP server as a subprocess and exchanges
 // newline-delimited JSON-RPC frames with it over stdin and stdout.
 //
-// The server runs in a process tree of its own (a process group on Unix, a
-// Job Object on Windows: see proc_unix.go and proc_windows.go), so that
-// shutting it down also ends whatever it spawned. Its stderr is kept in a bounded ring buffer and
-// quoted when it fails. Frames are capped in size; an oversize frame is
-// discarded and reported, not fatal. Shutdown follows the MCP spec's ladder:
-// close stdin, wait, SIGTERM to the group, wait, SIGKILL to the group (on
-// Windows: close stdin, wait, terminate the job).
+// The server runs in a process tree of its own, so that shutting it down
+// also ends whatever it spawned. On Linux it is started by the process
+// helper (package reaper): nothing it starts outlives the host, not even
+// when the host is killed with SIGKILL, and a server whose config asks
+// for a sandbox is confined before its first instruction (package
+// sandbox). On other Unix systems it runs in a process group of its own;
+// on Windows in a Job Object with kill-on-close (process_*.go). Its
+// stderr is kept in a bounded ring buffer and quoted when it fails.
+// Frames are capped in size; an oversize frame is discarded and
+// reported, not fatal. Shutdown follows the MCP spec's ladder: close
+// stdin, wait, SIGTERM to the server's tree, wait, SIGKILL to the tree
+// (on Windows: close stdin, wait, terminate the job).
 package stdio
 
 import (
@@ -18,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +31,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 )
 
 // Options tune a stdio connection. The zero value is usable.
@@ -50,6 +55,10 @@ type Options struct {
 	// Logger receives the server's stderr lines at debug level and the
 	// transport's own diagnostics. The zero value logs nothing.
 	Logger zerolog.Logger
+
+	// Sandbox holds the host's settings for confined servers (the home
+	// directory to hide, mechanisms to avoid).
+	Sandbox sandbox.Options
 }
 
 func (o *Options) withDefaults() Options {
@@ -77,6 +86,12 @@ const (
 	// groupReapTimeout bounds the wait for the rest of the process group
 	// after the server itself has exited.
 	groupReapTimeout = 500 * time.Millisecond
+	// confinedDrainTimeout bounds the wait for a confined server's last
+	// stderr after its exit (it ends at once when stderr closes, as it does
+	// when nothing of the server's tree holds it): the out-of-memory report
+	// that tells a resource-limit death must be read first, however loaded
+	// the machine.
+	confinedDrainTimeout = 5 * time.Second
 	// killWaitTimeout bounds the wait for the exit after SIGKILL.
 	killWaitTimeout = 2 * time.Second
 	// stderrLineBuffer is the stderr read buffer; longer lines are kept
@@ -96,6 +111,12 @@ type ProcessExitError struct {
 	ExitCode int    // -1 when killed by a signal
 	Signal   string // the signal that killed it, if any
 	Stderr   string // the last lines of its stderr
+
+	// ResourceLimit names the sandbox limit the server ran into, when it
+	// died of one: "memory" (its stderr says it ran out of memory),
+	// "memory or processes" (it could not create a thread or process),
+	// "cpu" (SIGXCPU) or "file-size" (SIGXFSZ). Empty otherwise.
+	ResourceLimit string
 }
 
 func (e *ProcessExitError) Error() string {
@@ -105,6 +126,9 @@ func (e *ProcessExitError) Error() string {
 		fmt.Fprintf(&b, "ended by a signal (%s)", e.Signal)
 	} else {
 		fmt.Fprintf(&b, "exited with code %d", e.ExitCode)
+	}
+	if e.ResourceLimit != "" {
+		fmt.Fprintf(&b, " at its sandbox's %s limit", e.ResourceLimit)
 	}
 	if e.Stderr != "" {
 		fmt.Fprintf(&b, "; stderr: %s", e.Stderr)
@@ -117,12 +141,11 @@ func (e *ProcessExitError) Unwrap() error { return transports.ErrClosed }
 
 // Conn is a running stdio server. Its goroutines, all started by Dial:
 // the reader (stdout → Receiver), the stderr drain (stderr → ring), and
-// the waiter (cmd.Wait → exited). Close ends all three.
+// the waiter (the process's exit → exited). Close ends all three.
 type Conn struct {
 	opts Options
-	cmd  *exec.Cmd
-	pgid int         // the server's pid (on Unix also its process group)
-	tree processTree // the server and everything it started
+	proc process
+	pgid int
 	recv transports.Receiver
 
 	stdin  *os.File // write end; pollable, so writes honour deadlines
@@ -139,7 +162,7 @@ type Conn struct {
 	wlock chan struct{}
 	werr  error // guarded by wlock; non-nil once a write failed
 
-	exited  chan struct{} // closed by the waiter after cmd.Wait returned
+	exited  chan struct{} // closed by the waiter after the process exited
 	exitErr error         // written by the waiter before exited is closed
 
 	readerDone chan struct{} // closed by the reader after Receiver.Closed
@@ -183,17 +206,6 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 		closedBy:   transports.ErrClosed,
 	}
 
-	env := os.Environ()
-	for k, v := range cfg.Env {
-		env = append(env, k+"="+v) // later entries win
-	}
-	cmd, err := newCommand(cfg, env)
-	if err != nil {
-		return nil, fmt.Errorf("stdio: %w", err)
-	}
-	cmd.Dir = cfg.Cwd
-	cmd.Env = env
-
 	var childEnds []*os.File
 	closeAll := func(fs ...*os.File) {
 		for _, f := range fs {
@@ -217,25 +229,14 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 		return nil, fmt.Errorf("stdio: %w", err)
 	}
 	childEnds = []*os.File{stdinR, stdoutW, stderrW}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
 
-	if err := cmd.Start(); err != nil {
-		closeAll(append(childEnds, stdinW, stdoutR, stderrR)...)
+	proc, err := startProcess(ctx, startSpec{cfg: cfg, env: serverEnv(cfg.Env, nil), stdin: stdinR, stdout: stdoutW, stderr: stderrW}, o)
+	closeAll(childEnds...) // the child has its copies
+	if err != nil {
+		closeAll(stdinW, stdoutR, stderrR)
 		return nil, fmt.Errorf("stdio: starting %q: %w", cfg.Command, err)
 	}
-	closeAll(childEnds...) // the child has its copies
-	tree, err := contain(cmd)
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		closeAll(stdinW, stdoutR, stderrR)
-		return nil, fmt.Errorf("stdio: %q: %w", cfg.Command, err)
-	}
-	// The child has these too; an idle server need not keep them (Wait
-	// does not use them: the files are closed, and ours).
-	cmd.Env, cmd.SysProcAttr = nil, nil
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
-	c.cmd, c.pgid, c.tree = cmd, cmd.Process.Pid, tree
+	c.proc, c.pgid = proc, proc.pid()
 	c.stdin, c.stdout, c.stderr = stdinW, stdoutR, stderrR
 	if raw, err := stdinW.SyscallConn(); err == nil {
 		c.stdinRaw = raw
@@ -247,8 +248,13 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 	return c, nil
 }
 
-// Pid returns the server's process id (on Unix also its process group id).
+// Pid returns the server's process id, which is also its process group
+// id. (For a server confined by bubblewrap, the pid of bwrap.)
 func (c *Conn) Pid() int { return c.pgid }
+
+// Sandbox names the mechanism confining the server: landlock, bwrap or
+// seatbelt; empty when it runs unconfined.
+func (c *Conn) Sandbox() transports.SandboxMechanism { return c.proc.sandbox() }
 
 // StderrTail returns the last lines the server wrote to stderr.
 func (c *Conn) StderrTail(maxLines int) string { return c.errlog.Tail(maxLines) }
@@ -304,8 +310,37 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 	}
 	// A partial frame corrupts the stream, and EPIPE means the server no
 	// longer reads: either way this connection cannot carry another frame.
+	if errors.Is(err, syscall.EPIPE) {
+		if exit := c.exitOf(ctx); exit != nil {
+			c.werr = fmt.Errorf("writing to the server's stdin after %d of %d bytes: %v: %w", n, len(buf), err, exit)
+			return c.werr
+		}
+	}
 	c.werr = fmt.Errorf("%w: writing to the server's stdin after %d of %d bytes: %v", transports.ErrClosed, n, len(buf), err)
 	return c.werr
+}
+
+// exitOf waits briefly (exitDrainTimeout, or until ctx ends) for the
+// process to exit after a write found its stdin closed, and returns how
+// it ended (the *ProcessExitError the reader reports too), or nil while
+// it runs on.
+//
+// Why: a server that exits closes its stdin before the reader has seen
+// it exit, and a write in between (a request, or one the session sends
+// on its own, such as a re-list) fails with EPIPE first. Without the
+// wait, which of the two reported the end decided the error of the calls
+// in flight: "broken pipe" about one time in fifty, the exit otherwise.
+func (c *Conn) exitOf(ctx context.Context) error {
+	t := time.NewTimer(exitDrainTimeout)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return c.exitErr
+	case <-c.closing:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return nil
 }
 
 // tryWrite makes one write of buf to stdin that does not wait for the
@@ -355,24 +390,37 @@ func (c *Conn) cause(readErr error) error {
 	return fmt.Errorf("%w: reading the server's stdout: %v", transports.ErrClosed, readErr)
 }
 
-// wait reaps the process and, if stdout stays open after the exit (a
-// grandchild holds it), cuts the reader off so Closed is delivered.
+// wait waits for the process's exit and, if stdout stays open after it
+// (a grandchild holds it), cuts the reader off so Closed is delivered.
 func (c *Conn) wait() {
-	awaitExit(c.pgid)
-	err := c.cmd.Wait()
-	pe := &ProcessExitError{ExitCode: c.cmd.ProcessState.ExitCode()}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			pe.Signal = ws.Signal().String()
-		}
+	<-c.proc.done()
+	code, sig, err := c.proc.exit()
+	pe := &ProcessExitError{ExitCode: code}
+	switch {
+	case err != nil:
+		pe.Signal = "SIGKILL: " + err.Error()
+	case sig != 0:
+		pe.Signal = sig.String()
 	}
-	// The stderr drain may still be copying the last words; wait briefly.
+	// The stderr drain may still be copying the last words; wait briefly
+	// (longer for a confined server: its last words may say which limit
+	// it ran into).
+	drain := 50 * time.Millisecond
+	if c.proc.sandbox() != "" {
+		drain = confinedDrainTimeout
+	}
 	select {
 	case <-c.stderrDone:
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(drain):
 	}
 	pe.Stderr = c.errlog.Tail(5)
+	if c.proc.sandbox() != "" {
+		// A runtime's crash report follows its reason (Go prints every
+		// goroutine's stack after "fatal error: runtime: out of memory"):
+		// look through what the ring holds of the dying words.
+		b := c.errlog.Bytes()
+		pe.ResourceLimit = resourceLimit(sig, string(b[max(0, len(b)-oomSearchBytes):]))
+	}
 	c.exitErr = pe
 	close(c.exited)
 
@@ -424,30 +472,30 @@ func (c *Conn) Close(ctx context.Context) error {
 func (c *Conn) shutdown() {
 	defer close(c.closeDone)
 	log := c.opts.Logger
+	// What the server started is noted before it can exit and orphan it.
+	ctx, cancel := context.WithTimeout(context.Background(), killWaitTimeout)
+	c.proc.note(ctx)
+	cancel()
 	c.stdin.Close()
 	if !c.waitExit(c.opts.CloseStdinTimeout) {
-		log.Debug().Int("pid", c.pgid).Msg("server did not exit after stdin closed; terminating its process tree (SIGTERM to its group; on Windows the job ends)")
-		c.signalGroup(syscall.SIGTERM)
+		log.Debug().Int("pid", c.pgid).Msg("server did not exit after stdin closed; sending SIGTERM to its tree")
+		c.signalTree(syscall.SIGTERM)
 		if !c.waitExit(c.opts.TerminateTimeout) {
-			log.Warn().Int("pid", c.pgid).Msg("server ignored SIGTERM; sending SIGKILL to its group")
-			c.signalGroup(syscall.SIGKILL)
+			log.Warn().Int("pid", c.pgid).Msg("server ignored SIGTERM; sending SIGKILL to its tree")
+			c.signalTree(syscall.SIGKILL)
 			if !c.waitExit(killWaitTimeout) {
 				c.closeErr = fmt.Errorf("stdio: pid %d survived SIGKILL for %v", c.pgid, killWaitTimeout)
 			}
 		}
 	}
-	// The server is gone; anything it left in its group is an orphan.
-	if c.groupAlive() {
-		c.signalGroup(syscall.SIGTERM)
-		deadline := time.Now().Add(min(groupReapTimeout, c.opts.TerminateTimeout))
-		for c.groupAlive() && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if c.groupAlive() {
-			c.signalGroup(syscall.SIGKILL)
+	// The server is gone (or will not go); anything it left is ended.
+	ctx, cancel = context.WithTimeout(context.Background(), groupReapTimeout+2*killWaitTimeout)
+	if c.waitExit(0) {
+		if err := c.proc.release(ctx, min(groupReapTimeout, c.opts.TerminateTimeout)); err != nil && c.closeErr == nil {
+			c.closeErr = fmt.Errorf("stdio: ending what pid %d left: %w", c.pgid, err)
 		}
 	}
-	c.tree.release()
+	cancel()
 	c.stdout.Close()
 	c.stderr.Close()
 	<-c.readerDone
@@ -461,6 +509,14 @@ func (c *Conn) shutdown() {
 }
 
 func (c *Conn) waitExit(d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-c.exited:
+			return true
+		default:
+			return false
+		}
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -471,9 +527,9 @@ func (c *Conn) waitExit(d time.Duration) bool {
 	}
 }
 
-// signalGroup sends sig to the server's process tree (proc_*.go says
-// what that means on each platform).
-func (c *Conn) signalGroup(sig syscall.Signal) { c.tree.signal(sig) }
-
-// groupAlive reports whether any process of the server's tree remains.
-func (c *Conn) groupAlive() bool { return c.tree.alive() }
+// signalTree signals the server and everything it started.
+func (c *Conn) signalTree(sig syscall.Signal) {
+	ctx, cancel := context.WithTimeout(context.Background(), killWaitTimeout)
+	defer cancel()
+	c.proc.signal(ctx, sig)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
 )
@@ -25,7 +26,7 @@ func sh(script string) transports.Config {
 func dial(t *testing.T, cfg transports.Config, opts Options) (*Conn, *recorder) {
 	t.Helper()
 	rec := newRecorder()
-	c, err := Dial(context.Background(), cfg, opts, rec)
+	c, err := Dial(testwait.Context(t), cfg, opts, rec)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -38,7 +39,7 @@ func dial(t *testing.T, cfg transports.Config, opts Options) (*Conn, *recorder) 
 
 func TestFramesRoundTripThroughASubprocess(t *testing.T) {
 	c, rec := dial(t, transports.Config{Command: "cat"}, Options{})
-	ctx := context.Background()
+	ctx := testwait.Context(t)
 	big := `{"big":"` + strings.Repeat("x", 300<<10) + `"}` // several read buffers long
 	for _, f := range []string{`{"a":1}`, big, `{"b":2}`} {
 		require.NoError(t, c.Send(ctx, []byte(f)))
@@ -57,11 +58,11 @@ func TestConcurrentSendsNeverInterleave(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				assert.NoError(t, c.Send(context.Background(), []byte(`{"w":`+string(rune('0'+w))+`,"p":"`+payload+`"}`)))
+				assert.NoError(t, c.Send(testwait.Context(t), []byte(`{"w":`+string(rune('0'+w))+`,"p":"`+payload+`"}`)))
 			}
 		}()
 	}
-	wg.Wait()
+	testwait.Call(t, "every writer to finish", wg.Wait)
 	for _, f := range rec.waitFrames(t, writers*each) {
 		require.True(t, strings.HasPrefix(f, `{"w":`) && strings.HasSuffix(f, `"}`) && len(f) == len(payload)+14, "torn frame of %d bytes", len(f))
 	}
@@ -117,7 +118,7 @@ func TestExitIsReportedEvenWhenAGrandchildHoldsStdout(t *testing.T) {
 	var pe *ProcessExitError
 	require.ErrorAs(t, err, &pe, "the reader must not wait for the grandchild's copy of stdout")
 	assert.NotEmpty(t, stdiotest.GroupMembers(c.Pid()), "the grandchild still runs until Close")
-	require.NoError(t, c.Close(context.Background()))
+	require.NoError(t, c.Close(testwait.Context(t)))
 	assert.Empty(t, stdiotest.WaitGroupGone(c.Pid(), 2*time.Second))
 }
 
@@ -128,24 +129,25 @@ func TestCloseLadder(t *testing.T) {
 		script  string
 		minTime time.Duration // the ladder steps that must have been waited out
 	}{
-		{"exits when stdin closes", `exec cat`, 0},
-		{"needs SIGTERM", `while :; do sleep 0.05; done`, fast.CloseStdinTimeout},
-		{"ignores SIGTERM and needs SIGKILL", `trap "" TERM; while :; do sleep 0.05; done`, fast.CloseStdinTimeout + fast.TerminateTimeout},
-		{"leaves a grandchild", `sleep 1000 & exec cat`, 0},
-		{"grandchild ignores SIGTERM", `sh -c 'trap "" TERM; while :; do sleep 0.05; done' & exec cat`, 0},
+		// Each script prints {} once its traps and children are in place.
+		{"exits when stdin closes", `echo {}; exec cat`, 0},
+		{"needs SIGTERM", `echo {}; while :; do sleep 0.05; done`, fast.CloseStdinTimeout},
+		{"ignores SIGTERM and needs SIGKILL", `trap "" TERM; echo {}; while :; do sleep 0.05; done`, fast.CloseStdinTimeout + fast.TerminateTimeout},
+		{"leaves a grandchild", `sleep 1000 & echo {}; exec cat`, 0},
+		{"grandchild ignores SIGTERM", `sh -c 'trap "" TERM; echo {}; while :; do sleep 0.05; done' & exec cat`, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := newRecorder()
-			c, err := Dial(context.Background(), sh(tt.script), fast, rec)
+			c, err := Dial(testwait.Context(t), sh(tt.script), fast, rec)
 			require.NoError(t, err)
-			time.Sleep(50 * time.Millisecond) // let the script install its traps
+			rec.waitFrames(t, 1) // the script is ready
 			start := time.Now()
-			require.NoError(t, c.Close(context.Background()))
+			require.NoError(t, c.Close(testwait.Context(t)))
 			assert.GreaterOrEqual(t, time.Since(start), tt.minTime)
 			rec.waitClosed(t)
 			assert.Empty(t, stdiotest.WaitGroupGone(c.Pid(), 2*time.Second), "no process of the group survives")
-			require.NoError(t, c.Close(context.Background()), "Close is idempotent")
+			require.NoError(t, c.Close(testwait.Context(t)), "Close is idempotent")
 		})
 	}
 }
@@ -171,20 +173,20 @@ func TestSendOnAFullPipeHonoursTheContext(t *testing.T) {
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), 5*time.Second)
 	assert.ErrorIs(t, err, transports.ErrClosed, "a partly written frame ends the connection")
-	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed)
+	assert.ErrorIs(t, c.Send(testwait.Context(t), []byte(`{}`)), transports.ErrClosed)
 }
 
 func TestSendAfterCloseFails(t *testing.T) {
 	c, _ := dial(t, transports.Config{Command: "cat"}, Options{})
-	require.NoError(t, c.Close(context.Background()))
-	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed)
+	require.NoError(t, c.Close(testwait.Context(t)))
+	assert.ErrorIs(t, c.Send(testwait.Context(t), []byte(`{}`)), transports.ErrClosed)
 }
 
 func TestStartErrorsKeepTheirCause(t *testing.T) {
-	_, err := Dial(context.Background(), transports.Config{Command: "mcpvisor-no-such-command"}, Options{}, newRecorder())
+	_, err := Dial(testwait.Context(t), transports.Config{Command: "mcpvisor-no-such-command"}, Options{}, newRecorder())
 	assert.ErrorIs(t, err, exec.ErrNotFound)
 
-	_, err = Dial(context.Background(), transports.Config{Command: "/bin/sh", Cwd: "/no/such/dir"}, Options{}, newRecorder())
+	_, err = Dial(testwait.Context(t), transports.Config{Command: "/bin/sh", Cwd: "/no/such/dir"}, Options{}, newRecorder())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "/no/such/dir")
 

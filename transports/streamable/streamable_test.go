@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/eventstream"
@@ -32,19 +33,17 @@ type recorder struct {
 	frameErrs  []error
 	closed     error
 	closedN    int
-	gotFrame   chan struct{}
 	closedOnce chan struct{}
 }
 
 func newRecorder() *recorder {
-	return &recorder{gotFrame: make(chan struct{}, 100), closedOnce: make(chan struct{})}
+	return &recorder{closedOnce: make(chan struct{})}
 }
 
 func (r *recorder) Frame(data []byte) {
 	r.mu.Lock()
 	r.frames = append(r.frames, string(data))
 	r.mu.Unlock()
-	r.gotFrame <- struct{}{}
 }
 
 func (r *recorder) FrameError(err error) {
@@ -78,9 +77,9 @@ func (r *recorder) FrameErrors() []error {
 func dial(t *testing.T, url string, opts Options) (*Conn, *recorder) {
 	t.Helper()
 	rec := newRecorder()
-	c, err := Dial(context.Background(), transports.Config{URL: url, Headers: map[string]string{"X-Api-Key": "secret"}}, opts, rec)
+	c, err := Dial(testwait.Context(t), transports.Config{URL: url, Headers: map[string]string{"X-Api-Key": "secret"}}, opts, rec)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() { _ = c.Close(testwait.Context(t)) })
 	return c, rec
 }
 
@@ -131,7 +130,7 @@ func TestJSONAnswerIsDeliveredBeforeSendReturns(t *testing.T) {
 	defer srv.Close()
 	c, rec := dial(t, srv.URL, Options{UserAgent: "test/1"})
 
-	require.NoError(t, c.Send(context.Background(), request(1, "tools/list", "")))
+	require.NoError(t, c.Send(testwait.Context(t), request(1, "tools/list", "")))
 	assert.Equal(t, []string{`{"jsonrpc":"2.0","id":1,"result":{"ok":true}}`}, rec.Frames(), "delivered synchronously")
 	assert.Equal(t, "application/json, text/event-stream", got.Get("Accept"))
 	assert.Equal(t, "application/json", got.Get("Content-Type"))
@@ -165,10 +164,10 @@ func TestSessionIDAndVersionHeadersAfterInitialize(t *testing.T) {
 	defer srv.Close()
 	c, _ := dial(t, srv.URL, Options{})
 
-	require.NoError(t, c.Send(context.Background(), request(1, "initialize", "")))
+	require.NoError(t, c.Send(testwait.Context(t), request(1, "initialize", "")))
 	c.SetProtocolVersion(protocol.Version20251125)
-	require.NoError(t, c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
-	require.NoError(t, c.Send(context.Background(), request(2, "tools/list", "")))
+	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
+	require.NoError(t, c.Send(testwait.Context(t), request(2, "tools/list", "")))
 	assert.Equal(t, "sess-1", c.SessionID())
 
 	mu.Lock()
@@ -199,7 +198,7 @@ func TestSSEAnswerDeliversNotificationsThenTheResponse(t *testing.T) {
 	defer srv.Close()
 	c, rec := dial(t, srv.URL, Options{})
 
-	require.NoError(t, c.Send(context.Background(), request(7, "tools/call", `{"name":"x"}`)))
+	require.NoError(t, c.Send(testwait.Context(t), request(7, "tools/call", `{"name":"x"}`)))
 	frames := rec.Frames()
 	require.Len(t, frames, 2)
 	assert.Contains(t, frames[0], "notifications/progress")
@@ -219,15 +218,15 @@ func TestExpiredSessionClosesTheConnection(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, rec := dial(t, srv.URL, Options{DisableGetStream: true})
-	require.NoError(t, c.Send(context.Background(), request(1, "initialize", "")))
+	require.NoError(t, c.Send(testwait.Context(t), request(1, "initialize", "")))
 
-	err := c.Send(context.Background(), request(2, "tools/call", `{"name":"x"}`))
+	err := c.Send(testwait.Context(t), request(2, "tools/call", `{"name":"x"}`))
 	assert.ErrorIs(t, err, transports.ErrSessionExpired)
 	assert.ErrorIs(t, err, transports.ErrClosed)
 	assert.Equal(t, transports.ClassSessionExpired, transports.Classify(err))
-	<-rec.closedOnce
+	testwait.Done(t, rec.closedOnce, "the receiver told of the connection's end")
 	assert.ErrorIs(t, rec.closed, transports.ErrSessionExpired)
-	assert.ErrorIs(t, c.Send(context.Background(), request(3, "ping", "")), transports.ErrClosed, "a closed connection sends nothing")
+	assert.ErrorIs(t, c.Send(testwait.Context(t), request(3, "ping", "")), transports.ErrClosed, "a closed connection sends nothing")
 }
 
 // Servers built on the TypeScript SDK answer an unknown session with 400
@@ -253,14 +252,14 @@ func TestBadRequestAboutTheSessionIsAnExpiredSession(t *testing.T) {
 			io.WriteString(w, body)
 		}))
 		c, _ := dial(t, srv.URL, Options{DisableGetStream: true})
-		require.NoError(t, c.Send(context.Background(), request(1, "initialize", "")))
-		err := c.Send(context.Background(), request(2, "tools/list", ""))
+		require.NoError(t, c.Send(testwait.Context(t), request(1, "initialize", "")))
+		err := c.Send(testwait.Context(t), request(2, "tools/list", ""))
 		assert.Equal(t, expired, errors.Is(err, transports.ErrSessionExpired), body)
 		var se *transports.HTTPStatusError
 		if !expired && assert.ErrorAs(t, err, &se) {
 			assert.Contains(t, string(se.Body), "invalid params", "the body read for the check is still quoted")
 		}
-		require.NoError(t, c.Close(context.Background()))
+		require.NoError(t, c.Close(testwait.Context(t)))
 		srv.Close()
 	}
 }
@@ -269,7 +268,7 @@ func TestNotFoundWithoutSessionIsAnOrdinaryError(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
 	c, _ := dial(t, srv.URL, Options{})
-	err := c.Send(context.Background(), request(1, "initialize", ""))
+	err := c.Send(testwait.Context(t), request(1, "initialize", ""))
 	var status *transports.HTTPStatusError
 	require.ErrorAs(t, err, &status)
 	assert.Equal(t, 404, status.StatusCode)
@@ -287,7 +286,7 @@ func TestErrorStatusesAreClassified(t *testing.T) {
 			http.Error(w, "nope", status)
 		}))
 		c, _ := dial(t, srv.URL, Options{})
-		err := c.Send(context.Background(), request(1, "tools/list", ""))
+		err := c.Send(testwait.Context(t), request(1, "tools/list", ""))
 		var se *transports.HTTPStatusError
 		require.ErrorAs(t, err, &se, status)
 		assert.Equal(t, status, se.StatusCode)
@@ -296,7 +295,7 @@ func TestErrorStatusesAreClassified(t *testing.T) {
 		if class == transports.ClassAuth {
 			assert.Equal(t, `Bearer resource_metadata="x"`, se.WWWAuthenticate)
 		}
-		require.NoError(t, c.Close(context.Background()))
+		require.NoError(t, c.Close(testwait.Context(t)))
 		srv.Close()
 	}
 }
@@ -311,7 +310,7 @@ func TestJSONRPCErrorInA400BodyIsDeliveredAsTheAnswer(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, rec := dial(t, srv.URL, Options{})
-	require.NoError(t, c.Send(context.Background(), request(4, "server/discover", "")))
+	require.NoError(t, c.Send(testwait.Context(t), request(4, "server/discover", "")))
 	require.Len(t, rec.Frames(), 1)
 	assert.Contains(t, rec.Frames()[0], "-32022")
 }
@@ -334,8 +333,8 @@ func TestStatelessEraMirrorsMethodAndName(t *testing.T) {
 		{string(request(3, "prompts/get", `{"name":"café"}`)), "prompts/get", "=?base64?Y2Fmw6k=?="},
 		{string(request(4, "tools/list", ``)), "tools/list", ""},
 	} {
-		require.NoError(t, c.Send(context.Background(), []byte(tc.frame)))
-		h := <-headers
+		require.NoError(t, c.Send(testwait.Context(t), []byte(tc.frame)))
+		h := testwait.Recv(t, headers, "the headers of the request at the server")
 		assert.Equal(t, tc.method, h.Get("Mcp-Method"))
 		assert.Equal(t, tc.name, h.Get("Mcp-Name"), tc.method)
 		assert.Equal(t, protocol.Version20260728, h.Get("Mcp-Protocol-Version"))
@@ -394,7 +393,7 @@ func TestBrokenResponseStreamIsResumed(t *testing.T) {
 	defer srv.Close()
 	c, rec := dial(t, srv.URL, Options{})
 
-	require.NoError(t, c.Send(context.Background(), request(9, "tools/call", `{"name":"slow"}`)))
+	require.NoError(t, c.Send(testwait.Context(t), request(9, "tools/call", `{"name":"slow"}`)))
 	require.Len(t, rec.Frames(), 1)
 	assert.Contains(t, rec.Frames()[0], `"resumed":true`)
 	assert.Equal(t, "ev-1", lastEventID.Load())
@@ -408,7 +407,7 @@ func TestBrokenStreamWithoutEventIDFailsTheRequest(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, _ := dial(t, srv.URL, Options{})
-	err := c.Send(context.Background(), request(1, "tools/call", `{"name":"x"}`))
+	err := c.Send(testwait.Context(t), request(1, "tools/call", `{"name":"x"}`))
 	assert.ErrorIs(t, err, transports.ErrStreamBroken)
 	assert.Equal(t, transports.ClassReset, transports.Classify(err))
 }
@@ -428,7 +427,7 @@ func TestResumptionGivesUpAfterMaxResumes(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, _ := dial(t, srv.URL, Options{MaxResumes: 2})
-	err := c.Send(context.Background(), request(1, "tools/call", `{"name":"x"}`))
+	err := c.Send(testwait.Context(t), request(1, "tools/call", `{"name":"x"}`))
 	assert.ErrorIs(t, err, transports.ErrStreamBroken)
 	assert.EqualValues(t, 2, gets.Load())
 }
@@ -441,7 +440,7 @@ func TestOversizeAnswerIsDroppedAndReported(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, rec := dial(t, srv.URL, Options{MaxFrameSize: 1024})
-	require.NoError(t, c.Send(context.Background(), request(1, "tools/call", `{"name":"x"}`)))
+	require.NoError(t, c.Send(testwait.Context(t), request(1, "tools/call", `{"name":"x"}`)))
 	assert.Empty(t, rec.Frames())
 	errs := rec.FrameErrors()
 	require.Len(t, errs, 1)
@@ -484,9 +483,9 @@ func TestStandaloneGetStream(t *testing.T) {
 			}))
 			defer srv.Close()
 			c, rec := dial(t, srv.URL, Options{})
-			require.NoError(t, c.Send(context.Background(), request(1, "initialize", "")))
+			require.NoError(t, c.Send(testwait.Context(t), request(1, "initialize", "")))
 			c.SetProtocolVersion(protocol.Version20250618)
-			require.NoError(t, c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
+			require.NoError(t, c.Send(testwait.Context(t), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
 			if offered {
 				require.Eventually(t, func() bool {
 					frames := rec.Frames()
@@ -495,10 +494,10 @@ func TestStandaloneGetStream(t *testing.T) {
 			} else {
 				require.Eventually(t, func() bool { return gets.Load() == 1 }, 5*time.Second, 5*time.Millisecond)
 			}
-			require.NoError(t, c.Send(context.Background(), request(2, "tools/list", "")))
+			require.NoError(t, c.Send(testwait.Context(t), request(2, "tools/list", "")))
 			time.Sleep(50 * time.Millisecond)
 			assert.EqualValues(t, 1, gets.Load(), "a refused GET is not retried; an open one is not reopened")
-			require.NoError(t, c.Close(context.Background()))
+			require.NoError(t, c.Close(testwait.Context(t)))
 		})
 	}
 }
@@ -521,11 +520,11 @@ func TestGetStreamIsReopenedAfterItDropsAndGivenUpAfterRepeatedFailures(t *testi
 	}))
 	defer srv.Close()
 	c, _ := dial(t, srv.URL, Options{DefaultRetry: time.Millisecond, GetStreamAttempts: 3})
-	require.NoError(t, c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
+	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
 	require.Eventually(t, func() bool { return gets.Load() == 4 }, 5*time.Second, time.Millisecond)
 	time.Sleep(50 * time.Millisecond)
 	assert.EqualValues(t, 4, gets.Load(), "one attempt and three retries, then it gives up")
-	require.NoError(t, c.Send(context.Background(), request(1, "tools/list", "")), "the POST channel is unaffected")
+	require.NoError(t, c.Send(testwait.Context(t), request(1, "tools/list", "")), "the POST channel is unaffected")
 }
 
 func TestCloseDeletesTheSessionAndEndsInFlightRequests(t *testing.T) {
@@ -551,22 +550,22 @@ func TestCloseDeletesTheSessionAndEndsInFlightRequests(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, rec := dial(t, srv.URL, Options{})
-	require.NoError(t, c.Send(context.Background(), request(1, "initialize", "")))
+	require.NoError(t, c.Send(testwait.Context(t), request(1, "initialize", "")))
 
 	sent := make(chan error, 1)
-	go func() { sent <- c.Send(context.Background(), request(2, "tools/call", `{"name":"hang"}`)) }()
+	go func() { sent <- c.Send(testwait.Context(t), request(2, "tools/call", `{"name":"hang"}`)) }()
 	time.Sleep(50 * time.Millisecond)
-	require.NoError(t, c.Close(context.Background()))
-	assert.Equal(t, "bye", <-deleted)
+	require.NoError(t, c.Close(testwait.Context(t)))
+	assert.Equal(t, "bye", testwait.Recv(t, deleted, "the DELETE of the session"))
 	select {
 	case err := <-sent:
 		assert.ErrorIs(t, err, transports.ErrClosed)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the in-flight request outlived Close")
 	}
-	<-rec.closedOnce
+	testwait.Done(t, rec.closedOnce, "the receiver told of the connection's end")
 	assert.ErrorIs(t, rec.closed, transports.ErrClosed)
-	require.NoError(t, c.Close(context.Background()), "Close is idempotent")
+	require.NoError(t, c.Close(testwait.Context(t)), "Close is idempotent")
 	assert.Equal(t, 1, rec.closedN)
 }
 
@@ -583,9 +582,9 @@ func TestDeleteIsBoundedInTime(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, _ := dial(t, srv.URL, Options{DeleteTimeout: 100 * time.Millisecond})
-	require.NoError(t, c.Send(context.Background(), request(1, "initialize", "")))
+	require.NoError(t, c.Send(testwait.Context(t), request(1, "initialize", "")))
 	start := time.Now()
-	require.NoError(t, c.Close(context.Background()))
+	require.NoError(t, c.Close(testwait.Context(t)))
 	assert.Less(t, time.Since(start), 2*time.Second)
 }
 
@@ -607,11 +606,11 @@ func TestConnectionErrorsAreClassified(t *testing.T) {
 	url := srv.URL
 	srv.Close() // nothing listens there any more
 	c, _ := dial(t, url, Options{})
-	err := c.Send(context.Background(), request(1, "initialize", ""))
+	err := c.Send(testwait.Context(t), request(1, "initialize", ""))
 	require.Error(t, err)
 	assert.Equal(t, transports.ClassRefused, transports.Classify(err), err.Error())
 
-	_, err = Dial(context.Background(), transports.Config{URL: "ftp://example.com"}, Options{}, newRecorder())
+	_, err = Dial(testwait.Context(t), transports.Config{URL: "ftp://example.com"}, Options{}, newRecorder())
 	var cfgErr *transports.ConfigError
 	assert.ErrorAs(t, err, &cfgErr)
 	assert.Equal(t, transports.ClassConfig, transports.Classify(err))
@@ -622,7 +621,7 @@ func TestInvalidFramesAreRefusedBeforeSending(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { posts.Add(1) }))
 	defer srv.Close()
 	c, _ := dial(t, srv.URL, Options{})
-	assert.Error(t, c.Send(context.Background(), []byte(`{"jsonrpc":`)))
+	assert.Error(t, c.Send(testwait.Context(t), []byte(`{"jsonrpc":`)))
 	assert.Zero(t, posts.Load())
 }
 
@@ -632,7 +631,7 @@ func TestSecretsAreNotInErrors(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, _ := dial(t, srv.URL, Options{})
-	err := c.Send(context.Background(), request(1, "initialize", ""))
+	err := c.Send(testwait.Context(t), request(1, "initialize", ""))
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "secret")
 	b, _ := json.Marshal(err)
@@ -666,26 +665,28 @@ func TestInitializedWaitsForTheGetStream(t *testing.T) {
 	initialized := []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 
 	answerGets.Store(true)
-	c, _ := dial(t, srv.URL, Options{})
-	require.NoError(t, c.Send(context.Background(), initialized))
+	// A bound far beyond the server's delay: the wait must end with the
+	// answer, however slow the machine.
+	c, _ := dial(t, srv.URL, Options{GetStreamWait: testwait.Patience})
+	require.NoError(t, c.Send(testwait.Context(t), initialized))
 	select {
 	case <-getAnswered:
 	default:
 		t.Fatal("Send returned before the GET stream was answered")
 	}
-	require.NoError(t, c.Close(context.Background()))
+	require.NoError(t, c.Close(testwait.Context(t)))
 
 	answerGets.Store(false)
 	c2, _ := dial(t, srv.URL, Options{GetStreamWait: 20 * time.Millisecond})
 	sent := make(chan error, 1)
-	go func() { sent <- c2.Send(context.Background(), initialized) }()
+	go func() { sent <- c2.Send(testwait.Context(t), initialized) }()
 	select {
 	case err := <-sent:
 		require.NoError(t, err, "the wait for a GET stream that never opens is bounded")
 	case <-time.After(10 * time.Second):
 		t.Fatal("Send waits for a GET stream that never opens")
 	}
-	require.NoError(t, c2.Close(context.Background()))
+	require.NoError(t, c2.Close(testwait.Context(t)))
 }
 
 // A server that restarts forgets its sessions: the GET stream that was
@@ -714,8 +715,8 @@ func TestRefusedReopenOfTheGetStreamMeansTheSessionExpired(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, rec := dial(t, srv.URL, Options{DefaultRetry: 10 * time.Millisecond})
-	require.NoError(t, c.Send(context.Background(), request(1, "initialize", "")))
-	require.NoError(t, c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
+	require.NoError(t, c.Send(testwait.Context(t), request(1, "initialize", "")))
+	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
 	select {
 	case <-rec.closedOnce:
 	case <-time.After(5 * time.Second):

@@ -1,7 +1,6 @@
 package transporttest
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -28,11 +28,11 @@ func SendsDoNotInterleave(t *testing.T, c transports.Conn, rec *Recorder, sender
 		wg.Go(func() {
 			for i := range each {
 				frame := fmt.Sprintf(`{"g":%d,"i":%d,"pad":"%s"}`, g, i, strings.Repeat("p", pad*g))
-				assert.NoError(t, c.Send(context.Background(), []byte(frame)))
+				assert.NoError(t, c.Send(testwait.Context(t), []byte(frame)))
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Call(t, "every sender to finish", wg.Wait)
 	frames, _ := rec.Wait(t, senders*each)
 	seen := map[string]bool{}
 	for _, f := range frames {
@@ -55,7 +55,7 @@ func CloseIsSafeConcurrently(t *testing.T, c transports.Conn, rec *Recorder, sen
 	for range 8 {
 		wg.Go(func() {
 			for range sends {
-				if err := c.Send(context.Background(), []byte(`{}`)); err != nil {
+				if err := c.Send(testwait.Context(t), []byte(`{}`)); err != nil {
 					assert.ErrorIs(t, err, transports.ErrClosed)
 					return
 				}
@@ -63,9 +63,9 @@ func CloseIsSafeConcurrently(t *testing.T, c transports.Conn, rec *Recorder, sen
 		})
 	}
 	for range 4 {
-		wg.Go(func() { assert.NoError(t, c.Close(context.Background())) })
+		wg.Go(func() { assert.NoError(t, c.Close(testwait.Context(t))) })
 	}
-	wg.Wait()
-	assert.NoError(t, c.Close(context.Background()), "Close is idempotent")
+	testwait.Call(t, "the senders and closers to finish", wg.Wait)
+	assert.NoError(t, c.Close(testwait.Context(t)), "Close is idempotent")
 	rec.WaitClosed(t)
 }

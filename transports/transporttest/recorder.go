@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -26,14 +27,15 @@ type Recorder struct {
 	closedErr error    // guarded by mu
 	late      int      // guarded by mu; calls after Closed
 	closed    chan struct{}
-	got       chan struct{}
+	got       chan struct{} // signalled (never blocking) after each Frame and FrameError
+	blocked   chan struct{} // signalled when Frame starts waiting on Block
 }
 
 var _ transports.Receiver = (*Recorder)(nil)
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder {
-	return &Recorder{closed: make(chan struct{}), got: make(chan struct{}, 1<<16)}
+	return &Recorder{closed: make(chan struct{}), got: make(chan struct{}, 1), blocked: make(chan struct{}, 1)}
 }
 
 // IsClosed reports whether Closed was called.
@@ -49,6 +51,7 @@ func (r *Recorder) IsClosed() bool {
 // Frame records a frame.
 func (r *Recorder) Frame(b []byte) {
 	if r.Block != nil {
+		signal(r.blocked)
 		<-r.Block
 	}
 	r.mu.Lock()
@@ -57,7 +60,22 @@ func (r *Recorder) Frame(b []byte) {
 	}
 	r.frames = append(r.frames, string(b))
 	r.mu.Unlock()
-	r.got <- struct{}{}
+	signal(r.got)
+}
+
+// signal wakes the waiter on ch, if it is not awake already.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// WaitBlocked waits until Frame is waiting on Block: the receiver holds
+// a frame and the connection's reader waits for it.
+func (r *Recorder) WaitBlocked(t *testing.T) {
+	t.Helper()
+	testwait.Done(t, r.blocked, "the receiver to be given a frame (and block on it)")
 }
 
 // FrameError records a dropped frame.
@@ -68,7 +86,7 @@ func (r *Recorder) FrameError(err error) {
 	}
 	r.frameErrs = append(r.frameErrs, err)
 	r.mu.Unlock()
-	r.got <- struct{}{}
+	signal(r.got)
 }
 
 // Closed records the end of the connection.

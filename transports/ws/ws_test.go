@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/transporttest"
 )
@@ -83,7 +84,7 @@ func newServer(t *testing.T, o serverOpts) *wsServer {
 	t.Cleanup(func() {
 		s.CloseClientConnections()
 		s.Close()
-		s.handled.Wait()
+		testwait.Call(t, "the server's handlers to return", s.handled.Wait)
 	})
 	return s
 }
@@ -129,7 +130,7 @@ func TestFramesRoundTrip(t *testing.T) {
 	s := newServer(t, serverOpts{handle: echo})
 	c, rec := dial(t, s.config(), Options{UserAgent: "mcpvisor-test"})
 	for i := range 3 {
-		require.NoError(t, c.Send(context.Background(), fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)))
+		require.NoError(t, c.Send(testwait.Context(t), fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)))
 	}
 	frames, _ := rec.Wait(t, 3)
 	assert.Equal(t, []string{
@@ -158,7 +159,7 @@ func TestDialRequiresTheMCPSubprotocol(t *testing.T) {
 		defer close(ended)
 		c.Read(ctx)
 	}})
-	_, err := Dial(context.Background(), s.config(), Options{}, transporttest.NewRecorder())
+	_, err := Dial(testwait.Context(t), s.config(), Options{}, transporttest.NewRecorder())
 	var se *SubprotocolError
 	require.ErrorAs(t, err, &se)
 	assert.Empty(t, se.Got)
@@ -176,7 +177,7 @@ func TestDialReportsTheHandshakesStatus(t *testing.T) {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		http.Error(w, "token expired", http.StatusUnauthorized)
 	}})
-	_, err := Dial(context.Background(), s.config(), Options{}, transporttest.NewRecorder())
+	_, err := Dial(testwait.Context(t), s.config(), Options{}, transporttest.NewRecorder())
 	var herr *transports.HTTPStatusError
 	require.ErrorAs(t, err, &herr)
 	assert.Equal(t, http.StatusUnauthorized, herr.StatusCode)
@@ -188,7 +189,7 @@ func TestDialReportsTheHandshakesStatus(t *testing.T) {
 
 func TestDialRefusesABadURL(t *testing.T) {
 	for _, u := range []string{"ftp://example.com/", "example.com/mcp", "ws:///nohost"} {
-		_, err := Dial(context.Background(), transports.Config{URL: u}, Options{}, transporttest.NewRecorder())
+		_, err := Dial(testwait.Context(t), transports.Config{URL: u}, Options{}, transporttest.NewRecorder())
 		assert.Equal(t, transports.ClassConfig, transports.Classify(err), u)
 	}
 }
@@ -198,7 +199,7 @@ func TestDialReportsARefusedConnectionWithoutTheURLsQuery(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	l.Close()
-	_, err = Dial(context.Background(), transports.Config{URL: "ws://" + addr + "/mcp?token=s3cret"}, Options{}, transporttest.NewRecorder())
+	_, err = Dial(testwait.Context(t), transports.Config{URL: "ws://" + addr + "/mcp?token=s3cret"}, Options{}, transporttest.NewRecorder())
 	require.Error(t, err)
 	assert.Equal(t, transports.ClassRefused, transports.Classify(err))
 	assert.NotContains(t, err.Error(), "s3cret")
@@ -220,10 +221,10 @@ func TestTheConnectionOutlivesDialsContext(t *testing.T) {
 	rec := transporttest.NewRecorder()
 	c, err := Dial(ctx, s.config(), Options{}, rec)
 	require.NoError(t, err)
-	defer c.Close(context.Background())
+	defer c.Close(testwait.Context(t))
 	cancel()
 	time.Sleep(20 * time.Millisecond)
-	require.NoError(t, c.Send(context.Background(), []byte(`{"still":"up"}`)))
+	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"still":"up"}`)))
 	rec.Wait(t, 1)
 	rec.AssertOpen(t)
 }
@@ -236,12 +237,12 @@ func TestWSSWithTheConfigsCAAndHTTP2Offered(t *testing.T) {
 	cfg.URL = "wss" + strings.TrimPrefix(s.URL, "https") + "/mcp"
 	cfg.TLS = &transports.TLSConfig{CAFile: ca}
 	c, rec := dial(t, cfg, Options{})
-	require.NoError(t, c.Send(context.Background(), []byte(`{"tls":true}`)))
+	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"tls":true}`)))
 	frames, _ := rec.Wait(t, 1)
 	assert.Equal(t, []string{`{"tls":true}`}, frames)
 
 	cfg.TLS = nil // the test CA is not in the system's roots
-	_, err := Dial(context.Background(), cfg, Options{}, transporttest.NewRecorder())
+	_, err := Dial(testwait.Context(t), cfg, Options{}, transporttest.NewRecorder())
 	assert.Equal(t, transports.ClassTLS, transports.Classify(err), "%v", err)
 }
 
@@ -262,7 +263,7 @@ func TestAnOversizeMessageIsDroppedAndTheConnectionGoesOn(t *testing.T) {
 	assert.EqualValues(t, len(big), tl.Size)
 	assert.Equal(t, big[:4096], string(tl.Prefix))
 
-	require.NoError(t, c.Send(context.Background(), []byte(`{"after":1}`)))
+	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"after":1}`)))
 	frames, _ = rec.Wait(t, 3)
 	assert.Equal(t, `{"after":1}`, frames[1], "the connection goes on")
 	rec.AssertOpen(t)
@@ -272,7 +273,7 @@ func TestAMessageAtTheCapIsDelivered(t *testing.T) {
 	s := newServer(t, serverOpts{handle: echo})
 	c, rec := dial(t, s.config(), Options{MaxFrameSize: 100})
 	at := `"` + strings.Repeat("a", 98) + `"`
-	require.NoError(t, c.Send(context.Background(), []byte(at)))
+	require.NoError(t, c.Send(testwait.Context(t), []byte(at)))
 	frames, _ := rec.Wait(t, 1)
 	assert.Equal(t, []string{at}, frames)
 }
@@ -306,7 +307,7 @@ func TestTheServersCloseFrameIsAClosedConnection(t *testing.T) {
 			assert.Equal(t, "done here", ce.Reason)
 			assert.ErrorIs(t, err, transports.ErrClosed)
 			assert.Equal(t, transports.ClassClosed, transports.Classify(err))
-			assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed)
+			assert.ErrorIs(t, c.Send(testwait.Context(t), []byte(`{}`)), transports.ErrClosed)
 		})
 	}
 }
@@ -338,7 +339,7 @@ func TestAMissedPongEndsTheConnectionWithATimeout(t *testing.T) {
 	assert.ErrorIs(t, err, ErrPingTimeout)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, transports.ClassTimeout, transports.Classify(err))
-	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed)
+	assert.ErrorIs(t, c.Send(testwait.Context(t), []byte(`{}`)), transports.ErrClosed)
 }
 
 func TestPingsCanBeDisabled(t *testing.T) {
@@ -356,11 +357,11 @@ func TestCloseSendsANormalClosure(t *testing.T) {
 		got <- err
 	}})
 	c, rec := dial(t, s.config(), Options{})
-	require.NoError(t, c.Close(context.Background()))
-	assert.Equal(t, websocket.StatusNormalClosure, websocket.CloseStatus(<-got))
+	require.NoError(t, c.Close(testwait.Context(t)))
+	assert.Equal(t, websocket.StatusNormalClosure, websocket.CloseStatus(testwait.Recv(t, got, "the server's read to end with the close frame")))
 	assert.Equal(t, transports.ErrClosed, rec.WaitClosed(t))
-	assert.NoError(t, c.Close(context.Background()), "Close is idempotent")
-	assert.ErrorIs(t, c.Send(context.Background(), []byte(`{}`)), transports.ErrClosed)
+	assert.NoError(t, c.Close(testwait.Context(t)), "Close is idempotent")
+	assert.ErrorIs(t, c.Send(testwait.Context(t), []byte(`{}`)), transports.ErrClosed)
 }
 
 func TestCloseIsSafeConcurrentlyWithSendsAndItself(t *testing.T) {
@@ -387,7 +388,7 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, transports.ErrClosed, rec.WaitClosed(t))
-	require.Eventually(t, func() bool { return c.Close(context.Background()) == nil }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return c.Close(testwait.Context(t)) == nil }, 5*time.Second, 10*time.Millisecond,
 		"the dropped connection's goroutines end")
 }
 
@@ -409,7 +410,8 @@ func TestSendHonoursItsContext(t *testing.T) {
 		defer cancel()
 		first <- c.Send(ctx, huge)
 	}()
-	time.Sleep(50 * time.Millisecond)
+	require.Eventually(t, func() bool { return len(c.wlock) == 1 }, testwait.Patience, time.Millisecond,
+		"the first send holds the connection's turn")
 
 	// A second send gives up while waiting for its turn: nothing of it
 	// was written, so its error is the context's alone.

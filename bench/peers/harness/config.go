@@ -19,7 +19,7 @@ const (
 )
 
 // AllScenarios are the scenarios in the order they run.
-var AllScenarios = []string{ScenarioCall, ScenarioLimit, ScenarioConnect, ScenarioStorm, ScenarioFanOut}
+var AllScenarios = []string{ScenarioCall, ScenarioLimit, ScenarioConnect, ScenarioStorm, ScenarioFanOut, ScenarioSandbox}
 
 // The transports of the call scenario.
 const (
@@ -85,6 +85,18 @@ type Config struct {
 	FanOut    []int `json:"fanOut"`
 	FanOutOps int   `json:"fanOutOps"`
 
+	// SandboxN is the number of servers of the sandbox scenario, in
+	// SandboxRounds rounds; SandboxCallDuration the time of its calls per
+	// variant (split over the rounds).
+	SandboxN            int      `json:"sandboxN"`
+	SandboxRounds       int      `json:"sandboxRounds"`
+	SandboxCallDuration Duration `json:"sandboxCallDuration"`
+	// SandboxServer, when set, is the command line of the sandbox
+	// scenario's servers instead of the mock server (which starts in a
+	// few ms, the worst case for a sandbox's fixed cost): a real server
+	// such as server-everything, which must offer an "echo" tool.
+	SandboxServer []string `json:"sandboxServer,omitempty"`
+
 	// Plots says whether to draw the PNG plots.
 	Plots bool `json:"-"`
 }
@@ -118,7 +130,12 @@ func QuickProfile() Config {
 		StormProbes:  8,
 		FanOut:       []int{1, 100, 1000},
 		FanOutOps:    20,
-		Plots:        true,
+
+		SandboxN:            50,
+		SandboxRounds:       3,
+		SandboxCallDuration: Duration(3 * time.Second),
+
+		Plots: true,
 	}
 }
 
@@ -185,7 +202,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("payload %d: want a positive call count and duration", s.Payload)
 		}
 	}
-	for _, n := range slices.Concat(c.ConnectStdio, c.ConnectHTTP, c.StormN, c.FanOut) {
+	for _, n := range slices.Concat(c.ConnectStdio, c.ConnectHTTP, c.StormN, c.FanOut, []int{c.SandboxN}) {
 		if n < 1 {
 			return fmt.Errorf("size %d: want at least 1", n)
 		}

@@ -110,15 +110,17 @@ func OpenFDs() int {
 	return len(entries) - 1 // the directory being read
 }
 
-// Children returns the pids of this process's live children running bin
-// (not zombies).
+// Children returns the pids of the live processes (not zombies) below
+// this one running bin: its children, and their descendants (mcpvisor's
+// stdio servers are children of its process helper, the reaper, itself a
+// child of this process).
 func Children(bin string) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	self := os.Getpid()
-	var pids []int
+	kids := map[int][]int{}
+	live := map[int]bool{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -134,13 +136,22 @@ func Children(bin string) []int {
 			continue
 		}
 		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 || f[0] == "Z" || f[0] == "X" {
+		if len(f) < 2 {
 			continue
 		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid != self {
+		ppid, _ := strconv.Atoi(f[1])
+		kids[ppid] = append(kids[ppid], pid)
+		live[pid] = f[0] != "Z" && f[0] != "X"
+	}
+	var pids []int
+	queue := append([]int(nil), kids[os.Getpid()]...)
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = append(queue[1:], kids[pid]...)
+		if !live[pid] {
 			continue
 		}
-		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == bin {
+		if exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "exe")); err == nil && exe == bin {
 			pids = append(pids, pid)
 		}
 	}

@@ -200,6 +200,9 @@ func Summary(res *Results, plots []string) string {
 		}
 		w("\n")
 	}
+	if len(res.Sandbox) > 0 {
+		writeSandbox(&b, res)
+	}
 	if len(res.Notes) > 0 {
 		w("## Notes\n\n")
 		for _, n := range res.Notes {

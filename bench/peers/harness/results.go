@@ -15,6 +15,7 @@ type Results struct {
 	Connect []ConnectResult `json:"connect"`
 	Storm   []StormResult   `json:"storm"`
 	FanOut  []FanOutResult  `json:"fanOut"`
+	Sandbox []SandboxResult `json:"sandbox"`
 	Targets []Target        `json:"targets"`
 
 	// Notes say what was not measured and why; Errors what failed.

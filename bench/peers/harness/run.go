@@ -113,6 +113,9 @@ func Run(ctx context.Context, cfg Config, bins Binaries, prog *Progress) *Result
 	if cfg.Has(ScenarioFanOut) && ctx.Err() == nil {
 		r.fanOutScenario(ctx)
 	}
+	if cfg.Has(ScenarioSandbox) && ctx.Err() == nil {
+		r.sandboxScenario(ctx)
+	}
 	if ctx.Err() != nil {
 		r.res.Errors = append(r.res.Errors, "the run was interrupted: the results are partial")
 	}

@@ -44,7 +44,7 @@ type callEnd struct {
 
 // storm connects n stdio servers to one Supervisor (with its default
 // reconnect policy), starts a call that sleeps a minute on each, SIGKILLs
-// every server process at once (their pids are this process's children
+// every server process at once (their pids are the processes below this one
 // running the mock binary), and measures how the in-flight calls fail,
 // how calls sent meanwhile fare, and when every server is ready again.
 func (r *runner) storm(ctx context.Context, n int) (res StormResult) {

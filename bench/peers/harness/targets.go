@@ -167,5 +167,5 @@ func EvaluateTargets(res *Results) []Target {
 		}
 		ts = append(ts, t)
 	}
-	return ts
+	return append(ts, sandboxTargets(res)...)
 }

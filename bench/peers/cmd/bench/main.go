@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/peers/harness"
 )
 
@@ -53,6 +54,9 @@ Scenarios (-scenarios, comma-separated; default all):
            call in flight: time until all are ready again, how the calls
            failed, how calls sent meanwhile fared
   fanout   mcpvisor: one list_changed to N subscribers: delivery latency, drops
+  sandbox  mcpvisor: N stdio servers to all-ready confined (Landlock, bwrap:
+           each that works here) against unconfined, in alternating rounds;
+           sequential calls to one confined server against one unconfined
 
 Profiles: the default (full) runs every size but 1,000 stdio servers
 (-large adds them: a thousand live processes, several GiB); -quick is
@@ -62,7 +66,10 @@ the profile's sizes.
 Flags:
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	mcpvisor.HelperMain() // the process helper of mcpvisor's stdio servers
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -72,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		quick       = fs.Bool("quick", false, "the short profile (make bench)")
 		large       = fs.Bool("large", false, "add N=1000 stdio servers to connect and storm")
 		out         = fs.String("out", "", "results `directory` (default <repo>/bench/results/<date>, or <date>-quick)")
-		scenarios   = fs.String("scenarios", "", "comma-separated `list` of call, limit, connect, storm, fanout (default all)")
+		scenarios   = fs.String("scenarios", "", "comma-separated `list` of call, limit, connect, storm, fanout, sandbox (default all)")
 		clients     = fs.String("clients", "", "comma-separated `list` of mcpvisor, gosdk, mcpgo (default all)")
 		transports  = fs.String("transports", "", "call: comma-separated `list` of stdio, http, ws (default all)")
 		payloads    = fs.String("payloads", "", "call: comma-separated `sizes` of the echo's answer (16, 4k, 1m; default the profile's)")
@@ -89,6 +96,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		storm       = fs.String("storm", "", "storm: comma-separated `numbers` of stdio servers (default the profile's)")
 		fanout      = fs.String("fanout", "", "fanout: comma-separated `numbers` of subscribers (default 1,100,1000)")
 		fanoutOps   = fs.Int("fanout-ops", 0, "fanout: list_changed sent per size (default the profile's)")
+		sandboxN    = fs.Int("sandbox-n", 0, "sandbox: number of servers (default 50)")
+		sandboxSrv  = fs.String("sandbox-server", "", "sandbox: a server `command` line (space-separated) instead of the mock server, with an echo tool (e.g. server-everything)")
 		noPlots     = fs.Bool("no-plots", false, "do not draw the PNG plots")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -197,6 +206,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *httpPool > 0 {
 		cfg.HTTPPool = *httpPool
+	}
+	if *sandboxN > 0 {
+		cfg.SandboxN = *sandboxN
+	}
+	if *sandboxSrv != "" {
+		cfg.SandboxServer = strings.Fields(*sandboxSrv)
 	}
 	if *fanoutOps > 0 {
 		cfg.FanOutOps = *fanoutOps

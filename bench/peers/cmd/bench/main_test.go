@@ -10,8 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/peers/harness"
 )
+
+// TestMain serves mcpvisor's process helper: the runner runs in this test
+// binary, and starts its stdio servers through it.
+func TestMain(m *testing.M) {
+	mcpvisor.HelperMain()
+	os.Exit(m.Run())
+}
 
 // TestRunnerSmoke runs every scenario with a tiny profile (a few calls,
 // N=3) and checks that the report is written and reads back: results.json
@@ -25,7 +33,7 @@ func TestRunnerSmoke(t *testing.T) {
 		"-quick", "-out", out,
 		"-transports", "stdio,http,ws", "-payloads", "16", "-inflight", "1,4", "-eras", "modern",
 		"-calls", "20", "-duration", "200ms", "-warmup", "2",
-		"-connect", "3", "-connect-http", "3", "-storm", "3", "-fanout", "1,3", "-fanout-ops", "2",
+		"-connect", "3", "-connect-http", "3", "-storm", "3", "-fanout", "1,3", "-fanout-ops", "2", "-sandbox-n", "3",
 	}, &stdout, &stderr)
 	t.Logf("ran in %v; stderr:\n%s", time.Since(start).Round(time.Millisecond), stderr.String())
 	if code != 0 {
@@ -68,6 +76,14 @@ func TestRunnerSmoke(t *testing.T) {
 	if len(res.FanOut) != 2 || res.FanOut[1].Ops != 2 || res.FanOut[1].DeliveryP50Us <= 0 {
 		t.Errorf("fan-out: %+v", res.FanOut)
 	}
+	if len(res.Sandbox) == 0 || res.Sandbox[0].Variant != harness.Unconfined || res.Sandbox[0].MedianReadyMs <= 0 || res.Sandbox[0].Calls.Calls == 0 {
+		t.Errorf("sandbox: %+v", res.Sandbox)
+	}
+	for _, s := range res.Sandbox {
+		if s.Error != "" {
+			t.Errorf("sandbox %s: %s", s.Variant, s.Error)
+		}
+	}
 	if len(res.Targets) == 0 || res.Machine.Cores == 0 || res.Machine.GoVersion == "" {
 		t.Errorf("targets %d, machine %+v", len(res.Targets), res.Machine)
 	}
@@ -76,7 +92,7 @@ func TestRunnerSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Issue 6 targets", "## Calls", "## Connect", "## Reconnect storm", "## Fan-out", "![latency-stdio-16B-modern](latency-stdio-16B-modern.png)"} {
+	for _, want := range []string{"## Issue 6 targets", "## Calls", "## Connect", "## Reconnect storm", "## Fan-out", "## Sandbox", "![latency-stdio-16B-modern](latency-stdio-16B-modern.png)"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q", want)
 		}

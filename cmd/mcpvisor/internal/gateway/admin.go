@@ -18,6 +18,9 @@ type StatusReport struct {
 	InFlight int64          `json:"inFlight"`
 	Tools    int            `json:"tools"`
 	Servers  []ServerReport `json:"servers"`
+	// Channels is the channel message queue of wait_for_channel_message
+	// (absent without one).
+	Channels *ChannelReport `json:"channels,omitempty"`
 }
 
 // ServerReport is one server in a StatusReport: the supervisor's status
@@ -31,7 +34,8 @@ type ServerReport struct {
 // Status returns what GET /status serves.
 func (g *Gateway) Status() StatusReport {
 	st := g.b.Status()
-	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.inflight.Load(), Servers: make([]ServerReport, 0, len(st))}
+	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.inflight.Load(), Servers: make([]ServerReport, 0, len(st)),
+		Channels: g.channelReport()}
 	g.mu.Lock()
 	rep.Sessions = len(g.sessions)
 	g.mu.Unlock()

@@ -3,6 +3,9 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -15,40 +18,128 @@ import (
 // messages as notifications/claude/channel.
 const channelCapability = "claude/channel"
 
-// waitToolName is the gateway's own tool for clients without push: it
-// blocks until a server sends a channel message.
-const waitToolName = "wait_for_channel_message"
+// ChannelSource is implemented by a Backend that keeps channel messages
+// for the gateway (*mcpvisor.Supervisor does). New opens one inbox on it
+// at once, so that the messages servers push before any client connects,
+// or while no client waits, are queued for wait_for_channel_message.
+// Without it the tool is not offered (push-capable clients still get
+// every message as a notification).
+type ChannelSource interface {
+	OpenChannelInbox(ctx context.Context, o mcpvisor.ChannelInboxOptions) *mcpvisor.ChannelInbox
+}
+
+// The gateway's own tool for clients without push, and its bounds.
+const (
+	waitToolName = "wait_for_channel_message"
+	// DefaultWaitTimeout is how long wait_for_channel_message waits when
+	// the call does not say; MaxWaitTimeout is the longest it waits.
+	DefaultWaitTimeout = 300 * time.Second
+	MaxWaitTimeout     = 600 * time.Second
+	// maxWaitMessages caps max_messages.
+	maxWaitMessages = 1000
+)
+
+// The statuses of a wait_for_channel_message result.
+const (
+	waitReceived = "message_received"
+	waitTimeout  = "timeout"
+)
 
 var waitTool = protocol.Tool{
 	Name:  waitToolName,
 	Title: "Wait for a channel message",
-	Description: "Blocks until a server behind the mcpvisor gateway pushes a channel message " +
-		"(notifications/claude/channel), and returns it. Arguments: timeoutMs (default 30000, at most 600000), " +
-		"server (only messages of that server), contains (only messages whose content contains this text).",
+	Description: "Returns the oldest channel message (notifications/claude/channel) that a server behind the mcpvisor gateway " +
+		"pushed and nobody has taken yet, or waits for the next one. Messages are queued while nobody waits (up to a bound " +
+		"per server; the number dropped beyond it is reported as dropped). Arguments: timeout_seconds (default 300, at most 600), " +
+		"server (only that server's messages), contains (only messages whose content contains this text), max_messages " +
+		"(return up to this many queued messages at once, default 1). One call may wait at a time per session. " +
+		"Result: {status: message_received|timeout, message, messages, waited_seconds, dropped, queued}.",
 	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-		`"timeoutMs":{"type":"integer","minimum":0,"maximum":600000},` +
-		`"server":{"type":"string"},"contains":{"type":"string"}}}`),
+		`"timeout_seconds":{"type":"number","minimum":0,"maximum":600,"default":300},` +
+		`"server":{"type":"string"},"contains":{"type":"string"},` +
+		`"max_messages":{"type":"integer","minimum":1,"maximum":1000,"default":1},` +
+		`"timeoutMs":{"type":"integer","minimum":0,"maximum":600000,"description":"timeout in milliseconds (older name; timeout_seconds wins)"}}}`),
 }
 
-// waiter is one wait_for_channel_message call.
-type waiter struct {
-	server, contains string
-	got              chan channelMessage // buffered 1
-	cancel           chan struct{}       // closed by Drain
+// waitArgs are wait_for_channel_message's arguments, checked.
+type waitArgs struct {
+	timeout  time.Duration
+	server   string
+	contains string
+	max      int
 }
 
-type channelMessage struct {
-	Server  string          `json:"server"`
-	Content string          `json:"content"`
-	Meta    json.RawMessage `json:"meta,omitempty"`
+// parseWaitArgs reads and checks wait_for_channel_message's arguments.
+func parseWaitArgs(args json.RawMessage) (waitArgs, *protocol.Error) {
+	var a struct {
+		TimeoutSeconds *float64 `json:"timeout_seconds"`
+		TimeoutMs      *int64   `json:"timeoutMs"`
+		Server         string   `json:"server"`
+		Contains       string   `json:"contains"`
+		MaxMessages    *int     `json:"max_messages"`
+	}
+	if len(args) > 0 && string(args) != "null" && json.Unmarshal(args, &a) != nil {
+		return waitArgs{}, errorf(protocol.CodeInvalidParams,
+			"%s: want {timeout_seconds, server, contains, max_messages}", waitToolName)
+	}
+	w := waitArgs{timeout: DefaultWaitTimeout, server: a.Server, contains: a.Contains, max: 1}
+	switch {
+	case a.TimeoutSeconds != nil:
+		if math.IsNaN(*a.TimeoutSeconds) || *a.TimeoutSeconds < 0 {
+			return waitArgs{}, errorf(protocol.CodeInvalidParams, "%s: timeout_seconds must be a number from 0 to %d", waitToolName, int(MaxWaitTimeout.Seconds()))
+		}
+		w.timeout = time.Duration(math.Min(*a.TimeoutSeconds, MaxWaitTimeout.Seconds()) * float64(time.Second))
+	case a.TimeoutMs != nil:
+		w.timeout = time.Duration(max(*a.TimeoutMs, 0)) * time.Millisecond
+	}
+	w.timeout = min(w.timeout, MaxWaitTimeout)
+	if a.MaxMessages != nil {
+		if *a.MaxMessages < 1 {
+			return waitArgs{}, errorf(protocol.CodeInvalidParams, "%s: max_messages must be at least 1", waitToolName)
+		}
+		w.max = min(*a.MaxMessages, maxWaitMessages)
+	}
+	return w, nil
 }
 
-func (w *waiter) matches(m channelMessage) bool {
-	return (w.server == "" || w.server == m.Server) && (w.contains == "" || strings.Contains(m.Content, w.contains))
+// filter returns the channel filter of the arguments.
+func (w waitArgs) filter() mcpvisor.ChannelFilter {
+	if w.server == "" && w.contains == "" {
+		return nil
+	}
+	return func(m mcpvisor.ChannelMessage) bool {
+		return (w.server == "" || w.server == m.Server) && (w.contains == "" || strings.Contains(m.Content, w.contains))
+	}
 }
+
+// waitResult is the structured result of wait_for_channel_message.
+type waitResult struct {
+	// Status is message_received or timeout.
+	Status string `json:"status"`
+	// Message is the oldest message taken (null on timeout).
+	Message *mcpvisor.ChannelMessage `json:"message"`
+	// Messages are every message taken, oldest first (Message first);
+	// more than one only with max_messages.
+	Messages []mcpvisor.ChannelMessage `json:"messages"`
+	// WaitedSeconds is how long the call waited.
+	WaitedSeconds float64 `json:"waited_seconds"`
+	// Dropped sums the messages' Dropped: messages of their servers that
+	// were dropped, the queue being full, since the last delivery.
+	Dropped uint64 `json:"dropped"`
+	// Queued is how many messages the gateway still holds.
+	Queued int `json:"queued"`
+}
+
+// errDraining ends the waits when the gateway drains.
+var errDraining = errors.New("mcpvisor gateway is shutting down")
+
+// CodeWaitInProgress: another wait_for_channel_message call of the same
+// session is still waiting (one at a time per session).
+const CodeWaitInProgress = -32053
 
 // forwardChannel delivers a server's channel message to the sessions that
-// declared the channel capability and to the matching waiters.
+// declared the channel capability. (The gateway's inbox has it already,
+// for wait_for_channel_message: see ChannelSource.)
 func (g *Gateway) forwardChannel(ev mcpvisor.Event) {
 	var p struct {
 		Content string                     `json:"content"`
@@ -71,62 +162,103 @@ func (g *Gateway) forwardChannel(ev mcpvisor.Event) {
 			s.notify(protocol.NotificationChannel, p)
 		}
 	}
-	meta, _ := json.Marshal(p.Meta)
-	msg := channelMessage{Server: ev.Server, Content: p.Content, Meta: meta}
-	g.mu.Lock()
-	for w := range g.waiters {
-		if w.matches(msg) {
-			select {
-			case w.got <- msg:
-			default:
-			}
-			delete(g.waiters, w)
-		}
-	}
-	g.mu.Unlock()
 }
 
-// waitForChannel serves wait_for_channel_message: the next matching
-// channel message, or a result saying none came within the timeout.
-func (g *Gateway) waitForChannel(ctx context.Context, args json.RawMessage) (any, *protocol.Error) {
-	var a struct {
-		TimeoutMs *int64 `json:"timeoutMs"`
-		Server    string `json:"server"`
-		Contains  string `json:"contains"`
+// waitForChannel serves wait_for_channel_message for session s: the
+// oldest queued messages the arguments select, at once, or the next one
+// to arrive within the timeout.
+func (g *Gateway) waitForChannel(ctx context.Context, s *session, args json.RawMessage) (any, *protocol.Error) {
+	a, perr := parseWaitArgs(args)
+	if perr != nil {
+		return nil, perr
 	}
-	if len(args) > 0 && json.Unmarshal(args, &a) != nil {
-		return nil, errorf(protocol.CodeInvalidParams, "%s: want {timeoutMs, server, contains}", waitToolName)
+	if g.inbox == nil {
+		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", waitToolName)
 	}
-	timeout := 30 * time.Second
-	if a.TimeoutMs != nil {
-		timeout = time.Duration(min(max(*a.TimeoutMs, 0), 600000)) * time.Millisecond
-	}
-	w := &waiter{server: a.Server, contains: a.Contains, got: make(chan channelMessage, 1), cancel: make(chan struct{})}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	g.mu.Lock()
-	g.waiters[w] = struct{}{}
+	if _, busy := g.waits[s]; busy {
+		g.mu.Unlock()
+		return nil, errorf(CodeWaitInProgress, "%s: another call of this session is already waiting; one waits at a time per session", waitToolName)
+	}
+	g.waits[s] = cancel
 	g.mu.Unlock()
 	defer func() {
 		g.mu.Lock()
-		delete(g.waiters, w)
+		delete(g.waits, s)
 		g.mu.Unlock()
 	}()
 	if g.draining.Load() {
-		return nil, errorf(CodeShuttingDown, "mcpvisor gateway is shutting down")
+		return nil, errorf(CodeShuttingDown, "%v", errDraining)
 	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case m := <-w.got:
-		structured, _ := json.Marshal(m)
-		return &protocol.CallToolResult{
-			Content:           []protocol.Content{protocol.TextContent(m.Content)},
-			StructuredContent: structured,
-		}, nil
-	case <-t.C:
-		return &protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("no channel message within " + timeout.String())}}, nil
-	case <-w.cancel:
-		return nil, errorf(CodeShuttingDown, "mcpvisor gateway is shutting down")
-	case <-ctx.Done():
+
+	start := time.Now()
+	wctx, stop := context.WithTimeout(ctx, a.timeout)
+	msgs, err := g.inbox.WaitN(wctx, a.filter(), a.max)
+	stop()
+	res := waitResult{Status: waitReceived, Messages: msgs, WaitedSeconds: time.Since(start).Seconds()}
+	switch {
+	case err == nil:
+	case errors.Is(context.Cause(ctx), errDraining):
+		return nil, errorf(CodeShuttingDown, "%v", errDraining)
+	case ctx.Err() != nil:
 		return nil, rpcError(ctx.Err())
+	case errors.Is(err, context.DeadlineExceeded):
+		res.Status = waitTimeout
+	default: // the inbox closed: the supervisor is shutting down
+		return nil, errorf(CodeShuttingDown, "%v", errDraining)
 	}
+	res.Queued = g.inbox.Stats().Queued
+	if res.Messages == nil {
+		res.Messages = []mcpvisor.ChannelMessage{}
+	}
+	var text strings.Builder
+	if len(res.Messages) == 0 {
+		fmt.Fprintf(&text, "no channel message within %v", a.timeout)
+	} else {
+		res.Message = &res.Messages[0]
+	}
+	for i, m := range res.Messages {
+		res.Dropped += m.Dropped
+		if i > 0 {
+			text.WriteByte('\n')
+		}
+		if m.Dropped > 0 {
+			fmt.Fprintf(&text, "[%d earlier messages from %s were dropped: the queue was full]\n", m.Dropped, m.Server)
+		}
+		text.WriteString(mcpvisor.RenderChannelMessage(m))
+	}
+	structured, _ := json.Marshal(res)
+	return &protocol.CallToolResult{
+		Content:           []protocol.Content{protocol.TextContent(text.String())},
+		StructuredContent: structured,
+	}, nil
+}
+
+// endWaits ends every wait_for_channel_message call (Drain).
+func (g *Gateway) endWaits() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, cancel := range g.waits {
+		cancel(errDraining)
+	}
+}
+
+// ChannelReport is the channel queue in a StatusReport: what the gateway
+// holds for wait_for_channel_message.
+type ChannelReport struct {
+	// Capacity is how many messages are kept per server.
+	Capacity int `json:"capacity"`
+	mcpvisor.ChannelStats
+	// Servers breaks the counts down by server.
+	Servers []mcpvisor.ChannelServerStats `json:"servers"`
+}
+
+// channelReport returns the channel queue's report, or nil without one.
+func (g *Gateway) channelReport() *ChannelReport {
+	if g.inbox == nil {
+		return nil
+	}
+	return &ChannelReport{Capacity: g.opts.ChannelQueue, ChannelStats: g.inbox.Stats(), Servers: g.inbox.ServerStats()}
 }

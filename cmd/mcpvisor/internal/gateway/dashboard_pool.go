@@ -147,7 +147,7 @@ func (d *dashboard) serveChannels(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	d.g.mu.Lock()
-	rep.Waiting = len(d.g.waiters)
+	rep.Waiting = len(d.g.waits)
 	d.g.mu.Unlock()
 	writeJSON(w, http.StatusOK, rep)
 }

@@ -23,7 +23,7 @@ func (g *Gateway) listTools() protocol.ListToolsResult {
 		def.Name = g.toolName(t)
 		out = append(out, def)
 	}
-	if g.offered(waitToolName) {
+	if g.inbox != nil && g.offered(waitToolName) {
 		out = append(out, waitTool)
 	}
 	return protocol.ListToolsResult{Tools: out}
@@ -42,8 +42,8 @@ func (g *Gateway) callTool(ctx context.Context, s *session, params json.RawMessa
 	if p.Name == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "tools/call: want {name, arguments}")
 	}
-	if p.Name == waitToolName && g.offered(waitToolName) {
-		return g.waitForChannel(ctx, p.Arguments)
+	if p.Name == waitToolName && g.inbox != nil && g.offered(waitToolName) {
+		return g.waitForChannel(ctx, s, p.Arguments)
 	}
 	qualified := g.qualifiedTool(p.Name)
 	if !g.offered(qualified) {

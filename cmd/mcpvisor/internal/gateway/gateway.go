@@ -18,7 +18,9 @@
 // session is independent; its state is guarded by its own mutex. The
 // gateway's one event goroutine (Run) reads the Supervisor's event bus and
 // fans out notifications; it never blocks on a slow client (every outbox
-// is bounded and drops the oldest frame).
+// is bounded and drops the oldest frame). The bus subscription is taken
+// by New, before any client can connect, so no event published while a
+// client is connected is missed because Run had not subscribed yet.
 package gateway
 
 import (
@@ -139,6 +141,10 @@ type Options struct {
 	// Dashboard configures the dashboard served at / of the HTTP
 	// listener (dashboard.go; docs/dashboard.md).
 	Dashboard DashboardOptions
+	// ChannelQueue bounds the channel messages kept per server for
+	// wait_for_channel_message (default 1,000; the oldest is dropped and
+	// counted). See ChannelSource.
+	ChannelQueue int
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -151,19 +157,26 @@ type Gateway struct {
 	mu         sync.Mutex
 	sessions   map[string]*session        // HTTP sessions by id, and the stdio session; guarded by mu
 	listens    map[*listener]struct{}     // open subscriptions/listen requests; guarded by mu
-	waiters    map[*waiter]struct{}       // wait_for_channel_message calls; guarded by mu
 	calls      map[*call]struct{}         // tools/call, prompts/get, resources/read in flight; guarded by mu
 	callSeq    uint64                     // numbers calls, newest highest; guarded by mu
 	pending    map[string]*pendingRequest // requests sent downstream, by id; guarded by mu
 	parked     map[string]*parkedRound    // input rounds waiting for a retry, by requestState; guarded by mu
 	inputCalls atomic.Int64               // stateless clients' calls that may need input, running (see mrtr.go)
 	reqSeq     atomic.Uint64              // numbers the requests sent downstream
+	// waits holds the wait_for_channel_message calls, one per session;
+	// guarded by mu.
+	waits map[*session]context.CancelCauseFunc
 
 	subMu   sync.Mutex         // serializes upstream (un)subscriptions
 	subRefs map[string]*subRef // upstream resource subscriptions by URI; guarded by subMu
 
 	closed    chan struct{} // closed by Close: streams end
 	closeOnce sync.Once
+
+	// events is the bus subscription New takes; Run reads it.
+	// stopEvents ends it (Close, or Run returning).
+	events     <-chan mcpvisor.Event
+	stopEvents context.CancelFunc
 
 	inflight atomic.Int64  // downstream requests being served
 	idle     chan struct{} // signalled when inflight drops to zero
@@ -174,9 +187,21 @@ type Gateway struct {
 	index   atomic.Pointer[nameIndex]
 	started time.Time
 	dash    *dashboard // the dashboard at / (dashboard.go)
+	// inbox queues the servers' channel messages for
+	// wait_for_channel_message (nil without a ChannelSource); it closes
+	// with Close.
+	inbox *mcpvisor.ChannelInbox
 }
 
-// New returns a gateway over b.
+// eventBuffer is how many bus events the gateway's subscription holds
+// while Run is busy (or not yet running); beyond it the bus drops events
+// and reports a gap, which the gateway answers with every list_changed.
+const eventBuffer = 4096
+
+// New returns a gateway over b. It subscribes to b's event bus at once:
+// every event published after New returns reaches Run, even one published
+// before Run starts (held in the subscription's buffer). Close (or Run
+// returning) ends the subscription.
 func New(b Backend, opts Options) *Gateway {
 	if opts.SessionIdle <= 0 {
 		opts.SessionIdle = time.Hour
@@ -199,13 +224,16 @@ func New(b Backend, opts Options) *Gateway {
 	if opts.InputWait <= 0 {
 		opts.InputWait = defaultInputWait
 	}
+	if opts.ChannelQueue <= 0 {
+		opts.ChannelQueue = mcpvisor.DefaultChannelCapacity
+	}
 	g := &Gateway{
 		b:        b,
 		opts:     opts,
 		log:      opts.Logger,
 		sessions: map[string]*session{},
 		listens:  map[*listener]struct{}{},
-		waiters:  map[*waiter]struct{}{},
+		waits:    map[*session]context.CancelCauseFunc{},
 		calls:    map[*call]struct{}{},
 		pending:  map[string]*pendingRequest{},
 		parked:   map[string]*parkedRound{},
@@ -215,19 +243,27 @@ func New(b Backend, opts Options) *Gateway {
 		started:  time.Now(),
 	}
 	g.metrics.init()
+	ctx, cancel := context.WithCancel(context.Background())
+	g.events, g.stopEvents = b.Subscribe(ctx, mcpvisor.BufferSize(eventBuffer)), cancel
 	g.dash = newDashboard(g, opts.Dashboard)
+	if src, ok := b.(ChannelSource); ok {
+		// Open now, before any client: messages pushed meanwhile wait.
+		g.inbox = src.OpenChannelInbox(context.Background(), mcpvisor.ChannelInboxOptions{Capacity: opts.ChannelQueue})
+	}
 	return g
 }
 
-// Run reads the supervisor's event bus and fans its events out to the
-// downstream sessions (list_changed, log messages, resource updates,
-// channel messages) and to the metrics, until ctx ends or the bus closes.
-// List changes are coalesced for debounce.
+// Run reads the supervisor's event bus (from the moment New returned) and
+// fans its events out to the downstream sessions (list_changed, log
+// messages, resource updates, channel messages) and to the metrics, until
+// ctx ends, Close is called or the bus closes; then it ends the bus
+// subscription. List changes are coalesced for debounce. Call Run once.
 func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 	if debounce <= 0 {
 		debounce = 25 * time.Millisecond
 	}
-	events := g.b.Subscribe(ctx, mcpvisor.BufferSize(4096))
+	defer g.stopEvents()
+	events := g.events
 	pending := map[string]bool{} // list_changed notification methods due
 	var timer <-chan time.Time
 	expiry := time.NewTicker(time.Minute)
@@ -302,12 +338,7 @@ func (g *Gateway) Drain(ctx context.Context) bool {
 	for _, l := range g.listenersSnapshot() {
 		l.stop()
 	}
-	g.mu.Lock()
-	for w := range g.waiters {
-		close(w.cancel)
-		delete(g.waiters, w)
-	}
-	g.mu.Unlock()
+	g.endWaits()
 	for {
 		if g.inflight.Load() == 0 {
 			return true
@@ -341,9 +372,14 @@ func (g *Gateway) end() {
 }
 
 // Close ends every session: GET and listen streams close, the stdio
-// session's requests are cancelled.
+// session's requests are cancelled, the channel queue is dropped. It
+// also ends the bus subscription, and with it Run.
 func (g *Gateway) Close() {
 	g.closeOnce.Do(func() { close(g.closed) })
+	g.stopEvents()
+	if g.inbox != nil {
+		g.inbox.Close()
+	}
 	g.mu.Lock()
 	sessions := make([]*session, 0, len(g.sessions))
 	for id, s := range g.sessions {

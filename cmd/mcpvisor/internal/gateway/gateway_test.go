@@ -1,10 +1,9 @@
 package gateway_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,11 +20,13 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 func TestMain(m *testing.M) {
+	mcpvisor.HelperMain()
 	if mockserver.IsRequested() {
 		os.Exit(mockserver.Main(os.Args[1:]))
 	}
@@ -72,7 +73,7 @@ func serve(t testing.TB, sup gateway.Backend, opts gateway.Options) (*gateway.Ga
 		g.Close()
 		srv.Close()
 		cancel()
-		<-done
+		testwait.Done(t, done, "the gateway's Run to return")
 	})
 	return g, srv
 }
@@ -122,7 +123,7 @@ func TestGatewayEras(t *testing.T) {
 			assert.Contains(t, names(host.Tools()), "mcp__gw__mcp__b__add")
 			assert.Contains(t, names(host.Tools()), "mcp__gw__wait_for_channel_message")
 
-			ctx := context.Background()
+			ctx := testwait.Context(t)
 			res, err := host.CallTool(ctx, "mcp__gw__mcp__b__add", map[string]any{"a": 2, "b": 40})
 			require.NoError(t, err)
 			require.Len(t, res.Content, 1)
@@ -160,6 +161,15 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
+// client is the tests' HTTP client: every request it makes, body
+// included, ends within testwait.Patience. (Streams are read with a
+// request context instead.)
+var client = &http.Client{Timeout: testwait.Patience}
+
+// streamClient opens event streams: their headers must come within
+// testwait.Patience; the body is read with testwait's deadlines.
+var streamClient = &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: testwait.Patience}}
+
 // rawClient speaks Streamable HTTP by hand.
 type rawClient struct {
 	t       *testing.T
@@ -180,10 +190,11 @@ func (c *rawClient) post(body string) (*http.Response, string) {
 	for k, v := range c.header {
 		req.Header[k] = v
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(c.t, err)
+	resp, err := client.Do(req)
+	require.NoError(c.t, err, "POST %s", body)
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(c.t, err, "reading the answer to %s", body)
 	return resp, string(b)
 }
 
@@ -221,7 +232,7 @@ func TestGatewaySecurity(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/status", nil)
 	req.Host = "evil.example.com"
 	req.Header.Set("Authorization", "Bearer s3cret")
-	r2, err := http.DefaultClient.Do(req)
+	r2, err := client.Do(req)
 	require.NoError(t, err)
 	r2.Body.Close()
 	assert.Equal(t, http.StatusForbidden, r2.StatusCode)
@@ -252,55 +263,30 @@ func TestGatewayGetStream(t *testing.T) {
 	c := &rawClient{t: t, url: srv.URL}
 	c.initialize()
 
-	open := func(last string) (*http.Response, *bufio.Reader) {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+gateway.MCPPath, nil)
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Mcp-Session-Id", c.session)
-		if last != "" {
-			req.Header.Set("Last-Event-ID", last)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, resp.StatusCode)
-		return resp, bufio.NewReader(resp.Body)
-	}
-	next := func(br *bufio.Reader) (id, data string) {
-		for {
-			line, err := br.ReadString('\n')
-			require.NoError(t, err)
-			line = strings.TrimRight(line, "\n")
-			switch {
-			case strings.HasPrefix(line, "id: "):
-				id = line[4:]
-			case strings.HasPrefix(line, "data: "):
-				data = line[6:]
-			case line == "" && data != "":
-				return id, data
-			}
-		}
-	}
-	resp, br := open("")
-	_, err := sup.CallTool(context.Background(), "mcp__a__announce", map[string]any{"text": "one"})
+	stream := openGetStream(t, srv.URL, c.session, "")
+	_, err := sup.CallTool(testwait.Context(t), "mcp__a__announce", map[string]any{"text": "one"})
 	require.NoError(t, err)
-	id, data := next(br)
-	assert.Equal(t, "1", id)
-	assert.Contains(t, data, protocol.NotificationToolsListChanged)
-	resp.Body.Close()
+	ev := stream.Event("tools/list_changed on the GET stream")
+	assert.Equal(t, "1", ev.ID)
+	assert.Contains(t, ev.Data, protocol.NotificationToolsListChanged)
+	stream.Close()
 
-	_, err = sup.CallTool(context.Background(), "mcp__a__announce", map[string]any{"text": "two"})
+	_, err = sup.CallTool(testwait.Context(t), "mcp__a__announce", map[string]any{"text": "two"})
 	require.NoError(t, err)
-	time.Sleep(100 * time.Millisecond) // sent while no stream is open
-	resp, br = open("1")
-	defer resp.Body.Close()
-	id, data = next(br)
-	assert.Equal(t, "2", id, "the missed notification is replayed")
-	assert.Contains(t, data, protocol.NotificationToolsListChanged)
+	// Sent while no stream is open: into the session's outbox.
+	require.Eventually(t, func() bool {
+		return strings.Contains(metricsText(t, srv.URL), `mcpvisor_gateway_notifications_total{method="notifications/tools/list_changed"} 2`)
+	}, testwait.Patience, 5*time.Millisecond, "the second list_changed sent to the session")
+	stream = openGetStream(t, srv.URL, c.session, "1")
+	ev = stream.Event("the list_changed sent while no stream was open, replayed")
+	assert.Equal(t, "2", ev.ID, "the missed notification is replayed")
+	assert.Contains(t, ev.Data, protocol.NotificationToolsListChanged)
 
 	resp2, _ := c.post(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
 	assert.Equal(t, http.StatusOK, resp2.StatusCode)
 	req, _ := http.NewRequest(http.MethodDelete, srv.URL+gateway.MCPPath, nil)
 	req.Header.Set("Mcp-Session-Id", c.session)
-	dr, err := http.DefaultClient.Do(req)
+	dr, err := client.Do(req)
 	require.NoError(t, err)
 	dr.Body.Close()
 	assert.Equal(t, http.StatusOK, dr.StatusCode)
@@ -320,33 +306,18 @@ func TestGatewayStdio(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- g.ServeStdio(ctx, inR, outW); outW.Close() }()
 
-	lines := make(chan map[string]json.RawMessage, 16)
-	go func() {
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var m map[string]json.RawMessage
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-		close(lines)
-	}()
+	out := testwait.NewLineReader(t, outR)
 	send := func(s string) {
-		_, err := io.WriteString(inW, s+"\n")
+		var err error
+		testwait.Call(t, "the gateway to read "+s, func() { _, err = io.WriteString(inW, s+"\n") })
 		require.NoError(t, err)
 	}
-	await := func(pred func(map[string]json.RawMessage) bool) map[string]json.RawMessage {
-		timeout := time.After(10 * time.Second)
+	await := func(what string, pred func(map[string]json.RawMessage) bool) map[string]json.RawMessage {
 		for {
-			select {
-			case m, ok := <-lines:
-				require.True(t, ok, "stdout closed")
-				if pred(m) {
-					return m
-				}
-			case <-timeout:
-				t.Fatal("timed out")
+			line := out.MustLine(what)
+			var m map[string]json.RawMessage
+			if json.Unmarshal([]byte(line), &m) == nil && pred(m) {
+				return m
 			}
 		}
 	}
@@ -354,31 +325,26 @@ func TestGatewayStdio(t *testing.T) {
 		return func(m map[string]json.RawMessage) bool { return string(m["id"]) == id }
 	}
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	assert.Contains(t, string(await(byID("1"))["result"]), `"2025-11-25"`)
+	assert.Contains(t, string(await("the answer to initialize", byID("1"))["result"]), `"2025-11-25"`)
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp__a__echo","arguments":{"text":"hi"}}}`)
-	assert.Contains(t, string(await(byID("2"))["result"]), `"hi"`)
+	assert.Contains(t, string(await("the answer to echo", byID("2"))["result"]), `"hi"`)
 
 	// A cancelled call is not answered, and the next one is.
 	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp__a__sleep","arguments":{"ms":10000}}}`)
-	time.Sleep(100 * time.Millisecond)
+	require.Eventually(t, func() bool { return g.InFlight() == 1 }, testwait.Patience, time.Millisecond, "the sleep call in flight")
 	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`)
 	send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
-	m := await(func(m map[string]json.RawMessage) bool { return string(m["id"]) == "3" || string(m["id"]) == "4" })
+	m := await("the answer to ping", func(m map[string]json.RawMessage) bool { return string(m["id"]) == "3" || string(m["id"]) == "4" })
 	assert.Equal(t, "4", string(m["id"]))
 
-	_, err := sup.CallTool(context.Background(), "mcp__a__announce", map[string]any{"text": "late"})
+	_, err := sup.CallTool(testwait.Context(t), "mcp__a__announce", map[string]any{"text": "late"})
 	require.NoError(t, err)
-	await(func(m map[string]json.RawMessage) bool {
+	await("tools/list_changed", func(m map[string]json.RawMessage) bool {
 		return string(m["method"]) == `"`+protocol.NotificationToolsListChanged+`"`
 	})
 	inW.Close()
-	select {
-	case err := <-served:
-		assert.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("ServeStdio did not return at EOF")
-	}
+	assert.NoError(t, testwait.Recv(t, served, "ServeStdio to return at the end of its input"))
 }
 
 // Killing the server behind the gateway during a stream of calls: only
@@ -422,7 +388,11 @@ func TestGatewayServerKilled(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(200 * time.Millisecond)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return ok >= 10
+	}, testwait.Patience, time.Millisecond, "calls flowing before the kill")
 	pid := serverPID(t, sup, "a")
 	require.NoError(t, killProcess(pid))
 	// After the kill, wait for the reconnect and for calls to succeed again.
@@ -439,7 +409,7 @@ func TestGatewayServerKilled(t *testing.T) {
 		return ok > okAtReconnect+20
 	}, 20*time.Second, 10*time.Millisecond)
 	close(stop)
-	wg.Wait()
+	testwait.Call(t, "the call workers to stop", wg.Wait)
 	t.Logf("calls: %d answered, %d lost (in flight at the kill), %d other", ok, len(lost), len(other))
 	assert.NotEmpty(t, lost, "the calls in flight at the kill fail as connection lost")
 	assert.LessOrEqual(t, len(lost), 4, "only the calls in flight (4 workers) fail")
@@ -463,15 +433,23 @@ func TestGatewayDrain(t *testing.T) {
 		done <- body
 	}()
 	require.Eventually(t, func() bool { return g.InFlight() == 1 }, 5*time.Second, time.Millisecond)
-	dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	dctx, cancel := context.WithTimeout(context.Background(), testwait.Patience)
 	defer cancel()
 	drained := make(chan bool, 1)
 	go func() { drained <- g.Drain(dctx) }()
-	time.Sleep(50 * time.Millisecond)
-	_, body := c.post(`{"jsonrpc":"2.0","id":8,"method":"tools/list"}`)
-	assert.Contains(t, body, `"code":-32052`, "a new request during the drain is refused")
-	assert.True(t, <-drained)
-	assert.Contains(t, <-done, `"result"`, "the call in flight finished")
+	// Until the drain has begun, requests are served; from then on a new
+	// one is refused.
+	for deadline := time.Now().Add(testwait.Patience); ; {
+		_, body := c.post(`{"jsonrpc":"2.0","id":8,"method":"tools/list"}`)
+		if strings.Contains(body, `"code":-32052`) {
+			break
+		}
+		require.Contains(t, body, `"result"`, "a request before the drain began")
+		require.True(t, time.Now().Before(deadline), "waited %v for the drain to refuse a new request", testwait.Patience)
+		time.Sleep(time.Millisecond)
+	}
+	assert.True(t, testwait.Recv(t, drained, "Drain to return"))
+	assert.Contains(t, testwait.Recv(t, done, "the answer to the call in flight"), `"result"`, "the call in flight finished")
 
 	short, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
@@ -482,10 +460,10 @@ func TestGatewayDrain(t *testing.T) {
 func TestGatewayAdmin(t *testing.T) {
 	sup := upstream(t, map[string]mcpvisor.ServerConfig{"a": {Config: mockserver.Command("-name", "a")}})
 	_, srv := serve(t, sup, gateway.Options{})
-	_, err := sup.CallTool(context.Background(), "mcp__a__echo", map[string]any{"text": "x"})
+	_, err := sup.CallTool(testwait.Context(t), "mcp__a__echo", map[string]any{"text": "x"})
 	require.NoError(t, err)
 
-	resp, err := http.Get(srv.URL + "/status")
+	resp, err := client.Get(srv.URL + "/status")
 	require.NoError(t, err)
 	var rep gateway.StatusReport
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
@@ -495,32 +473,23 @@ func TestGatewayAdmin(t *testing.T) {
 	assert.Equal(t, uint64(1), rep.Servers[0].Latency.Calls)
 	assert.Greater(t, rep.Servers[0].LatencyP50Ms, 0.0)
 
-	resp, err = http.Get(srv.URL + "/metrics")
-	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	assert.Contains(t, string(b), `mcpvisor_server_state{server="a",state="ready"} 1`)
-	assert.Contains(t, string(b), `mcpvisor_server_request_duration_seconds_count{server="a"} 1`)
-	assert.Contains(t, string(b), `mcpvisor_server_request_duration_seconds_bucket{server="a",le="+Inf"} 1`)
+	b := metricsText(t, srv.URL)
+	assert.Contains(t, b, `mcpvisor_server_state{server="a",state="ready"} 1`)
+	assert.Contains(t, b, `mcpvisor_server_request_duration_seconds_count{server="a"} 1`)
+	assert.Contains(t, b, `mcpvisor_server_request_duration_seconds_bucket{server="a",le="+Inf"} 1`)
 
 	readEvents := func(last string, n int) []string {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/events", nil)
 		req.Header.Set("Last-Event-ID", last)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		br := bufio.NewReader(resp.Body)
+		resp, err := streamClient.Do(req)
+		require.NoError(t, err, "opening /events")
+		events := testwait.NewLineReader(t, resp.Body)
+		defer events.Close()
 		var ids []string
 		for len(ids) < n {
-			line, err := br.ReadString('\n')
-			if errors.Is(err, context.DeadlineExceeded) || err != nil {
-				break
-			}
-			if id, ok := strings.CutPrefix(strings.TrimSpace(line), "id: "); ok {
-				ids = append(ids, id)
-			}
+			ids = append(ids, events.Event(fmt.Sprintf("event %d of /events after %s", len(ids)+1, last)).ID)
 		}
 		return ids
 	}

@@ -187,6 +187,27 @@ func (g *Gateway) writeMetrics(w io.Writer) {
 	p.sample("mcpvisor_gateway_listen_streams", float64(listens))
 	p.help("mcpvisor_gateway_in_flight", "gauge", "Downstream requests being served.")
 	p.sample("mcpvisor_gateway_in_flight", float64(g.inflight.Load()))
+	g.writeChannelMetrics(p)
+}
+
+// writeChannelMetrics writes the counters of the channel message queue
+// (wait_for_channel_message), per server.
+func (g *Gateway) writeChannelMetrics(p *promWriter) {
+	if g.inbox == nil {
+		return
+	}
+	servers := g.inbox.ServerStats()
+	p.help("mcpvisor_gateway_channel_messages_total", "counter",
+		"Channel messages per server by outcome: queued (received), delivered (taken by wait_for_channel_message), dropped (the server's queue was full; oldest first).")
+	for _, s := range servers {
+		p.sample("mcpvisor_gateway_channel_messages_total", float64(s.Received), "server", s.Server, "outcome", "queued")
+		p.sample("mcpvisor_gateway_channel_messages_total", float64(s.Taken), "server", s.Server, "outcome", "delivered")
+		p.sample("mcpvisor_gateway_channel_messages_total", float64(s.Dropped), "server", s.Server, "outcome", "dropped")
+	}
+	p.help("mcpvisor_gateway_channel_queued", "gauge", "Channel messages waiting for wait_for_channel_message, per server.")
+	for _, s := range servers {
+		p.sample("mcpvisor_gateway_channel_queued", float64(s.Queued), "server", s.Server)
+	}
 }
 
 func cmpPair(a, b [2]string) int {

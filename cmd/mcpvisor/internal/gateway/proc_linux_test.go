@@ -9,34 +9,20 @@ import (
 	"strings"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
 )
 
-// childPIDs lists this process's children whose command line contains
-// arg (Linux /proc).
+// childPIDs lists the processes below this one whose command line contains
+// arg (Linux /proc). Servers are children of the process helper (the
+// reaper), itself a child of this process.
 func childPIDs(arg string) []int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var out []int
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
-			continue
-		}
-		dir := filepath.Dir(p)
-		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+	for _, p := range stdiotest.Descendants(os.Getpid()) {
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.Pid), "cmdline"))
 		if !strings.Contains(string(cmdline), "\x00"+arg+"\x00") && !strings.HasSuffix(string(cmdline), "\x00"+arg) {
 			continue
 		}
-		pid, _ := strconv.Atoi(filepath.Base(dir))
-		out = append(out, pid)
+		out = append(out, p.Pid)
 	}
 	return out
 }

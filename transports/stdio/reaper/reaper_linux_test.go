@@ -1,0 +1,168 @@
+package reaper
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
+)
+
+// TestMain serves the helper modes; goleak checks that the host's side
+// of a stopped helper leaves no goroutine.
+func TestMain(m *testing.M) {
+	HelperMain()
+	goleak.VerifyTestMain(m)
+}
+
+// devNull returns three descriptors a server can be started with.
+func devNull(t *testing.T) Request { return devNullB(t) }
+
+func devNullB(t testing.TB) Request {
+	t.Helper()
+	in, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	out, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { in.Close(); out.Close() })
+	return Request{Env: os.Environ(), Stdin: in, Stdout: out, Stderr: out}
+}
+
+// Without HelperMain, nothing is started: the error says what to do.
+func TestSpawnNeedsHelperMain(t *testing.T) {
+	installed.Store(false)
+	defer installed.Store(true)
+	req := devNull(t)
+	req.Path, req.Argv = "/bin/true", []string{"true"}
+	_, err := Spawn(context.Background(), req)
+	require.ErrorIs(t, err, ErrNotInstalled)
+	assert.Contains(t, err.Error(), "mcpvisor.HelperMain()")
+}
+
+// A start that fails says why, typed: a missing executable matches
+// fs.ErrNotExist; a sandbox the exec stage cannot apply matches
+// sandbox.ErrUnavailable.
+func TestSpawnErrorsAreTyped(t *testing.T) {
+	req := devNull(t)
+	req.Path, req.Argv = "/nonexistent/server", []string{"server"}
+	_, err := Spawn(context.Background(), req)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+
+	req = devNull(t)
+	req.Path, req.Argv = "/bin/true", []string{"true"}
+	// A ruleset that handles rights no kernel knows: Landlock refuses it.
+	req.Confine = &sandbox.Plan{Mechanism: transports.SandboxLandlock, Path: "/bin/true", Argv: []string{"true"},
+		Landlock: &sandbox.Ruleset{HandledFS: 1 << 62}}
+	_, err = Spawn(context.Background(), req)
+	require.ErrorIs(t, err, sandbox.ErrUnavailable)
+	assert.Contains(t, err.Error(), "landlock_create_ruleset")
+}
+
+// A server's exit is reported with its status, after its start.
+func TestExitStatus(t *testing.T) {
+	req := devNull(t)
+	req.Path, req.Argv = "/bin/sh", []string{"sh", "-c", "exit 7"}
+	p, err := Spawn(context.Background(), req)
+	require.NoError(t, err)
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the exit of sh -c 'exit 7' was not reported within 10 s")
+	}
+	ws, err := p.Status()
+	require.NoError(t, err)
+	assert.Equal(t, 7, ws.ExitStatus())
+	left, err := p.Release(context.Background(), 100*time.Millisecond)
+	require.NoError(t, err)
+	assert.Zero(t, left)
+}
+
+// A start whose caller gives up waiting ends by the caller's deadline,
+// and the server, started anyway, is ended: nothing is left behind.
+func TestSpawnHonoursItsContext(t *testing.T) {
+	release := Hold()
+	defer release()
+	// A first server starts the helper.
+	req := devNull(t)
+	req.Path, req.Argv = "/bin/true", []string{"true"}
+	p, err := Spawn(context.Background(), req)
+	require.NoError(t, err)
+	<-p.Done()
+	_, err = p.Release(context.Background(), 0)
+	require.NoError(t, err)
+
+	// A server whose caller has given up before the start is answered.
+	tag := "MCPVISOR_ABANDON_TEST=" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	req = devNull(t)
+	req.Path, req.Argv = "/bin/sleep", []string{"sleep", "1000"}
+	req.Env = append(req.Env, tag)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Spawn(ctx, req)
+	require.ErrorIs(t, err, context.Canceled)
+	// The reaper serves requests in order: once a later start is
+	// answered, the abandoned one was forked.
+	req = devNull(t)
+	req.Path, req.Argv = "/bin/true", []string{"true"}
+	p, err = Spawn(context.Background(), req)
+	require.NoError(t, err)
+	<-p.Done()
+	_, err = p.Release(context.Background(), 0)
+	require.NoError(t, err)
+	assert.Empty(t, stdiotest.Eventually(5*time.Second, func() []int { return stdiotest.WithEnv(tag) }),
+		"the server whose caller gave up is ended")
+}
+
+// A reaper killed with SIGKILL leaves its cgroup directory, and whatever
+// its servers' descendants were doing in it; the next reaper ends those
+// and removes the directory.
+func TestStaleCgroupsAreSwept(t *testing.T) {
+	own, err := ownCgroupDir()
+	if err != nil {
+		t.Skip("no cgroup v2 hierarchy:", err)
+	}
+	// A dead reaper's directory: a pid no process has (the kernel's pid
+	// limit), with a server's cgroup still holding a process.
+	stale := filepath.Join(own, cgroupPrefix+"4194305")
+	server := filepath.Join(stale, "s1")
+	if err := os.MkdirAll(server, 0o755); err != nil {
+		t.Skip("the cgroup hierarchy is not writable:", err)
+	}
+	t.Cleanup(func() { os.Remove(server); os.Remove(stale) })
+	leftover := exec.Command("sleep", "1000")
+	require.NoError(t, leftover.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- leftover.Wait() }()
+	require.NoError(t, os.WriteFile(filepath.Join(server, "cgroup.procs"), []byte(strconv.Itoa(leftover.Process.Pid)), 0))
+
+	// A new reaper (a first server) sweeps it.
+	release := Hold()
+	defer release()
+	req := devNull(t)
+	req.Path, req.Argv = "/bin/true", []string{"true"}
+	p, err := Spawn(context.Background(), req)
+	require.NoError(t, err)
+	<-p.Done()
+	_, err = p.Release(context.Background(), 0)
+	require.NoError(t, err)
+
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		leftover.Process.Kill()
+		t.Fatal("the leftover of a dead reaper still runs 10 s after a new reaper started")
+	}
+	_, err = os.Stat(stale)
+	assert.True(t, os.IsNotExist(err), "the dead reaper's directory is removed")
+}

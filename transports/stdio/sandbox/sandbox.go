@@ -1,0 +1,148 @@
+// Package sandbox confines a stdio server: it turns a server's
+// transports.Sandbox settings into a Plan (which mechanism, which paths
+// readable and writable, which limits), which the exec stage (package
+// confine), the short-lived process that becomes the server, applies.
+//
+// On Linux there are two mechanisms. Landlock rules and resource limits
+// are set by the exec stage on itself before it executes the server, so
+// the server never runs a single instruction unconfined; bubblewrap
+// (bwrap) builds mount, PID and network namespaces around it. Auto picks
+// bubblewrap where it works, else Landlock. On macOS a Seatbelt profile
+// (sandbox-exec) is built; elsewhere every mechanism is unavailable.
+//
+// A sandbox that was asked for and cannot be had is an error
+// (ErrUnavailable): the server is never started unconfined instead.
+// See docs/sandbox.md for the defaults and what each mechanism does not
+// cover.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/mcpvisor/mcpvisor/transports"
+)
+
+// ErrUnavailable is matched (errors.Is) by every error saying that a
+// sandbox was asked for and cannot be had: no mechanism works here, the
+// one named is missing or disabled, or applying it failed. The server
+// did not run.
+var ErrUnavailable = errors.New("sandbox unavailable")
+
+// UnavailableError says why no mechanism could confine a server. It
+// matches ErrUnavailable.
+type UnavailableError struct {
+	// Requested is the mechanism asked for (auto, landlock, bwrap,
+	// seatbelt).
+	Requested transports.SandboxMechanism
+	// Reasons says, per mechanism tried, why it cannot be used.
+	Reasons []string
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("sandbox unavailable (mechanism %s): %s; the server was not started",
+		e.Requested, strings.Join(e.Reasons, "; "))
+}
+
+// Is makes an UnavailableError match ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Options are the host's settings for every sandbox. The zero value is
+// usable.
+type Options struct {
+	// Home is the home directory that confined servers may not read
+	// (except the paths they are given). Empty means the current user's
+	// home directory in the password database (never $HOME).
+	Home string
+
+	// Disable lists mechanisms never to use, for a kernel or a
+	// distribution on which one misbehaves: a server that asks for one of
+	// them fails with ErrUnavailable, and auto passes it over.
+	Disable []transports.SandboxMechanism
+
+	// Bwrap is the bubblewrap binary. Empty means "bwrap" looked up in
+	// PATH.
+	Bwrap string
+}
+
+func (o *Options) disabled(m transports.SandboxMechanism) bool {
+	for _, d := range o.Disable {
+		if d == m {
+			return true
+		}
+	}
+	return false
+}
+
+// Command is the server to confine, as the transport resolved it.
+type Command struct {
+	Path string            // the executable, absolute or relative to Dir
+	Argv []string          // argv[0] first
+	Dir  string            // the working directory, absolute
+	Env  map[string]string // the config's variables (they are not overridden)
+}
+
+// Plan is one start of one confined server, made concrete: the exec
+// stage applies Limits and (for Landlock) Rules to itself, then executes
+// Path with Argv, which is the server or bubblewrap around it.
+type Plan struct {
+	Mechanism transports.SandboxMechanism `json:"mechanism"`
+
+	// Path and Argv are what the exec stage executes.
+	Path string   `json:"path"`
+	Argv []string `json:"argv"`
+
+	// Env holds variables set for the server (TMPDIR and friends), as
+	// NAME=value, over its environment.
+	Env []string `json:"env,omitempty"`
+
+	Limits Limits `json:"limits"`
+
+	// Landlock is the ruleset of the landlock mechanism.
+	Landlock *Ruleset `json:"landlock,omitempty"`
+
+	// tempDir is the host-side private temporary directory, removed by
+	// Cleanup.
+	tempDir string
+}
+
+// Limits are the resource limits set before the server runs. Zero means
+// no limit.
+type Limits struct {
+	// DataBytes caps each process's data segment (RLIMIT_DATA: heap and
+	// private writable mappings; unlike the address space, it does not
+	// count the reservations of V8 or Go).
+	DataBytes uint64 `json:"dataBytes,omitempty"`
+	// OpenFiles caps each process's descriptors (RLIMIT_NOFILE).
+	OpenFiles uint64 `json:"openFiles,omitempty"`
+	// Processes is how many processes (threads count) the server may
+	// start: RLIMIT_NPROC, which counts every task of the user, is set to
+	// the user's tasks at start plus this many. (Root is not held by
+	// RLIMIT_NPROC.)
+	Processes uint64 `json:"processes,omitempty"`
+}
+
+// Ruleset is what the exec stage gives landlock_create_ruleset and
+// landlock_add_rule.
+type Ruleset struct {
+	HandledFS  uint64 `json:"fs"`
+	HandledNet uint64 `json:"net,omitempty"`
+	Scoped     uint64 `json:"scoped,omitempty"`
+	Rules      []Rule `json:"rules"`
+}
+
+// Rule grants Access beneath Path. A missing path is skipped.
+type Rule struct {
+	Path   string `json:"path"`
+	Access uint64 `json:"access"`
+}
+
+// Cleanup removes what Prepare made for the plan (its private temporary
+// directory). The server and everything it started must be gone.
+func (p *Plan) Cleanup() {
+	if p != nil && p.tempDir != "" {
+		os.RemoveAll(p.tempDir)
+	}
+}

@@ -1,0 +1,196 @@
+// Package sandboxtest is a small stdio MCP server for sandbox tests: its
+// tools try what a sandbox should stop (a write, a read, a TCP connection,
+// a large allocation) and say whether it worked.
+//
+// Build compiles it (package probe below) without the race detector: a
+// race-enabled binary maps terabytes of shadow memory, which no data
+// limit lets start.
+package sandboxtest
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/transports"
+)
+
+// The probe's tools.
+const (
+	ToolWrite   = "write"   // {path}: write a file
+	ToolRead    = "read"    // {path}: read a file; the content is the answer
+	ToolConnect = "connect" // {addr}: open a TCP connection
+	ToolAlloc   = "alloc"   // {mb}: allocate and touch that many MiB
+	ToolEnv     = "env"     // {name}: the value of an environment variable
+)
+
+// Build compiles the probe server into dir and returns its path. It
+// needs the go command in PATH.
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "sandbox-probe")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/sandboxtest/probe")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the probe server: %v: %s", err, out)
+	}
+	return bin, nil
+}
+
+// Command returns the config that starts the probe server bin (see
+// Build), with the probe's flags:
+//
+//	-marker PATH     create PATH before anything else (a test checks it never ran)
+//	-grandchildren   start two "sleep 1000": one a plain child, one in a session of its own
+func Command(bin string, flags ...string) transports.Config {
+	return transports.Config{Command: bin, Args: flags}
+}
+
+// Main runs the probe server with its arguments and returns its exit
+// code.
+func Main(args []string) int {
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "-marker":
+			if i+1 < len(args) {
+				i++
+				if err := os.WriteFile(args[i], []byte("ran\n"), 0o644); err != nil {
+					fmt.Fprintln(os.Stderr, "probe: marker:", err)
+				}
+			}
+		case "-grandchildren":
+			for _, setsid := range []bool{false, true} {
+				cmd := exec.Command("sleep", "1000")
+				cmd.SysProcAttr = sessionAttr(setsid)
+				if err := cmd.Start(); err != nil {
+					fmt.Fprintln(os.Stderr, "probe: grandchild:", err)
+				}
+			}
+		}
+	}
+	return serve()
+}
+
+type request struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		Name            string          `json:"name"`
+		Arguments       json.RawMessage `json:"arguments"`
+	} `json:"params"`
+}
+
+// hog keeps what alloc allocated, so that it is not collected.
+var hog [][]byte
+
+func serve() int {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 64<<10), 16<<20)
+	out := bufio.NewWriter(os.Stdout)
+	answer := func(id json.RawMessage, result any) {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+		out.Write(append(b, '\n'))
+		out.Flush()
+	}
+	fail := func(id json.RawMessage, code int, msg string) {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+		out.Write(append(b, '\n'))
+		out.Flush()
+	}
+	for in.Scan() {
+		var r request
+		if json.Unmarshal(in.Bytes(), &r) != nil {
+			continue
+		}
+		if len(r.ID) == 0 {
+			continue // a notification
+		}
+		switch r.Method {
+		case "initialize":
+			v := r.Params.ProtocolVersion
+			if v == "" {
+				v = "2025-06-18"
+			}
+			answer(r.ID, map[string]any{
+				"protocolVersion": v,
+				"capabilities":    map[string]any{"tools": map[string]any{}},
+				"serverInfo":      map[string]any{"name": "sandbox-probe", "version": "1"},
+			})
+		case "ping":
+			answer(r.ID, map[string]any{})
+		case "tools/list":
+			answer(r.ID, map[string]any{"tools": tools()})
+		case "tools/call":
+			text, ok := call(r.Params.Name, r.Params.Arguments)
+			answer(r.ID, map[string]any{
+				"content": []any{map[string]any{"type": "text", "text": text}},
+				"isError": !ok,
+			})
+		default:
+			fail(r.ID, -32601, "method not found: "+r.Method)
+		}
+	}
+	return 0
+}
+
+func tools() []any {
+	schema := func(prop, typ string) map[string]any {
+		return map[string]any{"type": "object", "properties": map[string]any{prop: map[string]any{"type": typ}}, "required": []string{prop}}
+	}
+	return []any{
+		map[string]any{"name": ToolWrite, "description": "write a file", "inputSchema": schema("path", "string")},
+		map[string]any{"name": ToolRead, "description": "read a file", "inputSchema": schema("path", "string")},
+		map[string]any{"name": ToolConnect, "description": "open a TCP connection", "inputSchema": schema("addr", "string")},
+		map[string]any{"name": ToolAlloc, "description": "allocate and touch memory", "inputSchema": schema("mb", "integer")},
+		map[string]any{"name": ToolEnv, "description": "read an environment variable", "inputSchema": schema("name", "string")},
+	}
+}
+
+// call runs a tool: the text says what happened; ok is false when the
+// attempt failed.
+func call(name string, raw json.RawMessage) (string, bool) {
+	var a struct {
+		Path string `json:"path"`
+		Addr string `json:"addr"`
+		MB   int    `json:"mb"`
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	switch name {
+	case ToolWrite:
+		if err := os.WriteFile(a.Path, []byte("written by the probe\n"), 0o644); err != nil {
+			return err.Error(), false
+		}
+		return "wrote " + a.Path, true
+	case ToolRead:
+		b, err := os.ReadFile(a.Path)
+		if err != nil {
+			return err.Error(), false
+		}
+		return strings.TrimSpace(string(b)), true
+	case ToolConnect:
+		c, err := net.DialTimeout("tcp", a.Addr, 3*time.Second)
+		if err != nil {
+			return err.Error(), false
+		}
+		c.Close()
+		return "connected to " + a.Addr, true
+	case ToolAlloc:
+		for range a.MB {
+			b := make([]byte, 1<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			hog = append(hog, b)
+		}
+		return fmt.Sprintf("allocated %d MiB", a.MB), true
+	case ToolEnv:
+		return os.Getenv(a.Name), true
+	}
+	return "unknown tool " + name, false
+}
