@@ -320,10 +320,10 @@ func errorFrame(id protocol.ID, e *protocol.Error) []byte {
 // messageWriter is the Wire of a Conn.
 type messageWriter struct{ c Conn }
 
-func (w *messageWriter) Kind() WireKind                  { return WireConn }
-func (w *messageWriter) WriteMessage(data []byte) error  { return w.c.WriteMessage(data) }
-func (w *messageWriter) Flush() error                    { return nil }
-func (w *messageWriter) Header() http.Header             { return nil }
+func (w *messageWriter) Kind() WireKind                    { return WireConn }
+func (w *messageWriter) WriteMessage(data []byte) error    { return w.c.WriteMessage(data) }
+func (w *messageWriter) Flush() error                      { return nil }
+func (w *messageWriter) Header() http.Header               { return nil }
 func (w *messageWriter) writeFrame(f []byte, _ bool) error { return w.c.WriteMessage(f) }
 
 func (w *messageWriter) WriteBytes(b []byte) error {

@@ -20,8 +20,9 @@ import (
 
 // listener is one open subscriptions/listen request.
 //
-// Concurrency: the fields are set before it is registered and never
-// change; end runs once.
+// Concurrency: the fields but mu are set before it is registered and
+// never change; mu orders the acknowledgement before every notification;
+// end runs once.
 type listener struct {
 	srv       *Server
 	x         *exchange
@@ -31,6 +32,7 @@ type listener struct {
 	logLevel  protocol.LoggingLevel
 	release   func()
 	once      sync.Once
+	mu        sync.Mutex // held while the acknowledgement is sent, and by each notify
 }
 
 // listenParams is the params of subscriptions/listen: the filter is its
@@ -72,12 +74,11 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 		}
 		l.resources[uri] = struct{}{}
 	}
-	if !l.notify(protocol.NotificationSubscriptionsAck, protocol.SubscriptionsAcknowledgedParams{Notifications: agreed}) {
-		l.once.Do(release)
-		w.Error(protocol.NewError(protocol.CodeInvalidRequest, "subscriptions/listen needs a stream (over HTTP: Accept: text/event-stream)"))
-		return
-	}
+	// The stream is registered before its acknowledgement is sent, under
+	// its own lock, so that a notification sent once the client has the
+	// acknowledgement reaches it, and none goes before it.
 	sess := r.Session
+	l.mu.Lock()
 	s.mu.Lock()
 	shut := s.shut
 	if !shut {
@@ -93,7 +94,15 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 		sess.listens[r.ID] = l
 	}
 	sess.mu.Unlock()
+	acked := l.notifyLocked(protocol.NotificationSubscriptionsAck, protocol.SubscriptionsAcknowledgedParams{Notifications: agreed})
+	l.mu.Unlock()
 	switch {
+	case !acked:
+		l.once.Do(func() {
+			l.unregister()
+			l.release()
+		})
+		w.Error(protocol.NewError(protocol.CodeInvalidRequest, "subscriptions/listen needs a stream (over HTTP: Accept: text/event-stream)"))
 	case shut:
 		l.end(true)
 	case closed:
@@ -103,19 +112,24 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 	}
 }
 
+// unregister removes the stream from its server's and session's tables.
+func (l *listener) unregister() {
+	l.srv.mu.Lock()
+	delete(l.srv.listens, l)
+	l.srv.mu.Unlock()
+	sess := l.x.req.Session
+	sess.mu.Lock()
+	if sess.listens[l.x.req.ID] == l {
+		delete(sess.listens, l.x.req.ID)
+	}
+	sess.mu.Unlock()
+}
+
 // end ends the listen stream: with its complete result when graceful,
 // else without an answer. It releases what the stream held.
 func (l *listener) end(graceful bool) {
 	l.once.Do(func() {
-		l.srv.mu.Lock()
-		delete(l.srv.listens, l)
-		l.srv.mu.Unlock()
-		sess := l.x.req.Session
-		sess.mu.Lock()
-		if sess.listens[l.x.req.ID] == l {
-			delete(sess.listens, l.x.req.ID)
-		}
-		sess.mu.Unlock()
+		l.unregister()
 		if graceful {
 			res := make([]byte, 0, 96)
 			res = append(res, `{"_meta":{"`+protocol.MetaSubscriptionID+`":`...)
@@ -130,8 +144,14 @@ func (l *listener) end(graceful bool) {
 }
 
 // notify sends a notification on the listen stream, tagged with its
-// subscription id.
+// subscription id, once the acknowledgement is out.
 func (l *listener) notify(method string, params any) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.notifyLocked(method, params)
+}
+
+func (l *listener) notifyLocked(method string, params any) bool {
 	frame, err := taggedNotification(method, l.idJSON, params)
 	if err != nil {
 		l.srv.log.Debug().Err(err).Str("method", method).Msg("encoding a notification")

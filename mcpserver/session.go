@@ -47,9 +47,9 @@ type Session struct {
 	initialized bool   // notifications/initialized received
 	clientInfo  protocol.Implementation
 	caps        protocol.ClientCapabilities
-	meta        *Meta                   // the last stateless-era request's (connections)
-	logLevel    protocol.LoggingLevel   // "" until logging/setLevel
-	subs        map[string]struct{}     // resource subscriptions (nil until one)
+	meta        *Meta                     // the last stateless-era request's (connections)
+	logLevel    protocol.LoggingLevel     // "" until logging/setLevel
+	subs        map[string]struct{}       // resource subscriptions (nil until one)
 	inflight    map[protocol.ID]*exchange // requests being served, by id (not those of Options.Inline)
 	listens     map[protocol.ID]*listener // open subscriptions/listen requests, by id
 	asks        map[string]*ask           // requests sent to the client, by id

@@ -32,9 +32,9 @@ type stream struct {
 // event is one event of a stream.
 type event struct {
 	seq   uint64
-	data  []byte            // a JSON-RPC message
-	write func(Wire) error  // an answer of ResponseWriter.ReplyWith (data is nil)
-	retry time.Duration     // > 0: the priming event (no data)
+	data  []byte           // a JSON-RPC message
+	write func(Wire) error // an answer of ResponseWriter.ReplyWith (data is nil)
+	retry time.Duration    // > 0: the priming event (no data)
 }
 
 func newStream(no uint32, size int) *stream {

@@ -28,8 +28,8 @@ import (
 // faultState is what the faults count. mu guards it.
 type faultState struct {
 	mu      sync.Mutex
-	armed   bool                      // an initialize or server/discover came in (HTTP5xx)
-	burst   int                       // 503s still to send once armed
+	armed   bool                       // an initialize or server/discover came in (HTTP5xx)
+	burst   int                        // 503s still to send once armed
 	perSess map[*mcpserver.Session]int // tools/call received, per session (ExpireSessionAfter)
 	forget  map[*mcpserver.Session]func()
 }

@@ -385,6 +385,7 @@ func (f describeFlag) Set(v string) error {
 	(*f.m)[name] = text
 	return nil
 }
+
 // Run serves one client over r and w until r ends (or, with
 // IgnoreSIGTERM, forever), an exit fault fires, or FlapUp has passed, and
 // returns the process exit code. At the end of r it first answers what it
