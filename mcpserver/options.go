@@ -61,6 +61,13 @@ type Options struct {
 	// Without it, each request runs on a goroutine of its own. HTTP
 	// requests always run on their own request's goroutine.
 	Inline bool
+	// ModernConnNotifications sends the notifications that belong to no
+	// request (Broadcast, ListChanged, …) to the connections (stdio,
+	// ServeConn) of the stateless era too, while they have no
+	// subscriptions/listen stream open, as servers did before listen
+	// streams existed. Without it, such a connection gets them on its
+	// listen streams only.
+	ModernConnNotifications bool
 	// MaxMessageSize bounds one incoming message: a stdio line or a POST
 	// body (default 16 MiB). A longer line is skipped; a longer body is
 	// refused with 413.

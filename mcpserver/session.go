@@ -265,7 +265,13 @@ func (s *Session) send(frame []byte) bool {
 func (s *Session) takesNotifications() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.closed && !s.expiring && !s.modern && (s.initialized || s.version != "") && s.kind != kindRequest && len(s.listens) == 0
+	if s.closed || s.expiring || s.kind == kindRequest || len(s.listens) > 0 {
+		return false
+	}
+	if s.modern {
+		return s.kind == kindConn && s.srv.opts.ModernConnNotifications
+	}
+	return s.initialized || s.version != ""
 }
 
 // touch records activity.

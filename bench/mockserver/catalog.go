@@ -89,7 +89,10 @@ func newServer(o Options) *server {
 		ModernResult:       s.cacheable,
 		RequireInitialized: true,
 		Inline:             true,
-		MaxMessageSize:     maxBody,
+		// The mock's clients (mcpvisor's supervisor) take a channel's
+		// messages and list_changed over stdio in every era.
+		ModernConnNotifications: true,
+		MaxMessageSize:          maxBody,
 		HTTP: mcpserver.HTTPOptions{
 			OutboxSize:   maxEvents,
 			SSEResponses: o.SSEResponses,
