@@ -24,6 +24,10 @@ const (
 	tinyWAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
 )
 
+// reconnectionDelay is how long test_reconnection takes to answer (the
+// gateway's conformance run ends POST streams after 500 ms).
+const reconnectionDelay = 1500 * time.Millisecond
+
 func conformanceTools() []protocol.Tool {
 	obj := json.RawMessage(`{"type":"object","properties":{}}`)
 	t := func(name, desc string) protocol.Tool {
@@ -38,6 +42,7 @@ func conformanceTools() []protocol.Tool {
 		t("test_tool_with_logging", "Sends three log messages, then returns."),
 		t("test_error_handling", "Always fails with isError."),
 		t("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100, 50 ms apart, then returns."),
+		t("test_reconnection", "Answers after 1.5 s: long enough for a gateway to end the POST stream for SSE polling (SEP-1699)."),
 		{Name: "test_sampling", Description: "Asks the client to sample a message for prompt.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string"}},"required":["prompt"]}`)},
 		{Name: "test_elicitation", Description: "Asks the user (elicitation) for a username and an email.",
@@ -108,6 +113,11 @@ func (s *server) conformanceAsync(ctx context.Context, w mcpserver.ResponseWrite
 	}
 	var run func()
 	switch name {
+	case "test_reconnection":
+		run = func() {
+			time.Sleep(reconnectionDelay)
+			w.Reply(text("Reconnection test completed"))
+		}
 	case "test_tool_with_progress":
 		token := p.Meta[protocol.MetaProgressToken]
 		run = func() {

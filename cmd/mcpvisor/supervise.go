@@ -38,6 +38,7 @@ type superviseFlags struct {
 	maxSessions  int
 	maxStreams   int
 	channelQueue int
+	pollAfter    time.Duration
 }
 
 func (a *app) superviseCommand() *cobra.Command {
@@ -82,6 +83,11 @@ gateway's tool wait_for_channel_message (for clients without push): at most
 --channel-queue messages per server (default 1000; the oldest is dropped, and
 counted in /status, /metrics and on the next message delivered). The queue
 starts with the gateway and survives reloads.
+
+Long calls: the event stream answering a tools/call of a 2025-11-25 session
+ends after --sse-poll-after (default 30s) with a priming event (an id and a
+retry field); the call goes on, and the client resumes the stream with a GET
+and Last-Event-ID to get its answer (SSE polling, SEP-1699).
 
 Security: the listener is loopback by default, and then refuses requests whose
 Host is not a loopback name, and browser requests whose Origin is not loopback
@@ -132,6 +138,8 @@ Exit codes:
 		"allow at most `N` GET streams open at once per HTTP session (409 beyond); negative: no cap")
 	fl.IntVar(&f.channelQueue, "channel-queue", mcpvisor.DefaultChannelCapacity,
 		"keep at most `N` channel messages per server for wait_for_channel_message (the oldest is dropped and counted)")
+	fl.DurationVar(&f.pollAfter, "sse-poll-after", gateway.DefaultSSEPollAfter,
+		"end the POST event stream of a tools/call still running after `D` (2025-11-25 sessions; the client resumes it with Last-Event-ID, SEP-1699); negative: never")
 	return cmd
 }
 
@@ -217,7 +225,8 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
 		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
-		Dashboard: gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
+		SSEPollAfter: f.pollAfter,
+		Dashboard:    gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
 	})
 	fwd.Attach(gw)
 	serveCtx, stopServing := context.WithCancel(context.Background())

@@ -41,6 +41,8 @@ type session struct {
 	lastUsed    time.Time                     // guarded by mu
 	closed      bool                          // guarded by mu
 	streams     int                           // GET streams open; guarded by mu
+	polls       map[uint64]*pollStream        // polled calls' streams not yet read to their answer (polling.go); guarded by mu
+	pollSeq     uint64                        // numbers the poll streams; guarded by mu
 	done        chan struct{}                 // closed by close
 }
 
