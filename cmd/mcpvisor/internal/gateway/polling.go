@@ -133,7 +133,6 @@ type polledAnswer struct {
 // goes away before the poll.
 func (g *Gateway) servePolled(r *http.Request, s *session, m *protocol.Message, st *reqStream) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	stopCancel := context.AfterFunc(r.Context(), cancel)
 	answer := make(chan polledAnswer, 1)
 	go func() {
 		defer cancel()
@@ -146,16 +145,15 @@ func (g *Gateway) servePolled(r *http.Request, s *session, m *protocol.Message, 
 	defer t.Stop()
 	select {
 	case a := <-answer:
-		stopCancel()
 		st.finish(a.frame, http.StatusOK)
+		return
+	case <-r.Context().Done():
+		// The client went away before the poll: the call is cancelled.
+		cancel()
+		st.finish(nil, http.StatusOK)
 		return
 	case <-t.C:
 	case <-s.done:
-	}
-	if !stopCancel() {
-		// The client went away: the call is cancelled.
-		st.finish(nil, http.StatusOK)
-		return
 	}
 	p := s.openPoll()
 	if p == nil || !st.poll(p, g.sseRetry(), g.opts.OutboxSize) {
