@@ -101,28 +101,8 @@ type metaFields struct {
 // encoding/json's map decoding has it). ok is false when the object could
 // not be read.
 func scanMeta(raw json.RawMessage) (f metaFields, ok bool) {
-	str := func(v []byte) string {
-		if s, plain := protocol.PlainString(v); plain {
-			return s
-		}
-		var s string
-		_ = json.Unmarshal(v, &s)
-		return s
-	}
-	visit := func(k string, v []byte) {
-		switch k {
-		case protocol.MetaProtocolVersion:
-			f.version = str(v)
-		case protocol.MetaClientCapabilities:
-			f.caps, f.hasCaps = v, true
-		case protocol.MetaClientInfo:
-			f.info = v
-		case protocol.MetaLogLevel:
-			f.logLevel = str(v)
-		}
-	}
 	if protocol.EachMember(raw, func(k, v []byte) bool {
-		visit(string(k), v)
+		f.visit(k, v) // (string(k) in a switch does not allocate)
 		return true
 	}) {
 		return f, true
@@ -132,9 +112,50 @@ func scanMeta(raw json.RawMessage) (f metaFields, ok bool) {
 		return f, false
 	}
 	for k, v := range m {
-		visit(k, v)
+		f.visit([]byte(k), v)
 	}
 	return f, true
+}
+
+// visit reads member k of a _meta, if it is one of the protocol's.
+func (f *metaFields) visit(k, v []byte) {
+	switch string(k) {
+	case protocol.MetaProtocolVersion:
+		f.version = metaString(v)
+	case protocol.MetaClientCapabilities:
+		f.caps, f.hasCaps = v, true
+	case protocol.MetaClientInfo:
+		f.info = v
+	case protocol.MetaLogLevel:
+		f.logLevel = metaString(v)
+	}
+}
+
+// knownMetaStrings are the JSON strings a _meta carries with every request
+// (protocol versions, log levels), so that reading them allocates nothing.
+var knownMetaStrings = func() map[string]string {
+	m := map[string]string{}
+	for _, v := range protocol.SupportedVersions() {
+		m[`"`+v+`"`] = v
+	}
+	for _, l := range []protocol.LoggingLevel{protocol.LevelDebug, protocol.LevelInfo, protocol.LevelNotice, protocol.LevelWarning,
+		protocol.LevelError, protocol.LevelCritical, protocol.LevelAlert, protocol.LevelEmergency} {
+		m[`"`+string(l)+`"`] = string(l)
+	}
+	return m
+}()
+
+// metaString reads a JSON string of a _meta.
+func metaString(v []byte) string {
+	if s, ok := knownMetaStrings[string(v)]; ok {
+		return s
+	}
+	if s, plain := protocol.PlainString(v); plain {
+		return s
+	}
+	var s string
+	_ = json.Unmarshal(v, &s)
+	return s
 }
 
 // memo remembers the last value decoded from one raw JSON text: clients
