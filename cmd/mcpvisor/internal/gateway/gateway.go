@@ -142,8 +142,9 @@ type Options struct {
 	// HTTP session may hold its POST's event stream open: then the
 	// gateway ends the stream after a priming event, and the client
 	// resumes it with a GET and Last-Event-ID to get the answer (SSE
-	// polling, SEP-1699; see polling.go). Default DefaultSSEPollAfter;
-	// negative: never.
+	// polling, SEP-1699; see polling.go). Zero (the default) or negative:
+	// never, since it costs every eligible call a goroutine hand-off; see
+	// SuggestedSSEPollAfter.
 	SSEPollAfter time.Duration
 	// SSERetry is the retry field of that priming event: how long the
 	// client waits before it resumes (default DefaultSSERetry).

@@ -25,15 +25,17 @@ import (
 // negotiated 2025-11-25 or later (earlier clients cannot resume a POST
 // stream) and whose POST accepts an event stream.
 
-// Defaults of SSE polling.
-const (
-	// DefaultSSEPollAfter is Options.SSEPollAfter's zero value: a call
-	// that has not answered in this long has its response closed.
-	DefaultSSEPollAfter = 30 * time.Second
-	// DefaultSSERetry is Options.SSERetry's zero value: how long the
-	// client is told to wait before it resumes.
-	DefaultSSERetry = time.Second
-)
+// DefaultSSERetry is Options.SSERetry's zero value: how long the client
+// is told to wait before it resumes.
+const DefaultSSERetry = time.Second
+
+// SuggestedSSEPollAfter is a sane Options.SSEPollAfter for a gateway
+// behind a proxy that cuts responses idle for a minute. Polling is off by
+// default because a call that may be polled runs on a goroutine of its
+// own, which costs every call a hand-off (10–15 µs of the gateway's CPU
+// per call on the 2-core VM of docs/protocol.md), whether it is polled or
+// not.
+const SuggestedSSEPollAfter = 30 * time.Second
 
 // pollVersion is the first protocol version whose clients resume POST
 // streams.
@@ -92,14 +94,7 @@ func (p *pollStream) since(after int) (frames [][]byte, first int, answered bool
 // pollAfter is how long a call runs before its response is closed (0:
 // never).
 func (g *Gateway) pollAfter() time.Duration {
-	switch d := g.opts.SSEPollAfter; {
-	case d < 0:
-		return 0
-	case d == 0:
-		return DefaultSSEPollAfter
-	default:
-		return d
-	}
+	return max(g.opts.SSEPollAfter, 0)
 }
 
 func (g *Gateway) sseRetry() time.Duration {
