@@ -106,7 +106,7 @@ func (g *Gateway) sseRetry() time.Duration {
 
 // polled reports whether request m of s, answered on st, may be polled.
 func (g *Gateway) polled(s *session, m *protocol.Message, st *reqStream) bool {
-	if m.Method != protocol.MethodToolsCall || s.id == "" || s.out == nil || !st.sse || g.pollAfter() == 0 {
+	if g.pollAfter() == 0 || m.Method != protocol.MethodToolsCall || s.id == "" || s.out == nil || !st.sse {
 		return false
 	}
 	s.mu.Lock()
