@@ -169,6 +169,20 @@ type memoEntry[T any] struct {
 	v   T
 }
 
+// cached returns the value kept for raw, if raw is the last text kept.
+func (m *memo[T]) cached(raw json.RawMessage) (T, bool) {
+	if e := m.last.Load(); e != nil && e.raw == string(raw) {
+		return e.v, true
+	}
+	var zero T
+	return zero, false
+}
+
+// keep remembers v as the value of raw.
+func (m *memo[T]) keep(raw json.RawMessage, v T) {
+	m.last.Store(&memoEntry[T]{raw: string(raw), v: v})
+}
+
 // decode returns raw decoded into a T, and false when it does not decode.
 func (m *memo[T]) decode(raw json.RawMessage) (T, bool) {
 	if e := m.last.Load(); e != nil && e.raw == string(raw) {
@@ -190,6 +204,9 @@ func (s *Server) parseMeta(params json.RawMessage) (*Meta, *protocol.Error) {
 	if !found {
 		return nil, errMetaMissing()
 	}
+	if m, ok := s.metas.cached(raw); ok {
+		return m, nil
+	}
 	f, ok := scanMeta(raw)
 	if !ok {
 		return nil, errMetaMissing()
@@ -209,6 +226,7 @@ func (s *Server) parseMeta(params json.RawMessage) (*Meta, *protocol.Error) {
 	if len(f.info) > 0 {
 		m.ClientInfo, _ = s.infos.decode(f.info)
 	}
+	s.metas.keep(raw, m)
 	return m, nil
 }
 

@@ -41,6 +41,7 @@ type Server struct {
 
 	caps  memo[protocol.ClientCapabilities] // the last clientCapabilities decoded
 	infos memo[protocol.Implementation]     // the last clientInfo decoded
+	metas memo[*Meta]                       // the last valid _meta parsed (clients send the same one with every request)
 
 	askSeq atomic.Uint64 // numbers the requests sent to clients
 
