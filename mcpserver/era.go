@@ -45,8 +45,10 @@ var removedMethods = []string{
 	protocol.MethodTasksResult, protocol.MethodTasksList,
 }
 
-// removedInStateless reports whether the stateless era has no method.
-func removedInStateless(method string) bool { return slices.Contains(removedMethods, method) }
+// RemovedInStateless reports whether method is one the stateless era
+// (2026-07-28) removed, or one the tasks extension removed: such a
+// request is answered -32601 (over HTTP, 404).
+func RemovedInStateless(method string) bool { return slices.Contains(removedMethods, method) }
 
 // errMetaMissing is the answer to a stateless-era request without _meta.
 func errMetaMissing() *protocol.Error {

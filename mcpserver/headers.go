@@ -166,9 +166,11 @@ func DecodeHeaderValue(v string) (string, error) {
 	return v, nil
 }
 
-// statelessStatus is the HTTP status of a stateless-era request's answer
-// with error code (0 for a result).
-func statelessStatus(code int64) int {
+// StatelessStatus is the HTTP status of the answer to a stateless-era
+// request whose error code is code (0 for a result): 404 for an unknown
+// method, 400 for the errors of the request itself (headers, capability,
+// version, malformed), 200 otherwise.
+func StatelessStatus(code int64) int {
 	switch code {
 	case protocol.CodeMethodNotFound:
 		return http.StatusNotFound

@@ -162,7 +162,7 @@ func (p *postResponse) finish() int64 {
 func (p *postResponse) writeAnswerLocked(code int64) error {
 	status := http.StatusOK
 	if p.stateless {
-		status = statelessStatus(code)
+		status = StatelessStatus(code)
 	}
 	if !p.started && p.sseAnswer && status == http.StatusOK {
 		p.startLocked()

@@ -214,7 +214,7 @@ func (s *Server) serveRequest(x *exchange) {
 func (s *Server) checkEra(r *Request) *protocol.Error {
 	sess := r.Session
 	if sess.kind == kindRequest { // an HTTP request of the stateless era: validated with its headers
-		if removedInStateless(r.Method) {
+		if RemovedInStateless(r.Method) {
 			return removedError(r.Method)
 		}
 		return nil
@@ -239,7 +239,7 @@ func (s *Server) checkEra(r *Request) *protocol.Error {
 			return protocol.NewError(protocol.CodeInvalidRequest, "%s before initialization: send initialize (or server/discover) first", r.Method)
 		}
 	}
-	if removedInStateless(r.Method) {
+	if RemovedInStateless(r.Method) {
 		return removedError(r.Method)
 	}
 	meta, perr := s.parseMeta(r.Params)

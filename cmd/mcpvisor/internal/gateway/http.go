@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -127,7 +128,7 @@ func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-const sessionHeader = "Mcp-Session-Id"
+const sessionHeader = mcpserver.HeaderSessionID
 
 func (g *Gateway) lookup(id string) *session {
 	g.mu.Lock()
@@ -212,7 +213,7 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	switch {
 	case stateless && frame != nil && s.stateless != nil:
-		status = statelessStatus(code)
+		status = mcpserver.StatelessStatus(code)
 	case stateless && frame != nil && (code == protocol.CodeInvalidRequest || code == protocol.CodeUnsupportedProtocolVersion):
 		status = http.StatusBadRequest
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -229,7 +230,7 @@ func (s *session) isModern() bool {
 
 // request serves one request.
 func (s *session) request(ctx context.Context, m *protocol.Message, reqNotify func([]byte)) (any, *protocol.Error) {
-	if s.isModern() && removedInStateless(m.Method) {
+	if s.isModern() && mcpserver.RemovedInStateless(m.Method) {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s (not in protocol version %s)", m.Method, protocol.Version20260728)
 	}
 	if m.Method == protocol.MethodInitialize {
