@@ -21,6 +21,7 @@ import (
 // holds for clients of both eras and servers of both eras (the servers
 // answer with the _meta they got).
 func TestCallerMetaIsForwarded(t *testing.T) {
+	t.Parallel()
 	_, url := testserver.Serve(t, testserver.Options{})
 	_, gw := statelessGateway(t, map[string]mcpvisor.ServerConfig{
 		"modern": {Config: mcpvisor.TransportConfig{URL: url}},

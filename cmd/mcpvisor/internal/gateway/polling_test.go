@@ -57,12 +57,16 @@ func readEvents(t *testing.T, resp *http.Response) []polledEvent {
 // answer, and the stream then ends (SEP-1699). A quick call, and a
 // session of an earlier version, are answered on the POST.
 func TestLongCallIsPolled(t *testing.T) {
+	t.Parallel()
 	_, url := testserver.Serve(t, testserver.Options{})
 	sup := upstream(t, map[string]mcpvisor.ServerConfig{"t": {Config: mcpvisor.TransportConfig{URL: url}}})
 	_, srv := serve(t, sup, gateway.Options{SSEPollAfter: 100 * time.Millisecond, SSERetry: 250 * time.Millisecond})
 
-	open := func(version string) *rawClient {
-		c := &rawClient{t: t, url: srv.URL}
+	// A gateway that polls after an hour: a call's answer comes first,
+	// whatever the machine's load.
+	_, patient := serve(t, sup, gateway.Options{SSEPollAfter: time.Hour})
+	openAt := func(url, version string) *rawClient {
+		c := &rawClient{t: t, url: url}
 		resp, body := c.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
 		c.session = resp.Header.Get("Mcp-Session-Id")
@@ -86,9 +90,11 @@ func TestLongCallIsPolled(t *testing.T) {
 		t.Cleanup(func() { resp.Body.Close() })
 		return resp
 	}
-	const sleep = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"mcp__t__sleep","arguments":{"ms":600}}}`
+	// The call outlasts SSEPollAfter by far, so that it is polled on a
+	// loaded machine too.
+	const sleep = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"mcp__t__sleep","arguments":{"ms":1500}}}`
 
-	c := open(protocol.Version20251125)
+	c := openAt(srv.URL, protocol.Version20251125)
 	resp := request(c, http.MethodPost, sleep, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
@@ -111,10 +117,11 @@ func TestLongCallIsPolled(t *testing.T) {
 	resp = request(c, http.MethodGet, "", map[string]string{"Last-Event-ID": prime.id})
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "a stream read to its answer is gone")
 
-	resp = request(c, http.MethodPost, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"mcp__t__echo","arguments":{"text":"hi"}}}`, nil)
-	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"), "a quick call is answered on its POST")
+	quick := openAt(patient.URL, protocol.Version20251125)
+	resp = request(quick, http.MethodPost, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"mcp__t__echo","arguments":{"text":"hi"}}}`, nil)
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"), "a call that ends before SSEPollAfter is answered on its POST")
 
-	old := open(protocol.Version20250618)
+	old := openAt(srv.URL, protocol.Version20250618)
 	resp = request(old, http.MethodPost, sleep, nil)
 	events = readEvents(t, resp)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
@@ -127,6 +134,7 @@ func TestLongCallIsPolled(t *testing.T) {
 // mcpvisor's own client (a supervisor connected to the gateway at
 // 2025-11-25) resumes a polled call and gets its answer.
 func TestPolledCallThroughAClient(t *testing.T) {
+	t.Parallel()
 	_, url := testserver.Serve(t, testserver.Options{})
 	sup := upstream(t, map[string]mcpvisor.ServerConfig{"t": {Config: mcpvisor.TransportConfig{URL: url}}})
 	_, srv := serve(t, sup, gateway.Options{SSEPollAfter: 50 * time.Millisecond, SSERetry: 10 * time.Millisecond})
