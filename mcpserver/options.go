@@ -61,6 +61,11 @@ type Options struct {
 	// Without it, each request runs on a goroutine of its own. HTTP
 	// requests always run on their own request's goroutine.
 	Inline bool
+	// DiscoverAllVersions lists every version served in the
+	// supportedVersions of server/discover, those of the handshake eras
+	// too (newest first), not only the stateless era's: a client that
+	// speaks no stateless version then learns which initialize to send.
+	DiscoverAllVersions bool
 	// ModernConnNotifications sends the notifications that belong to no
 	// request (Broadcast, ListChanged, …) to the connections (stdio,
 	// ServeConn) of the stateless era too, while they have no

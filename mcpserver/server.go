@@ -319,7 +319,7 @@ func (s *Server) initialize(w ResponseWriter, r *Request) {
 // discover answers server/discover (2026-07-28).
 func (s *Server) discover(w ResponseWriter, r *Request) {
 	if !s.servesModern() {
-		w.Error(protocol.NewError(protocol.CodeMethodNotFound, "method not found: %s", r.Method))
+		w.Error(protocol.NewError(protocol.CodeMethodNotFound, "method %q not found", r.Method))
 		return
 	}
 	if r.Meta == nil {
@@ -335,8 +335,12 @@ func (s *Server) discover(w ResponseWriter, r *Request) {
 		}
 		r.Meta = meta
 	}
+	versions := s.modernVersions()
+	if s.opts.DiscoverAllVersions {
+		versions = s.versions
+	}
 	res := protocol.DiscoverResult{
-		SupportedVersions: s.modernVersions(),
+		SupportedVersions: versions,
 		Capabilities:      s.capabilities(r),
 		Instructions:      s.opts.Instructions,
 		Meta:              protocol.Meta{},

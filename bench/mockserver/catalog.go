@@ -92,6 +92,7 @@ func newServer(o Options) *server {
 		// The mock's clients (mcpvisor's supervisor) take a channel's
 		// messages and list_changed over stdio in every era.
 		ModernConnNotifications: true,
+		DiscoverAllVersions:     true,
 		MaxMessageSize:          maxBody,
 		HTTP: mcpserver.HTTPOptions{
 			OutboxSize:   maxEvents,
