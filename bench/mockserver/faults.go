@@ -30,6 +30,7 @@ type faultState struct {
 	mu      sync.Mutex
 	armed   bool                       // an initialize or server/discover came in (HTTP5xx)
 	burst   int                        // 503s still to send once armed
+	cuts    int                        // answers lost so far (CutStreams)
 	perSess map[*mcpserver.Session]int // tools/call received, per session (ExpireSessionAfter)
 	forget  map[*mcpserver.Session]func()
 }
@@ -57,6 +58,9 @@ func (s *server) middleware() []mcpserver.Middleware {
 	}
 	if o.DropStream {
 		mws = append(mws, dropStream)
+	}
+	if o.CutStreams > 0 {
+		mws = append(mws, s.cutStreams)
 	}
 	if o.ListenCut > 0 {
 		mws = append(mws, s.cutListens)
@@ -174,6 +178,43 @@ func dropStream(next mcpserver.Handler) mcpserver.Handler {
 		}
 		next.ServeMCP(ctx, w, r)
 	})
+}
+
+// errStreamCut aborts the response of a request whose answer CutStreams
+// loses.
+var errStreamCut = errors.New("mockserver: the response breaks before its answer, as configured")
+
+// cutStreams loses the answers of the first CutStreams stateless-era HTTP
+// requests (of CutMethod, if set) other than server/discover: each is
+// processed, then its response breaks before the answer: with
+// SSEResponses the event stream ends without it, otherwise the connection
+// closes before any response (2026-07-28 has no resumption).
+func (s *server) cutStreams(next mcpserver.Handler) mcpserver.Handler {
+	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
+		if r.Header == nil || !r.Modern() || r.Session.ID() != "" || r.Method == protocol.MethodDiscover ||
+			(s.o.CutMethod != "" && s.o.CutMethod != r.Method) || !s.takeCut() {
+			next.ServeMCP(ctx, w, r)
+			return
+		}
+		_ = capture(ctx, next, w, r) // processed; the answer is lost
+		if d, ok := w.(mcpserver.Disconnecter); ok && s.o.SSEResponses {
+			d.Disconnect()
+			return
+		}
+		w.ReplyWith(func(mcpserver.Wire) error { return errStreamCut })
+	})
+}
+
+// takeCut reports whether this request's answer is one CutStreams
+// loses, counting it.
+func (s *server) takeCut() bool {
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	if s.faults.cuts >= s.o.CutStreams {
+		return false
+	}
+	s.faults.cuts++
+	return true
 }
 
 // cutListens cuts the subscriptions/listen streams of HTTP after
