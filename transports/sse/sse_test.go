@@ -299,7 +299,7 @@ func TestTheStreamOutlivesDialsContext(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close(testwait.Context(t))
 	cancel()
-	time.Sleep(100 * time.Millisecond) // past EndpointTimeout too
+	time.Sleep(100 * time.Millisecond) // testwait:ok not a wait: past EndpointTimeout too
 	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"still":"up"}`)))
 	rec.Wait(t, 1)
 	rec.AssertOpen(t)

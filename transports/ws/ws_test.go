@@ -223,7 +223,7 @@ func TestTheConnectionOutlivesDialsContext(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close(testwait.Context(t))
 	cancel()
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // testwait:ok not a wait: the dial context's end must have no effect
 	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"still":"up"}`)))
 	rec.Wait(t, 1)
 	rec.AssertOpen(t)
@@ -315,7 +315,7 @@ func TestTheServersCloseFrameIsAClosedConnection(t *testing.T) {
 func TestAConnectionDroppedWithoutACloseFrameIsReset(t *testing.T) {
 	drop := make(chan struct{})
 	s := newServer(t, serverOpts{handle: func(ctx context.Context, c *websocket.Conn) {
-		<-drop
+		<-drop       // testwait:ok the server's goroutine; the test closes drop
 		c.CloseNow() // no close frame
 	}})
 	_, rec := dial(t, s.config(), Options{})
@@ -345,7 +345,7 @@ func TestAMissedPongEndsTheConnectionWithATimeout(t *testing.T) {
 func TestPingsCanBeDisabled(t *testing.T) {
 	s := newServer(t, serverOpts{noPong: true, handle: echo})
 	_, rec := dial(t, s.config(), Options{PingInterval: -1, PingTimeout: time.Millisecond})
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // testwait:ok a check that nothing happens within a while
 	assert.Zero(t, s.pings.Load())
 	rec.AssertOpen(t)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
@@ -98,7 +99,7 @@ func TestSpawnHonoursItsContext(t *testing.T) {
 	req.Path, req.Argv = "/bin/true", []string{"true"}
 	p, err := Spawn(context.Background(), req)
 	require.NoError(t, err)
-	<-p.Done()
+	testwait.Done(t, p.Done(), "the exit of /bin/true")
 	_, err = p.Release(context.Background(), 0)
 	require.NoError(t, err)
 
@@ -117,7 +118,7 @@ func TestSpawnHonoursItsContext(t *testing.T) {
 	req.Path, req.Argv = "/bin/true", []string{"true"}
 	p, err = Spawn(context.Background(), req)
 	require.NoError(t, err)
-	<-p.Done()
+	testwait.Done(t, p.Done(), "the exit of /bin/true")
 	_, err = p.Release(context.Background(), 0)
 	require.NoError(t, err)
 	assert.Empty(t, stdiotest.Eventually(5*time.Second, func() []int { return stdiotest.WithEnv(tag) }),
@@ -153,7 +154,7 @@ func TestStaleCgroupsAreSwept(t *testing.T) {
 	req.Path, req.Argv = "/bin/true", []string{"true"}
 	p, err := Spawn(context.Background(), req)
 	require.NoError(t, err)
-	<-p.Done()
+	testwait.Done(t, p.Done(), "the exit of /bin/true")
 	_, err = p.Release(context.Background(), 0)
 	require.NoError(t, err)
 
