@@ -279,3 +279,64 @@ func benchmarkFunc(fn *ast.FuncDecl) bool {
 	}
 	return false
 }
+
+// The checker finds each kind of unbounded wait, and lets through the
+// bounded ones and those that say why they cannot hang.
+func TestUnboundedWaitsFindsEachKind(t *testing.T) {
+	src := `package p
+
+func TestX(t *testing.T) {
+	<-ch
+	select {
+	case <-a:
+	case <-b:
+	}
+	wg.Wait()
+	cmd.Wait()
+	time.Sleep(time.Second)
+	http.Get(url)
+	req, _ := http.NewRequest("GET", url, nil)
+	http.DefaultClient.Do(req)
+
+	select {
+	case <-ch:
+	case <-time.After(time.Second):
+	}
+	select {
+	case <-ch:
+	default:
+	}
+	<-ctx.Done()
+	go func() { <-ch; wg.Wait() }()
+	testwait.Call(t, "the workers", func() { wg.Wait() })
+	for !done() {
+		time.Sleep(time.Millisecond)
+	}
+	http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-ch })
+	synctest.Test(t, func(t *testing.T) { time.Sleep(time.Hour); <-ch })
+	time.Sleep(time.Second) // testwait:ok a check that nothing happens
+	// testwait:ok the server's goroutine
+	<-release
+	<-ch // testwait:ok
+}
+
+// testwait:ok a helper process's main: it waits to be killed
+func helperMain() { <-ch }
+
+func BenchmarkX(b *testing.B) { <-ch }
+`
+	got := unboundedWaits(t, "x_test.go", []byte(src))
+	want := []string{
+		"x_test.go:4: receive <-ch (use testwait.Recv or testwait.Done)",
+		"x_test.go:5: select with no deadline case and no default",
+		"x_test.go:9: wg.Wait() (use testwait.Call or testwait.Result)",
+		"x_test.go:10: cmd.Wait() (use testwait.Call or testwait.Result)",
+		"x_test.go:11: time.Sleep (wait for the state itself)",
+		"x_test.go:12: http.Get (the default client has no timeout)",
+		"x_test.go:14: http.DefaultClient with a request made by http.NewRequest (no timeout, no deadline: use NewRequestWithContext with testwait.Context)",
+		"x_test.go:35: receive <-ch (use testwait.Recv or testwait.Done)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("found:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
