@@ -110,7 +110,7 @@ func TestPollingPublishesChanges(t *testing.T) {
 // every few seconds once its updates are switched on.
 func TestEverythingResourceSubscription(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"ev": everything(t)})
+	settleEverything(t, s)
 	events := s.Subscribe(t.Context(), false, 0, 256)
 	res, _, err := s.Resources("ev")
 	require.NoError(t, err)
