@@ -213,7 +213,7 @@ func runPackage(p pkg, m string, count int, budget time.Duration, logs string) r
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = p.dir
-	ownGroup(cmd)
+	killTreeOnCancel(cmd)
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Stderr = os.Stderr
 	res := result{mode: m}

@@ -7,10 +7,10 @@ import (
 	"syscall"
 )
 
-// ownGroup starts cmd in a process group of its own and makes its
-// cancellation kill the whole group: go test and the test binaries it
-// started, with their servers.
-func ownGroup(cmd *exec.Cmd) {
+// killTreeOnCancel starts cmd in a process group of its own and has its
+// cancellation kill the whole group (go test and the test binaries it
+// runs).
+func killTreeOnCancel(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }
