@@ -29,7 +29,7 @@ func everything(t *testing.T) ServerConfig {
 // tool", 1 run in 5 of make flake.)
 func settleEverything(t *testing.T, s *System) {
 	t.Helper()
-	settleEverything(t, s)
+	setAndSettle(t, s, map[string]ServerConfig{"ev": everything(t)})
 	for deadline := time.Now().Add(testwait.Patience); statusOf(s, "ev").State != StateReady; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			st := statusOf(s, "ev")
