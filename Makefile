@@ -177,14 +177,17 @@ TEST_ENV = MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_
 # How long one run of a package's tests may take (go test -timeout, which
 # applies to each test binary): about three times the slowest run measured
 # under -race on a loaded 2-vCPU machine (docs/testing.md), so that a hang
-# fails within minutes and prints every goroutine's stack. Three classes:
-TIMEOUT_LONG   := 5m
-TIMEOUT_MEDIUM := 2m
-TIMEOUT_SHORT  := 1m
-PKGS_LONG   := ./actors
-PKGS_MEDIUM := . ./session ./bench/mockserver ./cmd/mcpvisor ./cmd/mcpvisor/internal/gateway ./transports/stdio
-MODULE      := github.com/mcpvisor/mcpvisor
-PKGS_SHORT   = $(filter-out $(patsubst .%,$(MODULE)%,$(PKGS_LONG) $(PKGS_MEDIUM)),$(shell $(GO) list ./...))
+# fails within minutes and prints every goroutine's stack (a wait inside a
+# test fails sooner: internal/testwait bounds each). Four classes:
+TIMEOUT_LONGEST := 15m
+TIMEOUT_LONG    := 7m
+TIMEOUT_MEDIUM  := 3m
+TIMEOUT_SHORT   := 1m
+PKGS_LONGEST := ./actors
+PKGS_LONG    := . ./cmd/mcpvisor ./cmd/mcpvisor/internal/gateway
+PKGS_MEDIUM  := ./session ./bench/mockserver ./transports/stdio
+MODULE       := github.com/mcpvisor/mcpvisor
+PKGS_SHORT    = $(filter-out $(patsubst .%,$(MODULE)%,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM)),$(shell $(GO) list ./...))
 
 test: deps vet cross conformance conformance-server test-go
 
@@ -193,6 +196,7 @@ test-go:
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_SHORT) $(PKGS_SHORT)
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) $(PKGS_MEDIUM)
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_LONG) $(PKGS_LONG)
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_LONGEST) $(PKGS_LONGEST)
 	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./...
 	cd testdata/gosdkclient && $(GO) vet ./... && $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./...
 
@@ -205,7 +209,7 @@ test-go:
 FLAKE_COUNT ?= 20
 FLAKE_MODES ?= race,cover,shuffle
 FLAKE_PKG   ?=
-FLAKE_BUDGETS = mcpvisor/actors$$=$(TIMEOUT_LONG),(mcpvisor|/session|/bench/mockserver|/cmd/mcpvisor|/gateway|/transports/stdio|/bench/peers|/gosdkclient)$$=$(TIMEOUT_MEDIUM)
+FLAKE_BUDGETS = mcpvisor/actors$$=$(TIMEOUT_LONGEST),(mcpvisor|/cmd/mcpvisor|/gateway)$$=$(TIMEOUT_LONG),(/session|/bench/mockserver|/transports/stdio|/bench/peers|/gosdkclient)$$=$(TIMEOUT_MEDIUM)
 flake: deps
 	$(TEST_ENV) $(GO) run ./internal/flakerun -count $(FLAKE_COUNT) -modes $(FLAKE_MODES) -pkg '$(FLAKE_PKG)' \
 		-budget $(TIMEOUT_SHORT) -budgets '$(FLAKE_BUDGETS)' -logs $(DEPS)/flake

@@ -207,7 +207,7 @@ func TestASilentHealthyServerIsNeverRestarted(t *testing.T) {
 	s := start(t, opts)
 	setAndSettle(t, s, map[string]ServerConfig{"quiet": mock(), "unpinged": {Config: mockserver.Command()}})
 	pid, since := pidOf(s, "quiet"), statusOf(s, "quiet").ConnectedSince
-	time.Sleep(300 * time.Millisecond) // some 30 pings
+	time.Sleep(300 * time.Millisecond) // testwait:ok some 30 pings, and no restart is to happen
 	st := statusOf(s, "quiet")
 	assert.Equal(t, StateReady, st.State)
 	assert.Equal(t, pid, pidOf(s, "quiet"))
@@ -244,7 +244,7 @@ func TestAServerWithoutPingIsNotPunished(t *testing.T) {
 	s := start(t, opts)
 	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, proxy.URL)})
 	since := statusOf(s, "r").ConnectedSince
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // testwait:ok a check that nothing happens within a while
 	st := statusOf(s, "r")
 	assert.Equal(t, StateReady, st.State)
 	assert.Equal(t, since, st.ConnectedSince)
@@ -272,7 +272,7 @@ func TestAuthFailureParksTheServerInNeedsAuth(t *testing.T) {
 	// (The old session's DELETE may still arrive: it is not a request of
 	// the parked server.)
 	before := proxy.posts.Load()
-	time.Sleep(300 * time.Millisecond) // longer than the whole backoff budget of testOptions
+	time.Sleep(300 * time.Millisecond) // testwait:ok longer than the whole backoff budget of testOptions; nothing is to happen
 	assert.Equal(t, before, proxy.posts.Load(), "a parked server is sent nothing")
 }
 
@@ -351,7 +351,7 @@ func TestCallsWaitForAReconnectingServerUpToTheirDeadline(t *testing.T) {
 		done <- err
 	}()
 	require.NoError(t, s.Reconnect(t.Context(), "r"))
-	require.NoError(t, <-done)
+	require.NoError(t, testwait.Recv(t, done, "the call made across the reconnect"))
 }
 
 func TestFailFastCallsDoNotWait(t *testing.T) {
@@ -435,7 +435,7 @@ func TestADeadRemoteServerCostsABoundedNumberOfRequests(t *testing.T) {
 	setAndSettle(t, s, map[string]ServerConfig{"dead": remote(transports.TypeHTTP, proxy.URL)})
 	require.Eventually(t, func() bool { return statusOf(s, "dead").State == StateFailed }, 10*time.Second, 10*time.Millisecond)
 	spent := proxy.posts.Load()
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // testwait:ok a check that nothing happens within a while
 	assert.Equal(t, spent, proxy.posts.Load(), "parked: nothing more")
 	assert.LessOrEqual(t, spent, int64(2*(1+6)), "at most one connect (discover, then initialize) per attempt")
 	assert.True(t, strings.Contains(statusOf(s, "dead").LastError, "gave up after 6"))

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/stretchr/testify/require"
 )
 
@@ -83,9 +84,9 @@ func TestGatewayCPUPerCall(t *testing.T) {
 		case <-waited:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-waited
+			testwait.Done(t, waited, "the exit of the killed gateway")
 		}
-		<-read
+		testwait.Done(t, read, "the end of the gateway's stderr")
 	}()
 	base := gatewayURL(t, logs)
 	require.Eventually(t, func() bool { return strings.Contains(cli(t, "status", "--url", base).stdout, "ready") },
@@ -152,7 +153,9 @@ func TestGatewayCPUPerCall(t *testing.T) {
 					}
 				})
 			}
-			wg.Wait()
+			// Opt-in, N calls per row: bounded by the calls' own 30 s
+			// client timeout rather than by Patience.
+			testwait.CallWithin(t, time.Duration(n)*30*time.Second, fmt.Sprintf("the %d calls of the row", n), wg.Wait)
 			elapsed := time.Since(began)
 			cpu := procCPU(t, pid) - cpu0
 			t.Logf("%s, %2d in flight: %7.0f calls/s, gateway CPU %6.1f µs per call",

@@ -23,8 +23,8 @@ import (
 // superviseRun is a `mcpvisor supervise` running for a test.
 type superviseRun struct {
 	cmd  *exec.Cmd
+	proc *loggedProc
 	logs *logLines
-	read chan struct{}
 	base string
 }
 
@@ -35,21 +35,8 @@ func startSupervise(t *testing.T, dir string, env []string, args ...string) *sup
 	cmd := exec.Command(binPath, append([]string{"supervise", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = cliEnv(env...)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	r := &superviseRun{cmd: cmd, logs: &logLines{more: make(chan struct{}, 1)}, read: make(chan struct{})}
-	go func() {
-		defer close(r.read)
-		r.logs.read(stderr)
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-r.read
-			cmd.Wait()
-		}
-	})
+	p := startLogged(t, cmd)
+	r := &superviseRun{cmd: cmd, proc: p, logs: p.logs}
 	r.base = gatewayURL(t, r.logs)
 	return r
 }
@@ -58,8 +45,7 @@ func startSupervise(t *testing.T, dir string, env []string, args ...string) *sup
 func (r *superviseRun) stop(t *testing.T) {
 	t.Helper()
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
-	<-r.read
-	require.NoError(t, r.cmd.Wait(), "log:\n%s", r.logs)
+	require.NoError(t, r.proc.wait(t), "log:\n%s", r.logs)
 }
 
 // waitLog waits for a log line with this message.
