@@ -420,6 +420,7 @@ func newConfig() *Config {
 func (c *Config) addFile(l layerFile, servers map[string]ServerConfig, pending map[string]PendingServer) {
 	c.Files = append(c.Files, l.path)
 	for name, sc := range servers {
+		sc.Scope = l.layer
 		c.Servers[name] = sc
 		c.Sources[name] = l.path
 		c.Layers[name] = l.layer

@@ -76,9 +76,6 @@ type (
 	Prompt           = actors.Prompt
 )
 
-// ServerStatus describes one server.
-type ServerStatus = actors.ServerStatus
-
 // CacheHints are what a 2026-07-28 server said about caching its
 // discover result and its lists (ServerStatus.Cache).
 type CacheHints = actors.CacheHints
@@ -355,6 +352,29 @@ func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*Call
 	return s.sys.CallTool(ctx, name, raw)
 }
 
+// CallServerTool calls the tool a server names tool, by the server's
+// name and its own name for the tool rather than the pool's, with the
+// same arguments, deadline and errors as CallTool. The tool must be one
+// the pool offers (a lazy server's is found before it connects); a tool
+// the server's tools filter drops is ErrUnknownTool.
+func (s *Supervisor) CallServerTool(ctx context.Context, server, tool string, args any) (*CallToolResult, error) {
+	name, found := QualifiedName(server, tool), false
+	for _, t := range s.sys.Tools() {
+		if !t.Builtin && t.Server == server && t.Definition.Name == tool {
+			name, found = t.Name, true // renamed after a collision
+			break
+		}
+	}
+	if !found {
+		for _, t := range s.sys.Tools() {
+			if t.Name == name { // another server's tool (or a built-in) holds the name
+				return nil, fmt.Errorf("%w: %q of server %q", ErrUnknownTool, tool, server)
+			}
+		}
+	}
+	return s.CallTool(ctx, name, args)
+}
+
 func encodeArgs(args any) (json.RawMessage, error) {
 	switch a := args.(type) {
 	case nil:
@@ -394,7 +414,7 @@ func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string
 func (s *Supervisor) Ping(ctx context.Context, server string) error { return s.sys.Ping(ctx, server) }
 
 // Status returns every configured server's status, sorted by name.
-func (s *Supervisor) Status() []ServerStatus { return s.sys.Status() }
+func (s *Supervisor) Status() []ServerStatus { return statuses(s.sys.Status(), s.sys.Tools()) }
 
 // Reconnect drops a server's connection and connects it again (through
 // the connect scheduler). It returns once the reconnect is queued.

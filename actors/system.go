@@ -256,6 +256,19 @@ func (s *System) SetServers(ctx context.Context, servers map[string]ServerConfig
 	return ask(ctx, s, setServers{servers: cp, reply: reply}, reply)
 }
 
+// PatchServers adds or replaces the servers in set and removes those
+// named in drop, leaving every other server alone: SetServers for one
+// server at a time, without a read-modify-write race between hosts. A
+// name in drop that is not configured is an ErrUnknownServer in Errors.
+func (s *System) PatchServers(ctx context.Context, set map[string]ServerConfig, drop []string) (SetResult, error) {
+	cp := make(map[string]ServerConfig, len(set))
+	for k, v := range set {
+		cp[k] = v
+	}
+	reply := make(chan SetResult, 1)
+	return ask(ctx, s, setServers{servers: cp, patch: true, drop: append([]string(nil), drop...), reply: reply}, reply)
+}
+
 // WaitSettled blocks until no server is connecting or waiting to connect
 // (lazy servers excepted), or ctx ends.
 func (s *System) WaitSettled(ctx context.Context) error {
