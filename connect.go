@@ -30,19 +30,26 @@ func (s *Supervisor) Connect(ctx context.Context, name string, cfg ServerConfig)
 	if err := res.Errors[name]; err != nil {
 		return ServerStatus{}, fmt.Errorf("mcpvisor: server %q: %w", name, err)
 	}
+	// A server whose connection is being replaced shows its old state
+	// until its actor has moved on: wait for its next state event.
+	moving := len(res.Reconnected) == 1
 	if len(res.Unchanged) == 1 {
 		if st, err := s.ServerStatus(name); err == nil && st.State.Parked() {
 			if err := s.sys.Reconnect(ctx, name); err != nil {
 				return ServerStatus{}, err
 			}
+			moving = true
 		}
 	}
-	return s.awaitServer(ctx, name, seq)
+	return s.awaitServer(ctx, name, seq, moving)
 }
 
 // awaitServer waits until server name has settled, reading the events
-// after sequence number seq, and returns its status.
-func (s *Supervisor) awaitServer(ctx context.Context, name string, seq uint64) (ServerStatus, error) {
+// after sequence number seq, and returns its status. With moving set, a
+// state the server had before seq does not count: it waits for the
+// server's first state event after seq (or a gap, which may have hidden
+// it) first.
+func (s *Supervisor) awaitServer(ctx context.Context, name string, seq uint64, moving bool) (ServerStatus, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events := s.Subscribe(ctx, FromSequence(seq))
@@ -51,16 +58,19 @@ func (s *Supervisor) awaitServer(ctx context.Context, name string, seq uint64) (
 		if err != nil {
 			return st, err
 		}
-		if settledForHost(st) {
+		if !moving && settledForHost(st) {
 			return st, nil
 		}
 		select {
-		case _, ok := <-events:
+		case ev, ok := <-events:
 			if !ok {
 				if err := ctx.Err(); err != nil {
 					return st, err
 				}
 				return st, ErrClosed
+			}
+			if (ev.Type == EventServerState && ev.Server == name) || ev.Type == EventGap {
+				moving = false
 			}
 		case <-ctx.Done():
 			return st, ctx.Err()
