@@ -21,10 +21,6 @@ type OAuthConfig = actors.OAuthConfig
 // AuthStatus is a server's authorization state in ServerStatus.Auth.
 type AuthStatus = oauth.Status
 
-// EventAuthRequired reports a server that needs the user to authorize:
-// it is parked in needs-auth until Login. Data holds the scope needed.
-const EventAuthRequired = actors.EventAuthRequired
-
 // Login authorizes server name and reconnects it. ua runs the user's part
 // of the authorization code flow; nil means a loopback redirect on
 // 127.0.0.1 with the URL shown through Options.OAuth.OpenURL (a browser,
@@ -38,7 +34,7 @@ func (s *Supervisor) Login(ctx context.Context, name string, ua oauth.UserAgent)
 // supervisor builds it: for tools that authorize outside a supervisor
 // (mcpvisor auth login). Credentials go to o.Store.
 func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, log zerolog.Logger) (*oauth.Source, error) {
-	return actors.NewAuthSource(name, cfg, o, nil, log)
+	return actors.NewAuthSource(name, cfg.plain(), o, nil, log)
 }
 
 // ErrForbiddenAddress: the authorization traffic of a server on a public

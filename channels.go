@@ -62,10 +62,6 @@ var (
 	ErrPermissionAnswered = actors.ErrPermissionAnswered
 )
 
-// EventPermissionAnswered: a channel server's verdict settled a
-// permission request the host relayed.
-const EventPermissionAnswered = actors.EventPermissionAnswered
-
 // SubscribeChannels opens an inbox of the channel messages servers push
 // from now on. It is OpenChannelInbox with only the capacity set: at most
 // capacity messages of each server (zero: 1,000).

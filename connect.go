@@ -23,7 +23,7 @@ func (s *Supervisor) Connect(ctx context.Context, name string, cfg ServerConfig)
 	if err != nil {
 		return ServerStatus{}, err
 	}
-	res, err := s.sys.PatchServers(ctx, map[string]ServerConfig{name: cfg}, nil)
+	res, err := s.sys.PatchServers(ctx, plainServers(map[string]ServerConfig{name: cfg}), nil)
 	if err != nil {
 		return ServerStatus{}, err
 	}
@@ -69,7 +69,7 @@ func (s *Supervisor) awaitServer(ctx context.Context, name string, seq uint64, m
 				}
 				return st, ErrClosed
 			}
-			if (ev.Type == EventServerState && ev.Server == name) || ev.Type == EventGap {
+			if h := ev.Header(); (h.Type == EventServerState && h.Server == name) || h.Type == EventGap {
 				moving = false
 			}
 		case <-ctx.Done():

@@ -13,12 +13,21 @@ type Root = protocol.Root
 
 // SamplingHandler answers a server's sampling/createMessage
 // (Options.Sampling); setting one declares the sampling capability.
-type SamplingHandler = actors.SamplingHandler
+//
+// It runs the request on the host's model (after whatever review the host
+// wants) and returns the model's message, in its own goroutine, with a
+// context that ends after Options.ServerRequestTimeout or when the
+// connection does. An error is sent to the server (a *protocol.Error as
+// is, anything else as an internal error).
+type SamplingHandler func(ctx context.Context, server string, req *protocol.CreateMessageParams) (*protocol.CreateMessageResult, error)
 
 // ElicitationHandler answers a server's elicitation/create
 // (Options.Elicitation); setting one declares the elicitation capability.
 // A form accepted without values gets the schema's defaults.
-type ElicitationHandler = actors.ElicitationHandler
+// It answers a form (req.Mode "form" or empty, with RequestedSchema) or,
+// when Options.ElicitationURL is set, a URL the user must visit (req.Mode
+// "url"), in its own goroutine with a bounded context.
+type ElicitationHandler func(ctx context.Context, server string, req *protocol.ElicitParams) (*protocol.ElicitResult, error)
 
 // ErrRootsNotDeclared: SetRoots needs a non-nil Options.Roots at Start.
 var ErrRootsNotDeclared = actors.ErrRootsNotDeclared

@@ -3,7 +3,6 @@ package mcpvisor
 import (
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -155,60 +154,4 @@ func toolInfo(t Tool) ToolInfo {
 		info.Annotations = &ToolAnnotations{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
 	}
 	return info
-}
-
-// statusOf converts the actors' snapshot of a server into the host's
-// status, with the server's tools in the pool.
-func statusOf(st actors.ServerStatus, tools []ToolInfo) ServerStatus {
-	if tools == nil {
-		tools = []ToolInfo{}
-	}
-	return ServerStatus{
-		Name:            st.Name,
-		Status:          StatusOf(st.State, st.ToggledOff),
-		State:           st.State,
-		Scope:           st.Config.Scope,
-		Config:          redact(st.Config),
-		Tools:           tools,
-		Transport:       st.Transport,
-		ProtocolVersion: st.ProtocolVersion,
-		ServerInfo:      st.ServerInfo,
-		ToolCount:       st.Tools,
-		OfferedTools:    st.OfferedTools,
-		Resources:       st.Resources,
-		Prompts:         st.Prompts,
-		InFlight:        st.InFlight,
-		LastError:       st.LastError,
-		LastErrorClass:  st.LastErrorClass,
-		LastFailure:     st.LastFailure,
-		Sandbox:         st.Sandbox,
-		Strikes:         st.Strikes,
-		Attempt:         st.Attempt,
-		NextRetry:       st.NextRetry,
-		ConnectedSince:  st.ConnectedSince,
-		StateSince:      st.StateSince,
-		Lazy:            st.Lazy,
-		CachedTools:     st.CachedTools,
-		ToggledOff:      st.ToggledOff,
-		Latency:         st.Latency,
-		Auth:            st.Auth,
-		WithheldTools:   st.WithheldTools,
-		Cache:           st.Cache,
-		Capabilities:    st.Capabilities,
-	}
-}
-
-// statuses converts every server's snapshot, with its tools from pool.
-func statuses(sts []actors.ServerStatus, pool []Tool) []ServerStatus {
-	byServer := map[string][]ToolInfo{}
-	for _, t := range pool {
-		if !t.Builtin {
-			byServer[t.Server] = append(byServer[t.Server], toolInfo(t))
-		}
-	}
-	out := make([]ServerStatus, len(sts))
-	for i, st := range sts {
-		out[i] = statusOf(st, byServer[st.Name])
-	}
-	return out
 }

@@ -17,13 +17,6 @@ const (
 	DefaultPollInterval = actors.DefaultPollInterval
 )
 
-// Event types of subscriptions.
-const (
-	// EventPollChanged: a polling subscription's result changed (PollID,
-	// Data: the result).
-	EventPollChanged = actors.EventPollChanged
-)
-
 // Errors of subscriptions.
 var (
 	ErrSubscribeUnsupported = actors.ErrSubscribeUnsupported

@@ -17,9 +17,6 @@ type Task = actors.Task
 // keeps its tasks.
 type TaskHandle = actors.TaskHandle
 
-// EventTaskStatus: a server reported a task's new status.
-const EventTaskStatus = actors.EventTaskStatus
-
 // ErrTasksUnsupported: the server does not accept task-augmented tool
 // calls.
 var ErrTasksUnsupported = actors.ErrTasksUnsupported

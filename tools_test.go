@@ -56,7 +56,7 @@ func TestManagementTools(t *testing.T) {
 	_, err = sup.CallTool(ctx, "mcp__m__touch", map[string]string{"uri": "mock://resource/1"})
 	require.NoError(t, err)
 	for ev := range events {
-		if ev.Type == mcpvisor.EventResourceUpdated {
+		if ev, ok := ev.(*mcpvisor.ResourceUpdatedEvent); ok {
 			assert.Equal(t, "mock://resource/1", ev.URI)
 			break
 		}
@@ -74,7 +74,7 @@ func TestManagementTools(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &poll))
 	assert.Equal(t, int64(1000), poll.IntervalMs, "raised to the minimum")
 	for ev := range events {
-		if ev.Type == mcpvisor.EventPollChanged {
+		if ev, ok := ev.(*mcpvisor.PollChangedEvent); ok {
 			assert.Equal(t, poll.ID, ev.PollID)
 			break
 		}

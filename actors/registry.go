@@ -160,7 +160,7 @@ func (r *registry) Receive(ctx actor.Context) {
 		}
 	case subscribe:
 		if r.closing {
-			close(m.sub.ch)
+			m.sub.end()
 			return
 		}
 		r.bus.add(m.sub, m.from, m.after)

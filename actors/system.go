@@ -334,16 +334,36 @@ func (s *System) AdmissionStats(ctx context.Context) (AdmissionStats, error) {
 // and is told how many by a gap event. It is closed when ctx ends or the
 // supervisor closes.
 func (s *System) Subscribe(ctx context.Context, resume bool, after uint64, buffer int) <-chan Event {
+	return SubscribeAs(s, ctx, resume, after, buffer, func(ev Event) Event { return ev })
+}
+
+// SubscribeAs is Subscribe with every event converted by convert on its
+// way into the channel, so that a host-facing layer hands out its own
+// event types without a goroutine and a channel hop per subscriber.
+// convert runs on the registry's goroutine: it must be quick and must
+// not block.
+func SubscribeAs[T any](s *System, ctx context.Context, resume bool, after uint64, buffer int, convert func(Event) T) <-chan T {
 	if buffer <= 0 {
 		buffer = 256
 	}
-	sub := &subscriber{ch: make(chan Event, buffer)}
+	ch := make(chan T, buffer)
+	sub := &subscriber{
+		offer: func(ev Event) bool {
+			select {
+			case ch <- convert(ev):
+				return true
+			default:
+				return false
+			}
+		},
+		end: func() { close(ch) },
+	}
 	s.subMu.Lock()
 	defer s.subMu.Unlock()
 	select {
 	case <-s.closed:
-		close(sub.ch)
-		return sub.ch
+		close(ch)
+		return ch
 	default:
 	}
 	s.actors.Root.Send(s.registry, subscribe{sub: sub, from: resume, after: after})
@@ -355,7 +375,7 @@ func (s *System) Subscribe(ctx context.Context, resume bool, after uint64, buffe
 			s.actors.Root.Send(s.registry, unsubscribe{sub: sub})
 		}
 	})
-	return sub.ch
+	return ch
 }
 
 // Tools returns the tool pool: the host's built-ins sorted by name, then
