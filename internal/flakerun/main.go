@@ -26,7 +26,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -214,8 +213,7 @@ func runPackage(p pkg, m string, count int, budget time.Duration, logs string) r
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = p.dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	killTreeOnCancel(cmd)
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Stderr = os.Stderr
 	res := result{mode: m}
