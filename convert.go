@@ -115,9 +115,9 @@ func (o *Options) plain() actors.Options {
 		Sandbox:              o.Sandbox,
 		EventBuffer:          o.EventBuffer,
 		PermissionTimeout:    o.PermissionTimeout,
-		OAuth:                o.OAuth,
+		OAuth:                actors.OAuthOptions(o.OAuth),
 		DiscoveryCache:       cache,
-		ToolPins:             o.ToolPins,
+		ToolPins:             actors.PinOptions{Store: pinStore(o.ToolPins.Store), Trusted: actors.PinAction(o.ToolPins.Trusted), Untrusted: actors.PinAction(o.ToolPins.Untrusted)},
 	}
 }
 
@@ -256,7 +256,7 @@ func eventOf(e actors.Event) Event {
 	case EventToolDefinitionChanged:
 		ev := &ToolDefinitionChangedEvent{EventHeader: h}
 		if c := e.ToolChange; c != nil {
-			ev.ToolChange = &ToolChange{Tool: c.Tool, Name: c.Name, Change: c.Change, Action: c.Action, Diff: c.Diff, Hash: c.Hash}
+			ev.ToolChange = &ToolChange{Tool: c.Tool, Name: c.Name, Change: c.Change, Action: PinAction(c.Action), Diff: c.Diff, Hash: c.Hash}
 		}
 		return ev
 	case EventCollision:
@@ -282,4 +282,13 @@ func listDiffOf(d *actors.ListDiff) *ListDiff {
 	}
 	cp := ListDiff(*d)
 	return &cp
+}
+
+// pinStore keeps a nil store nil (an interface holding a nil PinStore
+// would turn pinning on).
+func pinStore(s PinStore) actors.PinStore {
+	if s == nil {
+		return nil
+	}
+	return s
 }

@@ -45,23 +45,6 @@ type TLSConfig = transports.TLSConfig
 // discover result and its lists (ServerStatus.Cache).
 type CacheHints = actors.CacheHints
 
-// PinOptions configure tool pinning (Options.ToolPins): a store (a
-// *trust.Store) and what becomes of a tool whose definition is not
-// pinned, for servers marked trusted and for the others.
-type PinOptions = actors.PinOptions
-
-// PinStore keeps tool pins; *trust.Store implements it.
-type PinStore = actors.PinStore
-
-// PinAction is what becomes of a tool whose definition is not pinned.
-type PinAction = actors.PinAction
-
-// The pin actions.
-const (
-	PinWithhold = actors.PinWithhold
-	PinOffer    = actors.PinOffer
-)
-
 // CallToolResult is the result of a tool call; Content is a list of text,
 // image, audio, resource-link and embedded-resource blocks.
 type CallToolResult = protocol.CallToolResult

@@ -43,12 +43,23 @@ func (s *Supervisor) SetRoots(ctx context.Context, roots []Root) ([]string, erro
 func (s *Supervisor) Roots() []Root { return s.sys.Roots() }
 
 // Progress is one progress report of a call.
-type Progress = actors.Progress
+type Progress = protocol.ProgressParams
 
-// CallOptions configure one tool call: Progress receives the server's
-// progress reports (in order, never after the call returned); Meta is
-// added to the request's _meta.
-type CallOptions = actors.CallOptions
+// CallOptions configure one tool call (CallToolWith).
+type CallOptions struct {
+	// Progress, when set, asks the server for progress reports (a
+	// progress token in the request's _meta) and receives them, in order,
+	// on a goroutine of the call's own, never after the call returned.
+	// Reports the callback falls behind on are dropped (the event stream
+	// still has them as ProgressEvents).
+	Progress func(Progress)
+	// Meta is added to the request's _meta.
+	Meta protocol.Meta
+	// Capabilities, when set, are declared in this request's _meta in
+	// place of the supervisor's own (stateless-era servers only; see
+	// RequestOptions.Capabilities).
+	Capabilities *protocol.ClientCapabilities
+}
 
 // CallToolWith is CallTool with options (progress reports, _meta).
 // Cancelling ctx abandons the call and sends the server
@@ -58,5 +69,5 @@ func (s *Supervisor) CallToolWith(ctx context.Context, name string, args any, o 
 	if err != nil {
 		return nil, fmt.Errorf("mcpvisor: arguments of %s: %w", name, err)
 	}
-	return s.sys.CallToolWith(ctx, name, raw, o)
+	return s.sys.CallToolWith(ctx, name, raw, actors.CallOptions(o))
 }

@@ -95,7 +95,12 @@ func (c *ServerConfig) Validate() error {
 // OAuthSettings parses the server's "oauth" member (nil when absent).
 func (c *ServerConfig) OAuthSettings() (*OAuthConfig, error) {
 	p := c.plain()
-	return p.OAuthSettings()
+	o, err := p.OAuthSettings()
+	if o == nil {
+		return nil, err
+	}
+	cfg := OAuthConfig(*o)
+	return &cfg, err
 }
 
 // ToolFilter selects tools by name with glob patterns (path.Match syntax).

@@ -2,14 +2,26 @@ package mcpvisor
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/actors"
 )
 
-// PollSpec says what a polling subscription polls: a tool call (Tool,
-// Args) or a resource read (Server, URI), every Interval (default 5 s,
-// at least 1 s).
-type PollSpec = actors.PollSpec
+// PollSpec says what a polling subscription polls: a tool call (Tool, a
+// pool name, with Args) or a resource read (Server and URI), every
+// Interval.
+type PollSpec struct {
+	Tool string          `json:"tool,omitempty"`
+	Args json.RawMessage `json:"args,omitempty"`
+
+	Server string `json:"server,omitempty"`
+	URI    string `json:"uri,omitempty"`
+
+	// Interval between polls; zero means DefaultPollInterval, and less
+	// than MinPollInterval is raised to it.
+	Interval time.Duration `json:"interval,omitempty"`
+}
 
 // Polling intervals.
 const (
@@ -52,7 +64,7 @@ func (s *Supervisor) ResourceSubscriptions(server string) []string {
 // that differs from the one before; polling carries on across reconnects
 // until UnsubscribePolling or Close. It returns the subscription's id.
 func (s *Supervisor) SubscribePolling(spec PollSpec) (string, error) {
-	return s.sys.SubscribePolling(spec)
+	return s.sys.SubscribePolling(actors.PollSpec(spec))
 }
 
 // UnsubscribePolling stops a polling subscription (ErrUnknownPoll for an
@@ -60,4 +72,10 @@ func (s *Supervisor) SubscribePolling(spec PollSpec) (string, error) {
 func (s *Supervisor) UnsubscribePolling(id string) error { return s.sys.UnsubscribePolling(id) }
 
 // Polls returns the live polling subscriptions by id.
-func (s *Supervisor) Polls() map[string]PollSpec { return s.sys.Polls() }
+func (s *Supervisor) Polls() map[string]PollSpec {
+	out := map[string]PollSpec{}
+	for id, spec := range s.sys.Polls() {
+		out[id] = PollSpec(spec)
+	}
+	return out
+}
