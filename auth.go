@@ -93,7 +93,6 @@ type OAuthConfig struct {
 	Disabled bool `json:"disabled,omitempty"`
 }
 
-
 // AuthStatus is a server's authorization state in ServerStatus.Auth.
 type AuthStatus = oauth.Status
 
