@@ -43,7 +43,7 @@ type TLSConfig = transports.TLSConfig
 
 // CacheHints are what a 2026-07-28 server said about caching its
 // discover result and its lists (ServerStatus.Cache).
-type CacheHints = actors.CacheHints
+type CacheHints = session.CacheHints
 
 // CallToolResult is the result of a tool call; Content is a list of text,
 // image, audio, resource-link and embedded-resource blocks.

@@ -5,10 +5,11 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
 // Task is a task's state as the server reports it (2025-11-25 tasks).
-type Task = actors.Task
+type Task = protocol.Task
 
 // TaskHandle is a task-augmented tool call in progress: Get polls it,
 // Wait polls it to the end and returns the result, Result fetches the
