@@ -13,6 +13,9 @@ import (
 // OAuthOptions configure the authorization of remote servers
 // (Options.OAuth). The zero value keeps credentials in memory and never
 // runs a login by itself.
+//
+// Concurrency: Store, UserAgent, OpenURL and Now are used from the
+// goroutines of every remote server at once.
 type OAuthOptions struct {
 	// Store persists credentials. Nil: in memory, for this supervisor.
 	Store oauth.Store

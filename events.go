@@ -20,6 +20,11 @@ import (
 //
 // An event encodes to JSON as one flat object: the header's members
 // (seq, time, type, server) and the payload's.
+//
+// Concurrency: each subscriber receives its own event values, but the
+// slices and raw JSON inside them (Data, Diff's names) are shared with
+// the other subscribers and the replay buffer: read them, never modify
+// them.
 type Event interface {
 	// Header returns what every event has: its sequence number, time,
 	// type and server.

@@ -90,8 +90,15 @@ func ConfigHash(cfg ServerConfig) string { return actors.ConfigHash(cfg.plain())
 // context.DeadlineExceeded.
 type TimeoutError = session.TimeoutError
 
-// Supervisor keeps a set of MCP servers connected. All its methods are
-// safe for concurrent use.
+// Supervisor keeps a set of MCP servers connected.
+//
+// Concurrency: every method may be called from any goroutine at any
+// time, Close included. Calls (CallTool and friends) go straight to the
+// server's live session and wait on no actor; changes (SetServers,
+// Connect, Disconnect, Toggle, Reconnect) are messages to the registry
+// actor, applied one at a time in the order they arrive. Status, Tools
+// and the lists read snapshots the actors publish atomically: each is
+// consistent in itself, and two of them may straddle a change.
 type Supervisor struct {
 	sys *actors.System
 }

@@ -11,7 +11,8 @@ import (
 	"github.com/mcpvisor/mcpvisor/transports/inproc"
 )
 
-// Options configure a Supervisor. The zero value is usable: servers
+// Options configure a Supervisor (Start copies them). The zero value is
+// usable: servers
 // connect 3 local and 20 remote at a time, a connect may take 30 s and a
 // call 2 minutes, and nothing is logged.
 type Options struct {
@@ -175,6 +176,9 @@ type Options struct {
 // BuiltinTool is a tool the host implements itself, offered in the pool
 // before the MCP tools so that a host builds its model's tool list, and
 // routes its model's calls, in one place.
+//
+// Concurrency: Call runs on the goroutine of each CallTool, so several
+// calls of one built-in may run at once.
 type BuiltinTool struct {
 	// Definition is what the model sees: name, description, input schema.
 	Definition protocol.Tool

@@ -14,6 +14,9 @@ type Root = protocol.Root
 // SamplingHandler answers a server's sampling/createMessage
 // (Options.Sampling); setting one declares the sampling capability.
 //
+// Concurrency: each request runs on a goroutine of its own; requests of
+// several servers, or several of one, may run at once.
+//
 // It runs the request on the host's model (after whatever review the host
 // wants) and returns the model's message, in its own goroutine, with a
 // context that ends after Options.ServerRequestTimeout or when the
@@ -23,6 +26,9 @@ type SamplingHandler func(ctx context.Context, server string, req *protocol.Crea
 
 // ElicitationHandler answers a server's elicitation/create
 // (Options.Elicitation); setting one declares the elicitation capability.
+//
+// Concurrency: like SamplingHandler, each request runs on a goroutine
+// of its own, and several may run at once.
 // A form accepted without values gets the schema's defaults.
 // It answers a form (req.Mode "form" or empty, with RequestedSchema) or,
 // when Options.ElicitationURL is set, a URL the user must visit (req.Mode
