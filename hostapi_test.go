@@ -203,3 +203,35 @@ func writeConfig(t *testing.T, dir, name, content string) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
 }
+
+// The errors of calls are the root package's own types (errors.As finds
+// them without importing anything else), and errors.Is still matches the
+// sentinels under them.
+func TestCallErrorsAreTheHostsTypes(t *testing.T) {
+	ctx := testwait.Context(t)
+	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{})
+	require.NoError(t, err)
+	defer sup.Close(ctx)
+	_, err = sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{
+		"bad":   {Config: transports.Config{Command: "mcpvisor-no-such-server"}},
+		"dying": {Config: mockserver.Command("-exit-after", "1")},
+	}, mcpvisor.AwaitSettled(30*time.Second))
+	require.NoError(t, err)
+
+	err = sup.Ping(ctx, "bad")
+	var nr *mcpvisor.NotReadyError
+	require.ErrorAs(t, err, &nr)
+	assert.Equal(t, "bad", nr.Server)
+	assert.Equal(t, mcpvisor.StateFailed, nr.State)
+	assert.ErrorIs(t, err, mcpvisor.ErrServerNotReady)
+	assert.NotNil(t, nr.Cause, "the server's last error")
+
+	_, err = sup.CallTool(ctx, "mcp__dying__echo", map[string]string{"text": "1"})
+	require.NoError(t, err)
+	_, err = sup.CallTool(ctx, "mcp__dying__echo", map[string]string{"text": "2"})
+	var lost *mcpvisor.ConnectionLostError
+	require.ErrorAs(t, err, &lost, "the server exits on this call: %v", err)
+	assert.Equal(t, "dying", lost.Server)
+	assert.ErrorIs(t, err, mcpvisor.ErrConnectionClosed)
+	assert.Equal(t, lost.Error(), err.Error())
+}

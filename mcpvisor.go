@@ -75,12 +75,6 @@ var (
 	ErrUnresponsive = actors.ErrUnresponsive
 )
 
-// NotReadyError reports a call to a server that is not ready.
-type NotReadyError = actors.NotReadyError
-
-// ConnectionLostError reports a call whose connection ended before it was
-// answered; it matches ErrConnectionClosed or ErrServerRestarting.
-type ConnectionLostError = actors.ConnectionLostError
 
 // ConfigHash identifies what runs under a server's name (the members of
 // its config that reach the server, hashed): the discovery cache's key.
@@ -204,7 +198,7 @@ func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*Call
 	if err != nil {
 		return nil, fmt.Errorf("mcpvisor: arguments of %s: %w", name, err)
 	}
-	return s.sys.CallTool(ctx, name, raw)
+	return hostResult(s.sys.CallTool(ctx, name, raw))
 }
 
 // CallServerTool calls the tool a server names tool, by the server's
@@ -249,29 +243,31 @@ func encodeArgs(args any) (json.RawMessage, error) {
 func (s *Supervisor) ListResources(server string) ([]Resource, []ResourceTemplate, error) {
 	rs, ts, err := s.sys.Resources(server)
 	res, tmpl := resourcesOf(rs, ts)
-	return res, tmpl, err
+	return res, tmpl, hostErr(err)
 }
 
 // ReadResource reads the resource at uri from server.
 func (s *Supervisor) ReadResource(ctx context.Context, server, uri string) (*protocol.ReadResourceResult, error) {
-	return s.sys.ReadResource(ctx, server, uri)
+	return hostResult(s.sys.ReadResource(ctx, server, uri))
 }
 
 // ListPrompts returns the prompts of one server, or of every server when
 // server is empty, named mcp__<server>__<prompt>, sorted by name.
 func (s *Supervisor) ListPrompts(server string) ([]Prompt, error) {
 	ps, err := s.sys.Prompts(server)
-	return promptsOf(ps), err
+	return promptsOf(ps), hostErr(err)
 }
 
 // GetPrompt renders a prompt by its qualified name.
 func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error) {
-	return s.sys.GetPrompt(ctx, name, args)
+	return hostResult(s.sys.GetPrompt(ctx, name, args))
 }
 
 // Ping checks that a ready server answers (with ping, or server/discover
 // in the 2026-07-28 era, which has no ping).
-func (s *Supervisor) Ping(ctx context.Context, server string) error { return s.sys.Ping(ctx, server) }
+func (s *Supervisor) Ping(ctx context.Context, server string) error {
+	return hostErr(s.sys.Ping(ctx, server))
+}
 
 // Status returns every configured server's status, sorted by name.
 func (s *Supervisor) Status() []ServerStatus { return statuses(s.sys.Status(), s.sys.Tools()) }

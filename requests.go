@@ -75,5 +75,5 @@ func (s *Supervisor) CallToolWith(ctx context.Context, name string, args any, o 
 	if err != nil {
 		return nil, fmt.Errorf("mcpvisor: arguments of %s: %w", name, err)
 	}
-	return s.sys.CallToolWith(ctx, name, raw, actors.CallOptions(o))
+	return hostResult(s.sys.CallToolWith(ctx, name, raw, actors.CallOptions(o)))
 }

@@ -46,7 +46,7 @@ var (
 // until UnsubscribeResource. Servers that did not declare
 // resources.subscribe fail with ErrSubscribeUnsupported.
 func (s *Supervisor) SubscribeResource(ctx context.Context, server, uri string) error {
-	return s.sys.SubscribeResource(ctx, server, uri)
+	return hostErr(s.sys.SubscribeResource(ctx, server, uri))
 }
 
 // UnsubscribeResource ends a resource subscription.

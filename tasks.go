@@ -31,10 +31,10 @@ func (s *Supervisor) CallToolAsTask(ctx context.Context, name string, args any, 
 	if err != nil {
 		return nil, err
 	}
-	return s.sys.CallToolAsTask(ctx, name, raw, ttl)
+	return hostResult(s.sys.CallToolAsTask(ctx, name, raw, ttl))
 }
 
 // ListTasks lists a server's tasks.
 func (s *Supervisor) ListTasks(ctx context.Context, server string) ([]Task, error) {
-	return s.sys.ListTasks(ctx, server)
+	return hostResult(s.sys.ListTasks(ctx, server))
 }

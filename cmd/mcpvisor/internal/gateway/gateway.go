@@ -461,7 +461,7 @@ func rpcError(err error) *protocol.Error {
 		e.Data, _ = json.Marshal(errorData{Failure: kind, Retryable: true})
 	case errors.As(err, &nr):
 		e = protocol.NewError(CodeServerNotReady, "%v", err)
-		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: retryableState(mcpvisor.State(nr.State))})
+		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: retryableState(nr.State)})
 	case errors.Is(err, mcpvisor.ErrServerOff), errors.Is(err, mcpvisor.ErrServerNotReady):
 		e = protocol.NewError(CodeServerNotReady, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Failure: kind})
