@@ -75,7 +75,6 @@ var (
 	ErrUnresponsive = actors.ErrUnresponsive
 )
 
-
 // ConfigHash identifies what runs under a server's name (the members of
 // its config that reach the server, hashed): the discovery cache's key.
 func ConfigHash(cfg ServerConfig) string { return actors.ConfigHash(cfg.plain()) }
