@@ -235,3 +235,29 @@ func TestCallErrorsAreTheHostsTypes(t *testing.T) {
 	assert.ErrorIs(t, err, mcpvisor.ErrConnectionClosed)
 	assert.Equal(t, lost.Error(), err.Error())
 }
+
+// CallServerTool reaches the server named, also when its tool was
+// renamed after a collision of pool names.
+func TestCallServerToolFollowsARename(t *testing.T) {
+	ctx := testwait.Context(t)
+	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{})
+	require.NoError(t, err)
+	defer sup.Close(ctx)
+	// Both qualify to mcp__x_y__echo: one of them is renamed.
+	_, err = sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{
+		"x.y": {Config: mockserver.Command()},
+		"x_y": {Config: mockserver.Command()},
+	}, mcpvisor.AwaitSettled(30*time.Second))
+	require.NoError(t, err)
+	calls := func(server string) uint64 {
+		st, err := sup.ServerStatus(server)
+		require.NoError(t, err)
+		return st.Latency.Calls
+	}
+	for _, server := range []string{"x_y", "x.y"} {
+		before := calls(server)
+		_, err := sup.CallServerTool(ctx, server, "echo", map[string]string{"text": "hi"})
+		require.NoError(t, err, server)
+		assert.Equal(t, before+1, calls(server), "the call reached %s", server)
+	}
+}

@@ -206,19 +206,9 @@ func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*Call
 // the pool offers (a lazy server's is found before it connects); a tool
 // the server's tools filter drops is ErrUnknownTool.
 func (s *Supervisor) CallServerTool(ctx context.Context, server, tool string, args any) (*CallToolResult, error) {
-	name, found := QualifiedName(server, tool), false
-	for _, t := range s.sys.Tools() {
-		if !t.Builtin && t.Server == server && t.Definition.Name == tool {
-			name, found = t.Name, true // renamed after a collision
-			break
-		}
-	}
-	if !found {
-		for _, t := range s.sys.Tools() {
-			if t.Name == name { // another server's tool (or a built-in) holds the name
-				return nil, fmt.Errorf("%w: %q of server %q", ErrUnknownTool, tool, server)
-			}
-		}
+	name, ok := s.sys.ToolName(server, tool)
+	if !ok { // another server's tool (or a built-in) holds the name
+		return nil, fmt.Errorf("%w: %q of server %q", ErrUnknownTool, tool, server)
 	}
 	return s.CallTool(ctx, name, args)
 }
