@@ -18,6 +18,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/oauth2 v0.35.0
 	golang.org/x/sys v0.29.0
+	golang.org/x/tools v0.29.0
 )
 
 require (

@@ -1,0 +1,74 @@
+package mcpvisor_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+)
+
+// The README's embedding example, word for word: TestReadmeExample keeps
+// the two the same, and go test runs it against a real server.
+func Example_embedding() {
+	ctx := context.Background()
+	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{}) // mcpvisor.HelperMain() runs first in main
+	if err != nil {
+		panic(err)
+	}
+	defer sup.Close(ctx) // stops every server
+
+	// A host loads its servers with mcpvisor.LoadConfig; here, the bundled mock on stdio.
+	servers := map[string]mcpvisor.ServerConfig{"calc": {Config: mockserver.Command()}}
+	if _, err := sup.SetServers(ctx, servers, mcpvisor.AwaitSettled(30*time.Second)); err != nil {
+		panic(err)
+	}
+	for _, t := range sup.Tools() { // the pool the model is offered
+		fmt.Println(t.Name)
+	}
+	res, err := sup.CallTool(ctx, "mcp__calc__add", map[string]int{"a": 2, "b": 40})
+	if err != nil {
+		panic(err) // typed: ErrUnknownTool, *NotReadyError, *ConnectionLostError, …
+	}
+	fmt.Println(res.Content[0].Text)
+	// Output:
+	// mcp__calc__add
+	// mcp__calc__announce
+	// mcp__calc__echo
+	// mcp__calc__fail
+	// mcp__calc__sleep
+	// 42
+}
+
+// The Go block of the README's "Embedding" section is the body of
+// Example_embedding, so that the README shows code that compiles and runs.
+func TestReadmeExample(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile("(?s)## Embedding.*?```go\n(.*?)```").FindSubmatch(readme)
+	if block == nil {
+		t.Fatal("README.md has no Go block under ## Embedding")
+	}
+	src, err := os.ReadFile("readme_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := regexp.MustCompile("(?s)func Example_embedding\\(\\) \\{\n(.*?)\t// Output:").FindSubmatch(src)
+	if body == nil {
+		t.Fatal("readme_test.go has no Example_embedding with an Output comment")
+	}
+	var want strings.Builder
+	for _, line := range strings.SplitAfter(string(body[1]), "\n") {
+		want.WriteString(strings.TrimPrefix(line, "\t"))
+	}
+	if got := string(block[1]); got != want.String() {
+		t.Errorf("the README's example differs from Example_embedding in readme_test.go; make them the same.\nREADME:\n%s\nExample_embedding:\n%s", got, want.String())
+	}
+}
