@@ -227,6 +227,29 @@ func statuses(sts []actors.ServerStatus, pool []actors.Tool) []ServerStatus {
 	return out
 }
 
+// eventConverter converts each numbered event once for all the
+// subscribers it is delivered to (the bus offers it to them one after
+// the other), so that typed events cost one conversion per event, not
+// one per subscriber; they share the value (see Event's Concurrency).
+//
+// Concurrency: convert runs on the registry actor's goroutine only
+// (actors.SubscribeAs); nothing else touches the converter.
+type eventConverter struct {
+	seq  uint64
+	last Event
+}
+
+func (c *eventConverter) convert(e actors.Event) Event {
+	if e.Seq != 0 && e.Seq == c.seq {
+		return c.last
+	}
+	ev := eventOf(e)
+	if e.Seq != 0 { // a gap (sequence number 0) is each subscriber's own
+		c.seq, c.last = e.Seq, ev
+	}
+	return ev
+}
+
 // eventOf is the typed event of an event the actors published.
 func eventOf(e actors.Event) Event {
 	h := EventHeader{Seq: e.Seq, Time: e.Time, Type: EventType(e.Type), Server: e.Server}

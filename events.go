@@ -21,10 +21,9 @@ import (
 // An event encodes to JSON as one flat object: the header's members
 // (seq, time, type, server) and the payload's.
 //
-// Concurrency: each subscriber receives its own event values, but the
-// slices and raw JSON inside them (Data, Diff's names) are shared with
-// the other subscribers and the replay buffer: read them, never modify
-// them.
+// Concurrency: an event value is shared by every subscriber it is
+// delivered to (and its slices and raw JSON with the replay buffer): read
+// it, never modify it.
 type Event interface {
 	// Header returns what every event has: its sequence number, time,
 	// type and server.

@@ -94,6 +94,9 @@ type TimeoutError = session.TimeoutError
 // consistent in itself, and two of them may straddle a change.
 type Supervisor struct {
 	sys *actors.System
+	// events converts the core's events for every subscription: touched
+	// only on the registry's goroutine (actors.SubscribeAs).
+	events eventConverter
 }
 
 // Start starts a Supervisor with no servers; give it some with
@@ -319,7 +322,7 @@ func (s *Supervisor) Subscribe(ctx context.Context, opts ...SubscribeOption) <-c
 	for _, f := range opts {
 		f(&o)
 	}
-	return actors.SubscribeAs(s.sys, ctx, o.resume, o.after, o.buffer, eventOf)
+	return actors.SubscribeAs(s.sys, ctx, o.resume, o.after, o.buffer, s.events.convert)
 }
 
 // Close shuts every server down (stdio servers with the full ladder:
