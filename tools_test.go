@@ -3,6 +3,10 @@ package mcpvisor_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,79 +15,174 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/mgmtscript"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
-func TestManagementTools(t *testing.T) {
-	ctx := t.Context()
-	var sup *mcpvisor.Supervisor
-	tools := mcpvisor.ManagementTools(func() *mcpvisor.Supervisor { return sup })
-	_, err := tools[0].Call(ctx, nil)
-	assert.ErrorIs(t, err, mcpvisor.ErrNotStarted)
+var updateGolden = flag.Bool("update", false, "rewrite the golden files of the tests that have them")
 
-	sup, err = mcpvisor.Start(ctx, mcpvisor.Options{Builtins: tools})
+// managedSupervisor starts a supervisor offering the management tools,
+// with the servers of the management script: m (a mock with resources
+// and subscriptions) and lazy (a lazy mock, for connect_mcp).
+func managedSupervisor(t *testing.T) *mcpvisor.Supervisor {
+	t.Helper()
+	ctx := t.Context()
+	var sup atomic.Pointer[mcpvisor.Supervisor]
+	tools := mcpvisor.ManagementTools(sup.Load)
+	_, err := tools[0].Call(ctx, nil)
+	require.ErrorIs(t, err, mcpvisor.ErrNotStarted, "a tool called before Start")
+	s, err := mcpvisor.Start(ctx, mcpvisor.Options{Builtins: tools})
 	require.NoError(t, err)
-	defer func() {
+	sup.Store(s)
+	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		require.NoError(t, sup.Close(cctx))
-	}()
-	cfg := mcpvisor.ServerConfig{Config: mockserver.Command("-subscribe", "-resources", "2"), ProtocolVersion: "2025-11-25"}
-	_, err = sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{"m": cfg}, mcpvisor.AwaitSettled(20*time.Second))
+		require.NoError(t, s.Close(cctx))
+	})
+	_, err = s.SetServers(ctx, map[string]mcpvisor.ServerConfig{
+		"m":    {Config: mockserver.Command("-subscribe", "-resources", "2"), ProtocolVersion: "2025-11-25"},
+		"lazy": {Config: mockserver.Command(), Lazy: true},
+	}, mcpvisor.AwaitSettled(20*time.Second))
 	require.NoError(t, err)
-	events := sup.Subscribe(ctx)
+	return s
+}
 
-	call := func(name, args string) (string, bool) {
-		t.Helper()
-		res, err := sup.CallTool(ctx, name, json.RawMessage(args))
+// checkGolden compares got with the golden file name of the management
+// tools (rewritten with -update).
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join(mgmtscript.Dir, name)
+	if *updateGolden {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run with -update to create %s", path)
+	require.Equal(t, string(want), string(got), "%s changed (regenerate with -update only when that is intended)", path)
+}
+
+// The management tools' definitions and, step by step through the
+// script, their outputs are pinned: the shapes of sdk-tools.d.ts
+// (ListMcpResources → [{uri, name, mimeType?, description?, server}],
+// ReadMcpResource → {contents: [{uri, mimeType?, text?}]}, the
+// subscribing tools → {subscribed, subscriptionId} and {unsubscribed}),
+// and connect_mcp bringing a lazy server's tools into the pool.
+// gateway's TestGatewayManagementTools pins the same through the
+// gateway, against the same files.
+func TestManagementToolShapes(t *testing.T) {
+	defs, err := mgmtscript.Render(mcpvisor.ManagementToolDefinitions())
+	require.NoError(t, err)
+	checkGolden(t, "definitions.golden.json", defs)
+
+	s := managedSupervisor(t)
+	steps, err := mgmtscript.Load(".")
+	require.NoError(t, err)
+	var answers []mgmtscript.Answer
+	for _, step := range steps {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		res, err := s.CallTool(ctx, step.Tool, step.Args)
+		cancel()
+		require.NoError(t, err, step.Tool)
+		a, err := mgmtscript.Record(step, res)
 		require.NoError(t, err)
-		return res.Content[0].Text, res.IsError
+		answers = append(answers, a)
 	}
-	out, isErr := call(mcpvisor.ToolListMcpResources, `{"server":"m"}`)
-	require.False(t, isErr, out)
-	assert.Contains(t, out, `"uri":"mock://resource/1"`)
-	assert.Contains(t, out, `"uriTemplate":"mock://template/{id}"`)
-
-	out, isErr = call(mcpvisor.ToolReadMcpResource, `{"server":"m","uri":"mock://resource/2"}`)
-	require.False(t, isErr, out)
-	assert.Contains(t, out, "contents of mock://resource/2")
-	out, isErr = call(mcpvisor.ToolReadMcpResource, `{"server":"m"}`)
-	assert.True(t, isErr)
-	assert.Contains(t, out, `"uri" is required`)
-
-	out, isErr = call(mcpvisor.ToolSubscribeMcpResource, `{"server":"m","uri":"mock://resource/1"}`)
-	require.False(t, isErr, out)
-	assert.Equal(t, []string{"mock://resource/1"}, sup.ResourceSubscriptions("m"))
-	_, err = sup.CallTool(ctx, "mcp__m__touch", map[string]string{"uri": "mock://resource/1"})
+	got, err := mgmtscript.Render(answers)
 	require.NoError(t, err)
-	for ev := range events {
-		if ev, ok := ev.(*mcpvisor.ResourceUpdatedEvent); ok {
-			assert.Equal(t, "mock://resource/1", ev.URI)
-			break
-		}
-	}
-	out, isErr = call(mcpvisor.ToolUnsubscribeMcpResource, `{"server":"m","uri":"mock://resource/1"}`)
-	require.False(t, isErr, out)
-	assert.Empty(t, sup.ResourceSubscriptions("m"))
+	checkGolden(t, "answers.golden.json", got)
 
-	out, isErr = call(mcpvisor.ToolSubscribePolling, `{"server":"m","uri":"mock://resource/1","intervalMs":100}`)
-	require.False(t, isErr, out)
-	var poll struct {
-		ID         string
-		IntervalMs int64
+	// connect_mcp's connect put the lazy server's tools in the pool; the
+	// script ends connected.
+	assert.Contains(t, toolNames(s), "mcp__lazy__echo")
+}
+
+// A subscription made with SubscribeMcpResource delivers the server's
+// updates as events, and a polling subscription its changes.
+func TestManagementToolsDeliverEvents(t *testing.T) {
+	s := managedSupervisor(t)
+	ctx := t.Context()
+	events := s.Subscribe(ctx)
+	call := func(name, args string) map[string]any {
+		t.Helper()
+		res, err := s.CallTool(ctx, name, json.RawMessage(args))
+		require.NoError(t, err)
+		require.False(t, res.IsError, res.Content[0].Text)
+		var out map[string]any
+		require.NoError(t, json.Unmarshal(res.StructuredContent, &out))
+		return out
 	}
-	require.NoError(t, json.Unmarshal([]byte(out), &poll))
-	assert.Equal(t, int64(1000), poll.IntervalMs, "raised to the minimum")
-	for ev := range events {
-		if ev, ok := ev.(*mcpvisor.PollChangedEvent); ok {
-			assert.Equal(t, poll.ID, ev.PollID)
-			break
+	sub := call(mcpvisor.ToolSubscribeMcpResource, `{"server":"m","uri":"mock://resource/1"}`)
+	assert.Equal(t, true, sub["subscribed"])
+	assert.Equal(t, []string{"mock://resource/1"}, s.ResourceSubscriptions("m"))
+	_, err := s.CallTool(ctx, "mcp__m__touch", map[string]string{"uri": "mock://resource/1"})
+	require.NoError(t, err)
+	awaitEvent(t, events, mcpvisor.EventResourceUpdated, func(ev mcpvisor.Event) bool { return ev.(*mcpvisor.ResourceUpdatedEvent).URI == "mock://resource/1" })
+
+	poll := call(mcpvisor.ToolSubscribePolling, `{"type":"resource","server":"m","uri":"mock://resource/1","intervalMs":1000}`)
+	awaitEvent(t, events, mcpvisor.EventPollChanged, func(ev mcpvisor.Event) bool { return ev.(*mcpvisor.PollChangedEvent).PollID == poll["subscriptionId"] })
+	assert.Equal(t, mcpvisor.MinPollInterval, s.Polls()[poll["subscriptionId"].(string)].Interval)
+	out := call(mcpvisor.ToolUnsubscribePolling, `{"subscriptionId":"`+poll["subscriptionId"].(string)+`"}`)
+	assert.Equal(t, true, out["unsubscribed"])
+	assert.Empty(t, s.Polls())
+}
+
+// A blob is described, not dumped: server-everything's binary resources.
+func TestReadMcpResourceDescribesBlobs(t *testing.T) {
+	var sup atomic.Pointer[mcpvisor.Supervisor]
+	s, err := mcpvisor.Start(t.Context(), mcpvisor.Options{Builtins: mcpvisor.ManagementTools(sup.Load)})
+	require.NoError(t, err)
+	sup.Store(s)
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		require.NoError(t, s.Close(cctx))
+	})
+	_, err = s.SetServers(t.Context(), map[string]mcpvisor.ServerConfig{"everything": {Config: transports.Config{Command: everything(t)}}},
+		mcpvisor.AwaitSettled(30*time.Second))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	res, err := s.CallTool(ctx, mcpvisor.ToolReadMcpResource, map[string]string{"server": "everything", "uri": "demo://resource/dynamic/blob/1"})
+	require.NoError(t, err)
+	require.False(t, res.IsError, res.Content[0].Text)
+	var out struct {
+		Contents []struct {
+			URI       string `json:"uri"`
+			MimeType  string `json:"mimeType"`
+			Text      string `json:"text"`
+			Blob      string `json:"blob"`
+			BlobBytes int    `json:"blobBytes"`
+		} `json:"contents"`
+	}
+	require.NoError(t, json.Unmarshal(res.StructuredContent, &out))
+	require.Len(t, out.Contents, 1)
+	c := out.Contents[0]
+	assert.Equal(t, "demo://resource/dynamic/blob/1", c.URI)
+	assert.Empty(t, c.Blob, "the blob is not dumped")
+	assert.Positive(t, c.BlobBytes)
+	assert.Contains(t, c.Text, "bytes, not shown")
+}
+
+func toolNames(s *mcpvisor.Supervisor) []string {
+	var out []string
+	for _, t := range s.Tools() {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// awaitEvent waits up to 10 s for an event of type typ that ok accepts.
+func awaitEvent(t *testing.T, events <-chan mcpvisor.Event, typ mcpvisor.EventType, ok func(mcpvisor.Event) bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, open := <-events:
+			require.True(t, open, "the event stream ended while waiting for %s", typ)
+			if ev.Header().Type == typ && ok(ev) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %s event within 10 s", typ)
 		}
 	}
-	out, isErr = call(mcpvisor.ToolUnsubscribePolling, `{"id":"`+poll.ID+`"}`)
-	require.False(t, isErr, out)
-	out, isErr = call(mcpvisor.ToolUnsubscribePolling, `{"id":"`+poll.ID+`"}`)
-	assert.True(t, isErr)
-	assert.Contains(t, out, "unknown polling subscription")
-	out, isErr = call(mcpvisor.ToolSubscribePolling, `{}`)
-	assert.True(t, isErr, out)
 }

@@ -48,6 +48,9 @@ type serverHandle struct {
 	// clears it for each new connection.
 	strikes atomic.Int32
 	memory  session.Memory
+	// sseOnly is set when a url-only server was found to speak only
+	// HTTP+SSE (fallback.go); its reconnects go straight to it.
+	sseOnly atomic.Bool
 	changed changeSignal // fires on every new view
 	// latency counts the requests sent on the server's sessions
 	// (onSession); any goroutine observes it.
@@ -86,6 +89,7 @@ func (c *changeSignal) notify() {
 type serverView struct {
 	name            string
 	cfg             ServerConfig
+	sseOnly         bool // a url-only server found to speak only HTTP+SSE (fallback.go)
 	state           State
 	since           time.Time
 	admitted        uint64           // ticket of the connect this view answers
@@ -151,7 +155,7 @@ func (v *serverView) status() ServerStatus {
 	st := ServerStatus{
 		Name:            v.name,
 		State:           v.state,
-		Transport:       string(v.cfg.Kind()),
+		Transport:       string(effectiveTransport(v.cfg, v.sseOnly)),
 		ProtocolVersion: v.protocolVersion,
 		ServerInfo:      v.serverInfo,
 		Tools:           len(v.lists.tools),
@@ -368,6 +372,7 @@ func (a *serverActor) publish() {
 		loadingCache:   a.loadingCache,
 		auth:           &a.h.auth,
 		pinOpts:        &a.opts.ToolPins,
+		sseOnly:        a.h.sseOnly.Load(),
 	}
 	if a.state == StateReady && a.sess != nil {
 		v.sess = a.sess
@@ -408,13 +413,18 @@ func (a *serverActor) connect() {
 	a.nextRetry = time.Time{}
 	a.setState(StateConnecting, a.err)
 
-	gen, cfg, self, root, name := a.gen, a.cfg, a.self, a.root, a.h.name
+	gen, cfg, self, root, name, h := a.gen, a.cfg, a.self, a.root, a.h.name, a.h
 	sopts := a.sessionOptions(gen)
 	dc := a.dialConfig()
 	pinStore := a.opts.ToolPins.Store
 	a.goroutine(func() {
 		defer cancel()
-		res := connectOnce(ctx, cfg, sopts, dc)
+		var res connectResult
+		if autoTransport(cfg) {
+			res = connectAuto(ctx, cfg, sopts, dc, &h.sseOnly)
+		} else {
+			res = connectOnce(ctx, cfg, sopts, dc)
+		}
 		res.gen = gen
 		if res.err == nil {
 			res.lists.pins, res.pinErr = checkPins(pinStore, name, cfg, res.lists.tools)
@@ -611,6 +621,7 @@ func (a *serverActor) reconfigure(cfg ServerConfig) {
 	a.abandon(session.ErrServerRestarting)
 	if cfg.Kind() != a.cfg.Kind() || cfg.Command != a.cfg.Command || cfg.URL != a.cfg.URL {
 		a.h.memory.Forget() // possibly another server altogether
+		a.h.sseOnly.Store(false)
 	}
 	a.cfg = cfg
 	a.policy = cfg.Reconnect.over(a.opts.Reconnect)

@@ -755,6 +755,14 @@ func (s *System) unfoldedServerOf(name string) *serverHandle {
 	return best
 }
 
+// PoolReflects reports whether the tool pool reflects server name's
+// current state: a server's status says it is ready a moment before the
+// registry folds its lists into the pool (rebuilds are spaced).
+func (s *System) PoolReflects(name string) bool {
+	h, err := s.handle(name)
+	return err == nil && s.poolHas(h)
+}
+
 // poolHas reports whether the pool reflects server h's current view.
 func (s *System) poolHas(h *serverHandle) bool {
 	return s.pool.Load().views[h] == h.view.Load()

@@ -183,6 +183,7 @@ func (s *Session) ListTools(ctx context.Context) ([]protocol.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.keepReadOnly(tools)
 	return s.keepParamHeaders(tools), nil
 }
 

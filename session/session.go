@@ -133,6 +133,7 @@ type Stats struct {
 	MalformedFrames  int64 // JSON frames that were not valid JSON-RPC (skipped)
 	OversizeFrames   int64 // frames over the transport's size limit (dropped)
 	UnknownResponses int64 // responses to no pending call (late or bogus; dropped)
+	Reissued         int64 // requests re-issued after their response stream broke (see reissue.go)
 }
 
 // Session is one negotiated MCP connection.
@@ -177,6 +178,11 @@ type Session struct {
 	// tools that have some (see paramheaders.go); replaced by each
 	// ListTools.
 	paramHeaders atomic.Pointer[map[string][]protocol.ParamHeader]
+
+	// readOnly holds the names of the tools whose annotations say
+	// readOnlyHint (see reissue.go); replaced by each ListTools.
+	readOnly atomic.Pointer[map[string]bool]
+	reissued atomic.Int64 // requests re-issued after their stream broke
 
 	nonProtocol, malformed, oversize, unknown atomic.Int64
 	// badInARow counts malformed and oversize frames since the last frame
@@ -321,6 +327,7 @@ func (s *Session) Stats() Stats {
 		MalformedFrames:  s.malformed.Load(),
 		OversizeFrames:   s.oversize.Load(),
 		UnknownResponses: s.unknown.Load(),
+		Reissued:         s.reissued.Load(),
 	}
 }
 
@@ -377,7 +384,7 @@ func (s *Session) Call(ctx context.Context, method string, params, result any) e
 // includes the HTTP exchange, and so an authorization the server's 401
 // started; over the message transports it is the write alone.
 func (s *Session) callAnsweredWithin(ctx context.Context, answerWithin time.Duration, method string, params, result any) error {
-	raw, err := s.roundTripID(ctx, s.nextID.Add(1), method, params, answerWithin)
+	raw, err := s.exchange(ctx, method, params, answerWithin)
 	if err != nil {
 		return err
 	}
@@ -395,9 +402,9 @@ func (s *Session) callAnsweredWithin(ctx context.Context, answerWithin time.Dura
 }
 
 // roundTrip sends a request under the next id and waits for its answer
-// until ctx ends.
+// until ctx ends (re-issuing it once if its stream broke, see exchange).
 func (s *Session) roundTrip(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	return s.roundTripID(ctx, s.nextID.Add(1), method, params, 0)
+	return s.exchange(ctx, method, params, 0)
 }
 
 // roundTripID sends request id (from nextID; chosen by the caller for

@@ -95,6 +95,7 @@ type handler struct {
 	sessions map[string]*session     // guarded by mu
 	armed    bool                    // guarded by mu: an initialize or server/discover came in
 	burst    int                     // guarded by mu: 503s still to send once armed
+	cuts     int                     // guarded by mu: answers broken so far (CutStreams)
 	listens  map[*stream]protocol.ID // guarded by mu: open subscriptions/listen streams
 	ws       map[*wsConn]struct{}    // guarded by mu: open WebSockets
 	period   uint64                  // guarded by mu: up periods ended (resets), so a WebSocket upgraded in one that ended is cut
@@ -311,6 +312,18 @@ func (h *handler) arm() {
 		h.armed = true
 		h.burst = h.o.HTTP5xx
 	}
+}
+
+// takeCut reports whether the answer of this stateless request is to be
+// lost (CutStreams), counting it.
+func (h *handler) takeCut() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cuts >= h.o.CutStreams {
+		return false
+	}
+	h.cuts++
+	return true
 }
 
 // takeBurst reports whether this POST is one of the burst's 503s.
@@ -642,6 +655,15 @@ func (h *handler) postStateless(w http.ResponseWriter, r *http.Request, m *proto
 	if code, exit := h.s.dispatch(r.Context(), &h.stateless, m, modern, st); exit {
 		h.die(code)
 		panic(http.ErrAbortHandler)
+	}
+	if m.Method != protocol.MethodDiscover && (h.o.CutMethod == "" || h.o.CutMethod == m.Method) && h.takeCut() {
+		// The request was processed; its answer is lost with the
+		// stream (2026-07-28 has no resumption).
+		if h.o.SSEResponses {
+			startEventStream(w)
+			return
+		}
+		panic(http.ErrAbortHandler) // the connection closes, no response
 	}
 	if h.o.SSEResponses && h.o.DropStream && m.Method == protocol.MethodToolsCall {
 		// The stateless era has no resumption: the stream ends empty and

@@ -156,6 +156,13 @@ type Options struct {
 	NoGetStream  bool          // answer GET /mcp with 405: no standalone stream
 	DropStream   bool          // with SSEResponses: close a tools/call stream after the priming event, leaving the response to a GET with Last-Event-ID
 	ListenCut    time.Duration // cut subscriptions/listen streams (2026-07-28) after this long, without a response
+	// CutStreams loses the answers of the first N requests of the
+	// stateless era (2026-07-28) other than server/discover and
+	// subscriptions/listen: each is processed, then its response breaks
+	// before the answer. With SSEResponses the event stream ends without
+	// it; otherwise the connection closes before any response.
+	CutStreams int
+	CutMethod  string // with CutStreams: count and break only requests of this method
 
 	// Every HTTP transport.
 	HTTP5xx            int           // answer the first N POSTs after the first initialize or server/discover with 503
@@ -347,6 +354,8 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.DurationVar(&o.SSERetry, "sse-retry", DefaultSSERetry, "http: retry field of the priming event")
 	fs.BoolVar(&o.NoGetStream, "no-get-stream", false, "http: answer GET /mcp with 405")
 	fs.BoolVar(&o.DropStream, "drop-stream", false, "http with -sse-responses: end tools/call streams after the priming event; the response waits for GET + Last-Event-ID")
+	fs.IntVar(&o.CutStreams, "cut-streams", 0, "http, 2026-07-28: process the first `N` requests other than server/discover, then break their response before the answer (the event stream ends, or the connection closes)")
+	fs.StringVar(&o.CutMethod, "cut-method", "", "with -cut-streams: break only requests of this `method`")
 	fs.DurationVar(&o.ListenCut, "listen-cut", 0, "http: cut subscriptions/listen streams after this long, without a response")
 	fs.IntVar(&o.HTTP5xx, "http-5xx", 0, "http, sse: answer the first N POSTs after the first initialize or server/discover with 503")
 	fs.IntVar(&o.ExpireSessionAfter, "expire-session-after", 0, "http, sse: forget a session after it answered N tools/call (then 404)")

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +34,7 @@ type superviseFlags struct {
 	allowTools   []string
 	denyTools    []string
 	bareNames    bool
+	mgmtTools    bool
 	watch        bool
 	watchEvery   time.Duration
 	grace        time.Duration
@@ -123,6 +125,7 @@ Exit codes:
 	fl.StringArrayVar(&f.allowOrigins, "allow-origin", nil, "also accept browser requests from `ORIGIN` (scheme://host:port; repeatable)")
 	fl.StringArrayVar(&f.allowTools, "allow-tools", nil, "offer only tools whose qualified name matches `GLOB` (repeatable)")
 	fl.StringArrayVar(&f.denyTools, "deny-tools", nil, "never offer tools whose qualified name matches `GLOB` (repeatable)")
+	fl.BoolVar(&f.mgmtTools, "management-tools", false, "also offer the management tools (ListMcpResources, ReadMcpResource, SubscribeMcpResource, UnsubscribeMcpResource, SubscribePolling, UnsubscribePolling, ListMcpResourceTemplates, connect_mcp)")
 	fl.BoolVar(&f.bareNames, "bare-names", false, "offer each tool and prompt under its server's own name when no other server has one by that name")
 	fl.BoolVar(&f.watch, "watch", false, "reload when a config file changes (polled)")
 	fl.DurationVar(&f.watchEvery, "watch-interval", time.Second, "how often --watch polls the config files")
@@ -195,7 +198,16 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	var fwd gateway.Forwarder
 	// Logins the dashboard starts hand their URL to its page.
 	var logins gateway.LoginRelay
-	sup, err := a.startSupervisor(ctx, false, fwd.Configure, logins.Configure)
+	configure := []func(*mcpvisor.Options){fwd.Configure, logins.Configure}
+	// The management tools act on the supervisor, known once started.
+	var managed atomic.Pointer[mcpvisor.Supervisor]
+	if f.mgmtTools {
+		configure = append(configure, func(o *mcpvisor.Options) {
+			o.Builtins = append(o.Builtins, mcpvisor.ManagementTools(managed.Load)...)
+		})
+	}
+	sup, err := a.startSupervisor(ctx, false, configure...)
+	managed.Store(sup)
 	if err != nil {
 		if ln != nil {
 			ln.Close()

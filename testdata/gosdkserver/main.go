@@ -8,7 +8,7 @@
 //
 // Usage:
 //
-//	gosdkserver [-versions 2025-11-25,2025-06-18] [-http 127.0.0.1:PORT] [-announce] [-trace]
+//	gosdkserver [-versions 2025-11-25,2025-06-18] [-http 127.0.0.1:PORT [-sse]] [-announce] [-trace]
 //
 // -versions narrows the protocol versions the server advertises and
 // negotiates (ServerOptions.SupportedProtocolVersions); by default it speaks
@@ -20,6 +20,10 @@
 // The handler is stateless (no Mcp-Session-Id; the SDK serves 2026-07-28
 // only on stateless handlers) when the server speaks 2026-07-28, and
 // stateful (sessions, GET stream) when -versions leaves that version out.
+// With -sse it serves the legacy HTTP+SSE transport (2024-11-05) at
+// http://ADDR/sse instead (mcp.NewSSEHandler): GET opens the session's
+// event stream, whose first event names the URL to POST to; a POST to
+// /sse itself is refused (400), as a server of that transport does.
 //
 // -announce adds a third tool, announce (name → a new tool by that name
 // that echoes like echo), so that a client can make the server send
@@ -62,17 +66,18 @@ const statelessVersion = "2026-07-28"
 func main() {
 	versions := flag.String("versions", "", "comma-separated protocol versions to support (default: all the SDK speaks)")
 	addr := flag.String("http", "", "serve Streamable HTTP at http://`ADDR`/mcp instead of stdio")
+	legacySSE := flag.Bool("sse", false, "with -http: serve the legacy HTTP+SSE transport at /sse instead")
 	announce := flag.Bool("announce", false, "offer the announce tool, which adds a tool at run time")
 	trace := flag.Bool("trace", false, "write every method received to stderr")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := run(context.Background(), *versions, *addr, *announce, *trace, logger); err != nil {
+	if err := run(context.Background(), *versions, *addr, *legacySSE, *announce, *trace, logger); err != nil {
 		logger.Error("gosdkserver failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, versions, addr string, announce, trace bool, logger *slog.Logger) error {
+func run(ctx context.Context, versions, addr string, legacySSE, announce, trace bool, logger *slog.Logger) error {
 	opts := &mcp.ServerOptions{Logger: logger}
 	if versions != "" {
 		opts.SupportedProtocolVersions = strings.Split(versions, ",")
@@ -95,16 +100,19 @@ func run(ctx context.Context, versions, addr string, announce, trace bool, logge
 		return server.Run(ctx, &mcp.StdioTransport{})
 	}
 	stateless := versions == "" || slices.Contains(opts.SupportedProtocolVersions, statelessVersion)
-	return serveHTTP(ctx, server, addr, stateless, logger)
+	return serveHTTP(ctx, server, addr, stateless, legacySSE, logger)
 }
 
-// serveHTTP serves server over Streamable HTTP at http://addr/mcp until
-// SIGINT or SIGTERM.
-func serveHTTP(ctx context.Context, server *mcp.Server, addr string, stateless bool, logger *slog.Logger) error {
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Stateless: stateless, Logger: logger})
+// serveHTTP serves server over Streamable HTTP at http://addr/mcp (or
+// HTTP+SSE at http://addr/sse, with legacySSE) until SIGINT or SIGTERM.
+func serveHTTP(ctx context.Context, server *mcp.Server, addr string, stateless, legacySSE bool, logger *slog.Logger) error {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", handler)
+	if legacySSE {
+		mux.Handle("/sse", mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	} else {
+		mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+			&mcp.StreamableHTTPOptions{Stateless: stateless, Logger: logger}))
+	}
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -239,7 +240,9 @@ type outgoing struct {
 // It returns an error matching ErrSessionExpired (and ErrClosed) when the
 // server no longer knows the session, an *transports.HTTPStatusError for
 // another refused POST, transports.ErrStreamBroken when the answer's
-// stream ended and could not be resumed, or the network error.
+// stream (or JSON body, or, in the stateless era, the connection that
+// carried the request) ended before the answer and could not be resumed,
+// or the network error.
 func (c *Conn) Send(ctx context.Context, frame []byte) error {
 	m, err := protocol.Decode(frame)
 	if err != nil {
@@ -290,7 +293,7 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return c.requestError(ctx, err)
+		return c.requestError(ctx, err, out)
 	}
 	defer resp.Body.Close()
 
@@ -368,13 +371,20 @@ func (c *Conn) setHeaders(h http.Header, out outgoing) {
 }
 
 // requestError wraps a failed round trip. A connection that was closed
-// underneath the request says so.
-func (c *Conn) requestError(ctx context.Context, err error) error {
+// underneath the request says so. In the stateless era a request whose
+// connection failed after it was dialled (the server may have it, but
+// its answer is lost) also matches transports.ErrStreamBroken: the era
+// has no resumption, and the session layer may re-issue it.
+func (c *Conn) requestError(ctx context.Context, err error, out outgoing) error {
 	switch {
 	case c.ctx.Err() != nil:
 		return transports.ErrClosed
 	case ctx.Err() != nil:
 		return fmt.Errorf("streamable: %w", context.Cause(ctx))
+	}
+	var op *net.OpError
+	if out.modern && out.kind == protocol.KindRequest && !(errors.As(err, &op) && op.Op == "dial") {
+		return fmt.Errorf("streamable: POST: %w: %w", transports.ErrStreamBroken, err)
 	}
 	return fmt.Errorf("streamable: POST: %w", err)
 }
@@ -446,7 +456,7 @@ func (c *Conn) readJSON(body io.Reader, size int64) error {
 	}
 	_, err := buf.ReadFrom(io.LimitReader(body, limit+1))
 	if err != nil {
-		return fmt.Errorf("streamable: reading the answer: %w", err)
+		return fmt.Errorf("streamable: reading the answer: %w: %w", transports.ErrStreamBroken, err)
 	}
 	data := buf.Bytes()
 	if len(data) > c.opts.MaxFrameSize {
