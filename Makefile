@@ -149,11 +149,11 @@ conformance: build $(CONFORMANCE)
 CONFORMANCE_SERVER_LISTEN ?= 127.0.0.1:17980
 CONFORMANCE_SERVER_RESULTS := $(DEPS)/conformance-server-results
 CONFORMANCE_SERVER_RUNS := active:--suite=active all:--suite=all 2026-07-28:--requirements=2026-07-28
-CONFORMANCE_SERVER_UNEXERCISED := tasks-status-notifications server-sse-polling
+CONFORMANCE_SERVER_UNEXERCISED := tasks-status-notifications
 conformance-server: build $(CONFORMANCE)
 	rm -rf $(CONFORMANCE_SERVER_RESULTS) $(DEPS)/conformance-state
 	@$(BIN)/mcpvisor supervise --config testdata/conformance/gateway.mcp.json --bare-names --state-dir $(DEPS)/conformance-state \
-		--listen $(CONFORMANCE_SERVER_LISTEN) --log-level warn 2>$(DEPS)/conformance-gateway.log & pid=$$!; \
+		--listen $(CONFORMANCE_SERVER_LISTEN) --sse-poll-after 500ms --log-level warn 2>$(DEPS)/conformance-gateway.log & pid=$$!; \
 	trap 'kill -INT $$pid; wait $$pid' EXIT; \
 	for i in $$(seq 100); do $(BIN)/mcpvisor status --url http://$(CONFORMANCE_SERVER_LISTEN) >/dev/null 2>&1 && break; sleep 0.1; done; \
 	for run in $(CONFORMANCE_SERVER_RUNS); do \

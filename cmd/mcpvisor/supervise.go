@@ -41,6 +41,7 @@ type superviseFlags struct {
 	maxSessions  int
 	maxStreams   int
 	channelQueue int
+	pollAfter    time.Duration
 }
 
 func (a *app) superviseCommand() *cobra.Command {
@@ -85,6 +86,13 @@ gateway's tool wait_for_channel_message (for clients without push): at most
 --channel-queue messages per server (default 1000; the oldest is dropped, and
 counted in /status, /metrics and on the next message delivered). The queue
 starts with the gateway and survives reloads.
+
+Long calls: with --sse-poll-after D (e.g. 30s, behind a proxy that cuts idle
+responses), the event stream answering a tools/call of a 2025-11-25 session
+ends after D with a priming event (an id and a retry field); the call goes on,
+and the client resumes the stream with a GET and Last-Event-ID to get its
+answer (SSE polling, SEP-1699). Off by default: it costs every call a
+goroutine hand-off.
 
 Security: the listener is loopback by default, and then refuses requests whose
 Host is not a loopback name, and browser requests whose Origin is not loopback
@@ -136,6 +144,8 @@ Exit codes:
 		"allow at most `N` GET streams open at once per HTTP session (409 beyond); negative: no cap")
 	fl.IntVar(&f.channelQueue, "channel-queue", mcpvisor.DefaultChannelCapacity,
 		"keep at most `N` channel messages per server for wait_for_channel_message (the oldest is dropped and counted)")
+	fl.DurationVar(&f.pollAfter, "sse-poll-after", 0,
+		"end the POST event stream of a tools/call still running after `D`, e.g. 30s (2025-11-25 sessions; the client resumes it with Last-Event-ID, SEP-1699); 0: never")
 	return cmd
 }
 
@@ -230,7 +240,8 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
 		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
-		Dashboard: gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
+		SSEPollAfter: f.pollAfter,
+		Dashboard:    gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
 	})
 	fwd.Attach(gw)
 	serveCtx, stopServing := context.WithCancel(context.Background())

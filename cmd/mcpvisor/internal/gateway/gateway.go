@@ -138,6 +138,17 @@ type Options struct {
 	// of a request the gateway answered with input_required (default
 	// 5 min): the call behind it waits that long, then is cancelled.
 	InputWait time.Duration
+	// SSEPollAfter is how long a tools/call of a 2025-11-25 (or later)
+	// HTTP session may hold its POST's event stream open: then the
+	// gateway ends the stream after a priming event, and the client
+	// resumes it with a GET and Last-Event-ID to get the answer (SSE
+	// polling, SEP-1699; see polling.go). Zero (the default) or negative:
+	// never, since it costs every eligible call a goroutine hand-off; see
+	// SuggestedSSEPollAfter.
+	SSEPollAfter time.Duration
+	// SSERetry is the retry field of that priming event: how long the
+	// client waits before it resumes (default DefaultSSERetry).
+	SSERetry time.Duration
 	// Dashboard configures the dashboard served at / of the HTTP
 	// listener (dashboard.go; docs/dashboard.md).
 	Dashboard DashboardOptions
