@@ -77,7 +77,7 @@ func ExampleSupervisor_Subscribe() {
 	events := sup.Subscribe(ctx, mcpvisor.FromSequence(0))
 	sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{"echo": {Config: testserver.Command()}})
 	for ev := range events {
-		if ev.Type == mcpvisor.EventServerState {
+		if ev, ok := ev.(*mcpvisor.ServerStateEvent); ok {
 			fmt.Println(ev.Seq, ev.Server, ev.State)
 			if ev.State == mcpvisor.StateReady {
 				break

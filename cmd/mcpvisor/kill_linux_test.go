@@ -137,7 +137,7 @@ func TestSIGKILLedGatewayWithCallsInFlightLeavesNothing(t *testing.T) {
 	base := gatewayURL(t, logs)
 	if _, ok := servers["confined"]; ok {
 		st := cli(t, "status", "--url", base)
-		assert.Regexp(t, `(?m)^confined +ready \(bwrap\) `, st.stdout, "the status names the sandbox in effect")
+		assert.Regexp(t, `(?m)^confined +connected +file +ready \(bwrap\) `, st.stdout, "the status names the sandbox in effect")
 	}
 
 	const calls = 32

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/mcpvisor/mcpvisor"
@@ -482,9 +483,10 @@ func (a *app) watchConfig(ctx context.Context, cfg *mcpvisor.Config, interval ti
 // logEvents logs every event of the stream until it closes.
 func (a *app) logEvents(events <-chan mcpvisor.Event) {
 	for ev := range events {
-		switch ev.Type {
-		case mcpvisor.EventServerState:
-			e := a.log.Info().Uint64("seq", ev.Seq).Str("server", ev.Server).Str("state", string(ev.State))
+		h := ev.Header()
+		switch ev := ev.(type) {
+		case *mcpvisor.ServerStateEvent:
+			e := a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server).Str("state", string(ev.State))
 			if ev.Previous != "" {
 				e = e.Str("previous", string(ev.Previous))
 			}
@@ -492,32 +494,35 @@ func (a *app) logEvents(events <-chan mcpvisor.Event) {
 				e = e.Str("error", ev.Err)
 			}
 			e.Msg("server state")
-		case mcpvisor.EventToolsChanged, mcpvisor.EventPromptsChanged, mcpvisor.EventResourcesChanged:
-			e := a.log.Info().Uint64("seq", ev.Seq).Str("server", ev.Server)
-			if ev.Diff != nil {
-				e = e.Strs("added", ev.Diff.Added).Strs("removed", ev.Diff.Removed).Strs("changed", ev.Diff.Changed)
-			}
-			if ev.Type == mcpvisor.EventToolsChanged {
-				e = e.Int("tools", ev.Tools)
-			}
-			e.Msg(string(ev.Type))
-		case mcpvisor.EventCollision:
+		case *mcpvisor.ToolsChangedEvent:
+			logDiff(a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server), ev.Diff).Int("tools", ev.Tools).Msg(string(h.Type))
+		case *mcpvisor.ListChangedEvent:
+			logDiff(a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server), ev.Diff).Msg(string(h.Type))
+		case *mcpvisor.CollisionEvent:
 			c := ev.Collision
-			a.log.Warn().Uint64("seq", ev.Seq).Str("kind", c.Kind).Str("name", c.Name).Str("holder", c.Holder).
+			a.log.Warn().Uint64("seq", h.Seq).Str("kind", c.Kind).Str("name", c.Name).Str("holder", c.Holder).
 				Str("server", c.Server).Str("original", c.Original).Str("renamed", c.Renamed).Msg("name collision")
-		case mcpvisor.EventToolDefinitionChanged:
+		case *mcpvisor.ToolDefinitionChangedEvent:
 			c := ev.ToolChange
-			a.log.Warn().Uint64("seq", ev.Seq).Str("server", ev.Server).Str("tool", c.Tool).Str("change", c.Change).
+			a.log.Warn().Uint64("seq", h.Seq).Str("server", h.Server).Str("tool", c.Tool).Str("change", c.Change).
 				Str("action", string(c.Action)).Str("diff", c.Diff).
 				Msg("tool definition not pinned (" + string(c.Action) + "); run 'mcpvisor trust' to review it")
-		case mcpvisor.EventServerToggled:
-			a.log.Info().Uint64("seq", ev.Seq).Str("server", ev.Server).Bool("off", ev.ToggledOff).Msg("server toggled")
-		case mcpvisor.EventLogMessage:
-			a.log.Info().Uint64("seq", ev.Seq).Str("server", ev.Server).Str("level", ev.Level).RawJSON("params", ev.Data).Msg("server log")
-		case mcpvisor.EventGap:
-			a.log.Warn().Uint64("seq", ev.Seq).Uint64("dropped", ev.Dropped).Str("reason", ev.GapReason).Msg("events lost")
+		case *mcpvisor.ServerToggledEvent:
+			a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server).Bool("off", ev.ToggledOff).Msg("server toggled")
+		case *mcpvisor.LogMessageEvent:
+			a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server).Str("level", ev.Level).RawJSON("params", ev.Data).Msg("server log")
+		case *mcpvisor.GapEvent:
+			a.log.Warn().Uint64("seq", h.Seq).Uint64("dropped", ev.Dropped).Str("reason", ev.GapReason).Msg("events lost")
 		default:
-			a.log.Debug().Uint64("seq", ev.Seq).Str("type", string(ev.Type)).Str("server", ev.Server).Msg("event")
+			a.log.Debug().Uint64("seq", h.Seq).Str("type", string(h.Type)).Str("server", h.Server).Msg("event")
 		}
 	}
+}
+
+// logDiff adds a list diff to a log entry.
+func logDiff(e *zerolog.Event, d *mcpvisor.ListDiff) *zerolog.Event {
+	if d == nil {
+		return e
+	}
+	return e.Strs("added", d.Added).Strs("removed", d.Removed).Strs("changed", d.Changed)
 }

@@ -315,7 +315,7 @@ func TestDashboardActions(t *testing.T) {
 	events := f.sup.Subscribe(t.Context(), mcpvisor.FromSequence(seq))
 	click(t, ctx, "api-04", "reconnect")
 	waitEvents(t, events, 15*time.Second, "api-04 to reconnect", func(ev mcpvisor.Event, seen map[string]bool) bool {
-		if ev.Type == mcpvisor.EventServerState && ev.Server == "api-04" {
+		if ev, ok := ev.(*mcpvisor.ServerStateEvent); ok && ev.Server == "api-04" {
 			seen[string(ev.State)] = true
 		}
 		return seen["ready"] && (seen["reconnecting"] || seen["connecting"])
@@ -324,7 +324,7 @@ func TestDashboardActions(t *testing.T) {
 	// Reconnect all.
 	require.NoError(t, chromedp.Run(ctx, chromedp.Click(`#reconnect-all`, chromedp.ByQuery)))
 	waitEvents(t, events, 20*time.Second, "every ready server to reconnect", func(ev mcpvisor.Event, seen map[string]bool) bool {
-		if ev.Type == mcpvisor.EventServerState && ev.State == mcpvisor.StateReady && ev.Server != "api-04" {
+		if ev, ok := ev.(*mcpvisor.ServerStateEvent); ok && ev.State == mcpvisor.StateReady && ev.Server != "api-04" {
 			seen[ev.Server] = true
 		}
 		return seen["api-01"] && seen["api-25"] && seen[fleetWorker]

@@ -351,7 +351,7 @@ const defaultLogLevel = protocol.LevelInfo
 
 // forwardLog sends a server's log message to the sessions whose level it
 // reaches, as notifications/message with logger = the server's name.
-func (g *Gateway) forwardLog(ev mcpvisor.Event) {
+func (g *Gateway) forwardLog(ev *mcpvisor.LogMessageEvent) {
 	var p protocol.LoggingMessageParams
 	if json.Unmarshal(ev.Data, &p) != nil {
 		return
@@ -383,7 +383,7 @@ func (g *Gateway) forwardLog(ev mcpvisor.Event) {
 }
 
 // forwardResourceUpdated tells the sessions subscribed to the resource.
-func (g *Gateway) forwardResourceUpdated(ev mcpvisor.Event) {
+func (g *Gateway) forwardResourceUpdated(ev *mcpvisor.ResourceUpdatedEvent) {
 	params := protocol.ResourceUpdatedParams{URI: ev.URI}
 	for _, s := range g.sessionsSnapshot() {
 		s.mu.Lock()

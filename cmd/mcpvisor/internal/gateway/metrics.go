@@ -56,10 +56,10 @@ func (m *metrics) call(server string, _ time.Duration, err error) {
 
 func (m *metrics) event(ev mcpvisor.Event) {
 	m.eventsSeen.Add(1)
-	switch ev.Type {
-	case mcpvisor.EventGap:
+	switch ev := ev.(type) {
+	case *mcpvisor.GapEvent:
 		m.eventsDropped.Add(ev.Dropped)
-	case mcpvisor.EventServerState:
+	case *mcpvisor.ServerStateEvent:
 		m.mu.Lock()
 		m.states[[2]string{ev.Server, string(ev.State)}]++
 		if ev.State == mcpvisor.StateReconnecting && ev.Previous != mcpvisor.StateReconnecting {
