@@ -59,7 +59,7 @@ func TestAHeldServerIsShownAndNeverStarted(t *testing.T) {
 	assert.Equal(t, mcpvisor.StateNeedsApproval, st.State)
 	assert.Contains(t, st.LastError, `needs approval: "project" layer entry`)
 	assert.Equal(t, "stdio", st.Transport)
-	ev := nextEvent(t, events, func(ev mcpvisor.Event) bool { return ev.Type == mcpvisor.EventServerState && ev.Server == "innocent" })
+	ev := nextEvent(t, events, func(ev mcpvisor.Event) bool { return serverState(ev, "innocent") != nil }).(*mcpvisor.ServerStateEvent)
 	assert.Equal(t, mcpvisor.StateNeedsApproval, ev.State)
 	assert.Contains(t, ev.Err, "is not approved")
 
@@ -119,4 +119,12 @@ func nextEvent(t *testing.T, events <-chan mcpvisor.Event, match func(mcpvisor.E
 			require.FailNow(t, "no matching event within 10 s")
 		}
 	}
+}
+
+// serverState returns ev when it is a state change of server, else nil.
+func serverState(ev mcpvisor.Event, server string) *mcpvisor.ServerStateEvent {
+	if s, ok := ev.(*mcpvisor.ServerStateEvent); ok && s.Server == server {
+		return s
+	}
+	return nil
 }

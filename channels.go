@@ -12,13 +12,13 @@ import (
 // (notifications/claude/channel from a server declaring
 // capabilities.experimental["claude/channel"]): its source server,
 // content and sanitized meta attributes.
-type ChannelMessage = actors.ChannelMessage
+type ChannelMessage = channels.Message
 
 // ChannelInbox is one subscriber's bounded queues of channel messages,
 // one per server (see OpenChannelInbox). Wait and WaitN take the oldest
 // messages a filter accepts; Stats and ServerStats count what was
 // dropped.
-type ChannelInbox = actors.ChannelInbox
+type ChannelInbox = channels.Inbox
 
 // DefaultChannelCapacity is how many messages of one server a channel
 // inbox keeps when its capacity is not given.
@@ -45,15 +45,15 @@ func RenderChannelMessage(m ChannelMessage) string { return channels.Render(m) }
 
 // PermissionRequest is a tool-approval prompt for the channel permission
 // relay: ToolName, Description, InputPreview (RequestID is assigned).
-type PermissionRequest = actors.PermissionRequest
+type PermissionRequest = channels.PermissionRequest
 
 // PermissionPrompt is a permission request waiting for its answer: ID is
 // the five-letter short ID a user types; Wait blocks for the answer.
-type PermissionPrompt = actors.PermissionPrompt
+type PermissionPrompt = channels.Pending
 
 // PermissionAnswer is how a permission request was settled: Allow, and By
 // (the channel server that answered, or "" for the host).
-type PermissionAnswer = actors.PermissionAnswer
+type PermissionAnswer = channels.Answer
 
 // Errors of the permission relay.
 var (
@@ -61,10 +61,6 @@ var (
 	ErrPermissionExpired  = actors.ErrPermissionExpired
 	ErrPermissionAnswered = actors.ErrPermissionAnswered
 )
-
-// EventPermissionAnswered: a channel server's verdict settled a
-// permission request the host relayed.
-const EventPermissionAnswered = actors.EventPermissionAnswered
 
 // SubscribeChannels opens an inbox of the channel messages servers push
 // from now on. It is OpenChannelInbox with only the capacity set: at most

@@ -13,5 +13,5 @@ import (
 // arguments already resolved. The server's JSON-RPC error (for one that
 // does not offer completions) is returned as a *protocol.Error.
 func (s *Supervisor) Complete(ctx context.Context, server string, ref protocol.CompletionReference, arg protocol.CompletionArgument, cctx *protocol.CompletionContext) (*protocol.CompleteResult, error) {
-	return s.sys.Complete(ctx, server, ref, arg, cctx)
+	return hostResult(s.sys.Complete(ctx, server, ref, arg, cctx))
 }

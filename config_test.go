@@ -104,6 +104,10 @@ func TestLoadConfigShapes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := LoadConfig(LoadOptions{Files: []string{tt.file}, LookupEnv: fakeEnv(tt.env)})
 			require.NoError(t, err)
+			for name, sc := range tt.want {
+				sc.Scope = LayerFile // the layer of a file named to the loader
+				tt.want[name] = sc
+			}
 			assert.Equal(t, tt.want, cfg.Servers)
 			assert.Equal(t, []string{tt.file}, cfg.Files)
 			for name := range tt.want {
@@ -119,10 +123,12 @@ func TestLoadConfigFilesLaterFileWins(t *testing.T) {
 	require.NoError(t, err)
 
 	// beta is replaced whole: nothing of base.json's entry survives.
+	gamma := stdio("gamma-server")
+	gamma.Scope = LayerFile
 	assert.Equal(t, map[string]ServerConfig{
-		"alpha": {Config: transports.Config{Command: "alpha-server", Args: []string{"--verbose"}, Env: map[string]string{"LEVEL": "debug"}}, Lazy: true},
-		"beta":  {Config: transports.Config{Type: transports.TypeHTTP, URL: "https://beta.example.com/mcp"}},
-		"gamma": stdio("gamma-server"),
+		"alpha": {Config: transports.Config{Command: "alpha-server", Args: []string{"--verbose"}, Env: map[string]string{"LEVEL": "debug"}}, Lazy: true, Scope: LayerFile},
+		"beta":  {Config: transports.Config{Type: transports.TypeHTTP, URL: "https://beta.example.com/mcp"}, Scope: LayerFile},
+		"gamma": gamma,
 	}, cfg.Servers)
 	assert.Equal(t, map[string]string{
 		"alpha": "testdata/config/base.json",

@@ -11,10 +11,12 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testserver"
 )
 
 func TestMain(m *testing.M) {
 	mcpvisor.HelperMain()
+	testserver.Main()
 	if mockserver.IsRequested() {
 		os.Exit(mockserver.Main(os.Args[1:]))
 	}
@@ -32,9 +34,9 @@ func Example() {
 	defer sup.Close(ctx)
 
 	// In a real host the servers come from mcpvisor.LoadConfig; here, one
-	// mock server (a stdio subprocess).
+	// test server (a stdio subprocess).
 	res, err := sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{
-		"calc": {Config: mockserver.Command()},
+		"calc": {Config: testserver.Command()},
 	})
 	if err != nil {
 		panic(err)
@@ -61,6 +63,7 @@ func Example() {
 	// tool: mcp__calc__announce
 	// tool: mcp__calc__echo
 	// tool: mcp__calc__fail
+	// tool: mcp__calc__meta
 	// tool: mcp__calc__sleep
 	// result: 42
 }
@@ -72,9 +75,9 @@ func ExampleSupervisor_Subscribe() {
 	defer sup.Close(ctx)
 
 	events := sup.Subscribe(ctx, mcpvisor.FromSequence(0))
-	sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{"echo": {Config: mockserver.Command()}})
+	sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{"echo": {Config: testserver.Command()}})
 	for ev := range events {
-		if ev.Type == mcpvisor.EventServerState {
+		if ev, ok := ev.(*mcpvisor.ServerStateEvent); ok {
 			fmt.Println(ev.Seq, ev.Server, ev.State)
 			if ev.State == mcpvisor.StateReady {
 				break

@@ -34,9 +34,6 @@ import (
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
-// ServerConfig is one entry of an .mcp.json "mcpServers" map.
-type ServerConfig = actors.ServerConfig
-
 // TransportConfig says how to reach a server: the members of a config
 // entry a transport uses (type, command, args, env, cwd, url, headers, tls).
 type TransportConfig = transports.Config
@@ -44,131 +41,9 @@ type TransportConfig = transports.Config
 // TLSConfig is a remote server's TLS client settings.
 type TLSConfig = transports.TLSConfig
 
-// QualifiedName is the pool name of a server's tool: mcp__<server>__<tool>,
-// with characters outside [A-Za-z0-9_-] replaced, shortened to
-// MaxNameLength with a stable hash when longer. (A tool whose name another
-// claimed first is renamed; an EventCollision says to what.)
-func QualifiedName(server, tool string) string { return actors.QualifiedName(server, tool) }
-
-// MaxNameLength is the longest name the tool pool offers.
-const MaxNameLength = actors.MaxNameLength
-
-// BuiltinTool is a tool the host implements, offered in the pool before
-// the MCP tools and routed by CallTool (Options.Builtins).
-type BuiltinTool = actors.BuiltinTool
-
-// ToolFilter selects a server's tools by glob.
-type ToolFilter = actors.ToolFilter
-
-// Options configure a Supervisor. The zero value is usable: servers
-// connect 3 local and 20 remote at a time, and nothing is logged.
-type Options = actors.Options
-
-// Tool is one entry of the tool pool: Name is what a model calls,
-// Definition is the server's own definition.
-type Tool = actors.Tool
-
-// Resource, ResourceTemplate and Prompt name what a server offers, with
-// the server.
-type (
-	Resource         = actors.Resource
-	ResourceTemplate = actors.ResourceTemplate
-	Prompt           = actors.Prompt
-)
-
-// ServerStatus describes one server.
-type ServerStatus = actors.ServerStatus
-
 // CacheHints are what a 2026-07-28 server said about caching its
 // discover result and its lists (ServerStatus.Cache).
-type CacheHints = actors.CacheHints
-
-// LatencyStats counts a server's requests and how long they took
-// (ServerStatus.Latency).
-type LatencyStats = actors.LatencyStats
-
-// LatencyBuckets are the upper bounds of LatencyStats.Counts.
-var LatencyBuckets = actors.LatencyBuckets
-
-// SetResult says what SetServers did.
-type SetResult = actors.SetResult
-
-// State is where a server is in its lifecycle.
-type State = actors.State
-
-// The server states.
-const (
-	StatePending      = actors.StatePending
-	StateConnecting   = actors.StateConnecting
-	StateReady        = actors.StateReady
-	StateReconnecting = actors.StateReconnecting
-	StateFailed       = actors.StateFailed
-	StateNeedsAuth    = actors.StateNeedsAuth
-	StateDisabled     = actors.StateDisabled
-	StateStopped      = actors.StateStopped
-	// StateNeedsApproval: held until the user approves the server's
-	// config entry (see LoadOptions.Approvals); never started.
-	StateNeedsApproval = actors.StateNeedsApproval
-)
-
-// Event is one entry of the event stream.
-type Event = actors.Event
-
-// EventType names what an Event reports.
-type EventType = actors.EventType
-
-// The event types.
-const (
-	EventServerState       = actors.EventServerState
-	EventServerToggled     = actors.EventServerToggled
-	EventToolsChanged      = actors.EventToolsChanged
-	EventPromptsChanged    = actors.EventPromptsChanged
-	EventResourcesChanged  = actors.EventResourcesChanged
-	EventResourceUpdated   = actors.EventResourceUpdated
-	EventLogMessage        = actors.EventLogMessage
-	EventProgress          = actors.EventProgress
-	EventChannelMessage    = actors.EventChannelMessage
-	EventPermissionRequest = actors.EventPermissionRequest
-	EventCollision         = actors.EventCollision
-	// EventToolDefinitionChanged: a tool's definition is not the pinned
-	// one (Options.ToolPins); ToolChange says which, what became of it,
-	// and the diff.
-	EventToolDefinitionChanged = actors.EventToolDefinitionChanged
-	EventGap                   = actors.EventGap
-)
-
-// The reasons of an EventGap.
-const (
-	GapSlowSubscriber = actors.GapSlowSubscriber
-	GapCursorTooOld   = actors.GapCursorTooOld
-)
-
-// ListDiff is what changed in one server's list of one kind.
-type ListDiff = actors.ListDiff
-
-// Collision reports a qualified name claimed twice, and the rename.
-type Collision = actors.Collision
-
-// ToolChange describes a tool whose definition is not the pinned one
-// (EventToolDefinitionChanged).
-type ToolChange = actors.ToolChange
-
-// PinOptions configure tool pinning (Options.ToolPins): a store (a
-// *trust.Store) and what becomes of a tool whose definition is not
-// pinned, for servers marked trusted and for the others.
-type PinOptions = actors.PinOptions
-
-// PinStore keeps tool pins; *trust.Store implements it.
-type PinStore = actors.PinStore
-
-// PinAction is what becomes of a tool whose definition is not pinned.
-type PinAction = actors.PinAction
-
-// The pin actions.
-const (
-	PinWithhold = actors.PinWithhold
-	PinOffer    = actors.PinOffer
-)
+type CacheHints = session.CacheHints
 
 // CallToolResult is the result of a tool call; Content is a list of text,
 // image, audio, resource-link and embedded-resource blocks.
@@ -200,56 +75,28 @@ var (
 	ErrUnresponsive = actors.ErrUnresponsive
 )
 
-// NotReadyError reports a call to a server that is not ready.
-type NotReadyError = actors.NotReadyError
-
-// ConnectionLostError reports a call whose connection ended before it was
-// answered; it matches ErrConnectionClosed or ErrServerRestarting.
-type ConnectionLostError = actors.ConnectionLostError
-
-// DiscoveryCache keeps the tools of lazy servers across runs
-// (Options.DiscoveryCache); *toolcache.Cache keeps it on disk.
-type DiscoveryCache = actors.DiscoveryCache
-
 // ConfigHash identifies what runs under a server's name (the members of
 // its config that reach the server, hashed): the discovery cache's key.
-func ConfigHash(cfg ServerConfig) string { return actors.ConfigHash(cfg) }
-
-// ReconnectPolicy says how a server's connection is healed: strikes,
-// backoff, budget per episode, stable uptime.
-type ReconnectPolicy = actors.ReconnectPolicy
-
-// Duration is a time.Duration read from config as "500ms" or milliseconds.
-type Duration = actors.Duration
-
-// FailureKind is what an error means for supervision; see
-// ClassifyFailure.
-type FailureKind = actors.FailureKind
-
-// The failure kinds.
-const (
-	FailureTransient      = actors.FailureTransient
-	FailureClosed         = actors.FailureClosed
-	FailureSessionExpired = actors.FailureSessionExpired
-	FailureAuth           = actors.FailureAuth
-	FailureConfig         = actors.FailureConfig
-	FailureProtocol       = actors.FailureProtocol
-	FailureCall           = actors.FailureCall
-	FailureSandbox        = actors.FailureSandbox
-	FailureResourceLimit  = actors.FailureResourceLimit
-)
-
-// ClassifyFailure decides what err means for supervision.
-func ClassifyFailure(err error) FailureKind { return actors.ClassifyFailure(err) }
+func ConfigHash(cfg ServerConfig) string { return actors.ConfigHash(cfg.plain()) }
 
 // TimeoutError reports a call whose deadline passed; it also matches
 // context.DeadlineExceeded.
 type TimeoutError = session.TimeoutError
 
-// Supervisor keeps a set of MCP servers connected. All its methods are
-// safe for concurrent use.
+// Supervisor keeps a set of MCP servers connected.
+//
+// Concurrency: every method may be called from any goroutine at any
+// time, Close included. Calls (CallTool and friends) go straight to the
+// server's live session and wait on no actor; changes (SetServers,
+// Connect, Disconnect, Toggle, Reconnect) are messages to the registry
+// actor, applied one at a time in the order they arrive. Status, Tools
+// and the lists read snapshots the actors publish atomically: each is
+// consistent in itself, and two of them may straddle a change.
 type Supervisor struct {
 	sys *actors.System
+	// events converts the core's events for every subscription: touched
+	// only on the registry's goroutine (actors.SubscribeAs).
+	events eventConverter
 }
 
 // Start starts a Supervisor with no servers; give it some with
@@ -258,7 +105,7 @@ func Start(ctx context.Context, opts Options) (*Supervisor, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sys, err := actors.Start(opts)
+	sys, err := actors.Start(opts.plain())
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +142,8 @@ func (s *Supervisor) SetServers(ctx context.Context, servers map[string]ServerCo
 	for _, f := range opts {
 		f(&o)
 	}
-	res, err := s.sys.SetServers(ctx, servers)
+	plain, err := s.sys.SetServers(ctx, plainServers(servers))
+	res := setResultOf(plain)
 	if err != nil || !o.await {
 		return res, err
 	}
@@ -311,7 +159,7 @@ func (s *Supervisor) SetServers(ctx context.Context, servers map[string]ServerCo
 	case errors.Is(err, ErrClosed):
 		return res, err
 	default:
-		for _, st := range s.sys.Status() {
+		for _, st := range s.Status() {
 			if !st.State.Settled() && !(st.Lazy && st.State == StatePending) {
 				res.Unsettled = append(res.Unsettled, st.Name)
 			}
@@ -338,7 +186,7 @@ func (s *Supervisor) WaitSettled(ctx context.Context) error { return s.sys.WaitS
 // Tools returns the tool pool: the host's built-ins (Options.Builtins)
 // sorted by name, then the tools of every ready server, named
 // mcp__<server>__<tool>, sorted by name. The slice is the caller's.
-func (s *Supervisor) Tools() []Tool { return s.sys.Tools() }
+func (s *Supervisor) Tools() []Tool { return toolsOf(s.sys.Tools()) }
 
 // CallTool calls a tool by its qualified name. args is the tool's
 // arguments: a json.RawMessage or []byte of a JSON object, nil, or any
@@ -352,7 +200,20 @@ func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*Call
 	if err != nil {
 		return nil, fmt.Errorf("mcpvisor: arguments of %s: %w", name, err)
 	}
-	return s.sys.CallTool(ctx, name, raw)
+	return hostResult(s.sys.CallTool(ctx, name, raw))
+}
+
+// CallServerTool calls the tool a server names tool, by the server's
+// name and its own name for the tool rather than the pool's, with the
+// same arguments, deadline and errors as CallTool. The tool must be one
+// the pool offers (a lazy server's is found before it connects); a tool
+// the server's tools filter drops is ErrUnknownTool.
+func (s *Supervisor) CallServerTool(ctx context.Context, server, tool string, args any) (*CallToolResult, error) {
+	name, ok := s.sys.ToolName(server, tool)
+	if !ok { // another server's tool (or a built-in) holds the name
+		return nil, fmt.Errorf("%w: %q of server %q", ErrUnknownTool, tool, server)
+	}
+	return s.CallTool(ctx, name, args)
 }
 
 func encodeArgs(args any) (json.RawMessage, error) {
@@ -372,29 +233,36 @@ func encodeArgs(args any) (json.RawMessage, error) {
 // URI; every page of the server's lists). A named server that is not
 // ready is a *NotReadyError; one toggled off, ErrServerOff.
 func (s *Supervisor) ListResources(server string) ([]Resource, []ResourceTemplate, error) {
-	return s.sys.Resources(server)
+	rs, ts, err := s.sys.Resources(server)
+	res, tmpl := resourcesOf(rs, ts)
+	return res, tmpl, hostErr(err)
 }
 
 // ReadResource reads the resource at uri from server.
 func (s *Supervisor) ReadResource(ctx context.Context, server, uri string) (*protocol.ReadResourceResult, error) {
-	return s.sys.ReadResource(ctx, server, uri)
+	return hostResult(s.sys.ReadResource(ctx, server, uri))
 }
 
 // ListPrompts returns the prompts of one server, or of every server when
 // server is empty, named mcp__<server>__<prompt>, sorted by name.
-func (s *Supervisor) ListPrompts(server string) ([]Prompt, error) { return s.sys.Prompts(server) }
+func (s *Supervisor) ListPrompts(server string) ([]Prompt, error) {
+	ps, err := s.sys.Prompts(server)
+	return promptsOf(ps), hostErr(err)
+}
 
 // GetPrompt renders a prompt by its qualified name.
 func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error) {
-	return s.sys.GetPrompt(ctx, name, args)
+	return hostResult(s.sys.GetPrompt(ctx, name, args))
 }
 
 // Ping checks that a ready server answers (with ping, or server/discover
 // in the 2026-07-28 era, which has no ping).
-func (s *Supervisor) Ping(ctx context.Context, server string) error { return s.sys.Ping(ctx, server) }
+func (s *Supervisor) Ping(ctx context.Context, server string) error {
+	return hostErr(s.sys.Ping(ctx, server))
+}
 
 // Status returns every configured server's status, sorted by name.
-func (s *Supervisor) Status() []ServerStatus { return s.sys.Status() }
+func (s *Supervisor) Status() []ServerStatus { return statuses(s.sys.Status(), s.sys.Tools()) }
 
 // Reconnect drops a server's connection and connects it again (through
 // the connect scheduler). It returns once the reconnect is queued.
@@ -445,15 +313,16 @@ func BufferSize(n int) SubscribeOption {
 	return func(o *subscribeOptions) { o.buffer = n }
 }
 
-// Subscribe returns the event stream: server state changes and tool pool
-// changes, each numbered. A slow subscriber never blocks the supervisor.
-// The channel closes when ctx ends or the supervisor closes.
+// Subscribe returns the event stream: server state changes, pool diffs
+// and what servers push, each numbered, as the typed events of events.go.
+// A slow subscriber never blocks the supervisor. The channel closes when
+// ctx ends or the supervisor closes.
 func (s *Supervisor) Subscribe(ctx context.Context, opts ...SubscribeOption) <-chan Event {
 	var o subscribeOptions
 	for _, f := range opts {
 		f(&o)
 	}
-	return s.sys.Subscribe(ctx, o.resume, o.after, o.buffer)
+	return actors.SubscribeAs(s.sys, ctx, o.resume, o.after, o.buffer, s.events.convert)
 }
 
 // Close shuts every server down (stdio servers with the full ladder:

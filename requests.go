@@ -13,12 +13,27 @@ type Root = protocol.Root
 
 // SamplingHandler answers a server's sampling/createMessage
 // (Options.Sampling); setting one declares the sampling capability.
-type SamplingHandler = actors.SamplingHandler
+//
+// Concurrency: each request runs on a goroutine of its own; requests of
+// several servers, or several of one, may run at once.
+//
+// It runs the request on the host's model (after whatever review the host
+// wants) and returns the model's message, in its own goroutine, with a
+// context that ends after Options.ServerRequestTimeout or when the
+// connection does. An error is sent to the server (a *protocol.Error as
+// is, anything else as an internal error).
+type SamplingHandler func(ctx context.Context, server string, req *protocol.CreateMessageParams) (*protocol.CreateMessageResult, error)
 
 // ElicitationHandler answers a server's elicitation/create
 // (Options.Elicitation); setting one declares the elicitation capability.
+//
+// Concurrency: like SamplingHandler, each request runs on a goroutine
+// of its own, and several may run at once.
 // A form accepted without values gets the schema's defaults.
-type ElicitationHandler = actors.ElicitationHandler
+// It answers a form (req.Mode "form" or empty, with RequestedSchema) or,
+// when Options.ElicitationURL is set, a URL the user must visit (req.Mode
+// "url"), in its own goroutine with a bounded context.
+type ElicitationHandler func(ctx context.Context, server string, req *protocol.ElicitParams) (*protocol.ElicitResult, error)
 
 // ErrRootsNotDeclared: SetRoots needs a non-nil Options.Roots at Start.
 var ErrRootsNotDeclared = actors.ErrRootsNotDeclared
@@ -34,12 +49,23 @@ func (s *Supervisor) SetRoots(ctx context.Context, roots []Root) ([]string, erro
 func (s *Supervisor) Roots() []Root { return s.sys.Roots() }
 
 // Progress is one progress report of a call.
-type Progress = actors.Progress
+type Progress = protocol.ProgressParams
 
-// CallOptions configure one tool call: Progress receives the server's
-// progress reports (in order, never after the call returned); Meta is
-// added to the request's _meta.
-type CallOptions = actors.CallOptions
+// CallOptions configure one tool call (CallToolWith).
+type CallOptions struct {
+	// Progress, when set, asks the server for progress reports (a
+	// progress token in the request's _meta) and receives them, in order,
+	// on a goroutine of the call's own, never after the call returned.
+	// Reports the callback falls behind on are dropped (the event stream
+	// still has them as ProgressEvents).
+	Progress func(Progress)
+	// Meta is added to the request's _meta.
+	Meta protocol.Meta
+	// Capabilities, when set, are declared in this request's _meta in
+	// place of the supervisor's own (stateless-era servers only; see
+	// RequestOptions.Capabilities).
+	Capabilities *protocol.ClientCapabilities
+}
 
 // CallToolWith is CallTool with options (progress reports, _meta).
 // Cancelling ctx abandons the call and sends the server
@@ -49,5 +75,5 @@ func (s *Supervisor) CallToolWith(ctx context.Context, name string, args any, o 
 	if err != nil {
 		return nil, fmt.Errorf("mcpvisor: arguments of %s: %w", name, err)
 	}
-	return s.sys.CallToolWith(ctx, name, raw, o)
+	return hostResult(s.sys.CallToolWith(ctx, name, raw, actors.CallOptions(o)))
 }

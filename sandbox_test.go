@@ -192,11 +192,13 @@ func TestSandboxProbes(t *testing.T) {
 			}
 			require.Error(t, err, "the hog must be stopped, not answer: %s", text)
 			ev := waitEvent(t, events, 20*time.Second, "a server_state event with failure resource-limit", func(e mcpvisor.Event) bool {
-				return e.Type == mcpvisor.EventServerState && e.Server == "probe" && e.Failure == mcpvisor.FailureResourceLimit
-			})
+				s := serverState(e, "probe")
+				return s != nil && s.Failure == mcpvisor.FailureResourceLimit
+			}).(*mcpvisor.ServerStateEvent)
 			assert.Contains(t, ev.Err, "memory")
 			waitEvent(t, events, 20*time.Second, "the probe ready again after the restart", func(e mcpvisor.Event) bool {
-				return e.Type == mcpvisor.EventServerState && e.Server == "probe" && e.State == mcpvisor.StateReady
+				s := serverState(e, "probe")
+				return s != nil && s.State == mcpvisor.StateReady
 			})
 			assert.Equal(t, tc.want, statusOf(sup, "probe").Sandbox, "the restarted server is confined too")
 		})
@@ -245,7 +247,8 @@ func waitEvent(t *testing.T, events <-chan mcpvisor.Event, d time.Duration, what
 			if match(e) {
 				return e
 			}
-			seen = append(seen, fmt.Sprintf("%s %s %s failure=%s %.300s", e.Type, e.Server, e.State, e.Failure, e.Err))
+			b, _ := json.Marshal(e)
+			seen = append(seen, fmt.Sprintf("%.400s", b))
 		case <-deadline.C:
 			t.Fatalf("no %s within %v; saw:\n%s", what, d, strings.Join(seen, "\n"))
 		}
@@ -290,8 +293,9 @@ func TestSandboxUnavailableNeverRunsTheCommand(t *testing.T) {
 	events := sup.Subscribe(ctx, mcpvisor.FromSequence(seq+1))
 	require.NoError(t, sup.Reconnect(ctx, "probe"))
 	ev := waitEvent(t, events, 20*time.Second, "the probe failed again", func(e mcpvisor.Event) bool {
-		return e.Type == mcpvisor.EventServerState && e.Server == "probe" && e.State == mcpvisor.StateFailed
-	})
+		s := serverState(e, "probe")
+		return s != nil && s.State == mcpvisor.StateFailed
+	}).(*mcpvisor.ServerStateEvent)
 	assert.Equal(t, mcpvisor.FailureSandbox, ev.Failure)
 	_, statErr = os.Stat(marker)
 	assert.True(t, errors.Is(statErr, os.ErrNotExist))

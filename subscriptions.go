@@ -2,26 +2,31 @@ package mcpvisor
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/actors"
 )
 
-// PollSpec says what a polling subscription polls: a tool call (Tool,
-// Args) or a resource read (Server, URI), every Interval (default 5 s,
-// at least 1 s).
-type PollSpec = actors.PollSpec
+// PollSpec says what a polling subscription polls: a tool call (Tool, a
+// pool name, with Args) or a resource read (Server and URI), every
+// Interval.
+type PollSpec struct {
+	Tool string          `json:"tool,omitempty"`
+	Args json.RawMessage `json:"args,omitempty"`
+
+	Server string `json:"server,omitempty"`
+	URI    string `json:"uri,omitempty"`
+
+	// Interval between polls; zero means DefaultPollInterval, and less
+	// than MinPollInterval is raised to it.
+	Interval time.Duration `json:"interval,omitempty"`
+}
 
 // Polling intervals.
 const (
 	MinPollInterval     = actors.MinPollInterval
 	DefaultPollInterval = actors.DefaultPollInterval
-)
-
-// Event types of subscriptions.
-const (
-	// EventPollChanged: a polling subscription's result changed (PollID,
-	// Data: the result).
-	EventPollChanged = actors.EventPollChanged
 )
 
 // Errors of subscriptions.
@@ -41,7 +46,7 @@ var (
 // until UnsubscribeResource. Servers that did not declare
 // resources.subscribe fail with ErrSubscribeUnsupported.
 func (s *Supervisor) SubscribeResource(ctx context.Context, server, uri string) error {
-	return s.sys.SubscribeResource(ctx, server, uri)
+	return hostErr(s.sys.SubscribeResource(ctx, server, uri))
 }
 
 // UnsubscribeResource ends a resource subscription.
@@ -59,7 +64,7 @@ func (s *Supervisor) ResourceSubscriptions(server string) []string {
 // that differs from the one before; polling carries on across reconnects
 // until UnsubscribePolling or Close. It returns the subscription's id.
 func (s *Supervisor) SubscribePolling(spec PollSpec) (string, error) {
-	return s.sys.SubscribePolling(spec)
+	return s.sys.SubscribePolling(actors.PollSpec(spec))
 }
 
 // UnsubscribePolling stops a polling subscription (ErrUnknownPoll for an
@@ -67,4 +72,10 @@ func (s *Supervisor) SubscribePolling(spec PollSpec) (string, error) {
 func (s *Supervisor) UnsubscribePolling(id string) error { return s.sys.UnsubscribePolling(id) }
 
 // Polls returns the live polling subscriptions by id.
-func (s *Supervisor) Polls() map[string]PollSpec { return s.sys.Polls() }
+func (s *Supervisor) Polls() map[string]PollSpec {
+	out := map[string]PollSpec{}
+	for id, spec := range s.sys.Polls() {
+		out[id] = PollSpec(spec)
+	}
+	return out
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testserver"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -58,7 +59,7 @@ func TestCallToolArguments(t *testing.T) {
 	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{})
 	require.NoError(t, err)
 	defer sup.Close(ctx)
-	sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{"m": {Config: mockserver.Command()}})
+	sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{"m": {Config: testserver.Command()}})
 	require.NoError(t, sup.WaitSettled(ctx))
 
 	for _, args := range []any{

@@ -85,7 +85,7 @@ func connectTool(ctx context.Context, s *Supervisor, args json.RawMessage) (any,
 	defer poolRetry.Stop()
 	for {
 		st, _ = serverStatus(s, a.Server)
-		tools := toolsOf(s, a.Server)
+		tools := poolNamesOf(s, a.Server)
 		switch {
 		case st.State == StateReady && s.sys.PoolReflects(a.Server):
 			return connectOutput{Server: a.Server, Connected: true, State: st.State, Tools: tools}, nil
@@ -116,9 +116,9 @@ func serverStatus(s *Supervisor, name string) (ServerStatus, bool) {
 	return ServerStatus{}, false
 }
 
-// toolsOf returns the qualified names of server's tools in the pool,
+// poolNamesOf returns the qualified names of server's tools in the pool,
 // sorted.
-func toolsOf(s *Supervisor, server string) []string {
+func poolNamesOf(s *Supervisor, server string) []string {
 	out := []string{}
 	for _, t := range s.Tools() {
 		if t.Server == server {

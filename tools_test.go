@@ -115,10 +115,10 @@ func TestManagementToolsDeliverEvents(t *testing.T) {
 	assert.Equal(t, []string{"mock://resource/1"}, s.ResourceSubscriptions("m"))
 	_, err := s.CallTool(ctx, "mcp__m__touch", map[string]string{"uri": "mock://resource/1"})
 	require.NoError(t, err)
-	awaitEvent(t, events, mcpvisor.EventResourceUpdated, func(ev mcpvisor.Event) bool { return ev.URI == "mock://resource/1" })
+	awaitEvent(t, events, mcpvisor.EventResourceUpdated, func(ev mcpvisor.Event) bool { return ev.(*mcpvisor.ResourceUpdatedEvent).URI == "mock://resource/1" })
 
 	poll := call(mcpvisor.ToolSubscribePolling, `{"type":"resource","server":"m","uri":"mock://resource/1","intervalMs":1000}`)
-	awaitEvent(t, events, mcpvisor.EventPollChanged, func(ev mcpvisor.Event) bool { return ev.PollID == poll["subscriptionId"] })
+	awaitEvent(t, events, mcpvisor.EventPollChanged, func(ev mcpvisor.Event) bool { return ev.(*mcpvisor.PollChangedEvent).PollID == poll["subscriptionId"] })
 	assert.Equal(t, mcpvisor.MinPollInterval, s.Polls()[poll["subscriptionId"].(string)].Interval)
 	out := call(mcpvisor.ToolUnsubscribePolling, `{"subscriptionId":"`+poll["subscriptionId"].(string)+`"}`)
 	assert.Equal(t, true, out["unsubscribed"])
@@ -178,7 +178,7 @@ func awaitEvent(t *testing.T, events <-chan mcpvisor.Event, typ mcpvisor.EventTy
 		select {
 		case ev, open := <-events:
 			require.True(t, open, "the event stream ended while waiting for %s", typ)
-			if ev.Type == typ && ok(ev) {
+			if ev.Header().Type == typ && ok(ev) {
 				return
 			}
 		case <-deadline:

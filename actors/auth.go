@@ -216,33 +216,45 @@ func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, _ *http.Client
 }
 
 // authorizes reports whether the server's connections go through OAuth.
-func (a *serverActor) authorizes() bool {
-	if a.opts.OAuth.Disabled {
+func (a *serverActor) authorizes() bool { return authorizes(&a.cfg, a.opts) }
+
+// authorizes reports whether connections with config cfg go through
+// OAuth under options o.
+func authorizes(cfg *ServerConfig, o *Options) bool {
+	if o.OAuth.Disabled {
 		return false
 	}
-	switch a.cfg.Kind() {
+	switch cfg.Kind() {
 	case transports.TypeHTTP, transports.TypeSSE, transports.TypeWS:
 	default:
 		return false
 	}
-	s, err := a.cfg.OAuthSettings()
+	s, err := cfg.OAuthSettings()
 	return err != nil || s == nil || !s.Disabled
 }
 
 // authSource returns the server's token source, building it (or
 // rebuilding it after a config change) when needed.
 func (a *serverActor) authSource() (*oauth.Source, error) {
-	h := &a.h.auth
+	return a.h.authSource(&a.cfg, a.opts, a.log)
+}
+
+// authSource returns the token source of the server with config cfg,
+// building it (or rebuilding it after a config change) when needed: the
+// server actor's, and Login's for a server that has none yet (a parked
+// server's handle is all Login needs; no actor is involved).
+func (sh *serverHandle) authSource(cfg *ServerConfig, o *Options, log zerolog.Logger) (*oauth.Source, error) {
+	h := &sh.auth
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	key := authKey(&a.cfg)
+	key := authKey(cfg)
 	if h.src != nil && h.key == key {
 		return h.src, nil
 	}
-	client := a.opts.sharedHTTP
-	if a.cfg.TLS != nil {
+	client := o.sharedHTTP
+	if cfg.TLS != nil {
 		if h.client == nil || h.key != key {
-			c, err := httpclient.New(a.cfg.Config, httpclient.Options{})
+			c, err := httpclient.New(cfg.Config, httpclient.Options{})
 			if err != nil {
 				return nil, err
 			}
@@ -250,7 +262,7 @@ func (a *serverActor) authSource() (*oauth.Source, error) {
 		}
 		client = h.client
 	}
-	src, err := NewAuthSource(a.h.name, a.cfg, a.opts.OAuth, client, a.log)
+	src, err := NewAuthSource(sh.name, *cfg, o.OAuth, client, log)
 	if err != nil {
 		return nil, &transports.ConfigError{Err: err}
 	}
@@ -431,12 +443,11 @@ func (s *System) Login(ctx context.Context, name string, ua oauth.UserAgent) err
 	}
 	src := h.currentAuth()
 	if src == nil {
-		v := h.view.Load()
-		tmp := &serverActor{h: h, cfg: v.cfg, opts: &s.opts, log: serverLogger(s.opts.Logger, name)}
-		if !tmp.authorizes() {
+		cfg := h.view.Load().cfg
+		if !authorizes(&cfg, &s.opts) {
 			return fmt.Errorf("mcpvisor: server %q does not use OAuth", name)
 		}
-		if src, err = tmp.authSource(); err != nil {
+		if src, err = h.authSource(&cfg, &s.opts, serverLogger(s.opts.Logger, name)); err != nil {
 			return err
 		}
 	}

@@ -175,7 +175,7 @@ func TestOAuthNeedsAuthLoginRefreshRevoke(t *testing.T) {
 	assert.Equal(t, "r", ev.Server)
 
 	before := len(as.Requests())
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // testwait:ok a check that nothing happens within a while
 	assert.Equal(t, before, len(as.Requests()), "a parked server costs its server and authorization server nothing")
 
 	require.NoError(t, s.Login(t.Context(), "r", &oauth.HeadlessUserAgent{}))

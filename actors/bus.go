@@ -14,14 +14,17 @@ type bus struct {
 	subs map[*subscriber]struct{}
 }
 
-// subscriber is one event consumer. ch is buffered; when it is full,
-// events are dropped and counted, and a gap event precedes the next one
-// delivered.
+// subscriber is one event consumer: offer puts an event into its
+// buffered channel without blocking (false when the channel is full: the
+// event is dropped and counted, and a gap event precedes the next one
+// delivered), end closes the channel. Both run on the registry's
+// goroutine only (or on Subscribe's, before the registry knows it).
 //
-// Concurrency: the registry goroutine sends on ch and alone touches
-// dropped and tooOld; the subscriber's goroutine only receives from ch.
+// Concurrency: offer, end, dropped and tooOld belong to the registry
+// goroutine; the subscriber's goroutine only receives from the channel.
 type subscriber struct {
-	ch      chan Event
+	offer   func(Event) bool
+	end     func()
 	dropped uint64 // registry goroutine only
 	// tooOld is set while the dropped events include some its resume
 	// cursor asked for but the ring no longer held (registry goroutine
@@ -102,10 +105,9 @@ func (b *bus) flushGaps() (pending bool) {
 		if s.dropped == 0 {
 			continue
 		}
-		select {
-		case s.ch <- s.gap():
+		if s.offer(s.gap()) {
 			s.dropped, s.tooOld = 0, false
-		default:
+		} else {
 			pending = true
 		}
 	}
@@ -127,7 +129,7 @@ func (b *bus) hasDrops() bool {
 func (b *bus) remove(s *subscriber) {
 	if _, ok := b.subs[s]; ok {
 		delete(b.subs, s)
-		close(s.ch)
+		s.end()
 	}
 }
 
@@ -140,17 +142,13 @@ func (b *bus) closeAll() {
 
 func (s *subscriber) deliver(ev Event) {
 	if s.dropped > 0 {
-		select {
-		case s.ch <- s.gap():
-			s.dropped, s.tooOld = 0, false
-		default:
+		if !s.offer(s.gap()) {
 			s.dropped++
 			return
 		}
+		s.dropped, s.tooOld = 0, false
 	}
-	select {
-	case s.ch <- ev:
-	default:
+	if !s.offer(ev) {
 		s.dropped++
 	}
 }

@@ -80,6 +80,13 @@ type ServerConfig struct {
 	// members, leaving here the file's absolute path; the supervisor
 	// itself never reads it.
 	EnvFile string `json:"envFile,omitempty"`
+
+	// Scope names where the entry came from, for status: the config
+	// layer (user, project, local, managed, or a host's own layer name).
+	// The loader sets it (LoadConfig); a host that builds entries itself
+	// may set it. It never reaches the server, and changing it alone
+	// changes nothing but the status.
+	Scope string `json:"-"`
 }
 
 // held reports whether the server must not start (see NeedsApproval).

@@ -24,7 +24,7 @@ func TestWarmDispatcher(t *testing.T) {
 	blocked := make(chan struct{})
 	d.Go(func() {
 		close(blocked)
-		<-release
+		<-release // testwait:ok the dispatcher's goroutine; released by the test
 	})
 	testwait.Done(t, blocked, "the first work to start")
 

@@ -36,7 +36,10 @@ func TestFaultModesEndCallsByTheirDeadlineAndLeaveNoProcess(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "x", res.Content[0].Text)
 		}},
-		{"oversize frame", []string{"-oversize", "20000000"}, func(t *testing.T, _ *protocol.CallToolResult, err error) {
+		// Over a 1 MiB limit: 20 MB over the default 16 MiB took longer than
+		// the call's deadline to write and read under -race on a loaded
+		// machine, and the call timed out first.
+		{"oversize frame", []string{"-oversize", "2000000"}, func(t *testing.T, _ *protocol.CallToolResult, err error) {
 			var tooBig *transports.FrameTooLargeError
 			assert.ErrorAs(t, err, &tooBig)
 		}},
@@ -49,7 +52,9 @@ func TestFaultModesEndCallsByTheirDeadlineAndLeaveNoProcess(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := Start(testOptions)
+			opts := testOptions
+			opts.MaxFrameSize = 1 << 20
+			s, err := Start(opts)
 			require.NoError(t, err)
 			setAndSettle(t, s, map[string]ServerConfig{"f": mock(tt.args...)})
 			require.Equal(t, StateReady, statusOf(s, "f").State, statusOf(s, "f").LastError)

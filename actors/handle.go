@@ -189,6 +189,7 @@ func (v *serverView) status() ServerStatus {
 		CachedTools:     v.cached,
 		Attempt:         v.attempt,
 		NextRetry:       v.nextRetry,
+		Config:          v.cfg,
 	}
 	if v.err != nil {
 		st.LastError = v.err.Error()

@@ -163,14 +163,14 @@ func awaitUpdate(t *testing.T, s *System, events <-chan Event, uri string) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		wait := time.After(500 * time.Millisecond)
+		timeout := time.After(500 * time.Millisecond)
 		for waiting := true; waiting; {
 			select {
 			case ev := <-events:
 				if ev.Type == EventResourceUpdated && ev.Server == "m" && ev.URI == uri {
 					return
 				}
-			case <-wait:
+			case <-timeout:
 				waiting = false
 			}
 		}

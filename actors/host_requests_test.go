@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -18,6 +19,23 @@ import (
 // everything returns the config of server-everything over stdio.
 func everything(t *testing.T) ServerConfig {
 	return ServerConfig{Config: transports.Config{Command: everythingBin(t)}}
+}
+
+// settleEverything sets server-everything up as "ev" and waits until it
+// is ready. Settled is not enough: on a loaded machine a Node process
+// may start too slowly for its first connect (testOptions'
+// ConnectTimeout), and the server settles reconnecting; its next attempt
+// succeeds. (TestEverythingProgress called its tool then: "unknown
+// tool", 1 run in 5 of make flake.)
+func settleEverything(t *testing.T, s *System) {
+	t.Helper()
+	setAndSettle(t, s, map[string]ServerConfig{"ev": everything(t)})
+	for deadline := time.Now().Add(testwait.Patience); statusOf(s, "ev").State != StateReady; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			st := statusOf(s, "ev")
+			t.Fatalf("waited %v for server-everything to be ready; it is %s (%s)", testwait.Patience, st.State, st.LastError)
+		}
+	}
 }
 
 // awaitTool waits until the pool offers the tool (server-everything adds
@@ -72,7 +90,7 @@ func TestEverythingServerToClientRequests(t *testing.T) {
 	}
 	opts.ElicitationURL = true
 	s := start(t, opts)
-	setAndSettle(t, s, map[string]ServerConfig{"ev": everything(t)})
+	settleEverything(t, s)
 
 	tool := func(name string) string { n := QualifiedName("ev", name); awaitTool(t, s, n); return n }
 
@@ -116,7 +134,7 @@ func TestClientCapabilitiesFollowHandlers(t *testing.T) {
 // caller.
 func TestEverythingProgress(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"ev": everything(t)})
+	settleEverything(t, s)
 	var n atomic.Int32
 	res, err := s.CallToolWith(t.Context(), QualifiedName("ev", "trigger-long-running-operation"), json.RawMessage(`{"duration":1,"steps":3}`),
 		CallOptions{Progress: func(p Progress) { n.Add(1) }})

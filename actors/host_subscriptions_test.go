@@ -85,7 +85,7 @@ func TestPollingPublishesChanges(t *testing.T) {
 	ev := nextEvent(t, events, EventPollChanged, "m")
 	assert.Equal(t, id, ev.PollID)
 	assert.Equal(t, "contents of "+uri, text(ev))
-	time.Sleep(2500 * time.Millisecond) // two more polls, no change
+	time.Sleep(2500 * time.Millisecond) // testwait:ok two more polls, no change: nothing is to happen
 	touch(t, s, uri)
 	assert.Equal(t, "contents of "+uri+" v1", text(nextEvent(t, events, EventPollChanged, "m")), "the unchanged polls published nothing")
 
@@ -110,7 +110,7 @@ func TestPollingPublishesChanges(t *testing.T) {
 // every few seconds once its updates are switched on.
 func TestEverythingResourceSubscription(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"ev": everything(t)})
+	settleEverything(t, s)
 	events := s.Subscribe(t.Context(), false, 0, 256)
 	res, _, err := s.Resources("ev")
 	require.NoError(t, err)

@@ -17,7 +17,7 @@ import (
 // task is cancelled; both are listed.
 func TestEverythingTask(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"ev": everything(t)})
+	settleEverything(t, s)
 	events := s.Subscribe(t.Context(), false, 0, 1024)
 	name := QualifiedName("ev", "simulate-research-query")
 	awaitTool(t, s, name)

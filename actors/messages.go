@@ -109,9 +109,13 @@ type serverEvent struct {
 
 // Messages of the registry actor.
 
-// setServers replaces the desired configuration.
+// setServers replaces the desired configuration, or with patch set adds
+// or replaces the servers given and removes those in drop, leaving the
+// others alone.
 type setServers struct {
 	servers map[string]ServerConfig
+	patch   bool
+	drop    []string
 	reply   chan SetResult
 }
 

@@ -63,9 +63,10 @@ func oidcProvider(t *testing.T, resource string, ttl int, env ...string) string 
 	var stderr strings.Builder
 	cmd.Stderr = &lockedWriter{w: &stderr}
 	require.NoError(t, cmd.Start())
+	cmd.WaitDelay = time.Second
 	t.Cleanup(func() {
 		killTree(cmd)
-		_ = cmd.Wait()
+		_ = testwait.Result(t, "the exit of the authorization server", cmd.Wait)
 	})
 	ready := make(chan string, 1)
 	go func() {
@@ -164,7 +165,7 @@ func TestOIDCProviderFullFlow(t *testing.T) {
 	firstRefresh := entry().Token.RefreshToken
 
 	// Expiry: the next call refreshes first (rotation persisted).
-	time.Sleep(ttl * time.Second)
+	time.Sleep(ttl * time.Second) // testwait:ok not a wait: the token must expire
 	_, err = call(t, a, "mcp__r__echo", "two")
 	require.NoError(t, err)
 	remember()
@@ -176,7 +177,7 @@ func TestOIDCProviderFullFlow(t *testing.T) {
 	setAndSettle(t, b, cfg)
 	require.Equal(t, StateReady, statusOf(b, "r").State, statusOf(b, "r").LastError)
 	for round := range 2 {
-		time.Sleep(ttl * time.Second)
+		time.Sleep(ttl * time.Second) // testwait:ok not a wait: the token must expire
 		var wg sync.WaitGroup
 		errs := make(chan error, 20)
 		for i := range 10 {
@@ -208,7 +209,7 @@ func TestOIDCProviderFullFlow(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
-	time.Sleep(ttl * time.Second)
+	time.Sleep(ttl * time.Second) // testwait:ok not a wait: the token must expire
 	_, err = call(t, a, "mcp__r__echo", "revoked")
 	require.Error(t, err)
 	assert.Equal(t, FailureAuth, ClassifyFailure(err))
@@ -275,7 +276,7 @@ func TestOIDCProviderDPoP(t *testing.T) {
 	require.NotEmpty(t, e.Token.DPoPKey)
 	first := e.Token.AccessToken
 
-	time.Sleep(ttl * time.Second)
+	time.Sleep(ttl * time.Second) // testwait:ok not a wait: the token must expire
 	_, err = call(t, s, "mcp__r__echo", "two")
 	require.NoError(t, err)
 	e, err = store.Load(context.Background(), rs.Resource(), issuer)

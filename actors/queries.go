@@ -13,6 +13,24 @@ func (s *System) Tools() []Tool {
 	return out
 }
 
+// ToolName returns the pool name of the tool server lists as tool: the
+// name a collision gave it, else QualifiedName. ok is false when that
+// name routes to a built-in or to another server's tool. It reads the
+// published pool; it copies nothing.
+func (s *System) ToolName(server, tool string) (name string, ok bool) {
+	p := s.pool.Load()
+	name = p.knownName("tool", server, tool)
+	if _, builtin := p.builtinByName[name]; builtin {
+		return name, false
+	}
+	for _, m := range []map[string]poolEntry{p.toolsByName, p.hiddenTools} {
+		if e, found := m[name]; found && e.h.name != server {
+			return name, false
+		}
+	}
+	return name, true
+}
+
 // Prompts returns the prompts the servers offer (of one server, when
 // server is not empty), sorted by qualified name.
 func (s *System) Prompts(server string) ([]Prompt, error) {

@@ -125,7 +125,7 @@ func (r *registry) Receive(ctx actor.Context) {
 	case *actor.Started:
 		r.root, r.self = ctx.ActorSystem().Root, ctx.Self()
 	case setServers:
-		m.reply <- r.setServers(ctx, m.servers)
+		m.reply <- r.setServers(ctx, m.servers, m.patch, m.drop)
 	case serverChanged:
 		r.serverChanged(m)
 	case reconnectServer:
@@ -152,7 +152,7 @@ func (r *registry) Receive(ctx actor.Context) {
 		}
 	case subscribe:
 		if r.closing {
-			close(m.sub.ch)
+			m.sub.end()
 			return
 		}
 		r.bus.add(m.sub, m.from, m.after)
@@ -175,17 +175,31 @@ func (r *registry) Receive(ctx actor.Context) {
 	}
 }
 
-// setServers applies a desired configuration as a diff.
-func (r *registry) setServers(ctx actor.Context, desired map[string]ServerConfig) SetResult {
+// setServers applies a desired configuration as a diff. A patch touches
+// only the servers named in desired (added or replaced) and in drop
+// (removed; a name not configured is an ErrUnknownServer in Errors);
+// otherwise desired is the whole set and every other server is removed.
+func (r *registry) setServers(ctx actor.Context, desired map[string]ServerConfig, patch bool, drop []string) SetResult {
 	res := SetResult{Errors: map[string]error{}}
 	if r.closing {
 		for name := range desired {
 			res.Errors[name] = ErrClosed
 		}
+		for _, name := range drop {
+			res.Errors[name] = ErrClosed
+		}
 		return res
 	}
+	for _, name := range drop {
+		if e, ok := r.servers[name]; ok {
+			r.remove(ctx, name, e)
+			res.Removed = append(res.Removed, name)
+		} else {
+			res.Errors[name] = fmt.Errorf("%w: %q", ErrUnknownServer, name)
+		}
+	}
 	for name, e := range r.servers {
-		if _, keep := desired[name]; !keep {
+		if _, keep := desired[name]; !keep && !patch {
 			r.remove(ctx, name, e)
 			res.Removed = append(res.Removed, name)
 		}
@@ -234,9 +248,10 @@ func (r *registry) setServers(ctx actor.Context, desired map[string]ServerConfig
 
 // affectsConnection reports whether changing a server's config from a to
 // b needs a new connection: anything but how the pool and calls use the
-// server (trust, tool filter, call timeout, laziness, reconnect policy).
+// server (trust, tool filter, call timeout, laziness, reconnect policy,
+// scope).
 func affectsConnection(a, b ServerConfig) bool {
-	a.Trust, a.Tools, a.TimeoutMs, a.Lazy, a.Reconnect = b.Trust, b.Tools, b.TimeoutMs, b.Lazy, b.Reconnect
+	a.Trust, a.Tools, a.TimeoutMs, a.Lazy, a.Reconnect, a.Scope = b.Trust, b.Tools, b.TimeoutMs, b.Lazy, b.Reconnect, b.Scope
 	return !reflect.DeepEqual(a, b)
 }
 

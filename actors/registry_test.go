@@ -319,6 +319,8 @@ func TestASlowSubscriberResumesByCursor(t *testing.T) {
 
 // Once used, a lazy server is supervised like any other: a lost
 // connection is reconnected without waiting for another call.
+// testwait:ok: it runs in a synctest bubble, whose sleeps and synctest.Wait
+// are on the fake clock; a bubble that can never move on fails as a deadlock.
 func TestAUsedLazyServerIsReconnectedLikeAnyOther(t *testing.T) {
 	inBubble(t, testOptions, map[string]mockserver.Options{"lazy": {ExitAfter: 1}}, func(t *testing.T, s *System) {
 		lazy := inProcess()

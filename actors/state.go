@@ -120,6 +120,9 @@ type ServerStatus struct {
 	// Capabilities are what the server declared (its extensions
 	// included), while it is ready: nil otherwise.
 	Capabilities *protocol.ServerCapabilities `json:"capabilities,omitempty"`
+	// Config is the server's config entry as the supervisor runs it,
+	// secrets included: never serialized.
+	Config ServerConfig `json:"-"`
 }
 
 // CacheHints are a server's caching hints: per list, how long its latest

@@ -203,6 +203,8 @@ func TestFailingPingsReconnectAnIdleServer(t *testing.T) {
 // Liveness pings never restart a server that answers them, however quiet
 // it is otherwise: thirty pings on the bubble's clock, and the first
 // connection is still the one in use.
+// testwait:ok: it runs in a synctest bubble, whose sleeps and synctest.Wait
+// are on the fake clock; a bubble that can never move on fails as a deadlock.
 func TestASilentHealthyServerIsNeverRestarted(t *testing.T) {
 	opts := testOptions
 	opts.PingInterval = 10 * time.Millisecond
@@ -250,7 +252,7 @@ func TestAServerWithoutPingIsNotPunished(t *testing.T) {
 	s := start(t, opts)
 	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, proxy.URL)})
 	since := statusOf(s, "r").ConnectedSince
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // testwait:ok a check that nothing happens within a while
 	st := statusOf(s, "r")
 	assert.Equal(t, StateReady, st.State)
 	assert.Equal(t, since, st.ConnectedSince)
@@ -278,12 +280,14 @@ func TestAuthFailureParksTheServerInNeedsAuth(t *testing.T) {
 	// (The old session's DELETE may still arrive: it is not a request of
 	// the parked server.)
 	before := proxy.posts.Load()
-	time.Sleep(300 * time.Millisecond) // longer than the whole backoff budget of testOptions
+	time.Sleep(300 * time.Millisecond) // testwait:ok longer than the whole backoff budget of testOptions; nothing is to happen
 	assert.Equal(t, before, proxy.posts.Load(), "a parked server is sent nothing")
 }
 
 // A parked server makes no request until a call wakes it; the call waits
 // for that one attempt.
+// testwait:ok: it runs in a synctest bubble, whose sleeps and synctest.Wait
+// are on the fake clock; a bubble that can never move on fails as a deadlock.
 func TestACallWakesAParkedServer(t *testing.T) {
 	opts := testOptions
 	opts.Reconnect.MaxAttempts = -1 // park at the first failure
@@ -359,7 +363,7 @@ func TestCallsWaitForAReconnectingServerUpToTheirDeadline(t *testing.T) {
 		done <- err
 	}()
 	require.NoError(t, s.Reconnect(t.Context(), "r"))
-	require.NoError(t, <-done)
+	require.NoError(t, testwait.Recv(t, done, "the call made across the reconnect"))
 }
 
 func TestFailFastCallsDoNotWait(t *testing.T) {
@@ -405,6 +409,8 @@ func TestOnlyTrustedIdempotentCallsAreReplayed(t *testing.T) {
 // A connection that lasts StableAfter ends the reconnect episode: the
 // attempt count clears then, and not a moment before (on the bubble's
 // clock, exactly).
+// testwait:ok: it runs in a synctest bubble, whose sleeps and synctest.Wait
+// are on the fake clock; a bubble that can never move on fails as a deadlock.
 func TestAStableConnectionClearsTheReconnectHistory(t *testing.T) {
 	opts := testOptions
 	opts.Reconnect.StableAfter = Duration(200 * time.Millisecond)
@@ -427,6 +433,8 @@ func TestAStableConnectionClearsTheReconnectHistory(t *testing.T) {
 
 // A server that dies right after every connect exhausts its budget and
 // parks: the attempt count is not cleared by connections that do not last.
+// testwait:ok: it runs in a synctest bubble, whose sleeps and synctest.Wait
+// are on the fake clock; a bubble that can never move on fails as a deadlock.
 func TestAFlappingServerParksAfterItsBudget(t *testing.T) {
 	opts := testOptions
 	opts.FailFast = true // calls never wake the parked server
@@ -456,7 +464,7 @@ func TestADeadRemoteServerCostsABoundedNumberOfRequests(t *testing.T) {
 	setAndSettle(t, s, map[string]ServerConfig{"dead": remote(transports.TypeHTTP, proxy.URL)})
 	require.Eventually(t, func() bool { return statusOf(s, "dead").State == StateFailed }, 10*time.Second, 10*time.Millisecond)
 	spent := proxy.posts.Load()
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // testwait:ok a check that nothing happens within a while
 	assert.Equal(t, spent, proxy.posts.Load(), "parked: nothing more")
 	assert.LessOrEqual(t, spent, int64(2*(1+6)), "at most one connect (discover, then initialize) per attempt")
 	assert.True(t, strings.Contains(statusOf(s, "dead").LastError, "gave up after 6"))
@@ -464,6 +472,8 @@ func TestADeadRemoteServerCostsABoundedNumberOfRequests(t *testing.T) {
 
 // A lazy server is not connected at start; a call that names it connects
 // it and waits.
+// testwait:ok: it runs in a synctest bubble, whose sleeps and synctest.Wait
+// are on the fake clock; a bubble that can never move on fails as a deadlock.
 func TestALazyServerConnectsOnItsFirstCall(t *testing.T) {
 	inBubble(t, testOptions, map[string]mockserver.Options{"lazy": {}}, func(t *testing.T, s *System) {
 		lazy := inProcess()

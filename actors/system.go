@@ -264,6 +264,19 @@ func (s *System) SetServers(ctx context.Context, servers map[string]ServerConfig
 	return ask(ctx, s, setServers{servers: cp, reply: reply}, reply)
 }
 
+// PatchServers adds or replaces the servers in set and removes those
+// named in drop, leaving every other server alone: SetServers for one
+// server at a time, without a read-modify-write race between hosts. A
+// name in drop that is not configured is an ErrUnknownServer in Errors.
+func (s *System) PatchServers(ctx context.Context, set map[string]ServerConfig, drop []string) (SetResult, error) {
+	cp := make(map[string]ServerConfig, len(set))
+	for k, v := range set {
+		cp[k] = v
+	}
+	reply := make(chan SetResult, 1)
+	return ask(ctx, s, setServers{servers: cp, patch: true, drop: append([]string(nil), drop...), reply: reply}, reply)
+}
+
 // WaitSettled blocks until no server is connecting or waiting to connect
 // (lazy servers excepted), or ctx ends.
 func (s *System) WaitSettled(ctx context.Context) error {
@@ -329,16 +342,36 @@ func (s *System) AdmissionStats(ctx context.Context) (AdmissionStats, error) {
 // and is told how many by a gap event. It is closed when ctx ends or the
 // supervisor closes.
 func (s *System) Subscribe(ctx context.Context, resume bool, after uint64, buffer int) <-chan Event {
+	return SubscribeAs(s, ctx, resume, after, buffer, func(ev Event) Event { return ev })
+}
+
+// SubscribeAs is Subscribe with every event converted by convert on its
+// way into the channel, so that a host-facing layer hands out its own
+// event types without a goroutine and a channel hop per subscriber.
+// convert runs on the registry's goroutine: it must be quick and must
+// not block.
+func SubscribeAs[T any](s *System, ctx context.Context, resume bool, after uint64, buffer int, convert func(Event) T) <-chan T {
 	if buffer <= 0 {
 		buffer = 256
 	}
-	sub := &subscriber{ch: make(chan Event, buffer)}
+	ch := make(chan T, buffer)
+	sub := &subscriber{
+		offer: func(ev Event) bool {
+			select {
+			case ch <- convert(ev):
+				return true
+			default:
+				return false
+			}
+		},
+		end: func() { close(ch) },
+	}
 	s.subMu.Lock()
 	defer s.subMu.Unlock()
 	select {
 	case <-s.closed:
-		close(sub.ch)
-		return sub.ch
+		close(ch)
+		return ch
 	default:
 	}
 	s.actors.Root.Send(s.registry, subscribe{sub: sub, from: resume, after: after})
@@ -350,7 +383,7 @@ func (s *System) Subscribe(ctx context.Context, resume bool, after uint64, buffe
 			s.actors.Root.Send(s.registry, unsubscribe{sub: sub})
 		}
 	})
-	return sub.ch
+	return ch
 }
 
 // Close shuts every server down (the full shutdown ladder, concurrently)

@@ -316,6 +316,8 @@ func TestReconnect(t *testing.T) {
 	assert.ErrorIs(t, s.Reconnect(context.Background(), "nope"), ErrUnknownServer)
 }
 
+// testwait:ok: it runs in a synctest bubble, whose sleeps and synctest.Wait
+// are on the fake clock; a bubble that can never move on fails as a deadlock.
 func TestListChangedUpdatesThePool(t *testing.T) {
 	inBubble(t, testOptions, map[string]mockserver.Options{"dyn": {}}, func(t *testing.T, s *System) {
 		events := s.Subscribe(t.Context(), false, 0, 64)

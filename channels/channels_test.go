@@ -226,7 +226,7 @@ func TestRelayExpiry(t *testing.T) {
 	assert.False(t, ok)
 
 	q := r.Open("", PermissionRequest{}, 20*time.Millisecond)
-	time.Sleep(40 * time.Millisecond)
+	time.Sleep(40 * time.Millisecond) // testwait:ok not a wait: the question must expire
 	_, err = r.Answer(q.ID, true, "") // no waiter: expiry found by the sweep
 	assert.ErrorIs(t, err, ErrPermissionExpired)
 	_, err, settled := q.Result()

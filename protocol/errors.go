@@ -26,9 +26,9 @@ const (
 	// CodeUnsupportedProtocolVersion (2026-07-28): the requested protocol
 	// version is not supported; Data holds UnsupportedProtocolVersionData.
 	CodeUnsupportedProtocolVersion = -32022
-	// CodeURLElicitationRequired (2025-11-25): the request needs the user to
+	// codeURLElicitationRequired (2025-11-25): the request needs the user to
 	// complete a URL elicitation first.
-	CodeURLElicitationRequired = -32042
+	codeURLElicitationRequired = -32042
 )
 
 // Error is a JSON-RPC error object. It implements error, so a server's

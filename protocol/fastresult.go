@@ -195,7 +195,7 @@ var contentTypes = map[string]string{
 	`"text"`:          ContentText,
 	`"image"`:         ContentImage,
 	`"audio"`:         ContentAudio,
-	`"resource_link"`: ContentResourceLink,
+	`"resource_link"`: contentResourceLink,
 	`"resource"`:      ContentResource,
 }
 

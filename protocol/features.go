@@ -133,7 +133,7 @@ const (
 	ContentText         = "text"
 	ContentImage        = "image"
 	ContentAudio        = "audio"
-	ContentResourceLink = "resource_link"
+	contentResourceLink = "resource_link"
 	ContentResource     = "resource"
 )
 

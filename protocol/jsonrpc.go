@@ -15,8 +15,8 @@ import (
 	"strconv"
 )
 
-// JSONRPCVersion is the only value the "jsonrpc" member may take.
-const JSONRPCVersion = "2.0"
+// jsonrpcVersion is the only value the "jsonrpc" member may take.
+const jsonrpcVersion = "2.0"
 
 // Decoding errors. Each is wrapped with detail; test with errors.Is.
 var (
@@ -212,8 +212,8 @@ func (w *wireMessage) message() (*Message, error) { return w.messageWithID(w.ID)
 // messageWithID is message with the id (nil: none) passed apart from w,
 // so that Decode's id stays on its stack.
 func (w *wireMessage) messageWithID(id *ID) (*Message, error) {
-	if w.JSONRPC != JSONRPCVersion {
-		return nil, fmt.Errorf("%w: jsonrpc member is %q, want %q", ErrInvalidMessage, w.JSONRPC, JSONRPCVersion)
+	if w.JSONRPC != jsonrpcVersion {
+		return nil, fmt.Errorf("%w: jsonrpc member is %q, want %q", ErrInvalidMessage, w.JSONRPC, jsonrpcVersion)
 	}
 	m := &Message{Method: w.Method, Params: nullToNil(w.Params), Result: w.Result, Error: w.Error}
 	if id != nil {
@@ -273,7 +273,7 @@ func scanEnvelope(data []byte, spans []memberSpan, w *wireMessage, id *ID) (hasI
 			if string(v) != `"2.0"` {
 				return false, false
 			}
-			w.JSONRPC = JSONRPCVersion
+			w.JSONRPC = jsonrpcVersion
 		case "id":
 			if string(v) == "null" {
 				hasID = false

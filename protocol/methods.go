@@ -38,7 +38,7 @@ const (
 	NotificationResourceUpdated      = "notifications/resources/updated"
 	NotificationRootsListChanged     = "notifications/roots/list_changed"
 	NotificationSubscriptionsAck     = "notifications/subscriptions/acknowledged"
-	NotificationElicitationComplete  = "notifications/elicitation/complete"
+	notificationElicitationComplete  = "notifications/elicitation/complete"
 
 	// Claude Code's channel extension (capability experimental["claude/channel"]).
 	NotificationChannel                  = "notifications/claude/channel"

@@ -51,9 +51,9 @@ type InputRequiredResult struct {
 // InputMethods are the requests an InputRequests entry may carry.
 var InputMethods = []string{MethodElicitationCreate, MethodSamplingCreateMessage, MethodRootsList}
 
-// MRTRMethods are the requests a server may answer with an
+// mrtrMethods are the requests a server may answer with an
 // InputRequiredResult.
-var MRTRMethods = []string{MethodToolsCall, MethodPromptsGet, MethodResourcesRead}
+var mrtrMethods = []string{MethodToolsCall, MethodPromptsGet, MethodResourcesRead}
 
 // ResultTypeOf returns the resultType member of a result object, "" when
 // it has none (which means complete).
@@ -98,9 +98,9 @@ type MRTRParams struct {
 	RequestState   string         `json:"requestState,omitempty"`
 }
 
-// WithMRTR returns params (a JSON object) with inputResponses and
+// withMRTR returns params (a JSON object) with inputResponses and
 // requestState set to those of m (replacing any the object had).
-func WithMRTR(params json.RawMessage, m MRTRParams) (json.RawMessage, error) {
+func withMRTR(params json.RawMessage, m MRTRParams) (json.RawMessage, error) {
 	obj := map[string]json.RawMessage{}
 	if len(params) > 0 && string(params) != "null" {
 		if err := json.Unmarshal(params, &obj); err != nil {

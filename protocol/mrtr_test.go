@@ -34,14 +34,14 @@ func TestParseInputResponsesRefusesWhatIsNotAnObjectOfResults(t *testing.T) {
 }
 
 func TestWithMRTRReplacesTheRetryMembers(t *testing.T) {
-	out, err := WithMRTR(json.RawMessage(`{"name":"t","arguments":{},"requestState":"old","inputResponses":{"k":{}}}`),
+	out, err := withMRTR(json.RawMessage(`{"name":"t","arguments":{},"requestState":"old","inputResponses":{"k":{}}}`),
 		MRTRParams{InputResponses: InputResponses{"user_name": json.RawMessage(`{"action":"accept"}`)}, RequestState: "s1"})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"name":"t","arguments":{},"requestState":"s1","inputResponses":{"user_name":{"action":"accept"}}}`, string(out))
-	out, err = WithMRTR(nil, MRTRParams{InputResponses: InputResponses{}})
+	out, err = withMRTR(nil, MRTRParams{InputResponses: InputResponses{}})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"inputResponses":{}}`, string(out))
-	_, err = WithMRTR(json.RawMessage(`[1]`), MRTRParams{})
+	_, err = withMRTR(json.RawMessage(`[1]`), MRTRParams{})
 	assert.Error(t, err)
 }
 

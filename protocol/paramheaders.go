@@ -19,8 +19,8 @@ import (
 // tools/call POST, so that intermediaries can route on it without reading
 // the body.
 
-// XMCPHeader is the schema member that designates a mirrored parameter.
-const XMCPHeader = "x-mcp-header"
+// xmcpHeader is the schema member that designates a mirrored parameter.
+const xmcpHeader = "x-mcp-header"
 
 // ParamHeaderPrefix starts the name of a mirrored parameter's header.
 const ParamHeaderPrefix = "Mcp-Param-"
@@ -43,7 +43,7 @@ type ParamHeaderError struct {
 }
 
 func (e *ParamHeaderError) Error() string {
-	return fmt.Sprintf("%s: property %q, %s %q: %s", ErrInvalidParamHeader, e.Property, XMCPHeader, e.Header, e.Reason)
+	return fmt.Sprintf("%s: property %q, %s %q: %s", ErrInvalidParamHeader, e.Property, xmcpHeader, e.Header, e.Reason)
 }
 
 // Is makes errors.Is(err, ErrInvalidParamHeader) true.
@@ -72,7 +72,7 @@ const safeInteger = 1<<53 - 1
 // integer or boolean. Annotations are found on properties at any depth of
 // nested object properties. A schema that is not a JSON object has none.
 func ParamHeaders(inputSchema json.RawMessage) ([]ParamHeader, error) {
-	if !bytes.Contains(inputSchema, []byte(XMCPHeader)) {
+	if !bytes.Contains(inputSchema, []byte(xmcpHeader)) {
 		return nil, nil // the usual case: no annotation anywhere
 	}
 	var out []ParamHeader

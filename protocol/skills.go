@@ -125,8 +125,8 @@ func (s *Skill) File(uri string) (SkillResource, bool) {
 	return SkillResource{}, false
 }
 
-// ListSkillsResult is one page of skills/list.
-type ListSkillsResult struct {
+// listSkillsResult is one page of skills/list.
+type listSkillsResult struct {
 	Meta       Meta    `json:"_meta,omitempty"`
 	Skills     []Skill `json:"skills"`
 	NextCursor string  `json:"nextCursor,omitempty"`

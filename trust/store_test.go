@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -93,7 +94,7 @@ func TestConcurrentStoresLoseNoDecision(t *testing.T) {
 			})
 		}
 	}
-	wg.Wait()
+	testwait.Call(t, "the 40 concurrent approvals", wg.Wait)
 	all, err := NewStore(dir, nil).Approvals()
 	require.NoError(t, err)
 	assert.Len(t, all, 40)
@@ -236,6 +237,6 @@ func TestConcurrentChecksPinOnce(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Call(t, "the concurrent tool checks", wg.Wait)
 	assert.Equal(t, map[string]int{"s0": 1, "s1": 1, "s2": 1, "s3": 1}, firstSeen)
 }

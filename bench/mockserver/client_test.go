@@ -58,6 +58,9 @@ func (r *sseReader) next() (sseEvent, error) {
 			}
 			continue
 		}
+		if strings.HasPrefix(line, ":") {
+			continue // a comment
+		}
 		name, value, _ := strings.Cut(line, ":")
 		value = strings.TrimPrefix(value, " ")
 		fields++

@@ -1,13 +1,12 @@
 package mockserver
 
 import (
+	"context"
 	"encoding/json"
-	"fmt"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -25,6 +24,10 @@ const (
 	tinyWAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
 )
 
+// reconnectionDelay is how long test_reconnection takes to answer (the
+// gateway's conformance run ends POST streams after 500 ms).
+const reconnectionDelay = 1500 * time.Millisecond
+
 func conformanceTools() []protocol.Tool {
 	obj := json.RawMessage(`{"type":"object","properties":{}}`)
 	t := func(name, desc string) protocol.Tool {
@@ -39,63 +42,13 @@ func conformanceTools() []protocol.Tool {
 		t("test_tool_with_logging", "Sends three log messages, then returns."),
 		t("test_error_handling", "Always fails with isError."),
 		t("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100, 50 ms apart, then returns."),
+		t("test_reconnection", "Answers after 1.5 s: long enough for a gateway to end the POST stream for SSE polling (SEP-1699)."),
 		{Name: "test_sampling", Description: "Asks the client to sample a message for prompt.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string"}},"required":["prompt"]}`)},
 		{Name: "test_elicitation", Description: "Asks the user (elicitation) for a username and an email.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`)},
 		t("test_elicitation_sep1034_defaults", "Elicits a form whose fields all have defaults (SEP-1034)."),
 		t("test_elicitation_sep1330_enums", "Elicits a form with every enum variant (SEP-1330)."),
-	}
-}
-
-// askedState correlates the requests the server sends its client with
-// their answers. mu guards the fields.
-type askedState struct {
-	mu      sync.Mutex
-	next    int
-	waiting map[string]chan *protocol.Message
-}
-
-// ask sends method to the client on out and waits for the answer (30 s
-// at most).
-func (a *askedState) ask(out output, method string, params any) (*protocol.Message, error) {
-	a.mu.Lock()
-	a.next++
-	id := protocol.StringID("mock-" + strconv.Itoa(a.next))
-	if a.waiting == nil {
-		a.waiting = map[string]chan *protocol.Message{}
-	}
-	ch := make(chan *protocol.Message, 1)
-	a.waiting[id.String()] = ch
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		delete(a.waiting, id.String())
-		a.mu.Unlock()
-	}()
-	frame, err := protocol.AppendRequest(nil, id, method, params)
-	if err != nil {
-		return nil, err
-	}
-	out.send(frame)
-	select {
-	case m := <-ch:
-		if m.Error != nil {
-			return nil, m.Error
-		}
-		return m, nil
-	case <-time.After(30 * time.Second):
-		return nil, fmt.Errorf("no answer to %s within 30s", method)
-	}
-}
-
-func (a *askedState) deliver(m *protocol.Message) {
-	a.mu.Lock()
-	ch := a.waiting[m.ID.String()]
-	delete(a.waiting, m.ID.String())
-	a.mu.Unlock()
-	if ch != nil {
-		ch <- m
 	}
 }
 
@@ -117,11 +70,14 @@ const (
 		`"email":{"type":"string","description":"User's email address"}},"required":["username","email"]}`
 )
 
+// askTimeout bounds the wait of a fixture for its client's answer.
+const askTimeout = 30 * time.Second
+
 // conformanceAsync runs the fixtures that wait (on the client, or on
 // timers) in a goroutine of their own, since the connection's reader
 // must go on reading the client's answers; it reports false for other
 // tools.
-func (s *server) conformanceAsync(out output, m *protocol.Message, name string) bool {
+func (s *server) conformanceAsync(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request, name string) bool {
 	var p struct {
 		Arguments struct {
 			Prompt  string `json:"prompt"`
@@ -129,29 +85,39 @@ func (s *server) conformanceAsync(out output, m *protocol.Message, name string) 
 		} `json:"arguments"`
 		Meta protocol.Meta `json:"_meta"`
 	}
-	_ = json.Unmarshal(m.Params, &p)
+	_ = json.Unmarshal(r.Params, &p)
 	text := func(t string) protocol.CallToolResult {
 		return protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(t)}}
 	}
+	ask := func(method string, params any) (json.RawMessage, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), askTimeout)
+		defer cancel()
+		return w.Ask(ctx, method, params)
+	}
 	elicit := func(message, schema string) {
-		ans, err := s.asked.ask(out, protocol.MethodElicitationCreate, map[string]any{
+		ans, err := ask(protocol.MethodElicitationCreate, map[string]any{
 			"mode": "form", "message": message, "requestedSchema": json.RawMessage(schema)})
 		if err != nil {
-			s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("elicitation failed: " + err.Error())}})
+			w.Reply(protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("elicitation failed: " + err.Error())}})
 			return
 		}
-		var r struct {
+		var res struct {
 			Action  string          `json:"action"`
 			Content json.RawMessage `json:"content"`
 		}
-		_ = json.Unmarshal(ans.Result, &r)
-		if r.Content == nil {
-			r.Content = json.RawMessage(`{}`)
+		_ = json.Unmarshal(ans, &res)
+		if res.Content == nil {
+			res.Content = json.RawMessage(`{}`)
 		}
-		s.reply(out, m.ID, text("Elicitation completed: action="+r.Action+", content="+string(r.Content)))
+		w.Reply(text("Elicitation completed: action=" + res.Action + ", content=" + string(res.Content)))
 	}
 	var run func()
 	switch name {
+	case "test_reconnection":
+		run = func() {
+			time.Sleep(reconnectionDelay)
+			w.Reply(text("Reconnection test completed"))
+		}
 	case "test_tool_with_progress":
 		token := p.Meta[protocol.MetaProgressToken]
 		run = func() {
@@ -161,30 +127,28 @@ func (s *server) conformanceAsync(out output, m *protocol.Message, name string) 
 					time.Sleep(50 * time.Millisecond)
 				}
 				if token != nil {
-					params, _ := json.Marshal(protocol.ProgressParams{ProgressToken: token, Progress: v, Total: &total})
-					frame, _ := protocol.AppendRequest(nil, protocol.ID{}, protocol.NotificationProgress, json.RawMessage(params))
-					out.send(frame)
+					w.Notify(protocol.NotificationProgress, protocol.ProgressParams{ProgressToken: token, Progress: v, Total: &total})
 				}
 			}
-			s.reply(out, m.ID, text("Progress tool completed"))
+			w.Reply(text("Progress tool completed"))
 		}
 	case "test_sampling":
 		run = func() {
-			ans, err := s.asked.ask(out, protocol.MethodSamplingCreateMessage, map[string]any{
+			ans, err := ask(protocol.MethodSamplingCreateMessage, map[string]any{
 				"messages":  []any{map[string]any{"role": "user", "content": map[string]string{"type": "text", "text": p.Arguments.Prompt}}},
 				"maxTokens": 100,
 			})
 			if err != nil {
-				s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("sampling failed: " + err.Error())}})
+				w.Reply(protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("sampling failed: " + err.Error())}})
 				return
 			}
-			var r struct {
+			var res struct {
 				Content struct {
 					Text string `json:"text"`
 				} `json:"content"`
 			}
-			_ = json.Unmarshal(ans.Result, &r)
-			s.reply(out, m.ID, text("LLM response: "+r.Content.Text))
+			_ = json.Unmarshal(ans, &res)
+			w.Reply(text("LLM response: " + res.Content.Text))
 		}
 	case "test_elicitation":
 		run = func() { elicit(p.Arguments.Message, userSchema) }
@@ -195,19 +159,15 @@ func (s *server) conformanceAsync(out output, m *protocol.Message, name string) 
 	default:
 		return false
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		run()
-	}()
+	s.later(run)
 	return true
 }
 
 // conformanceComplete answers completion/complete: the values of the
 // fixture prompt's arguments that start with the value typed so far.
-func (s *server) conformanceComplete(out output, m *protocol.Message) {
+func (s *server) conformanceComplete(w mcpserver.ResponseWriter, r *mcpserver.Request) {
 	var p protocol.CompleteParams
-	_ = json.Unmarshal(m.Params, &p)
+	_ = json.Unmarshal(r.Params, &p)
 	values := []string{}
 	for _, v := range []string{"paris", "park", "party", "test", "testing"} {
 		if strings.HasPrefix(v, p.Argument.Value) {
@@ -215,7 +175,7 @@ func (s *server) conformanceComplete(out output, m *protocol.Message) {
 		}
 	}
 	total := len(values)
-	s.reply(out, m.ID, protocol.CompleteResult{Completion: protocol.Completion{Values: values, Total: &total}})
+	w.Reply(protocol.CompleteResult{Completion: protocol.Completion{Values: values, Total: &total}})
 }
 
 var embeddedText = protocol.Content{Type: protocol.ContentResource, Resource: &protocol.ResourceContents{
@@ -223,11 +183,10 @@ var embeddedText = protocol.Content{Type: protocol.ContentResource, Resource: &p
 
 // conformanceCall answers a fixture tool; it reports false for other
 // tools.
-func (s *server) conformanceCall(out output, m *protocol.Message, name string) bool {
-	if s.conformanceAsync(out, m, name) || s.mrtrCall(out, m, name) || s.statelessCall(out, m, name) || s.tasksCall(out, m, name) {
+func (s *server) conformanceCall(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request, name string) bool {
+	if s.conformanceAsync(ctx, w, r, name) || s.mrtrCall(w, r, name) || s.statelessCall(w, r, name) || s.tasksCall(w, r, name) {
 		return true
 	}
-	id := m.ID
 	text := func(t string) protocol.Content { return protocol.TextContent(t) }
 	image := protocol.Content{Type: protocol.ContentImage, Data: tinyPNG, MimeType: "image/png"}
 	var res protocol.CallToolResult
@@ -244,8 +203,7 @@ func (s *server) conformanceCall(out output, m *protocol.Message, name string) b
 		res.Content = []protocol.Content{text("Multiple content types test:"), image, embeddedText}
 	case "test_tool_with_logging":
 		for _, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
-			params, _ := json.Marshal(protocol.LoggingMessageParams{Level: protocol.LevelInfo, Logger: "conformance", Data: json.RawMessage(`"` + msg + `"`)})
-			s.hub.broadcast(protocol.NotificationMessage, params)
+			s.srv.Broadcast(protocol.NotificationMessage, protocol.LoggingMessageParams{Level: protocol.LevelInfo, Logger: "conformance", Data: json.RawMessage(`"` + msg + `"`)})
 		}
 		res.Content = []protocol.Content{text("Tool with logging executed successfully")}
 	case "test_error_handling":
@@ -253,31 +211,31 @@ func (s *server) conformanceCall(out output, m *protocol.Message, name string) b
 	default:
 		return false
 	}
-	s.reply(out, id, res)
+	w.Reply(res)
 	return true
 }
 
 // conformanceDispatch answers the resource and prompt requests of the
 // fixtures; it reports false for anything else.
-func (s *server) conformanceDispatch(out output, m *protocol.Message) bool {
-	if s.tasksDispatch(out, m) || s.skillsDispatch(out, m) {
+func (s *server) conformanceDispatch(_ context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) bool {
+	if s.tasksDispatch(w, r) || s.skillsDispatch(w, r) {
 		return true
 	}
-	switch m.Method {
+	switch r.Method {
 	case protocol.MethodResourcesList:
-		s.reply(out, m.ID, s.cacheable(m, protocol.ListResourcesResult{Resources: []protocol.Resource{
+		w.Reply(protocol.ListResourcesResult{Resources: []protocol.Resource{
 			{URI: "test://static-text", Name: "static-text", MimeType: "text/plain"},
 			{URI: "test://static-binary", Name: "static-binary", MimeType: "image/png"},
 			{URI: "test://watched-resource", Name: "watched-resource", MimeType: "text/plain"},
 			skillResources()[0], skillResources()[1],
-		}}))
+		}})
 	case protocol.MethodResourcesTemplatesList:
-		s.reply(out, m.ID, s.cacheable(m, protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{
+		w.Reply(protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{
 			{URITemplate: "test://template/{id}/data", Name: "template", MimeType: "application/json"},
-		}}))
+		}})
 	case protocol.MethodResourcesRead:
 		var p protocol.ReadResourceParams
-		_ = json.Unmarshal(m.Params, &p)
+		_ = json.Unmarshal(r.Params, &p)
 		var c protocol.ResourceContents
 		switch {
 		case p.URI == "test://static-text" || p.URI == "test://watched-resource":
@@ -288,21 +246,28 @@ func (s *server) conformanceDispatch(out output, m *protocol.Message) bool {
 			id := strings.TrimSuffix(strings.TrimPrefix(p.URI, "test://template/"), "/data")
 			c = protocol.ResourceContents{URI: p.URI, MimeType: "application/json", Text: `{"id":"` + id + `","templateTest":true,"data":"Data for ID: ` + id + `"}`}
 		default:
-			s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "no resource %q", p.URI))
+			w.Error(protocol.NewError(protocol.CodeInvalidParams, "no resource %q", p.URI))
 			return true
 		}
-		s.reply(out, m.ID, s.cacheable(m, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{c}}))
+		w.Reply(protocol.ReadResourceResult{Contents: []protocol.ResourceContents{c}})
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
-		s.reply(out, m.ID, json.RawMessage(`{}`))
+		var p protocol.SubscribeParams
+		_ = json.Unmarshal(r.Params, &p)
+		if r.Method == protocol.MethodResourcesSubscribe {
+			r.Session.Subscribe(p.URI)
+		} else {
+			r.Session.Unsubscribe(p.URI)
+		}
+		w.Reply(json.RawMessage(`{}`))
 	case protocol.MethodCompletionComplete:
-		s.conformanceComplete(out, m)
+		s.conformanceComplete(w, r)
 	case protocol.MethodPromptsList:
-		s.reply(out, m.ID, s.cacheable(m, protocol.ListPromptsResult{Prompts: s.conformancePrompts()}))
+		w.Reply(protocol.ListPromptsResult{Prompts: s.conformancePrompts()})
 	case protocol.MethodPromptsGet:
-		if s.mrtrPromptGet(out, m) {
+		if s.mrtrPromptGet(w, r) {
 			return true
 		}
-		s.conformancePromptGet(out, m)
+		s.conformancePromptGet(w, r)
 	default:
 		return false
 	}
@@ -329,9 +294,9 @@ func (s *server) conformancePrompts() []protocol.Prompt {
 }
 
 // conformancePromptGet renders a fixture prompt.
-func (s *server) conformancePromptGet(out output, m *protocol.Message) {
+func (s *server) conformancePromptGet(w mcpserver.ResponseWriter, r *mcpserver.Request) {
 	var p protocol.GetPromptParams
-	_ = json.Unmarshal(m.Params, &p)
+	_ = json.Unmarshal(r.Params, &p)
 	msg := func(c protocol.Content) protocol.PromptMessage {
 		return protocol.PromptMessage{Role: "user", Content: c}
 	}
@@ -351,8 +316,8 @@ func (s *server) conformancePromptGet(out output, m *protocol.Message) {
 	case dynamicPrompt:
 		msgs = []protocol.PromptMessage{msg(protocol.TextContent("A prompt that comes and goes."))}
 	default:
-		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "no prompt %q", p.Name))
+		w.Error(protocol.NewError(protocol.CodeInvalidParams, "no prompt %q", p.Name))
 		return
 	}
-	s.reply(out, m.ID, protocol.GetPromptResult{Messages: msgs})
+	w.Reply(protocol.GetPromptResult{Messages: msgs})
 }

@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -9,20 +10,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
 // The extension features (Options.Channel, Options.Subscribe,
 // Options.Progress): a channel server that pushes bursts and echoes the
-// permission relay, resource subscriptions, and progress reports. Served
-// over the connection transports (stdio, WebSocket).
+// permission relay, resource subscriptions, and progress reports.
 
 // extState is what the extension features remember. mu guards it.
 type extState struct {
-	mu         sync.Mutex
-	subscribed map[string]bool // resources/subscribe'd URIs
-	version    map[string]int  // per URI, bumped by touch
-	cancelled  int             // notifications/cancelled received
+	mu        sync.Mutex
+	version   map[string]int // per URI, bumped by touch
+	cancelled int            // notifications/cancelled received
 	// startPushed is set once the ChannelAtStart messages are out.
 	startPushed atomic.Bool
 }
@@ -61,70 +61,66 @@ func (s *server) extTools() []protocol.Tool {
 }
 
 // extNotification handles a notification from the client.
-func (s *server) extNotification(m *protocol.Message) {
+func (s *server) extNotification(method string, params json.RawMessage) {
 	switch {
-	case m.Method == protocol.NotificationCancelled:
+	case method == protocol.NotificationCancelled:
 		s.ext.mu.Lock()
 		s.ext.cancelled++
 		s.ext.mu.Unlock()
-	case s.o.Channel && m.Method == protocol.NotificationChannelPermissionRequest:
+	case s.o.Channel && method == protocol.NotificationChannelPermissionRequest:
 		// Echo the prompt as a channel message, as a chat bridge would
 		// show it to its user.
 		var p struct {
 			RequestID string `json:"request_id"`
 			ToolName  string `json:"tool_name"`
 		}
-		_ = json.Unmarshal(m.Params, &p)
+		_ = json.Unmarshal(params, &p)
 		s.channelMessage("approve "+p.ToolName+"? reply yes "+p.RequestID, map[string]string{"kind": "permission_request", "request_id": p.RequestID, "tool_name": p.ToolName})
-	case s.o.Channel && m.Method == protocol.NotificationChannelPermission:
+	case s.o.Channel && method == protocol.NotificationChannelPermission:
 		var p struct {
 			RequestID string `json:"request_id"`
 			Behavior  string `json:"behavior"`
 		}
-		_ = json.Unmarshal(m.Params, &p)
+		_ = json.Unmarshal(params, &p)
 		s.channelMessage("verdict "+p.RequestID+" "+p.Behavior, map[string]string{"kind": "verdict", "request_id": p.RequestID, "behavior": p.Behavior})
 	}
 }
 
 // channelAtStart pushes Options.ChannelAtStart channel messages, once,
 // after the first tools/list has been answered.
-func (s *server) channelAtStart(out output) {
+func (s *server) channelAtStart(sess *mcpserver.Session) {
 	if !s.o.Channel || s.o.ChannelAtStart <= 0 || !s.ext.startPushed.CompareAndSwap(false, true) {
 		return
 	}
-	flushHeld(out) // the answer to tools/list goes first
+	sess.Flush() // the answer to tools/list goes first
 	for i := 1; i <= s.o.ChannelAtStart; i++ {
 		s.channelMessage("start"+strconv.Itoa(i), map[string]string{"i": strconv.Itoa(i)})
 	}
 }
 
 func (s *server) channelMessage(content string, meta map[string]string) {
-	params, _ := json.Marshal(map[string]any{"content": content, "meta": meta})
-	s.hub.broadcast(protocol.NotificationChannel, params)
+	s.srv.Broadcast(protocol.NotificationChannel, map[string]any{"content": content, "meta": meta})
 }
 
-// extRequest answers the extension requests; it reports whether m was one.
-func (s *server) extRequest(out output, m *protocol.Message) bool {
-	if !s.o.Subscribe || (m.Method != protocol.MethodResourcesSubscribe && m.Method != protocol.MethodResourcesUnsubscribe) {
+// extRequest answers the extension requests (resources/subscribe and
+// unsubscribe, with Subscribe: the session records them); it reports
+// whether r was one.
+func (s *server) extRequest(w mcpserver.ResponseWriter, r *mcpserver.Request) bool {
+	if !s.o.Subscribe || (r.Method != protocol.MethodResourcesSubscribe && r.Method != protocol.MethodResourcesUnsubscribe) {
 		return false
 	}
 	var p protocol.SubscribeParams
-	_ = json.Unmarshal(m.Params, &p)
-	if m.Method == protocol.MethodResourcesSubscribe && !strings.HasPrefix(p.URI, "mock://") {
-		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "no resource %q", p.URI))
-		return true
-	}
-	s.ext.mu.Lock()
-	if s.ext.subscribed == nil {
-		s.ext.subscribed = map[string]bool{}
-	}
-	if m.Method == protocol.MethodResourcesSubscribe {
-		s.ext.subscribed[p.URI] = true
+	_ = json.Unmarshal(r.Params, &p)
+	if r.Method == protocol.MethodResourcesSubscribe {
+		if !strings.HasPrefix(p.URI, "mock://") {
+			w.Error(protocol.NewError(protocol.CodeInvalidParams, "no resource %q", p.URI))
+			return true
+		}
+		r.Session.Subscribe(p.URI)
 	} else {
-		delete(s.ext.subscribed, p.URI)
+		r.Session.Unsubscribe(p.URI)
 	}
-	s.ext.mu.Unlock()
-	s.reply(out, m.ID, json.RawMessage(`{}`))
+	w.Reply(json.RawMessage(`{}`))
 	return true
 }
 
@@ -139,7 +135,7 @@ func (s *server) versionSuffix(uri string) string {
 }
 
 // extTool runs the extension tools; it reports whether name was one.
-func (s *server) extTool(out output, m *protocol.Message, name string) bool {
+func (s *server) extTool(w mcpserver.ResponseWriter, r *mcpserver.Request, name string) bool {
 	var call struct {
 		Arguments struct {
 			N      int    `json:"n"`
@@ -149,7 +145,7 @@ func (s *server) extTool(out output, m *protocol.Message, name string) bool {
 			Ms     int    `json:"ms"`
 		} `json:"arguments"`
 	}
-	_ = json.Unmarshal(m.Params, &call)
+	_ = json.Unmarshal(r.Params, &call)
 	a := call.Arguments
 	text := func(t string) protocol.CallToolResult {
 		return protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(t)}}
@@ -159,43 +155,55 @@ func (s *server) extTool(out output, m *protocol.Message, name string) bool {
 		for i := 1; i <= a.N; i++ {
 			s.channelMessage(a.Prefix+strconv.Itoa(i), map[string]string{"i": strconv.Itoa(i)})
 		}
-		s.reply(out, m.ID, text(fmt.Sprintf("pushed %d", a.N)))
+		w.Reply(text(fmt.Sprintf("pushed %d", a.N)))
 	case s.o.Subscribe && name == "touch":
 		s.ext.mu.Lock()
 		if s.ext.version == nil {
 			s.ext.version = map[string]int{}
 		}
 		s.ext.version[a.URI]++
-		sub := s.ext.subscribed[a.URI]
 		s.ext.mu.Unlock()
-		sub = s.hub.resourceUpdated(a.URI, sub)
-		s.reply(out, m.ID, text(fmt.Sprintf("touched %s (subscribed: %v)", a.URI, sub)))
+		sub := s.srv.ResourceUpdated(a.URI) > 0
+		w.Reply(text(fmt.Sprintf("touched %s (subscribed: %v)", a.URI, sub)))
 	case s.o.Progress && name == "progress":
 		var p struct {
 			Meta protocol.Meta `json:"_meta"`
 		}
-		_ = json.Unmarshal(m.Params, &p)
+		_ = json.Unmarshal(r.Params, &p)
 		token := p.Meta["progressToken"]
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		s.later(func() {
 			for i := 1; i <= a.Steps; i++ {
 				if token != nil {
 					total := float64(a.Steps)
-					params, _ := json.Marshal(protocol.ProgressParams{ProgressToken: token, Progress: float64(i), Total: &total, Message: fmt.Sprintf("step %d", i)})
-					s.hub.broadcast(protocol.NotificationProgress, params)
+					s.srv.Broadcast(protocol.NotificationProgress, protocol.ProgressParams{ProgressToken: token, Progress: float64(i), Total: &total, Message: fmt.Sprintf("step %d", i)})
 				}
 				time.Sleep(time.Duration(a.Ms) * time.Millisecond)
 			}
-			s.reply(out, m.ID, text(fmt.Sprintf("done after %d steps", a.Steps)))
-		}()
+			w.Reply(text(fmt.Sprintf("done after %d steps", a.Steps)))
+		})
 	case s.o.Progress && name == "cancelled":
 		s.ext.mu.Lock()
 		n := s.ext.cancelled
 		s.ext.mu.Unlock()
-		s.reply(out, m.ID, text(strconv.Itoa(n)))
+		w.Reply(text(strconv.Itoa(n)))
 	default:
 		return false
 	}
 	return true
+}
+
+// agreedFilter is the part of a subscriptions/listen filter the mock
+// honours (mcpserver.Options.Subscriptions): its tools change (and with
+// the conformance fixtures, its prompts), and with Subscribe it sends
+// resources/updated for its own resources (mock://…; other URIs are
+// refused, left out of the acknowledgement); the conformance fixtures
+// agree to every URI.
+func (s *server) agreedFilter(_ context.Context, _ *mcpserver.Request, want protocol.NotificationSubscriptions) (protocol.NotificationSubscriptions, func()) {
+	agreed := protocol.NotificationSubscriptions{ToolsListChanged: want.ToolsListChanged, PromptsListChanged: s.o.Conformance && want.PromptsListChanged}
+	for _, u := range want.ResourceSubscriptions {
+		if s.o.Conformance || (s.o.Subscribe && strings.HasPrefix(u, "mock://")) {
+			agreed.ResourceSubscriptions = append(agreed.ResourceSubscriptions, u)
+		}
+	}
+	return agreed, nil
 }

@@ -8,9 +8,10 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
-// The fast paths of the benchmarked request, tools/call of echo: reading
-// the protocol version from _meta, decoding the call's name and text, and
-// encoding the answer, without reflection and with few allocations. Each
+// The fast paths of the benchmarked request, tools/call of echo: decoding
+// the call's name and text, and encoding the answer, without reflection
+// and with few allocations (mcpserver reads the request's _meta its own
+// fast way). Each
 // handles only the plain shapes a client sends (ASCII member names and
 // strings without escapes, no duplicate members that encoding/json would
 // merge, no member of the wrong type) and otherwise reports that it did
@@ -108,43 +109,6 @@ func fastCallParams(params []byte, p *callParams) bool {
 	return true
 }
 
-// fastRequestVersion is requestVersion for params it can read without
-// encoding/json; ok is false when it cannot.
-func fastRequestVersion(params []byte) (v string, ok bool) {
-	var meta []byte
-	metas := 0
-	if !protocol.EachMember(params, func(k, val []byte) bool {
-		if foldEqual(k, "_meta") {
-			metas++
-			meta = val
-		}
-		return true
-	}) {
-		return "", false
-	}
-	switch {
-	case metas > 1:
-		return "", false // encoding/json merges the maps, or a null resets it
-	case metas == 0 || meta[0] != '{':
-		// No _meta, null (no map), or not an object (json.Unmarshal
-		// fails): no version either way.
-		return "", true
-	}
-	var raw []byte
-	if !protocol.EachMember(meta, func(k, val []byte) bool {
-		if string(k) == protocol.MetaProtocolVersion {
-			raw = val // a later duplicate replaces it in the map
-		}
-		return true
-	}) {
-		return "", false
-	}
-	if raw == nil || raw[0] != '"' {
-		return "", true // absent, null, or not a string: Meta.Get leaves v ""
-	}
-	return protocol.PlainString(raw)
-}
-
 // foldEqual reports whether key matches the ASCII name as encoding/json
 // matches member names to fields (case-insensitively). Keys are plain
 // ASCII here (protocol.EachMember rejects others).
@@ -204,7 +168,3 @@ func safeText(text string) bool {
 
 // isEchoTool reports whether callTool answers name with the text echo.
 func isEchoTool(name string) bool { return name == "echo" || strings.HasPrefix(name, "tool_") }
-
-// decode decodes a frame the mock received (protocol.Decode, whose fast
-// path validates and scans the envelope in one pass).
-func decode(line []byte) (*protocol.Message, error) { return protocol.Decode(line) }

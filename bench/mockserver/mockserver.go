@@ -16,19 +16,19 @@
 // /ws, each with its own faults. Serve runs one in process; NewHandler
 // returns its http.Handler.
 //
-// Request handling does not know where answers go: every request is
-// dispatched with an output that receives its answer (the stdio writer, a
-// WebSocket, or the request's own HTTP response stream), and
-// server-initiated notifications (tools/list_changed from the announce
-// tool) go through a hub to every connection, session stream and
-// subscriptions/listen stream that takes them.
+// The protocol itself (framing, eras, sessions, streams, list_changed
+// fan-out) is mcpserver's, shared with mcpvisor's gateway: the mock is a
+// catalogue (catalog.go, a mcpserver.Handler), fixtures for the
+// conformance suite, and its faults, made of mcpserver's seams
+// (faults.go: middleware around the handler, a hook around every frame
+// written, answers written on the wire by hand), plus two transports of
+// its own on mcpserver.ServeConn (the legacy HTTP+SSE and WebSocket).
 package mockserver
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,10 +36,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -399,9 +397,10 @@ func (f describeFlag) Set(v string) error {
 
 // Run serves one client over r and w until r ends (or, with
 // IgnoreSIGTERM, forever), an exit fault fires, or FlapUp has passed, and
-// returns the process exit code. With FlapUp, r is read by another
-// goroutine, which ends when r does; nothing is written to w after Run
-// has returned.
+// returns the process exit code. At the end of r it first answers what it
+// still owes (the calls a latency delays). With FlapUp, r is read by
+// another goroutine, which ends when r does; nothing is written to w after
+// Run has returned.
 //
 // With an HTTP transport it listens on o.Listen instead, writes one line
 // URLLinePrefix+url to stderr, and serves until ctx ends, r ends (unless
@@ -423,86 +422,54 @@ func Run(ctx context.Context, o Options, r io.Reader, w io.Writer) int {
 		return runNet(ctx, o, r)
 	}
 	s := newServer(o)
-	out := &stdioConn{garbage: o.Garbage, out: bufio.NewWriterSize(w, 64<<10)}
-	p := &peer{conn: out}
-	s.hub.add(out)
-	br := bufio.NewReaderSize(r, 64<<10)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	var down <-chan time.Time // FlapUp's end; nil (never) without it
-	var end stdioEnd
-	if o.FlapUp <= 0 {
-		end = s.serveStdio(ctx, p, br, out) // in this goroutine: the lean path
-	} else {
+	if o.FlapUp > 0 {
 		t := time.NewTimer(o.FlapUp)
 		defer t.Stop()
 		down = t.C
-		ended := make(chan stdioEnd, 1)
-		go func() { ended <- s.serveStdio(ctx, p, br, out) }()
-		select {
-		case end = <-ended:
-		case <-down:
-			return flapExit(out, o.FlapUp)
-		}
 	}
-	if end.exit {
-		return end.code
+	served := make(chan error, 1)
+	go func() { served <- s.srv.ServeStdio(ctx, drainingReader{r: r, wg: &s.wg}, w) }()
+	select {
+	case <-served:
+	case <-s.dead:
+		stop()
+		<-served
+	case <-down:
+		stop()
+		<-served
+		return flapExit(o.FlapUp)
 	}
-	s.wg.Wait()
+	if code, dead := s.exitCode(); dead {
+		return code
+	}
 	if o.IgnoreSIGTERM {
 		<-down // only SIGKILL ends it, or the flap
-		return flapExit(out, o.FlapUp)
+		return flapExit(o.FlapUp)
 	}
 	return 0
 }
 
-// stdioEnd is how serveStdio ended: at the end of its input, or with an
-// exit fault (exit) and its code.
-type stdioEnd struct {
-	code int
-	exit bool
+// drainingReader is stdin for Run: at its end it waits for the answers
+// still owed (wg) before it reports it, so that they are written.
+type drainingReader struct {
+	r  io.Reader
+	wg *sync.WaitGroup
 }
 
-// serveStdio handles the lines of br until it ends or an exit fault
-// fires.
-func (s *server) serveStdio(ctx context.Context, p *peer, br *bufio.Reader, out *stdioConn) stdioEnd {
-	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// A line longer than the buffer: keep its start before the
-			// next read overwrites it.
-			head := slices.Clone(line)
-			rest, err2 := br.ReadBytes('\n')
-			line, err = append(head, rest...), err2
-		}
-		if len(line) > 0 {
-			// While more lines wait in br, answers stay in the buffer:
-			// one write for a burst of requests, as the floor's echo
-			// server does. The last line of a burst flushes them all.
-			more := bytes.IndexByte(peekBuffered(br), '\n') >= 0
-			out.setHold(more)
-			if code, exit := s.handle(ctx, p, line, out); exit {
-				out.flush()
-				return stdioEnd{code: code, exit: true}
-			}
-			if !more {
-				out.flush()
-			}
-		}
-		if err != nil {
-			return stdioEnd{}
-		}
+func (d drainingReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		d.wg.Wait()
 	}
+	return n, err
 }
 
-// peekBuffered returns what br holds already, without reading.
-func peekBuffered(br *bufio.Reader) []byte {
-	b, _ := br.Peek(br.Buffered())
-	return b
-}
-
-// flapExit ends a stdio server's up period: nothing more is written, and
-// the process exits with exitFlap.
-func flapExit(out *stdioConn, up time.Duration) int {
-	out.close()
+// flapExit ends a stdio server's up period: the process exits with
+// exitFlap.
+func flapExit(up time.Duration) int {
 	fmt.Fprintf(os.Stderr, "mockserver: going down after %v as configured (-flap-up)\n", up)
 	return exitFlap
 }
@@ -539,631 +506,4 @@ func spawnSleeper() error {
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), EnvRole+"=sleeper")
 	return cmd.Start() // same process group; never waited: it outlives us on purpose
-}
-
-// server is the transport-independent part: the catalogue, the faults that
-// concern requests, and the notification hub. handle and dispatch may be
-// called concurrently (HTTP serves requests in parallel); an answer goes to
-// the output the request came with, possibly later from another goroutine.
-type server struct {
-	o        Options
-	versions []string
-	tmu      sync.Mutex
-	tools    []protocol.Tool // guarded by tmu; grows with announce
-	// dynamicPrompt is set while the conformance fixtures list
-	// test_dynamic_prompt (test_trigger_prompt_change); guarded by tmu.
-	dynamicPrompt bool
-
-	hub     hub
-	ext     extState
-	tasks   taskState      // the tasks extension's tasks (conformance fixtures)
-	asked   askedState     // requests this server sent its client
-	calls   atomic.Int64   // tools/call received, for ExitAfter
-	muted   atomic.Bool    // MuteOnCall reached: nothing is answered
-	payload string         // echo's answer with Options.Payload
-	wg      sync.WaitGroup // calls answered after a latency
-}
-
-// output receives the answer to a request; on the connection transports
-// (stdio, WebSocket) it is the connection itself. Implementations are safe
-// for concurrent use, since answers delayed by a latency arrive from other
-// goroutines. They own the frames they are given.
-type output interface {
-	// send writes one JSON-RPC message.
-	send(frame []byte)
-	// sendOversize writes a response to id whose encoding is at least
-	// size bytes long, without building it in memory.
-	sendOversize(id protocol.ID, size int64)
-	// crash writes the first half of frame, an answer the server dies
-	// while writing (CrashMidResponse), and reports whether the server
-	// must now exit. A connection (stdio, WebSocket) writes it at once
-	// and reports true; an HTTP stream reports false, and the response
-	// that writes it ends the server then.
-	crash(frame []byte) bool
-}
-
-// peer is the server's view of one client: the stdio connection, a
-// WebSocket, or an HTTP session. Requests of the stateless era share one
-// peer that was never initialized and does not need to be.
-type peer struct {
-	initialized atomic.Bool // notifications/initialized received
-	// conn is the connection of a connection transport (stdio,
-	// WebSocket), where its subscriptions/listen streams deliver; nil for
-	// the HTTP transports, which answer subscriptions/listen themselves.
-	conn sink
-}
-
-// note processes a notification or response from the client.
-func (p *peer) note(m *protocol.Message) {
-	if m.Method == protocol.NotificationInitialized {
-		p.initialized.Store(true)
-	}
-}
-
-func newServer(o Options) *server {
-	if o.Name == "" {
-		o.Name = "mockserver"
-	}
-	s := &server{o: o, versions: o.Versions, payload: strings.Repeat("x", max(o.Payload, 0))}
-	if len(s.versions) == 0 {
-		s.versions = protocol.SupportedVersions()
-	}
-	obj := func(props string, required ...string) json.RawMessage {
-		req, _ := json.Marshal(append([]string{}, required...)) // [] rather than null: strict validators reject null
-		return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `}`)
-	}
-	readOnly := true
-	s.tools = []protocol.Tool{
-		{Name: "echo", Description: "Echoes its text argument back.", InputSchema: obj(`"text":{"type":"string"}`, "text"),
-			Annotations: &protocol.ToolAnnotations{ReadOnlyHint: &readOnly, IdempotentHint: &readOnly}},
-		{Name: "add", Description: "Adds two numbers.", InputSchema: obj(`"a":{"type":"number"},"b":{"type":"number"}`, "a", "b"),
-			OutputSchema: obj(`"sum":{"type":"number"}`, "sum")},
-		{Name: "fail", Description: "Always fails with isError.", InputSchema: obj(``)},
-		{Name: "sleep", Description: "Sleeps for ms milliseconds.", InputSchema: obj(`"ms":{"type":"integer"}`, "ms")},
-		{Name: "announce", Description: "Adds a tool named text and sends tools/list_changed.", InputSchema: obj(`"text":{"type":"string"}`, "text")},
-	}
-	if o.NotifyTool {
-		s.tools = append(s.tools, protocol.Tool{Name: "notify", Description: "Sends the notification method with params to every connection.",
-			InputSchema: obj(`"method":{"type":"string"},"params":{"type":"object"}`, "method")})
-	}
-	if o.Redescribe {
-		s.tools = append(s.tools, protocol.Tool{Name: "redescribe", Description: "Changes the description of tool to text and sends tools/list_changed.",
-			InputSchema: obj(`"tool":{"type":"string"},"text":{"type":"string"}`, "tool", "text")})
-	}
-	s.tools = append(s.tools, s.extTools()...)
-	if o.Conformance {
-		s.tools = append(s.tools, conformanceTools()...)
-		s.tools = append(s.tools, mrtrTools()...)
-		s.tools = append(s.tools, statelessTools()...)
-		s.tools = append(s.tools, tasksTools()...)
-	}
-	for i := 1; i <= o.Tools; i++ {
-		s.tools = append(s.tools, protocol.Tool{
-			Name: fmt.Sprintf("tool_%03d", i), Description: "An extra tool that echoes.", InputSchema: obj(`"text":{"type":"string"}`),
-		})
-	}
-	for i := range s.tools {
-		if d, ok := o.Describe[s.tools[i].Name]; ok {
-			s.tools[i].Description = d
-		}
-	}
-	return s
-}
-
-// handle processes one frame from p; the answer, if any, goes to out. It
-// reports (code, true) when the server must exit.
-func (s *server) handle(ctx context.Context, p *peer, line []byte, out output) (int, bool) {
-	m, err := decode(line)
-	if err != nil {
-		s.replyError(out, protocol.ID{}, protocol.NewError(protocol.CodeParseError, "%v", err))
-		return 0, false
-	}
-	if s.o.Silent || s.muted.Load() || m.Kind != protocol.KindRequest {
-		p.note(m)
-		if m.Kind == protocol.KindNotification {
-			s.extNotification(m)
-			if m.Method == protocol.NotificationCancelled && p.conn != nil {
-				// The client cancels a subscriptions/listen stream on a
-				// connection transport by naming its request.
-				var c protocol.CancelledParams
-				if json.Unmarshal(m.Params, &c) == nil {
-					s.hub.cancel(p.conn, c.RequestID)
-				}
-			}
-		}
-		if m.Kind == protocol.KindResponse {
-			s.asked.deliver(m)
-		}
-		return 0, false
-	}
-	return s.dispatch(ctx, p, m, s.modernVersion(m.Params), out)
-}
-
-// dispatch answers request m from p to out; modern says whether m carries
-// a stateless-era protocol version this server serves (modernVersion). It
-// reports (code, true) when the server must exit at once. (An HTTP
-// stream given a crash, see output, ends the server itself once it has
-// written it.)
-func (s *server) dispatch(ctx context.Context, p *peer, m *protocol.Message, modern bool, out output) (int, bool) {
-	if !modern && !p.initialized.Load() && m.Method != protocol.MethodInitialize &&
-		m.Method != protocol.MethodDiscover && m.Method != protocol.MethodPing {
-		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "%s before initialization", m.Method))
-		return 0, false
-	}
-	if s.o.Conformance && s.conformanceDispatch(out, m) {
-		return 0, false
-	}
-	if s.o.InitDelay > 0 && (m.Method == protocol.MethodDiscover || m.Method == protocol.MethodInitialize) {
-		flushHeld(out)
-		time.Sleep(s.o.InitDelay)
-	}
-	if s.extRequest(out, m) {
-		return 0, false
-	}
-	switch m.Method {
-	case protocol.MethodDiscover:
-		s.discover(out, m, modern)
-	case protocol.MethodInitialize:
-		s.initialize(out, m)
-	case protocol.MethodPing:
-		s.reply(out, m.ID, json.RawMessage(`{}`))
-	case protocol.MethodToolsList:
-		s.tmu.Lock()
-		tools := s.tools
-		s.tmu.Unlock()
-		page, next := paginate(tools, cursorOf(m.Params), s.o.PageSize)
-		s.reply(out, m.ID, s.cacheable(m, protocol.ListToolsResult{Tools: page, NextCursor: next}))
-		s.channelAtStart(out)
-	case protocol.MethodToolsCall:
-		n := s.calls.Add(1)
-		if s.o.MuteOnCall > 0 && n >= int64(s.o.MuteOnCall) {
-			s.muted.Store(true)
-			fmt.Fprintf(os.Stderr, "mockserver: silent from tools/call %d on, as configured\n", n)
-			return 0, false
-		}
-		if s.o.StallOnCall > 0 && n >= int64(s.o.StallOnCall) {
-			flushHeld(out)
-			fmt.Fprintf(os.Stderr, "mockserver: no longer reading input from tools/call %d on, as configured\n", n)
-			for { // this goroutine reads the input: nothing is read again
-				time.Sleep(time.Hour) // (a sleep, not select{}: the runtime would call that a deadlock)
-			}
-		}
-		if s.o.ExitAfter > 0 && n > int64(s.o.ExitAfter) {
-			fmt.Fprintf(os.Stderr, "mockserver: exiting after %d calls as configured\n", s.o.ExitAfter)
-			return exitAfterCalls, true
-		}
-		if s.o.HangOnCall {
-			return 0, false
-		}
-		if s.o.CrashMidResponse {
-			return s.crashMidCall(out, m)
-		}
-		if s.o.Latency > 0 {
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				time.Sleep(s.o.Latency)
-				s.callTool(out, m)
-			}()
-			return 0, false
-		}
-		s.callTool(out, m)
-	case protocol.MethodResourcesList:
-		s.reply(out, m.ID, s.cacheable(m, protocol.ListResourcesResult{Resources: s.resources()}))
-	case protocol.MethodResourcesTemplatesList:
-		s.reply(out, m.ID, s.cacheable(m, protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{
-			{URITemplate: "mock://template/{id}", Name: "template", MimeType: "text/plain"},
-		}}))
-	case protocol.MethodResourcesRead:
-		var p protocol.ReadResourceParams
-		_ = json.Unmarshal(m.Params, &p)
-		if !strings.HasPrefix(p.URI, "mock://") {
-			s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "no resource %q", p.URI)) // SEP-2164
-			return 0, false
-		}
-		s.reply(out, m.ID, s.cacheable(m, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{
-			{URI: p.URI, MimeType: "text/plain", Text: "contents of " + p.URI + s.versionSuffix(p.URI)},
-		}}))
-	case protocol.MethodPromptsList:
-		s.reply(out, m.ID, s.cacheable(m, protocol.ListPromptsResult{Prompts: s.prompts()}))
-	case protocol.MethodPromptsGet:
-		var p protocol.GetPromptParams
-		_ = json.Unmarshal(m.Params, &p)
-		s.reply(out, m.ID, protocol.GetPromptResult{Description: p.Name, Messages: []protocol.PromptMessage{
-			{Role: "user", Content: protocol.TextContent(fmt.Sprintf("prompt %s for %s", p.Name, p.Arguments["name"]))},
-		}})
-	case protocol.MethodSubscriptionsListen:
-		if !modern || p.conn == nil {
-			s.replyError(out, m.ID, protocol.NewError(protocol.CodeMethodNotFound, "method %q not found", m.Method))
-			return 0, false
-		}
-		s.listen(m, p.conn)
-	default:
-		s.replyError(out, m.ID, protocol.NewError(protocol.CodeMethodNotFound, "method %q not found", m.Method))
-	}
-	_ = ctx
-	return 0, false
-}
-
-// modernVersion reports whether a request carries a stateless-era
-// protocol version this server serves.
-func (s *server) modernVersion(params json.RawMessage) bool {
-	if len(params) == 0 || !s.servesModern() {
-		return false
-	}
-	v := requestVersion(params)
-	return protocol.UsesDiscover(v) && slices.Contains(s.versions, v)
-}
-
-// servesModern reports whether the server serves the stateless era.
-func (s *server) servesModern() bool { return slices.Contains(s.versions, protocol.Version20260728) }
-
-// requestVersion returns the protocol version in a request's _meta, or "".
-func requestVersion(params json.RawMessage) string {
-	if v, ok := fastRequestVersion(params); ok {
-		return v
-	}
-	var p struct {
-		Meta protocol.Meta `json:"_meta"`
-	}
-	if len(params) == 0 || json.Unmarshal(params, &p) != nil {
-		return ""
-	}
-	var v string
-	p.Meta.Get(protocol.MetaProtocolVersion, &v)
-	return v
-}
-
-func (s *server) capabilities() protocol.ServerCapabilities {
-	c := protocol.ServerCapabilities{Tools: &protocol.ListChangedCapability{ListChanged: true}}
-	if s.o.Resources > 0 {
-		c.Resources = &protocol.ResourcesCapability{}
-	}
-	if s.o.Prompts > 0 {
-		c.Prompts = &protocol.ListChangedCapability{}
-	}
-	if s.o.Conformance {
-		logging := json.RawMessage(`{}`)
-		c.Resources = &protocol.ResourcesCapability{Subscribe: true}
-		c.Prompts = &protocol.ListChangedCapability{ListChanged: true}
-		c.Logging = &logging
-		c.Completions = &logging
-		c.Extensions = map[string]json.RawMessage{
-			protocol.ExtensionTasks:  json.RawMessage(`{}`),
-			protocol.ExtensionSkills: json.RawMessage(`{"directoryRead":true}`),
-		}
-	}
-	s.extCapabilities(&c)
-	return c
-}
-
-func (s *server) info() protocol.Implementation {
-	return protocol.Implementation{Name: s.o.Name, Version: "1.0.0"}
-}
-
-func (s *server) discover(out output, m *protocol.Message, modern bool) {
-	if !s.servesModern() {
-		s.replyError(out, m.ID, protocol.NewError(protocol.CodeMethodNotFound, "method %q not found", m.Method))
-		return
-	}
-	if !modern {
-		s.replyError(out, m.ID, s.unsupportedVersion(requestVersion(m.Params)))
-		return
-	}
-	res := protocol.DiscoverResult{SupportedVersions: s.versions, Capabilities: s.capabilities(), Meta: protocol.Meta{}}
-	_ = res.Meta.Set(protocol.MetaServerInfo, s.info())
-	s.reply(out, m.ID, s.cacheable(m, res))
-}
-
-// unsupportedVersion is the stateless era's answer to a request for a
-// version the server does not serve.
-func (s *server) unsupportedVersion(requested string) *protocol.Error {
-	data, _ := json.Marshal(protocol.UnsupportedProtocolVersionData{Supported: s.versions, Requested: requested})
-	return &protocol.Error{Code: protocol.CodeUnsupportedProtocolVersion, Message: "unsupported protocol version", Data: data}
-}
-
-func (s *server) initialize(out output, m *protocol.Message) {
-	var p protocol.InitializeParams
-	_ = json.Unmarshal(m.Params, &p)
-	version := ""
-	for _, v := range s.versions {
-		if protocol.UsesDiscover(v) {
-			continue
-		}
-		if v == p.ProtocolVersion {
-			version = v
-			break
-		}
-		if version == "" {
-			version = v // the newest handshake version served
-		}
-	}
-	if version == "" {
-		version = protocol.LatestHandshakeVersion
-	}
-	s.reply(out, m.ID, protocol.InitializeResult{ProtocolVersion: version, Capabilities: s.capabilities(), ServerInfo: s.info()})
-}
-
-func (s *server) callTool(out output, m *protocol.Message) {
-	var p callParams
-	if err := decodeCallParams(m.Params, &p); err != nil {
-		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "%v", err))
-		return
-	}
-	if s.o.OversizeBytes > 0 {
-		out.sendOversize(m.ID, s.o.OversizeBytes)
-		return
-	}
-	if s.o.Conformance && s.conformanceCall(out, m, p.Name) {
-		return
-	}
-	switch {
-	case isEchoTool(p.Name):
-		text := p.Arguments.Text
-		if s.o.Payload > 0 {
-			text = s.payload
-		}
-		if frame, ok := appendTextResult(make([]byte, 0, 96+len(text)), m.ID, text); ok {
-			out.send(frame)
-			return
-		}
-		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(text)}})
-	case p.Name == "add":
-		if p.Arguments.A == nil || p.Arguments.B == nil {
-			s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("add needs a and b")}})
-			return
-		}
-		sum := *p.Arguments.A + *p.Arguments.B
-		s.reply(out, m.ID, protocol.CallToolResult{
-			Content:           []protocol.Content{protocol.TextContent(strconv.FormatFloat(sum, 'g', -1, 64))},
-			StructuredContent: json.RawMessage(`{"sum":` + strconv.FormatFloat(sum, 'g', -1, 64) + `}`),
-		})
-	case p.Name == "announce":
-		s.tmu.Lock()
-		s.tools = append(slices.Clip(s.tools), protocol.Tool{Name: p.Arguments.Text, Description: "Announced at run time.", InputSchema: json.RawMessage(`{"type":"object"}`)})
-		s.tmu.Unlock()
-		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("announced " + p.Arguments.Text)}})
-		s.hub.toolsChanged()
-	case p.Name == "redescribe" && s.o.Redescribe:
-		s.tmu.Lock()
-		i := slices.IndexFunc(s.tools, func(t protocol.Tool) bool { return t.Name == p.Arguments.Tool })
-		if i >= 0 {
-			s.tools = slices.Clone(s.tools) // lists already answered keep theirs
-			s.tools[i].Description = p.Arguments.Text
-		}
-		s.tmu.Unlock()
-		if i < 0 {
-			s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("no tool " + p.Arguments.Tool)}})
-			return
-		}
-		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("redescribed " + p.Arguments.Tool)}})
-		s.hub.toolsChanged()
-	case p.Name == "notify" && s.o.NotifyTool:
-		s.hub.broadcast(p.Arguments.Method, p.Arguments.Params)
-		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("sent " + p.Arguments.Method)}})
-	case s.extTool(out, m, p.Name):
-	case p.Name == "fail":
-		s.reply(out, m.ID, protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("this tool always fails")}})
-	case p.Name == "sleep":
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			time.Sleep(time.Duration(p.Arguments.Ms) * time.Millisecond)
-			s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("slept")}})
-		}()
-	default:
-		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "unknown tool %q", p.Name))
-	}
-}
-
-// crashMidCall answers tools/call m the CrashMidResponse way: after the
-// latency, out gets the first half of the real answer, and the server
-// dies. The call is answered in the caller's goroutine (a stdio server
-// reads nothing more meanwhile: it is about to die).
-func (s *server) crashMidCall(out output, m *protocol.Message) (int, bool) {
-	if s.o.Latency > 0 {
-		flushHeld(out)
-		time.Sleep(s.o.Latency)
-	}
-	answer := make(capture, 1)
-	s.callTool(answer, m)
-	frame := <-answer // the sleep tool answers from another goroutine
-	fmt.Fprintln(os.Stderr, "mockserver: crashing in the middle of an answer as configured")
-	if out.crash(frame) {
-		return exitCrash, true
-	}
-	return 0, false
-}
-
-// capture is an output that keeps the one answer it is given, for
-// crashMidCall.
-type capture chan []byte
-
-func (c capture) send(frame []byte) {
-	select {
-	case c <- frame:
-	default: // a second answer: there is none
-	}
-}
-
-func (c capture) sendOversize(id protocol.ID, size int64) {
-	var b bytes.Buffer
-	_ = writeOversize(&b, id, size)
-	c.send(b.Bytes())
-}
-
-func (c capture) crash(frame []byte) bool {
-	c.send(frame)
-	return false
-}
-
-func (s *server) resources() []protocol.Resource {
-	out := make([]protocol.Resource, s.o.Resources)
-	for i := range out {
-		out[i] = protocol.Resource{URI: fmt.Sprintf("mock://resource/%d", i+1), Name: fmt.Sprintf("resource %d", i+1), MimeType: "text/plain"}
-	}
-	return out
-}
-
-func (s *server) prompts() []protocol.Prompt {
-	out := make([]protocol.Prompt, s.o.Prompts)
-	for i := range out {
-		out[i] = protocol.Prompt{Name: fmt.Sprintf("prompt_%d", i+1), Arguments: []protocol.PromptArgument{{Name: "name", Required: true}}}
-	}
-	return out
-}
-
-func cursorOf(params json.RawMessage) string {
-	var p protocol.PaginatedParams
-	_ = json.Unmarshal(params, &p)
-	return p.Cursor
-}
-
-func paginate[T any](items []T, cursor string, size int) ([]T, string) {
-	start, _ := strconv.Atoi(cursor)
-	if size <= 0 || start < 0 || start > len(items) {
-		if start > len(items) {
-			start = len(items)
-		}
-		return items[max(start, 0):], ""
-	}
-	end := min(start+size, len(items))
-	next := ""
-	if end < len(items) {
-		next = strconv.Itoa(end)
-	}
-	return items[start:end], next
-}
-
-func (s *server) reply(out output, id protocol.ID, result any) {
-	frame, err := protocol.AppendResult(nil, id, result)
-	if err != nil {
-		s.replyError(out, id, protocol.NewError(protocol.CodeInternalError, "%v", err))
-		return
-	}
-	out.send(frame)
-}
-
-func (s *server) replyError(out output, id protocol.ID, e *protocol.Error) {
-	frame, _ := protocol.AppendError(nil, id, e)
-	out.send(frame)
-}
-
-// Garbage is what the Garbage fault writes before each message: a line
-// that is not JSON and a frame cut short.
-const (
-	garbageLine  = "mockserver: this line is not JSON"
-	garbageFrame = `{"jsonrpc":"2.0","id":`
-)
-
-// writeOversize writes a response to id of at least size bytes (no
-// newline).
-func writeOversize(w io.Writer, id protocol.ID, size int64) error {
-	idJSON, _ := id.MarshalJSON()
-	head := `{"jsonrpc":"2.0","id":` + string(idJSON) + `,"result":{"content":[{"type":"text","text":"`
-	if _, err := io.WriteString(w, head); err != nil {
-		return err
-	}
-	chunk := []byte(strings.Repeat("o", 64<<10))
-	for n := int64(len(head)); n < size; n += int64(len(chunk)) {
-		if _, err := w.Write(chunk); err != nil {
-			return err
-		}
-	}
-	_, err := io.WriteString(w, `"}]}}`)
-	return err
-}
-
-// stdioConn is the stdio transport's output and notification sink: one
-// buffered writer, flushed after every message (unless held), until
-// close.
-//
-// The serving loop holds the flush (setHold) while it has more requests
-// to handle at once, and flushes after the last one, and before it
-// blocks otherwise (flushHeld: a sleep of InitDelay or of a crash's
-// latency), so that nothing written waits for longer than it takes to
-// handle the requests already read.
-type stdioConn struct {
-	garbage bool
-	mu      sync.Mutex
-	out     *bufio.Writer // guarded by mu
-	closed  bool          // guarded by mu: nothing more is written
-	hold    bool          // guarded by mu: send does not flush
-}
-
-// setHold makes send flush (false) or not (true) until flush is called.
-func (c *stdioConn) setHold(hold bool) {
-	c.mu.Lock()
-	c.hold = hold
-	c.mu.Unlock()
-}
-
-// flushHeld writes what out holds back, when it is a stdioConn, before
-// the serving loop blocks.
-func flushHeld(out output) {
-	if c, ok := out.(*stdioConn); ok {
-		c.flush()
-	}
-}
-
-func (c *stdioConn) send(frame []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	if c.garbage {
-		c.out.WriteString(garbageLine + "\n")
-		c.out.WriteString(garbageFrame + "\n")
-	}
-	c.out.Write(frame)
-	c.out.WriteByte('\n')
-	if !c.hold {
-		c.out.Flush()
-	}
-}
-
-func (c *stdioConn) notify(frame []byte) { c.send(frame) }
-
-func (c *stdioConn) sendOversize(id protocol.ID, size int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	_ = writeOversize(c.out, id, size)
-	c.out.WriteByte('\n')
-	c.out.Flush()
-}
-
-// crash writes the first half of frame, without a newline, and closes.
-func (c *stdioConn) crash(frame []byte) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.closed {
-		c.out.Write(frame[:len(frame)/2])
-		c.out.Flush()
-		c.closed = true
-	}
-	return true
-}
-
-// flush writes what is buffered and ends the hold.
-func (c *stdioConn) flush() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.hold = false
-	if !c.closed {
-		c.out.Flush()
-	}
-}
-
-// close flushes what was written and stops writing.
-func (c *stdioConn) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.closed {
-		c.out.Flush()
-		c.closed = true
-	}
 }

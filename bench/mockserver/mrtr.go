@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -107,29 +108,29 @@ func mrtrTools() []protocol.Tool {
 const mrtrPrompt = "test_input_required_result_prompt"
 
 // inputRequired answers with an InputRequiredResult.
-func (s *server) inputRequired(out output, id protocol.ID, reqs protocol.InputRequests, state string) {
-	s.reply(out, id, protocol.InputRequiredResult{ResultType: protocol.ResultInputRequired, InputRequests: reqs, RequestState: state})
+func inputRequired(w mcpserver.ResponseWriter, reqs protocol.InputRequests, state string) {
+	w.Reply(protocol.InputRequiredResult{ResultType: protocol.ResultInputRequired, InputRequests: reqs, RequestState: state})
 }
 
 // mrtrCall runs an MRTR fixture tool (or, with prompt set, the prompt);
 // it reports false for other names.
-func (s *server) mrtrCall(out output, m *protocol.Message, name string) bool {
+func (s *server) mrtrCall(w mcpserver.ResponseWriter, r *mcpserver.Request, name string) bool {
 	if !strings.HasPrefix(name, "test_input_required_result_") {
 		return false
 	}
-	if !s.modernVersion(m.Params) {
-		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "%s answers with input_required, which needs protocol version %s", name, protocol.Version20260728))
+	if !r.Modern() {
+		w.Error(protocol.NewError(protocol.CodeInvalidParams, "%s answers with input_required, which needs protocol version %s", name, protocol.Version20260728))
 		return true
 	}
 	var p mrtrRequest
-	_ = json.Unmarshal(m.Params, &p)
+	_ = json.Unmarshal(r.Params, &p)
 	answers, perr := protocol.ParseInputResponses(p.InputResponses)
 	if perr != nil {
-		s.replyError(out, m.ID, perr)
+		w.Error(perr)
 		return true
 	}
 	text := func(t string) {
-		s.reply(out, m.ID, protocol.CallToolResult{ResultType: protocol.ResultComplete, Content: []protocol.Content{protocol.TextContent(t)}})
+		w.Reply(protocol.CallToolResult{ResultType: protocol.ResultComplete, Content: []protocol.Content{protocol.TextContent(t)}})
 	}
 	// ask answers with input_required for the keys of want not answered.
 	ask := func(want protocol.InputRequests, state string) bool {
@@ -142,7 +143,7 @@ func (s *server) mrtrCall(out output, m *protocol.Message, name string) bool {
 		if len(missing) == 0 {
 			return false
 		}
-		s.inputRequired(out, m.ID, missing, state)
+		inputRequired(w, missing, state)
 		return true
 	}
 	// state checks the requestState of a retry; false means answered.
@@ -152,7 +153,7 @@ func (s *server) mrtrCall(out output, m *protocol.Message, name string) bool {
 		}
 		st, ok := verifyState(p.RequestState, tool)
 		if !ok {
-			s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "requestState failed its integrity check"))
+			w.Error(protocol.NewError(protocol.CodeInvalidParams, "requestState failed its integrity check"))
 			return st, false
 		}
 		return st, true
@@ -176,7 +177,7 @@ func (s *server) mrtrCall(out output, m *protocol.Message, name string) bool {
 			return true
 		}
 		if st.Round == 0 {
-			s.inputRequired(out, m.ID, protocol.InputRequests{"confirm": elicitConfirm}, signState(mrtrState{Tool: name, Round: 1}))
+			inputRequired(w, protocol.InputRequests{"confirm": elicitConfirm}, signState(mrtrState{Tool: name, Round: 1}))
 			return true
 		}
 		if !ask(protocol.InputRequests{"confirm": elicitConfirm}, p.RequestState) {
@@ -198,12 +199,12 @@ func (s *server) mrtrCall(out output, m *protocol.Message, name string) bool {
 		}
 		switch {
 		case st.Round == 0 || (st.Round == 1 && answers["step1"] == nil):
-			s.inputRequired(out, m.ID, protocol.InputRequests{"step1": elicitName}, signState(mrtrState{Tool: name, Round: 1}))
+			inputRequired(w, protocol.InputRequests{"step1": elicitName}, signState(mrtrState{Tool: name, Round: 1}))
 		case st.Round == 1:
 			data, _ := json.Marshal(elicitedField(answers["step1"], "name"))
-			s.inputRequired(out, m.ID, protocol.InputRequests{"step2": elicitColor}, signState(mrtrState{Tool: name, Round: 2, Data: data}))
+			inputRequired(w, protocol.InputRequests{"step2": elicitColor}, signState(mrtrState{Tool: name, Round: 2, Data: data}))
 		case answers["step2"] == nil:
-			s.inputRequired(out, m.ID, protocol.InputRequests{"step2": elicitColor}, p.RequestState)
+			inputRequired(w, protocol.InputRequests{"step2": elicitColor}, p.RequestState)
 		default:
 			var who string
 			_ = json.Unmarshal(st.Data, &who)
@@ -220,39 +221,39 @@ func (s *server) mrtrCall(out output, m *protocol.Message, name string) bool {
 			want["user_name"] = elicitName
 		}
 		if len(want) == 0 {
-			missing(s, out, m.ID, protocol.ClientCapabilities{Sampling: &emptyObject})
+			missing(w, protocol.ClientCapabilities{Sampling: &emptyObject})
 			return true
 		}
 		if !ask(want, "") {
 			text("Thanks for the input you could give.")
 		}
 	default:
-		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "unknown tool %q", name))
+		w.Error(protocol.NewError(protocol.CodeInvalidParams, "unknown tool %q", name))
 	}
 	return true
 }
 
 // mrtrPromptGet renders the MRTR fixture prompt; it reports false for
 // other prompts.
-func (s *server) mrtrPromptGet(out output, m *protocol.Message) bool {
+func (s *server) mrtrPromptGet(w mcpserver.ResponseWriter, r *mcpserver.Request) bool {
 	var p struct {
 		Name string `json:"name"`
 		mrtrRequest
 	}
-	_ = json.Unmarshal(m.Params, &p)
+	_ = json.Unmarshal(r.Params, &p)
 	if p.Name != mrtrPrompt {
 		return false
 	}
 	answers, perr := protocol.ParseInputResponses(p.InputResponses)
 	if perr != nil {
-		s.replyError(out, m.ID, perr)
+		w.Error(perr)
 		return true
 	}
 	if answers["user_context"] == nil {
-		s.inputRequired(out, m.ID, protocol.InputRequests{"user_context": elicitContext}, "")
+		inputRequired(w, protocol.InputRequests{"user_context": elicitContext}, "")
 		return true
 	}
-	s.reply(out, m.ID, protocol.GetPromptResult{ResultType: protocol.ResultComplete, Messages: []protocol.PromptMessage{
+	w.Reply(protocol.GetPromptResult{ResultType: protocol.ResultComplete, Messages: []protocol.PromptMessage{
 		{Role: "user", Content: protocol.TextContent("Use this context: " + elicitedField(answers["user_context"], "context"))},
 	}})
 	return true
@@ -261,9 +262,9 @@ func (s *server) mrtrPromptGet(out output, m *protocol.Message) bool {
 var emptyObject = json.RawMessage(`{}`)
 
 // missing answers CodeMissingRequiredClientCapability naming caps.
-func missing(s *server, out output, id protocol.ID, caps protocol.ClientCapabilities) {
+func missing(w mcpserver.ResponseWriter, caps protocol.ClientCapabilities) {
 	data, _ := json.Marshal(protocol.MissingCapabilityData{RequiredCapabilities: caps})
-	s.replyError(out, id, &protocol.Error{Code: protocol.CodeMissingRequiredClientCapability, Message: "the request needs a client capability that was not declared", Data: data})
+	w.Error(&protocol.Error{Code: protocol.CodeMissingRequiredClientCapability, Message: "the request needs a client capability that was not declared", Data: data})
 }
 
 // elicitedField returns field of an accepted ElicitResult's content, as

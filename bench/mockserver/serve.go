@@ -91,7 +91,7 @@ func Serve(ctx context.Context, o Options) (*Server, error) {
 		select {
 		case <-ctx.Done():
 			s.Close()
-		case <-h.dead:
+		case <-h.s.dead:
 			s.closeOnce.Do(func() {
 				s.stopFlapping()
 				if srv := s.current(); srv != nil {
@@ -202,12 +202,8 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 // ExitCode is the exit code of the exit fault that stopped the server
 // (3 for ExitAfter, 5 for CrashMidResponse), or 0.
 func (s *Server) ExitCode() int {
-	select {
-	case <-s.h.dead:
-		return s.h.code
-	default:
-		return 0
-	}
+	code, _ := s.h.s.exitCode()
+	return code
 }
 
 // Close stops the server gracefully and waits, at most shutdownTimeout

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -54,20 +55,20 @@ func skillEntry() map[string]any {
 // skillsDispatch answers skills/list, skills/get,
 // resources/directory/read and the reads of the skill's files; it
 // reports false for anything else.
-func (s *server) skillsDispatch(out output, m *protocol.Message) bool {
+func (s *server) skillsDispatch(w mcpserver.ResponseWriter, r *mcpserver.Request) bool {
 	var p struct {
 		URI string `json:"uri"`
 	}
-	_ = json.Unmarshal(m.Params, &p)
-	switch m.Method {
+	_ = json.Unmarshal(r.Params, &p)
+	switch r.Method {
 	case protocol.MethodSkillsList:
-		s.reply(out, m.ID, s.cacheable(m, map[string]any{"skills": []any{skillEntry()}}))
+		w.Reply(map[string]any{"skills": []any{skillEntry()}})
 	case protocol.MethodSkillsGet:
 		if p.URI != skillMDURI {
-			s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "no skill %q", p.URI))
+			w.Error(protocol.NewError(protocol.CodeInvalidParams, "no skill %q", p.URI))
 			return true
 		}
-		s.reply(out, m.ID, s.cacheable(m, map[string]any{"skill": skillEntry()}))
+		w.Reply(map[string]any{"skill": skillEntry()})
 	case protocol.MethodResourcesDirectoryRead:
 		var children []protocol.Resource
 		switch strings.TrimSuffix(p.URI, "/") {
@@ -76,16 +77,16 @@ func (s *server) skillsDispatch(out output, m *protocol.Message) bool {
 		case skillDir + "/scripts":
 			children = []protocol.Resource{skillResources()[1]}
 		default:
-			s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "%q is not a directory", p.URI))
+			w.Error(protocol.NewError(protocol.CodeInvalidParams, "%q is not a directory", p.URI))
 			return true
 		}
-		s.reply(out, m.ID, map[string]any{"resources": children})
+		w.Reply(map[string]any{"resources": children})
 	case protocol.MethodResourcesRead:
 		f, ok := skillFiles[p.URI]
 		if !ok {
 			return false
 		}
-		s.reply(out, m.ID, s.cacheable(m, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{{URI: p.URI, MimeType: f[0], Text: f[1]}}}))
+		w.Reply(protocol.ReadResourceResult{Contents: []protocol.ResourceContents{{URI: p.URI, MimeType: f[0], Text: f[1]}}})
 	default:
 		return false
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -50,7 +51,7 @@ func statelessTools() []protocol.Tool {
 }
 
 // statelessCall runs these fixtures; it reports false for other tools.
-func (s *server) statelessCall(out output, m *protocol.Message, name string) bool {
+func (s *server) statelessCall(w mcpserver.ResponseWriter, r *mcpserver.Request, name string) bool {
 	var p struct {
 		Meta      protocol.Meta `json:"_meta"`
 		Arguments struct {
@@ -58,17 +59,16 @@ func (s *server) statelessCall(out output, m *protocol.Message, name string) boo
 			Query  string `json:"query"`
 		} `json:"arguments"`
 	}
-	_ = json.Unmarshal(m.Params, &p)
-	var caps protocol.ClientCapabilities
-	p.Meta.Get(protocol.MetaClientCapabilities, &caps)
-	modern := s.modernVersion(m.Params)
+	_ = json.Unmarshal(r.Params, &p)
+	caps := r.Capabilities()
+	modern := r.Modern()
 	text := func(t string) {
-		s.reply(out, m.ID, protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(t)}})
+		w.Reply(protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(t)}})
 	}
 	switch name {
 	case "test_missing_capability":
 		if modern && caps.Sampling == nil {
-			missing(s, out, m.ID, protocol.ClientCapabilities{Sampling: &emptyObject})
+			missing(w, protocol.ClientCapabilities{Sampling: &emptyObject})
 			return true
 		}
 		text("the client declared sampling")
@@ -78,24 +78,23 @@ func (s *server) statelessCall(out output, m *protocol.Message, name string) boo
 			return true
 		}
 		if caps.Elicitation == nil {
-			missing(s, out, m.ID, protocol.ClientCapabilities{Elicitation: &emptyObject})
+			missing(w, protocol.ClientCapabilities{Elicitation: &emptyObject})
 			return true
 		}
-		var r mrtrRequest
-		_ = json.Unmarshal(m.Params, &r)
-		answers, perr := protocol.ParseInputResponses(r.InputResponses)
+		var mr mrtrRequest
+		_ = json.Unmarshal(r.Params, &mr)
+		answers, perr := protocol.ParseInputResponses(mr.InputResponses)
 		switch {
 		case perr != nil:
-			s.replyError(out, m.ID, perr)
+			w.Error(perr)
 		case answers["user_name"] == nil:
-			s.inputRequired(out, m.ID, protocol.InputRequests{"user_name": elicitName}, "")
+			inputRequired(w, protocol.InputRequests{"user_name": elicitName}, "")
 		default:
 			text("Hello, " + elicitedField(answers["user_name"], "name") + "!")
 		}
 	case "test_logging_tool":
 		if _, ok := p.Meta[protocol.MetaLogLevel]; ok || !modern {
-			params, _ := json.Marshal(protocol.LoggingMessageParams{Level: protocol.LevelInfo, Logger: "conformance", Data: json.RawMessage(`"test_logging_tool ran"`)})
-			s.hub.broadcast(protocol.NotificationMessage, params)
+			s.srv.Broadcast(protocol.NotificationMessage, protocol.LoggingMessageParams{Level: protocol.LevelInfo, Logger: "conformance", Data: json.RawMessage(`"test_logging_tool ran"`)})
 		}
 		text("logged only if asked to")
 	case "test_trigger_tool_change":
@@ -107,13 +106,13 @@ func (s *server) statelessCall(out output, m *protocol.Message, name string) boo
 		}
 		s.tmu.Unlock()
 		text("tool list changed")
-		s.hub.toolsChanged()
+		s.srv.ListChanged(protocol.NotificationToolsListChanged)
 	case "test_trigger_prompt_change":
 		s.tmu.Lock()
 		s.dynamicPrompt = !s.dynamicPrompt
 		s.tmu.Unlock()
 		text("prompt list changed")
-		s.hub.promptsChanged()
+		s.srv.ListChanged(protocol.NotificationPromptsListChanged)
 	case "json_schema_2020_12_tool":
 		text("schema accepted")
 	case "test_custom_headers":

@@ -32,7 +32,9 @@ func listenReq() map[string]any {
 }
 
 // statelessPost POSTs a request of the stateless era, with Mcp-Method set
-// to method unless hdr says otherwise.
+// to method, MCP-Protocol-Version to the version its _meta names and
+// Mcp-Name to its name (or URI), as a client of that era sends them,
+// unless hdr says otherwise.
 func statelessPost(t *testing.T, url string, id int64, method string, params any, hdr map[string]string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(testwait.Context(t), http.MethodPost, url, bytes.NewReader(encode(t, id, method, params)))
@@ -42,6 +44,18 @@ func statelessPost(t *testing.T, url string, id int64, method string, params any
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(headerMethod, method)
+	if p, ok := params.(map[string]any); ok {
+		if meta, ok := p["_meta"].(map[string]any); ok {
+			if v, ok := meta[protocol.MetaProtocolVersion].(string); ok {
+				req.Header.Set(headerProtocolVersion, v)
+			}
+		}
+		for _, k := range []string{"name", "uri"} {
+			if v, ok := p[k].(string); ok {
+				req.Header.Set(headerName, v)
+			}
+		}
+	}
 	for k, v := range hdr {
 		if v == "" {
 			req.Header.Del(k)
@@ -107,7 +121,7 @@ func TestStateless(t *testing.T) {
 		{"Mcp-Name mismatch", protocol.MethodToolsCall, call, map[string]string{headerName: "add"}, protocol.CodeHeaderMismatch},
 		{"version header mismatch", protocol.MethodToolsList, modernParams(v, nil), map[string]string{headerProtocolVersion: "2026-12-31"}, protocol.CodeHeaderMismatch},
 		{"unsupported version", protocol.MethodToolsList, modernParams("2027-01-01", nil), nil, protocol.CodeUnsupportedProtocolVersion},
-		{"discover without version", protocol.MethodDiscover, nil, nil, protocol.CodeUnsupportedProtocolVersion},
+		{"discover without _meta", protocol.MethodDiscover, nil, nil, protocol.CodeInvalidParams},
 	} {
 		resp := statelessPost(t, srv.URL, 4, tc.method, tc.params, tc.hdr)
 		if resp.StatusCode != http.StatusBadRequest {

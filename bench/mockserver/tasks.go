@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -94,7 +95,7 @@ func tasksExtension(params json.RawMessage) bool {
 }
 
 // tasksCall runs the task fixtures; it reports false for other tools.
-func (s *server) tasksCall(out output, m *protocol.Message, name string) bool {
+func (s *server) tasksCall(w mcpserver.ResponseWriter, r *mcpserver.Request, name string) bool {
 	var p struct {
 		Arguments struct {
 			Name     string  `json:"name"`
@@ -103,26 +104,26 @@ func (s *server) tasksCall(out output, m *protocol.Message, name string) bool {
 		} `json:"arguments"`
 		InputResponses json.RawMessage `json:"inputResponses"`
 	}
-	_ = json.Unmarshal(m.Params, &p)
+	_ = json.Unmarshal(r.Params, &p)
 	a := p.Arguments
-	ext := s.modernVersion(m.Params) && tasksExtension(m.Params)
+	ext := r.Modern() && tasksExtension(r.Params)
 	text := func(t string, isError bool) protocol.CallToolResult {
 		return protocol.CallToolResult{ResultType: protocol.ResultComplete, IsError: isError, Content: []protocol.Content{protocol.TextContent(t)}}
 	}
 	needsTask := func() {
-		missing(s, out, m.ID, protocol.ClientCapabilities{Extensions: map[string]json.RawMessage{protocol.ExtensionTasks: emptyObject}})
+		missing(w, protocol.ClientCapabilities{Extensions: map[string]json.RawMessage{protocol.ExtensionTasks: emptyObject}})
 	}
 	var run func(ctx context.Context, t *mockTask) // the task's work; nil: answered synchronously
 	switch name {
 	case "greet":
-		s.reply(out, m.ID, text("Hello, "+a.Name+"!", false))
+		w.Reply(text("Hello, "+a.Name+"!", false))
 		return true
 	case "slow_compute":
 		d := time.Duration(a.Seconds * float64(time.Second))
 		if !ext {
 			s.wg.Go(func() {
 				time.Sleep(d)
-				s.reply(out, m.ID, text("computed", false))
+				w.Reply(text("computed", false))
 			})
 			return true
 		}
@@ -147,7 +148,7 @@ func (s *server) tasksCall(out output, m *protocol.Message, name string) bool {
 		}
 	case "protocol_error_job":
 		if !ext {
-			s.replyError(out, m.ID, protocol.NewError(protocol.CodeInternalError, "the job broke"))
+			w.Error(protocol.NewError(protocol.CodeInternalError, "the job broke"))
 			return true
 		}
 		run = func(_ context.Context, t *mockTask) {
@@ -162,11 +163,11 @@ func (s *server) tasksCall(out output, m *protocol.Message, name string) bool {
 			answers, perr := protocol.ParseInputResponses(p.InputResponses)
 			switch {
 			case perr != nil:
-				s.replyError(out, m.ID, perr)
+				w.Error(perr)
 			case len(answers) < len(asked):
-				s.inputRequired(out, m.ID, asked, "")
+				inputRequired(w, asked, "")
 			default:
-				s.reply(out, m.ID, text("done: "+a.Filename, false))
+				w.Reply(text("done: "+a.Filename, false))
 			}
 			return true
 		}
@@ -182,11 +183,11 @@ func (s *server) tasksCall(out output, m *protocol.Message, name string) bool {
 		}
 		answers, perr := protocol.ParseInputResponses(p.InputResponses)
 		if perr != nil {
-			s.replyError(out, m.ID, perr)
+			w.Error(perr)
 			return true
 		}
 		if answers["user_name"] == nil {
-			s.inputRequired(out, m.ID, protocol.InputRequests{"user_name": elicitName}, "")
+			inputRequired(w, protocol.InputRequests{"user_name": elicitName}, "")
 			return true
 		}
 		who := elicitedField(answers["user_name"], "name")
@@ -201,7 +202,7 @@ func (s *server) tasksCall(out output, m *protocol.Message, name string) bool {
 		return false
 	}
 	t := s.startTask(run)
-	s.reply(out, m.ID, t.createResult())
+	w.Reply(t.createResult())
 	return true
 }
 
@@ -317,39 +318,39 @@ func (t *mockTask) ask(ctx context.Context, reqs protocol.InputRequests) bool {
 
 // tasksDispatch answers tasks/get, tasks/update and tasks/cancel; it
 // reports false for other methods.
-func (s *server) tasksDispatch(out output, m *protocol.Message) bool {
-	switch m.Method {
+func (s *server) tasksDispatch(w mcpserver.ResponseWriter, r *mcpserver.Request) bool {
+	switch r.Method {
 	case protocol.MethodTasksGet, protocol.MethodTasksUpdate, protocol.MethodTasksCancel:
 	default:
 		return false
 	}
-	if !s.modernVersion(m.Params) {
+	if !r.Modern() {
 		return false // the handshake eras' tasks are not these
 	}
-	if !tasksExtension(m.Params) {
-		missing(s, out, m.ID, protocol.ClientCapabilities{Extensions: map[string]json.RawMessage{protocol.ExtensionTasks: emptyObject}})
+	if !tasksExtension(r.Params) {
+		missing(w, protocol.ClientCapabilities{Extensions: map[string]json.RawMessage{protocol.ExtensionTasks: emptyObject}})
 		return true
 	}
 	var p protocol.TaskParams
-	_ = json.Unmarshal(m.Params, &p)
+	_ = json.Unmarshal(r.Params, &p)
 	s.tasks.mu.Lock()
 	t := s.tasks.byID[p.TaskID]
 	s.tasks.mu.Unlock()
 	if t == nil {
-		s.replyError(out, m.ID, protocol.NewError(protocol.CodeInvalidParams, "unknown task %q", p.TaskID))
+		w.Error(protocol.NewError(protocol.CodeInvalidParams, "unknown task %q", p.TaskID))
 		return true
 	}
 	ack := map[string]any{"resultType": protocol.ResultComplete}
-	switch m.Method {
+	switch r.Method {
 	case protocol.MethodTasksGet:
 		f := t.fields()
 		f["resultType"] = protocol.ResultComplete
-		s.reply(out, m.ID, f)
+		w.Reply(f)
 		return true
 	case protocol.MethodTasksUpdate:
 		answers, perr := protocol.ParseInputResponses(p.InputResponses)
 		if perr != nil {
-			s.replyError(out, m.ID, perr)
+			w.Error(perr)
 			return true
 		}
 		if len(answers) > 0 {
@@ -368,6 +369,6 @@ func (s *server) tasksDispatch(out output, m *protocol.Message) bool {
 		t.settle(protocol.TaskCancelled, nil, nil)
 		t.cancel()
 	}
-	s.reply(out, m.ID, ack)
+	w.Reply(ack)
 	return true
 }

@@ -3,22 +3,19 @@ package mockserver
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
+	"errors"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/coder/websocket"
-
-	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
 // wsSubprotocol is the only WebSocket subprotocol the mock server accepts.
 const wsSubprotocol = "mcp"
 
 // serveWS serves /ws: one WebSocket connection is one client, like stdio,
-// with one text message per JSON-RPC message.
+// with one text message per JSON-RPC message (a mcpserver connection).
 func (h *handler) serveWS(w http.ResponseWriter, r *http.Request) {
 	if !offersSubprotocol(r, wsSubprotocol) {
 		http.Error(w, "mockserver: the WebSocket subprotocol must be "+wsSubprotocol, http.StatusBadRequest)
@@ -26,16 +23,12 @@ func (h *handler) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	// Counted under the mutex, so that Close's Wait (after shutdown)
 	// happens after every Add.
-	h.mu.Lock()
-	if h.shut {
-		h.mu.Unlock()
+	done, period, ok := h.track()
+	if !ok {
 		http.Error(w, "mockserver: shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	h.conns.Add(1)
-	period := h.period
-	h.mu.Unlock()
-	defer h.conns.Done()
+	defer done()
 	hj := &hijackRecorder{ResponseWriter: w}
 	c, err := websocket.Accept(hj, r, &websocket.AcceptOptions{Subprotocols: []string{wsSubprotocol}})
 	if err != nil {
@@ -51,16 +44,13 @@ func (h *handler) serveWS(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-h.closing:
 			c.Close(websocket.StatusGoingAway, "mockserver shutting down")
-		case <-h.dead:
+		case <-h.s.dead:
 			c.CloseNow()
 		case <-ctx.Done():
 		}
 	}()
 
-	conn := &wsConn{c: c, raw: hj.conn, garbage: h.o.Garbage}
-	p := &peer{conn: conn}
-	h.s.hub.add(conn)
-	defer h.s.hub.remove(conn)
+	conn := &wsConn{c: c, raw: hj.conn}
 	h.mu.Lock()
 	if h.period != period {
 		// The server went down between the upgrade and here: reset did
@@ -78,20 +68,7 @@ func (h *handler) serveWS(w http.ResponseWriter, r *http.Request) {
 		delete(h.ws, conn)
 		h.mu.Unlock()
 	}()
-	for {
-		typ, data, err := c.Read(ctx)
-		if err != nil {
-			return
-		}
-		if typ != websocket.MessageText {
-			c.Close(websocket.StatusUnsupportedData, "text messages only")
-			return
-		}
-		if code, exit := h.s.handle(ctx, p, data, conn); exit {
-			h.die(code)
-			return
-		}
-	}
+	_ = h.s.srv.ServeConn(ctx, conn)
 }
 
 // offersSubprotocol reports whether the upgrade request offers proto.
@@ -123,60 +100,38 @@ func (h *hijackRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (h *hijackRecorder) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
-// wsConn is a WebSocket client's output and notification sink. The mutex
-// keeps the Garbage fault's messages next to the message they precede,
-// and a crash's frame out of any other message.
+// wsConn is a WebSocket client as a mcpserver.Conn.
 type wsConn struct {
-	c       *websocket.Conn
-	raw     net.Conn // the connection beneath c, for crash
-	garbage bool
-	mu      sync.Mutex
+	c   *websocket.Conn
+	raw net.Conn // the connection beneath c, for a crash's frame cut short
 }
 
-func (c *wsConn) send(frame []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ctx := context.Background() // closing the connection unblocks a write
-	if c.garbage {
-		_ = c.c.Write(ctx, websocket.MessageText, []byte(garbageLine))
-		_ = c.c.Write(ctx, websocket.MessageText, []byte(garbageFrame))
-	}
-	_ = c.c.Write(ctx, websocket.MessageText, frame)
-}
+var errBinary = errors.New("mockserver: text messages only")
 
-func (c *wsConn) notify(frame []byte) { c.send(frame) }
-
-func (c *wsConn) sendOversize(id protocol.ID, size int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	wr, err := c.c.Writer(context.Background(), websocket.MessageText)
+func (c *wsConn) ReadMessage(ctx context.Context) ([]byte, error) {
+	typ, data, err := c.c.Read(ctx)
 	if err != nil {
-		return
+		return nil, err
 	}
-	_ = writeOversize(wr, id, size)
-	_ = wr.Close()
+	if typ != websocket.MessageText {
+		c.c.Close(websocket.StatusUnsupportedData, "text messages only")
+		return nil, errBinary
+	}
+	return data, nil
 }
 
-// crash writes the header of an unfragmented text frame that carries all
-// of frame, then the first half of frame, directly on the connection (the
-// WebSocket library has flushed every message it wrote); the handler then
-// closes the connection.
-func (c *wsConn) crash(frame []byte) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.raw == nil {
-		return true
-	}
-	// RFC 6455 §5.2: FIN and opcode 1 (text); a server does not mask.
-	head := []byte{0x81}
-	switch n := len(frame); {
-	case n < 126:
-		head = append(head, byte(n))
-	case n <= 0xffff:
-		head = binary.BigEndian.AppendUint16(append(head, 126), uint16(n))
-	default:
-		head = binary.BigEndian.AppendUint64(append(head, 127), uint64(n))
-	}
-	_, _ = c.raw.Write(append(head, frame[:len(frame)/2]...))
-	return true
+func (c *wsConn) WriteMessage(frame []byte) error {
+	return c.c.Write(context.Background(), websocket.MessageText, frame) // closing the connection unblocks a write
 }
+
+// WriteBytes implements mcpserver.RawWriter: bytes on the connection
+// beneath the WebSocket (the library has flushed every message it wrote).
+func (c *wsConn) WriteBytes(b []byte) error {
+	if c.raw == nil {
+		return errors.New("mockserver: no raw connection")
+	}
+	_, err := c.raw.Write(b)
+	return err
+}
+
+func (c *wsConn) Close() error { return c.c.CloseNow() }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // addEnv is a user with their own home and state directory, in a project
@@ -468,10 +471,11 @@ func TestAddConcurrent(t *testing.T) {
 		wg.Go(func() {
 			cmd := exec.CommandContext(ctx, binPath, "add", "-s", "user", "s"+strconv.Itoa(i), "--", "c")
 			cmd.Dir, cmd.Env = e.project, cliEnv(e.env...)
+			cmd.WaitDelay = time.Second
 			outs[i], errs[i] = cmd.CombinedOutput()
 		})
 	}
-	wg.Wait()
+	testwait.Call(t, fmt.Sprintf("the %d concurrent adds", n), wg.Wait)
 	require.NoError(t, ctx.Err(), "the adds did not finish in time")
 	for i := range n {
 		assert.NoError(t, errs[i], "add %d: %s", i, outs[i])

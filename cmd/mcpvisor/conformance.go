@@ -142,7 +142,7 @@ func (a *app) runConformance(ctx context.Context, run conformanceRun) error {
 	if st.State != mcpvisor.StateReady {
 		return fmt.Errorf("server %s: %s", st.State, st.LastError)
 	}
-	a.log.Info().Str("scenario", run.scenario).Str("version", st.ProtocolVersion).Int("tools", st.Tools).Msg("connected")
+	a.log.Info().Str("scenario", run.scenario).Str("version", st.ProtocolVersion).Int("tools", st.ToolCount).Msg("connected")
 	d := &conformanceDriver{sup: sup, log: a.log}
 	return d.drive(ctx, conformancePlanFor(run))
 }

@@ -33,21 +33,8 @@ func TestSuperviseDashboardReload(t *testing.T) {
 		require.NoError(t, os.Rename(tmp, cfg))
 	}
 	cmd := exec.Command(bin, "supervise", "--config", cfg, "--listen", "127.0.0.1:0")
-	cmd.Env = cliEnv()
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	logs := &logLines{more: make(chan struct{}, 1)}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		logs.read(stderr)
-	}()
-	defer func() {
-		cmd.Process.Kill()
-		<-read
-		cmd.Wait()
-	}()
+	proc := startLogged(t, cmd)
+	logs := proc.logs
 	base := gatewayURL(t, logs)
 	logs.waitFor(t, 10*time.Second, "the dashboard's link", func(lines []map[string]any) bool {
 		for _, m := range lines {
@@ -58,7 +45,7 @@ func TestSuperviseDashboardReload(t *testing.T) {
 		return false
 	})
 
-	res, err := http.Get(base + "/")
+	res, err := httpClient.Get(base + "/")
 	require.NoError(t, err)
 	page, _ := io.ReadAll(res.Body)
 	res.Body.Close()
@@ -85,7 +72,7 @@ func TestSuperviseDashboardReload(t *testing.T) {
 		req, err := http.NewRequest(http.MethodPost, base+"/admin/reload", nil)
 		require.NoError(t, err)
 		req.Header.Set("Origin", base)
-		res, err := http.DefaultClient.Do(req)
+		res, err := httpClient.Do(req)
 		require.NoError(t, err)
 		defer res.Body.Close()
 		b, _ := io.ReadAll(res.Body)
@@ -108,7 +95,6 @@ func TestSuperviseDashboardReload(t *testing.T) {
 	assert.Equal(t, "ready", stateOf("b"))
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	<-read
-	require.NoError(t, cmd.Wait(), "log:\n%s", logs)
+	require.NoError(t, proc.wait(t), "log:\n%s", logs)
 	assert.True(t, strings.Contains(logs.String(), `"trigger":"dashboard"`), fmt.Sprintf("the reloads logged as the dashboard's:\n%s", logs))
 }

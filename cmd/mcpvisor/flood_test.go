@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // procKB reads a "Name: N kB" line of /proc/<pid>/status.
@@ -59,22 +61,7 @@ func TestSessionFloodRSS(t *testing.T) {
 	extra := strings.Fields(os.Getenv("MCPVISOR_FLOOD_ARGS"))
 	args := append([]string{"supervise", "--config", cfg, "--listen", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = cliEnv()
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	logs := &logLines{more: make(chan struct{}, 1)}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		logs.read(stderr)
-	}()
-	defer func() {
-		cmd.Process.Kill()
-		<-read
-		cmd.Wait()
-	}()
-	base := gatewayURL(t, logs)
+	base := gatewayURL(t, startLogged(t, cmd).logs)
 	require.Eventually(t, func() bool { return strings.Contains(cli(t, "status", "--url", base).stdout, "ready") },
 		20*time.Second, 50*time.Millisecond)
 	pid := cmd.Process.Pid
@@ -104,10 +91,10 @@ func TestSessionFloodRSS(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testwait.CallWithin(t, 10*time.Minute, fmt.Sprintf("the %d initializes of the flood", n), wg.Wait)
 	elapsed := time.Since(began)
 	client.CloseIdleConnections()
-	time.Sleep(2 * time.Second) // let the runtime settle; RSS is what the process holds
+	time.Sleep(2 * time.Second) // testwait:ok a pause, not a wait: let the runtime settle; RSS is what the process holds
 	after, peak := procKB(t, pid, "VmRSS"), procKB(t, pid, "VmHWM")
 	var sessions string
 	for line := range strings.Lines(cli(t, "status", "--url", base, "--json").stdout) {

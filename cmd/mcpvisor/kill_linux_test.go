@@ -48,21 +48,13 @@ func startSuperviseAllReady(t *testing.T, bin, cfg string, want []string, env ..
 	t.Helper()
 	cmd := exec.Command(bin, "supervise", "--config", cfg, "--listen", "127.0.0.1:0")
 	cmd.Env = cliEnv(env...)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	logs := &logLines{more: make(chan struct{}, 1)}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		logs.read(stderr)
-	}()
+	p := startLogged(t, cmd)
+	logs := p.logs
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			cmd.Process.Kill()
-			<-read
-			cmd.Wait()
+			_ = cmd.Process.Kill()
+			_ = p.wait(t)
 		})
 	}
 	t.Cleanup(stop)
@@ -145,7 +137,7 @@ func TestSIGKILLedGatewayWithCallsInFlightLeavesNothing(t *testing.T) {
 	base := gatewayURL(t, logs)
 	if _, ok := servers["confined"]; ok {
 		st := cli(t, "status", "--url", base)
-		assert.Regexp(t, `(?m)^confined +ready \(bwrap\) `, st.stdout, "the status names the sandbox in effect")
+		assert.Regexp(t, `(?m)^confined +connected +file +ready \(bwrap\) `, st.stdout, "the status names the sandbox in effect")
 	}
 
 	const calls = 32

@@ -220,8 +220,8 @@ func printListTables(w io.Writer, statuses []mcpvisor.ServerStatus, tools []mcpv
 		n := "-"
 		if st.State == mcpvisor.StateReady {
 			n = strconv.Itoa(counts[st.Name])
-			if st.Tools != counts[st.Name] {
-				n += " of " + strconv.Itoa(st.Tools) // filtered by tools.allow/deny
+			if st.ToolCount != counts[st.Name] {
+				n += " of " + strconv.Itoa(st.ToolCount) // filtered by tools.allow/deny
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, state, orDash(st.Transport),

@@ -634,8 +634,9 @@ func TestSupervise(t *testing.T) {
 	base := gatewayURL(t, logs)
 	st := cli(t, "status", "--url", base)
 	require.Equal(t, 0, st.code, st.stderr)
-	assert.Regexp(t, `(?m)^a +ready +5 `, st.stdout)
-	assert.Regexp(t, `(?m)^bad +failed `, st.stdout)
+	assert.Regexp(t, `(?m)^a +connected +file +ready +5 `, st.stdout, "the SDK's status and the scope (a file named with --config) before the state")
+	assert.Regexp(t, `(?m)^bad +failed +file +failed `, st.stdout)
+	assert.Regexp(t, `(?m)^off +disabled +file +disabled `, st.stdout)
 	body := mcpPost(t, base, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	assert.Contains(t, body, `"serverInfo":{"name":"mcpvisor"`)
 

@@ -35,7 +35,8 @@ func (a *app) statusCommand() *cobra.Command {
 		Use:   "status",
 		Short: "Show the servers of a running `mcpvisor supervise` (its GET /status)",
 		Long: `status asks a running 'mcpvisor supervise' for its servers (GET /status on its
-listener) and prints a table: state, tools offered, requests in flight, strikes,
+listener) and prints a table: status (connected, failed, needs-auth, pending
+or disabled), scope (the config layer), detailed state, tools offered, requests in flight, strikes,
 reconnect attempt and next retry, latency p50/p99, and the last error with its
 class. --json prints the JSON document as served.
 
@@ -91,7 +92,7 @@ func (a *app) status(ctx context.Context, url, tokenFile string, asJSON bool) er
 	fmt.Fprintf(a.stdout, "mcpvisor %s, up %s, %d tools, %d sessions, %d requests in flight\n\n",
 		rep.Version, time.Since(rep.Started).Truncate(time.Second), rep.Tools, rep.Sessions, rep.InFlight)
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tSTATE\tTOOLS\tIN-FLIGHT\tSTRIKES\tATTEMPT\tNEXT RETRY\tCALLS\tP50\tP99\tLAST ERROR")
+	fmt.Fprintln(tw, "SERVER\tSTATUS\tSCOPE\tSTATE\tTOOLS\tIN-FLIGHT\tSTRIKES\tATTEMPT\tNEXT RETRY\tCALLS\tP50\tP99\tLAST ERROR")
 	for _, s := range rep.Servers {
 		next := "-"
 		if !s.NextRetry.IsZero() {
@@ -116,7 +117,11 @@ func (a *app) status(ctx context.Context, url, tokenFile string, asJSON bool) er
 		if n := len(s.WithheldTools); n > 0 {
 			tools += fmt.Sprintf(" (%d withheld)", n)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\n", s.Name, state, tools, s.InFlight,
+		scope := s.Scope
+		if scope == "" {
+			scope = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.Status, scope, state, tools, s.InFlight,
 			s.Strikes, s.Attempt, next, s.Latency.Calls, ms(s.LatencyP50Ms, s.Latency.Calls), ms(s.LatencyP99Ms, s.Latency.Calls), lastErr)
 	}
 	return tw.Flush()

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/mcpvisor/mcpvisor"
@@ -40,6 +41,7 @@ type superviseFlags struct {
 	maxSessions  int
 	maxStreams   int
 	channelQueue int
+	pollAfter    time.Duration
 }
 
 func (a *app) superviseCommand() *cobra.Command {
@@ -84,6 +86,13 @@ gateway's tool wait_for_channel_message (for clients without push): at most
 --channel-queue messages per server (default 1000; the oldest is dropped, and
 counted in /status, /metrics and on the next message delivered). The queue
 starts with the gateway and survives reloads.
+
+Long calls: with --sse-poll-after D (e.g. 30s, behind a proxy that cuts idle
+responses), the event stream answering a tools/call of a 2025-11-25 session
+ends after D with a priming event (an id and a retry field); the call goes on,
+and the client resumes the stream with a GET and Last-Event-ID to get its
+answer (SSE polling, SEP-1699). Off by default: it costs every call a
+goroutine hand-off.
 
 Security: the listener is loopback by default, and then refuses requests whose
 Host is not a loopback name, and browser requests whose Origin is not loopback
@@ -135,6 +144,8 @@ Exit codes:
 		"allow at most `N` GET streams open at once per HTTP session (409 beyond); negative: no cap")
 	fl.IntVar(&f.channelQueue, "channel-queue", mcpvisor.DefaultChannelCapacity,
 		"keep at most `N` channel messages per server for wait_for_channel_message (the oldest is dropped and counted)")
+	fl.DurationVar(&f.pollAfter, "sse-poll-after", 0,
+		"end the POST event stream of a tools/call still running after `D`, e.g. 30s (2025-11-25 sessions; the client resumes it with Last-Event-ID, SEP-1699); 0: never")
 	return cmd
 }
 
@@ -229,7 +240,8 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
 		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
-		Dashboard: gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
+		SSEPollAfter: f.pollAfter,
+		Dashboard:    gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
 	})
 	fwd.Attach(gw)
 	serveCtx, stopServing := context.WithCancel(context.Background())
@@ -471,9 +483,10 @@ func (a *app) watchConfig(ctx context.Context, cfg *mcpvisor.Config, interval ti
 // logEvents logs every event of the stream until it closes.
 func (a *app) logEvents(events <-chan mcpvisor.Event) {
 	for ev := range events {
-		switch ev.Type {
-		case mcpvisor.EventServerState:
-			e := a.log.Info().Uint64("seq", ev.Seq).Str("server", ev.Server).Str("state", string(ev.State))
+		h := ev.Header()
+		switch ev := ev.(type) {
+		case *mcpvisor.ServerStateEvent:
+			e := a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server).Str("state", string(ev.State))
 			if ev.Previous != "" {
 				e = e.Str("previous", string(ev.Previous))
 			}
@@ -481,32 +494,35 @@ func (a *app) logEvents(events <-chan mcpvisor.Event) {
 				e = e.Str("error", ev.Err)
 			}
 			e.Msg("server state")
-		case mcpvisor.EventToolsChanged, mcpvisor.EventPromptsChanged, mcpvisor.EventResourcesChanged:
-			e := a.log.Info().Uint64("seq", ev.Seq).Str("server", ev.Server)
-			if ev.Diff != nil {
-				e = e.Strs("added", ev.Diff.Added).Strs("removed", ev.Diff.Removed).Strs("changed", ev.Diff.Changed)
-			}
-			if ev.Type == mcpvisor.EventToolsChanged {
-				e = e.Int("tools", ev.Tools)
-			}
-			e.Msg(string(ev.Type))
-		case mcpvisor.EventCollision:
+		case *mcpvisor.ToolsChangedEvent:
+			logDiff(a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server), ev.Diff).Int("tools", ev.Tools).Msg(string(h.Type))
+		case *mcpvisor.ListChangedEvent:
+			logDiff(a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server), ev.Diff).Msg(string(h.Type))
+		case *mcpvisor.CollisionEvent:
 			c := ev.Collision
-			a.log.Warn().Uint64("seq", ev.Seq).Str("kind", c.Kind).Str("name", c.Name).Str("holder", c.Holder).
+			a.log.Warn().Uint64("seq", h.Seq).Str("kind", c.Kind).Str("name", c.Name).Str("holder", c.Holder).
 				Str("server", c.Server).Str("original", c.Original).Str("renamed", c.Renamed).Msg("name collision")
-		case mcpvisor.EventToolDefinitionChanged:
+		case *mcpvisor.ToolDefinitionChangedEvent:
 			c := ev.ToolChange
-			a.log.Warn().Uint64("seq", ev.Seq).Str("server", ev.Server).Str("tool", c.Tool).Str("change", c.Change).
+			a.log.Warn().Uint64("seq", h.Seq).Str("server", h.Server).Str("tool", c.Tool).Str("change", c.Change).
 				Str("action", string(c.Action)).Str("diff", c.Diff).
 				Msg("tool definition not pinned (" + string(c.Action) + "); run 'mcpvisor trust' to review it")
-		case mcpvisor.EventServerToggled:
-			a.log.Info().Uint64("seq", ev.Seq).Str("server", ev.Server).Bool("off", ev.ToggledOff).Msg("server toggled")
-		case mcpvisor.EventLogMessage:
-			a.log.Info().Uint64("seq", ev.Seq).Str("server", ev.Server).Str("level", ev.Level).RawJSON("params", ev.Data).Msg("server log")
-		case mcpvisor.EventGap:
-			a.log.Warn().Uint64("seq", ev.Seq).Uint64("dropped", ev.Dropped).Str("reason", ev.GapReason).Msg("events lost")
+		case *mcpvisor.ServerToggledEvent:
+			a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server).Bool("off", ev.ToggledOff).Msg("server toggled")
+		case *mcpvisor.LogMessageEvent:
+			a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server).Str("level", ev.Level).RawJSON("params", ev.Data).Msg("server log")
+		case *mcpvisor.GapEvent:
+			a.log.Warn().Uint64("seq", h.Seq).Uint64("dropped", ev.Dropped).Str("reason", ev.GapReason).Msg("events lost")
 		default:
-			a.log.Debug().Uint64("seq", ev.Seq).Str("type", string(ev.Type)).Str("server", ev.Server).Msg("event")
+			a.log.Debug().Uint64("seq", h.Seq).Str("type", string(h.Type)).Str("server", h.Server).Msg("event")
 		}
 	}
+}
+
+// logDiff adds a list diff to a log entry.
+func logDiff(e *zerolog.Event, d *mcpvisor.ListDiff) *zerolog.Event {
+	if d == nil {
+		return e
+	}
+	return e.Strs("added", d.Added).Strs("removed", d.Removed).Strs("changed", d.Changed)
 }

@@ -125,7 +125,7 @@ func run(ctx context.Context, stdout io.Writer, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	h := &host{sup: sup, out: out, toolDiffs: make(chan mcpvisor.Event, 256)}
+	h := &host{sup: sup, out: out, toolDiffs: make(chan *mcpvisor.ToolsChangedEvent, 256)}
 
 	// The event loop, subscribed before any server starts so that it
 	// misses nothing. The channel closes when the supervisor does.
@@ -266,7 +266,7 @@ type host struct {
 	out *printer
 	// toolDiffs receives every tools_changed event after the event loop
 	// printed it, for the script to wait on.
-	toolDiffs chan mcpvisor.Event
+	toolDiffs chan *mcpvisor.ToolsChangedEvent
 }
 
 // call routes one tool call as the model emitted it and prints the outcome
@@ -333,7 +333,7 @@ func (h *host) toggle(ctx context.Context, server string, on bool) error {
 func (h *host) watch(events <-chan mcpvisor.Event) {
 	for ev := range events {
 		h.out.printf("  event %s\n", describe(ev))
-		if ev.Type == mcpvisor.EventToolsChanged {
+		if ev, ok := ev.(*mcpvisor.ToolsChangedEvent); ok {
 			select {
 			case h.toolDiffs <- ev:
 			default: // nobody waits
@@ -343,25 +343,31 @@ func (h *host) watch(events <-chan mcpvisor.Event) {
 }
 
 func describe(ev mcpvisor.Event) string {
-	s := string(ev.Type)
-	if ev.Server != "" {
-		s += " " + ev.Server
+	h := ev.Header()
+	s := string(h.Type)
+	if h.Server != "" {
+		s += " " + h.Server
 	}
 	s += ":"
-	switch ev.Type {
-	case mcpvisor.EventServerState:
-		s += " " + string(ev.State) + " " + ev.Err
-	case mcpvisor.EventServerToggled:
-		s += fmt.Sprintf(" off=%v", ev.ToggledOff)
-	case mcpvisor.EventToolsChanged, mcpvisor.EventPromptsChanged, mcpvisor.EventResourcesChanged:
-		for i, names := range [][]string{ev.Diff.Added, ev.Diff.Removed, ev.Diff.Changed} {
+	diff := func(d *mcpvisor.ListDiff) {
+		for i, names := range [][]string{d.Added, d.Removed, d.Changed} {
 			for _, n := range names {
 				s += " " + "+-~"[i:i+1] + n
 			}
 		}
-	case mcpvisor.EventCollision:
+	}
+	switch ev := ev.(type) {
+	case *mcpvisor.ServerStateEvent:
+		s += " " + string(ev.State) + " " + ev.Err
+	case *mcpvisor.ServerToggledEvent:
+		s += fmt.Sprintf(" off=%v", ev.ToggledOff)
+	case *mcpvisor.ToolsChangedEvent:
+		diff(ev.Diff)
+	case *mcpvisor.ListChangedEvent:
+		diff(ev.Diff)
+	case *mcpvisor.CollisionEvent:
 		s += fmt.Sprintf(" %s/%s is offered as %s", ev.Collision.Server, ev.Collision.Original, ev.Collision.Renamed)
-	case mcpvisor.EventGap:
+	case *mcpvisor.GapEvent:
 		s += fmt.Sprintf(" lost %d events (%s); rebuild from Tools() and Status()", ev.Dropped, ev.GapReason)
 	}
 	return strings.TrimSpace(s)

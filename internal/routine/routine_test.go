@@ -37,7 +37,7 @@ func TestGoNamesTheGoroutine(t *testing.T) {
 	release, running, workerIdle, done := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	Go("test.block", func() {
 		close(running)
-		<-release
+		<-release // testwait:ok the test closes release before it returns
 	}, "server", "alpha")
 	go func() { // a pool worker: one named job, then idle
 		defer close(done)

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/oauth"
 )
 
@@ -391,6 +392,7 @@ func startHelper(t *testing.T, cfg any) *helperProc {
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
+	cmd.WaitDelay = time.Second
 	require.NoError(t, cmd.Start())
 	h := &helperProc{cmd: cmd, stdin: stdin, lines: make(chan string, 4)}
 	go func() {
@@ -400,7 +402,10 @@ func startHelper(t *testing.T, cfg any) *helperProc {
 		}
 		close(h.lines)
 	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = testwait.Result(t, "the exit of the secret store's helper process", cmd.Wait)
+	})
 	return h
 }
 

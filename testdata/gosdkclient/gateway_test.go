@@ -151,7 +151,7 @@ func exercise(t *testing.T, transport func() mcp.Transport, version string) {
 	}
 
 	for len(changed) > 0 {
-		<-changed
+		<-changed // testwait:ok draining what is buffered: len > 0, and no other reader
 	}
 	name := fmt.Sprintf("late_%d", seq.Add(1))
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__a__announce", Arguments: map[string]any{"text": name}}); err != nil {

@@ -235,7 +235,7 @@ func TestCloseFromAnotherGoroutineEndsABlockedRead(t *testing.T) {
 		_, err := io.ReadAll(resp.Body)
 		readErr <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // let the read block
+	time.Sleep(20 * time.Millisecond) // testwait:ok not a wait: either order ends the read with ErrBodyReadAfterClose; the pause makes a blocked read the likely case
 	require.NoError(t, resp.Body.Close())
 	require.ErrorIs(t, testwait.Recv(t, readErr, "the blocked read to end at Close"), http.ErrBodyReadAfterClose)
 

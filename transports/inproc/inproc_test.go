@@ -196,7 +196,7 @@ func TestCloseCancelsAServerThatIgnoresItsInputEnding(t *testing.T) {
 func TestCloseReportsAServerThatWillNotStop(t *testing.T) {
 	release := make(chan struct{})
 	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
-		<-release
+		<-release // testwait:ok the server's goroutine; released below
 		_, err := io.WriteString(w, "{\"too\":\"late\"}\n")
 		return err
 	})
@@ -221,7 +221,7 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	srv := ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
-		<-release
+		<-release // testwait:ok the server's goroutine; released when the test returns
 		return nil
 	})
 	c, rec := dial(t, srv, Options{CloseTimeout: time.Hour})
@@ -336,7 +336,7 @@ func TestTheServersContextCarriesDialsValuesButNotItsCancellation(t *testing.T) 
 	require.NoError(t, err)
 	defer c.Close(testwait.Context(t))
 	cancel()
-	assert.Equal(t, "v", <-got)
+	assert.Equal(t, "v", testwait.Recv(t, got, "the server's context value"))
 	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"still":"up"}`)))
 	rec.Wait(t, 1)
 }

@@ -84,6 +84,12 @@ const (
 	// reader may keep draining stdout before it is cut off (a grandchild
 	// that inherited stdout would otherwise keep the stream open forever).
 	exitDrainTimeout = 250 * time.Millisecond
+	// exitStatusTimeout bounds the wait for the exit status of a process
+	// the kernel says is exiting (awaitExit): beyond confinedDrainTimeout,
+	// which may come first.
+	exitStatusTimeout = 2 * confinedDrainTimeout
+	// exitPollInterval is how often awaitExit looks again.
+	exitPollInterval = 10 * time.Millisecond
 	// groupReapTimeout bounds the wait for the rest of the process group
 	// after the server itself has exited.
 	groupReapTimeout = 500 * time.Millisecond
@@ -332,16 +338,38 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 // wait, which of the two reported the end decided the error of the calls
 // in flight: "broken pipe" about one time in fifty, the exit otherwise.
 func (c *Conn) exitOf(ctx context.Context) error {
-	t := time.NewTimer(exitDrainTimeout)
-	defer t.Stop()
-	select {
-	case <-c.exited:
+	if c.awaitExit(ctx) {
 		return c.exitErr
-	case <-c.closing:
-	case <-ctx.Done():
-	case <-t.C:
 	}
 	return nil
+}
+
+// awaitExit waits for the process's exit status after its stdout ended
+// or its stdin broke, and reports whether it came. It waits
+// exitDrainTimeout, and then, while the kernel says the process is on
+// its way out (exitPending), up to exitStatusTimeout in all: the status
+// is sure to come then, but it may take a while on a loaded machine, or
+// while a confined server's last stderr is read (confinedDrainTimeout).
+// It gives up early when the connection is being closed or ctx ends.
+func (c *Conn) awaitExit(ctx context.Context) bool {
+	deadline := time.Now().Add(exitStatusTimeout)
+	t := time.NewTimer(exitDrainTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.exited:
+			return true
+		case <-c.closing:
+			return false
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if !exitPending(c.pgid) || !time.Now().Before(deadline) {
+			return false
+		}
+		t.Reset(exitPollInterval)
+	}
 }
 
 // tryWrite makes one write of buf to stdin that does not wait for the
@@ -374,16 +402,15 @@ func (c *Conn) cause(readErr error) error {
 		return c.closedBy
 	default:
 	}
-	// EOF usually means the process is exiting; give it a moment so the
-	// error can say how it ended.
-	t := time.NewTimer(exitDrainTimeout)
-	defer t.Stop()
-	select {
-	case <-c.exited:
+	// EOF usually means the process is exiting; wait for its status so
+	// the error can say how it ended.
+	if c.awaitExit(context.Background()) {
 		return c.exitErr
+	}
+	select {
 	case <-c.closing:
 		return c.closedBy
-	case <-t.C:
+	default:
 	}
 	if readErr == io.EOF {
 		return fmt.Errorf("%w: the server closed its stdout but is still running", transports.ErrClosed)

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/windows"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -43,7 +44,7 @@ func TestMain(m *testing.M) {
 		fmt.Printf("{\"child\":%d}\n", child)
 		os.Exit(3)
 	case "sleeper":
-		time.Sleep(5 * time.Minute)
+		time.Sleep(5 * time.Minute) // testwait:ok a helper process that waits to be killed
 	case "supervisor": // dials a spawner, says the grandchild's pid, waits to be killed
 		rec := newRecorder()
 		self, _ := os.Executable()
@@ -61,7 +62,7 @@ func TestMain(m *testing.M) {
 		rec.mu.Lock()
 		fmt.Println(rec.frames[0])
 		rec.mu.Unlock()
-		time.Sleep(5 * time.Minute)
+		time.Sleep(5 * time.Minute) // testwait:ok a helper process that waits to be killed
 	}
 	os.Exit(0)
 }
@@ -167,8 +168,12 @@ func TestJobEndsTheTreeWhenTheSupervisorDies(t *testing.T) {
 	sup.Env = append(os.Environ(), roleVar+"=supervisor")
 	out, err := sup.StdoutPipe()
 	require.NoError(t, err)
+	sup.WaitDelay = time.Second
 	require.NoError(t, sup.Start())
-	t.Cleanup(func() { _ = sup.Process.Kill(); _ = sup.Wait() })
+	t.Cleanup(func() {
+		_ = sup.Process.Kill()
+		_ = testwait.Result(t, "the exit of the supervisor process", sup.Wait)
+	})
 	lines := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(out).ReadString('\n')

@@ -359,14 +359,14 @@ func TestRequestHeadersFromTheContext(t *testing.T) {
 	c.SetProtocolVersion(protocol.Version20251125)
 	assert.False(t, c.CarriesRequestHeaders())
 	require.NoError(t, c.Send(ctx, frame))
-	assert.Empty(t, (<-headers).Get("Mcp-Param-Region"), "the session eras have no mirrored parameters")
+	assert.Empty(t, testwait.Recv(t, headers, "the headers of the 2025-11-25 POST").Get("Mcp-Param-Region"), "the session eras have no mirrored parameters")
 
 	c.SetProtocolVersion(protocol.Version20260728)
 	assert.True(t, c.CarriesRequestHeaders())
 	require.NoError(t, c.Send(ctx, frame))
-	assert.Equal(t, "us-west1", (<-headers).Get("Mcp-Param-Region"))
+	assert.Equal(t, "us-west1", testwait.Recv(t, headers, "the headers of the 2026-07-28 POST").Get("Mcp-Param-Region"))
 	require.NoError(t, c.Send(context.Background(), frame))
-	assert.Empty(t, (<-headers).Get("Mcp-Param-Region"), "only the request whose context carries them")
+	assert.Empty(t, testwait.Recv(t, headers, "the headers of the POST without request headers").Get("Mcp-Param-Region"), "only the request whose context carries them")
 }
 
 // A response stream that ends before the response is resumed with GET
@@ -495,7 +495,7 @@ func TestStandaloneGetStream(t *testing.T) {
 				require.Eventually(t, func() bool { return gets.Load() == 1 }, 5*time.Second, 5*time.Millisecond)
 			}
 			require.NoError(t, c.Send(testwait.Context(t), request(2, "tools/list", "")))
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // testwait:ok a check that nothing happens within a while
 			assert.EqualValues(t, 1, gets.Load(), "a refused GET is not retried; an open one is not reopened")
 			require.NoError(t, c.Close(testwait.Context(t)))
 		})
@@ -522,13 +522,14 @@ func TestGetStreamIsReopenedAfterItDropsAndGivenUpAfterRepeatedFailures(t *testi
 	c, _ := dial(t, srv.URL, Options{DefaultRetry: time.Millisecond, GetStreamAttempts: 3})
 	require.NoError(t, c.Send(testwait.Context(t), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
 	require.Eventually(t, func() bool { return gets.Load() == 4 }, 5*time.Second, time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // testwait:ok a check that nothing happens within a while
 	assert.EqualValues(t, 4, gets.Load(), "one attempt and three retries, then it gives up")
 	require.NoError(t, c.Send(testwait.Context(t), request(1, "tools/list", "")), "the POST channel is unaffected")
 }
 
 func TestCloseDeletesTheSessionAndEndsInFlightRequests(t *testing.T) {
 	deleted := make(chan string, 1)
+	hanging := make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodDelete:
@@ -546,6 +547,12 @@ func TestCloseDeletesTheSessionAndEndsInFlightRequests(t *testing.T) {
 			return
 		}
 		sse(w) // a stream that never answers
+		if m.Method == "tools/call" {
+			select {
+			case hanging <- struct{}{}:
+			default:
+			}
+		}
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
@@ -554,7 +561,7 @@ func TestCloseDeletesTheSessionAndEndsInFlightRequests(t *testing.T) {
 
 	sent := make(chan error, 1)
 	go func() { sent <- c.Send(testwait.Context(t), request(2, "tools/call", `{"name":"hang"}`)) }()
-	time.Sleep(50 * time.Millisecond)
+	testwait.Recv(t, hanging, "the tools/call to reach the server")
 	require.NoError(t, c.Close(testwait.Context(t)))
 	assert.Equal(t, "bye", testwait.Recv(t, deleted, "the DELETE of the session"))
 	select {

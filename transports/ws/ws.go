@@ -444,7 +444,10 @@ func (c *Conn) Close(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			c.cancelRead() // drop the connection: the reader and the handshake end at once
+			// Drop the connection: the reader ends at once; the library's
+			// handshake waits at most its own 5 s for the server's close
+			// frame, then ends too.
+			c.cancelRead()
 			return fmt.Errorf("ws: close: the close handshake did not finish: %w", ctx.Err())
 		}
 	}

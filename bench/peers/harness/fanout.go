@@ -81,10 +81,10 @@ func (r *runner) fanOut(ctx context.Context, n int) (res FanOutResult) {
 		subscribers.Go(func() {
 			for ev := range events {
 				now := time.Now()
-				switch ev.Type {
-				case mcpvisor.EventGap:
+				switch ev := ev.(type) {
+				case *mcpvisor.GapEvent:
 					drops[i] += ev.Dropped
-				case mcpvisor.EventToolsChanged:
+				case *mcpvisor.ToolsChangedEvent:
 					select {
 					case receipts <- receipt{seq: ev.Seq, at: now, latency: now.Sub(ev.Time)}:
 					case <-subCtx.Done():
@@ -161,11 +161,11 @@ func awaitToolsChanged(probe <-chan mcpvisor.Event, server string, after uint64)
 			if !ok {
 				return 0, fmt.Errorf("the probe subscription ended")
 			}
-			if ev.Type == mcpvisor.EventGap {
+			if ev, ok := ev.(*mcpvisor.GapEvent); ok {
 				return 0, fmt.Errorf("the probe lost %d events", ev.Dropped)
 			}
-			if ev.Type == mcpvisor.EventToolsChanged && ev.Server == server && ev.Seq > after {
-				return ev.Seq, nil
+			if h := ev.Header(); h.Type == mcpvisor.EventToolsChanged && h.Server == server && h.Seq > after {
+				return h.Seq, nil
 			}
 		case <-timeout:
 			return 0, fmt.Errorf("no tools_changed from %s within %v", server, fanOutWait)

@@ -361,6 +361,14 @@ func (h *helper) call(ctx context.Context, m *message, fds ...int) (*message, er
 		if !ok {
 			return nil, h.deadErr()
 		}
+		if err := ctx.Err(); err != nil {
+			// The caller gave up too (select picks either of two ready
+			// cases): it is answered as below, whichever came first.
+			if r.proc != nil {
+				go h.abandon(r.proc)
+			}
+			return nil, err
+		}
 		return r, nil
 	case <-ctx.Done():
 		// The answer is dropped when it comes; a server it started is

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
@@ -98,7 +99,7 @@ func TestSpawnHonoursItsContext(t *testing.T) {
 	req.Path, req.Argv = "/bin/true", []string{"true"}
 	p, err := Spawn(context.Background(), req)
 	require.NoError(t, err)
-	<-p.Done()
+	testwait.Done(t, p.Done(), "the exit of /bin/true")
 	_, err = p.Release(context.Background(), 0)
 	require.NoError(t, err)
 
@@ -117,7 +118,7 @@ func TestSpawnHonoursItsContext(t *testing.T) {
 	req.Path, req.Argv = "/bin/true", []string{"true"}
 	p, err = Spawn(context.Background(), req)
 	require.NoError(t, err)
-	<-p.Done()
+	testwait.Done(t, p.Done(), "the exit of /bin/true")
 	_, err = p.Release(context.Background(), 0)
 	require.NoError(t, err)
 	assert.Empty(t, stdiotest.Eventually(5*time.Second, func() []int { return stdiotest.WithEnv(tag) }),
@@ -136,15 +137,27 @@ func TestStaleCgroupsAreSwept(t *testing.T) {
 	// limit), with a server's cgroup still holding a process.
 	stale := filepath.Join(own, cgroupPrefix+"4194305")
 	server := filepath.Join(stale, "s1")
-	if err := os.MkdirAll(server, 0o755); err != nil {
-		t.Skip("the cgroup hierarchy is not writable:", err)
-	}
 	t.Cleanup(func() { os.Remove(server); os.Remove(stale) })
 	leftover := exec.Command("sleep", "1000")
 	require.NoError(t, leftover.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- leftover.Wait() }()
-	require.NoError(t, os.WriteFile(filepath.Join(server, "cgroup.procs"), []byte(strconv.Itoa(leftover.Process.Pid)), 0))
+	// Any reaper on the machine (another test binary's) may sweep the
+	// stale directory while it is still empty, between its creation and
+	// the move of the leftover into it (1 run in 20 of make flake's cover
+	// row, beside other packages' reapers): make it again then.
+	for attempt := 0; ; attempt++ {
+		if err := os.MkdirAll(server, 0o755); err != nil {
+			leftover.Process.Kill()
+			t.Skip("the cgroup hierarchy is not writable:", err)
+		}
+		err := os.WriteFile(filepath.Join(server, "cgroup.procs"), []byte(strconv.Itoa(leftover.Process.Pid)), 0)
+		if err == nil {
+			break
+		}
+		require.ErrorIs(t, err, os.ErrNotExist, "moving the leftover into the stale cgroup")
+		require.Less(t, attempt, 100, "the stale cgroup was swept before the leftover could be moved in, 100 times")
+	}
 
 	// A new reaper (a first server) sweeps it.
 	release := Hold()
@@ -153,7 +166,7 @@ func TestStaleCgroupsAreSwept(t *testing.T) {
 	req.Path, req.Argv = "/bin/true", []string{"true"}
 	p, err := Spawn(context.Background(), req)
 	require.NoError(t, err)
-	<-p.Done()
+	testwait.Done(t, p.Done(), "the exit of /bin/true")
 	_, err = p.Release(context.Background(), 0)
 	require.NoError(t, err)
 

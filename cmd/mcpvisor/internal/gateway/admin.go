@@ -106,11 +106,12 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				continue
 			}
+			h := ev.Header()
 			id := ""
-			if ev.Seq != 0 {
-				id = strconv.FormatUint(ev.Seq, 10)
+			if h.Seq != 0 {
+				id = strconv.FormatUint(h.Seq, 10)
 			}
-			writeNamedEvent(w, id, string(ev.Type), data)
+			writeNamedEvent(w, id, string(h.Type), data)
 			flush(w)
 		case <-keepalive.C:
 			_, _ = io.WriteString(w, ": keepalive\n\n")

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 const pingBody = `{"jsonrpc":"2.0","id":7,"method":"ping"}`
@@ -25,7 +27,7 @@ const pingBody = `{"jsonrpc":"2.0","id":7,"method":"ping"}`
 // metric reads one sample of the gateway's /metrics.
 func metric(t *testing.T, url, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	resp, err := client.Get(url + "/metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -107,7 +109,7 @@ func TestGatewaySessionFloodIsBounded(t *testing.T) {
 				req, _ := http.NewRequest(http.MethodPost, srv.URL+gateway.MCPPath, strings.NewReader(init))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Accept", "application/json, text/event-stream")
-				resp, err := http.DefaultClient.Do(req)
+				resp, err := client.Do(req)
 				if !assert.NoError(t, err) {
 					return
 				}
@@ -120,7 +122,7 @@ func TestGatewaySessionFloodIsBounded(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Call(t, fmt.Sprintf("the %d initializes of the flood", flood), wg.Wait)
 	assert.Len(t, ids, flood, "every initialize got a session of its own")
 	kept := metric(t, srv.URL, "mcpvisor_gateway_sessions")
 	// At the cap, a 64th of it is evicted at once: 2 of 128.
@@ -134,7 +136,7 @@ func TestGatewaySessionFloodIsBounded(t *testing.T) {
 // statusSessions reads the session count of /status.
 func statusSessions(t *testing.T, url string) int {
 	t.Helper()
-	resp, err := http.Get(url + "/status")
+	resp, err := client.Get(url + "/status")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -156,7 +158,7 @@ func openStream(t *testing.T, url, session string) *http.Response {
 	require.NoError(t, err)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	return resp
 }

@@ -140,7 +140,7 @@ const CodeWaitInProgress = -32053
 // forwardChannel delivers a server's channel message to the sessions that
 // declared the channel capability. (The gateway's inbox has it already,
 // for wait_for_channel_message: see ChannelSource.)
-func (g *Gateway) forwardChannel(ev mcpvisor.Event) {
+func (g *Gateway) forwardChannel(ev *mcpvisor.ChannelMessageEvent) {
 	var p struct {
 		Content string                     `json:"content"`
 		Meta    map[string]json.RawMessage `json:"meta,omitempty"`

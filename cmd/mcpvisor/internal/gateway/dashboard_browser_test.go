@@ -219,7 +219,7 @@ func TestDashboardLoads(t *testing.T) {
 	require.NoError(t, chromedp.Run(ctx, chromedp.Text(`#servers tr[data-server="project-db"] .state-note`, &approvalNote, chromedp.ByQuery)))
 	assert.Contains(t, approvalNote, "mcpvisor trust")
 
-	res, err := http.Get(f.url + "/")
+	res, err := client.Get(f.url + "/")
 	require.NoError(t, err)
 	res.Body.Close()
 	csp := res.Header.Get("Content-Security-Policy")
@@ -315,7 +315,7 @@ func TestDashboardActions(t *testing.T) {
 	events := f.sup.Subscribe(t.Context(), mcpvisor.FromSequence(seq))
 	click(t, ctx, "api-04", "reconnect")
 	waitEvents(t, events, 15*time.Second, "api-04 to reconnect", func(ev mcpvisor.Event, seen map[string]bool) bool {
-		if ev.Type == mcpvisor.EventServerState && ev.Server == "api-04" {
+		if ev, ok := ev.(*mcpvisor.ServerStateEvent); ok && ev.Server == "api-04" {
 			seen[string(ev.State)] = true
 		}
 		return seen["ready"] && (seen["reconnecting"] || seen["connecting"])
@@ -324,7 +324,7 @@ func TestDashboardActions(t *testing.T) {
 	// Reconnect all.
 	require.NoError(t, chromedp.Run(ctx, chromedp.Click(`#reconnect-all`, chromedp.ByQuery)))
 	waitEvents(t, events, 20*time.Second, "every ready server to reconnect", func(ev mcpvisor.Event, seen map[string]bool) bool {
-		if ev.Type == mcpvisor.EventServerState && ev.State == mcpvisor.StateReady && ev.Server != "api-04" {
+		if ev, ok := ev.(*mcpvisor.ServerStateEvent); ok && ev.State == mcpvisor.StateReady && ev.Server != "api-04" {
 			seen[ev.Server] = true
 		}
 		return seen["api-01"] && seen["api-25"] && seen[fleetWorker]
@@ -408,7 +408,7 @@ func TestDashboardTokenLogin(t *testing.T) {
 		for k, v := range header {
 			req.Header[k] = v
 		}
-		res, err := http.DefaultClient.Do(req)
+		res, err := client.Do(req)
 		require.NoError(t, err)
 		res.Body.Close()
 		return res.StatusCode
@@ -428,7 +428,7 @@ func TestDashboardTokenLogin(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, f.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Cookie", c.Name+"="+c.Value)
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	require.NoError(t, err)
 	res.Body.Close()
 	assert.Equal(t, http.StatusUnauthorized, res.StatusCode, "/mcp with the cookie")
@@ -438,7 +438,7 @@ func TestDashboardTokenLogin(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Cookie", c.Name+"="+c.Value)
 		req.Header.Set("Origin", origin)
-		res, err := http.DefaultClient.Do(req)
+		res, err := client.Do(req)
 		require.NoError(t, err)
 		res.Body.Close()
 		return res.StatusCode

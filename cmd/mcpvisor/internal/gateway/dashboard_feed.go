@@ -109,9 +109,10 @@ func (f *dashFeed) run(ctx context.Context, events <-chan mcpvisor.Event) {
 			if !ok {
 				return
 			}
-			switch ev.Type {
-			case mcpvisor.EventChannelMessage:
+			if ev, ok := ev.(*mcpvisor.ChannelMessageEvent); ok {
 				f.recordChannel(ev)
+			}
+			switch ev.Header().Type {
 			case mcpvisor.EventServerState, mcpvisor.EventServerToggled, mcpvisor.EventToolsChanged,
 				mcpvisor.EventPromptsChanged, mcpvisor.EventResourcesChanged, mcpvisor.EventToolDefinitionChanged,
 				mcpvisor.EventAuthRequired, mcpvisor.EventGap:
@@ -201,7 +202,7 @@ func (f *dashFeed) sample(tick bool) {
 	f.mu.Unlock()
 }
 
-func (f *dashFeed) recordChannel(ev mcpvisor.Event) {
+func (f *dashFeed) recordChannel(ev *mcpvisor.ChannelMessageEvent) {
 	var p struct {
 		Content string          `json:"content"`
 		Meta    json.RawMessage `json:"meta,omitempty"`

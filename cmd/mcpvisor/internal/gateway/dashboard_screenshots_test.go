@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // envScreenshots names the directory TestDashboardScreenshots writes the
@@ -42,7 +43,7 @@ func TestDashboardScreenshots(t *testing.T) {
 	var wg sync.WaitGroup
 	defer func() {
 		stop()
-		wg.Wait()
+		testwait.Call(t, "the screenshot traffic's callers to end", wg.Wait)
 	}()
 	call := func(server, tool string, args any, every, timeout time.Duration) {
 		wg.Add(1)
@@ -69,10 +70,10 @@ func TestDashboardScreenshots(t *testing.T) {
 	}
 	call("slow-search", "sleep", map[string]int{"ms": 30}, 40*time.Millisecond, 5*time.Second)
 	call("slow-search", "sleep", map[string]int{"ms": 200}, 300*time.Millisecond, 100*time.Millisecond)
-	time.Sleep(25 * time.Second)
+	time.Sleep(25 * time.Second) // testwait:ok not a wait: the traffic the screenshots show
 	require.NoError(t, f.edge.Process.Kill())
 	waitJS(t, ctx, 20*time.Second, "the edge row reconnecting", rowState(fleetEdge)+` === "reconnecting"`)
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // testwait:ok not a wait: the reconnecting row as a person sees it
 
 	shot := func(name string) {
 		var buf []byte

@@ -170,7 +170,7 @@ func (d *dashboard) writeEvents(w io.Writer, batch []mcpvisor.Event) bool {
 	}
 	var last uint64
 	for _, ev := range batch {
-		last = max(last, ev.Seq)
+		last = max(last, ev.Header().Seq)
 	}
 	id := ""
 	if last != 0 {

@@ -197,7 +197,7 @@ func TestDashboardStream(t *testing.T) {
 			require.Equal(t, 1, frames, "the snapshot comes first")
 			require.NoError(t, json.Unmarshal([]byte(fr.data), &snapshot))
 		case "events":
-			var batch []mcpvisor.Event
+			var batch []mcpvisor.EventHeader
 			require.NoError(t, json.Unmarshal([]byte(fr.data), &batch))
 			for _, ev := range batch {
 				got = append(got, ev.Seq)
@@ -227,12 +227,12 @@ func TestDashboardStream(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "waited 20s for the burst's events; the last is %d", seq)
 		time.Sleep(20 * time.Millisecond)
 	}
-	var gap mcpvisor.Event
+	var gap mcpvisor.GapEvent
 	readFrames(t, f.url+"/admin/stream?after=1", nil, 20*time.Second, func(fr sseFrame) bool {
 		if fr.event != "events" {
 			return true
 		}
-		var batch []mcpvisor.Event
+		var batch []mcpvisor.GapEvent
 		require.NoError(t, json.Unmarshal([]byte(fr.data), &batch))
 		gap = batch[0]
 		return false

@@ -79,7 +79,7 @@ func (g *Gateway) runCall(ctx context.Context, s *session, name string, p protoc
 	}
 	caps := s.capabilitiesFor(ctx)
 	if pc, ok := g.b.(ProgressCaller); ok {
-		o := mcpvisor.CallOptions{Capabilities: &caps}
+		o := mcpvisor.CallOptions{Capabilities: &caps, Meta: forwardedMeta(p.Meta)}
 		if token != nil && reqNotify != nil {
 			// The server's reports carry mcpvisor's token; downstream
 			// they carry the client's.
@@ -201,7 +201,7 @@ func (g *Gateway) getPrompt(ctx context.Context, s *session, params json.RawMess
 		var err error
 		if ob, ok := g.b.(OptionsBackend); ok {
 			caps := s.capabilitiesFor(ctx)
-			res, err = ob.GetPromptWith(ctx, name, p.Arguments, mcpvisor.RequestOptions{Capabilities: &caps})
+			res, err = ob.GetPromptWith(ctx, name, p.Arguments, mcpvisor.RequestOptions{Capabilities: &caps, Meta: forwardedMeta(p.Meta)})
 		} else {
 			res, err = g.b.GetPrompt(ctx, name, p.Arguments)
 		}
@@ -299,7 +299,7 @@ func (g *Gateway) readResource(ctx context.Context, s *session, params json.RawM
 		var err error
 		if ob, ok := g.b.(OptionsBackend); ok {
 			caps := s.capabilitiesFor(ctx)
-			res, err = ob.ReadResourceWith(ctx, server, p.URI, mcpvisor.RequestOptions{Capabilities: &caps})
+			res, err = ob.ReadResourceWith(ctx, server, p.URI, mcpvisor.RequestOptions{Capabilities: &caps, Meta: forwardedMeta(p.Meta)})
 		} else {
 			res, err = g.b.ReadResource(ctx, server, p.URI)
 		}
@@ -351,7 +351,7 @@ const defaultLogLevel = protocol.LevelInfo
 
 // forwardLog sends a server's log message to the sessions whose level it
 // reaches, as notifications/message with logger = the server's name.
-func (g *Gateway) forwardLog(ev mcpvisor.Event) {
+func (g *Gateway) forwardLog(ev *mcpvisor.LogMessageEvent) {
 	var p protocol.LoggingMessageParams
 	if json.Unmarshal(ev.Data, &p) != nil {
 		return
@@ -383,7 +383,7 @@ func (g *Gateway) forwardLog(ev mcpvisor.Event) {
 }
 
 // forwardResourceUpdated tells the sessions subscribed to the resource.
-func (g *Gateway) forwardResourceUpdated(ev mcpvisor.Event) {
+func (g *Gateway) forwardResourceUpdated(ev *mcpvisor.ResourceUpdatedEvent) {
 	params := protocol.ResourceUpdatedParams{URI: ev.URI}
 	for _, s := range g.sessionsSnapshot() {
 		s.mu.Lock()

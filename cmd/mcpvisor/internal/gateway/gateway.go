@@ -138,6 +138,17 @@ type Options struct {
 	// of a request the gateway answered with input_required (default
 	// 5 min): the call behind it waits that long, then is cancelled.
 	InputWait time.Duration
+	// SSEPollAfter is how long a tools/call of a 2025-11-25 (or later)
+	// HTTP session may hold its POST's event stream open: then the
+	// gateway ends the stream after a priming event, and the client
+	// resumes it with a GET and Last-Event-ID to get the answer (SSE
+	// polling, SEP-1699; see polling.go). Zero (the default) or negative:
+	// never, since it costs every eligible call a goroutine hand-off; see
+	// SuggestedSSEPollAfter.
+	SSEPollAfter time.Duration
+	// SSERetry is the retry field of that priming event: how long the
+	// client waits before it resumes (default DefaultSSERetry).
+	SSERetry time.Duration
 	// Dashboard configures the dashboard served at / of the HTTP
 	// listener (dashboard.go; docs/dashboard.md).
 	Dashboard DashboardOptions
@@ -275,27 +286,29 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 				return
 			}
 			g.metrics.event(ev)
-			switch ev.Type {
-			case mcpvisor.EventToolsChanged:
+			switch ev := ev.(type) {
+			case *mcpvisor.ToolsChangedEvent:
 				g.index.Store(nil)
 				pending[protocol.NotificationToolsListChanged] = true
-			case mcpvisor.EventPromptsChanged:
-				g.index.Store(nil)
-				pending[protocol.NotificationPromptsListChanged] = true
-			case mcpvisor.EventResourcesChanged:
-				pending[protocol.NotificationResourcesListChanged] = true
-			case mcpvisor.EventServerToggled:
+			case *mcpvisor.ListChangedEvent:
+				if ev.Type == mcpvisor.EventPromptsChanged {
+					g.index.Store(nil)
+					pending[protocol.NotificationPromptsListChanged] = true
+				} else {
+					pending[protocol.NotificationResourcesListChanged] = true
+				}
+			case *mcpvisor.ServerToggledEvent:
 				g.index.Store(nil)
 				pending[protocol.NotificationToolsListChanged] = true
 				pending[protocol.NotificationPromptsListChanged] = true
 				pending[protocol.NotificationResourcesListChanged] = true
-			case mcpvisor.EventLogMessage:
+			case *mcpvisor.LogMessageEvent:
 				g.forwardLog(ev)
-			case mcpvisor.EventResourceUpdated:
+			case *mcpvisor.ResourceUpdatedEvent:
 				g.forwardResourceUpdated(ev)
-			case mcpvisor.EventChannelMessage:
+			case *mcpvisor.ChannelMessageEvent:
 				g.forwardChannel(ev)
-			case mcpvisor.EventGap:
+			case *mcpvisor.GapEvent:
 				g.index.Store(nil)
 				// Lost events may have been list changes: tell everyone.
 				pending[protocol.NotificationToolsListChanged] = true
@@ -459,7 +472,7 @@ func rpcError(err error) *protocol.Error {
 		e.Data, _ = json.Marshal(errorData{Failure: kind, Retryable: true})
 	case errors.As(err, &nr):
 		e = protocol.NewError(CodeServerNotReady, "%v", err)
-		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: !nr.State.Parked() && nr.State != mcpvisor.StateDisabled && nr.State != mcpvisor.StateNeedsApproval})
+		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: retryableState(nr.State)})
 	case errors.Is(err, mcpvisor.ErrServerOff), errors.Is(err, mcpvisor.ErrServerNotReady):
 		e = protocol.NewError(CodeServerNotReady, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Failure: kind})
@@ -561,4 +574,10 @@ func (g *Gateway) serverOfTool(name string) string {
 
 func errorf(code int64, format string, args ...any) *protocol.Error {
 	return protocol.NewError(code, format, args...)
+}
+
+// retryableState reports whether a call refused because its server was
+// in state st may succeed when retried: the server is on its way back.
+func retryableState(st mcpvisor.State) bool {
+	return !st.Parked() && st != mcpvisor.StateDisabled && st != mcpvisor.StateNeedsApproval
 }

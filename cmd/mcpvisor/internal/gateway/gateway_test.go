@@ -20,6 +20,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/internal/testserver"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
@@ -27,6 +28,7 @@ import (
 
 func TestMain(m *testing.M) {
 	mcpvisor.HelperMain()
+	testserver.Main()
 	if mockserver.IsRequested() {
 		os.Exit(mockserver.Main(os.Args[1:]))
 	}

@@ -45,7 +45,7 @@ func awaitToolsChanged(t *testing.T, sup *mcpvisor.Supervisor, after uint64) {
 	events := sup.Subscribe(ctx, mcpvisor.FromSequence(after))
 	for {
 		ev := testwait.Recv(t, events, "the supervisor's tools_changed event")
-		if ev.Type == mcpvisor.EventToolsChanged {
+		if ev.Header().Type == mcpvisor.EventToolsChanged {
 			return
 		}
 	}

@@ -2,16 +2,13 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -79,14 +76,14 @@ func (g *Gateway) checkParamHeaders(h http.Header, params json.RawMessage) *prot
 	for _, a := range annotated {
 		v, present := valueAt(args, a.path)
 		name := "Mcp-Param-" + a.header
-		raw, sent := headerValue(h, name)
+		raw, sent := mcpserver.HeaderValue(h, name)
 		if !present || v == nil {
 			continue // nothing to mirror: a header sent anyway is not the client's promise
 		}
 		if !sent {
 			return errorf(protocol.CodeHeaderMismatch, "the %s header is required: arguments.%s has a value", name, strings.Join(a.path, "."))
 		}
-		got, err := decodeHeaderValue(raw)
+		got, err := mcpserver.DecodeHeaderValue(raw)
 		if err != nil {
 			return errorf(protocol.CodeHeaderMismatch, "the %s header: %v", name, err)
 		}
@@ -125,34 +122,4 @@ func sameValue(header string, v any) bool {
 		return err1 == nil && err2 == nil && !math.IsNaN(got) && got == want
 	}
 	return false
-}
-
-// The markers of a Base64-encoded header value.
-const (
-	base64Prefix = "=?base64?"
-	base64Suffix = "?="
-)
-
-var errHeaderChars = errors.New("the value has characters a header may not carry (only visible ASCII, space and tab)")
-
-// decodeHeaderValue returns the value a Mcp-Name or Mcp-Param-* header
-// carries: the UTF-8 text of a =?base64?…?= value (strict Base64, padding
-// included), or the value itself, which must be plain visible ASCII.
-func decodeHeaderValue(v string) (string, error) {
-	if len(v) >= len(base64Prefix)+len(base64Suffix) && strings.HasPrefix(v, base64Prefix) && strings.HasSuffix(v, base64Suffix) {
-		b, err := base64.StdEncoding.Strict().DecodeString(v[len(base64Prefix) : len(v)-len(base64Suffix)])
-		if err != nil {
-			return "", fmt.Errorf("invalid Base64: %w", err)
-		}
-		if !utf8.Valid(b) {
-			return "", errors.New("the Base64 value is not UTF-8")
-		}
-		return string(b), nil
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c != '\t' && (c < 0x20 || c > 0x7e) {
-			return "", errHeaderChars
-		}
-	}
-	return v, nil
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -127,7 +128,7 @@ func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-const sessionHeader = "Mcp-Session-Id"
+const sessionHeader = mcpserver.HeaderSessionID
 
 func (g *Gateway) lookup(id string) *session {
 	g.mu.Lock()
@@ -200,6 +201,10 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request) {
 		}
 		st.start()
 	}
+	if g.polled(s, m, st) {
+		g.servePolled(r, s, m, st)
+		return
+	}
 	frame, code := s.handle(r.Context(), m, st.notify)
 	if s.id != "" && m.Method == protocol.MethodInitialize && frame != nil && code == 0 {
 		g.admitSession(s)
@@ -208,7 +213,7 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	switch {
 	case stateless && frame != nil && s.stateless != nil:
-		status = statelessStatus(code)
+		status = mcpserver.StatelessStatus(code)
 	case stateless && frame != nil && (code == protocol.CodeInvalidRequest || code == protocol.CodeUnsupportedProtocolVersion):
 		status = http.StatusBadRequest
 	}
@@ -228,11 +233,14 @@ func acceptsSSE(r *http.Request) bool {
 // notification belonging to the request comes first (and the client
 // accepts SSE), which turns it into an event stream.
 type reqStream struct {
-	mu      sync.Mutex
-	w       http.ResponseWriter
-	sse     bool // the client accepts text/event-stream
-	started bool // the event stream's headers are written; guarded by mu
-	done    bool // the handler returned; guarded by mu
+	mu       sync.Mutex
+	w        http.ResponseWriter
+	sse      bool        // the client accepts text/event-stream
+	started  bool        // the event stream's headers are written; guarded by mu
+	done     bool        // the handler returned, or the stream was polled; guarded by mu
+	answered bool        // a polled call answered before its poll; guarded by mu
+	polling  *pollStream // where a polled call's messages go; guarded by mu
+	bound    int         // the events polling keeps; guarded by mu
 }
 
 func (st *reqStream) start() {
@@ -258,6 +266,10 @@ func (st *reqStream) startLocked() {
 func (st *reqStream) notify(frame []byte) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.polling != nil {
+		st.polling.push(frame, false, st.bound)
+		return
+	}
 	if st.done || !st.sse {
 		return
 	}
@@ -270,6 +282,9 @@ func (st *reqStream) notify(frame []byte) {
 func (st *reqStream) finish(frame []byte, status int) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.polling != nil {
+		return // the response ended with the poll
+	}
 	st.done = true
 	switch {
 	case frame == nil && st.started:
@@ -326,6 +341,10 @@ func (g *Gateway) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.closeStream()
+	if n, i, ok := parsePollEventID(r.Header.Get("Last-Event-ID")); ok {
+		g.servePollResume(w, r, s, n, i)
+		return
+	}
 	var after uint64
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		after, _ = strconv.ParseUint(v, 10, 64)

@@ -26,6 +26,7 @@ type metrics struct {
 	eventsDropped atomic.Uint64 // gap events' Dropped, summed
 	rejected      atomic.Uint64 // HTTP requests refused by guard
 	cancelled     atomic.Uint64 // requests cancelled by the client
+	polls         atomic.Uint64 // calls whose POST stream was closed for the client to poll (SEP-1699)
 
 	clientRequests atomic.Uint64 // server requests forwarded to a downstream client
 	clientRefused  atomic.Uint64 // server requests no downstream client could answer
@@ -55,10 +56,10 @@ func (m *metrics) call(server string, _ time.Duration, err error) {
 
 func (m *metrics) event(ev mcpvisor.Event) {
 	m.eventsSeen.Add(1)
-	switch ev.Type {
-	case mcpvisor.EventGap:
+	switch ev := ev.(type) {
+	case *mcpvisor.GapEvent:
 		m.eventsDropped.Add(ev.Dropped)
-	case mcpvisor.EventServerState:
+	case *mcpvisor.ServerStateEvent:
 		m.mu.Lock()
 		m.states[[2]string{ev.Server, string(ev.State)}]++
 		if ev.State == mcpvisor.StateReconnecting && ev.Previous != mcpvisor.StateReconnecting {
@@ -165,6 +166,8 @@ func (g *Gateway) writeMetrics(w io.Writer) {
 	p.sample("mcpvisor_gateway_rejected_requests_total", float64(g.metrics.rejected.Load()))
 	p.help("mcpvisor_gateway_cancelled_requests_total", "counter", "Downstream requests the client cancelled.")
 	p.sample("mcpvisor_gateway_cancelled_requests_total", float64(g.metrics.cancelled.Load()))
+	p.help("mcpvisor_gateway_sse_polls_total", "counter", "Long calls whose POST event stream was closed for the client to resume with Last-Event-ID (SEP-1699).")
+	p.sample("mcpvisor_gateway_sse_polls_total", float64(g.metrics.polls.Load()))
 	p.help("mcpvisor_gateway_server_requests_total", "counter", "Server requests to the client (sampling, elicitation, roots) by outcome: forwarded to a downstream client, or refused for want of one.")
 	p.sample("mcpvisor_gateway_server_requests_total", float64(g.metrics.clientRequests.Load()), "outcome", "forwarded")
 	p.sample("mcpvisor_gateway_server_requests_total", float64(g.metrics.clientRefused.Load()), "outcome", "refused")

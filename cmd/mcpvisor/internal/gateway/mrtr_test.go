@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -160,7 +159,7 @@ func TestInputRequiredRequestStateIsTheGatewaysOwn(t *testing.T) {
 	var state string
 	require.NoError(t, json.Unmarshal(first["requestState"], &state))
 	assert.Equal(t, 1, g.InputsWaiting())
-	resp, err := http.Get(url + "/metrics")
+	resp, err := client.Get(url + "/metrics")
 	require.NoError(t, err)
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -41,6 +42,8 @@ type session struct {
 	lastUsed    time.Time                     // guarded by mu
 	closed      bool                          // guarded by mu
 	streams     int                           // GET streams open; guarded by mu
+	polls       map[uint64]*pollStream        // polled calls' streams not yet read to their answer (polling.go); guarded by mu
+	pollSeq     uint64                        // numbers the poll streams; guarded by mu
 	done        chan struct{}                 // closed by close
 }
 
@@ -227,7 +230,7 @@ func (s *session) isModern() bool {
 
 // request serves one request.
 func (s *session) request(ctx context.Context, m *protocol.Message, reqNotify func([]byte)) (any, *protocol.Error) {
-	if s.isModern() && removedInStateless(m.Method) {
+	if s.isModern() && mcpserver.RemovedInStateless(m.Method) {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s (not in protocol version %s)", m.Method, protocol.Version20260728)
 	}
 	if m.Method == protocol.MethodInitialize {

@@ -3,9 +3,9 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
 
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -31,15 +31,6 @@ type statelessRequest struct {
 	caps       protocol.ClientCapabilities
 	clientInfo protocol.Implementation
 	logLevel   protocol.LoggingLevel
-}
-
-// removedMethods are the methods of the handshake eras that 2026-07-28
-// removed (and those the tasks extension removed): a stateless request
-// for one gets 404 and -32601 like any unknown method.
-var removedMethods = []string{
-	protocol.MethodInitialize, protocol.MethodPing, protocol.MethodLoggingSetLevel,
-	protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe,
-	protocol.MethodTasksResult, protocol.MethodTasksList,
 }
 
 // isStateless reports whether a POST without a session id is a request of
@@ -138,7 +129,7 @@ func (g *Gateway) checkStateless(h http.Header, m *protocol.Message) (statelessR
 	if perr := sr.checkVersion(); perr != nil {
 		return sr, perr
 	}
-	method, ok := headerValue(h, "Mcp-Method")
+	method, ok := mcpserver.HeaderValue(h, "Mcp-Method")
 	switch {
 	case !ok:
 		return sr, errorf(protocol.CodeHeaderMismatch, "the Mcp-Method header is required")
@@ -147,11 +138,11 @@ func (g *Gateway) checkStateless(h http.Header, m *protocol.Message) (statelessR
 	}
 	if field := nameField(m.Method); field != "" {
 		if body, ok := protocol.PlainStringMember(m.Params, field); ok || stringMember(m.Params, field, &body) {
-			name, present := headerValue(h, "Mcp-Name")
+			name, present := mcpserver.HeaderValue(h, "Mcp-Name")
 			if !present {
 				return sr, errorf(protocol.CodeHeaderMismatch, "the Mcp-Name header is required for %s", m.Method)
 			}
-			decoded, err := decodeHeaderValue(name)
+			decoded, err := mcpserver.DecodeHeaderValue(name)
 			if err != nil {
 				return sr, errorf(protocol.CodeHeaderMismatch, "the Mcp-Name header: %v", err)
 			}
@@ -191,28 +182,3 @@ func stringMember(params json.RawMessage, key string, v *string) bool {
 	raw, ok := obj[key]
 	return ok && json.Unmarshal(raw, v) == nil
 }
-
-// headerValue returns a header's value without the optional whitespace
-// around it (RFC 9110 §5.5); names match case-insensitively.
-func headerValue(h http.Header, name string) (string, bool) {
-	vs := h.Values(name)
-	if len(vs) == 0 {
-		return "", false
-	}
-	return strings.Trim(vs[0], " \t"), true
-}
-
-// statelessStatus is the HTTP status of a stateless-era request's error.
-func statelessStatus(code int64) int {
-	switch code {
-	case protocol.CodeMethodNotFound:
-		return http.StatusNotFound
-	case protocol.CodeHeaderMismatch, protocol.CodeMissingRequiredClientCapability, protocol.CodeUnsupportedProtocolVersion,
-		protocol.CodeInvalidRequest, protocol.CodeParseError:
-		return http.StatusBadRequest
-	}
-	return http.StatusOK
-}
-
-// removedInStateless reports whether the stateless era has no method.
-func removedInStateless(method string) bool { return slices.Contains(removedMethods, method) }

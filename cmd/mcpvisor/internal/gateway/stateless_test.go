@@ -105,7 +105,7 @@ func (c *statelessClient) raw(method, params string, hdr map[string]string) answ
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx)) // testwait:ok the context ends within 30 s
 	require.NoError(c.t, err, "POST %s", method)
 	defer resp.Body.Close()
 	a := answer{status: resp.StatusCode}

@@ -505,7 +505,7 @@
     c.era.title = era(s.protocolVersion);
     c.tools.textContent = "";
     c.tools.append(String(s.offeredTools || 0));
-    if (s.tools && s.tools !== s.offeredTools && st === "ready") c.tools.append(el("span", { class: "muted", text: " / " + s.tools }));
+    if (s.toolCount && s.toolCount !== s.offeredTools && st === "ready") c.tools.append(el("span", { class: "muted", text: " / " + s.toolCount }));
     if (s.withheldTools && s.withheldTools.length) {
       c.tools.append(el("span", { class: "badge warn", title: "withheld until 'mcpvisor trust' approves their definitions: " + s.withheldTools.join(", "),
         text: s.withheldTools.length + " withheld" }));

@@ -1,0 +1,70 @@
+package mcpvisor
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/mcpvisor/mcpvisor/actors"
+)
+
+// exportedFields lists the exported field names of struct type t.
+func exportedFields(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		if f.IsExported() {
+			out = append(out, f.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The host's types and the actors' plain inputs and snapshots have the
+// same fields, so that a field added on one side and not converted in
+// convert.go is caught here rather than silently dropped.
+func TestHostTypesMatchTheActorsTypes(t *testing.T) {
+	for _, pair := range [][2]any{
+		{ServerConfig{}, actors.ServerConfig{}},
+		{ReconnectPolicy{}, actors.ReconnectPolicy{}},
+		{Options{}, actors.Options{}},
+		{BuiltinTool{}, actors.BuiltinTool{}},
+		{Tool{}, actors.Tool{}},
+		{Resource{}, actors.Resource{}},
+		{ResourceTemplate{}, actors.ResourceTemplate{}},
+		{Prompt{}, actors.Prompt{}},
+		{SetResult{}, actors.SetResult{}},
+		{LatencyStats{}, actors.LatencyStats{}},
+		{ListDiff{}, actors.ListDiff{}},
+		{Collision{}, actors.Collision{}},
+		{ToolChange{}, actors.ToolChange{}},
+		{PinOptions{}, actors.PinOptions{}},
+	} {
+		host, plain := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
+		assert.Equal(t, exportedFields(plain), exportedFields(host), "%s and %s", host, plain)
+	}
+
+	// Every member of the actors' event is in some typed event.
+	var union []string
+	for _, ev := range []any{ServerStateEvent{}, ServerToggledEvent{}, ToolsChangedEvent{}, ListChangedEvent{},
+		ResourceUpdatedEvent{}, LogMessageEvent{}, ProgressEvent{}, ChannelMessageEvent{}, PermissionEvent{},
+		PollChangedEvent{}, TaskStatusEvent{}, ToolDefinitionChangedEvent{}, CollisionEvent{}, AuthRequiredEvent{},
+		GapEvent{}, EventHeader{}} {
+		union = append(union, exportedFields(reflect.TypeOf(ev))...)
+	}
+	for _, f := range exportedFields(reflect.TypeOf(actors.Event{})) {
+		assert.Contains(t, union, f, "actors.Event.%s has no typed event", f)
+	}
+
+	// The server status: every snapshot field, under its name or renamed.
+	renamed := map[string]string{"Tools": "ToolCount"}
+	hostStatus := exportedFields(reflect.TypeOf(ServerStatus{}))
+	for _, f := range exportedFields(reflect.TypeOf(actors.ServerStatus{})) {
+		if r, ok := renamed[f]; ok {
+			f = r
+		}
+		assert.Contains(t, hostStatus, f, "actors.ServerStatus.%s is not in ServerStatus", f)
+	}
+}

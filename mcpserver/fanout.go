@@ -1,0 +1,99 @@
+package mcpserver
+
+import (
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// The notifications that belong to no request go to every session that
+// takes them (a handshake-era session once initialized: a connection, or
+// an HTTP session's standalone stream) and to the subscriptions/listen
+// streams that selected them, tagged with their subscription id. Each
+// method returns how many sessions and streams it sent to.
+
+// Broadcast sends a notification to every session that takes
+// notifications and to every listen stream, whatever it selected.
+func (s *Server) Broadcast(method string, params any) int {
+	n := s.NotifySessions(method, params, nil)
+	for _, l := range s.listenersSnapshot() {
+		if l.notify(method, params) {
+			n++
+		}
+	}
+	return n
+}
+
+// NotifySessions sends a notification to the sessions that take
+// notifications and that want accepts (nil: every one). Listen streams
+// get none.
+func (s *Server) NotifySessions(method string, params any, want func(*Session) bool) int {
+	var frame []byte
+	n := 0
+	for _, sess := range s.Sessions() {
+		if !sess.takesNotifications() || (want != nil && !want(sess)) {
+			continue
+		}
+		if frame == nil {
+			var err error
+			if frame, err = notification(method, params); err != nil {
+				s.log.Debug().Err(err).Str("method", method).Msg("encoding a notification")
+				return 0
+			}
+		}
+		if sess.send(frame) {
+			n++
+		}
+	}
+	return n
+}
+
+// ListChanged sends a list_changed notification (method is
+// notifications/tools/list_changed, …/prompts/list_changed or
+// …/resources/list_changed) to the sessions that take notifications and
+// the listen streams that selected it.
+func (s *Server) ListChanged(method string) int {
+	n := s.NotifySessions(method, nil, nil)
+	for _, l := range s.listenersSnapshot() {
+		if l.wants(method) && l.notify(method, nil) {
+			n++
+		}
+	}
+	return n
+}
+
+// ResourceUpdated sends notifications/resources/updated for uri to the
+// sessions subscribed to it (Session.Subscribe) and the listen streams
+// that selected it.
+func (s *Server) ResourceUpdated(uri string) int {
+	params := protocol.ResourceUpdatedParams{URI: uri}
+	n := s.NotifySessions(protocol.NotificationResourceUpdated, params, func(sess *Session) bool { return sess.Subscribed(uri) })
+	for _, l := range s.listenersSnapshot() {
+		if l.wantsResource(uri) && l.notify(protocol.NotificationResourceUpdated, params) {
+			n++
+		}
+	}
+	return n
+}
+
+// DefaultLogLevel is the level of a session that never set one.
+const DefaultLogLevel = protocol.LevelInfo
+
+// Log sends notifications/message to the sessions whose level (set with
+// logging/setLevel, else DefaultLogLevel) p.Level reaches, and to the
+// listen streams whose request's _meta named a level it reaches (a
+// stateless-era client that names none gets no log messages).
+func (s *Server) Log(p protocol.LoggingMessageParams) int {
+	rank := levelRank(p.Level)
+	n := s.NotifySessions(protocol.NotificationMessage, p, func(sess *Session) bool {
+		level := sess.LogLevel()
+		if level == "" {
+			level = DefaultLogLevel
+		}
+		return rank >= levelRank(level)
+	})
+	for _, l := range s.listenersSnapshot() {
+		if l.logLevel != "" && rank >= levelRank(l.logLevel) && l.notify(protocol.NotificationMessage, p) {
+			n++
+		}
+	}
+	return n
+}

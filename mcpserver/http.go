@@ -1,0 +1,366 @@
+package mcpserver
+
+import (
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// Streamable HTTP, at one endpoint:
+//
+//   - POST carries one message. A request of the stateless era is served
+//     on its own (see headers.go); initialize opens a session, whose id
+//     (Mcp-Session-Id) every later request of that client carries; an
+//     unknown id is 404, a missing one 400. A request is answered with
+//     JSON, or with an event stream once the request sends a
+//     notification of its own (or always, resumable, with
+//     HTTPOptions.SSEResponses). Notifications and responses get 202.
+//   - GET opens a session's standalone stream: the session's
+//     notifications, numbered; with Last-Event-ID it resumes that stream
+//     or a resumable POST stream after that event.
+//   - DELETE ends a session.
+//
+// The stateless era has no GET and no DELETE (405).
+
+// HTTPHandler returns the Streamable HTTP endpoint (mount it at /mcp).
+// After Shutdown it answers 503.
+func (s *Server) HTTPHandler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.shutting() {
+		w.Header().Set("Connection", "close")
+		httpError(w, http.StatusServiceUnavailable, "shutting down")
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		s.servePost(w, r)
+	case http.MethodGet:
+		s.serveGet(w, r)
+	case http.MethodDelete:
+		s.serveDelete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		httpError(w, http.StatusMethodNotAllowed, "method not allowed")
+	}
+}
+
+// httpError answers with status and a text body.
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, msg+"\n")
+}
+
+// rpcError answers with status and a JSON-RPC error.
+func rpcError(w http.ResponseWriter, status int, id protocol.ID, e *protocol.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(errorFrame(id, e))
+}
+
+func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
+	max := s.opts.MaxMessageSize
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(max)+1))
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "reading the body: "+err.Error())
+		return
+	}
+	if len(body) > max {
+		rpcError(w, http.StatusRequestEntityTooLarge, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "message larger than %d bytes", max))
+		return
+	}
+	m, err := protocol.Decode(body)
+	if err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(decodeError(err))
+		return
+	}
+	var (
+		sess      *Session
+		meta      *Meta
+		stateless bool
+		fresh     bool // a session initialize opens
+	)
+	switch sid := r.Header.Get(HeaderSessionID); {
+	case sid != "":
+		if sess = s.lookup(sid); sess == nil {
+			rpcError(w, http.StatusNotFound, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "session not found: initialize a new one"))
+			return
+		}
+		if hv := strings.TrimSpace(r.Header.Get(HeaderProtocolVersion)); hv != "" && !slices.Contains(s.versions, hv) {
+			rpcError(w, http.StatusBadRequest, m.ID, s.unsupportedVersion(hv))
+			return
+		}
+	case m.Kind != protocol.KindRequest:
+		// A notification or answer outside any session (the stateless
+		// era's, or a client that lost its session): nothing to do.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	case s.statelessPost(r.Header, m):
+		var perr *protocol.Error
+		if meta, perr = s.checkStateless(r.Header, m); perr != nil {
+			rpcError(w, http.StatusBadRequest, m.ID, perr)
+			return
+		}
+		sess = newSession(s, kindRequest)
+		sess.modern, sess.version, sess.meta = true, meta.Version, meta
+		stateless = true
+	case m.Method == protocol.MethodInitialize && s.servesHandshake():
+		sess = s.newHTTPSession()
+		fresh = true
+	default:
+		rpcError(w, http.StatusBadRequest, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "Bad Request: the %s header is required (initialize opens a session)", HeaderSessionID))
+		return
+	}
+	if m.Kind != protocol.KindRequest {
+		sess.touch()
+		if m.Kind == protocol.KindNotification {
+			s.handleNotification(r.Context(), sess, m)
+		} else {
+			s.handleResponse(sess, m)
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	sse := acceptsSSE(r)
+	if m.Method == protocol.MethodSubscriptionsListen && !sse {
+		rpcError(w, http.StatusNotAcceptable, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "subscriptions/listen needs Accept: text/event-stream"))
+		return
+	}
+	if fresh {
+		s.admit(sess)
+		w.Header().Set(HeaderSessionID, sess.id)
+	}
+	p := &postResponse{srv: s, w: w, r: r, sse: sse, stateless: stateless}
+	var out outlet = p
+	if !stateless && s.opts.HTTP.SSEResponses {
+		p.resumable = sess.newPostStream()
+		p.resumable.push(event{retry: s.opts.HTTP.SSERetry})
+		out = resumableOutlet{p}
+	} else if stateless && s.opts.HTTP.SSEResponses && sse {
+		p.sseAnswer = true
+	}
+	x, ok := newExchange(r.Context(), s, sess, m, out, true)
+	if !ok {
+		rpcError(w, http.StatusNotFound, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "session not found: initialize a new one"))
+		return
+	}
+	x.req.Header, x.req.Meta = r.Header, meta
+	p.x = x
+	if stateless && s.opts.HTTP.CheckHeaders != nil {
+		if perr := s.opts.HTTP.CheckHeaders(r.Header, &x.req); perr != nil {
+			x.abandon()
+			rpcError(w, http.StatusBadRequest, m.ID, perr)
+			return
+		}
+	}
+	s.serveRequest(x)
+	code := p.finish()
+	switch {
+	case stateless:
+		sess.Close()
+	case fresh && code != 0:
+		sess.Close() // initialize failed: no session
+	}
+}
+
+// acceptsSSE reports whether a request takes an event stream: its Accept
+// header names text/event-stream or */*, or it has none.
+func acceptsSSE(r *http.Request) bool {
+	vs := r.Header.Values("Accept")
+	if len(vs) == 0 {
+		return true
+	}
+	for _, v := range vs {
+		if strings.Contains(v, "text/event-stream") || strings.Contains(v, "*/*") {
+			return true
+		}
+	}
+	return false
+}
+
+// newHTTPSession returns a new HTTP session (not yet admitted).
+func (s *Server) newHTTPSession() *Session {
+	sess := newSession(s, kindHTTP)
+	sess.id = newSessionID()
+	sess.log = newStream(0, s.opts.HTTP.OutboxSize)
+	return sess
+}
+
+// admit registers the new HTTP session sess, first evicting the longest
+// idle sessions when HTTPOptions.MaxSessions would be passed. Sessions
+// without requests in flight or streams open go first; a busy one goes
+// only when every other session is busy too (the cap is a bound, not a
+// wish). Finding the longest idle is a scan of every session, so at the
+// cap a 64th of the cap goes at once (at least one): a flood of new
+// sessions costs one scan per 64 of them, not one each.
+func (s *Server) admit(sess *Session) {
+	limit := s.opts.HTTP.MaxSessions
+	var evicted []*Session
+	s.mu.Lock()
+	if limit > 0 && len(s.byID) >= limit {
+		evicted = s.evictLocked(limit - max(1, limit/64))
+	}
+	s.sessions[sess] = struct{}{}
+	s.byID[sess.id] = sess
+	s.mu.Unlock()
+	for _, e := range evicted {
+		s.log.Debug().Str("session", e.id).Msg("session evicted: the session cap was reached")
+		e.Close()
+	}
+	s.sessionsEvicted.Add(uint64(len(evicted)))
+}
+
+// evictLocked removes HTTP sessions, idle before busy and longest unused
+// first, until at most keep remain, and returns them. Called with s.mu
+// held.
+func (s *Server) evictLocked(keep int) []*Session {
+	type candidate struct {
+		s        *Session
+		lastUsed time.Time
+		busy     bool
+	}
+	all := make([]candidate, 0, len(s.byID))
+	for _, sess := range s.byID {
+		sess.mu.Lock()
+		all = append(all, candidate{s: sess, lastUsed: sess.lastUsed, busy: len(sess.inflight) > 0 || sess.getStreams > 0})
+		sess.mu.Unlock()
+	}
+	if len(all) <= keep {
+		return nil
+	}
+	slices.SortFunc(all, func(a, b candidate) int {
+		switch {
+		case a.busy != b.busy:
+			if !a.busy {
+				return -1
+			}
+			return 1
+		case a.lastUsed.Before(b.lastUsed):
+			return -1
+		case b.lastUsed.Before(a.lastUsed):
+			return 1
+		}
+		return 0
+	})
+	out := make([]*Session, 0, len(all)-keep)
+	for _, c := range all[:len(all)-keep] {
+		delete(s.byID, c.s.id)
+		delete(s.sessions, c.s)
+		out = append(out, c.s)
+	}
+	return out
+}
+
+// ExpireIdle closes the HTTP sessions unused for longer than idle as of
+// now (a session with a GET stream open counts as used), and returns how
+// many.
+func (s *Server) ExpireIdle(now time.Time, idle time.Duration) int {
+	s.mu.Lock()
+	var old []*Session
+	for _, sess := range s.byID {
+		sess.mu.Lock()
+		if now.Sub(sess.lastUsed) > idle {
+			old = append(old, sess)
+		}
+		sess.mu.Unlock()
+	}
+	s.mu.Unlock()
+	for _, sess := range old {
+		sess.Close()
+	}
+	return len(old)
+}
+
+// serveGet serves a GET: the standalone stream of a session (its
+// notifications, numbered, from now on), or with Last-Event-ID the
+// resumption of one of its streams after that event.
+func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
+	last := r.Header.Get(HeaderLastEventID)
+	if !s.servesHandshake() || protocol.UsesDiscover(strings.TrimSpace(r.Header.Get(HeaderProtocolVersion))) ||
+		(s.opts.HTTP.NoGetStream && last == "") {
+		w.Header().Set("Allow", "POST, DELETE")
+		httpError(w, http.StatusMethodNotAllowed, "method not allowed: no standalone stream (the stateless era has none)")
+		return
+	}
+	sess := s.requestSession(w, r)
+	if sess == nil {
+		return
+	}
+	if !acceptsSSE(r) {
+		httpError(w, http.StatusNotAcceptable, "GET needs Accept: text/event-stream")
+		return
+	}
+	st, after := sess.log, sess.log.last()
+	if last != "" {
+		no, seq, ok := parseEventID(last)
+		if ok {
+			st, after = sess.stream(no), seq
+		}
+		if !ok || st == nil {
+			rpcError(w, http.StatusBadRequest, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "unknown %s %q", HeaderLastEventID, last))
+			return
+		}
+	}
+	if !sess.openGetStream(s.opts.HTTP.MaxStreamsPerSession) {
+		s.streamsRefused.Add(1)
+		httpError(w, http.StatusConflict, "conflict: this session has "+strconv.Itoa(s.opts.HTTP.MaxStreamsPerSession)+
+			" GET streams open already (the most it may have)")
+		return
+	}
+	defer sess.closeGetStream()
+	startEventStream(w)
+	_, _ = io.WriteString(w, ": stream\n\n")
+	_ = http.NewResponseController(w).Flush()
+	var keepalive time.Duration
+	if st == sess.log {
+		keepalive = s.opts.HTTP.KeepAlive
+	}
+	if err := s.pump(r.Context(), w, st, after, nil, keepalive, sess.touch); err != nil && r.Context().Err() == nil {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// serveDelete serves a DELETE: the session ends.
+func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
+	if !s.servesHandshake() || protocol.UsesDiscover(strings.TrimSpace(r.Header.Get(HeaderProtocolVersion))) {
+		w.Header().Set("Allow", "POST")
+		httpError(w, http.StatusMethodNotAllowed, "method not allowed: no sessions (the stateless era has none)")
+		return
+	}
+	if sess := s.requestSession(w, r); sess != nil {
+		sess.Close()
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// requestSession returns the session of a GET or DELETE, or answers 400
+// (no Mcp-Session-Id) or 404 (unknown) and returns nil.
+func (s *Server) requestSession(w http.ResponseWriter, r *http.Request) *Session {
+	sid := r.Header.Get(HeaderSessionID)
+	if sid == "" {
+		rpcError(w, http.StatusBadRequest, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "Bad Request: the %s header is required", HeaderSessionID))
+		return nil
+	}
+	sess := s.lookup(sid)
+	if sess == nil {
+		rpcError(w, http.StatusNotFound, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "session not found"))
+	}
+	return sess
+}
+
+// startEventStream writes the headers of an event stream.
+func startEventStream(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+}

@@ -1,0 +1,168 @@
+package mcpserver
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// Options configure a Server. The zero value serves every protocol
+// version with a Handler that knows no method.
+type Options struct {
+	// Info is the serverInfo of initialize and server/discover.
+	Info protocol.Implementation
+	// Instructions, when set, go in the initialize and server/discover
+	// results.
+	Instructions string
+	// Versions are the protocol versions served, newest first (default:
+	// every version the protocol package knows).
+	Versions []string
+	// Capabilities returns the capabilities declared in answer to r (an
+	// initialize or a server/discover). Nil declares tools with
+	// listChanged.
+	Capabilities func(r *Request) protocol.ServerCapabilities
+	// Handler serves every request the Server does not answer itself
+	// (default MethodNotFound).
+	Handler Handler
+	// Middleware wraps the dispatch of every request, the Server's own
+	// methods (initialize, server/discover, ping, logging/setLevel,
+	// subscriptions/listen) included, after its era was checked. The
+	// first wraps the others.
+	Middleware []Middleware
+	// FrameHook, when set, writes every message the server sends (answers,
+	// notifications, requests to the client) in place of the transport:
+	// a plain hook calls w.WriteMessage(frame). An error it returns ends
+	// the connection (over HTTP, the response is aborted).
+	FrameHook func(w Wire, frame []byte) error
+	// Subscriptions decides which part of a subscriptions/listen filter
+	// the server agrees to, and may take what the listen stream needs
+	// (release, when not nil, is called once when it ends). Nil agrees to
+	// the whole filter.
+	Subscriptions func(ctx context.Context, r *Request, want protocol.NotificationSubscriptions) (agreed protocol.NotificationSubscriptions, release func())
+	// ModernResult, when set, rewrites the result of every request of the
+	// stateless era answered with Reply (not WriteFrame or ReplyWith)
+	// before it is encoded, the Server's own server/discover included:
+	// e.g. to add resultType and caching hints (see CacheableResult).
+	ModernResult func(r *Request, result any) any
+	// RequireInitialized refuses the requests of a handshake-era session
+	// other than ping with -32600 until the client has sent
+	// notifications/initialized. Without it, a session may send requests
+	// once initialize is answered.
+	RequireInitialized bool
+	// Inline dispatches the requests of a connection (ServeStdio,
+	// ServeConn) on the goroutine that reads it, in order: a Handler that
+	// must wait answers later from a goroutine of its own, and the ctx it
+	// is given is the connection's (notifications/cancelled does not end
+	// it; the Server still drops the answer to a cancelled request).
+	// Without it, each request runs on a goroutine of its own. HTTP
+	// requests always run on their own request's goroutine.
+	Inline bool
+	// DiscoverAllVersions lists every version served in the
+	// supportedVersions of server/discover, those of the handshake eras
+	// too (newest first), not only the stateless era's: a client that
+	// speaks no stateless version then learns which initialize to send.
+	DiscoverAllVersions bool
+	// ModernConnNotifications sends the notifications that belong to no
+	// request (Broadcast, ListChanged, …) to the connections (stdio,
+	// ServeConn) of the stateless era too, while they have no
+	// subscriptions/listen stream open, as servers did before listen
+	// streams existed. Without it, such a connection gets them on its
+	// listen streams only.
+	ModernConnNotifications bool
+	// MaxMessageSize bounds one incoming message: a stdio line or a POST
+	// body (default 16 MiB). A longer line is skipped; a longer body is
+	// refused with 413.
+	MaxMessageSize int
+	// OnSessionClosed, when set, is called once for each session that
+	// closes (its HTTP session ended, its connection closed, or Close),
+	// after its requests were cancelled and its listen streams ended.
+	OnSessionClosed func(s *Session)
+	// Logger receives the Server's logs (debug only); the zero value logs
+	// nothing.
+	Logger zerolog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// HTTP configures Streamable HTTP (HTTPHandler).
+	HTTP HTTPOptions
+}
+
+// HTTPOptions configure Streamable HTTP. The zero value answers POSTs
+// with JSON (or an event stream once a request sends a notification of
+// its own), keeps 256 notifications per session for its GET streams, and
+// bounds neither sessions nor streams.
+type HTTPOptions struct {
+	// OutboxSize bounds the events an event stream keeps for replay: the
+	// notifications of a session's standalone stream (GET), and the
+	// messages of a resumable POST stream (default 256; the oldest is
+	// dropped).
+	OutboxSize int
+	// MaxSessions caps the sessions kept at once (0: no cap). A new
+	// session over the cap evicts the longest idle ones (a 64th of the
+	// cap at once, sessions with nothing in flight and no stream open
+	// first); an evicted session ends as if its client had sent DELETE.
+	MaxSessions int
+	// MaxStreamsPerSession caps the GET streams a session has open at once
+	// (0: no cap); one more is refused with 409.
+	MaxStreamsPerSession int
+	// SSEResponses answers the POSTs of a session with event streams that
+	// can be resumed: a priming event (an id, the retry field, no data)
+	// first, every event numbered, kept for a GET with Last-Event-ID. A
+	// stateless-era POST is answered with a one-event stream.
+	SSEResponses bool
+	// SSERetry is the retry field of the priming event (default
+	// DefaultSSERetry).
+	SSERetry time.Duration
+	// NoGetStream answers a GET without Last-Event-ID with 405: the
+	// server offers no standalone stream (resumption still works).
+	NoGetStream bool
+	// KeepAlive is how often an idle GET stream gets a comment line
+	// (default 25 s).
+	KeepAlive time.Duration
+	// CheckHeaders, when set, checks more of a stateless-era request's
+	// headers once the standard ones passed (e.g. the Mcp-Param-*
+	// headers of a tool's x-mcp-header arguments); its error is answered
+	// with HTTP 400.
+	CheckHeaders func(h http.Header, r *Request) *protocol.Error
+}
+
+// Defaults.
+const (
+	// DefaultMaxMessageSize is Options.MaxMessageSize's zero value.
+	DefaultMaxMessageSize = 16 << 20
+	// DefaultOutboxSize is HTTPOptions.OutboxSize's zero value.
+	DefaultOutboxSize = 256
+	// DefaultSSERetry is HTTPOptions.SSERetry's zero value.
+	DefaultSSERetry = 500 * time.Millisecond
+	// DefaultKeepAlive is HTTPOptions.KeepAlive's zero value.
+	DefaultKeepAlive = 25 * time.Second
+)
+
+// withDefaults fills in the zero values.
+func (o Options) withDefaults() Options {
+	if len(o.Versions) == 0 {
+		o.Versions = protocol.SupportedVersions()
+	}
+	if o.Handler == nil {
+		o.Handler = MethodNotFound
+	}
+	if o.MaxMessageSize <= 0 {
+		o.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.HTTP.OutboxSize <= 0 {
+		o.HTTP.OutboxSize = DefaultOutboxSize
+	}
+	if o.HTTP.SSERetry <= 0 {
+		o.HTTP.SSERetry = DefaultSSERetry
+	}
+	if o.HTTP.KeepAlive <= 0 {
+		o.HTTP.KeepAlive = DefaultKeepAlive
+	}
+	return o
+}

@@ -1,0 +1,451 @@
+package mcpserver
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"sync"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// sessionKind says what a Session is.
+type sessionKind uint8
+
+const (
+	kindHTTP    sessionKind = iota + 1 // a Streamable HTTP session (Mcp-Session-Id)
+	kindConn                           // a connection: stdio, or one served by ServeConn
+	kindRequest                        // one stateless-era HTTP request
+)
+
+// Session is one client: a Streamable HTTP session (Mcp-Session-Id), a
+// connection (stdio, or one served by ServeConn), or a single
+// stateless-era HTTP request, which has no channel of its own.
+//
+// A session has a channel for the notifications and requests that belong
+// to no request (list_changed, log messages, a server's requests outside
+// a call): the connection itself, or for an HTTP session its standalone
+// event stream, which its GET streams read (and replay after
+// Last-Event-ID).
+//
+// Concurrency: safe for concurrent use. The fields above mu never change;
+// mu guards the rest.
+type Session struct {
+	srv  *Server
+	id   string      // the Mcp-Session-Id of an HTTP session; "" otherwise
+	kind sessionKind //
+	conn *connection // kindConn: the connection
+	log  *stream     // kindHTTP: the standalone stream's events
+	done chan struct{}
+
+	mu          sync.Mutex
+	closed      bool
+	expiring    bool   // Expire was called: it closes once nothing is in flight
+	version     string // negotiated (initialize) or the last stateless-era request's
+	modern      bool   // speaks the stateless era
+	initialized bool   // notifications/initialized received
+	clientInfo  protocol.Implementation
+	caps        protocol.ClientCapabilities
+	meta        *Meta                     // the last stateless-era request's (connections)
+	logLevel    protocol.LoggingLevel     // "" until logging/setLevel
+	subs        map[string]struct{}       // resource subscriptions (nil until one)
+	inflight    map[protocol.ID]*exchange // requests being served, by id (not those of Options.Inline)
+	listens     map[protocol.ID]*listener // open subscriptions/listen requests, by id
+	asks        map[string]*ask           // requests sent to the client, by id
+	posts       map[uint32]*stream        // resumable POST streams (HTTPOptions.SSEResponses), by number
+	postOrder   []uint32                  // their numbers, oldest first
+	postSeq     uint32                    // number of the newest POST stream
+	getStreams  int                       // GET streams open
+	lastUsed    time.Time
+}
+
+// maxPostStreams bounds the resumable POST streams a session keeps.
+const maxPostStreams = 256
+
+func newSession(srv *Server, kind sessionKind) *Session {
+	return &Session{srv: srv, kind: kind, done: make(chan struct{}), lastUsed: srv.opts.Now()}
+}
+
+// newSessionID returns a random session id (128 bits, hex).
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ID returns the Mcp-Session-Id of an HTTP session; "" for a connection or
+// a stateless-era request.
+func (s *Session) ID() string { return s.id }
+
+// Done is closed when the session closes.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Closed reports whether the session has closed.
+func (s *Session) Closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// ProtocolVersion returns the session's protocol version: negotiated by
+// initialize, or named by its latest stateless-era request ("" before
+// either).
+func (s *Session) ProtocolVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+// Modern reports whether the session speaks the stateless era.
+func (s *Session) Modern() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.modern
+}
+
+// Flush writes now what a connection's session holds back (the answers
+// to messages read together are written together); a handler that is
+// about to block its connection's reader calls it. Other sessions hold
+// nothing back.
+func (s *Session) Flush() {
+	if s.conn != nil {
+		s.conn.flush()
+	}
+}
+
+// Initialized reports whether the session is in a handshake era and its
+// initialize was answered.
+func (s *Session) Initialized() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.modern && (s.initialized || s.version != "")
+}
+
+// ClientInfo returns the client's name and version: from initialize, or
+// from the latest stateless-era request's _meta.
+func (s *Session) ClientInfo() protocol.Implementation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.meta != nil {
+		return s.meta.ClientInfo
+	}
+	return s.clientInfo
+}
+
+// Capabilities returns the client's capabilities: from initialize, or from
+// the latest stateless-era request's _meta.
+func (s *Session) Capabilities() protocol.ClientCapabilities {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.meta != nil {
+		return s.meta.ClientCapabilities
+	}
+	return s.caps
+}
+
+// LogLevel returns the level the client set with logging/setLevel ("" if
+// it did not).
+func (s *Session) LogLevel() protocol.LoggingLevel {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logLevel
+}
+
+// LastActive returns when the session last sent something (or had a GET
+// stream open).
+func (s *Session) LastActive() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastUsed
+}
+
+// Reachable reports whether something sent on the session's channel
+// reaches the client now: a connection, or an HTTP session with a GET
+// stream open.
+func (s *Session) Reachable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return false
+	case s.kind == kindConn:
+		return true
+	case s.kind == kindHTTP:
+		return s.getStreams > 0
+	}
+	return false
+}
+
+// Busy reports whether the session has a request in flight or a stream
+// open.
+func (s *Session) Busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight) > 0 || s.getStreams > 0 || len(s.listens) > 0
+}
+
+// Subscribe records that the client wants notifications/resources/updated
+// for uri (a handler serving resources/subscribe calls it). It reports
+// false when the session has closed.
+func (s *Session) Subscribe(uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.subs == nil {
+		s.subs = map[string]struct{}{}
+	}
+	s.subs[uri] = struct{}{}
+	return true
+}
+
+// Unsubscribe forgets a subscription Subscribe recorded.
+func (s *Session) Unsubscribe(uri string) {
+	s.mu.Lock()
+	delete(s.subs, uri)
+	s.mu.Unlock()
+}
+
+// Subscribed reports whether the client subscribed to uri.
+func (s *Session) Subscribed(uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.subs[uri]
+	return ok
+}
+
+// Subscriptions returns the URIs the client subscribed to.
+func (s *Session) Subscriptions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.subs))
+	for uri := range s.subs {
+		out = append(out, uri)
+	}
+	return out
+}
+
+// Notify sends a notification on the session's channel. It reports
+// whether it was sent: a stateless-era request's session has no channel,
+// and a closed session sends nothing.
+func (s *Session) Notify(method string, params any) bool {
+	frame, err := notification(method, params)
+	if err != nil {
+		s.srv.log.Debug().Err(err).Str("method", method).Msg("encoding a notification")
+		return false
+	}
+	return s.send(frame)
+}
+
+// send writes frame on the session's channel.
+func (s *Session) send(frame []byte) bool {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return false
+	}
+	switch s.kind {
+	case kindConn:
+		return s.conn.write(frame) == nil
+	case kindHTTP:
+		s.log.push(event{data: frame})
+		return true
+	}
+	return false
+}
+
+// takesNotifications reports whether the session gets the notifications
+// that belong to no request (list_changed, resources/updated, log
+// messages): a handshake-era session once initialized, with a channel,
+// not closed. A stateless-era client gets them through
+// subscriptions/listen only.
+func (s *Session) takesNotifications() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.expiring || s.kind == kindRequest || len(s.listens) > 0 {
+		return false
+	}
+	if s.modern {
+		return s.kind == kindConn && s.srv.opts.ModernConnNotifications
+	}
+	return s.initialized || s.version != ""
+}
+
+// touch records activity.
+func (s *Session) touch() {
+	now := s.srv.opts.Now()
+	s.mu.Lock()
+	s.lastUsed = now
+	s.mu.Unlock()
+}
+
+// begin registers request x as in flight, for notifications/cancelled and
+// Close; false when the session has closed.
+func (s *Session) begin(x *exchange) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.expiring {
+		return false
+	}
+	if s.inflight == nil {
+		s.inflight = map[protocol.ID]*exchange{}
+	}
+	s.inflight[x.req.ID] = x
+	return true
+}
+
+// end unregisters request x; an expiring session with nothing left in
+// flight closes.
+func (s *Session) end(x *exchange) {
+	s.mu.Lock()
+	if s.inflight[x.req.ID] == x {
+		delete(s.inflight, x.req.ID)
+	}
+	closeNow := s.expiring && !s.closed && len(s.inflight) == 0
+	s.mu.Unlock()
+	if closeNow {
+		s.Close()
+	}
+}
+
+// Expire ends the session gracefully: it is forgotten at once (an HTTP
+// session's next request gets 404; it gets no more notifications) and
+// takes no new request, and it closes (see Close) once the requests in
+// flight have been answered. (Requests of a connection served with
+// Options.Inline are not waited for.)
+func (s *Session) Expire() {
+	s.mu.Lock()
+	if s.closed || s.expiring {
+		s.mu.Unlock()
+		return
+	}
+	s.expiring = true
+	idle := len(s.inflight) == 0
+	s.mu.Unlock()
+	if s.kind != kindRequest {
+		s.srv.forget(s)
+	}
+	if idle {
+		s.Close()
+	}
+}
+
+// cancelRequest ends the request id (notifications/cancelled): an
+// exchange in flight is abandoned, a listen stream ends without an
+// answer. It reports whether there was one.
+func (s *Session) cancelRequest(id protocol.ID) bool {
+	s.mu.Lock()
+	x := s.inflight[id]
+	delete(s.inflight, id)
+	l := s.listens[id]
+	s.mu.Unlock()
+	if x != nil {
+		x.abandon()
+	}
+	if l != nil {
+		l.end(false)
+	}
+	return x != nil || l != nil
+}
+
+// Close ends the session: its requests in flight are cancelled (and not
+// answered), its listen streams end, the requests it was asked are
+// failed with ErrSessionClosed, its streams end once they have sent what
+// they hold, and an HTTP session's next request gets 404; a connection
+// stops being served. Options.OnSessionClosed is called. Close is
+// idempotent.
+func (s *Session) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	close(s.done)
+	inflight := s.inflight
+	s.inflight = nil
+	listens := make([]*listener, 0, len(s.listens))
+	for _, l := range s.listens {
+		listens = append(listens, l)
+	}
+	posts := make([]*stream, 0, len(s.posts))
+	for _, st := range s.posts {
+		posts = append(posts, st)
+	}
+	s.mu.Unlock()
+	for _, x := range inflight {
+		x.abandon()
+	}
+	for _, l := range listens {
+		l.end(false)
+	}
+	if s.log != nil {
+		s.log.end()
+	}
+	for _, st := range posts {
+		st.end()
+	}
+	if s.conn != nil {
+		s.conn.close()
+	}
+	if s.kind != kindRequest {
+		s.srv.forget(s)
+		if s.srv.opts.OnSessionClosed != nil {
+			s.srv.opts.OnSessionClosed(s)
+		}
+	}
+}
+
+// newPostStream returns a new resumable POST stream of the session
+// (HTTPOptions.SSEResponses), keeping the newest maxPostStreams.
+func (s *Session) newPostStream() *stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.postSeq++
+	st := newStream(s.postSeq, s.srv.opts.HTTP.OutboxSize)
+	if s.posts == nil {
+		s.posts = map[uint32]*stream{}
+	}
+	s.posts[st.no] = st
+	s.postOrder = append(s.postOrder, st.no)
+	if len(s.postOrder) > maxPostStreams {
+		delete(s.posts, s.postOrder[0])
+		s.postOrder = s.postOrder[1:]
+	}
+	if s.closed {
+		st.end()
+	}
+	return st
+}
+
+// stream returns the session's stream number no (0: the standalone one),
+// or nil.
+func (s *Session) stream(no uint32) *stream {
+	if no == 0 {
+		return s.log
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.posts[no]
+}
+
+// openGetStream counts a GET stream in, unless the session has limit open
+// already (limit ≤ 0: no limit); closeGetStream counts it out.
+func (s *Session) openGetStream(limit int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if limit > 0 && s.getStreams >= limit {
+		return false
+	}
+	s.getStreams++
+	return true
+}
+
+func (s *Session) closeGetStream() {
+	s.mu.Lock()
+	s.getStreams--
+	s.mu.Unlock()
+}

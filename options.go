@@ -1,0 +1,202 @@
+package mcpvisor
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports/inproc"
+)
+
+// Options configure a Supervisor (Start copies them). The zero value is
+// usable: servers
+// connect 3 local and 20 remote at a time, a connect may take 30 s and a
+// call 2 minutes, and nothing is logged.
+type Options struct {
+	// Logger receives everything mcpvisor logs, protoactor's own logging
+	// included. The zero value logs nothing. mcpvisor never writes to
+	// stdout.
+	Logger zerolog.Logger
+
+	// ClientInfo names the host to servers. Default: mcpvisor and its
+	// version.
+	ClientInfo protocol.Implementation
+
+	// Capabilities are the client capabilities declared to every server,
+	// besides those of the handlers below (which declare their own).
+	// Declare only what Requests answers.
+	Capabilities protocol.ClientCapabilities
+
+	// Roots are the roots answered to roots/list. Not nil (even empty)
+	// declares the roots capability (with listChanged); SetRoots changes
+	// them later and tells the servers.
+	Roots []protocol.Root
+
+	// Sampling answers sampling/createMessage; setting it declares the
+	// sampling capability.
+	Sampling SamplingHandler
+
+	// Elicitation answers elicitation/create; setting it declares the
+	// elicitation capability (form mode, and URL mode when
+	// ElicitationURL is set).
+	Elicitation    ElicitationHandler
+	ElicitationURL bool
+
+	// ServerRequestTimeout bounds the answer to one server-to-client
+	// request (the host's handler included). Zero means 2 minutes.
+	ServerRequestTimeout time.Duration
+
+	// Requests answers the requests servers send to the host
+	// (elicitation/create, sampling/createMessage, roots/list) that no
+	// handler above answers. It runs in a goroutine of its own per
+	// request, with a context that ends when the connection does; it
+	// returns the result to send, or an error (a *protocol.Error is sent
+	// as is). Nil answers them method-not-found.
+	Requests func(ctx context.Context, server, method string, params json.RawMessage) (any, error)
+
+	// Inputs resolves, as a whole, each round of input a 2026-07-28
+	// server asks for by answering tools/call, prompts/get or
+	// resources/read with an InputRequiredResult (multi round-trip
+	// requests, SEP-2322): method is that request, reqs what the server
+	// asks, by key. It runs on the goroutine of the call, with a context
+	// derived from the call's that ends after ServerRequestTimeout, and
+	// returns an answer per key. The request is then retried with the
+	// answers; the caller sees only its final result. Nil answers each
+	// input request like the server request it replaces: through Roots,
+	// Sampling, Elicitation or Requests.
+	Inputs func(ctx context.Context, server, method string, reqs protocol.InputRequests) (protocol.InputResponses, error)
+
+	// InProcess holds the Go MCP servers living in the host's process, by
+	// server name: a config entry of type "sdk" connects to the one
+	// registered under its name (see transports/inproc).
+	InProcess map[string]inproc.Server
+
+	// LocalConnectLimit is how many local (stdio, in-process) servers may
+	// connect at once. Zero means $MCP_SERVER_CONNECTION_BATCH_SIZE, else 3.
+	LocalConnectLimit int
+
+	// RemoteConnectLimit is how many remote servers may connect at once.
+	// Zero means $MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE, else 20.
+	RemoteConnectLimit int
+
+	// ConnectTimeout bounds one connect: start, negotiation and listing
+	// (ServerConfig.ConnectTimeoutMs overrides it per server). Zero means
+	// $MCP_TIMEOUT (milliseconds), else 30 s.
+	ConnectTimeout time.Duration
+
+	// CallTimeout is the default deadline of a call whose context has none
+	// and whose server sets no timeoutMs. Zero means $MCP_TOOL_TIMEOUT
+	// (milliseconds), else 2 minutes.
+	CallTimeout time.Duration
+
+	// Builtins are the host's own tools, offered first in the pool (sorted
+	// by name) and routed by CallTool like MCP tools. On a name collision a
+	// built-in keeps its name and the MCP tool is renamed. Names must be
+	// unique and non-empty.
+	Builtins []BuiltinTool
+
+	// MaxDescriptionLength caps the description of every MCP tool and
+	// prompt in the pool, in bytes (cut on a character boundary, ending in
+	// "…"): hosts pay for every token they send a model. Zero means 2048;
+	// negative means no cap.
+	MaxDescriptionLength int
+
+	// DiscoverTimeout bounds the server/discover probe of a server whose
+	// era is not yet known: the wait for its answer once the request is
+	// sent. Zero means 3 s.
+	DiscoverTimeout time.Duration
+
+	// Reconnect is the reconnect policy of every server (see
+	// ReconnectPolicy; zero fields mean the defaults).
+	Reconnect ReconnectPolicy
+
+	// PingInterval, when positive, pings every ready server this often
+	// (ServerConfig.PingInterval overrides it). Zero means no pings: a
+	// silent server is healthy until a call says otherwise.
+	PingInterval time.Duration
+
+	// FailFast makes a call to a server that is reconnecting fail at once
+	// with a *NotReadyError. By default such a call waits for the server
+	// to be ready again, up to the call's deadline.
+	FailFast bool
+
+	// ReplayIdempotent resends, once, a tool call whose connection was
+	// lost before it was answered, after the server is ready again — only
+	// for servers marked trust: "trusted", and only for tools whose
+	// annotations say both readOnlyHint and idempotentHint. Otherwise a
+	// call is never sent twice.
+	ReplayIdempotent bool
+
+	// MaxFrameSize caps one frame from a server. Zero means 16 MiB.
+	MaxFrameSize int64
+
+	// CloseStdinTimeout and TerminateTimeout are the stdio shutdown
+	// ladder's waits (close stdin → wait → SIGTERM → wait → SIGKILL).
+	// Zero means 2 s each.
+	CloseStdinTimeout time.Duration
+	TerminateTimeout  time.Duration
+
+	// Sandbox holds the host's settings for the servers whose config asks
+	// for a sandbox: the home directory they may not read (default: the
+	// user's, from the password database), mechanisms never to use.
+	Sandbox SandboxOptions
+
+	// EventBuffer is how many past events are kept for subscribers that
+	// resume from a sequence number. Zero means 1024.
+	EventBuffer int
+
+	// PermissionTimeout is how long a permission request of the channel
+	// relay waits for an answer before it expires. Zero means 5 minutes.
+	PermissionTimeout time.Duration
+
+	// OAuth configures the authorization of remote servers (see
+	// OAuthOptions; the zero value keeps tokens in memory and parks a
+	// server that needs a login in needs-auth).
+	OAuth OAuthOptions
+
+	// DiscoveryCache keeps the tools of lazy servers across runs
+	// (*toolcache.Cache on disk): a lazy server whose config is unchanged
+	// since it last connected has its tools offered from the cache before
+	// its first use, and the first call wakes it. Nil: a lazy server's
+	// tools are unknown until its first use.
+	DiscoveryCache DiscoveryCache
+
+	// ToolPins pins tool definitions (see PinOptions): with a Store, each
+	// tool's definition is recorded when its server is first seen, and a
+	// later change of it, or a new tool, is withheld from the pool (or
+	// offered, per PinOptions) and reported by an
+	// EventToolDefinitionChanged until the user approves it. The zero
+	// value pins nothing.
+	ToolPins PinOptions
+}
+
+// BuiltinTool is a tool the host implements itself, offered in the pool
+// before the MCP tools so that a host builds its model's tool list, and
+// routes its model's calls, in one place.
+//
+// Concurrency: Call runs on the goroutine of each CallTool, so several
+// calls of one built-in may run at once.
+type BuiltinTool struct {
+	// Definition is what the model sees: name, description, input schema.
+	Definition protocol.Tool
+	// Call runs the tool. Nil means the host runs it itself: CallTool
+	// then fails with ErrHostTool.
+	Call func(ctx context.Context, args json.RawMessage) (*protocol.CallToolResult, error)
+}
+
+// DiscoveryCache keeps what servers listed, across runs (Options.
+// DiscoveryCache); *toolcache.Cache implements it on disk.
+//
+// Concurrency: its methods are called from many goroutines at once (each
+// server's own), never from an actor's mailbox; they may do file I/O.
+type DiscoveryCache interface {
+	// Load returns the tools server listed under config hash configHash
+	// (ConfigHash), if they were stored; an entry of another config is
+	// no entry.
+	Load(server, configHash string) (tools []protocol.Tool, savedAt time.Time, ok bool, err error)
+	// Store replaces server's entry.
+	Store(server, configHash string, tools []protocol.Tool) error
+}
