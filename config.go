@@ -55,6 +55,15 @@ type Config struct {
 	// policy.
 	Policies []ServerPolicy
 
+	// Skipped lists the layer files that exist but do not load (cannot
+	// be read, are not JSON, or hold an entry the loader rejects), in
+	// load order. A skipped file contributes no server, not even its good
+	// entries; the other layers load as if it were missing. Only the
+	// standard layers and a host's LoadOptions.Layers are skipped: a file
+	// named in LoadOptions.Files, and the managed file, fail the load
+	// instead. A host shows these to the user (the CLI warns on stderr).
+	Skipped []SkippedLayer
+
 	// untrusted holds the servers whose entry comes from an untrusted
 	// layer (nil when there is none).
 	untrusted map[string]bool
@@ -175,8 +184,10 @@ type LoadOptions struct {
 // map: the managed file is exclusive. If not (no managed file, or one
 // holding only a policy), it loads the layers that exist, lowest
 // precedence first: user <Home>/.mcp.json, project <Dir>/.mcp.json, local
-// <Dir>/.mcp.local.json. A layer that does not exist is skipped; a layer
-// that exists but cannot be read is an error. The same file reached twice
+// <Dir>/.mcp.local.json. A layer that does not exist is skipped; so is a
+// layer that exists but does not load (unreadable, not JSON, a rejected
+// entry): it is reported in Config.Skipped with its errors, and the other
+// layers load without it. The same file reached twice
 // (Home equal to Dir) is loaded once. Finding no file at all is not an
 // error: the Config is empty.
 //
@@ -413,15 +424,17 @@ type loader struct {
 	home      string    // for ~ in sandbox paths ("" when unknown)
 }
 
-// load loads files in order. With skipMissing, files that do not exist
-// are skipped. With errors, the Config is nil.
-func (ld *loader) load(files []layerFile, skipMissing bool) (*Config, []error) {
+// load loads files in order. With layered (discovered layers, not files
+// the user named), files that do not exist are skipped, and files that
+// do not load are skipped and reported in Config.Skipped; otherwise each
+// file must load. With errors, the Config is nil.
+func (ld *loader) load(files []layerFile, layered bool) (*Config, []error) {
 	cfg := newConfig()
 	var errs []error
 	seen := map[string]bool{}
 	for _, l := range files {
 		file := l.path
-		if skipMissing {
+		if layered {
 			key, err := filepath.Abs(file)
 			if err != nil {
 				key = filepath.Clean(file)
@@ -433,10 +446,13 @@ func (ld *loader) load(files []layerFile, skipMissing bool) (*Config, []error) {
 		}
 		data, err := os.ReadFile(file)
 		if err != nil {
-			if skipMissing && errors.Is(err, fs.ErrNotExist) {
-				continue
+			switch {
+			case layered && errors.Is(err, fs.ErrNotExist):
+			case layered:
+				cfg.skip(l, &ConfigError{File: file, Err: fileError(err)})
+			default:
+				errs = append(errs, &ConfigError{File: file, Err: fileError(err)})
 			}
-			errs = append(errs, &ConfigError{File: file, Err: fileError(err)})
 			continue
 		}
 		var gate *approvalGate
@@ -446,9 +462,17 @@ func (ld *loader) load(files []layerFile, skipMissing bool) (*Config, []error) {
 		servers, pending, fileErrs := parseFile(data, expanderFor(file, ld.lookup, ld.home), gate)
 		for _, e := range fileErrs {
 			e.File = file
-			errs = append(errs, e)
 		}
-		cfg.addFile(l, servers, pending)
+		switch {
+		case len(fileErrs) == 0:
+			cfg.addFile(l, servers, pending)
+		case layered:
+			cfg.skip(l, fileErrs...)
+		default:
+			for _, e := range fileErrs {
+				errs = append(errs, e)
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errs

@@ -551,14 +551,57 @@ func TestLoadConfigLayerUsesLookupEnv(t *testing.T) {
 }
 
 func TestLoadConfigLayerErrors(t *testing.T) {
-	t.Run("broken layer fails the load", func(t *testing.T) {
+	t.Run("broken layer is skipped and reported, the others load", func(t *testing.T) {
+		home, dir := t.TempDir(), t.TempDir()
+		writeFile(t, home, ".mcp.json", `{"mcpServers": {"mine": {"command": "m"}}}`)
+		project := writeFile(t, dir, ".mcp.json", `{"mcpServers": {"p": {"command": "p"}}}`)
+		local := writeFile(t, dir, ".mcp.local.json", `{"mcpServers": {"a": {"command": ["x"]}, "b": {"command": "b"}}}`)
+		cfg, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: home, Dir: dir, ManagedFile: noManaged(t)})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"mine", "p"}, slices.Sorted(maps.Keys(cfg.Servers)),
+			"the broken file's good entry b is left out with it")
+		assert.Equal(t, []string{filepath.Join(home, ".mcp.json"), project}, cfg.Files)
+		require.Len(t, cfg.Skipped, 1)
+		sk := cfg.Skipped[0]
+		assert.Equal(t, LayerLocal, sk.Layer)
+		assert.Equal(t, local, sk.File)
+		require.Len(t, sk.Errors, 1)
+		assert.Equal(t, "mcpServers.a.command", sk.Errors[0].Path)
+		var ce *ConfigError
+		require.ErrorAs(t, sk.Err(), &ce)
+		assert.Equal(t, local, ce.File)
+		assert.Contains(t, sk.Err().Error(), local)
+	})
+	t.Run("project file that is not JSON leaves the user layer", func(t *testing.T) {
+		home, dir := t.TempDir(), t.TempDir()
+		writeFile(t, home, ".mcp.json", `{"mcpServers": {"mine": {"command": "m"}}}`)
+		project := writeFile(t, dir, ".mcp.json", `{"mcpServers": {`)
+		cfg, err := LoadConfig(LoadOptions{Home: home, Dir: dir, ManagedFile: noManaged(t)})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"mine"}, slices.Sorted(maps.Keys(cfg.Servers)))
+		require.Len(t, cfg.Skipped, 1)
+		assert.Equal(t, LayerProject, cfg.Skipped[0].Layer)
+		assert.Equal(t, project, cfg.Skipped[0].File)
+	})
+	t.Run("broken host layer is skipped", func(t *testing.T) {
 		dir := t.TempDir()
-		local := writeFile(t, dir, ".mcp.local.json", `{"mcpServers": {"a": {"command": ["x"]}}}`)
-		_, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
+		good := writeFile(t, dir, "good.json", `{"mcpServers": {"g": {"command": "g"}}}`)
+		bad := writeFile(t, dir, "bad.json", `[]`)
+		cfg, err := LoadConfig(LoadOptions{Dir: dir, ManagedFile: noManaged(t), Layers: []ConfigLayer{
+			{Name: "host", File: good, Trusted: true}, {Name: "extra", File: bad, Trusted: true}}})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"g"}, slices.Sorted(maps.Keys(cfg.Servers)))
+		require.Len(t, cfg.Skipped, 1)
+		assert.Equal(t, SkippedLayer{Layer: "extra", File: bad, Errors: cfg.Skipped[0].Errors}, cfg.Skipped[0])
+	})
+	t.Run("broken named file still fails the load", func(t *testing.T) {
+		dir := t.TempDir()
+		good := writeFile(t, dir, "good.json", `{"mcpServers": {"g": {"command": "g"}}}`)
+		bad := writeFile(t, dir, "bad.json", `{"mcpServers": {`)
+		_, err := LoadConfig(LoadOptions{Files: []string{good, bad}, ManagedFile: noManaged(t)})
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, local, ce.File)
-		assert.Equal(t, "mcpServers.a.command", ce.Path)
+		assert.Equal(t, bad, ce.File)
 	})
 	t.Run("broken managed file fails the load", func(t *testing.T) {
 		managed := writeFile(t, t.TempDir(), "managed-mcp.json", `{"servers": {"a": {}}}`)
@@ -575,13 +618,13 @@ func TestLoadConfigLayerErrors(t *testing.T) {
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, managed, ce.File)
 	})
-	t.Run("unreadable layer is not skipped", func(t *testing.T) {
+	t.Run("unreadable layer is skipped and reported", func(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.Mkdir(filepath.Join(dir, ".mcp.json"), 0o700))
-		_, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
-		var ce *ConfigError
-		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, filepath.Join(dir, ".mcp.json"), ce.File)
+		cfg, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
+		require.NoError(t, err)
+		require.Len(t, cfg.Skipped, 1)
+		assert.Equal(t, filepath.Join(dir, ".mcp.json"), cfg.Skipped[0].File)
 	})
 }
 
