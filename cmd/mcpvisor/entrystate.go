@@ -47,17 +47,19 @@ func (a *app) loadForState() (*mcpvisor.Config, error) {
 // the loader returned.
 func stateOf(cfg *mcpvisor.Config, loadErr error, name string, file scopeFile, mapName string) entryState {
 	if loadErr != nil {
-		var mine []string
-		for _, e := range splitErrors(loadErr) {
-			var ce *mcpvisor.ConfigError
-			if errors.As(e, &ce) && samePath(ce.File, file.path) && entryError(ce.Path, mapName, name) {
-				mine = append(mine, ce.Err.Error())
-			}
-		}
-		if len(mine) > 0 {
-			return entryState{Status: entryInvalid, Reason: strings.Join(mine, "; ")}
+		if reason, ok := entryProblems(splitErrors(loadErr), file, mapName, name); ok {
+			return entryState{Status: entryInvalid, Reason: reason}
 		}
 		return entryState{Status: entryConfigError, Reason: "the configuration does not load: " + loadErr.Error()}
+	}
+	for _, sk := range cfg.Skipped {
+		if !samePath(sk.File, file.path) {
+			continue
+		}
+		if reason, ok := entryProblems(splitErrors(sk.Err()), file, mapName, name); ok {
+			return entryState{Status: entryInvalid, Reason: reason + " (the whole file is skipped)"}
+		}
+		return entryState{Status: entryConfigError, Reason: "its file is skipped, it does not load: " + sk.Err().Error()}
 	}
 	if reason, ok := cfg.Excluded[name]; ok {
 		return entryState{Status: entryExcluded, Reason: reason}
@@ -81,6 +83,19 @@ func stateOf(cfg *mcpvisor.Config, loadErr error, name string, file scopeFile, m
 		return entryState{Status: entryDisabled}
 	}
 	return entryState{Status: entryEnabled}
+}
+
+// entryProblems joins the messages of the *ConfigErrors among errs that
+// point into the entry of server name in file; ok is false when none do.
+func entryProblems(errs []error, file scopeFile, mapName, name string) (reason string, ok bool) {
+	var mine []string
+	for _, e := range errs {
+		var ce *mcpvisor.ConfigError
+		if errors.As(e, &ce) && samePath(ce.File, file.path) && entryError(ce.Path, mapName, name) {
+			mine = append(mine, ce.Err.Error())
+		}
+	}
+	return strings.Join(mine, "; "), len(mine) > 0
 }
 
 // splitErrors undoes errors.Join.

@@ -35,10 +35,17 @@ The tool count of a server is the number of its tools in the pool, after its
 tools.allow/deny filter. Lazy servers are not connected (they stay pending) and,
 like disabled servers, do not count against the exit code.
 
+A config layer file (~/.mcp.json, ./.mcp.json, ./.mcp.local.json) that does not
+load is left out: the other layers' servers are listed, and the file and its
+problems are printed (and logged on stderr) without changing the exit code. A
+file named with --config that does not load fails the command.
+
 With --json, stdout is exactly one JSON object, even on failure:
   {"servers":[{"name","state","protocolVersion","tools","error"}],
-   "tools":[{"name","server","tool","description","inputSchema","annotations"}]}
-where tool is the server's own name for the tool and name the qualified one.
+   "tools":[{"name","server","tool","description","inputSchema","annotations"}],
+   "skipped":[{"layer","file","errors"}]}
+where tool is the server's own name for the tool and name the qualified one, and
+skipped lists the config layer files left out, with their problems.
 
 Exit codes:
   0  every enabled server is ready
@@ -73,7 +80,7 @@ func (a *app) list(ctx context.Context, jsonOut bool, timeout time.Duration) err
 	if err != nil {
 		return failed(nil)
 	}
-	_, _, ok := a.applyConfig(ctx, sup)
+	cfg, _, ok := a.applyConfig(ctx, sup)
 	a.waitSettled(ctx, sup, timeout)
 	statuses, tools := sup.Status(), sup.Tools()
 
@@ -95,9 +102,9 @@ func (a *app) list(ctx context.Context, jsonOut bool, timeout time.Duration) err
 
 	var printErr error
 	if jsonOut {
-		printErr = printListJSON(a.stdout, statuses, tools)
+		printErr = printListJSON(a.stdout, statuses, tools, cfg.Skipped)
 	} else {
-		printErr = printListTables(a.stdout, statuses, tools)
+		printErr = printListTables(a.stdout, statuses, tools, cfg.Skipped)
 	}
 	if printErr != nil {
 		a.log.Error().Err(printErr).Msg("writing the list")
@@ -151,8 +158,26 @@ func poolCounts(tools []mcpvisor.Tool) map[string]int {
 }
 
 type listJSON struct {
-	Servers []serverJSON `json:"servers"`
-	Tools   []toolJSON   `json:"tools"`
+	Servers []serverJSON  `json:"servers"`
+	Tools   []toolJSON    `json:"tools"`
+	Skipped []skippedJSON `json:"skipped"`
+}
+
+// skippedJSON is a config layer file the loader left out.
+type skippedJSON struct {
+	Layer  string   `json:"layer"`
+	File   string   `json:"file"`
+	Errors []string `json:"errors"`
+}
+
+// skippedErrors are the messages of sk's problems, without the file name
+// (the file is beside them).
+func skippedErrors(sk mcpvisor.SkippedLayer) []string {
+	out := make([]string, len(sk.Errors))
+	for i, e := range sk.Errors {
+		out[i] = strings.TrimPrefix(e.Error(), sk.File+": ")
+	}
+	return out
 }
 
 type serverJSON struct {
@@ -172,9 +197,12 @@ type toolJSON struct {
 	Annotations json.RawMessage `json:"annotations"`
 }
 
-func printListJSON(w io.Writer, statuses []mcpvisor.ServerStatus, tools []mcpvisor.Tool) error {
+func printListJSON(w io.Writer, statuses []mcpvisor.ServerStatus, tools []mcpvisor.Tool, skipped []mcpvisor.SkippedLayer) error {
 	counts := poolCounts(tools)
-	out := listJSON{Servers: []serverJSON{}, Tools: []toolJSON{}}
+	out := listJSON{Servers: []serverJSON{}, Tools: []toolJSON{}, Skipped: []skippedJSON{}}
+	for _, sk := range skipped {
+		out.Skipped = append(out.Skipped, skippedJSON{Layer: sk.Layer, File: sk.File, Errors: skippedErrors(sk)})
+	}
 	for _, st := range statuses {
 		out.Servers = append(out.Servers, serverJSON{
 			Name:            st.Name,
@@ -207,7 +235,7 @@ func printListJSON(w io.Writer, statuses []mcpvisor.ServerStatus, tools []mcpvis
 	return enc.Encode(out)
 }
 
-func printListTables(w io.Writer, statuses []mcpvisor.ServerStatus, tools []mcpvisor.Tool) error {
+func printListTables(w io.Writer, statuses []mcpvisor.ServerStatus, tools []mcpvisor.Tool, skipped []mcpvisor.SkippedLayer) error {
 	counts := poolCounts(tools)
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
@@ -239,6 +267,12 @@ func printListTables(w io.Writer, statuses []mcpvisor.ServerStatus, tools []mcpv
 			fmt.Fprintf(tw, "%s\t%s\n", t.Name, firstLine(t.Definition.Description, 100))
 		}
 		tw.Flush()
+	}
+	for _, sk := range skipped {
+		fmt.Fprintf(&buf, "\nSkipped config file %s (%s layer): it does not load\n", sk.File, sk.Layer)
+		for _, e := range skippedErrors(sk) {
+			fmt.Fprintf(&buf, "  %s\n", firstLine(e, 200))
+		}
 	}
 	// tabwriter pads the cells before an empty last column.
 	for line := range strings.Lines(buf.String()) {

@@ -215,7 +215,9 @@ func (a *app) setUpLogging() error {
 
 // loadConfig reads the --config files, or the layered configuration
 // when there are none, with the approvals of the state directory (or,
-// with --trust-project, approving every entry).
+// with --trust-project, approving every entry). A layer file that does
+// not load is left out with a warning on the log (a --config file that
+// does not load fails instead).
 func (a *app) loadConfig() (*mcpvisor.Config, error) {
 	opts := mcpvisor.LoadOptions{Files: a.configFiles}
 	switch {
@@ -224,7 +226,20 @@ func (a *app) loadConfig() (*mcpvisor.Config, error) {
 	case a.trustStore() != nil:
 		opts.Approvals = a.trustStore()
 	}
-	return mcpvisor.LoadConfig(opts)
+	cfg, err := mcpvisor.LoadConfig(opts)
+	if err == nil {
+		a.warnSkipped(cfg)
+	}
+	return cfg, err
+}
+
+// warnSkipped logs each problem of each config layer the loader left out.
+func (a *app) warnSkipped(cfg *mcpvisor.Config) {
+	for _, sk := range cfg.Skipped {
+		for _, e := range sk.Errors {
+			a.log.Warn().Str("layer", sk.Layer).Str("file", sk.File).Err(e).Msg("config file skipped: it does not load; its servers are not started")
+		}
+	}
 }
 
 // logConfigError logs each problem a config load reported on its own line.

@@ -153,6 +153,11 @@ type listOut struct {
 		InputSchema json.RawMessage `json:"inputSchema"`
 		Annotations json.RawMessage `json:"annotations"`
 	} `json:"tools"`
+	Skipped []struct {
+		Layer  string   `json:"layer"`
+		File   string   `json:"file"`
+		Errors []string `json:"errors"`
+	} `json:"skipped"`
 }
 
 // decodeList decodes list --json output, which must be exactly one JSON
@@ -164,7 +169,7 @@ func decodeList(t *testing.T, stdout string) listOut {
 	require.NoError(t, dec.Decode(&raw), "stdout: %s", stdout)
 	var extra any
 	require.ErrorIs(t, dec.Decode(&extra), io.EOF, "stdout holds exactly one JSON value")
-	assert.ElementsMatch(t, []string{"servers", "tools"}, keys(raw))
+	assert.ElementsMatch(t, []string{"servers", "tools", "skipped"}, keys(raw))
 
 	var shape struct {
 		Servers []map[string]json.RawMessage `json:"servers"`
@@ -354,6 +359,49 @@ func TestListLayeredDiscovery(t *testing.T) {
 	assert.Equal(t, "p", out.Servers[0].Name)
 	assert.Equal(t, 6, out.Servers[0].Tools, "the local layer wins over the project layer")
 	assert.Equal(t, "user", out.Servers[1].Name)
+}
+
+// A project .mcp.json that does not load leaves the user's servers
+// running: list says which file and why, and exits 0. The same file named
+// with --config fails the command.
+func TestListBrokenProjectLayer(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/etc/mcpvisor/managed-mcp.json"); err == nil {
+		t.Skip("a managed config file exists on this machine and would win")
+	}
+	home, project := t.TempDir(), t.TempDir()
+	data, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"user": mock(binPath)}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".mcp.json"), data, 0o644))
+	broken := filepath.Join(project, ".mcp.json")
+	require.NoError(t, os.WriteFile(broken, []byte(`{"mcpServers": {"p": `), 0o644))
+
+	r := cliIn(t, project, []string{"HOME=" + home}, "list", "--json")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	out := decodeList(t, r.stdout)
+	require.Len(t, out.Servers, 1)
+	assert.Equal(t, "user", out.Servers[0].Name)
+	assert.Equal(t, "ready", out.Servers[0].State)
+	require.Len(t, out.Skipped, 1)
+	assert.Equal(t, "project", out.Skipped[0].Layer)
+	assert.True(t, samePath(broken, out.Skipped[0].File), "skipped file %q, want %q", out.Skipped[0].File, broken)
+	require.Len(t, out.Skipped[0].Errors, 1)
+	assert.Contains(t, out.Skipped[0].Errors[0], "invalid JSON")
+	assert.Contains(t, r.stderr, "config file skipped")
+	assert.Contains(t, r.stderr, ".mcp.json")
+	assert.Contains(t, r.stderr, "invalid JSON")
+
+	r = cliIn(t, project, []string{"HOME=" + home}, "list")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	assert.Regexp(t, `(?m)^user +ready `, r.stdout)
+	assert.Regexp(t, `(?m)^Skipped config file .*\.mcp\.json \(project layer\): it does not load$`, r.stdout)
+	assert.Regexp(t, `(?m)^  .*invalid JSON`, r.stdout)
+
+	r = cliIn(t, project, []string{"HOME=" + home}, "list", "--json", "--config", broken)
+	assert.Equal(t, 1, r.code, "a file named with --config must load; stderr: %s", r.stderr)
+	assert.Contains(t, r.stderr, "config error")
+	assert.Contains(t, r.stderr, "invalid JSON")
+	assert.Empty(t, decodeList(t, r.stdout).Servers)
 }
 
 func TestListTimeout(t *testing.T) {
