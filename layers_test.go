@@ -206,7 +206,11 @@ func TestUnreadableApprovalsHoldTheServerWithTheReason(t *testing.T) {
 func TestAHeldEntryIsStillValidated(t *testing.T) {
 	dir := t.TempDir()
 	file := writeFile(t, dir, ".mcp.json", `{"mcpServers": {"p": {"command": "p", "timeoutMs": -1}, "q": {"args": ["x"]}}}`)
-	_, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
+	cfg, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
+	require.NoError(t, err, "a project file that does not load is skipped, not fatal")
+	assert.Empty(t, cfg.Servers)
+	require.Len(t, cfg.Skipped, 1)
+	err = cfg.Skipped[0].Err()
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, file, ce.File)
