@@ -113,6 +113,9 @@ func run(ctx context.Context, stdout io.Writer, args []string) (err error) {
 	for _, name := range slices.Sorted(maps.Keys(cfg.Pending)) {
 		out.printf("  %-8s held: %s\n", name, cfg.Pending[name].Reason) // its state will be needs-approval
 	}
+	for _, sk := range cfg.Skipped { // a layer file that does not load is left out; the others run
+		out.printf("  skipped %s (%s layer): %v\n", sk.File, sk.Layer, sk.Err())
+	}
 
 	// The supervisor: our built-ins, a logger (mcpvisor never writes to
 	// stdout), and a cap on the descriptions we pay tokens for.
