@@ -30,7 +30,7 @@ func parseFile(data []byte, x expander, gate *approvalGate) (map[string]ServerCo
 func decodeTop(data []byte, managed bool) (map[string]json.RawMessage, *ConfigError) {
 	want := `want a JSON object with "mcpServers" or "servers"`
 	if managed {
-		want = `want a JSON object with "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers" or "projectServers"`
+		want = `want a JSON object with "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers", "projectServers" or "requireSandbox"`
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
@@ -70,12 +70,16 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 	}
 
 	// The file's default sandbox, for its stdio servers that set none.
-	var defaultSandbox *transports.Sandbox
+	// writtenSandbox is that default as written, for held entries.
+	var defaultSandbox, writtenSandbox *transports.Sandbox
 	if raw, ok := top["sandbox"]; ok && jsonKind(raw) != "null" {
 		var sb transports.Sandbox
 		if err := json.Unmarshal(raw, &sb); err != nil {
 			return nil, nil, []*ConfigError{{Path: "sandbox", Err: err}}
 		}
+		written := sb
+		written.Write, written.Read = slices.Clone(sb.Write), slices.Clone(sb.Read)
+		writtenSandbox = &written
 		if e := x.sandbox(&sb, "sandbox"); e != nil {
 			return nil, nil, []*ConfigError{e}
 		}
@@ -118,6 +122,10 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 					continue
 				}
 				servers[name] = heldConfig(&sc, p.Reason)
+				p.Sandbox = sc.Sandbox
+				if p.Sandbox == nil && writtenSandbox != nil && sc.Kind() == transports.TypeStdio {
+					p.Sandbox = writtenSandbox
+				}
 				pending[name] = *p
 				continue
 			}

@@ -56,6 +56,17 @@ type ServerPolicy struct {
 	// excludes them all, approved or not.
 	ProjectServers string `json:"projectServers,omitempty"`
 
+	// RequireSandbox says which stdio servers must run confined (see
+	// docs/sandbox.md): RequireSandboxProject the servers of untrusted
+	// layers, RequireSandboxAll every stdio server; empty (the default)
+	// none. LoadConfig gives such a server without a "sandbox" the
+	// default sandbox ("sandbox": true) and excludes one whose entry (or
+	// file) sets "sandbox": false, so that it never runs unconfined; a
+	// sandbox that cannot be had then fails the server as any other.
+	// Remote and in-process servers run nothing here and are not
+	// affected.
+	RequireSandbox string `json:"requireSandbox,omitempty"`
+
 	// Source names the policy in the reasons Check gives and is the File
 	// of the errors Validate returns: LoadConfig sets it to the managed
 	// file's path, or PolicyOptionSource. Empty names nothing.
@@ -66,6 +77,12 @@ type ServerPolicy struct {
 const (
 	ProjectServersApprove = "approve"
 	ProjectServersDeny    = "deny"
+)
+
+// The values of ServerPolicy.RequireSandbox.
+const (
+	RequireSandboxProject = "project"
+	RequireSandboxAll     = "all"
 )
 
 // MarshalJSON writes the policy as the managed file holds it. A non-nil
@@ -222,6 +239,10 @@ func (p *ServerPolicy) validate() []*ConfigError {
 	}
 	list("deniedMcpServers", p.Denied)
 	if e := validProjectServers(p.ProjectServers); e != nil {
+		e.File = p.Source
+		errs = append(errs, e)
+	}
+	if e := validRequireSandbox(p.RequireSandbox); e != nil {
 		e.File = p.Source
 		errs = append(errs, e)
 	}
@@ -566,18 +587,23 @@ func parsePolicy(top map[string]json.RawMessage) (policy ServerPolicy, has bool,
 		policy.Allowed = &allowed
 	}
 	policy.Denied = denied
-	hasProject := false
-	if raw, ok := top["projectServers"]; ok && jsonKind(raw) != "null" {
-		hasProject = true
+	word := func(name string, into *string, valid func(string) *ConfigError) (present bool) {
+		raw, ok := top[name]
+		if !ok || jsonKind(raw) == "null" {
+			return false
+		}
 		if k := jsonKind(raw); k != "string" {
-			errs = append(errs, typeError("projectServers", "string", k))
-		} else if err := json.Unmarshal(raw, &policy.ProjectServers); err != nil {
-			errs = append(errs, &ConfigError{Path: "projectServers", Err: err})
-		} else if e := validProjectServers(policy.ProjectServers); e != nil {
+			errs = append(errs, typeError(name, "string", k))
+		} else if err := json.Unmarshal(raw, into); err != nil {
+			errs = append(errs, &ConfigError{Path: name, Err: err})
+		} else if e := valid(*into); e != nil {
 			errs = append(errs, e)
 		}
+		return true
 	}
-	return policy, hasAllowed || hasDenied || hasProject, errs
+	hasProject := word("projectServers", &policy.ProjectServers, validProjectServers)
+	hasSandbox := word("requireSandbox", &policy.RequireSandbox, validRequireSandbox)
+	return policy, hasAllowed || hasDenied || hasProject || hasSandbox, errs
 }
 
 // decodePolicyEntry decodes one list element. Unlike a server entry, a
