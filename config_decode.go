@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -117,7 +118,7 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 			}
 			approved, p := gate.decide(name, entries[name], &sc)
 			if !approved {
-				if err := sc.Validate(); err != nil {
+				if err := validateHeld(sc); err != nil {
 					errs = append(errs, &ConfigError{Path: path, Err: err})
 					continue
 				}
@@ -150,6 +151,29 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 		servers[name] = sc
 	}
 	return servers, pending, errs
+}
+
+// validateHeld validates an entry held for approval, which is not
+// expanded: its sandbox paths are still as written (~/x, ./out,
+// ${VAR}/y), so they are checked for everything but being absolute,
+// which expansion makes them.
+func validateHeld(sc ServerConfig) error {
+	if sb := sc.Sandbox; sb != nil {
+		written := *sb
+		rooted := func(paths []string) []string {
+			out := make([]string, len(paths))
+			for i, p := range paths {
+				if p != "" && !filepath.IsAbs(p) {
+					p = string(filepath.Separator) + p // stands for the expanded path
+				}
+				out[i] = p
+			}
+			return out
+		}
+		written.Write, written.Read = rooted(sb.Write), rooted(sb.Read)
+		sc.Sandbox = &written
+	}
+	return sc.Validate()
 }
 
 // pathKey appends member key to a ConfigError path.

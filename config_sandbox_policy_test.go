@@ -135,3 +135,24 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(out)
 	return out
 }
+
+// A held entry is not expanded, so its sandbox paths are still as
+// written (relative, ~, ${VAR}): it loads, held, and shows them; a bad
+// sandbox value is still an error before approval.
+func TestHeldEntryWithSandboxPaths(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	writeFile(t, project, ".mcp.json", `{"mcpServers": {"p": {"command": "p",
+		"sandbox": {"write": ["./out", "~/.npm", "${OUT}/x"], "read": ["data"]}}}}`)
+	opts := LoadOptions{Home: t.TempDir(), Dir: project, ManagedFile: noManaged(t)}
+	cfg, err := LoadConfig(opts)
+	require.NoError(t, err)
+	require.Contains(t, cfg.Pending, "p")
+	assert.Equal(t, &transports.Sandbox{Enabled: true, Write: []string{"./out", "~/.npm", "${OUT}/x"}, Read: []string{"data"}},
+		cfg.Pending["p"].Sandbox, "as written")
+
+	writeFile(t, project, ".mcp.json", `{"mcpServers": {"p": {"command": "p", "sandbox": {"write": ["./out", ""]}}}}`)
+	_, err = LoadConfig(opts)
+	assert.ErrorIs(t, err, transports.ErrInvalidSandbox)
+	assert.ErrorContains(t, err, "write[1] is empty")
+}
