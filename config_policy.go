@@ -306,6 +306,10 @@ var errEntryNeedsOne = errors.New(`entry needs one of "serverName", "serverComma
 // allows nothing. Reasons never quote the server's command line or URL,
 // which may hold secrets after expansion; they are empty when ok is true.
 //
+// Under requireSandbox "all" a stdio server without an enabled Sandbox
+// fails (LoadConfig gives the servers it loads the default sandbox
+// first); "project" concerns layers, which Check does not see.
+//
 // Check pins what starts or where it connects, not how: a command match
 // says nothing of the server's env or cwd, a URL match nothing of its
 // headers.
@@ -323,6 +327,9 @@ func (p *ServerPolicy) Check(name string, sc ServerConfig) (ok bool, reason stri
 
 // check is Check on a policy already validated.
 func (p *ServerPolicy) check(name string, sc ServerConfig) (ok bool, reason string) {
+	if p.RequireSandbox == RequireSandboxAll && p.requiresSandbox(false, sc) && (sc.Sandbox == nil || !sc.Sandbox.Enabled) {
+		return false, p.reason(`requireSandbox is "all": a stdio server must have an enabled "sandbox"`)
+	}
 	id := identify(name, sc)
 	for i, e := range p.Denied {
 		if e.matches(id) {

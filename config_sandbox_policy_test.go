@@ -156,3 +156,23 @@ func TestHeldEntryWithSandboxPaths(t *testing.T) {
 	assert.ErrorIs(t, err, transports.ErrInvalidSandbox)
 	assert.ErrorContains(t, err, "write[1] is empty")
 }
+
+// Config.Check, which vets a server a host adds at runtime, refuses an
+// unconfined stdio server under requireSandbox "all".
+func TestCheckRequireSandboxAll(t *testing.T) {
+	t.Parallel()
+	cfg := &Config{Policies: []ServerPolicy{{RequireSandbox: RequireSandboxAll, Source: "host"}}}
+	ok, reason := cfg.Check("x", stdio("x"))
+	assert.False(t, ok)
+	assert.Equal(t, `host: requireSandbox is "all": a stdio server must have an enabled "sandbox"`, reason)
+	confined := stdio("x")
+	confined.Sandbox = &transports.Sandbox{Enabled: true}
+	ok, _ = cfg.Check("x", confined)
+	assert.True(t, ok)
+	remote := ServerConfig{Config: transports.Config{URL: "http://127.0.0.1:1/mcp"}}
+	ok, _ = cfg.Check("r", remote)
+	assert.True(t, ok, "a remote server runs nothing here")
+	project := &Config{Policies: []ServerPolicy{{RequireSandbox: RequireSandboxProject}}}
+	ok, _ = project.Check("x", stdio("x"))
+	assert.True(t, ok, `"project" concerns layers, which Check does not see`)
+}
