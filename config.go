@@ -203,7 +203,10 @@ type LoadOptions struct {
 // reason; Config.Policies holds the policies for Config.Check. A held
 // server is checked once approved (its entry is expanded only then),
 // except against projectServers "deny", which excludes every server of
-// an untrusted layer. Policy lists in files other than the managed file
+// an untrusted layer. A policy's requireSandbox (see ServerPolicy) is
+// applied first: a stdio server it covers gets the default sandbox when
+// it has none (a held one in its PendingServer.Sandbox), and is excluded
+// when its sandbox is disabled. Policy lists in files other than the managed file
 // are ignored like any other unknown top-level member.
 //
 // Files are read as described at LoadConfigFiles. On error the Config is
@@ -242,7 +245,7 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 		_, hasVS := top["servers"]
 		if !hasPolicy && !hasMCP && !hasVS {
 			errs = append(errs, &ConfigError{File: managed, Err: errors.New(
-				`no "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers" or "projectServers" member`)})
+				`no "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers", "projectServers" or "requireSandbox" member`)})
 		}
 		if hasPolicy {
 			policy.Source = managed
@@ -311,6 +314,18 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 	cfg.Policies = policies
 	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
 		sc := cfg.Servers[name]
+		var pending *PendingServer
+		if p, held := cfg.Pending[name]; held {
+			pending = &p
+		}
+		if refused, reason := requireSandbox(policies, name, cfg.Layers[name], cfg.untrusted[name], &sc, pending); refused {
+			cfg.exclude(name, reason)
+			continue
+		}
+		cfg.Servers[name] = sc
+		if pending != nil {
+			cfg.Pending[name] = *pending
+		}
 		for i := range policies {
 			ok, reason := true, ""
 			switch {
@@ -320,11 +335,7 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 				ok, reason = policies[i].check(name, sc)
 			}
 			if !ok {
-				cfg.Excluded[name] = reason
-				delete(cfg.Servers, name)
-				delete(cfg.Sources, name)
-				delete(cfg.Layers, name)
-				delete(cfg.Pending, name)
+				cfg.exclude(name, reason)
 				break
 			}
 		}
@@ -380,6 +391,15 @@ func LoadConfigFiles(paths ...string) (*Config, error) {
 func newConfig() *Config {
 	return &Config{Servers: map[string]ServerConfig{}, Sources: map[string]string{}, Layers: map[string]string{},
 		Pending: map[string]PendingServer{}, Excluded: map[string]string{}}
+}
+
+// exclude moves the server name to Excluded with the reason.
+func (c *Config) exclude(name, reason string) {
+	c.Excluded[name] = reason
+	delete(c.Servers, name)
+	delete(c.Sources, name)
+	delete(c.Layers, name)
+	delete(c.Pending, name)
 }
 
 // addFile records that the file of layer l was loaded and defines

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -30,7 +31,7 @@ func parseFile(data []byte, x expander, gate *approvalGate) (map[string]ServerCo
 func decodeTop(data []byte, managed bool) (map[string]json.RawMessage, *ConfigError) {
 	want := `want a JSON object with "mcpServers" or "servers"`
 	if managed {
-		want = `want a JSON object with "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers" or "projectServers"`
+		want = `want a JSON object with "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers", "projectServers" or "requireSandbox"`
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
@@ -70,12 +71,16 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 	}
 
 	// The file's default sandbox, for its stdio servers that set none.
-	var defaultSandbox *transports.Sandbox
+	// writtenSandbox is that default as written, for held entries.
+	var defaultSandbox, writtenSandbox *transports.Sandbox
 	if raw, ok := top["sandbox"]; ok && jsonKind(raw) != "null" {
 		var sb transports.Sandbox
 		if err := json.Unmarshal(raw, &sb); err != nil {
 			return nil, nil, []*ConfigError{{Path: "sandbox", Err: err}}
 		}
+		written := sb
+		written.Write, written.Read = slices.Clone(sb.Write), slices.Clone(sb.Read)
+		writtenSandbox = &written
 		if e := x.sandbox(&sb, "sandbox"); e != nil {
 			return nil, nil, []*ConfigError{e}
 		}
@@ -113,11 +118,15 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 			}
 			approved, p := gate.decide(name, entries[name], &sc)
 			if !approved {
-				if err := sc.Validate(); err != nil {
+				if err := validateHeld(sc); err != nil {
 					errs = append(errs, &ConfigError{Path: path, Err: err})
 					continue
 				}
 				servers[name] = heldConfig(&sc, p.Reason)
+				p.Sandbox = sc.Sandbox
+				if p.Sandbox == nil && writtenSandbox != nil && sc.Kind() == transports.TypeStdio {
+					p.Sandbox = writtenSandbox
+				}
 				pending[name] = *p
 				continue
 			}
@@ -142,6 +151,29 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 		servers[name] = sc
 	}
 	return servers, pending, errs
+}
+
+// validateHeld validates an entry held for approval, which is not
+// expanded: its sandbox paths are still as written (~/x, ./out,
+// ${VAR}/y), so they are checked for everything but being absolute,
+// which expansion makes them.
+func validateHeld(sc ServerConfig) error {
+	if sb := sc.Sandbox; sb != nil {
+		written := *sb
+		rooted := func(paths []string) []string {
+			out := make([]string, len(paths))
+			for i, p := range paths {
+				if p != "" && !filepath.IsAbs(p) {
+					p = string(filepath.Separator) + p // stands for the expanded path
+				}
+				out[i] = p
+			}
+			return out
+		}
+		written.Write, written.Read = rooted(sb.Write), rooted(sb.Read)
+		sc.Sandbox = &written
+	}
+	return sc.Validate()
 }
 
 // pathKey appends member key to a ConfigError path.

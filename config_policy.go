@@ -56,6 +56,17 @@ type ServerPolicy struct {
 	// excludes them all, approved or not.
 	ProjectServers string `json:"projectServers,omitempty"`
 
+	// RequireSandbox says which stdio servers must run confined (see
+	// docs/sandbox.md): RequireSandboxProject the servers of untrusted
+	// layers, RequireSandboxAll every stdio server; empty (the default)
+	// none. LoadConfig gives such a server without a "sandbox" the
+	// default sandbox ("sandbox": true) and excludes one whose entry (or
+	// file) sets "sandbox": false, so that it never runs unconfined; a
+	// sandbox that cannot be had then fails the server as any other.
+	// Remote and in-process servers run nothing here and are not
+	// affected.
+	RequireSandbox string `json:"requireSandbox,omitempty"`
+
 	// Source names the policy in the reasons Check gives and is the File
 	// of the errors Validate returns: LoadConfig sets it to the managed
 	// file's path, or PolicyOptionSource. Empty names nothing.
@@ -66,6 +77,12 @@ type ServerPolicy struct {
 const (
 	ProjectServersApprove = "approve"
 	ProjectServersDeny    = "deny"
+)
+
+// The values of ServerPolicy.RequireSandbox.
+const (
+	RequireSandboxProject = "project"
+	RequireSandboxAll     = "all"
 )
 
 // MarshalJSON writes the policy as the managed file holds it. A non-nil
@@ -225,6 +242,10 @@ func (p *ServerPolicy) validate() []*ConfigError {
 		e.File = p.Source
 		errs = append(errs, e)
 	}
+	if e := validRequireSandbox(p.RequireSandbox); e != nil {
+		e.File = p.Source
+		errs = append(errs, e)
+	}
 	return errs
 }
 
@@ -285,6 +306,10 @@ var errEntryNeedsOne = errors.New(`entry needs one of "serverName", "serverComma
 // allows nothing. Reasons never quote the server's command line or URL,
 // which may hold secrets after expansion; they are empty when ok is true.
 //
+// Under requireSandbox "all" a stdio server without an enabled Sandbox
+// fails (LoadConfig gives the servers it loads the default sandbox
+// first); "project" concerns layers, which Check does not see.
+//
 // Check pins what starts or where it connects, not how: a command match
 // says nothing of the server's env or cwd, a URL match nothing of its
 // headers.
@@ -302,6 +327,9 @@ func (p *ServerPolicy) Check(name string, sc ServerConfig) (ok bool, reason stri
 
 // check is Check on a policy already validated.
 func (p *ServerPolicy) check(name string, sc ServerConfig) (ok bool, reason string) {
+	if p.RequireSandbox == RequireSandboxAll && p.requiresSandbox(false, sc) && (sc.Sandbox == nil || !sc.Sandbox.Enabled) {
+		return false, p.reason(`requireSandbox is "all": a stdio server must have an enabled "sandbox"`)
+	}
 	id := identify(name, sc)
 	for i, e := range p.Denied {
 		if e.matches(id) {
@@ -566,18 +594,23 @@ func parsePolicy(top map[string]json.RawMessage) (policy ServerPolicy, has bool,
 		policy.Allowed = &allowed
 	}
 	policy.Denied = denied
-	hasProject := false
-	if raw, ok := top["projectServers"]; ok && jsonKind(raw) != "null" {
-		hasProject = true
+	word := func(name string, into *string, valid func(string) *ConfigError) (present bool) {
+		raw, ok := top[name]
+		if !ok || jsonKind(raw) == "null" {
+			return false
+		}
 		if k := jsonKind(raw); k != "string" {
-			errs = append(errs, typeError("projectServers", "string", k))
-		} else if err := json.Unmarshal(raw, &policy.ProjectServers); err != nil {
-			errs = append(errs, &ConfigError{Path: "projectServers", Err: err})
-		} else if e := validProjectServers(policy.ProjectServers); e != nil {
+			errs = append(errs, typeError(name, "string", k))
+		} else if err := json.Unmarshal(raw, into); err != nil {
+			errs = append(errs, &ConfigError{Path: name, Err: err})
+		} else if e := valid(*into); e != nil {
 			errs = append(errs, e)
 		}
+		return true
 	}
-	return policy, hasAllowed || hasDenied || hasProject, errs
+	hasProject := word("projectServers", &policy.ProjectServers, validProjectServers)
+	hasSandbox := word("requireSandbox", &policy.RequireSandbox, validRequireSandbox)
+	return policy, hasAllowed || hasDenied || hasProject || hasSandbox, errs
 }
 
 // decodePolicyEntry decodes one list element. Unlike a server entry, a

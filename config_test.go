@@ -1266,11 +1266,11 @@ func TestLoadConfigPolicyErrors(t *testing.T) {
 		wantErr  string
 	}{
 		{name: "neither servers nor policy", managed: `{"allowManagedMcpServersOnly": true}`,
-			wantErr: `no "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers" or "projectServers" member`},
+			wantErr: `no "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers", "projectServers" or "requireSandbox" member`},
 		{name: "null lists are absent", managed: `{"allowedMcpServers": null, "deniedMcpServers": null}`,
-			wantErr: `no "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers" or "projectServers" member`},
+			wantErr: `no "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers", "projectServers" or "requireSandbox" member`},
 		{name: "not an object", managed: `[]`,
-			wantErr: `want a JSON object with "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers" or "projectServers", got array`},
+			wantErr: `want a JSON object with "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers", "projectServers" or "requireSandbox", got array`},
 		{name: "list not an array", managed: `{"allowedMcpServers": {"serverName": "a"}}`,
 			wantPath: "allowedMcpServers", wantErr: "want array, got object"},
 		{name: "entry not an object", managed: `{"deniedMcpServers": [{"serverName": "a"}, "b"]}`,

@@ -85,6 +85,16 @@ type PendingServer struct {
 	// LD_PRELOAD…) decide what the server runs.
 	EnvFile          string
 	EnvFileVariables []string
+	// Sandbox is the sandbox the server would run under once approved,
+	// nil for none (unconfined): its entry's "sandbox", else its file's
+	// top-level default (stdio servers), else the default sandbox when a
+	// policy requires one (SandboxRequiredBy). Its paths are as written,
+	// not expanded: ~, ${VAR} and relative paths are resolved when the
+	// entry is approved and loaded.
+	Sandbox *transports.Sandbox
+	// SandboxRequiredBy is the Source of the policy that requires the
+	// server to run confined (requireSandbox), empty when none does.
+	SandboxRequiredBy string
 	// Changed is set when another version of the entry was approved: the
 	// entry changed since.
 	Changed bool

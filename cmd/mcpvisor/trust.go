@@ -27,7 +27,8 @@ func (a *app) trustCommand() *cobra.Command {
   - servers of the project's config files (./.mcp.json, ./.mcp.local.json)
     whose entry you have not approved as written, in this directory: the entry
     as written, and every ${VAR} its expansion would read (the names, and
-    whether each is set; never the values);
+    whether each is set; never the values), and the sandbox it would run
+    under (none, or the mechanism with its paths, network and memory limit);
   - tool definitions that changed since they were pinned, and tools that
     appeared on a server seen before: what changed, member by member.
 
@@ -70,6 +71,7 @@ type pendingServerJSON struct {
 	Hash      string          `json:"hash"`
 	Variables []string        `json:"variables"`
 	EnvFile   *envFileJSON    `json:"envFile,omitempty"`
+	Sandbox   *sandboxJSON    `json:"sandbox"`
 	Changed   bool            `json:"changed"`
 	Reason    string          `json:"reason"`
 }
@@ -208,6 +210,7 @@ func (a *app) printPendingServer(p mcpvisor.PendingServer) {
 		}
 		fmt.Fprintf(a.stdout, "  It expands: %s\n", strings.Join(vars, ", "))
 	}
+	fmt.Fprintf(a.stdout, "  Sandbox: %s\n", describeSandbox(p))
 	if p.EnvFile != "" {
 		sets := "nothing"
 		if len(p.EnvFileVariables) > 0 {
@@ -236,7 +239,7 @@ func (a *app) printTrustJSON(servers []mcpvisor.PendingServer, tools []trust.Pen
 			vars = []string{}
 		}
 		ps := pendingServerJSON{Name: p.Name, Layer: p.Layer, File: p.File, Project: p.Project,
-			Entry: p.Entry, Hash: p.Hash, Variables: vars, Changed: p.Changed, Reason: p.Reason}
+			Entry: p.Entry, Hash: p.Hash, Variables: vars, Sandbox: pendingSandbox(p), Changed: p.Changed, Reason: p.Reason}
 		if p.EnvFile != "" {
 			ps.EnvFile = &envFileJSON{Path: p.EnvFile, Variables: append([]string{}, p.EnvFileVariables...)}
 		}
