@@ -138,7 +138,8 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // A held entry is not expanded, so its sandbox paths are still as
 // written (relative, ~, ${VAR}): it loads, held, and shows them; a bad
-// sandbox value is still an error before approval.
+// sandbox value is still an error before approval (its file is skipped,
+// and says why).
 func TestHeldEntryWithSandboxPaths(t *testing.T) {
 	t.Parallel()
 	project := t.TempDir()
@@ -152,9 +153,12 @@ func TestHeldEntryWithSandboxPaths(t *testing.T) {
 		cfg.Pending["p"].Sandbox, "as written")
 
 	writeFile(t, project, ".mcp.json", `{"mcpServers": {"p": {"command": "p", "sandbox": {"write": ["./out", ""]}}}}`)
-	_, err = LoadConfig(opts)
-	assert.ErrorIs(t, err, transports.ErrInvalidSandbox)
-	assert.ErrorContains(t, err, "write[1] is empty")
+	cfg, err = LoadConfig(opts)
+	require.NoError(t, err, "a project file that does not load is skipped, not fatal")
+	require.Len(t, cfg.Skipped, 1, "the project file is skipped and says why")
+	assert.ErrorIs(t, cfg.Skipped[0].Err(), transports.ErrInvalidSandbox)
+	assert.ErrorContains(t, cfg.Skipped[0].Err(), "write[1] is empty")
+	assert.NotContains(t, cfg.Pending, "p")
 }
 
 // Config.Check, which vets a server a host adds at runtime, refuses an
