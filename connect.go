@@ -32,24 +32,55 @@ func (s *Supervisor) Connect(ctx context.Context, name string, cfg ServerConfig)
 	}
 	// A server whose connection is being replaced shows its old state
 	// until its actor has moved on: wait for its next state event.
-	moving := len(res.Reconnected) == 1
+	moving := waitNone
+	if len(res.Reconnected) == 1 {
+		moving = waitRestart
+	}
 	if len(res.Unchanged) == 1 {
 		if st, err := s.ServerStatus(name); err == nil && st.State.Parked() {
 			if err := s.sys.Reconnect(ctx, name); err != nil {
 				return ServerStatus{}, err
 			}
-			moving = true
+			moving = waitAnyState
 		}
 	}
 	return s.awaitServer(ctx, name, seq, moving)
 }
 
+// awaitMove says which state event shows that a server has moved on from
+// the state it had when a Connect began.
+type awaitMove int
+
+const (
+	// waitNone: its current state counts.
+	waitNone awaitMove = iota
+	// waitAnyState: its next state event (a parked server sent to
+	// reconnect sends nothing else meanwhile).
+	waitAnyState
+	// waitRestart: the state its actor starts over in after a config
+	// change (pending, needs-approval or disabled). Events of the old
+	// config published meanwhile (a server in backoff connecting again)
+	// do not count.
+	waitRestart
+)
+
+// moved reports whether ev is the state event that ends wait w.
+func (w awaitMove) moved(ev *ServerStateEvent) bool {
+	switch w {
+	case waitAnyState:
+		return true
+	case waitRestart:
+		return ev.State == StatePending || ev.State == StateNeedsApproval || ev.State == StateDisabled
+	}
+	return true
+}
+
 // awaitServer waits until server name has settled, reading the events
-// after sequence number seq, and returns its status. With moving set, a
-// state the server had before seq does not count: it waits for the
-// server's first state event after seq (or a gap, which may have hidden
+// after sequence number seq, and returns its status. Unless moving is
+// waitNone, a state the server had before seq does not count: it waits
+// for the state event that moving names (or a gap, which may have hidden
 // it) first.
-func (s *Supervisor) awaitServer(ctx context.Context, name string, seq uint64, moving bool) (ServerStatus, error) {
+func (s *Supervisor) awaitServer(ctx context.Context, name string, seq uint64, moving awaitMove) (ServerStatus, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events := s.Subscribe(ctx, FromSequence(seq))
@@ -58,7 +89,7 @@ func (s *Supervisor) awaitServer(ctx context.Context, name string, seq uint64, m
 		if err != nil {
 			return st, err
 		}
-		if !moving && settledForHost(st) {
+		if moving == waitNone && settledForHost(st) {
 			return st, nil
 		}
 		select {
@@ -69,8 +100,13 @@ func (s *Supervisor) awaitServer(ctx context.Context, name string, seq uint64, m
 				}
 				return st, ErrClosed
 			}
-			if h := ev.Header(); (h.Type == EventServerState && h.Server == name) || h.Type == EventGap {
-				moving = false
+			switch e := ev.(type) {
+			case *ServerStateEvent:
+				if e.Server == name && moving.moved(e) {
+					moving = waitNone
+				}
+			case *GapEvent:
+				moving = waitNone // the event may be in the gap
 			}
 		case <-ctx.Done():
 			return st, ctx.Err()
