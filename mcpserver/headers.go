@@ -63,39 +63,63 @@ func (s *Server) checkStateless(h http.Header, m *protocol.Message) (*Meta, *pro
 	if perr != nil {
 		return nil, perr
 	}
-	hv := strings.TrimSpace(h.Get(HeaderProtocolVersion))
-	switch {
-	case hv == "":
-		return nil, protocol.NewError(protocol.CodeHeaderMismatch, "the MCP-Protocol-Version header is required")
-	case hv != meta.Version:
-		return nil, protocol.NewError(protocol.CodeHeaderMismatch, "the MCP-Protocol-Version header (%q) does not match _meta[%q] (%q)", hv, protocol.MetaProtocolVersion, meta.Version)
+	if perr := CheckVersionHeader(h, meta.Version); perr != nil {
+		return nil, perr
 	}
 	if perr := s.checkVersion(meta.Version); perr != nil {
 		return nil, perr
 	}
+	if perr := CheckMethodHeaders(h, m); perr != nil {
+		return nil, perr
+	}
+	return meta, nil
+}
+
+// CheckVersionHeader checks a 2026-07-28 request's MCP-Protocol-Version
+// header against the version its _meta names: it is required and equal.
+func CheckVersionHeader(h http.Header, version string) *protocol.Error {
+	hv := strings.TrimSpace(h.Get(HeaderProtocolVersion))
+	switch {
+	case hv == "":
+		return protocol.NewError(protocol.CodeHeaderMismatch, "the MCP-Protocol-Version header is required")
+	case hv != version:
+		return protocol.NewError(protocol.CodeHeaderMismatch, "the MCP-Protocol-Version header (%q) does not match _meta[%q] (%q)", hv, protocol.MetaProtocolVersion, version)
+	}
+	return nil
+}
+
+// CheckMethodHeaders checks a 2026-07-28 request's Mcp-Method header
+// (required, the body's method) and, for the methods that name a tool,
+// prompt, resource or task, its Mcp-Name header (required when the body
+// has that member, and equal to it once decoded).
+func CheckMethodHeaders(h http.Header, m *protocol.Message) *protocol.Error {
 	method, ok := HeaderValue(h, HeaderMethod)
 	switch {
 	case !ok:
-		return nil, protocol.NewError(protocol.CodeHeaderMismatch, "the Mcp-Method header is required")
+		return protocol.NewError(protocol.CodeHeaderMismatch, "the Mcp-Method header is required")
 	case method != m.Method:
-		return nil, protocol.NewError(protocol.CodeHeaderMismatch, "the Mcp-Method header (%q) does not match the body's method (%q)", method, m.Method)
+		return protocol.NewError(protocol.CodeHeaderMismatch, "the Mcp-Method header (%q) does not match the body's method (%q)", method, m.Method)
 	}
-	if field := nameField(m.Method); field != "" {
-		if body, ok := protocol.PlainStringMember(m.Params, field); ok || stringMember(m.Params, field, &body) {
-			name, present := HeaderValue(h, HeaderName)
-			if !present {
-				return nil, protocol.NewError(protocol.CodeHeaderMismatch, "the Mcp-Name header is required for %s", m.Method)
-			}
-			decoded, err := DecodeHeaderValue(name)
-			if err != nil {
-				return nil, protocol.NewError(protocol.CodeHeaderMismatch, "the Mcp-Name header: %v", err)
-			}
-			if decoded != body {
-				return nil, protocol.NewError(protocol.CodeHeaderMismatch, "the Mcp-Name header (%q) does not match params.%s (%q)", decoded, field, body)
-			}
-		}
+	field := nameField(m.Method)
+	if field == "" {
+		return nil
 	}
-	return meta, nil
+	body, ok := protocol.PlainStringMember(m.Params, field)
+	if !ok && !stringMember(m.Params, field, &body) {
+		return nil
+	}
+	name, present := HeaderValue(h, HeaderName)
+	if !present {
+		return protocol.NewError(protocol.CodeHeaderMismatch, "the Mcp-Name header is required for %s", m.Method)
+	}
+	decoded, err := DecodeHeaderValue(name)
+	if err != nil {
+		return protocol.NewError(protocol.CodeHeaderMismatch, "the Mcp-Name header: %v", err)
+	}
+	if decoded != body {
+		return protocol.NewError(protocol.CodeHeaderMismatch, "the Mcp-Name header (%q) does not match params.%s (%q)", decoded, field, body)
+	}
+	return nil
 }
 
 // nameField is the params member Mcp-Name mirrors for method, or "".

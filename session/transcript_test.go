@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,13 +110,11 @@ func TestWireTranscripts(t *testing.T) {
 	}
 
 	dir := filepath.Join("testdata", "transcripts")
-	files, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
-	require.NoError(t, err)
-	for _, f := range files {
-		name := filepath.Base(f)
-		require.True(t, slices.ContainsFunc(scenarios, func(sc wireScenario) bool { return sc.file == name }),
-			"%s has no scenario in TestWireTranscripts: remove it or add one", f)
+	files := make([]string, len(scenarios))
+	for i, sc := range scenarios {
+		files[i] = sc.file
 	}
+	transcript.RequireScenarios(t, dir, files)
 
 	for _, sc := range scenarios {
 		t.Run(strings.TrimSuffix(sc.file, ".txtar"), func(t *testing.T) {
@@ -129,17 +126,7 @@ func TestWireTranscripts(t *testing.T) {
 				}
 				return rec.Conn(c), nil
 			}
-			ctx := testwait.Context(t)
-			s, err := session.Open(ctx, dial, session.Options{
-				ClientInfo:      protocol.Implementation{Name: "mcpvisor-test", Version: "0"},
-				ProtocolVersion: sc.version,
-			})
-			require.NoError(t, err)
-			t.Cleanup(func() {
-				cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				s.Close(cctx, nil)
-			})
+			ctx, s := transcript.OpenSession(t, dial, sc.version)
 			sc.run(t, ctx, s, rec)
 			transcript.Check(t, filepath.Join(dir, sc.file), sc.what, rec.Frames(), *update)
 		})

@@ -17,10 +17,16 @@
 package transcript
 
 import (
+	"slices"
+	"time"
+
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
+	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/session"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -281,4 +287,40 @@ func Check(t testing.TB, path, comment string, frames []Frame, update bool) {
 	if d := Diff(golden, frames); d != "" {
 		t.Errorf("%s: the wire differs from the transcript (run with -update if the change is intended):\n%s", path, d)
 	}
+}
+
+// RequireScenarios fails t when a .txtar file of dir is not among files:
+// a transcript no scenario writes would never be checked again.
+func RequireScenarios(t testing.TB, dir string, files []string) {
+	t.Helper()
+	found, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		if !slices.Contains(files, filepath.Base(f)) {
+			t.Errorf("%s has no scenario in %s: remove it or add one", f, t.Name())
+		}
+	}
+}
+
+// OpenSession opens a client session over dial at version (empty:
+// negotiated), bounded by testwait's patience, and closes it when the test
+// ends; it returns the session and the context its calls should use.
+func OpenSession(t testing.TB, dial session.DialFunc, version string) (context.Context, *session.Session) {
+	t.Helper()
+	ctx := testwait.Context(t)
+	s, err := session.Open(ctx, dial, session.Options{
+		ClientInfo:      protocol.Implementation{Name: "mcpvisor-test", Version: "0"},
+		ProtocolVersion: version,
+	})
+	if err != nil {
+		t.Fatalf("opening the session: %v", err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.Close(cctx, nil)
+	})
+	return ctx, s
 }

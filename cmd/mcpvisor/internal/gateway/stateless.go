@@ -119,37 +119,14 @@ func (g *Gateway) checkStateless(h http.Header, m *protocol.Message) (statelessR
 	if perr != nil {
 		return sr, perr
 	}
-	hv := strings.TrimSpace(h.Get("Mcp-Protocol-Version"))
-	switch {
-	case hv == "":
-		return sr, errorf(protocol.CodeHeaderMismatch, "the MCP-Protocol-Version header is required")
-	case hv != sr.version:
-		return sr, errorf(protocol.CodeHeaderMismatch, "the MCP-Protocol-Version header (%q) does not match _meta[%q] (%q)", hv, protocol.MetaProtocolVersion, sr.version)
+	if perr := mcpserver.CheckVersionHeader(h, sr.version); perr != nil {
+		return sr, perr
 	}
 	if perr := sr.checkVersion(); perr != nil {
 		return sr, perr
 	}
-	method, ok := mcpserver.HeaderValue(h, "Mcp-Method")
-	switch {
-	case !ok:
-		return sr, errorf(protocol.CodeHeaderMismatch, "the Mcp-Method header is required")
-	case method != m.Method:
-		return sr, errorf(protocol.CodeHeaderMismatch, "the Mcp-Method header (%q) does not match the body's method (%q)", method, m.Method)
-	}
-	if field := nameField(m.Method); field != "" {
-		if body, ok := protocol.PlainStringMember(m.Params, field); ok || stringMember(m.Params, field, &body) {
-			name, present := mcpserver.HeaderValue(h, "Mcp-Name")
-			if !present {
-				return sr, errorf(protocol.CodeHeaderMismatch, "the Mcp-Name header is required for %s", m.Method)
-			}
-			decoded, err := mcpserver.DecodeHeaderValue(name)
-			if err != nil {
-				return sr, errorf(protocol.CodeHeaderMismatch, "the Mcp-Name header: %v", err)
-			}
-			if decoded != body {
-				return sr, errorf(protocol.CodeHeaderMismatch, "the Mcp-Name header (%q) does not match params.%s (%q)", decoded, field, body)
-			}
-		}
+	if perr := mcpserver.CheckMethodHeaders(h, m); perr != nil {
+		return sr, perr
 	}
 	if m.Method == protocol.MethodToolsCall {
 		if perr := g.checkParamHeaders(h, m.Params); perr != nil {
@@ -157,28 +134,4 @@ func (g *Gateway) checkStateless(h http.Header, m *protocol.Message) (statelessR
 		}
 	}
 	return sr, nil
-}
-
-// nameField is the params member Mcp-Name mirrors for method, or "".
-func nameField(method string) string {
-	switch method {
-	case protocol.MethodToolsCall, protocol.MethodPromptsGet:
-		return "name"
-	case protocol.MethodResourcesRead:
-		return "uri"
-	case protocol.MethodTasksGet, protocol.MethodTasksUpdate, protocol.MethodTasksCancel:
-		return "taskId"
-	}
-	return ""
-}
-
-// stringMember decodes the string member key of params into v, reporting
-// whether there was one.
-func stringMember(params json.RawMessage, key string, v *string) bool {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(params, &obj) != nil {
-		return false
-	}
-	raw, ok := obj[key]
-	return ok && json.Unmarshal(raw, v) == nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,13 +89,11 @@ func TestGatewayWireTranscripts(t *testing.T) {
 	}
 
 	dir := filepath.Join("testdata", "transcripts")
-	files, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
-	require.NoError(t, err)
-	for _, f := range files {
-		name := filepath.Base(f)
-		require.True(t, slices.ContainsFunc(scenarios, func(sc gatewayScenario) bool { return sc.file == name }),
-			"%s has no scenario in TestGatewayWireTranscripts: remove it or add one", f)
+	files := make([]string, len(scenarios))
+	for i, sc := range scenarios {
+		files[i] = sc.file
 	}
+	transcript.RequireScenarios(t, dir, files)
 
 	for _, sc := range scenarios {
 		t.Run(strings.TrimSuffix(sc.file, ".txtar"), func(t *testing.T) {
@@ -110,17 +107,7 @@ func TestGatewayWireTranscripts(t *testing.T) {
 				}
 				return rec.Conn(c), nil
 			}
-			ctx := testwait.Context(t)
-			s, err := session.Open(ctx, dial, session.Options{
-				ClientInfo:      protocol.Implementation{Name: "mcpvisor-test", Version: "0"},
-				ProtocolVersion: sc.version,
-			})
-			require.NoError(t, err)
-			t.Cleanup(func() {
-				cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				s.Close(cctx, nil)
-			})
+			ctx, s := transcript.OpenSession(t, dial, sc.version)
 			sc.run(t, ctx, sup, s, rec)
 			transcript.Check(t, filepath.Join(dir, sc.file), sc.what, rec.Frames(), *updateGolden)
 		})
