@@ -3,6 +3,8 @@ package mcpvisor
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"time"
 )
 
 // Connect adds the server name with config cfg, or replaces its config
@@ -32,64 +34,80 @@ func (s *Supervisor) Connect(ctx context.Context, name string, cfg ServerConfig)
 	}
 	// A server whose connection is being replaced shows its old state
 	// until its actor has moved on: wait for its next state event.
-	moving := waitNone
+	w := await{name: name}
 	if len(res.Reconnected) == 1 {
-		moving = waitRestart
+		// The status shows the new config once the actor has applied it.
+		runs := redact(serverConfigOf(plainServers(map[string]ServerConfig{name: cfg})[name]))
+		w.runs = &runs
 	}
 	if len(res.Unchanged) == 1 {
 		if st, err := s.ServerStatus(name); err == nil && st.State.Parked() {
 			if err := s.sys.Reconnect(ctx, name); err != nil {
 				return ServerStatus{}, err
 			}
-			moving = waitAnyState
+			w.nextState = true
 		}
 	}
-	return s.awaitServer(ctx, name, seq, moving)
+	return s.awaitServer(ctx, seq, w)
 }
 
-// awaitMove says which state event shows that a server has moved on from
-// the state it had when a Connect began.
-type awaitMove int
-
-const (
-	// waitNone: its current state counts.
-	waitNone awaitMove = iota
-	// waitAnyState: its next state event (a parked server sent to
-	// reconnect sends nothing else meanwhile).
-	waitAnyState
-	// waitRestart: the state its actor starts over in after a config
-	// change (pending, needs-approval or disabled). Events of the old
+// await says when Connect may read a server's status as the outcome of
+// its own change, and not as a state the server had before.
+type await struct {
+	name string
+	// nextState: only after the server's next state event (a parked
+	// server sent to reconnect sends nothing else meanwhile).
+	nextState bool
+	// runs, for a replaced config: only once the status shows this
+	// config (the actor has applied it), and the server is in the state
+	// it starts over in or has sent a state event since. Events of the old
 	// config published meanwhile (a server in backoff connecting again)
 	// do not count.
-	waitRestart
-)
-
-// moved reports whether ev is the state event that ends wait w.
-func (w awaitMove) moved(ev *ServerStateEvent) bool {
-	switch w {
-	case waitAnyState:
-		return true
-	case waitRestart:
-		return ev.State == StatePending || ev.State == StateNeedsApproval || ev.State == StateDisabled
-	}
-	return true
+	runs *StatusConfig
 }
 
-// awaitServer waits until server name has settled, reading the events
-// after sequence number seq, and returns its status. Unless moving is
-// waitNone, a state the server had before seq does not count: it waits
-// for the state event that moving names (or a gap, which may have hidden
-// it) first.
-func (s *Supervisor) awaitServer(ctx context.Context, name string, seq uint64, moving awaitMove) (ServerStatus, error) {
+// pending reports whether st is still a state from before the change.
+func (w *await) pending(st ServerStatus) bool {
+	if w.runs != nil && reflect.DeepEqual(st.Config, *w.runs) &&
+		(st.State == StatePending || st.State == StateNeedsApproval || st.State == StateDisabled) {
+		w.runs = nil
+	}
+	return w.nextState || w.runs != nil
+}
+
+// event notes an event read after the change.
+func (w *await) event(ev Event, st ServerStatus) {
+	switch e := ev.(type) {
+	case *ServerStateEvent:
+		if e.Server != w.name {
+			return
+		}
+		w.nextState = false
+		if w.runs != nil && reflect.DeepEqual(st.Config, *w.runs) {
+			w.runs = nil
+		}
+	case *GapEvent:
+		w.nextState, w.runs = false, nil // what was awaited may be in the gap
+	}
+}
+
+// awaitServer waits until the server of w has settled, reading the events
+// after sequence number seq, and returns its status; a state from before
+// the change does not count (see await).
+func (s *Supervisor) awaitServer(ctx context.Context, seq uint64, w await) (ServerStatus, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events := s.Subscribe(ctx, FromSequence(seq))
+	// A config applied without a state change (a lazy server pending
+	// before and after) publishes no event: look again now and then.
+	look := time.NewTicker(20 * time.Millisecond)
+	defer look.Stop()
 	for {
-		st, err := s.ServerStatus(name)
+		st, err := s.ServerStatus(w.name)
 		if err != nil {
 			return st, err
 		}
-		if moving == waitNone && settledForHost(st) {
+		if !w.pending(st) && settledForHost(st) {
 			return st, nil
 		}
 		select {
@@ -100,14 +118,11 @@ func (s *Supervisor) awaitServer(ctx context.Context, name string, seq uint64, m
 				}
 				return st, ErrClosed
 			}
-			switch e := ev.(type) {
-			case *ServerStateEvent:
-				if e.Server == name && moving.moved(e) {
-					moving = waitNone
-				}
-			case *GapEvent:
-				moving = waitNone // the event may be in the gap
+			if st, err = s.ServerStatus(w.name); err != nil {
+				return st, err
 			}
+			w.event(ev, st)
+		case <-look.C:
 		case <-ctx.Done():
 			return st, ctx.Err()
 		}

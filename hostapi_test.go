@@ -261,3 +261,22 @@ func TestCallServerToolFollowsARename(t *testing.T) {
 		assert.Equal(t, before+1, calls(server), "the call reached %s", server)
 	}
 }
+
+// Connect with a changed config of a lazy server returns once the new
+// config is in place, though the server stays pending (no state event).
+func TestConnectChangesALazyServer(t *testing.T) {
+	ctx := testwait.Context(t)
+	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{})
+	require.NoError(t, err)
+	defer sup.Close(ctx)
+	lazy := mcpvisor.ServerConfig{Config: mockserver.Command("-name", "v1"), Lazy: true}
+	st, err := sup.Connect(ctx, "l", lazy)
+	require.NoError(t, err)
+	assert.Equal(t, mcpvisor.StatusPending, st.Status)
+	lazy.Config = mockserver.Command("-name", "v2")
+	st, err = sup.Connect(ctx, "l", lazy)
+	require.NoError(t, err)
+	assert.Equal(t, mcpvisor.StatusPending, st.Status)
+	assert.Contains(t, st.Config.Args, "-name", "the status shows the new config")
+	assert.Contains(t, st.Config.Args, "v2")
+}
