@@ -301,13 +301,22 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 		}
 	}
 	var stop func() bool
+	var interrupted chan struct{}
 	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() { c.stdin.SetWriteDeadline(time.Unix(1, 0)) })
+		interrupted = make(chan struct{})
+		stop = context.AfterFunc(ctx, func() {
+			c.stdin.SetWriteDeadline(time.Unix(1, 0))
+			close(interrupted)
+		})
 	}
 	n, err := c.stdin.Write(buf[done:])
 	n += done
 	if stop != nil && !stop() {
-		c.stdin.SetWriteDeadline(time.Time{}) // the AfterFunc ran; undo it
+		// The AfterFunc started: wait until its deadline is set before
+		// clearing it, or it could land after the clearing and fail the
+		// next Send of another call (a write timing out at once).
+		<-interrupted
+		c.stdin.SetWriteDeadline(time.Time{})
 	}
 	if err == nil {
 		return nil
