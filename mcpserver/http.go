@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"slices"
@@ -141,13 +142,20 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	p := &postResponse{srv: s, w: w, r: r, sse: sse, stateless: stateless}
 	var out outlet = p
 	if !stateless && s.opts.HTTP.SSEResponses {
-		p.resumable = sess.newPostStream()
+		p.resumable = sess.newPostStream(false)
 		p.resumable.push(event{retry: s.opts.HTTP.SSERetry})
 		out = resumableOutlet{p}
 	} else if stateless && s.opts.HTTP.SSEResponses && sse {
 		p.sseAnswer = true
 	}
-	x, ok := newExchange(r.Context(), s, sess, m, out, true)
+	parent := r.Context()
+	pollAfter := s.pollAfter(sess, m, sse, stateless || fresh)
+	if pollAfter > 0 {
+		// The request may outlive its POST (finish cancels it if the
+		// client goes away before the poll).
+		parent = context.WithoutCancel(parent)
+	}
+	x, ok := newExchange(parent, s, sess, m, out, true)
 	if !ok {
 		rpcError(w, http.StatusNotFound, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "session not found: initialize a new one"))
 		return
@@ -161,7 +169,12 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.serveRequest(x)
+	if pollAfter > 0 && (s.opts.HTTP.Pollable == nil || s.opts.HTTP.Pollable(&x.req)) {
+		p.pollAfter = pollAfter
+		go s.serveRequest(x)
+	} else {
+		s.serveRequest(x)
+	}
 	code := p.finish()
 	switch {
 	case stateless:
@@ -301,11 +314,13 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	st, after := sess.log, sess.log.last()
 	if last != "" {
 		no, seq, ok := parseEventID(last)
-		if ok {
-			st, after = sess.stream(no), seq
+		if !ok {
+			rpcError(w, http.StatusBadRequest, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "malformed %s %q", HeaderLastEventID, last))
+			return
 		}
-		if !ok || st == nil {
-			rpcError(w, http.StatusBadRequest, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "unknown %s %q", HeaderLastEventID, last))
+		if st, after = sess.stream(no), seq; st == nil {
+			rpcError(w, http.StatusNotFound, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest,
+				"no stream to resume with %s %q (it was read to its end, or the session forgot it)", HeaderLastEventID, last))
 			return
 		}
 	}
@@ -323,9 +338,32 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	if st == sess.log {
 		keepalive = s.opts.HTTP.KeepAlive
 	}
-	if err := s.pump(r.Context(), w, st, after, nil, keepalive, sess.touch); err != nil && r.Context().Err() == nil {
+	err := s.pump(r.Context(), w, st, after, nil, keepalive, sess.touch)
+	if err == nil && st.forgetOnRead {
+		sess.forgetStream(st) // read to its end: a polled request's answer is delivered
+	}
+	if err != nil && r.Context().Err() == nil {
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// pollAfter returns how long request m of sess may wait for its answer
+// before its POST response ends for the client to poll
+// (HTTPOptions.PollAfter), or 0 when it is never polled: a session of
+// an earlier version than 2025-11-25 (its clients cannot resume a POST
+// stream), a POST that takes no event stream, one of the Server's own
+// methods.
+func (s *Server) pollAfter(sess *Session, m *protocol.Message, sse, skip bool) time.Duration {
+	if skip || !sse || s.opts.HTTP.PollAfter <= 0 || s.opts.HTTP.SSEResponses || sess.kind != kindHTTP || ownMethod(m.Method) {
+		return 0
+	}
+	sess.mu.Lock()
+	version, modern := sess.version, sess.modern
+	sess.mu.Unlock()
+	if modern || version < protocol.Version20251125 {
+		return 0
+	}
+	return s.opts.HTTP.PollAfter
 }
 
 // serveDelete serves a DELETE: the session ends.

@@ -37,6 +37,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -165,24 +166,25 @@ type Gateway struct {
 	opts Options
 	log  zerolog.Logger
 
+	// srv is the MCP server (the protocol: sessions, eras, streams);
+	// the gateway is its Handler (server.go).
+	srv *mcpserver.Server
+
 	mu         sync.Mutex
-	sessions   map[string]*session        // HTTP sessions by id, and the stdio session; guarded by mu
-	listens    map[*listener]struct{}     // open subscriptions/listen requests; guarded by mu
-	calls      map[*call]struct{}         // tools/call, prompts/get, resources/read in flight; guarded by mu
-	callSeq    uint64                     // numbers calls, newest highest; guarded by mu
-	pending    map[string]*pendingRequest // requests sent downstream, by id; guarded by mu
-	parked     map[string]*parkedRound    // input rounds waiting for a retry, by requestState; guarded by mu
-	inputCalls atomic.Int64               // stateless clients' calls that may need input, running (see mrtr.go)
-	reqSeq     atomic.Uint64              // numbers the requests sent downstream
+	calls      map[*call]struct{}      // tools/call, prompts/get, resources/read in flight; guarded by mu
+	callSeq    uint64                  // numbers calls, newest highest; guarded by mu
+	parked     map[string]*parkedRound // input rounds waiting for a retry, by requestState; guarded by mu
+	inputCalls atomic.Int64            // stateless clients' calls that may need input, running (see mrtr.go)
+	reqSeq     atomic.Uint64           // numbers the input requests asked of stateless-era clients
 	// waits holds the wait_for_channel_message calls, one per session;
 	// guarded by mu.
-	waits map[*session]context.CancelCauseFunc
+	waits map[*mcpserver.Session]context.CancelCauseFunc
+
+	closed    chan struct{} // closed by Close: the admin and dashboard streams end
+	closeOnce sync.Once
 
 	subMu   sync.Mutex         // serializes upstream (un)subscriptions
 	subRefs map[string]*subRef // upstream resource subscriptions by URI; guarded by subMu
-
-	closed    chan struct{} // closed by Close: streams end
-	closeOnce sync.Once
 
 	// events is the bus subscription New takes; Run reads it.
 	// stopEvents ends it (Close, or Run returning).
@@ -239,20 +241,18 @@ func New(b Backend, opts Options) *Gateway {
 		opts.ChannelQueue = mcpvisor.DefaultChannelCapacity
 	}
 	g := &Gateway{
-		b:        b,
-		opts:     opts,
-		log:      opts.Logger,
-		sessions: map[string]*session{},
-		listens:  map[*listener]struct{}{},
-		waits:    map[*session]context.CancelCauseFunc{},
-		calls:    map[*call]struct{}{},
-		pending:  map[string]*pendingRequest{},
-		parked:   map[string]*parkedRound{},
-		subRefs:  map[string]*subRef{},
-		idle:     make(chan struct{}, 1),
-		closed:   make(chan struct{}),
-		started:  time.Now(),
+		b:       b,
+		opts:    opts,
+		log:     opts.Logger,
+		waits:   map[*mcpserver.Session]context.CancelCauseFunc{},
+		calls:   map[*call]struct{}{},
+		parked:  map[string]*parkedRound{},
+		subRefs: map[string]*subRef{},
+		idle:    make(chan struct{}, 1),
+		closed:  make(chan struct{}),
+		started: time.Now(),
 	}
+	g.srv = newServer(g)
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())
 	g.events, g.stopEvents = b.Subscribe(ctx, mcpvisor.BufferSize(eventBuffer)), cancel
@@ -331,7 +331,7 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 			}
 			clear(pending)
 		case now := <-expiry.C:
-			g.expireSessions(now)
+			g.srv.ExpireIdle(now, g.opts.SessionIdle)
 		case <-ctx.Done():
 			return
 		}
@@ -348,9 +348,7 @@ func (g *Gateway) Drain(ctx context.Context) bool {
 	g.draining.Store(true)
 	// Listen streams and channel waits are requests that never finish by
 	// themselves: end them now.
-	for _, l := range g.listenersSnapshot() {
-		l.stop()
-	}
+	g.srv.EndListens()
 	g.endWaits()
 	for {
 		if g.inflight.Load() == 0 {
@@ -393,23 +391,7 @@ func (g *Gateway) Close() {
 	if g.inbox != nil {
 		g.inbox.Close()
 	}
-	g.mu.Lock()
-	sessions := make([]*session, 0, len(g.sessions))
-	for id, s := range g.sessions {
-		sessions = append(sessions, s)
-		delete(g.sessions, id)
-	}
-	listens := make([]*listener, 0, len(g.listens))
-	for l := range g.listens {
-		listens = append(listens, l)
-	}
-	g.mu.Unlock()
-	for _, s := range sessions {
-		s.close()
-	}
-	for _, l := range listens {
-		l.stop()
-	}
+	g.srv.Close()
 	g.cancelParked()
 }
 
