@@ -8,17 +8,24 @@
 //
 // Eras: the handshake eras (initialize, 2024-11-05 … 2025-11-25, with
 // Mcp-Session-Id over HTTP) and the stateless era 2026-07-28
-// (server/discover, per-request _meta, subscriptions/listen).
+// (server/discover, per-request _meta, subscriptions/listen). The
+// protocol itself (sessions, eras, streams, polling, bounds) is the
+// shared package mcpserver's; the gateway is its Handler (server.go,
+// handler.go) and keeps what is a gateway's: the pool as one server,
+// calls routed to the Supervisor, the servers' requests asked of a
+// client (upstream.go, mrtr.go), channels, tasks and skills passed on,
+// caching hints (results.go), metrics, the admin API and the dashboard.
 //
 // The same listener serves the admin API (GET /status, /metrics, /events;
 // see admin.go) and the dashboard at / with its endpoints under /admin/
 // (see dashboard.go).
 //
 // Concurrency: a Gateway is safe for concurrent use. Each downstream
-// session is independent; its state is guarded by its own mutex. The
-// gateway's one event goroutine (Run) reads the Supervisor's event bus and
-// fans out notifications; it never blocks on a slow client (every outbox
-// is bounded and drops the oldest frame). The bus subscription is taken
+// session is an mcpserver.Session, which guards its own state; the
+// gateway's mu guards its tables of calls, input rounds and channel
+// waits. The gateway's one event goroutine (Run) reads the Supervisor's
+// event bus and fans out notifications; it never blocks on a slow client
+// (every session's stream is bounded and drops the oldest event). The bus subscription is taken
 // by New, before any client can connect, so no event published while a
 // client is connected is missed because Run had not subscribed yet.
 package gateway
@@ -143,9 +150,9 @@ type Options struct {
 	// HTTP session may hold its POST's event stream open: then the
 	// gateway ends the stream after a priming event, and the client
 	// resumes it with a GET and Last-Event-ID to get the answer (SSE
-	// polling, SEP-1699; see polling.go). Zero (the default) or negative:
-	// never, since it costs every eligible call a goroutine hand-off; see
-	// SuggestedSSEPollAfter.
+	// polling, SEP-1699; mcpserver's HTTPOptions.PollAfter). Zero (the
+	// default) or negative: never, since it costs every eligible call a
+	// goroutine hand-off; see SuggestedSSEPollAfter.
 	SSEPollAfter time.Duration
 	// SSERetry is the retry field of that priming event: how long the
 	// client waits before it resumes (default DefaultSSERetry).
