@@ -146,9 +146,11 @@ func (e *ProcessExitError) Error() string {
 // Unwrap makes a process exit match transports.ErrClosed.
 func (e *ProcessExitError) Unwrap() error { return transports.ErrClosed }
 
-// Conn is a running stdio server. Its goroutines, all started by Dial:
-// the reader (stdout → Receiver), the stderr drain (stderr → ring), and
-// the waiter (the process's exit → exited). Close ends all three.
+// Conn is a running stdio server. Its goroutines: the reader (stdout →
+// Receiver) and the stderr drain (stderr → ring), started by Dial, and
+// the exit handler (the process's exit → exited), started by the exit
+// notice, so that an idle connection holds no goroutine waiting for its
+// exit. Close ends all three.
 type Conn struct {
 	opts Options
 	proc process
@@ -249,7 +251,8 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 		c.stdinRaw = raw
 	}
 
-	routine.Go("stdio.wait", c.wait)
+	// No goroutine waits for the exit: the exit notice starts one.
+	c.proc.afterExit(func() { routine.Go("stdio.exit", c.wait) })
 	routine.Go("stdio.stderr", c.drainStderr)
 	routine.Go("stdio.read", c.read)
 	return c, nil
@@ -427,8 +430,9 @@ func (c *Conn) cause(readErr error) error {
 	return fmt.Errorf("%w: reading the server's stdout: %v", transports.ErrClosed, readErr)
 }
 
-// wait waits for the process's exit and, if stdout stays open after it
-// (a grandchild holds it), cuts the reader off so Closed is delivered.
+// wait records the process's exit (it runs once the process exited)
+// and, if stdout stays open after it (a grandchild holds it), cuts the
+// reader off so Closed is delivered.
 func (c *Conn) wait() {
 	<-c.proc.done()
 	code, sig, err := c.proc.exit()
