@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,11 +105,13 @@ func (r *runner) connectOne(ctx context.Context, client, transport, era string, 
 	res.PeakRSSSinceStart = !ResetPeakRSS()
 	stopSampling := sampleGoroutines()
 	octx, cancel := context.WithTimeout(ctx, connectTimeout+time.Duration(n)*50*time.Millisecond)
+	stopProfile := r.profileConnect(client, transport, n)
 	cpu0 := CPUTime()
 	t0 := time.Now()
 	err = f.open(octx, n)
 	ready := time.Since(t0)
 	cpu := CPUTime() - cpu0
+	stopProfile()
 	cancel()
 	res.PeakGoroutines = stopSampling()
 	res.PeakRSSBytes = PeakRSS()
@@ -363,3 +368,31 @@ func (f *spawnFleet) open(ctx context.Context, n int) error {
 }
 
 func (f *spawnFleet) close() error { return nil }
+
+// profileConnect starts a CPU profile of mcpvisor's connect run when the
+// run asks for them (ConnectProfiles) and returns what stops it.
+func (r *runner) profileConnect(client, transport string, n int) (stop func()) {
+	if r.cfg.ConnectProfiles == "" || client != Mcpvisor {
+		return func() {}
+	}
+	if err := os.MkdirAll(r.cfg.ConnectProfiles, 0o755); err != nil {
+		r.fail("connect profile: %v", err)
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(r.cfg.ConnectProfiles, fmt.Sprintf("connect-%s-%d.pprof", transport, n)))
+	if err != nil {
+		r.fail("connect profile: %v", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		r.fail("connect profile: %v", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			r.fail("connect profile: %v", err)
+		}
+	}
+}

@@ -99,6 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		sandboxN    = fs.Int("sandbox-n", 0, "sandbox: number of servers (default 50)")
 		sandboxSrv  = fs.String("sandbox-server", "", "sandbox: a server `command` line (space-separated) instead of the mock server, with an echo tool (e.g. server-everything)")
 		noPlots     = fs.Bool("no-plots", false, "do not draw the PNG plots")
+		profiles    = fs.String("connect-profiles", "", "connect: write a CPU profile of each of mcpvisor's connect runs into this `directory`")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -207,6 +208,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *httpPool > 0 {
 		cfg.HTTPPool = *httpPool
 	}
+	cfg.ConnectProfiles = *profiles
 	if *sandboxN > 0 {
 		cfg.SandboxN = *sandboxN
 	}
