@@ -51,7 +51,7 @@ func (r *runner) connectScenario(ctx context.Context) {
 				if name == Mcpvisor {
 					return startSupervisorFleet(ctx, transports.Config{Command: cmd.Path, Args: cmd.Args}, ConnectEraStdio, r.cfg.Pool, 0)
 				}
-				return &sessionFleet{pool: r.cfg.Pool, connect: func(ctx context.Context) (Session, error) {
+				return &sessionFleet{pool: r.cfg.Pool, connect: func(ctx context.Context, _ int) (Session, error) {
 					return p.Connect(ctx, cmd, ConnectEraStdio)
 				}}, nil
 			})
@@ -69,8 +69,8 @@ func (r *runner) connectScenario(ctx context.Context) {
 						if name == Mcpvisor {
 							return startSupervisorFleet(ctx, transports.Config{Type: transports.TypeHTTP, URL: srv.URL}, ConnectEraHTTP, 0, r.cfg.HTTPPool)
 						}
-						return &sessionFleet{pool: r.cfg.HTTPPool, shared: PeerHTTPClient.CloseIdleConnections, connect: func(ctx context.Context) (Session, error) {
-							return p.ConnectHTTP(ctx, srv.URL, ConnectEraHTTP)
+						return &sessionFleet{pool: r.cfg.HTTPPool, shared: PeerHTTPClient.CloseIdleConnections, connect: func(ctx context.Context, i int) (Session, error) {
+							return p.ConnectHTTP(ctx, virtualServerURL(srv.URL, i), ConnectEraHTTP)
 						}}, nil
 					})
 				}
@@ -237,7 +237,7 @@ func Parallel(n, workers int, f func(i int) error) error {
 
 type sessionFleet struct {
 	pool     int
-	connect  func(ctx context.Context) (Session, error)
+	connect  func(ctx context.Context, i int) (Session, error) // the i-th session
 	shared   func() // closes the idle connections of a shared HTTP client, if any
 	sessions []Session
 }
@@ -245,7 +245,7 @@ type sessionFleet struct {
 func (f *sessionFleet) open(ctx context.Context, n int) error {
 	f.sessions = make([]Session, n)
 	return Parallel(n, f.pool, func(i int) error {
-		s, err := f.connect(ctx)
+		s, err := f.connect(ctx, i)
 		if err != nil {
 			return err
 		}
@@ -295,13 +295,22 @@ func startSupervisorFleet(ctx context.Context, tc transports.Config, era string,
 	return &supervisorFleet{sup: sup, tc: tc, era: era}, nil
 }
 
+// virtualServerURL is the URL of the i-th remote server of a fleet
+// served by one mock process: each on its own path (/mcp/s0042), as
+// remote servers of different URLs are.
+func virtualServerURL(base string, i int) string { return base + "/" + serverName(i) }
+
 // serverName names the i-th of the fleet's servers.
 func serverName(i int) string { return fmt.Sprintf("s%04d", i) }
 
 func (f *supervisorFleet) open(ctx context.Context, n int) error {
 	servers := make(map[string]mcpvisor.ServerConfig, n)
 	for i := range n {
-		servers[serverName(i)] = mcpvisor.ServerConfig{Config: f.tc, ProtocolVersion: Pinned(f.era)}
+		tc := f.tc
+		if tc.URL != "" {
+			tc.URL = virtualServerURL(tc.URL, i)
+		}
+		servers[serverName(i)] = mcpvisor.ServerConfig{Config: tc, ProtocolVersion: Pinned(f.era)}
 	}
 	return setAndSettle(ctx, f.sup, servers)
 }

@@ -373,7 +373,7 @@ func oneLine(s string) string {
 func writeConnect(b *strings.Builder, res *Results, plots []string) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("## Connect: N servers to all-ready\n\n")
-	w("stdio: N mock server processes (era %s); HTTP: N sessions to one mock server process (era %s, sessions with a standalone GET stream where the client opens one). ", ConnectEraStdio, ConnectEraHTTP)
+	w("stdio: N mock server processes (era %s); HTTP: N sessions to one mock server process, each on its own path (/mcp/s0042: N virtual remote servers; era %s, sessions with a standalone GET stream where the client opens one). ", ConnectEraStdio, ConnectEraHTTP)
 	w("mcpvisor: one Supervisor (started before the baseline) with N servers, `LocalConnectLimit`/`RemoteConnectLimit` = pool; the peers: N sessions connected pool at a time (a semaphore); ")
 	w("spawn: N bare processes of the mock binary exiting at once (`-exit-at-start`), pool at a time. ")
 	w("All ready: from the start until every one is connected, negotiated and listed. ")
