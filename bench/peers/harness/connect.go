@@ -238,7 +238,7 @@ func Parallel(n, workers int, f func(i int) error) error {
 type sessionFleet struct {
 	pool     int
 	connect  func(ctx context.Context, i int) (Session, error) // the i-th session
-	shared   func() // closes the idle connections of a shared HTTP client, if any
+	shared   func()                                            // closes the idle connections of a shared HTTP client, if any
 	sessions []Session
 }
 
