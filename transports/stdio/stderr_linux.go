@@ -2,9 +2,11 @@ package stdio
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/internal/routine"
 )
@@ -58,6 +60,12 @@ func (p *stderrPoller) watch(fd int, sink func([]byte), done func()) (int32, err
 			return 0, os.NewSyscallError("setnonblock", err)
 		}
 		ep := os.NewFile(uintptr(epfd), "stderr-epoll")
+		// A file the runtime could not add to its poller takes no
+		// deadline: then this poller cannot sleep in it.
+		if err := ep.SetReadDeadline(time.Time{}); err != nil {
+			ep.Close()
+			return 0, fmt.Errorf("stderr poller: %w", err)
+		}
 		rc, err := ep.SyscallConn()
 		if err != nil {
 			ep.Close()
@@ -197,12 +205,14 @@ func (c *Conn) openStderr() (child *os.File, stop func(), err error) {
 		syscall.Close(p[1])
 		return nil, nil, os.NewSyscallError("setnonblock", err)
 	}
+	child = os.NewFile(uintptr(p[1]), "|child") // blocking: os.NewFile leaves it out of the poller
 	id, err := stderrs.watch(p[0], c.stderrWrite, func() { close(c.stderrDone) })
 	if err != nil {
-		syscall.Close(p[0])
-		syscall.Close(p[1])
-		return nil, nil, err
+		// Without the shared poller, a goroutine of this connection's own.
+		c.opts.Logger.Debug().Err(err).Msg("reading the server's stderr on a goroutine of its own")
+		r := os.NewFile(uintptr(p[0]), "|parent") // non-blocking: in the runtime's poller
+		routine.Go("stdio.stderr", func() { c.drainStderr(r) })
+		return child, func() { r.Close() }, nil
 	}
-	// A blocking descriptor: os.NewFile leaves it out of the poller.
-	return os.NewFile(uintptr(p[1]), "|child"), func() { stderrs.unwatch(id) }, nil
+	return child, func() { stderrs.unwatch(id) }, nil
 }
