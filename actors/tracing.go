@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpvisor/mcpvisor/internal/mcptrace"
 	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -58,9 +59,9 @@ func serverAttributes(name string, cfg ServerConfig) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{AttrServerName.String(name), AttrTransport.String(string(kind))}
 	switch kind {
 	case transports.TypeStdio:
-		attrs = append(attrs, attribute.String("network.transport", "pipe"))
+		attrs = append(attrs, mcptrace.NetworkTransport.String("pipe"))
 	case transports.TypeHTTP, transports.TypeSSE, transports.TypeWS:
-		attrs = append(attrs, attribute.String("network.transport", "tcp"))
+		attrs = append(attrs, mcptrace.NetworkTransport.String("tcp"))
 		if u, err := url.Parse(cfg.URL); err == nil && u.Hostname() != "" {
 			attrs = append(attrs, attribute.String("server.address", u.Hostname()))
 			if port, err := strconv.Atoi(portOf(u)); err == nil {
@@ -124,12 +125,12 @@ func endConnectSpan(span trace.Span, res connectResult) {
 	defer span.End()
 	if res.err != nil {
 		class := string(ClassifyFailure(res.err))
-		span.SetAttributes(session.AttrErrorType.String(class))
+		span.SetAttributes(mcptrace.ErrorType.String(class))
 		span.SetStatus(codes.Error, class)
 		return
 	}
-	span.SetAttributes(session.AttrProtocolVersion.String(res.sess.ProtocolVersion()), attribute.Int("mcpvisor.tools", len(res.lists.tools)))
+	span.SetAttributes(mcptrace.ProtocolVersion.String(res.sess.ProtocolVersion()), attribute.Int("mcpvisor.tools", len(res.lists.tools)))
 	if sc, ok := res.sess.Conn().(interface{ SessionID() string }); ok && sc.SessionID() != "" {
-		span.SetAttributes(session.AttrSessionID.String(sc.SessionID()))
+		span.SetAttributes(mcptrace.SessionID.String(sc.SessionID()))
 	}
 }

@@ -10,9 +10,9 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpvisor/mcpvisor/internal/mcptrace"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -40,29 +40,6 @@ type Tracing struct {
 	ErrorType func(error) string
 }
 
-// Attribute keys of the semantic conventions for MCP, and mcpvisor's own.
-const (
-	AttrMethodName         = attribute.Key("mcp.method.name")
-	AttrSessionID          = attribute.Key("mcp.session.id")
-	AttrProtocolVersion    = attribute.Key("mcp.protocol.version")
-	AttrResourceURI        = attribute.Key("mcp.resource.uri")
-	AttrToolName           = attribute.Key("gen_ai.tool.name")
-	AttrPromptName         = attribute.Key("gen_ai.prompt.name")
-	AttrOperationName      = attribute.Key("gen_ai.operation.name")
-	AttrRequestID          = attribute.Key("jsonrpc.request.id")
-	AttrResponseStatusCode = attribute.Key("rpc.response.status_code")
-	AttrErrorType          = attribute.Key("error.type")
-)
-
-// ErrorTypeToolError is error.type of a tools/call answered with a result
-// whose isError is true, as the semantic conventions say.
-const ErrorTypeToolError = "tool_error"
-
-// TraceContext is the propagator of the trace context that goes into (and
-// comes out of) a request's _meta: W3C Trace Context and W3C Baggage, the
-// keys SEP-414 names.
-var TraceContext propagation.TextMapPropagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-
 // tracedRoundTrip is send under a client span, with the span's context in
 // the request's _meta.
 func (s *Session) tracedRoundTrip(ctx context.Context, id int64, method string, params any, answerWithin time.Duration) (json.RawMessage, error) {
@@ -82,8 +59,8 @@ func (s *Session) tracedRoundTrip(ctx context.Context, id int64, method string, 
 	}
 	if method == protocol.MethodToolsCall {
 		if v, found, _ := protocol.RawMember(raw, "isError"); found && string(v) == "true" {
-			span.SetAttributes(AttrErrorType.String(ErrorTypeToolError))
-			span.SetStatus(codes.Error, ErrorTypeToolError)
+			span.SetAttributes(mcptrace.ErrorType.String(mcptrace.ErrorTypeToolError))
+			span.SetStatus(codes.Error, mcptrace.ErrorTypeToolError)
 		}
 	}
 	return raw, nil
@@ -92,13 +69,13 @@ func (s *Session) tracedRoundTrip(ctx context.Context, id int64, method string, 
 // spanStart returns the name and the attributes of the span of request id.
 func (s *Session) spanStart(id int64, method string, params any) (string, []attribute.KeyValue) {
 	attrs := make([]attribute.KeyValue, 0, 8+len(s.opts.Tracing.Attributes))
-	attrs = append(attrs, AttrMethodName.String(method), AttrRequestID.String(strconv.FormatInt(id, 10)))
+	attrs = append(attrs, mcptrace.MethodName.String(method), mcptrace.RequestID.String(strconv.FormatInt(id, 10)))
 	if s.version != "" {
-		attrs = append(attrs, AttrProtocolVersion.String(s.version))
+		attrs = append(attrs, mcptrace.ProtocolVersion.String(s.version))
 	}
 	if sc, ok := s.conn.(interface{ SessionID() string }); ok {
 		if sid := sc.SessionID(); sid != "" {
-			attrs = append(attrs, AttrSessionID.String(sid))
+			attrs = append(attrs, mcptrace.SessionID.String(sid))
 		}
 	}
 	attrs = append(attrs, s.opts.Tracing.Attributes...)
@@ -107,17 +84,17 @@ func (s *Session) spanStart(id int64, method string, params any) (string, []attr
 	case protocol.MethodToolsCall:
 		if tool := toolNameOf(params); tool != "" {
 			name += " " + tool
-			attrs = append(attrs, AttrToolName.String(tool))
+			attrs = append(attrs, mcptrace.ToolName.String(tool))
 		}
-		attrs = append(attrs, AttrOperationName.String("execute_tool"))
+		attrs = append(attrs, mcptrace.OperationName.String(mcptrace.OperationExecuteTool))
 	case protocol.MethodPromptsGet:
 		if p, ok := params.(protocol.GetPromptParams); ok && p.Name != "" {
 			name += " " + p.Name
-			attrs = append(attrs, AttrPromptName.String(p.Name))
+			attrs = append(attrs, mcptrace.PromptName.String(p.Name))
 		}
 	case protocol.MethodResourcesRead, protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
 		if uri := uriOf(params); uri != "" {
-			attrs = append(attrs, AttrResourceURI.String(uri))
+			attrs = append(attrs, mcptrace.ResourceURI.String(uri))
 		}
 	}
 	return name, attrs
@@ -145,11 +122,11 @@ func (s *Session) spanFailed(span trace.Span, err error) {
 	switch {
 	case errors.As(err, &rpcErr):
 		code := strconv.FormatInt(rpcErr.Code, 10)
-		span.SetAttributes(AttrErrorType.String(code), AttrResponseStatusCode.String(code))
+		span.SetAttributes(mcptrace.ErrorType.String(code), mcptrace.ResponseStatusCode.String(code))
 		span.SetStatus(codes.Error, rpcErr.Message)
 		return
 	case errors.As(err, &timeout):
-		span.SetAttributes(AttrErrorType.String("timeout"))
+		span.SetAttributes(mcptrace.ErrorType.String("timeout"))
 		span.SetStatus(codes.Error, "timeout")
 		return
 	}
@@ -160,15 +137,14 @@ func (s *Session) spanFailed(span trace.Span, err error) {
 	if class == "" {
 		class = "_OTHER"
 	}
-	span.SetAttributes(AttrErrorType.String(class))
+	span.SetAttributes(mcptrace.ErrorType.String(class))
 	span.SetStatus(codes.Error, class)
 }
 
 // withTraceContext returns params with the trace context of ctx in its
 // _meta (replacing any trace keys the caller put there).
 func withTraceContext(ctx context.Context, params any) (any, error) {
-	carrier := propagation.MapCarrier{}
-	TraceContext.Inject(ctx, carrier)
+	carrier := mcptrace.Inject(ctx)
 	var raw []byte
 	switch p := params.(type) {
 	case nil:

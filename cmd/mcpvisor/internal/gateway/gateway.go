@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -156,6 +157,10 @@ type Options struct {
 	// wait_for_channel_message (default 1,000; the oldest is dropped and
 	// counted). See ChannelSource.
 	ChannelQueue int
+	// TracerProvider, when not nil, records a server span for every
+	// request a downstream client sends, continuing the trace context of
+	// its params._meta (see tracing.go). Nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -202,6 +207,8 @@ type Gateway struct {
 	// wait_for_channel_message (nil without a ChannelSource); it closes
 	// with Close.
 	inbox *mcpvisor.ChannelInbox
+	// tracer makes the server spans; nil without Options.TracerProvider.
+	tracer trace.Tracer
 }
 
 // eventBuffer is how many bus events the gateway's subscription holds
@@ -252,6 +259,7 @@ func New(b Backend, opts Options) *Gateway {
 		idle:     make(chan struct{}, 1),
 		closed:   make(chan struct{}),
 		started:  time.Now(),
+		tracer:   newServerTracer(opts.TracerProvider),
 	}
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())

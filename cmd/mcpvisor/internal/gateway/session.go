@@ -145,7 +145,7 @@ func reply(id protocol.ID, result any, err *protocol.Error) []byte {
 // nil. reqNotify, when not nil,
 // carries notifications that belong to the request (progress, a listen
 // stream's notifications): over HTTP the request's own SSE stream.
-func (s *session) handle(ctx context.Context, m *protocol.Message, reqNotify func([]byte)) ([]byte, int64) {
+func (s *session) handle(ctx context.Context, m *protocol.Message, reqNotify func([]byte)) (frame []byte, code int64) {
 	s.touch()
 	switch m.Kind {
 	case protocol.KindNotification:
@@ -159,8 +159,12 @@ func (s *session) handle(ctx context.Context, m *protocol.Message, reqNotify fun
 		return reply(m.ID, nil, errorf(CodeShuttingDown, "mcpvisor gateway is shutting down")), CodeShuttingDown
 	}
 	defer s.g.end()
+	ctx, span := s.g.startServerSpan(ctx, s, m)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if span != nil {
+		defer func() { endServerSpan(ctx, span, m.Method, frame, code) }()
+	}
 	key := m.ID.String()
 	s.mu.Lock()
 	if s.closed {
