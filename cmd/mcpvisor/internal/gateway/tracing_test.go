@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -273,4 +275,39 @@ func runNode(t *testing.T, modules, script string, args ...string) string {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "node %s:\n%s", script, out)
 	return string(out)
+}
+
+// The gateway's server span says how the request ended: a tool's failure
+// is a tool_error, a JSON-RPC error its code (and the span's status an
+// error), a success has no error.type.
+func TestGatewaySpanOutcomes(t *testing.T) {
+	t.Parallel()
+	tp, rec := recorder(t)
+	up := tracedSupervisor(t, tp, map[string]mcpvisor.ServerConfig{"meta": {Config: testserver.Command()}})
+	_, srv := serve(t, up, gateway.Options{TracerProvider: tp})
+	host := tracedSupervisor(t, nil, map[string]mcpvisor.ServerConfig{"gw": {Config: httpConfig(srv.URL)}})
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	res, err := host.CallTool(ctx, "mcp__gw__mcp__meta__fail", map[string]any{})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	_, err = host.CallTool(ctx, "mcp__gw__mcp__meta__echo", map[string]any{"text": "hi"})
+	require.NoError(t, err)
+	_, err = host.ReadResource(ctx, "gw", "test://nowhere")
+	var rpcErr *protocol.Error
+	require.ErrorAs(t, err, &rpcErr)
+
+	ended := rec.Ended()
+	failed := oneSpan(t, ended, "tools/call mcp__meta__fail", trace.SpanKindServer)
+	assert.Equal(t, "tool_error", attributes(failed)["error.type"])
+	assert.Equal(t, codes.Error, failed.Status().Code)
+	ok := oneSpan(t, ended, "tools/call mcp__meta__echo", trace.SpanKindServer)
+	assert.NotContains(t, attributes(ok), "error.type")
+	assert.Equal(t, codes.Unset, ok.Status().Code)
+	read := oneSpan(t, ended, "resources/read", trace.SpanKindServer)
+	code := strconv.FormatInt(rpcErr.Code, 10)
+	assert.Equal(t, code, attributes(read)["error.type"])
+	assert.Equal(t, code, attributes(read)["rpc.response.status_code"])
+	assert.Equal(t, "test://nowhere", attributes(read)["mcp.resource.uri"])
 }
