@@ -3,10 +3,13 @@ package mcpvisor_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -16,19 +19,63 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/internal/testserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
-// tracedServers are test servers over both transports and both eras: the
-// trace context goes into _meta whatever the server speaks.
+// tracedServers are test servers over stdio, Streamable HTTP and
+// WebSocket, in both eras: the trace context goes into _meta whatever
+// the server speaks.
 func tracedServers(t *testing.T) map[string]mcpvisor.ServerConfig {
 	_, url := testserver.Serve(t, testserver.Options{})
+	wsURL := serveWebSocket(t)
 	return map[string]mcpvisor.ServerConfig{
 		"stdio":     {Config: testserver.Command()},
 		"stdio_old": {Config: testserver.Command(), ProtocolVersion: protocol.Version20251125},
 		"http":      {Config: mcpvisor.TransportConfig{URL: url}},
 		"http_old":  {Config: mcpvisor.TransportConfig{URL: url}, ProtocolVersion: protocol.Version20250618},
+		"ws":        {Config: mcpvisor.TransportConfig{Type: transports.TypeWS, URL: wsURL}},
+		"ws_old":    {Config: mcpvisor.TransportConfig{Type: transports.TypeWS, URL: wsURL}, ProtocolVersion: protocol.Version20251125},
 	}
 }
+
+// tracedServerNames are the names of tracedServers.
+var tracedServerNames = []string{"stdio", "stdio_old", "http", "http_old", "ws", "ws_old"}
+
+// serveWebSocket serves a test server over WebSocket (subprotocol mcp,
+// one text message per JSON-RPC message) on 127.0.0.1 and returns its
+// ws:// URL; it ends with the test.
+func serveWebSocket(t *testing.T) string {
+	s := testserver.New(testserver.Options{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"mcp"}})
+		if err != nil {
+			return // Accept has answered
+		}
+		// The request's context ends with the upgrade's handler; the
+		// connection ends when the client closes it or the test ends.
+		_ = s.MCP().ServeConn(context.Background(), wsConn{c})
+	}))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		s.Close()
+	})
+	return "ws" + strings.TrimPrefix(srv.URL, "http")
+}
+
+// wsConn is a WebSocket as an mcpserver.Conn.
+type wsConn struct{ c *websocket.Conn }
+
+func (w wsConn) ReadMessage(ctx context.Context) ([]byte, error) {
+	_, data, err := w.c.Read(ctx)
+	return data, err
+}
+
+func (w wsConn) WriteMessage(frame []byte) error {
+	return w.c.Write(context.Background(), websocket.MessageText, frame) // closing the connection unblocks a write
+}
+
+func (w wsConn) Close() error { return w.c.CloseNow() }
 
 // startTraced starts a supervisor with tp (nil: no tracing) and servers,
 // all ready.
@@ -66,7 +113,8 @@ func metaOf(t *testing.T, ctx context.Context, sup *mcpvisor.Supervisor, server 
 // A call under a parent span is recorded as a client span, child of the
 // parent, with the semantic conventions' attributes; the request's
 // _meta.traceparent is that span's context (the parent's trace id), once,
-// replacing any the caller set. Over stdio and HTTP, in both eras.
+// replacing any the caller set. Over stdio, HTTP and WebSocket, in both
+// eras.
 func TestCallToolCarriesTraceContext(t *testing.T) {
 	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
@@ -74,7 +122,7 @@ func TestCallToolCarriesTraceContext(t *testing.T) {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	sup := startTraced(t, tp, tracedServers(t))
 
-	for _, server := range []string{"stdio", "stdio_old", "http", "http_old"} {
+	for _, server := range tracedServerNames {
 		t.Run(server, func(t *testing.T) {
 			ctx, parent := tp.Tracer("test").Start(t.Context(), "parent")
 			callerMeta := protocol.Meta{
@@ -104,7 +152,7 @@ func TestCallToolCarriesTraceContext(t *testing.T) {
 			assert.NotEmpty(t, attrs["mcp.protocol.version"])
 			assert.NotEmpty(t, attrs["jsonrpc.request.id"])
 			assert.NotContains(t, attrs, "error.type")
-			if strings.HasPrefix(server, "http") {
+			if !strings.HasPrefix(server, "stdio") {
 				assert.Equal(t, "tcp", attrs["network.transport"])
 				assert.Equal(t, "127.0.0.1", attrs["server.address"])
 			} else {
@@ -117,7 +165,7 @@ func TestCallToolCarriesTraceContext(t *testing.T) {
 	}
 
 	t.Run("connect spans", func(t *testing.T) {
-		for _, server := range []string{"stdio", "stdio_old", "http", "http_old"} {
+		for _, server := range tracedServerNames {
 			span := findSpan(t, rec, func(s sdktrace.ReadOnlySpan) bool {
 				return s.Name() == "mcpvisor.connect" && attrMap(s)["mcpvisor.server.name"] == server
 			})
@@ -167,7 +215,7 @@ func TestNoTracerAddsNoTraceKeys(t *testing.T) {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	ctx, parent := tp.Tracer("test").Start(t.Context(), "parent")
 	defer parent.End()
-	for _, server := range []string{"stdio", "stdio_old", "http", "http_old"} {
+	for _, server := range tracedServerNames {
 		got := metaOf(t, ctx, sup, server, nil)
 		for _, k := range protocol.TraceMetaKeys {
 			assert.NotContains(t, got, k, "%s: no tracer, no %s: %v", server, k, got)
