@@ -178,6 +178,9 @@ type Session struct {
 	discoverRejected bool
 	modernMeta       protocol.Meta   // the _meta members of every stateless-era request
 	modernMetaJSON   json.RawMessage // modernMeta, encoded once
+	// capsMeta is the last _meta encoded with a request's own
+	// capabilities (see capsmeta.go).
+	capsMeta atomic.Pointer[capsMeta]
 
 	// paramHeaders maps a tool's name to its mirrored parameters, for the
 	// tools that have some (see paramheaders.go); replaced by each

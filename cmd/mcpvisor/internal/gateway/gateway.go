@@ -187,6 +187,7 @@ type Gateway struct {
 	callSeq    uint64                  // numbers calls, newest highest; guarded by mu
 	parked     map[string]*parkedRound // input rounds waiting for a retry, by requestState; guarded by mu
 	inputCalls atomic.Int64            // stateless clients' calls that may need input, running (see mrtr.go)
+	workers    *callWorkers            // where those calls run
 	reqSeq     atomic.Uint64           // numbers the input requests asked of stateless-era clients
 	// waits holds the wait_for_channel_message calls, one per session;
 	// guarded by mu.
@@ -267,6 +268,7 @@ func New(b Backend, opts Options) *Gateway {
 		started: time.Now(),
 		tracer:  newServerTracer(opts.TracerProvider),
 	}
+	g.workers = newCallWorkers(g.closed)
 	g.srv = newServer(g)
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())
