@@ -44,12 +44,25 @@ type stderrSub struct {
 
 var stderrs = &stderrPoller{subs: map[int32]*stderrSub{}}
 
-// watch takes fd (non-blocking; it is closed by the poller) and calls
-// sink with its bytes until it ends, then done. It returns the handle
-// for unwatch.
+// watch takes fd (non-blocking; once watched it is closed by the
+// poller) and calls sink with its bytes until it ends, then done. It
+// returns the handle for unwatch. On an error fd is left to the caller.
 func (p *stderrPoller) watch(fd int, sink func([]byte), done func()) (int32, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	id, err := p.add(fd, sink, done)
+	var idle *os.File
+	if err != nil && p.ep != nil && len(p.subs) == 0 {
+		idle, p.ep = p.ep, nil // a poller started for nothing ends
+	}
+	p.mu.Unlock()
+	if idle != nil {
+		idle.Close() // outside mu: the poller goroutine may be waiting for it
+	}
+	return id, err
+}
+
+// add is watch with mu held.
+func (p *stderrPoller) add(fd int, sink func([]byte), done func()) (int32, error) {
 	if p.ep == nil {
 		epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 		if err != nil {
