@@ -18,6 +18,10 @@ type StatusReport struct {
 	InFlight int64          `json:"inFlight"`
 	Tools    int            `json:"tools"`
 	Servers  []ServerReport `json:"servers"`
+	// Excluded are the configured servers that a managed policy keeps
+	// from running (for example one with "sandbox": false under
+	// "requireSandbox"), by name, with the reason; absent when none.
+	Excluded []ExcludedReport `json:"excluded,omitempty"`
 	// Channels is the channel message queue of wait_for_channel_message
 	// (absent without one).
 	Channels *ChannelReport `json:"channels,omitempty"`
@@ -38,6 +42,7 @@ func (g *Gateway) Status() StatusReport {
 		Channels: g.channelReport()}
 	g.mu.Lock()
 	rep.Sessions = len(g.sessions)
+	rep.Excluded = g.excluded // replaced whole by SetExcluded, never changed in place
 	g.mu.Unlock()
 	for _, t := range g.b.Tools() {
 		if g.offered(t.Name) {

@@ -177,6 +177,9 @@ type Gateway struct {
 	// waits holds the wait_for_channel_message calls, one per session;
 	// guarded by mu.
 	waits map[*session]context.CancelCauseFunc
+	// excluded are the servers a managed policy keeps from running, by
+	// name (SetExcluded); guarded by mu.
+	excluded []ExcludedReport
 
 	subMu   sync.Mutex         // serializes upstream (un)subscriptions
 	subRefs map[string]*subRef // upstream resource subscriptions by URI; guarded by subMu
