@@ -55,6 +55,9 @@ func build(plan *Plan, v view, cfg *transports.Sandbox, cmd Command, opts *Optio
 		plan.Argv = bwrapArgs(bwrap, v, cfg.Network, cmd)
 		plan.Env = append(tempEnv("/tmp"), cacheEnv(v, cmd, "/tmp")...) // the sandbox's own /tmp
 	}
+	if prlimit := findPrlimit(); prlimit != "" && !opts.ExecStage {
+		direct(plan, prlimit)
+	}
 	return nil
 }
 
