@@ -66,6 +66,15 @@ type Options struct {
 	// PATH.
 	Bwrap string
 
+	// RuntimeDir is the user's runtime directory ($XDG_RUNTIME_DIR, which
+	// a program may pass; the library reads no environment variable).
+	// Empty means /run/user/<uid>. When it is a tmpfs of this user's
+	// alone (mode 0700), Landlock's private temporary directories are
+	// made there: a directory on a tmpfs is made and removed in
+	// microseconds, where one in the home directory's ~/.cache can take
+	// milliseconds on a busy disk.
+	RuntimeDir string
+
 	// ExecStage starts every confined server through the exec stage (a
 	// start of the host binary that confines itself, then executes the
 	// server). By default (Linux), where util-linux's prlimit is
