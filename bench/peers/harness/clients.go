@@ -143,10 +143,14 @@ func ConnectMcpvisorWS(ctx context.Context, url, era string) (Session, error) {
 	return startMcpvisor(ctx, transports.Config{Type: transports.TypeWS, URL: url}, era)
 }
 
-// startMcpvisor starts a Supervisor with the one server m reached through
-// tc and waits until it is ready.
-func startMcpvisor(ctx context.Context, tc transports.Config, era string) (Session, error) {
-	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{})
+// startMcpvisor starts a Supervisor (with options changed by configure)
+// with the one server m reached through tc and waits until it is ready.
+func startMcpvisor(ctx context.Context, tc transports.Config, era string, configure ...func(*mcpvisor.Options)) (Session, error) {
+	opts := mcpvisor.Options{}
+	for _, c := range configure {
+		c(&opts)
+	}
+	sup, err := mcpvisor.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

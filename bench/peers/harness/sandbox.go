@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -41,8 +42,13 @@ type SandboxResult struct {
 	Error string    `json:"error,omitempty"`
 }
 
+// execStageSuffix marks a variant whose servers are started through the
+// exec stage (mcpvisor.SandboxOptions.ExecStage: a start of the host
+// binary) rather than util-linux's prlimit, the default where installed.
+const execStageSuffix = "-exec-stage"
+
 // sandboxVariants are the variants this machine can run: unconfined, and
-// each mechanism that works here.
+// each mechanism that works here, by default and through the exec stage.
 func (r *runner) sandboxVariants() []string {
 	vs := []string{Unconfined}
 	if runtime.GOOS != "linux" {
@@ -55,6 +61,9 @@ func (r *runner) sandboxVariants() []string {
 	} else {
 		r.note("sandbox: bwrap is not installed: bubblewrap was not measured")
 	}
+	for _, v := range vs[1:] {
+		vs = append(vs, v+execStageSuffix)
+	}
 	return vs
 }
 
@@ -65,9 +74,17 @@ func (r *runner) sandboxConfig(variant string) transports.Config {
 		tc = transports.Config{Command: r.cfg.SandboxServer[0], Args: r.cfg.SandboxServer[1:]}
 	}
 	if variant != Unconfined {
-		tc.Sandbox = &transports.Sandbox{Enabled: true, Mechanism: transports.SandboxMechanism(variant)}
+		m := strings.TrimSuffix(variant, execStageSuffix)
+		tc.Sandbox = &transports.Sandbox{Enabled: true, Mechanism: transports.SandboxMechanism(m)}
 	}
 	return tc
+}
+
+// sandboxOptions sets the supervisor options of the variant.
+func sandboxOptions(variant string) func(*mcpvisor.Options) {
+	return func(o *mcpvisor.Options) {
+		o.Sandbox.ExecStage = strings.HasSuffix(variant, execStageSuffix)
+	}
 }
 
 func (r *runner) sandboxScenario(ctx context.Context) {
@@ -87,7 +104,7 @@ func (r *runner) sandboxScenario(ctx context.Context) {
 				continue
 			}
 			r.prog.Step("%s N=%d round %d", res.Variant, n, round+1)
-			f, err := startSupervisorFleet(ctx, r.sandboxConfig(res.Variant), r.sandboxEra(), r.cfg.Pool, 0)
+			f, err := startSupervisorFleet(ctx, r.sandboxConfig(res.Variant), r.sandboxEra(), r.cfg.Pool, 0, sandboxOptions(res.Variant))
 			if err != nil {
 				res.Error = r.fail("sandbox %s: %v", res.Variant, err)
 				continue
@@ -127,7 +144,7 @@ func (r *runner) sandboxScenario(ctx context.Context) {
 			continue
 		}
 		r.prog.Step("%s: sequential calls", res.Variant)
-		s, err := startMcpvisor(ctx, r.sandboxConfig(res.Variant), r.sandboxEra())
+		s, err := startMcpvisor(ctx, r.sandboxConfig(res.Variant), r.sandboxEra(), sandboxOptions(res.Variant))
 		if err != nil {
 			res.Error = r.fail("sandbox %s: calls: %v", res.Variant, err)
 			continue
@@ -247,7 +264,9 @@ func writeSandbox(b *strings.Builder, res *Results) {
 	}
 	w("Server: %s. ", server)
 	w("N servers of one Supervisor to all-ready, `\"sandbox\": {\"mechanism\": …}` (every default: no network, 2 GiB data limit) against none, ")
-	w("in rounds that alternate the variants; then sequential `echo` calls to one server of each variant, in interleaved rounds.\n\n")
+	w("in rounds that alternate the variants; then sequential `echo` calls to one server of each variant, in interleaved rounds. ")
+	w("A variant ending in `%s` starts its servers through the exec stage (a start of the host binary; `SandboxOptions.ExecStage`), ", execStageSuffix)
+	w("the others through util-linux's prlimit where it is installed.\n\n")
 	w("| variant | N | pool | all ready ms (rounds) | median ms | ÷ unconfined | calls/s | p50 µs | client CPU/call µs | server CPU/call µs |\n")
 	w("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	base := findSandbox(res, Unconfined)
