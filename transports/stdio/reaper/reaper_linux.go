@@ -153,9 +153,15 @@ func (r *reaper) reply(m *message) { _ = r.ctl.send(m) }
 // spawn starts a server: directly, or through the exec stage when it is
 // to be confined (then the rest of the start, waiting for the stage, goes
 // on in a goroutine).
+//
+// The reaper's copies of the server's stdin, stdout and stderr are closed
+// as soon as the fork is done, before the start is reported: a copy still
+// open when the host hears of the start would keep the pipes alive after
+// the server closed them (a write to a server that closed its stdin would
+// succeed into the pipe's buffer instead of failing with EPIPE).
 func (r *reaper) spawn(m *message, files []*os.File) {
-	defer func() { closeFiles(files) }() // unless handed on
 	if len(files) != 3 {
+		closeFiles(files)
 		r.fail(m, fmt.Errorf("a spawn request needs 3 descriptors, got %d", len(files)), "")
 		return
 	}
@@ -164,6 +170,7 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 	var plan confine.Plan
 	if m.Confine != nil {
 		if err := json.Unmarshal(m.Confine, &plan); err != nil {
+			closeFiles(files)
 			r.fail(m, fmt.Errorf("the sandbox plan: %w", err), confine.KindSandbox)
 			return
 		}
@@ -171,8 +178,7 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 	var status, statusW *os.File
 	switch {
 	case plan.Direct && plan.Landlock != nil:
-		go r.spawnConfined(m, files, &plan)
-		files = nil // the goroutine's now
+		go r.spawnConfined(m, files, &plan) // it closes files
 		return
 	case plan.Direct:
 		// bubblewrap, with prlimit inside: started like any server.
@@ -180,6 +186,7 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 	case m.Confine != nil:
 		sr, sw, err := os.Pipe()
 		if err != nil {
+			closeFiles(files)
 			r.fail(m, err, "")
 			return
 		}
@@ -191,6 +198,7 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 
 	r.mu.Lock()
 	pid, cg, err := r.forkExec(path, argv, m, fds)
+	closeFiles(files) // the child has its copies
 	if err != nil {
 		r.mu.Unlock()
 		if status != nil {

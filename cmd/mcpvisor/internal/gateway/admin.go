@@ -40,8 +40,8 @@ func (g *Gateway) Status() StatusReport {
 	st := g.b.Status()
 	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.inflight.Load(), Servers: make([]ServerReport, 0, len(st)),
 		Channels: g.channelReport()}
+	rep.Sessions = g.srv.Stats().Sessions
 	g.mu.Lock()
-	rep.Sessions = len(g.sessions)
 	rep.Excluded = g.excluded // replaced whole by SetExcluded, never changed in place
 	g.mu.Unlock()
 	for _, t := range g.b.Tools() {
