@@ -116,7 +116,9 @@ func runReaper() int {
 // for as long as the reaper serves: a child's parent-death signal fires
 // when the *thread* that forked it ends (golang/go#27505), and a thread of
 // the pool can end (a goroutine elsewhere in the host binary that exits
-// while locked to it). This one ends only with the reaper.
+// while locked to it). This one ends only with the reaper. (A server
+// confined by Landlock without the exec stage is forked from a thread of
+// its own, which lives as long as the server: see spawnConfined.)
 func (r *reaper) read(eof chan<- struct{}) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -150,9 +152,10 @@ func (r *reaper) read(eof chan<- struct{}) {
 // read loop learns by itself.
 func (r *reaper) reply(m *message) { _ = r.ctl.send(m) }
 
-// spawn starts a server: directly, or through the exec stage when it is
-// to be confined (then the rest of the start, waiting for the stage, goes
-// on in a goroutine).
+// spawn starts a server: directly (unconfined, or bubblewrap with prlimit
+// inside), from a confined thread of its own (a direct Landlock plan:
+// spawnConfined, in a goroutine), or through the exec stage (then the
+// rest of the start, waiting for the stage, goes on in a goroutine).
 //
 // The reaper's copies of the server's stdin, stdout and stderr are closed
 // as soon as the fork is done, before the start is reported: a copy still
