@@ -154,7 +154,9 @@ func (r *runner) sandboxScenario(ctx context.Context) {
 			continue
 		}
 		r.prog.Step("%s: sequential calls", res.Variant)
-		s, err := startMcpvisor(ctx, r.sandboxConfig(res.Variant), r.sandboxEra(), sandboxOptions(res.Variant))
+		var opts mcpvisor.Options
+		sandboxOptions(res.Variant)(&opts)
+		s, err := startMcpvisorWith(ctx, r.sandboxConfig(res.Variant), r.sandboxEra(), opts)
 		if err != nil {
 			res.Error = r.fail("sandbox %s: calls: %v", res.Variant, err)
 			continue
