@@ -253,6 +253,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		Dashboard: gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
 	})
 	fwd.Attach(gw)
+	gw.SetExcluded(cfg.Excluded)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	var served sync.WaitGroup
 	served.Add(1)
@@ -319,11 +320,11 @@ loop:
 			why = "context ended"
 			break loop
 		case <-hups:
-			a.reload(ctx, sup, "SIGHUP")
+			a.reload(ctx, sup, gw, "SIGHUP")
 		case <-watchC:
-			a.reload(ctx, sup, "config file changed")
+			a.reload(ctx, sup, gw, "config file changed")
 		case done := <-reloads:
-			done <- a.reload(ctx, sup, "dashboard")
+			done <- a.reload(ctx, sup, gw, "dashboard")
 		}
 	}
 	signal.Stop(sigs) // from now on a second signal ends the process at once
@@ -403,9 +404,10 @@ func reloadVia(reloads chan<- chan error) func(ctx context.Context) error {
 	}
 }
 
-// reload re-reads the configuration and applies the difference. A config
-// that fails to load changes nothing; its error is returned (and logged).
-func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, why string) error {
+// reload re-reads the configuration and applies the difference (and
+// hands the gateway the servers a policy now excludes). A config that
+// fails to load changes nothing; its error is returned (and logged).
+func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.Gateway, why string) error {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		a.logConfigError(err)
@@ -418,6 +420,7 @@ func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, why string) 
 		return fmt.Errorf("config reload: applying failed: %w", err)
 	}
 	a.logApplied(cfg, res, "config reloaded ("+why+")")
+	gw.SetExcluded(cfg.Excluded)
 	// Tool definitions approved meanwhile join the pool.
 	if err := sup.RecheckToolPins(ctx); err != nil {
 		a.log.Warn().Err(err).Msg("rechecking the tool pins")
