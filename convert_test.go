@@ -41,6 +41,7 @@ func TestHostTypesMatchTheActorsTypes(t *testing.T) {
 		{Collision{}, actors.Collision{}},
 		{ToolChange{}, actors.ToolChange{}},
 		{PinOptions{}, actors.PinOptions{}},
+		{ListError{}, actors.ListError{}},
 	} {
 		host, plain := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
 		assert.Equal(t, exportedFields(plain), exportedFields(host), "%s and %s", host, plain)
@@ -51,7 +52,7 @@ func TestHostTypesMatchTheActorsTypes(t *testing.T) {
 	for _, ev := range []any{ServerStateEvent{}, ServerToggledEvent{}, ToolsChangedEvent{}, ListChangedEvent{},
 		ResourceUpdatedEvent{}, LogMessageEvent{}, ProgressEvent{}, ChannelMessageEvent{}, PermissionEvent{},
 		PollChangedEvent{}, TaskStatusEvent{}, ToolDefinitionChangedEvent{}, CollisionEvent{}, AuthRequiredEvent{},
-		GapEvent{}, EventHeader{}} {
+		ListFailedEvent{}, GapEvent{}, EventHeader{}} {
 		union = append(union, exportedFields(reflect.TypeOf(ev))...)
 	}
 	for _, f := range exportedFields(reflect.TypeOf(actors.Event{})) {

@@ -144,6 +144,9 @@ type serverView struct {
 	// lazy server has not connected in this run yet; loadingCache while
 	// its entry is being read (the server is not settled).
 	cached, loadingCache bool
+	// listErrors are the lists the server refused on the live
+	// connection (server_lists.go).
+	listErrors []ListError
 }
 
 // offersTools reports whether the server's tools belong in the pool: when
@@ -213,5 +216,6 @@ func (v *serverView) status() ServerStatus {
 		st.Auth = v.auth.status()
 	}
 	st.WithheldTools = v.withheldTools()
+	st.ListErrors = v.listErrors
 	return st
 }
