@@ -33,7 +33,7 @@ type faultState struct {
 	cuts    int                        // answers lost so far (CutStreams)
 	perSess map[*mcpserver.Session]int // tools/call received, per session (ExpireSessionAfter)
 	forget  map[*mcpserver.Session]func()
-	listed  int                        // requests of FailListMethod received (FailLists)
+	listed  int // requests of FailListMethod received (FailLists)
 }
 
 // Garbage is what the Garbage fault writes before each message: a line
