@@ -21,7 +21,7 @@ import (
 // link); the dashboard's reload button (POST /admin/reload) re-reads the
 // config in supervise's own loop: a new server starts, and a broken
 // config is refused with its reason while the running one stays.
-// Not parallel: it forks a freshly copied binary (see TestSuperviseReload).
+// Not parallel: like TestSuperviseReload, its load would slow timing-sensitive tests.
 func TestSuperviseDashboardReload(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "mcpvisor")

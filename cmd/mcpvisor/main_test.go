@@ -539,11 +539,18 @@ func TestDemoConfig(t *testing.T) {
 	}
 }
 
-// copyBinary copies the binary under test to path, so that the processes
-// it starts can be told apart by their command line.
+// copyBinary gives the binary under test a second name, path, so that the
+// processes it starts can be told apart by their command line. It is a hard
+// link where it can be: a copy is a file open for writing, and a process
+// forked by a parallel test meanwhile holds that descriptor until its exec,
+// so executing the fresh copy could fail with ETXTBSY ("text file busy").
+// A link writes nothing; a copy is the fallback across file systems.
 func copyBinary(t *testing.T, path string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	if os.Link(binPath, path) == nil {
+		return
+	}
 	src, err := os.Open(binPath)
 	require.NoError(t, err)
 	defer src.Close()
@@ -828,8 +835,7 @@ func mcpPost(t *testing.T, base, session, body string) string {
 
 // SIGHUP and --watch re-read the config and apply the difference; a broken
 // config keeps the running one.
-// Not parallel: it forks a freshly copied binary (ETXTBSY if another
-// test forks meanwhile) and its load would slow timing-sensitive tests.
+// Not parallel: its load would slow timing-sensitive tests.
 func TestSuperviseReload(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "mcpvisor")
