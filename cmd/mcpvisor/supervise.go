@@ -244,6 +244,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		Dashboard:    gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
 	})
 	fwd.Attach(gw)
+	gw.SetSkipped(cfg.Skipped)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	var served sync.WaitGroup
 	served.Add(1)
@@ -310,11 +311,11 @@ loop:
 			why = "context ended"
 			break loop
 		case <-hups:
-			a.reload(ctx, sup, "SIGHUP")
+			a.reload(ctx, sup, gw, "SIGHUP")
 		case <-watchC:
-			a.reload(ctx, sup, "config file changed")
+			a.reload(ctx, sup, gw, "config file changed")
 		case done := <-reloads:
-			done <- a.reload(ctx, sup, "dashboard")
+			done <- a.reload(ctx, sup, gw, "dashboard")
 		}
 	}
 	signal.Stop(sigs) // from now on a second signal ends the process at once
@@ -396,13 +397,14 @@ func reloadVia(reloads chan<- chan error) func(ctx context.Context) error {
 
 // reload re-reads the configuration and applies the difference. A config
 // that fails to load changes nothing; its error is returned (and logged).
-func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, why string) error {
+func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.Gateway, why string) error {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		a.logConfigError(err)
 		a.log.Error().Str("trigger", why).Msg("config reload failed: keeping the running config")
 		return fmt.Errorf("config reload failed, the running config stays: %w", err)
 	}
+	gw.SetSkipped(cfg.Skipped)
 	res, err := sup.SetServers(ctx, cfg.Servers)
 	if err != nil {
 		a.log.Error().Err(err).Str("trigger", why).Msg("config reload: applying failed")

@@ -189,6 +189,7 @@ type Gateway struct {
 	events     <-chan mcpvisor.Event
 	stopEvents context.CancelFunc
 
+	skipped  skippedLayers // the config layers the latest load skipped (SetSkipped)
 	inflight atomic.Int64  // downstream requests being served
 	idle     chan struct{} // signalled when inflight drops to zero
 	draining atomic.Bool   // set by Drain: new requests are refused
