@@ -76,6 +76,9 @@ type serverHandle struct {
 	// found to speak only HTTP+SSE (fallback.go), so that its reconnects
 	// go straight to it; the actor clears it when the address changes.
 	sseOnly atomic.Bool
+	// logLevel is the log level the host asked for (SetLogLevel), for
+	// every connection from then on; nil until it asks.
+	logLevel atomic.Pointer[protocol.LoggingLevel]
 }
 
 // changeSignal lets goroutines wait for the next change of something. The

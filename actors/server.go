@@ -327,6 +327,7 @@ func (a *serverActor) sessionOptions(gen uint64) session.Options {
 		ProtocolVersion: a.cfg.ProtocolVersion,
 		Memory:          &a.h.memory,
 		DiscoverTimeout: a.opts.DiscoverTimeout,
+		LogLevel:        logLevelOf(a.h),
 		Handler:         a.genHandler(gen),
 		Logger:          a.log,
 	}
@@ -369,6 +370,7 @@ func (a *serverActor) connected(m connectResult) {
 		a.publish()
 	}
 	a.storeCache(m.lists.tools)
+	a.logLevelAfterConnect()
 	a.startListening()
 	a.startStableTimer()
 	a.startPinging()

@@ -29,7 +29,7 @@ func (s *Session) CallToolWith(ctx context.Context, name string, args json.RawMe
 	if o.Meta == nil && o.Capabilities == nil {
 		// The hot path: the params are assembled from bytes, with the
 		// stateless-era _meta encoded once per session, not per call.
-		first = callToolParams(s.modernMetaJSON, name, args)
+		first = callToolParams(s.statelessMetaJSON(), name, args)
 	} else {
 		first = protocol.CallToolParams{Meta: s.optionsMeta(o), Name: name, Arguments: args}
 	}
@@ -140,7 +140,7 @@ func (s *Session) GetPromptWith(ctx context.Context, name string, args map[strin
 // there it asks server/discover, which every such server must answer.
 func (s *Session) Ping(ctx context.Context) error {
 	if s.modernMeta != nil {
-		return s.Call(ctx, protocol.MethodDiscover, protocol.DiscoverParams{Meta: s.modernMeta}, nil)
+		return s.Call(ctx, protocol.MethodDiscover, protocol.DiscoverParams{Meta: s.statelessMeta()}, nil)
 	}
 	return s.Call(ctx, protocol.MethodPing, nil, nil)
 }
@@ -166,7 +166,7 @@ func (s *Session) Listen(ctx context.Context, subs protocol.NotificationSubscrip
 	before := s.acks.Load()
 	s.listening.Add(1)
 	defer s.listening.Add(-1)
-	err := s.Call(ctx, protocol.MethodSubscriptionsListen, protocol.SubscriptionsListenParams{Meta: s.modernMeta, Notifications: subs}, nil)
+	err := s.Call(ctx, protocol.MethodSubscriptionsListen, protocol.SubscriptionsListenParams{Meta: s.statelessMeta(), Notifications: subs}, nil)
 	return ListenOutcome{Acknowledged: s.acks.Load() > before, Completed: err == nil}, err
 }
 
@@ -263,12 +263,13 @@ func listAll[R any, T any](ctx context.Context, s *Session, method string, page 
 // that the lists of a connect (four at once, and again on every
 // list_changed) do not each encode the _meta map anew.
 func (s *Session) paginatedParams(cursor string) any {
-	if s.modernMetaJSON == nil {
+	meta := s.statelessMetaJSON()
+	if meta == nil {
 		return protocol.PaginatedParams{Meta: s.requestMeta(nil), Cursor: cursor}
 	}
-	b := make([]byte, 0, len(s.modernMetaJSON)+len(cursor)+24)
+	b := make([]byte, 0, len(meta)+len(cursor)+24)
 	b = append(b, `{"_meta":`...)
-	b = append(b, s.modernMetaJSON...)
+	b = append(b, meta...)
 	if cursor != "" {
 		b = append(b, `,"cursor":`...)
 		b = protocol.AppendString(b, cursor)

@@ -95,6 +95,11 @@ type Options struct {
 	// means 5 s.
 	RequestTimeout time.Duration
 
+	// LogLevel, when set, is the lowest level of log messages the
+	// server is asked to send from the start (see SetLogLevel). Empty
+	// asks for nothing: the server's default applies.
+	LogLevel protocol.LoggingLevel
+
 	// Logger receives diagnostics. The zero value logs nothing.
 	Logger zerolog.Logger
 }
@@ -173,6 +178,10 @@ type Session struct {
 	discoverRejected bool
 	modernMeta       protocol.Meta   // the _meta members of every stateless-era request
 	modernMetaJSON   json.RawMessage // modernMeta, encoded once
+	// leveled is modernMeta with the log level the host asked for
+	// (SetLogLevel), once it did; see statelessMeta.
+	leveled  atomic.Pointer[leveledMeta]
+	logLevel atomic.Pointer[protocol.LoggingLevel] // see LogLevel
 
 	// paramHeaders maps a tool's name to its mirrored parameters, for the
 	// tools that have some (see paramheaders.go); replaced by each
@@ -248,6 +257,7 @@ func Open(ctx context.Context, dial DialFunc, opts Options) (*Session, error) {
 		s.Close(closeCtx, err)
 		return nil, err
 	}
+	s.initialLogLevel(ctx)
 	return s, nil
 }
 
@@ -550,7 +560,7 @@ func (s *Session) withMeta(params any) any {
 	if s.modernMeta == nil || params != nil {
 		return params
 	}
-	return protocol.PingParams{Meta: s.modernMeta}
+	return protocol.PingParams{Meta: s.statelessMeta()}
 }
 
 // requestMeta returns the _meta for a typed request: m itself in the
@@ -566,8 +576,9 @@ func (s *Session) optionsMeta(o RequestOptions) protocol.Meta {
 	if s.modernMeta == nil {
 		return o.Meta
 	}
-	out := make(protocol.Meta, len(s.modernMeta)+len(o.Meta))
-	for k, v := range s.modernMeta {
+	base := s.statelessMeta()
+	out := make(protocol.Meta, len(base)+len(o.Meta))
+	for k, v := range base {
 		out[k] = v
 	}
 	if o.Capabilities != nil {
