@@ -109,6 +109,8 @@ func (o *Options) plain() actors.Options {
 		PingInterval:         o.PingInterval,
 		FailFast:             o.FailFast,
 		ReplayIdempotent:     o.ReplayIdempotent,
+		Permissions:          o.Permissions.plain(),
+		ApproveCall:          approveCall(o.ApproveCall),
 		MaxFrameSize:         o.MaxFrameSize,
 		CloseStdinTimeout:    o.CloseStdinTimeout,
 		TerminateTimeout:     o.TerminateTimeout,

@@ -42,6 +42,8 @@ func TestHostTypesMatchTheActorsTypes(t *testing.T) {
 		{ToolChange{}, actors.ToolChange{}},
 		{PinOptions{}, actors.PinOptions{}},
 		{ListError{}, actors.ListError{}},
+		{PermissionRules{}, actors.PermissionRules{}},
+		{CallApproval{}, actors.CallApproval{}},
 	} {
 		host, plain := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
 		assert.Equal(t, exportedFields(plain), exportedFields(host), "%s and %s", host, plain)
