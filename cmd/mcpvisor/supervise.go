@@ -216,6 +216,9 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 			o.Builtins = append(o.Builtins, mcpvisor.ManagementTools(managed.Load)...)
 		})
 	}
+	// The permission rules of the config; the calls that need approval
+	// are put to the calling client (the Forwarder's ApproveCall).
+	configure = append(configure, func(o *mcpvisor.Options) { o.Permissions = cfg.Permissions })
 	sup, err := a.startSupervisor(ctx, false, configure...)
 	managed.Store(sup)
 	if err != nil {
@@ -366,6 +369,10 @@ func (a *app) logApplied(cfg *mcpvisor.Config, res mcpvisor.SetResult, msg strin
 	for _, name := range slices.Sorted(maps.Keys(res.Errors)) {
 		a.log.Error().Str("server", name).Err(res.Errors[name]).Msg("server config rejected")
 	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Lowered)) {
+		a.log.Warn().Str("server", name).Str("layer", cfg.Layers[name]).Str("lowered", cfg.Lowered[name]).
+			Msg("an untrusted layer's entry asked for more trust than the user's config gives; lowered")
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Excluded)) {
 		a.log.Warn().Str("server", name).Str("reason", cfg.Excluded[name]).Msg("server excluded by policy; not started")
 	}
@@ -405,6 +412,10 @@ func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.
 		return fmt.Errorf("config reload failed, the running config stays: %w", err)
 	}
 	gw.SetSkipped(cfg.Skipped)
+	if err := sup.SetPermissions(cfg.Permissions); err != nil {
+		a.log.Error().Err(err).Str("trigger", why).Msg("config reload: the permission rules")
+		return fmt.Errorf("config reload: the permission rules: %w", err)
+	}
 	res, err := sup.SetServers(ctx, cfg.Servers)
 	if err != nil {
 		a.log.Error().Err(err).Str("trigger", why).Msg("config reload: applying failed")
