@@ -93,6 +93,33 @@ func TestGatewayAsksTheCallingClientToApprove(t *testing.T) {
 	assert.Contains(t, pe.Message, "declared no elicitation")
 	assert.Empty(t, takeAsked(), "another client never approves in its place")
 
+	// A client of the stateless era (2026-07-28) is asked within its call
+	// (input_required, then the retry with the answer).
+	mu.Lock()
+	answer = true
+	mu.Unlock()
+	stateless, err := mcpvisor.Start(context.Background(), mcpvisor.Options{Logger: zerolog.Nop(),
+		Elicitation: func(_ context.Context, _ string, req *protocol.ElicitParams) (*protocol.ElicitResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, req.Message)
+			return &protocol.ElicitResult{Action: protocol.ElicitAccept, Content: map[string]json.RawMessage{"approve": json.RawMessage("true")}}, nil
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		assert.NoError(t, stateless.Close(ctx))
+	})
+	_, err = stateless.SetServers(context.Background(), map[string]mcpvisor.ServerConfig{
+		"gw": {Config: httpConfig(srv.URL), ProtocolVersion: protocol.Version20260728},
+	}, mcpvisor.AwaitSettled(30*time.Second))
+	require.NoError(t, err)
+	res, err = stateless.CallTool(t.Context(), "mcp__gw__mcp__fx__add", add)
+	require.NoError(t, err)
+	assert.Equal(t, "3", res.Content[0].Text)
+	assert.Len(t, takeAsked(), 1)
+
 	// What needs no approval asks nobody.
 	res, err = plain.CallTool(t.Context(), "mcp__gw__mcp__fx__echo", map[string]any{"text": "free"})
 	require.NoError(t, err)
