@@ -167,4 +167,15 @@ func TestTrustSandboxRunsConfined(t *testing.T) {
 	assert.Empty(t, statusOf(sup, "free").Sandbox)
 	_, err = sup.CallTool(ctx, "mcp__boxed__echo", map[string]any{"text": "x"})
 	require.NoError(t, err)
+
+	// Raising a running server to "sandbox" restarts it confined; going
+	// back restarts it unconfined.
+	res, err := sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{
+		"boxed": {Config: mockserver.Command()},
+		"free":  {Config: mockserver.Command(), Trust: mcpvisor.TrustSandbox},
+	}, mcpvisor.AwaitSettled(30*time.Second))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"boxed", "free"}, res.Reconnected, "a change to or from trust \"sandbox\" replaces the connection")
+	assert.NotEmpty(t, statusOf(sup, "free").Sandbox, "restarted confined")
+	assert.Empty(t, statusOf(sup, "boxed").Sandbox, "restarted unconfined")
 }
