@@ -75,3 +75,21 @@ func TestSetLogLevelByEra(t *testing.T) {
 	assert.ErrorIs(t, sup.SetLogLevel(ctx, "legacy", "loud"), mcpvisor.ErrInvalidLogLevel)
 	assert.ErrorIs(t, sup.SetLogLevel(ctx, "nobody", protocol.LevelInfo), mcpvisor.ErrUnknownServer)
 }
+
+// server-everything (a handshake-era server that declares logging) takes
+// logging/setLevel: SetLogLevel returns its answer, which is no error.
+func TestSetLogLevelServerEverything(t *testing.T) {
+	bin := everything(t)
+	ctx := testwait.Context(t)
+	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{})
+	require.NoError(t, err)
+	defer sup.Close(ctx)
+	cfg := mcpvisor.ServerConfig{}
+	cfg.Command = bin
+	_, err = sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{"everything": cfg}, mcpvisor.AwaitSettled(60*time.Second))
+	require.NoError(t, err)
+	st := statusByName(sup)["everything"]
+	require.Equal(t, mcpvisor.StateReady, st.State, st.LastError)
+	require.NoError(t, sup.SetLogLevel(ctx, "everything", protocol.LevelDebug), "the server took logging/setLevel")
+	assert.ErrorIs(t, sup.SetLogLevel(ctx, "everything", "verbose"), mcpvisor.ErrInvalidLogLevel)
+}
