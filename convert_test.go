@@ -26,6 +26,9 @@ func exportedFields(t reflect.Type) []string {
 // same fields, so that a field added on one side and not converted in
 // convert.go is caught here rather than silently dropped.
 func TestHostTypesMatchTheActorsTypes(t *testing.T) {
+	assert.Equal(t, []string{actors.TrustTrusted, actors.TrustUntrusted, actors.TrustSandbox},
+		[]string{TrustTrusted, TrustUntrusted, TrustSandbox}, "the trust levels")
+
 	for _, pair := range [][2]any{
 		{ServerConfig{}, actors.ServerConfig{}},
 		{ReconnectPolicy{}, actors.ReconnectPolicy{}},

@@ -31,13 +31,13 @@ const (
 	// TrustTrusted: the host may rely on the server's tool annotations,
 	// and its changed tool definitions are offered (reported) rather
 	// than withheld.
-	TrustTrusted = actors.TrustTrusted
+	TrustTrusted = "trusted"
 	// TrustUntrusted: every call of the server's tools needs the host's
 	// approval (Options.ApproveCall), unless an Allow rule matches it.
-	TrustUntrusted = actors.TrustUntrusted
+	TrustUntrusted = "untrusted"
 	// TrustSandbox: the server runs confined, as with "sandbox": true
 	// (stdio servers only).
-	TrustSandbox = actors.TrustSandbox
+	TrustSandbox = "sandbox"
 )
 
 // PermissionRules decide which calls of servers' tools go ahead, by
