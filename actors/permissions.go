@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
+	"sync/atomic"
 )
 
 // Permission rules and trust levels decide, before every call of a
@@ -160,15 +162,73 @@ var (
 	ErrApprovalUnavailable = errors.New("mcpvisor: the call needs approval and none could be asked")
 )
 
+// permissionSet is a set of rules with the decisions already taken:
+// matching a name against globs costs about a microsecond per pattern
+// (path.Match), so each (trust level, tool) is decided once per set. The
+// names are the pool's tools (permit runs after the tool was found), so
+// the cache is bounded by the pool's size for each of the four levels.
+//
+// Concurrency: rules are immutable; each decided map is copied on write
+// under mu and read without a lock. SetPermissions replaces the whole
+// set.
+type permissionSet struct {
+	rules   PermissionRules
+	empty   bool
+	mu      sync.Mutex                            // serializes writers of decided
+	decided [4]atomic.Pointer[map[string]decided] // by trustRank: name → decision
+}
+
+type decided struct {
+	decision Decision
+	why      string
+}
+
+func newPermissionSet(r PermissionRules) *permissionSet {
+	return &permissionSet{rules: r, empty: r.Empty()}
+}
+
+// decide is rules.Decide, remembered.
+func (p *permissionSet) decide(name, trust string) (Decision, string) {
+	rank := trustRank(trust)
+	if rank < 0 {
+		return p.rules.Decide(name, trust) // not a level: never configured
+	}
+	if m := p.decided[rank].Load(); m != nil {
+		if d, ok := (*m)[name]; ok {
+			return d.decision, d.why
+		}
+	}
+	d, why := p.rules.Decide(name, trust)
+	p.mu.Lock()
+	old := p.decided[rank].Load()
+	m := make(map[string]decided, 1+lenOf(old))
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	m[name] = decided{d, why}
+	p.decided[rank].Store(&m)
+	p.mu.Unlock()
+	return d, why
+}
+
+func lenOf(m *map[string]decided) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
+}
+
 // permit runs the permission check for a call of tool (its server's own
 // name) of server h under the qualified name: nil when it may go ahead.
 func (s *System) permit(ctx context.Context, name string, h *serverHandle, tool string, args json.RawMessage) error {
-	rules := s.permissions.Load()
+	set := s.permissions.Load()
 	trust := h.view.Load().cfg.Trust
-	if rules.Empty() && trust != TrustUntrusted {
-		return nil // the hot path: one load and two comparisons
+	if set.empty && trust != TrustUntrusted {
+		return nil // the hot path: two loads and two comparisons
 	}
-	decision, why := rules.Decide(name, trust)
+	decision, why := set.decide(name, trust)
 	switch decision {
 	case DecisionAllow:
 		return nil
@@ -195,6 +255,6 @@ func (s *System) SetPermissions(rules PermissionRules) error {
 	if err := rules.Validate(); err != nil {
 		return err
 	}
-	s.permissions.Store(&rules)
+	s.permissions.Store(newPermissionSet(rules))
 	return nil
 }

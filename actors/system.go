@@ -127,7 +127,7 @@ type System struct {
 
 	// permissions are the rules every call is checked against
 	// (Options.Permissions, then SetPermissions); never nil after Start.
-	permissions atomic.Pointer[PermissionRules]
+	permissions atomic.Pointer[permissionSet]
 
 	// unsubscribers holds the context.AfterFunc registrations of live
 	// subscriptions, stopped on Close so none fires at a stopped registry.
@@ -184,8 +184,7 @@ func Start(opts Options) (*System, error) {
 		releaseHelper: reaper.Hold(),
 	}
 	s.pool.Store(buildPool(nil, opts.Builtins, opts.MaxDescriptionLength, nil))
-	rules := opts.Permissions
-	s.permissions.Store(&rules)
+	s.permissions.Store(newPermissionSet(opts.Permissions))
 	s.handles.Store(&[]*serverHandle{})
 	s.actors = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return newSlogLogger(opts.Logger) }),
