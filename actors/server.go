@@ -369,7 +369,9 @@ func (a *serverActor) connected(m connectResult) {
 	if a.listsFailed(m.listErrs) {
 		a.publish()
 	}
-	a.storeCache(m.lists.tools)
+	if m.listErrs[listTools] == nil {
+		a.storeCache(m.lists.tools) // never the empty list of a refusal
+	}
 	a.logLevelAfterConnect()
 	a.startListening()
 	a.startStableTimer()

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"encoding/json"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -9,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/toolcache"
 )
 
 // A server whose tools/list answers an error stays ready without tools,
@@ -100,4 +103,40 @@ func TestARefusedToolListingThroughAProcess(t *testing.T) {
 	res, err := call(t, s, "mcp__m__echo", "hi")
 	require.NoError(t, err)
 	assert.Equal(t, "hi", res.Content[0].Text)
+}
+
+// storeRecorder is a discovery cache that tells of every Store, over a
+// real one.
+type storeRecorder struct {
+	DiscoveryCache
+	stored chan []protocol.Tool
+}
+
+func (r *storeRecorder) Store(server, configHash string, tools []protocol.Tool) error {
+	r.stored <- tools
+	return r.DiscoveryCache.Store(server, configHash, tools)
+}
+
+// A lazy server whose listing is refused keeps its tools in the discovery
+// cache: what is stored is the next listing that works, never the empty
+// list of the refusal.
+func TestARefusedListingKeepsTheDiscoveryCache(t *testing.T) {
+	cache := &storeRecorder{DiscoveryCache: toolcache.New(t.TempDir(), nil), stored: make(chan []protocol.Tool, 8)}
+	cfg := mock("-name", "lz", "-fail-lists", "1", "-versions", protocol.Version20251125)
+	cfg.Lazy = true
+	echo := protocol.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	require.NoError(t, cache.DiscoveryCache.Store("lz", ConfigHash(cfg), []protocol.Tool{echo}))
+	opts := testOptions
+	opts.DiscoveryCache = cache
+	s := start(t, opts)
+	events := s.Subscribe(t.Context(), false, 0, 256)
+	setAndSettle(t, s, map[string]ServerConfig{"lz": cfg})
+	require.True(t, hasTool(s, "mcp__lz__echo"), "offered from the cache before first use")
+
+	res, err := call(t, s, "mcp__lz__echo", "woken")
+	require.NoError(t, err)
+	assert.Equal(t, "woken", res.Content[0].Text)
+	nextEvent(t, events, EventListFailed, "lz")
+	stored := testwait.Recv(t, cache.stored, "the discovery cache to be written")
+	assert.Len(t, stored, 5, "the listing that worked is stored, not the refusal's empty list")
 }
