@@ -48,6 +48,18 @@ func TestSetLogLevelByEra(t *testing.T) {
 	assert.Equal(t, [2]string{"", ""}, [2]string{set, meta}, "nothing asked yet")
 	set, meta = levelsSeen(t, ctx, sup, "modern")
 	assert.Equal(t, [2]string{"", ""}, [2]string{set, meta}, "nothing asked yet")
+	// A call declaring capabilities of its own (a gateway's) has its
+	// _meta encoded once and kept: it must not keep a stale level.
+	withCaps := func() string {
+		t.Helper()
+		res, err := sup.CallToolWith(ctx, mcpvisor.QualifiedName("modern", "loglevel"), nil,
+			mcpvisor.CallOptions{Capabilities: &protocol.ClientCapabilities{}})
+		require.NoError(t, err)
+		var seen struct{ Meta string }
+		require.NoError(t, json.Unmarshal([]byte(res.Content[0].Text), &seen))
+		return seen.Meta
+	}
+	assert.Equal(t, "", withCaps())
 
 	require.NoError(t, sup.SetLogLevel(ctx, "legacy", protocol.LevelDebug))
 	require.NoError(t, sup.SetLogLevel(ctx, "modern", protocol.LevelWarning))
@@ -55,6 +67,7 @@ func TestSetLogLevelByEra(t *testing.T) {
 	assert.Equal(t, [2]string{"debug", ""}, [2]string{set, meta}, "logging/setLevel, no _meta")
 	set, meta = levelsSeen(t, ctx, sup, "modern")
 	assert.Equal(t, [2]string{"", "warning"}, [2]string{set, meta}, "the level in the request's _meta")
+	assert.Equal(t, "warning", withCaps(), "a call with its own capabilities carries the new level too")
 
 	// A new connection gets the level again.
 	for _, name := range []string{"legacy", "modern"} {
