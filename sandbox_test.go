@@ -101,11 +101,14 @@ func TestSandboxProbes(t *testing.T) {
 		name      string
 		mechanism mcpvisor.SandboxMechanism // requested; "" runs unconfined
 		want      mcpvisor.SandboxMechanism // in effect
+		execStage bool                      // through the exec stage, not prlimit
 	}{
-		{"control", "", ""},
-		{"landlock", mcpvisor.SandboxLandlock, mcpvisor.SandboxLandlock},
-		{"bwrap", mcpvisor.SandboxBwrap, mcpvisor.SandboxBwrap},
-		{"auto", mcpvisor.SandboxAuto, mcpvisor.SandboxBwrap},
+		{"control", "", "", false},
+		{"landlock", mcpvisor.SandboxLandlock, mcpvisor.SandboxLandlock, false},
+		{"bwrap", mcpvisor.SandboxBwrap, mcpvisor.SandboxBwrap, false},
+		{"auto", mcpvisor.SandboxAuto, mcpvisor.SandboxBwrap, false},
+		{"landlock-exec-stage", mcpvisor.SandboxLandlock, mcpvisor.SandboxLandlock, true},
+		{"bwrap-exec-stage", mcpvisor.SandboxBwrap, mcpvisor.SandboxBwrap, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,7 +131,9 @@ func TestSandboxProbes(t *testing.T) {
 				require.NoError(t, os.MkdirAll(out, 0o755))
 			}
 			ctx := context.Background()
-			sup, err := mcpvisor.Start(ctx, sandboxOptions(home))
+			opts := sandboxOptions(home)
+			opts.Sandbox.ExecStage = tc.execStage
+			sup, err := mcpvisor.Start(ctx, opts)
 			require.NoError(t, err)
 			t.Cleanup(func() { sup.Close(context.Background()) })
 			events := sup.Subscribe(ctx)

@@ -296,6 +296,10 @@ func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...fu
 		a.log.Info().Str("token_store", a.storeInfo.String()).Msg("OAuth token store")
 	}
 	opts := mcpvisor.Options{Logger: a.libLog, OAuth: oo}
+	// Landlock's private temporary directories go to the runtime
+	// directory when it is a private tmpfs (the library reads no
+	// environment variable; empty means /run/user/<uid>).
+	opts.Sandbox.RuntimeDir = os.Getenv("XDG_RUNTIME_DIR")
 	if store := a.trustStore(); store != nil {
 		opts.ToolPins.Store = store
 	}

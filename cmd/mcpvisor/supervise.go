@@ -257,6 +257,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	})
 	fwd.Attach(gw)
 	gw.SetSkipped(cfg.Skipped)
+	gw.SetExcluded(cfg.Excluded)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	var served sync.WaitGroup
 	served.Add(1)
@@ -411,8 +412,10 @@ func reloadVia(reloads chan<- chan error) func(ctx context.Context) error {
 	}
 }
 
-// reload re-reads the configuration and applies the difference. A config
-// that fails to load changes nothing; its error is returned (and logged).
+// reload re-reads the configuration and applies the difference (and
+// hands the gateway the servers a policy now excludes and the layers it
+// skipped). A config that fails to load changes nothing; its error is
+// returned (and logged).
 func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.Gateway, why string) error {
 	cfg, err := a.loadConfig()
 	if err != nil {
@@ -431,6 +434,7 @@ func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.
 		return fmt.Errorf("config reload: applying failed: %w", err)
 	}
 	a.logApplied(cfg, res, "config reloaded ("+why+")")
+	gw.SetExcluded(cfg.Excluded)
 	// Tool definitions approved meanwhile join the pool.
 	if err := sup.RecheckToolPins(ctx); err != nil {
 		a.log.Warn().Err(err).Msg("rechecking the tool pins")

@@ -18,6 +18,10 @@ type StatusReport struct {
 	InFlight int64          `json:"inFlight"`
 	Tools    int            `json:"tools"`
 	Servers  []ServerReport `json:"servers"`
+	// Excluded are the configured servers that a managed policy keeps
+	// from running (for example one with "sandbox": false under
+	// "requireSandbox"), by name, with the reason; absent when none.
+	Excluded []ExcludedReport `json:"excluded,omitempty"`
 	// Channels is the channel message queue of wait_for_channel_message
 	// (absent without one).
 	Channels *ChannelReport `json:"channels,omitempty"`
@@ -41,6 +45,9 @@ func (g *Gateway) Status() StatusReport {
 	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.inflight.Load(), Servers: make([]ServerReport, 0, len(st)),
 		Channels: g.channelReport(), Skipped: g.skippedReports()}
 	rep.Sessions = g.srv.Stats().Sessions
+	g.mu.Lock()
+	rep.Excluded = g.excluded // replaced whole by SetExcluded, never changed in place
+	g.mu.Unlock()
 	for _, t := range g.b.Tools() {
 		if g.offered(t.Name) {
 			rep.Tools++

@@ -192,6 +192,9 @@ type Gateway struct {
 	// waits holds the wait_for_channel_message calls, one per session;
 	// guarded by mu.
 	waits map[*mcpserver.Session]context.CancelCauseFunc
+	// excluded are the servers a managed policy keeps from running, by
+	// name (SetExcluded); guarded by mu.
+	excluded []ExcludedReport
 
 	closed    chan struct{} // closed by Close: the admin and dashboard streams end
 	closeOnce sync.Once
