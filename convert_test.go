@@ -26,6 +26,9 @@ func exportedFields(t reflect.Type) []string {
 // same fields, so that a field added on one side and not converted in
 // convert.go is caught here rather than silently dropped.
 func TestHostTypesMatchTheActorsTypes(t *testing.T) {
+	assert.Equal(t, []string{actors.TrustTrusted, actors.TrustUntrusted, actors.TrustSandbox},
+		[]string{TrustTrusted, TrustUntrusted, TrustSandbox}, "the trust levels")
+
 	for _, pair := range [][2]any{
 		{ServerConfig{}, actors.ServerConfig{}},
 		{ReconnectPolicy{}, actors.ReconnectPolicy{}},
@@ -41,6 +44,9 @@ func TestHostTypesMatchTheActorsTypes(t *testing.T) {
 		{Collision{}, actors.Collision{}},
 		{ToolChange{}, actors.ToolChange{}},
 		{PinOptions{}, actors.PinOptions{}},
+		{ListError{}, actors.ListError{}},
+		{PermissionRules{}, actors.PermissionRules{}},
+		{CallApproval{}, actors.CallApproval{}},
 	} {
 		host, plain := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
 		assert.Equal(t, exportedFields(plain), exportedFields(host), "%s and %s", host, plain)
@@ -51,7 +57,7 @@ func TestHostTypesMatchTheActorsTypes(t *testing.T) {
 	for _, ev := range []any{ServerStateEvent{}, ServerToggledEvent{}, ToolsChangedEvent{}, ListChangedEvent{},
 		ResourceUpdatedEvent{}, LogMessageEvent{}, ProgressEvent{}, ChannelMessageEvent{}, PermissionEvent{},
 		PollChangedEvent{}, TaskStatusEvent{}, ToolDefinitionChangedEvent{}, CollisionEvent{}, AuthRequiredEvent{},
-		GapEvent{}, EventHeader{}} {
+		ListFailedEvent{}, GapEvent{}, EventHeader{}} {
 		union = append(union, exportedFields(reflect.TypeOf(ev))...)
 	}
 	for _, f := range exportedFields(reflect.TypeOf(actors.Event{})) {

@@ -267,6 +267,10 @@ func (a *app) applyConfig(ctx context.Context, sup *mcpvisor.Supervisor) (*mcpvi
 		ok = false
 		cfg = &mcpvisor.Config{Servers: map[string]mcpvisor.ServerConfig{}, Sources: map[string]string{}}
 	}
+	if err := sup.SetPermissions(cfg.Permissions); err != nil { // validated by the loader: cannot fail
+		a.log.Error().Err(err).Msg("permission rules")
+		return cfg, mcpvisor.SetResult{}, false
+	}
 	res, err := sup.SetServers(ctx, cfg.Servers)
 	if err != nil {
 		a.log.Error().Err(err).Msg("configuring the supervisor")

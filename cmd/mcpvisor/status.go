@@ -105,6 +105,9 @@ func (a *app) status(ctx context.Context, url, tokenFile string, asJSON bool) er
 				class = string(f)
 			}
 			lastErr = "[" + class + "] " + firstLine(s.LastError, 100)
+		} else if len(s.ListErrors) > 0 {
+			le := s.ListErrors[0]
+			lastErr = "[list " + le.List + "] " + firstLine(le.Error, 100)
 		}
 		state := string(s.State)
 		if s.Sandbox != "" {
@@ -127,7 +130,16 @@ func (a *app) status(ctx context.Context, url, tokenFile string, asJSON bool) er
 	for _, x := range rep.Excluded {
 		fmt.Fprintf(tw, "%s\texcluded\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t[policy] %s\n", x.Name, firstLine(x.Reason, 100))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, sk := range rep.Skipped {
+		fmt.Fprintf(a.stdout, "\nSkipped config file %s (%s layer): it does not load\n", sk.File, sk.Layer)
+		for _, e := range sk.Errors {
+			fmt.Fprintf(a.stdout, "  %s\n", e)
+		}
+	}
+	return nil
 }
 
 func ms(v float64, n uint64) string {

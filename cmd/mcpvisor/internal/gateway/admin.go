@@ -25,6 +25,10 @@ type StatusReport struct {
 	// Channels is the channel message queue of wait_for_channel_message
 	// (absent without one).
 	Channels *ChannelReport `json:"channels,omitempty"`
+	// Skipped are the config layer files the latest load of the
+	// configuration left out because they do not load (SetSkipped);
+	// absent when none was.
+	Skipped []SkippedReport `json:"skipped,omitempty"`
 }
 
 // ServerReport is one server in a StatusReport: the supervisor's status
@@ -39,7 +43,7 @@ type ServerReport struct {
 func (g *Gateway) Status() StatusReport {
 	st := g.b.Status()
 	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.inflight.Load(), Servers: make([]ServerReport, 0, len(st)),
-		Channels: g.channelReport()}
+		Channels: g.channelReport(), Skipped: g.skippedReports()}
 	rep.Sessions = g.srv.Stats().Sessions
 	g.mu.Lock()
 	rep.Excluded = g.excluded // replaced whole by SetExcluded, never changed in place
