@@ -32,16 +32,35 @@ func newCallWorkers(closed <-chan struct{}) *callWorkers {
 	return &callWorkers{jobs: make(chan func()), closed: closed}
 }
 
-// run runs job on a waiting worker, or on a new one when none waits.
+// run runs job on a waiting worker, or on a new one when none waits. A
+// worker that counted itself waiting is claimed (the count taken down by
+// one) and handed the job even when it has not reached its receive yet:
+// a send that gave up at once then would start a second worker for a
+// sequential call.
 func (w *callWorkers) run(job func()) {
-	select {
-	case w.jobs <- job:
-	default:
-		routine.Go("gateway.call", func() { w.work(job) })
+	for {
+		n := w.idle.Load()
+		if n <= 0 {
+			break
+		}
+		if !w.idle.CompareAndSwap(n, n-1) {
+			continue
+		}
+		select {
+		case w.jobs <- job:
+			return
+		case <-w.closed:
+			// The claimed worker may have ended instead: a new one runs
+			// the job and ends after it.
+		}
+		break
 	}
+	routine.Go("gateway.call", func() { w.work(job) })
 }
 
-// work runs job, then the jobs that come while it waits.
+// work runs job, then the jobs that come while it waits. It counts itself
+// in idle before it waits; whoever hands it a job has taken the count
+// down already.
 func (w *callWorkers) work(job func()) {
 	for {
 		job()
@@ -51,7 +70,6 @@ func (w *callWorkers) work(job func()) {
 		}
 		select {
 		case job = <-w.jobs:
-			w.idle.Add(-1)
 		case <-w.closed:
 			w.idle.Add(-1)
 			return
