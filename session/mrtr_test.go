@@ -220,5 +220,5 @@ func TestCacheHintsOfTheLatestListings(t *testing.T) {
 	old := mustOpen(t, session.Options{ProtocolVersion: protocol.LatestHandshakeVersion}, "-cache-ttl", "5s")
 	_, err = old.s.ListTools(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, session.CacheHints{}, old.s.CacheHints())
+	assert.Equal(t, protocol.CacheHints{}, old.s.CacheHints())
 }
