@@ -179,7 +179,8 @@ func Start(opts Options) (*System, error) {
 		// The helper, once started, outlives the restarts of servers.
 		releaseHelper: reaper.Hold(),
 	}
-	s.pool.Store(buildPool(nil, opts.Builtins, opts.MaxDescriptionLength, nil))
+	first, _ := nextPool(nil, opts.Builtins, opts.MaxDescriptionLength, nil)
+	s.pool.Store(first)
 	s.handles.Store(&[]*serverHandle{})
 	s.actors = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return newSlogLogger(opts.Logger) }),
