@@ -42,7 +42,7 @@ func nextPool(servers []poolServer, builtins []BuiltinTool, maxDescription int, 
 			}
 		}
 	}
-	p, evs, _ := applyChanges(prev, builtinPool(builtins, maxDescription), allChanges(prev, servers), maxDescription, true)
+	p, evs, _ := applyChanges(prev, builtinPool(builtins, maxDescription, prev), allChanges(prev, servers), maxDescription, true)
 	return p, evs
 }
 
@@ -54,13 +54,15 @@ func (p *pool) extendable(builtins []BuiltinTool, maxDescription int) bool {
 		p.maxDescription == maxDescription && sameSlice(p.builtinsFrom, builtins)
 }
 
-// builtinPool is the base of a rebase: the built-ins and nothing else.
-func builtinPool(builtins []BuiltinTool, maxDescription int) *pool {
+// builtinPool is the base of a rebase: the built-ins and nothing else,
+// with room for as much as like (the pool it replaces) held.
+func builtinPool(builtins []BuiltinTool, maxDescription int, like *pool) *pool {
 	p := &pool{
-		builtinByName: make(map[string]*BuiltinTool, len(builtins)), toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{},
+		builtinByName: make(map[string]*BuiltinTool, len(builtins)),
+		toolsByName:   make(map[string]poolEntry, len(like.toolsByName)), promptsByName: make(map[string]poolEntry, len(like.promptsByName)),
 		hiddenTools: map[string]poolEntry{}, off: map[string]bool{}, offRoutes: map[string]string{},
-		views: map[*serverHandle]pooledView{}, offered: map[string]int{}, renamed: map[renameKey]string{},
-		parts: map[*serverHandle]poolServer{}, builtinsFrom: builtins, maxDescription: maxDescription,
+		views: make(map[*serverHandle]pooledView, len(like.views)), offered: make(map[string]int, len(like.offered)), renamed: map[renameKey]string{},
+		parts: make(map[*serverHandle]poolServer, len(like.parts)), builtinsFrom: builtins, maxDescription: maxDescription,
 	}
 	for i := range builtins {
 		b := &builtins[i]
@@ -93,7 +95,8 @@ func changesSince(prev *pool, servers []poolServer) (changes []poolChange, ok bo
 		}
 		kept++
 		if old.name != s.name || old.off != s.off || prev.views[s.h].view != s.h.view.Load() {
-			changes = append(changes, poolChange{name: s.name, old: &old, cur: s})
+			was := old // only the changed servers' copies escape
+			changes = append(changes, poolChange{name: s.name, old: &was, cur: s})
 		}
 	}
 	if kept < len(prev.parts) { // some were removed
@@ -103,7 +106,8 @@ func changesSince(prev *pool, servers []poolServer) (changes []poolChange, ok bo
 		}
 		for h, old := range prev.parts {
 			if !present[h] {
-				changes = append(changes, poolChange{name: old.name, old: &old})
+				was := old
+				changes = append(changes, poolChange{name: old.name, old: &was})
 			}
 		}
 	}
@@ -122,22 +126,22 @@ func changesSince(prev *pool, servers []poolServer) (changes []poolChange, ok bo
 // allChanges counts every server of prev and of servers as changed, one
 // change per name, in name order: a rebase.
 func allChanges(prev *pool, servers []poolServer) []poolChange {
-	byName := make(map[string]*poolChange, len(servers)+len(prev.parts))
+	changes := make([]poolChange, 0, len(servers)+len(prev.parts))
+	at := make(map[string]int, cap(changes)) // name → index in changes
 	for i := range servers {
 		s := &servers[i]
-		byName[s.name] = &poolChange{name: s.name, cur: s}
+		at[s.name] = len(changes)
+		changes = append(changes, poolChange{name: s.name, cur: s})
 	}
+	olds := make([]poolServer, 0, len(prev.parts)) // never grown: the changes point into it
 	for _, old := range prev.parts {
-		c := byName[old.name]
-		if c == nil {
-			c = &poolChange{name: old.name}
-			byName[old.name] = c
+		olds = append(olds, old)
+		was := &olds[len(olds)-1]
+		if i, ok := at[old.name]; ok {
+			changes[i].old = was
+		} else {
+			changes = append(changes, poolChange{name: old.name, old: was})
 		}
-		c.old = &old
-	}
-	changes := make([]poolChange, 0, len(byName))
-	for _, c := range byName {
-		changes = append(changes, *c)
 	}
 	slices.SortFunc(changes, func(a, b poolChange) int { return strings.Compare(a.name, b.name) })
 	return changes
@@ -216,18 +220,23 @@ func routesOf(s poolServer, v *serverView, prev *pool) contribution {
 
 // applyChanges takes the changed servers' entries out of a copy of base
 // and puts their new ones in. base is prev (ok is false when a new entry
-// takes a held name: a rebase is due), or, in a rebase, a pool of the
-// built-ins alone, where a held name is renamed and a contested route
-// goes to the later server, as claiming in name order settles them.
+// takes a held name: a rebase is due), or, in a rebase, a fresh pool of
+// the built-ins alone (filled in place), where a held name is renamed and
+// a contested route goes to the later server, as claiming in name order
+// settles them.
 func applyChanges(prev, base *pool, changes []poolChange, maxDescription int, rebase bool) (p *pool, evs []Event, ok bool) {
-	p = &pool{
-		builtins: base.builtins, builtinByName: base.builtinByName,
-		toolsByName: maps.Clone(base.toolsByName), promptsByName: maps.Clone(base.promptsByName),
-		hiddenTools: maps.Clone(base.hiddenTools), off: maps.Clone(base.off), offRoutes: maps.Clone(base.offRoutes),
-		renamed: map[renameKey]string{}, offered: maps.Clone(base.offered),
-		views: maps.Clone(base.views), parts: maps.Clone(base.parts),
-		builtinsFrom: base.builtinsFrom, maxDescription: maxDescription,
+	p = base
+	if !rebase {
+		p = &pool{
+			builtins: base.builtins, builtinByName: base.builtinByName,
+			toolsByName: maps.Clone(base.toolsByName), promptsByName: maps.Clone(base.promptsByName),
+			hiddenTools: maps.Clone(base.hiddenTools), off: maps.Clone(base.off), offRoutes: maps.Clone(base.offRoutes),
+			renamed: map[renameKey]string{}, offered: maps.Clone(base.offered),
+			views: maps.Clone(base.views), parts: maps.Clone(base.parts),
+			builtinsFrom: base.builtinsFrom, maxDescription: maxDescription,
+		}
 	}
+	baseTools, basePrompts, baseResources, baseTemplates := base.tools, base.prompts, base.resources, base.templates
 	// What the changed servers had: their entries in prev (taken out of
 	// the copy, unless this is a rebase, whose base lacks them).
 	olds := make([]contribution, len(changes))
@@ -245,6 +254,7 @@ func applyChanges(prev, base *pool, changes []poolChange, maxDescription int, re
 	// Their new entries, claimed in name order.
 	tools, prompts := newNamer("tool", 0), newNamer("prompt", 0)
 	if rebase {
+		tools, prompts = newNamer("tool", len(prev.toolsByName)+len(p.builtinByName)), newNamer("prompt", len(prev.promptsByName))
 		for name := range p.builtinByName {
 			tools.holders[name] = holder{}
 		}
@@ -347,10 +357,10 @@ func applyChanges(prev, base *pool, changes []poolChange, maxDescription int, re
 		slices.SortFunc(addTools, byToolName)
 	}
 	slices.SortFunc(addPrompts, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
-	p.tools = mergeSorted(base.tools, addTools, func(t *Tool) bool { return changed[t.Server] }, func(t *Tool) string { return t.Name })
-	p.prompts = mergeSorted(base.prompts, addPrompts, func(t Prompt) bool { return changed[t.Server] }, func(t Prompt) string { return t.Name })
-	p.resources = mergeSorted(base.resources, addResources, func(r Resource) bool { return changed[r.Server] }, func(r Resource) string { return r.Server })
-	p.templates = mergeSorted(base.templates, addTemplates, func(r ResourceTemplate) bool { return changed[r.Server] }, func(r ResourceTemplate) string { return r.Server })
+	p.tools = mergeSorted(baseTools, addTools, func(t *Tool) bool { return changed[t.Server] }, func(t *Tool) string { return t.Name })
+	p.prompts = mergeSorted(basePrompts, addPrompts, func(t Prompt) bool { return changed[t.Server] }, func(t Prompt) string { return t.Name })
+	p.resources = mergeSorted(baseResources, addResources, func(r Resource) bool { return changed[r.Server] }, func(r Resource) string { return r.Server })
+	p.templates = mergeSorted(baseTemplates, addTemplates, func(r ResourceTemplate) bool { return changed[r.Server] }, func(r ResourceTemplate) string { return r.Server })
 
 	return p, changeEvents(prev, p, changes, olds, news), true
 }
@@ -405,6 +415,9 @@ func (p *pool) keepName(prev *pool, kind, server, original string) {
 func changeEvents(prev, p *pool, changes []poolChange, olds, news []contribution) []Event {
 	var evs []Event
 	for i, c := range changes {
+		if sameEntries(prev, p, c, olds[i], news[i]) {
+			continue
+		}
 		var oldItems, curItems [3][]poolItem
 		if c.old != nil {
 			oldItems = olds[i].items(c.old.name, prev)
@@ -436,6 +449,33 @@ func changeEvents(prev, p *pool, changes []poolChange, olds, news []contribution
 		}
 	}
 	return evs
+}
+
+// sameEntries reports, without listing them, that change c leaves its
+// server's entries as they were: no offer before or after, or the same
+// offer (the same definitions) under the same names.
+func sameEntries(prev, p *pool, c poolChange, old, cur contribution) bool {
+	was, is := old.offer != nil && !old.off, cur.offer != nil && !cur.off
+	if !was && !is {
+		return true
+	}
+	if !was || !is || old.offer != cur.offer || c.old == nil || c.cur == nil || c.old.name != c.cur.name {
+		return false
+	}
+	if len(prev.renamed) == 0 && len(p.renamed) == 0 {
+		return true
+	}
+	for _, t := range cur.offer.tools {
+		if prev.offeredName("tool", c.name, t.tool.Definition.Name, t.tool.Name) != p.offeredName("tool", c.name, t.tool.Definition.Name, t.tool.Name) {
+			return false
+		}
+	}
+	for _, pr := range cur.offer.prompts {
+		if prev.offeredName("prompt", c.name, pr.Prompt.Name, pr.Name) != p.offeredName("prompt", c.name, pr.Prompt.Name, pr.Name) {
+			return false
+		}
+	}
+	return true
 }
 
 // items lists a contribution's offered tools, prompts, and resources with

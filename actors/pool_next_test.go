@@ -174,7 +174,7 @@ func BenchmarkPoolUpdate(b *testing.B) {
 			p := poolOf(slices.Clone(servers), nil, 2048, nil)
 			for i := 0; b.Loop(); i++ {
 				relist(i)
-				p, _, _ = applyChanges(p, builtinPool(nil, 2048), allChanges(p, slices.Clone(servers)), 2048, true)
+				p, _, _ = applyChanges(p, builtinPool(nil, 2048, p), allChanges(p, slices.Clone(servers)), 2048, true)
 			}
 		})
 		b.Run(fmt.Sprintf("servers=%d/update", n), func(b *testing.B) {
