@@ -247,7 +247,10 @@ fmt:
 # reported and not counted as a failure when it wrote no new input under
 # testdata/fuzz. New interesting inputs stay in the Go build cache
 # (`go env GOCACHE`/fuzz); the committed corpus is testdata/fuzz of each package.
+# FUZZ_TIMEOUT is the test binary's -timeout: it must exceed FUZZTIME plus
+# the run of the seed corpus (go test's default 10m would end a 10m run).
 FUZZTIME ?= 30s
+FUZZ_TIMEOUT ?= 30m
 FUZZ_PARALLEL ?= 1
 fuzz:
 	@fail=0; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./\.deps' | sort); do \
@@ -255,7 +258,7 @@ fuzz:
 		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
 			before=$$(ls $$pkg/testdata/fuzz/$$t 2>/dev/null | wc -l); \
 			echo "== $$pkg $$t"; \
-			if $(GO) test $$pkg -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -parallel $(FUZZ_PARALLEL) >$(DEPS)/fuzz.log 2>&1; then \
+			if $(GO) test $$pkg -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -timeout $(FUZZ_TIMEOUT) -parallel $(FUZZ_PARALLEL) >$(DEPS)/fuzz.log 2>&1; then \
 				grep -E '^fuzz: elapsed' $(DEPS)/fuzz.log | tail -1; \
 			elif [ "$$(ls $$pkg/testdata/fuzz/$$t 2>/dev/null | wc -l)" = "$$before" ] && grep -q 'context deadline exceeded' $(DEPS)/fuzz.log; then \
 				grep -E '^fuzz: elapsed' $(DEPS)/fuzz.log | tail -1; echo "   (ended by golang/go#75804 at the fuzztime boundary; no crasher)"; \

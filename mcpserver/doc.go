@@ -20,7 +20,8 @@
 //
 // The transports: ServeStdio (newline-delimited JSON-RPC), HTTPHandler
 // (Streamable HTTP: JSON answers, or event streams, resumable when
-// HTTPOptions.SSEResponses is set) and ServeConn (any connection that
+// HTTPOptions.SSEResponses is set, or ended for the client to poll for a
+// long answer with HTTPOptions.PollAfter) and ServeConn (any connection that
 // carries one message at a time, such as a WebSocket).
 //
 // Seams: Options.Middleware wraps the dispatch of every request

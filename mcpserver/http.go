@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"slices"
@@ -66,7 +67,7 @@ func rpcError(w http.ResponseWriter, status int, id protocol.ID, e *protocol.Err
 
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	max := s.opts.MaxMessageSize
-	body, err := io.ReadAll(io.LimitReader(r.Body, int64(max)+1))
+	body, err := readBody(r, max)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "reading the body: "+err.Error())
 		return
@@ -141,13 +142,20 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	p := &postResponse{srv: s, w: w, r: r, sse: sse, stateless: stateless}
 	var out outlet = p
 	if !stateless && s.opts.HTTP.SSEResponses {
-		p.resumable = sess.newPostStream()
+		p.resumable = sess.newPostStream(false)
 		p.resumable.push(event{retry: s.opts.HTTP.SSERetry})
 		out = resumableOutlet{p}
 	} else if stateless && s.opts.HTTP.SSEResponses && sse {
 		p.sseAnswer = true
 	}
-	x, ok := newExchange(r.Context(), s, sess, m, out, true)
+	parent := r.Context()
+	pollAfter := s.pollAfter(sess, m, sse, stateless || fresh)
+	if pollAfter > 0 {
+		// The request may outlive its POST (finish cancels it if the
+		// client goes away before the poll).
+		parent = context.WithoutCancel(parent)
+	}
+	x, ok := newExchange(parent, s, sess, m, out, true)
 	if !ok {
 		rpcError(w, http.StatusNotFound, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "session not found: initialize a new one"))
 		return
@@ -161,7 +169,12 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.serveRequest(x)
+	if pollAfter > 0 && (s.opts.HTTP.Pollable == nil || s.opts.HTTP.Pollable(&x.req)) {
+		p.pollAfter = pollAfter
+		go s.serveRequest(x)
+	} else {
+		s.serveRequest(x)
+	}
 	code := p.finish()
 	switch {
 	case stateless:
@@ -169,6 +182,17 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	case fresh && code != 0:
 		sess.Close() // initialize failed: no session
 	}
+}
+
+// readBody reads a POST's body, at most max+1 bytes (more is refused):
+// in one allocation when the request says its length, as clients do.
+func readBody(r *http.Request, max int) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= int64(max) {
+		body := make([]byte, n)
+		_, err := io.ReadFull(r.Body, body)
+		return body, err
+	}
+	return io.ReadAll(io.LimitReader(r.Body, int64(max)+1))
 }
 
 // acceptsSSE reports whether a request takes an event stream: its Accept
@@ -301,11 +325,13 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	st, after := sess.log, sess.log.last()
 	if last != "" {
 		no, seq, ok := parseEventID(last)
-		if ok {
-			st, after = sess.stream(no), seq
+		if !ok {
+			rpcError(w, http.StatusBadRequest, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "malformed %s %q", HeaderLastEventID, last))
+			return
 		}
-		if !ok || st == nil {
-			rpcError(w, http.StatusBadRequest, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "unknown %s %q", HeaderLastEventID, last))
+		if st, after = sess.stream(no), seq; st == nil {
+			rpcError(w, http.StatusNotFound, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest,
+				"no stream to resume with %s %q (it was read to its end, or the session forgot it)", HeaderLastEventID, last))
 			return
 		}
 	}
@@ -323,9 +349,32 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	if st == sess.log {
 		keepalive = s.opts.HTTP.KeepAlive
 	}
-	if err := s.pump(r.Context(), w, st, after, nil, keepalive, sess.touch); err != nil && r.Context().Err() == nil {
+	err := s.pump(r.Context(), w, st, after, nil, keepalive, sess.touch)
+	if err == nil && st.forgetOnRead {
+		sess.forgetStream(st) // read to its end: a polled request's answer is delivered
+	}
+	if err != nil && r.Context().Err() == nil {
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// pollAfter returns how long request m of sess may wait for its answer
+// before its POST response ends for the client to poll
+// (HTTPOptions.PollAfter), or 0 when it is never polled: a session of
+// an earlier version than 2025-11-25 (its clients cannot resume a POST
+// stream), a POST that takes no event stream, one of the Server's own
+// methods.
+func (s *Server) pollAfter(sess *Session, m *protocol.Message, sse, skip bool) time.Duration {
+	if skip || !sse || s.opts.HTTP.PollAfter <= 0 || s.opts.HTTP.SSEResponses || sess.kind != kindHTTP || ownMethod(m.Method) {
+		return 0
+	}
+	sess.mu.Lock()
+	version, modern := sess.version, sess.modern
+	sess.mu.Unlock()
+	if modern || version < protocol.Version20251125 {
+		return 0
+	}
+	return s.opts.HTTP.PollAfter
 }
 
 // serveDelete serves a DELETE: the session ends.

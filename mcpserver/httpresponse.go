@@ -26,10 +26,11 @@ type postResponse struct {
 	w         http.ResponseWriter
 	r         *http.Request
 	x         *exchange
-	sse       bool    // the client takes event streams
-	stateless bool    // a stateless-era request: protocol errors are HTTP errors
-	sseAnswer bool    // a result goes as a one-event stream (HTTPOptions.SSEResponses, stateless)
-	resumable *stream // the POST stream of HTTPOptions.SSEResponses, in a session
+	sse       bool          // the client takes event streams
+	stateless bool          // a stateless-era request: protocol errors are HTTP errors
+	sseAnswer bool          // a result goes as a one-event stream (HTTPOptions.SSEResponses, stateless)
+	resumable *stream       // the POST stream of HTTPOptions.SSEResponses, in a session
+	pollAfter time.Duration // > 0: the response ends for the client to poll after that long (HTTPOptions.PollAfter)
 
 	mu           sync.Mutex
 	started      bool // the event stream's headers are written; guarded by mu
@@ -42,6 +43,7 @@ type postResponse struct {
 	code         int64
 	wake         chan struct{} // made by finish when it must wait; guarded by mu
 	stop         chan struct{} // resumable: closed by Disconnect
+	polled       *stream       // where the request's messages go once the response ended for the client to poll; guarded by mu
 }
 
 // wakeLocked wakes finish. Called with mu held.
@@ -57,6 +59,10 @@ func (p *postResponse) answer(frame []byte, write func(Wire) error, code int64) 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.answered, p.frame, p.write, p.code = true, frame, write, code
+	if p.polled != nil {
+		p.polled.finish(event{data: frame, write: write})
+		return
+	}
 	p.wakeLocked()
 }
 
@@ -65,6 +71,10 @@ func (p *postResponse) abandoned() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.abandon = true
+	if p.polled != nil {
+		p.polled.end()
+		return
+	}
 	p.wakeLocked()
 }
 
@@ -72,6 +82,9 @@ func (p *postResponse) abandoned() {
 func (p *postResponse) notify(frame []byte) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.polled != nil {
+		return p.polled.push(event{data: frame})
+	}
 	if p.ended || p.disconnected || !p.sse {
 		return false
 	}
@@ -121,17 +134,35 @@ func (p *postResponse) finish() int64 {
 		return p.finishResumable()
 	}
 	ctx := p.r.Context()
+	var poll <-chan time.Time
+	if p.pollAfter > 0 {
+		t := time.NewTimer(p.pollAfter)
+		defer t.Stop()
+		poll = t.C
+	}
 	p.mu.Lock()
 	for !p.answered && !p.abandon && !p.disconnected {
 		wake := make(chan struct{})
 		p.wake = wake
 		p.mu.Unlock()
+		polled := false
 		select {
 		case <-wake:
 		case <-ctx.Done():
 			p.x.abandon()
+		case <-poll:
+			poll, polled = nil, true
 		}
 		p.mu.Lock()
+		if polled && !p.answered && !p.abandon && !p.disconnected {
+			err := p.pollLocked()
+			p.ended = true
+			p.mu.Unlock()
+			if err != nil && ctx.Err() == nil {
+				panic(http.ErrAbortHandler)
+			}
+			return -1
+		}
 	}
 	p.ended = true
 	code := int64(-1)
@@ -156,6 +187,24 @@ func (p *postResponse) finish() int64 {
 		panic(http.ErrAbortHandler)
 	}
 	return code
+}
+
+// pollLocked ends the response for the client to poll (SEP-1699): a
+// stream of the session takes what the request sends from now on, and
+// the response ends with a priming event that names it (an id, the retry
+// field, no data). Called with mu held.
+func (p *postResponse) pollLocked() error {
+	st := p.x.req.Session.newPostStream(true)
+	prime := event{retry: p.srv.opts.HTTP.SSERetry}
+	st.push(prime)
+	p.polled = st
+	p.srv.polled.Add(1)
+	p.startLocked()
+	err := p.srv.writeEvent(p.w, eventID(st.no, 1), prime)
+	if ferr := http.NewResponseController(p.w).Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // writeAnswerLocked writes the answer: an event, or the JSON body.

@@ -122,6 +122,24 @@ type HTTPOptions struct {
 	// KeepAlive is how often an idle GET stream gets a comment line
 	// (default 25 s).
 	KeepAlive time.Duration
+	// PollAfter, when positive, makes the clients of a session that
+	// negotiated 2025-11-25 or later poll for a long answer (SSE polling,
+	// SEP-1699): once a request that Pollable accepts has waited that
+	// long for its answer, its POST response (an event stream) ends after
+	// a priming event (an id, the retry field SSERetry, no data); the
+	// request goes on, and what it sends from then on (its notifications,
+	// then its answer) is kept for a GET with that Last-Event-ID, which
+	// gets them and ends with the answer (the stream is then forgotten).
+	// So no response stays open for the length of a long request. Such a
+	// request is served on a goroutine of its own, a hand-off that costs
+	// every pollable request some CPU, polled or not. Ignored with
+	// SSEResponses (whose streams are resumable from the start), and for a
+	// POST that does not take an event stream.
+	PollAfter time.Duration
+	// Pollable chooses the requests PollAfter applies to (nil: every
+	// request the Handler serves; the Server's own methods are answered
+	// at once and never polled).
+	Pollable func(r *Request) bool
 	// CheckHeaders, when set, checks more of a stateless-era request's
 	// headers once the standard ones passed (e.g. the Mcp-Param-*
 	// headers of a tool's x-mcp-header arguments); its error is answered

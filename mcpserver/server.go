@@ -48,6 +48,7 @@ type Server struct {
 	sessionsEvicted atomic.Uint64
 	streamsRefused  atomic.Uint64
 	cancelled       atomic.Uint64
+	polled          atomic.Uint64
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}  // sessions that have a channel: HTTP sessions and connections; guarded by mu
@@ -98,6 +99,9 @@ type Stats struct {
 	StreamsRefused uint64
 	// Cancelled counts the requests their client cancelled.
 	Cancelled uint64
+	// Polled counts the POST responses ended for the client to poll
+	// (HTTPOptions.PollAfter).
+	Polled uint64
 }
 
 // Stats returns the Server's counts.
@@ -108,6 +112,7 @@ func (s *Server) Stats() Stats {
 	st.SessionsEvicted = s.sessionsEvicted.Load()
 	st.StreamsRefused = s.streamsRefused.Load()
 	st.Cancelled = s.cancelled.Load()
+	st.Polled = s.polled.Load()
 	return st
 }
 
@@ -254,6 +259,15 @@ func (s *Server) checkEra(r *Request) *protocol.Error {
 	sess.mu.Unlock()
 	r.Meta = meta
 	return nil
+}
+
+// ownMethod reports whether the Server answers method itself.
+func ownMethod(method string) bool {
+	switch method {
+	case protocol.MethodInitialize, protocol.MethodDiscover, protocol.MethodPing, protocol.MethodLoggingSetLevel, protocol.MethodSubscriptionsListen:
+		return true
+	}
+	return false
 }
 
 func removedError(method string) *protocol.Error {

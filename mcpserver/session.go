@@ -3,9 +3,9 @@ package mcpserver
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"time"
-
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -401,11 +401,12 @@ func (s *Session) Close() {
 
 // newPostStream returns a new resumable POST stream of the session
 // (HTTPOptions.SSEResponses), keeping the newest maxPostStreams.
-func (s *Session) newPostStream() *stream {
+func (s *Session) newPostStream(forgetOnRead bool) *stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.postSeq++
 	st := newStream(s.postSeq, s.srv.opts.HTTP.OutboxSize)
+	st.forgetOnRead = forgetOnRead
 	if s.posts == nil {
 		s.posts = map[uint32]*stream{}
 	}
@@ -419,6 +420,19 @@ func (s *Session) newPostStream() *stream {
 		st.end()
 	}
 	return st
+}
+
+// forgetStream forgets POST stream st: no GET resumes it any more.
+func (s *Session) forgetStream(st *stream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.posts[st.no] != st {
+		return
+	}
+	delete(s.posts, st.no)
+	if i := slices.Index(s.postOrder, st.no); i >= 0 {
+		s.postOrder = slices.Delete(s.postOrder, i, i+1)
+	}
 }
 
 // stream returns the session's stream number no (0: the standalone one),

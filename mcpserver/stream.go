@@ -20,6 +20,9 @@ import (
 type stream struct {
 	no   uint32
 	size int
+	// forgetOnRead: the session forgets the stream once a reader has
+	// read it to its end (a polled request's stream: HTTPOptions.PollAfter).
+	forgetOnRead bool
 
 	mu      sync.Mutex
 	events  []event // the kept events, oldest first; guarded by mu

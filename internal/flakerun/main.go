@@ -4,9 +4,11 @@
 // each made and how many failed, as a table.
 //
 // Modes: race (-race), cover (-cover) and shuffle (-shuffle=on, a new
-// order in every run). A run fails when one of its top-level tests fails;
-// a binary that ends early (a -timeout panic with its goroutine dump, a
-// crash) fails the run it was in and every run it never started.
+// order in every run), and all (the three flags at once: one row for a
+// package whose three rows would take too long). A run fails when one of
+// its top-level tests fails; a binary that ends early (a -timeout panic
+// with its goroutine dump, a crash) fails the run it was in and every run
+// it never started.
 //
 //	go run ./internal/flakerun [flags] [module dir ...]
 //
@@ -31,7 +33,7 @@ import (
 
 func main() {
 	count := flag.Int("count", 20, "runs of each package in each mode (go test -count)")
-	modes := flag.String("modes", "race,cover,shuffle", "modes, comma-separated: race, cover, shuffle")
+	modes := flag.String("modes", "race,cover,shuffle", "modes, comma-separated: race, cover, shuffle, all (the three at once)")
 	budget := flag.Duration("budget", 2*time.Minute, "time one run of a package may take; the binary's -timeout is count × budget")
 	budgets := flag.String("budgets", "", "per-package budgets, comma-separated pattern=duration (pattern: a regexp on the import path)")
 	only := flag.String("pkg", "", "run only the packages whose import path matches this regexp")
@@ -122,7 +124,7 @@ func newPlan(modes string, budget time.Duration, budgets, only string) (plan, er
 	p := plan{budget: budget}
 	for _, m := range strings.Split(modes, ",") {
 		if _, ok := modeFlags[m]; !ok {
-			return p, fmt.Errorf("unknown mode %q (race, cover, shuffle)", m)
+			return p, fmt.Errorf("unknown mode %q (race, cover, shuffle, all)", m)
 		}
 		p.modes = append(p.modes, m)
 	}
@@ -163,6 +165,9 @@ var modeFlags = map[string][]string{
 	"race":    {"-race"},
 	"cover":   {"-cover"},
 	"shuffle": {"-shuffle=on"},
+	// all is every stress of the three at once, in one row: for the
+	// packages whose three rows would take hours.
+	"all": {"-race", "-cover", "-shuffle=on"},
 }
 
 // result is one package's runs in one mode.

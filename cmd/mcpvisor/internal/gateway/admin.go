@@ -36,9 +36,7 @@ func (g *Gateway) Status() StatusReport {
 	st := g.b.Status()
 	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.inflight.Load(), Servers: make([]ServerReport, 0, len(st)),
 		Channels: g.channelReport()}
-	g.mu.Lock()
-	rep.Sessions = len(g.sessions)
-	g.mu.Unlock()
+	rep.Sessions = g.srv.Stats().Sessions
 	for _, t := range g.b.Tools() {
 		if g.offered(t.Name) {
 			rep.Tools++

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/channels"
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -155,20 +156,16 @@ func (g *Gateway) forwardChannel(ev *mcpvisor.ChannelMessageEvent) {
 	if _, ok := p.Meta["server"]; !ok {
 		p.Meta["server"], _ = json.Marshal(ev.Server)
 	}
-	for _, s := range g.sessionsSnapshot() {
-		s.mu.Lock()
-		_, wants := s.caps.Experimental[channelCapability]
-		s.mu.Unlock()
-		if wants && s.ready() {
-			s.notify(protocol.NotificationChannel, p)
-		}
-	}
+	g.srv.NotifySessions(protocol.NotificationChannel, p, func(s *mcpserver.Session) bool {
+		_, wants := s.Capabilities().Experimental[channelCapability]
+		return wants
+	})
 }
 
 // waitForChannel serves wait_for_channel_message for session s: the
 // oldest queued messages the arguments select, at once, or the next one
 // to arrive within the timeout.
-func (g *Gateway) waitForChannel(ctx context.Context, s *session, args json.RawMessage) (any, *protocol.Error) {
+func (g *Gateway) waitForChannel(ctx context.Context, s *mcpserver.Session, args json.RawMessage) (any, *protocol.Error) {
 	a, perr := parseWaitArgs(args)
 	if perr != nil {
 		return nil, perr

@@ -191,9 +191,7 @@ func (d *dashboard) writeFrame(w io.Writer, name string, v any) {
 func (d *dashboard) gatewayInfo() streamGateway {
 	g := d.g
 	info := streamGateway{Version: g.opts.Version, Started: g.started, InFlight: g.inflight.Load()}
-	g.mu.Lock()
-	info.Sessions = len(g.sessions)
-	g.mu.Unlock()
+	info.Sessions = g.srv.Stats().Sessions
 	for _, t := range g.b.Tools() {
 		if g.offered(t.Name) {
 			info.Tools++

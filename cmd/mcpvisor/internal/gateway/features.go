@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -32,7 +33,8 @@ func (g *Gateway) listTools() protocol.ListToolsResult {
 // callTool routes a tools/call through the supervisor: for a client of
 // the stateless era through serveInput, which turns the input the call
 // needs into input_required answers (see mrtr.go).
-func (g *Gateway) callTool(ctx context.Context, s *session, params json.RawMessage, reqNotify func([]byte)) (any, *protocol.Error) {
+func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) (any, *protocol.Error) {
+	params := r.Params
 	p, ok := scanCallParams(params)
 	if !ok {
 		if err := json.Unmarshal(params, &p); err != nil {
@@ -43,14 +45,14 @@ func (g *Gateway) callTool(ctx context.Context, s *session, params json.RawMessa
 		return nil, errorf(protocol.CodeInvalidParams, "tools/call: want {name, arguments}")
 	}
 	if p.Name == waitToolName && g.inbox != nil && g.offered(waitToolName) {
-		return g.waitForChannel(ctx, s, p.Arguments)
+		return g.waitForChannel(ctx, r.Session, p.Arguments)
 	}
 	qualified := g.qualifiedTool(p.Name)
 	if !g.offered(qualified) {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", qualified)
 	}
 	run := func(ctx context.Context) (any, *protocol.Error) {
-		return g.runCall(ctx, s, qualified, p, reqNotify)
+		return g.runCall(ctx, w, r, qualified, p)
 	}
 	if requestOf(ctx) != nil {
 		return g.serveInput(ctx, protocol.MethodToolsCall, p.Name, params, run)
@@ -60,9 +62,9 @@ func (g *Gateway) callTool(ctx context.Context, s *session, params json.RawMessa
 
 // runCall calls tool name (qualified) with p's arguments, declaring the
 // client's capabilities to the server, and passes progress reports on.
-func (g *Gateway) runCall(ctx context.Context, s *session, name string, p protocol.CallToolParams, reqNotify func([]byte)) (any, *protocol.Error) {
+func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request, name string, p protocol.CallToolParams) (any, *protocol.Error) {
 	server := g.serverOfTool(name)
-	c := &call{s: s, server: server, notify: reqNotify, input: inputCallOf(ctx)}
+	c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx)}
 	ctx = context.WithValue(ctx, callKey{}, c)
 	g.callStarted(c)
 	defer g.callEnded(c)
@@ -77,18 +79,16 @@ func (g *Gateway) runCall(ctx context.Context, s *session, name string, p protoc
 	if p.Arguments != nil {
 		args = p.Arguments
 	}
-	caps := s.capabilitiesFor(ctx)
+	caps := r.Capabilities()
 	if pc, ok := g.b.(ProgressCaller); ok {
 		o := mcpvisor.CallOptions{Capabilities: &caps, Meta: forwardedMeta(p.Meta)}
-		if token != nil && reqNotify != nil {
+		if token != nil {
 			// The server's reports carry mcpvisor's token; downstream
 			// they carry the client's.
 			o.Progress = func(pp protocol.ProgressParams) {
 				pp.ProgressToken = token
 				pp.Meta = nil
-				if frame, err := notification(protocol.NotificationProgress, pp); err == nil {
-					reqNotify(frame)
-				}
+				w.Notify(protocol.NotificationProgress, pp)
 			}
 		}
 		res, err = pc.CallToolWith(ctx, name, args, o)
@@ -183,7 +183,8 @@ func (g *Gateway) listPrompts() protocol.ListPromptsResult {
 
 // getPrompt renders a prompt (by its downstream name); for a client of
 // the stateless era through serveInput, like callTool.
-func (g *Gateway) getPrompt(ctx context.Context, s *session, params json.RawMessage, reqNotify func([]byte)) (any, *protocol.Error) {
+func (g *Gateway) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) (any, *protocol.Error) {
+	params := r.Params
 	var p protocol.GetPromptParams
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "prompts/get: want {name, arguments}")
@@ -193,14 +194,14 @@ func (g *Gateway) getPrompt(ctx context.Context, s *session, params json.RawMess
 		name = q
 	}
 	run := func(ctx context.Context) (any, *protocol.Error) {
-		c := &call{s: s, server: g.serverOfPrompt(name), notify: reqNotify, input: inputCallOf(ctx)}
+		c := &call{w: w, s: r.Session, server: g.serverOfPrompt(name), input: inputCallOf(ctx)}
 		ctx = context.WithValue(ctx, callKey{}, c)
 		g.callStarted(c)
 		defer g.callEnded(c)
 		var res *protocol.GetPromptResult
 		var err error
 		if ob, ok := g.b.(OptionsBackend); ok {
-			caps := s.capabilitiesFor(ctx)
+			caps := r.Capabilities()
 			res, err = ob.GetPromptWith(ctx, name, p.Arguments, mcpvisor.RequestOptions{Capabilities: &caps, Meta: forwardedMeta(p.Meta)})
 		} else {
 			res, err = g.b.GetPrompt(ctx, name, p.Arguments)
@@ -275,7 +276,8 @@ func (g *Gateway) serverOfResource(uri string) string {
 // readResource reads a resource from the server that offers it; for a
 // client of the stateless era through serveInput, like callTool. An
 // unknown URI is -32602 in the stateless era (SEP-2164), -32002 before.
-func (g *Gateway) readResource(ctx context.Context, s *session, params json.RawMessage, reqNotify func([]byte)) (any, *protocol.Error) {
+func (g *Gateway) readResource(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) (any, *protocol.Error) {
+	params := r.Params
 	var p protocol.ReadResourceParams
 	if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "resources/read: want {uri}")
@@ -291,14 +293,14 @@ func (g *Gateway) readResource(ctx context.Context, s *session, params json.RawM
 		return nil, e
 	}
 	run := func(ctx context.Context) (any, *protocol.Error) {
-		c := &call{s: s, server: server, notify: reqNotify, input: inputCallOf(ctx)}
+		c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx)}
 		ctx = context.WithValue(ctx, callKey{}, c)
 		g.callStarted(c)
 		defer g.callEnded(c)
 		var res *protocol.ReadResourceResult
 		var err error
 		if ob, ok := g.b.(OptionsBackend); ok {
-			caps := s.capabilitiesFor(ctx)
+			caps := r.Capabilities()
 			res, err = ob.ReadResourceWith(ctx, server, p.URI, mcpvisor.RequestOptions{Capabilities: &caps, Meta: forwardedMeta(p.Meta)})
 		} else {
 			res, err = g.b.ReadResource(ctx, server, p.URI)
@@ -314,43 +316,17 @@ func (g *Gateway) readResource(ctx context.Context, s *session, params json.RawM
 	return run(ctx)
 }
 
-// sessionsSnapshot returns the live handshake-era sessions.
-func (g *Gateway) sessionsSnapshot() []*session {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := make([]*session, 0, len(g.sessions))
-	for _, s := range g.sessions {
-		out = append(out, s)
-	}
-	return out
-}
-
 // broadcastListChanged sends a list_changed notification to every
 // session and every listen stream that selected it.
 func (g *Gateway) broadcastListChanged(method string) {
-	frame, _ := notification(method, struct{}{})
-	n := 0
-	for _, s := range g.sessionsSnapshot() {
-		if s.ready() {
-			s.send(frame)
-			n++
-		}
-	}
-	for _, l := range g.listenersSnapshot() {
-		if l.wants(method) {
-			l.notify(method, map[string]any{})
-			n++
-		}
-	}
+	n := g.srv.ListChanged(method)
 	g.metrics.notified(method, n)
 	g.log.Debug().Str("method", method).Int("recipients", n).Msg("list changed sent downstream")
 }
 
-// defaultLogLevel is the level of a session that never set one.
-const defaultLogLevel = protocol.LevelInfo
-
 // forwardLog sends a server's log message to the sessions whose level it
-// reaches, as notifications/message with logger = the server's name.
+// reaches, as notifications/message with logger = the server's name (and
+// to the listen streams whose _meta asked for that level).
 func (g *Gateway) forwardLog(ev *mcpvisor.LogMessageEvent) {
 	var p protocol.LoggingMessageParams
 	if json.Unmarshal(ev.Data, &p) != nil {
@@ -362,40 +338,11 @@ func (g *Gateway) forwardLog(ev *mcpvisor.LogMessageEvent) {
 	} else {
 		p.Logger = ev.Server + "/" + p.Logger
 	}
-	rank := levelRank(p.Level)
-	for _, s := range g.sessionsSnapshot() {
-		s.mu.Lock()
-		level := s.logLevel
-		s.mu.Unlock()
-		if level == "" {
-			level = defaultLogLevel
-		}
-		if !s.ready() || rank < levelRank(level) {
-			continue
-		}
-		s.notify(protocol.NotificationMessage, p)
-	}
-	for _, l := range g.listenersSnapshot() {
-		if l.logLevel != "" && rank >= levelRank(l.logLevel) { // 2026-07-28: only with _meta logLevel
-			l.notify(protocol.NotificationMessage, p)
-		}
-	}
+	g.srv.Log(p)
 }
 
-// forwardResourceUpdated tells the sessions subscribed to the resource.
+// forwardResourceUpdated tells the sessions and listen streams
+// subscribed to the resource.
 func (g *Gateway) forwardResourceUpdated(ev *mcpvisor.ResourceUpdatedEvent) {
-	params := protocol.ResourceUpdatedParams{URI: ev.URI}
-	for _, s := range g.sessionsSnapshot() {
-		s.mu.Lock()
-		sub := s.subs[ev.URI]
-		s.mu.Unlock()
-		if sub && s.ready() {
-			s.notify(protocol.NotificationResourceUpdated, params)
-		}
-	}
-	for _, l := range g.listenersSnapshot() {
-		if l.wantsResource(ev.URI) {
-			l.notify(protocol.NotificationResourceUpdated, params)
-		}
-	}
+	g.srv.ResourceUpdated(ev.URI)
 }

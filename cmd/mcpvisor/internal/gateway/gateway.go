@@ -8,17 +8,24 @@
 //
 // Eras: the handshake eras (initialize, 2024-11-05 … 2025-11-25, with
 // Mcp-Session-Id over HTTP) and the stateless era 2026-07-28
-// (server/discover, per-request _meta, subscriptions/listen).
+// (server/discover, per-request _meta, subscriptions/listen). The
+// protocol itself (sessions, eras, streams, polling, bounds) is the
+// shared package mcpserver's; the gateway is its Handler (server.go,
+// handler.go) and keeps what is a gateway's: the pool as one server,
+// calls routed to the Supervisor, the servers' requests asked of a
+// client (upstream.go, mrtr.go), channels, tasks and skills passed on,
+// caching hints (results.go), metrics, the admin API and the dashboard.
 //
 // The same listener serves the admin API (GET /status, /metrics, /events;
 // see admin.go) and the dashboard at / with its endpoints under /admin/
 // (see dashboard.go).
 //
 // Concurrency: a Gateway is safe for concurrent use. Each downstream
-// session is independent; its state is guarded by its own mutex. The
-// gateway's one event goroutine (Run) reads the Supervisor's event bus and
-// fans out notifications; it never blocks on a slow client (every outbox
-// is bounded and drops the oldest frame). The bus subscription is taken
+// session is an mcpserver.Session, which guards its own state; the
+// gateway's mu guards its tables of calls, input rounds and channel
+// waits. The gateway's one event goroutine (Run) reads the Supervisor's
+// event bus and fans out notifications; it never blocks on a slow client
+// (every session's stream is bounded and drops the oldest event). The bus subscription is taken
 // by New, before any client can connect, so no event published while a
 // client is connected is missed because Run had not subscribed yet.
 package gateway
@@ -38,6 +45,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/channels"
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -143,9 +151,9 @@ type Options struct {
 	// HTTP session may hold its POST's event stream open: then the
 	// gateway ends the stream after a priming event, and the client
 	// resumes it with a GET and Last-Event-ID to get the answer (SSE
-	// polling, SEP-1699; see polling.go). Zero (the default) or negative:
-	// never, since it costs every eligible call a goroutine hand-off; see
-	// SuggestedSSEPollAfter.
+	// polling, SEP-1699; mcpserver's HTTPOptions.PollAfter). Zero (the
+	// default) or negative: never, since it costs every eligible call a
+	// goroutine hand-off; see SuggestedSSEPollAfter.
 	SSEPollAfter time.Duration
 	// SSERetry is the retry field of that priming event: how long the
 	// client waits before it resumes (default DefaultSSERetry).
@@ -166,24 +174,25 @@ type Gateway struct {
 	opts Options
 	log  zerolog.Logger
 
+	// srv is the MCP server (the protocol: sessions, eras, streams);
+	// the gateway is its Handler (server.go).
+	srv *mcpserver.Server
+
 	mu         sync.Mutex
-	sessions   map[string]*session        // HTTP sessions by id, and the stdio session; guarded by mu
-	listens    map[*listener]struct{}     // open subscriptions/listen requests; guarded by mu
-	calls      map[*call]struct{}         // tools/call, prompts/get, resources/read in flight; guarded by mu
-	callSeq    uint64                     // numbers calls, newest highest; guarded by mu
-	pending    map[string]*pendingRequest // requests sent downstream, by id; guarded by mu
-	parked     map[string]*parkedRound    // input rounds waiting for a retry, by requestState; guarded by mu
-	inputCalls atomic.Int64               // stateless clients' calls that may need input, running (see mrtr.go)
-	reqSeq     atomic.Uint64              // numbers the requests sent downstream
+	calls      map[*call]struct{}      // tools/call, prompts/get, resources/read in flight; guarded by mu
+	callSeq    uint64                  // numbers calls, newest highest; guarded by mu
+	parked     map[string]*parkedRound // input rounds waiting for a retry, by requestState; guarded by mu
+	inputCalls atomic.Int64            // stateless clients' calls that may need input, running (see mrtr.go)
+	reqSeq     atomic.Uint64           // numbers the input requests asked of stateless-era clients
 	// waits holds the wait_for_channel_message calls, one per session;
 	// guarded by mu.
-	waits map[*session]context.CancelCauseFunc
+	waits map[*mcpserver.Session]context.CancelCauseFunc
+
+	closed    chan struct{} // closed by Close: the admin and dashboard streams end
+	closeOnce sync.Once
 
 	subMu   sync.Mutex         // serializes upstream (un)subscriptions
 	subRefs map[string]*subRef // upstream resource subscriptions by URI; guarded by subMu
-
-	closed    chan struct{} // closed by Close: streams end
-	closeOnce sync.Once
 
 	// events is the bus subscription New takes; Run reads it.
 	// stopEvents ends it (Close, or Run returning).
@@ -240,20 +249,18 @@ func New(b Backend, opts Options) *Gateway {
 		opts.ChannelQueue = mcpvisor.DefaultChannelCapacity
 	}
 	g := &Gateway{
-		b:        b,
-		opts:     opts,
-		log:      opts.Logger,
-		sessions: map[string]*session{},
-		listens:  map[*listener]struct{}{},
-		waits:    map[*session]context.CancelCauseFunc{},
-		calls:    map[*call]struct{}{},
-		pending:  map[string]*pendingRequest{},
-		parked:   map[string]*parkedRound{},
-		subRefs:  map[string]*subRef{},
-		idle:     make(chan struct{}, 1),
-		closed:   make(chan struct{}),
-		started:  time.Now(),
+		b:       b,
+		opts:    opts,
+		log:     opts.Logger,
+		waits:   map[*mcpserver.Session]context.CancelCauseFunc{},
+		calls:   map[*call]struct{}{},
+		parked:  map[string]*parkedRound{},
+		subRefs: map[string]*subRef{},
+		idle:    make(chan struct{}, 1),
+		closed:  make(chan struct{}),
+		started: time.Now(),
 	}
+	g.srv = newServer(g)
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())
 	g.events, g.stopEvents = b.Subscribe(ctx, mcpvisor.BufferSize(eventBuffer)), cancel
@@ -332,7 +339,7 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 			}
 			clear(pending)
 		case now := <-expiry.C:
-			g.expireSessions(now)
+			g.srv.ExpireIdle(now, g.opts.SessionIdle)
 		case <-ctx.Done():
 			return
 		}
@@ -349,9 +356,7 @@ func (g *Gateway) Drain(ctx context.Context) bool {
 	g.draining.Store(true)
 	// Listen streams and channel waits are requests that never finish by
 	// themselves: end them now.
-	for _, l := range g.listenersSnapshot() {
-		l.stop()
-	}
+	g.srv.EndListens()
 	g.endWaits()
 	for {
 		if g.inflight.Load() == 0 {
@@ -394,23 +399,7 @@ func (g *Gateway) Close() {
 	if g.inbox != nil {
 		g.inbox.Close()
 	}
-	g.mu.Lock()
-	sessions := make([]*session, 0, len(g.sessions))
-	for id, s := range g.sessions {
-		sessions = append(sessions, s)
-		delete(g.sessions, id)
-	}
-	listens := make([]*listener, 0, len(g.listens))
-	for l := range g.listens {
-		listens = append(listens, l)
-	}
-	g.mu.Unlock()
-	for _, s := range sessions {
-		s.close()
-	}
-	for _, l := range listens {
-		l.stop()
-	}
+	g.srv.Close()
 	g.cancelParked()
 }
 

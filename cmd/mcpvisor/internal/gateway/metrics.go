@@ -25,14 +25,9 @@ type metrics struct {
 	eventsSeen    atomic.Uint64
 	eventsDropped atomic.Uint64 // gap events' Dropped, summed
 	rejected      atomic.Uint64 // HTTP requests refused by guard
-	cancelled     atomic.Uint64 // requests cancelled by the client
-	polls         atomic.Uint64 // calls whose POST stream was closed for the client to poll (SEP-1699)
 
 	clientRequests atomic.Uint64 // server requests forwarded to a downstream client
 	clientRefused  atomic.Uint64 // server requests no downstream client could answer
-
-	sessionsEvicted atomic.Uint64 // HTTP sessions evicted at the session cap
-	streamsRefused  atomic.Uint64 // GET streams refused at the per-session cap
 }
 
 func (m *metrics) init() {
@@ -164,16 +159,15 @@ func (g *Gateway) writeMetrics(w io.Writer) {
 	p.sample("mcpvisor_events_dropped_total", float64(g.metrics.eventsDropped.Load()))
 	p.help("mcpvisor_gateway_rejected_requests_total", "counter", "HTTP requests refused (Host, Origin or token).")
 	p.sample("mcpvisor_gateway_rejected_requests_total", float64(g.metrics.rejected.Load()))
+	srv := g.srv.Stats()
 	p.help("mcpvisor_gateway_cancelled_requests_total", "counter", "Downstream requests the client cancelled.")
-	p.sample("mcpvisor_gateway_cancelled_requests_total", float64(g.metrics.cancelled.Load()))
+	p.sample("mcpvisor_gateway_cancelled_requests_total", float64(srv.Cancelled))
 	p.help("mcpvisor_gateway_sse_polls_total", "counter", "Long calls whose POST event stream was closed for the client to resume with Last-Event-ID (SEP-1699).")
-	p.sample("mcpvisor_gateway_sse_polls_total", float64(g.metrics.polls.Load()))
+	p.sample("mcpvisor_gateway_sse_polls_total", float64(srv.Polled))
 	p.help("mcpvisor_gateway_server_requests_total", "counter", "Server requests to the client (sampling, elicitation, roots) by outcome: forwarded to a downstream client, or refused for want of one.")
 	p.sample("mcpvisor_gateway_server_requests_total", float64(g.metrics.clientRequests.Load()), "outcome", "forwarded")
 	p.sample("mcpvisor_gateway_server_requests_total", float64(g.metrics.clientRefused.Load()), "outcome", "refused")
 	g.mu.Lock()
-	sessions := len(g.sessions)
-	listens := len(g.listens)
 	parked := len(g.parked)
 	g.mu.Unlock()
 	p.help("mcpvisor_gateway_input_rounds_waiting", "gauge", "input_required answers given to 2026-07-28 clients whose retry has not come yet.")
@@ -181,13 +175,13 @@ func (g *Gateway) writeMetrics(w io.Writer) {
 	p.help("mcpvisor_gateway_input_calls", "gauge", "Calls of 2026-07-28 clients running behind the gateway that may need their input.")
 	p.sample("mcpvisor_gateway_input_calls", float64(g.inputCalls.Load()))
 	p.help("mcpvisor_gateway_sessions", "gauge", "Downstream sessions (HTTP and stdio).")
-	p.sample("mcpvisor_gateway_sessions", float64(sessions))
+	p.sample("mcpvisor_gateway_sessions", float64(srv.Sessions))
 	p.help("mcpvisor_gateway_sessions_evicted_total", "counter", "HTTP sessions evicted, longest idle first, to stay within the session cap.")
-	p.sample("mcpvisor_gateway_sessions_evicted_total", float64(g.metrics.sessionsEvicted.Load()))
+	p.sample("mcpvisor_gateway_sessions_evicted_total", float64(srv.SessionsEvicted))
 	p.help("mcpvisor_gateway_streams_refused_total", "counter", "GET streams refused (409) because their session had the most it may have open.")
-	p.sample("mcpvisor_gateway_streams_refused_total", float64(g.metrics.streamsRefused.Load()))
+	p.sample("mcpvisor_gateway_streams_refused_total", float64(srv.StreamsRefused))
 	p.help("mcpvisor_gateway_listen_streams", "gauge", "Open subscriptions/listen streams (2026-07-28 clients).")
-	p.sample("mcpvisor_gateway_listen_streams", float64(listens))
+	p.sample("mcpvisor_gateway_listen_streams", float64(srv.Listens))
 	p.help("mcpvisor_gateway_in_flight", "gauge", "Downstream requests being served.")
 	p.sample("mcpvisor_gateway_in_flight", float64(g.inflight.Load()))
 	g.writeChannelMetrics(p)

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -139,8 +141,8 @@ func (g *Gateway) serveInput(ctx context.Context, method, name string, params js
 // (which keeps ctx's values: what the client's _meta said).
 func (g *Gateway) startInput(ctx context.Context, method, name string, first protocol.InputResponses, run func(context.Context) (any, *protocol.Error)) *inputCall {
 	call := &inputCall{method: method, name: name, rounds: make(chan *inputRound), done: make(chan struct{}), first: first}
-	if sr := requestOf(ctx); sr != nil {
-		call.caps = sr.caps
+	if meta := requestOf(ctx); meta != nil {
+		call.caps = meta.ClientCapabilities
 	}
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	call.cancel = cancel
@@ -158,7 +160,7 @@ func (g *Gateway) startInput(ctx context.Context, method, name string, first pro
 // park presents round r of call to the client: it returns the
 // requestState of the retry, good for Options.InputWait.
 func (g *Gateway) park(call *inputCall, r *inputRound) string {
-	token := "mcpvisor-" + newSessionID()
+	token := "mcpvisor-" + randomToken()
 	pk := &parkedRound{call: call, round: r}
 	g.mu.Lock()
 	g.parked[token] = pk
@@ -343,4 +345,11 @@ func (f *Forwarder) Inputs(ctx context.Context, server, method string, reqs prot
 		return nil, failed
 	}
 	return out, nil
+}
+
+// randomToken returns 128 random bits, hex.
+func randomToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

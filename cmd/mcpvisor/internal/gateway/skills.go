@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -52,13 +53,13 @@ func (g *Gateway) skillServers() (servers []string, settings json.RawMessage) {
 
 // skillsRequest serves skills/list, skills/get and
 // resources/directory/read for a stateless-era client.
-func (g *Gateway) skillsRequest(ctx context.Context, s *session, m *protocol.Message) (any, *protocol.Error) {
+func (g *Gateway) skillsRequest(ctx context.Context, m *mcpserver.Request) (any, *protocol.Error) {
 	ob, ok := g.b.(OptionsBackend)
 	servers, _ := g.skillServers()
 	if requestOf(ctx) == nil || !ok || len(servers) == 0 {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", m.Method)
 	}
-	caps := s.capabilitiesFor(ctx)
+	caps := m.Capabilities()
 	o := mcpvisor.RequestOptions{Capabilities: &caps}
 	var params map[string]json.RawMessage
 	if len(m.Params) > 0 && json.Unmarshal(m.Params, &params) != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -75,12 +76,12 @@ func missingTasks(method string) *protocol.Error {
 
 // taskRequest passes tasks/get, tasks/update or tasks/cancel of a
 // stateless-era client to the server that runs the task.
-func (g *Gateway) taskRequest(ctx context.Context, s *session, m *protocol.Message) (any, *protocol.Error) {
+func (g *Gateway) taskRequest(ctx context.Context, m *mcpserver.Request) (any, *protocol.Error) {
 	ob, ok := g.b.(OptionsBackend)
 	if requestOf(ctx) == nil || !ok {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", m.Method)
 	}
-	caps := s.capabilitiesFor(ctx)
+	caps := m.Capabilities()
 	if !caps.HasExtension(protocol.ExtensionTasks) {
 		return nil, missingTasks(m.Method)
 	}

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -23,7 +23,7 @@ import (
 // on and who downstream wants it.
 type subRef struct {
 	server string
-	owners map[any]struct{} // *session or *listener
+	owners map[any]struct{} // *mcpserver.Session or *listenOwner
 }
 
 // acquireResource records that owner wants updates of uri, subscribing
@@ -114,13 +114,13 @@ func (g *Gateway) UpstreamSubscriptions() map[string][]string {
 
 // call is a downstream tools/call, prompts/get or resources/read in
 // flight on a server: a server's request to its client goes first to the
-// client whose call it serves, on that call's own stream, or, for a
-// stateless-era client, as input_required (input).
+// client whose call it serves, on that call's own stream (w.Ask), or,
+// for a stateless-era client, as input_required (input).
 type call struct {
-	s      *session
+	w      mcpserver.ResponseWriter // the downstream request's
+	s      *mcpserver.Session
 	server string
-	notify func([]byte) // the request's stream (nil: the session's)
-	input  *inputCall   // a stateless-era client's call (nil: a handshake-era one)
+	input  *inputCall // a stateless-era client's call (nil: a handshake-era one)
 	seq    uint64
 }
 
@@ -138,7 +138,7 @@ func (c *call) answers(method string, wantURL bool) bool {
 	if c.input != nil {
 		return declares(c.input.caps, method, wantURL)
 	}
-	return c.s.canAnswer(method, wantURL)
+	return canAnswer(c.s, method, wantURL)
 }
 
 func (g *Gateway) callStarted(c *call) {
@@ -153,12 +153,6 @@ func (g *Gateway) callEnded(c *call) {
 	g.mu.Lock()
 	delete(g.calls, c)
 	g.mu.Unlock()
-}
-
-// pendingRequest is a request the gateway sent a downstream client.
-type pendingRequest struct {
-	s     *session
-	reply chan *protocol.Message // buffered 1
 }
 
 // Forwarder answers the servers' requests to their client
@@ -224,57 +218,36 @@ func (g *Gateway) ClientRequest(ctx context.Context, server, method string, para
 		key := fmt.Sprintf("%s-%d", method, g.reqSeq.Add(1))
 		return c.input.ask(ctx, key, method, params)
 	}
-	var s *session
-	var send func([]byte)
-	if c != nil {
-		s, send = c.s, c.notify
-		if send == nil {
-			send = c.s.send
-		}
-	} else {
-		s, send = g.pickSession(method, wantURL)
-	}
-	if s == nil {
-		g.metrics.clientRefused.Add(1)
-		return nil, protocol.NewError(protocol.CodeMethodNotFound,
-			"mcpvisor gateway: no downstream client that declared the capability for %s is connected", method)
-	}
-	rid := protocol.StringID("mcpvisor-" + strconv.FormatUint(g.reqSeq.Add(1), 10))
-	id := rid.String() // the key responses are matched by
+	var ask func(ctx context.Context) (json.RawMessage, error)
 	var p any
 	if len(params) > 0 {
 		p = params
 	}
-	frame, err := protocol.AppendRequest(nil, rid, method, p)
-	if err != nil {
-		return nil, protocol.NewError(protocol.CodeInvalidParams, "%v", err)
+	switch {
+	case c != nil:
+		ask = func(ctx context.Context) (json.RawMessage, error) { return c.w.Ask(ctx, method, p) }
+	default:
+		s := g.pickSession(method, wantURL)
+		if s == nil {
+			g.metrics.clientRefused.Add(1)
+			return nil, protocol.NewError(protocol.CodeMethodNotFound,
+				"mcpvisor gateway: no downstream client that declared the capability for %s is connected", method)
+		}
+		ask = func(ctx context.Context) (json.RawMessage, error) { return s.Ask(ctx, method, p) }
 	}
-	pr := &pendingRequest{s: s, reply: make(chan *protocol.Message, 1)}
-	g.mu.Lock()
-	g.pending[id] = pr
-	g.mu.Unlock()
-	defer func() {
-		g.mu.Lock()
-		delete(g.pending, id)
-		g.mu.Unlock()
-	}()
 	g.metrics.clientRequests.Add(1)
-	g.log.Debug().Str("server", server).Str("method", method).Str("session", s.id).Msg("server request forwarded downstream")
-	send(frame)
-	select {
-	case m := <-pr.reply:
-		if m.Error != nil {
-			return nil, m.Error
-		}
-		return json.RawMessage(m.Result), nil
-	case <-s.done:
+	g.log.Debug().Str("server", server).Str("method", method).Msg("server request forwarded downstream")
+	res, err := ask(ctx)
+	var pe *protocol.Error
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &pe):
+		return nil, pe
+	case errors.Is(err, mcpserver.ErrSessionClosed), errors.Is(err, mcpserver.ErrUnreachable):
 		return nil, protocol.NewError(protocol.CodeInternalError, "mcpvisor gateway: the downstream client went away before answering %s", method)
-	case <-ctx.Done():
-		if c, err := notification(protocol.NotificationCancelled, protocol.CancelledParams{RequestID: rid, Reason: "the server's request ended"}); err == nil {
-			send(c)
-		}
-		return nil, protocol.NewError(protocol.CodeInternalError, "mcpvisor gateway: no answer from the downstream client to %s: %v", method, ctx.Err())
 	}
+	return nil, protocol.NewError(protocol.CodeInternalError, "mcpvisor gateway: no answer from the downstream client to %s: %v", method, context.Cause(ctx))
 }
 
 // pickCall chooses the call in flight on server whose client can answer
@@ -294,66 +267,27 @@ func (g *Gateway) pickCall(server, method string, wantURL bool) *call {
 // pickSession chooses, when no call of a client is in flight on the
 // server, the handshake-era session that answers: the most recently
 // active one that declared the capability and can be reached.
-func (g *Gateway) pickSession(method string, wantURL bool) (*session, func([]byte)) {
-	g.mu.Lock()
-	var pick *session
+func (g *Gateway) pickSession(method string, wantURL bool) *mcpserver.Session {
+	var pick *mcpserver.Session
 	var last time.Time
-	for _, s := range g.sessions {
-		if !s.canAnswer(method, wantURL) || !s.reachable() {
+	for _, s := range g.srv.Sessions() {
+		if !canAnswer(s, method, wantURL) || !s.Reachable() {
 			continue
 		}
-		if used := s.lastActive(); pick == nil || used.After(last) {
+		if used := s.LastActive(); pick == nil || used.After(last) {
 			pick, last = s, used
 		}
 	}
-	g.mu.Unlock()
-	if pick == nil {
-		return nil, nil
-	}
-	return pick, pick.send
+	return pick
 }
 
-// canAnswer reports whether s declared the capability method needs.
-func (s *session) canAnswer(method string, wantURL bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed || s.modern || !s.initialized && s.version == "" {
+// canAnswer reports whether s is a handshake-era session that declared
+// the capability method needs.
+func canAnswer(s *mcpserver.Session, method string, wantURL bool) bool {
+	if s.Closed() || !s.Initialized() {
 		return false
 	}
-	return declares(s.caps, method, wantURL)
-}
-
-// reachable reports whether a request sent on the session's own channel
-// arrives: stdio always, HTTP while a GET stream is open.
-func (s *session) reachable() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.send != nil && (s.out == nil || s.streams > 0)
-}
-
-func (s *session) lastActive() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lastUsed
-}
-
-// response delivers a downstream client's answer to a request the gateway
-// sent it.
-func (g *Gateway) response(s *session, m *protocol.Message) {
-	key := m.ID.String()
-	g.mu.Lock()
-	pr := g.pending[key]
-	if pr != nil && pr.s == s {
-		delete(g.pending, key)
-	} else {
-		pr = nil
-	}
-	g.mu.Unlock()
-	if pr == nil {
-		g.log.Debug().Str("id", key).Msg("a downstream response to no request of ours")
-		return
-	}
-	pr.reply <- m
+	return declares(s.Capabilities(), method, wantURL)
 }
 
 // complete serves completion/complete: a prompt's argument (the prompt by

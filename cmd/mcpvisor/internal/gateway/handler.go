@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mcpvisor/mcpvisor/mcpserver"
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// ServeMCP serves one request of a downstream client that the MCP server
+// does not answer itself (it answers initialize, server/discover, ping,
+// logging/setLevel and subscriptions/listen): the pool's tools, prompts
+// and resources, resource subscriptions, completions, and the
+// extensions passed on to the servers (tasks, skills). It implements
+// mcpserver.Handler, and answers before it returns.
+func (g *Gateway) ServeMCP(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
+	if r.Meta != nil {
+		ctx = context.WithValue(ctx, requestKey{}, r.Meta)
+	}
+	result, perr := g.serve(ctx, w, r)
+	if perr != nil {
+		w.Error(perr)
+		return
+	}
+	w.Reply(result)
+}
+
+// serve serves request r.
+func (g *Gateway) serve(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) (any, *protocol.Error) {
+	switch r.Method {
+	case protocol.MethodToolsList:
+		return g.listTools(), nil
+	case protocol.MethodToolsCall:
+		return g.callTool(ctx, w, r)
+	case protocol.MethodPromptsList:
+		return g.listPrompts(), nil
+	case protocol.MethodPromptsGet:
+		return g.getPrompt(ctx, w, r)
+	case protocol.MethodResourcesList:
+		return g.listResources(), nil
+	case protocol.MethodResourcesTemplatesList:
+		return g.listTemplates(), nil
+	case protocol.MethodResourcesRead:
+		return g.readResource(ctx, w, r)
+	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
+		return g.subscribe(ctx, r.Session, r.Method == protocol.MethodResourcesSubscribe, r.Params)
+	case protocol.MethodCompletionComplete:
+		return g.complete(ctx, r.Params)
+	case protocol.MethodTasksGet, protocol.MethodTasksUpdate, protocol.MethodTasksCancel:
+		return g.taskRequest(ctx, r)
+	case protocol.MethodSkillsList, protocol.MethodSkillsGet, protocol.MethodResourcesDirectoryRead:
+		return g.skillsRequest(ctx, r)
+	}
+	return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", r.Method)
+}
+
+// requestKey is the context key of a stateless-era request's _meta.
+type requestKey struct{}
+
+// requestOf returns what the _meta of the stateless-era request being
+// served says, or nil for a request of a handshake-era session.
+func requestOf(ctx context.Context) *mcpserver.Meta {
+	m, _ := ctx.Value(requestKey{}).(*mcpserver.Meta)
+	return m
+}
+
+// subscribe records a resource subscription of session s; the gateway
+// holds the URI subscribed upstream while any session wants it.
+func (g *Gateway) subscribe(ctx context.Context, s *mcpserver.Session, on bool, params json.RawMessage) (any, *protocol.Error) {
+	var p protocol.SubscribeParams
+	if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
+		return nil, errorf(protocol.CodeInvalidParams, "want {uri}")
+	}
+	if !on {
+		s.Unsubscribe(p.URI)
+		if perr := g.releaseResource(ctx, s, p.URI); perr != nil {
+			return nil, perr
+		}
+		return struct{}{}, nil
+	}
+	if perr := g.acquireResource(ctx, s, p.URI); perr != nil {
+		return nil, perr
+	}
+	if !s.Subscribe(p.URI) {
+		g.releaseAll(s, []string{p.URI}) // closed meanwhile
+	}
+	return struct{}{}, nil
+}
+
+// holdResources subscribes upstream the resources a listen stream
+// selected, and returns what releases them when the stream ends.
+func (g *Gateway) holdResources(ctx context.Context, uris []string) func() {
+	if len(uris) == 0 {
+		return nil
+	}
+	owner := new(listenOwner)
+	var held []string
+	for _, uri := range uris {
+		if g.acquireResource(ctx, owner, uri) == nil {
+			held = append(held, uri)
+		}
+	}
+	return func() { g.releaseAll(owner, held) }
+}
+
+// listenOwner stands for one listen stream among the owners of an
+// upstream subscription.
+type listenOwner struct{ _ byte }
