@@ -152,8 +152,13 @@ func (r *reaper) reply(m *message) { _ = r.ctl.send(m) }
 // spawn starts a server: directly, or through the exec stage when it is
 // to be confined (then the rest of the start, waiting for the stage, goes
 // on in a goroutine).
+//
+// The reaper's copies of the server's stdin, stdout and stderr are closed
+// as soon as the fork is done, before the start is reported: a copy still
+// open when the host hears of the start would keep the pipes alive after
+// the server closed them (a write to a server that closed its stdin would
+// succeed into the pipe's buffer instead of failing with EPIPE).
 func (r *reaper) spawn(m *message, files []*os.File) {
-	defer closeFiles(files)
 	fail := func(err error, kind string) {
 		out := &message{Op: opFailed, ID: m.ID, Err: err.Error(), Kind: kind}
 		var errno syscall.Errno
@@ -163,6 +168,7 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 		r.reply(out)
 	}
 	if len(files) != 3 {
+		closeFiles(files)
 		fail(fmt.Errorf("a spawn request needs 3 descriptors, got %d", len(files)), "")
 		return
 	}
@@ -172,6 +178,7 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 	if m.Confine != nil {
 		sr, sw, err := os.Pipe()
 		if err != nil {
+			closeFiles(files)
 			fail(err, "")
 			return
 		}
@@ -183,6 +190,7 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 
 	r.mu.Lock()
 	pid, cg, err := r.forkExec(path, argv, m, fds)
+	closeFiles(files) // the child has its copies
 	if err != nil {
 		r.mu.Unlock()
 		if status != nil {
