@@ -118,6 +118,7 @@ func (o *Options) plain() actors.Options {
 		OAuth:                actors.OAuthOptions(o.OAuth),
 		DiscoveryCache:       cache,
 		ToolPins:             actors.PinOptions{Store: pinStore(o.ToolPins.Store), Trusted: actors.PinAction(o.ToolPins.Trusted), Untrusted: actors.PinAction(o.ToolPins.Untrusted)},
+		TracerProvider:       o.TracerProvider,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports/inproc"
@@ -172,6 +173,16 @@ type Options struct {
 	// EventToolDefinitionChanged until the user approves it. The zero
 	// value pins nothing.
 	ToolPins PinOptions
+
+	// TracerProvider, when not nil, traces every request mcpvisor sends to
+	// a server (one client span each, its context in the request's
+	// params._meta as W3C traceparent, tracestate and baggage; SEP-414)
+	// and every connect and reconnect (a span with the attempt number),
+	// following the OpenTelemetry semantic conventions for MCP. A
+	// request's span is a child of the span in the caller's context. Nil
+	// traces nothing and costs nothing measurable (see
+	// docs/observability.md).
+	TracerProvider trace.TracerProvider
 }
 
 // BuiltinTool is a tool the host implements itself, offered in the pool

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
@@ -292,6 +293,10 @@ type Options struct {
 	// (channel hub, permission relay, roots, subscriptions). Set by Start.
 	host *hostState
 
+	// tracer makes the spans (newTracer of TracerProvider); nil traces
+	// nothing. Set by Start.
+	tracer trace.Tracer
+
 	// OAuth configures the authorization of remote servers (see
 	// OAuthOptions; the zero value keeps tokens in memory and parks a
 	// server that needs a login in needs-auth).
@@ -312,6 +317,16 @@ type Options struct {
 	// checked when a server's tool list arrives (connect, list_changed,
 	// RecheckToolPins), never per call. The zero value pins nothing.
 	ToolPins PinOptions
+
+	// TracerProvider, when not nil, traces every request mcpvisor sends to
+	// a server (one client span each, its context in the request's
+	// params._meta as W3C traceparent, tracestate and baggage; SEP-414)
+	// and every connect and reconnect (a span with the attempt number),
+	// following the OpenTelemetry semantic conventions for MCP. A
+	// request's span is a child of the span in the caller's context. Nil
+	// traces nothing and costs nothing measurable (see
+	// docs/observability.md).
+	TracerProvider trace.TracerProvider
 }
 
 // The defaults of Options' zero fields. The library reads no environment

@@ -220,6 +220,7 @@ func (a *serverActor) connect() {
 	// case (a parked server's still route calls that wake it) until the
 	// new connection lists afresh.
 	recovering := a.recovering || a.sess != nil || a.cached
+	reconnect := a.recovering || a.sess != nil // for the span: a connection is replaced
 	a.abandon(session.ErrServerRestarting)
 	a.recovering = recovering
 	a.gen = a.h.gens.Add(1)
@@ -234,9 +235,12 @@ func (a *serverActor) connect() {
 	sopts := a.sessionOptions(gen)
 	dc := a.dialConfig()
 	pinStore := a.opts.ToolPins.Store
+	tracer, attempt := a.opts.tracer, a.attempt
 	a.goroutine("server.connect", func() {
 		defer cancel()
+		ctx, span := startConnectSpan(ctx, tracer, name, cfg, attempt, reconnect)
 		var res connectResult
+		defer func() { endConnectSpan(span, res) }()
 		if autoTransport(cfg) {
 			res = connectAuto(ctx, cfg, sopts, dc, &h.sseOnly)
 		} else {
@@ -320,6 +324,7 @@ func (a *serverActor) sessionOptions(gen uint64) session.Options {
 		DiscoverTimeout: a.opts.DiscoverTimeout,
 		Handler:         a.genHandler(gen),
 		Logger:          a.log,
+		Tracing:         sessionTracing(a.opts.tracer, a.h.name, a.cfg),
 	}
 }
 

@@ -169,6 +169,7 @@ func Start(opts Options) (*System, error) {
 	}
 	opts.sharedHTTP = shared
 	opts.host = newHostState(opts)
+	opts.tracer = newTracer(opts.TracerProvider)
 	opts.dispatch = newWarmDispatcher(mailboxThroughput, maxIdleWorkers)
 	s := &System{
 		opts:          opts,

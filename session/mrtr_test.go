@@ -222,3 +222,39 @@ func TestCacheHintsOfTheLatestListings(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, protocol.CacheHints{}, old.s.CacheHints())
 }
+
+// Each call declares the capabilities its options give, even as they
+// change from one call to the next on one session (the session encodes
+// them once while they stay the same); a call without them declares the
+// session's own.
+func TestCallDeclaresItsOwnCapabilities(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f := mustOpen(t, session.Options{Capabilities: protocol.ClientCapabilities{Roots: &protocol.RootsCapability{ListChanged: true}}})
+	sampling := json.RawMessage(`{}`)
+	tasks := json.RawMessage(`{"list":{}}`)
+	a := &protocol.ClientCapabilities{Sampling: &sampling}
+	b := &protocol.ClientCapabilities{Sampling: &sampling, Extensions: map[string]json.RawMessage{protocol.ExtensionTasks: tasks}}
+	want := []string{`{"sampling":{}}`, `{"sampling":{},"extensions":{"io.modelcontextprotocol/tasks":{"list":{}}}}`, `{"sampling":{}}`,
+		`{"sampling":{}}`, `{"roots":{"listChanged":true}}`}
+	for i, caps := range []*protocol.ClientCapabilities{a, b, a, {Sampling: &sampling}, nil} {
+		o := session.RequestOptions{Capabilities: caps}
+		_, err := f.s.CallToolWith(ctx, "echo", json.RawMessage(`{"text":"x"}`), o)
+		require.NoError(t, err, "call %d", i)
+		sent := f.conn.sentParams(protocol.MethodToolsCall)
+		require.Len(t, sent, i+1)
+		var p protocol.CallToolParams
+		require.NoError(t, json.Unmarshal(sent[i], &p))
+		assert.JSONEq(t, want[i], string(p.Meta[protocol.MetaClientCapabilities]), "call %d: %s", i, sent[i])
+		assert.Contains(t, p.Meta, protocol.MetaProtocolVersion, "call %d keeps the era's members", i)
+	}
+	// The session kept a copy: the caller may change its capabilities
+	// after the call.
+	sampling[0], sampling[1] = '[', ']'
+	_, err := f.s.CallToolWith(ctx, "echo", json.RawMessage(`{"text":"x"}`), session.RequestOptions{Capabilities: a})
+	require.NoError(t, err)
+	sent := f.conn.sentParams(protocol.MethodToolsCall)
+	var p protocol.CallToolParams
+	require.NoError(t, json.Unmarshal(sent[len(sent)-1], &p))
+	assert.JSONEq(t, `{"sampling":[]}`, string(p.Meta[protocol.MetaClientCapabilities]))
+}

@@ -26,11 +26,20 @@ func (s *Session) CallToolWith(ctx context.Context, name string, args json.RawMe
 		return nil, fmt.Errorf("%s: arguments are not valid JSON", protocol.MethodToolsCall)
 	}
 	var first any
-	if o.Meta == nil && o.Capabilities == nil {
+	switch {
+	case o.Meta == nil && (o.Capabilities == nil || s.modernMeta == nil):
 		// The hot path: the params are assembled from bytes, with the
 		// stateless-era _meta encoded once per session, not per call.
 		first = callToolParams(s.modernMetaJSON, name, args)
-	} else {
+	case o.Meta == nil:
+		// A gateway's call, declaring its client's capabilities: their
+		// _meta is encoded once for as long as they stay the same.
+		meta, err := s.metaWithCaps(o.Capabilities)
+		if err != nil {
+			return nil, fmt.Errorf("%s: encoding _meta: %w", protocol.MethodToolsCall, err)
+		}
+		first = callToolParams(meta, name, args)
+	default:
 		first = protocol.CallToolParams{Meta: s.optionsMeta(o), Name: name, Arguments: args}
 	}
 	ctx, err := s.withParamHeaders(ctx, name, args)

@@ -97,6 +97,11 @@ type Options struct {
 
 	// Logger receives diagnostics. The zero value logs nothing.
 	Logger zerolog.Logger
+
+	// Tracing records a client span for every request the session sends
+	// and carries its trace context in the request's _meta (see
+	// tracing.go). The zero value records nothing and adds nothing.
+	Tracing Tracing
 }
 
 const (
@@ -173,6 +178,9 @@ type Session struct {
 	discoverRejected bool
 	modernMeta       protocol.Meta   // the _meta members of every stateless-era request
 	modernMetaJSON   json.RawMessage // modernMeta, encoded once
+	// capsMeta is the last _meta encoded with a request's own
+	// capabilities (see capsmeta.go).
+	capsMeta atomic.Pointer[capsMeta]
 
 	// paramHeaders maps a tool's name to its mirrored parameters, for the
 	// tools that have some (see paramheaders.go); replaced by each
@@ -412,8 +420,17 @@ func (s *Session) roundTrip(ctx context.Context, method string, params any) (jso
 // answer: until ctx ends, and, when answerWithin is positive, for at most
 // that long once the request is sent.
 func (s *Session) roundTripID(ctx context.Context, id int64, method string, params any, answerWithin time.Duration) (json.RawMessage, error) {
-	start := time.Now()
 	params = s.withMeta(params)
+	if s.opts.Tracing.Tracer != nil {
+		return s.tracedRoundTrip(ctx, id, method, params, answerWithin)
+	}
+	return s.send(ctx, id, method, params, answerWithin)
+}
+
+// send encodes request id with params as they are, sends it and waits for
+// its answer (see roundTripID).
+func (s *Session) send(ctx context.Context, id int64, method string, params any, answerWithin time.Duration) (json.RawMessage, error) {
+	start := time.Now()
 	var buf []byte
 	if raw, ok := params.(protocol.ValidJSON); ok {
 		// Sized for the envelope, so that encoding allocates once.

@@ -216,6 +216,15 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 			o.Builtins = append(o.Builtins, mcpvisor.ManagementTools(managed.Load)...)
 		})
 	}
+	tr, err := a.startTracing(ctx)
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return failed(nil)
+	}
+	defer a.stopTracing(tr)
+	configure = append(configure, func(o *mcpvisor.Options) { o.TracerProvider = tr.tracerProvider() })
 	sup, err := a.startSupervisor(ctx, false, configure...)
 	managed.Store(sup)
 	if err != nil {
@@ -240,8 +249,8 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
 		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
-		SSEPollAfter: f.pollAfter,
-		Dashboard:    gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
+		SSEPollAfter: f.pollAfter, TracerProvider: tr.tracerProvider(),
+		Dashboard: gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
 	})
 	fwd.Attach(gw)
 	serveCtx, stopServing := context.WithCancel(context.Background())

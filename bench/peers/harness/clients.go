@@ -162,10 +162,26 @@ func ConnectMcpvisorWS(ctx context.Context, url, era string) (Session, error) {
 	return asSession(startMcpvisor(ctx, transports.Config{Type: transports.TypeWS, URL: url}, era))
 }
 
+// ConnectMcpvisorWith is ConnectMcpvisor with the Supervisor's options
+// (a tracer provider, for the cost of tracing).
+func ConnectMcpvisorWith(ctx context.Context, cmd Command, era string, opts mcpvisor.Options) (Session, error) {
+	s, err := startMcpvisorWith(ctx, transports.Config{Command: cmd.Path, Args: cmd.Args}, era, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.args = cmd.echoArgs()
+	return s, nil
+}
+
 // startMcpvisor starts a Supervisor with the one server m reached through
 // tc and waits until it is ready.
 func startMcpvisor(ctx context.Context, tc transports.Config, era string) (*mcpvisorSession, error) {
-	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{})
+	return startMcpvisorWith(ctx, tc, era, mcpvisor.Options{})
+}
+
+// startMcpvisorWith is startMcpvisor with the Supervisor's options.
+func startMcpvisorWith(ctx context.Context, tc transports.Config, era string, opts mcpvisor.Options) (*mcpvisorSession, error) {
+	sup, err := mcpvisor.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

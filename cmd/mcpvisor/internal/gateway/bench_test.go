@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
@@ -39,7 +42,22 @@ func (stubBackend) Subscribe(ctx context.Context, _ ...mcpvisor.SubscribeOption)
 // serving one tools/call in process (no network, a backend that answers
 // at once): the CPU the gateway spends per call.
 func BenchmarkGatewayHandler(b *testing.B) {
-	g, _ := serve(b, stubBackend{}, gateway.Options{})
+	benchHandler(b, gateway.Options{}, "")
+}
+
+// BenchmarkGatewayHandlerTraced is BenchmarkGatewayHandler with tracing
+// on (every span recorded, batched to an exporter that discards) and a
+// traceparent in each request's _meta: the cost of the server span.
+func BenchmarkGatewayHandlerTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	benchHandler(b, gateway.Options{TracerProvider: tp}, `{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`)
+}
+
+// benchHandler measures tools/call requests, with meta as their _meta
+// (none when empty), served by a gateway with opts in process.
+func benchHandler(b *testing.B, opts gateway.Options, meta string) {
+	g, _ := serve(b, stubBackend{}, opts)
 	h := g.Handler()
 	init := httptest.NewRequest(http.MethodPost, gateway.MCPPath, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`))
 	init.Header.Set("Accept", "application/json, text/event-stream")
@@ -49,7 +67,10 @@ func BenchmarkGatewayHandler(b *testing.B) {
 	if sid == "" {
 		b.Fatal("no session")
 	}
-	body := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp__m__echo","arguments":{"text":"0123456789abcdef"}}}`)
+	if meta != "" {
+		meta = `"_meta":` + meta + `,`
+	}
+	body := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{` + meta + `"name":"mcp__m__echo","arguments":{"text":"0123456789abcdef"}}}`)
 	b.ReportAllocs()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, gateway.MCPPath, bytes.NewReader(body))

@@ -34,7 +34,9 @@ func TestAppendTextResultAgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
-// The params scan agrees with encoding/json, or declines.
+// The params scan agrees with encoding/json, or declines; of _meta it
+// keeps what the gateway reads or forwards (the stateless era's protocol
+// keys are mcpserver's).
 func TestScanCallParams(t *testing.T) {
 	for _, raw := range []string{
 		`{"name":"t","arguments":{"a":1}}`,
@@ -42,6 +44,11 @@ func TestScanCallParams(t *testing.T) {
 		`{"name":"t","arguments":null,"_meta":{"progressToken":7}}`,
 		`{"Name":"t"}`,
 		`{"name":"t\u0041"}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}},"name":"t","arguments":{}}`,
+		`{"_meta":{"io.modelcontextprotocol/logLevel":"info","x/trace":"a","x/trace":"b","progressToken":"p"},"name":"t"}`,
+		`{"_meta":{"x\u0041":1},"name":"t"}`,
+		`{"_meta":[],"name":"t"}`,
 	} {
 		p, ok := scanCallParams(json.RawMessage(raw))
 		if !ok {
@@ -54,6 +61,16 @@ func TestScanCallParams(t *testing.T) {
 			want.Arguments = nil // null arguments are left out
 		}
 		assert.Equal(t, string(want.Arguments), string(p.Arguments), raw)
-		assert.Equal(t, want.Meta, p.Meta, raw)
+		assert.Equal(t, forwardedMeta(want.Meta), forwardedMeta(p.Meta), raw)
+		assert.Equal(t, string(want.Meta[protocol.MetaProgressToken]), string(p.Meta[protocol.MetaProgressToken]), raw)
+		for k := range p.Meta {
+			assert.False(t, isEraMeta([]byte(k)), "%s: the era's key %s is mcpserver's", raw, k)
+		}
 	}
+	// A stateless-era call with nothing but the era's keys in _meta has
+	// no Meta: nothing to read or forward, nothing allocated.
+	p, ok := scanCallParams(json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{}},"name":"t","arguments":{}}`))
+	require.True(t, ok)
+	assert.Nil(t, p.Meta)
 }

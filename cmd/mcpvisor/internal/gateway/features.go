@@ -139,8 +139,11 @@ func appendTextResult(b []byte, r *protocol.CallToolResult) (protocol.ValidJSON,
 }
 
 // scanCallParams reads tools/call params without reflection (the per-call
-// hot path): name, arguments and _meta. It reports false when
-// encoding/json must decide.
+// hot path): name, arguments and _meta. Of _meta it keeps what the
+// gateway reads or passes on (callMeta): the stateless era's protocol
+// keys, which mcpserver has already read into the Request, are left out,
+// so a call that carries nothing else has no Meta at all. It reports false
+// when encoding/json must decide.
 func scanCallParams(params json.RawMessage) (protocol.CallToolParams, bool) {
 	var p protocol.CallToolParams
 	name, ok := protocol.PlainStringMember(params, "name")
@@ -156,7 +159,7 @@ func scanCallParams(params json.RawMessage) (protocol.CallToolParams, bool) {
 		return p, false
 	}
 	if hasMeta && string(meta) != "null" {
-		if json.Unmarshal(meta, &p.Meta) != nil {
+		if p.Meta, ok = callMeta(meta); !ok {
 			return p, false
 		}
 	}
@@ -165,6 +168,26 @@ func scanCallParams(params json.RawMessage) (protocol.CallToolParams, bool) {
 	}
 	p.Name, p.Arguments = name, args
 	return p, true
+}
+
+// callMeta reads a request's _meta object the way encoding/json decodes
+// it into a protocol.Meta (the last of repeated keys wins), leaving out
+// the stateless era's protocol keys (eraMeta). It returns nil when nothing
+// is left, and reports false when encoding/json must decide (a key with
+// escapes or bytes outside ASCII, or not an object).
+func callMeta(raw json.RawMessage) (protocol.Meta, bool) {
+	var m protocol.Meta
+	ok := protocol.EachMember(raw, func(k, v []byte) bool {
+		if isEraMeta(k) {
+			return true
+		}
+		if m == nil {
+			m = protocol.Meta{}
+		}
+		m[string(k)] = json.RawMessage(v)
+		return true
+	})
+	return m, ok
 }
 
 func (g *Gateway) listPrompts() protocol.ListPromptsResult {

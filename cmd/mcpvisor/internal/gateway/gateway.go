@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/channels"
@@ -165,6 +166,10 @@ type Options struct {
 	// wait_for_channel_message (default 1,000; the oldest is dropped and
 	// counted). See ChannelSource.
 	ChannelQueue int
+	// TracerProvider, when not nil, records a server span for every
+	// request a downstream client sends, continuing the trace context of
+	// its params._meta (see tracing.go). Nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -183,6 +188,7 @@ type Gateway struct {
 	callSeq    uint64                  // numbers calls, newest highest; guarded by mu
 	parked     map[string]*parkedRound // input rounds waiting for a retry, by requestState; guarded by mu
 	inputCalls atomic.Int64            // stateless clients' calls that may need input, running (see mrtr.go)
+	workers    *callWorkers            // where those calls run
 	reqSeq     atomic.Uint64           // numbers the input requests asked of stateless-era clients
 	// waits holds the wait_for_channel_message calls, one per session;
 	// guarded by mu.
@@ -212,6 +218,8 @@ type Gateway struct {
 	// wait_for_channel_message (nil without a ChannelSource); it closes
 	// with Close.
 	inbox *channels.Inbox
+	// tracer makes the server spans; nil without Options.TracerProvider.
+	tracer trace.Tracer
 }
 
 // eventBuffer is how many bus events the gateway's subscription holds
@@ -259,7 +267,9 @@ func New(b Backend, opts Options) *Gateway {
 		idle:    make(chan struct{}, 1),
 		closed:  make(chan struct{}),
 		started: time.Now(),
+		tracer:  newServerTracer(opts.TracerProvider),
 	}
+	g.workers = newCallWorkers(g.closed)
 	g.srv = newServer(g)
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -57,12 +57,24 @@ func paramHeadersOf(schema json.RawMessage) []paramHeader {
 // against its arguments: each annotated argument present (and not null)
 // needs its header, whose value (decoded when Base64) must equal it.
 func (g *Gateway) checkParamHeaders(h http.Header, params json.RawMessage) *protocol.Error {
+	// Most tools annotate no argument: the name alone says so, and the
+	// arguments are only read for those that do.
+	name, ok := protocol.PlainStringMember(params, "name")
+	if !ok {
+		var n struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(params, &n) != nil {
+			return nil // the call itself will say what is wrong
+		}
+		name = n.Name
+	}
+	annotated := g.names().params[g.qualifiedTool(name)]
+	if len(annotated) == 0 {
+		return nil
+	}
 	p, ok := scanCallParams(params)
 	if !ok && json.Unmarshal(params, &p) != nil {
-		return nil // the call itself will say what is wrong
-	}
-	annotated := g.names().params[g.qualifiedTool(p.Name)]
-	if len(annotated) == 0 {
 		return nil
 	}
 	var args any

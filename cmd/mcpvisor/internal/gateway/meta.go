@@ -16,6 +16,26 @@ var ownedMeta = [...]string{
 	protocol.MetaLogLevel,
 }
 
+// eraMeta are the stateless era's protocol keys of a request's _meta:
+// mcpserver reads them into the Request (its era, client info,
+// capabilities and log level), and the gateway sets its own upstream.
+var eraMeta = [...]string{
+	protocol.MetaProtocolVersion,
+	protocol.MetaClientInfo,
+	protocol.MetaClientCapabilities,
+	protocol.MetaLogLevel,
+}
+
+// isEraMeta reports whether key is one of eraMeta.
+func isEraMeta(key []byte) bool {
+	for _, k := range eraMeta {
+		if string(key) == k {
+			return true
+		}
+	}
+	return false
+}
+
 // forwardedMeta returns the members of a downstream request's _meta that
 // go upstream with it: every key the caller set but those the gateway
 // owns (ownedMeta). It returns nil when none is left, and never changes

@@ -148,12 +148,12 @@ func (g *Gateway) startInput(ctx context.Context, method, name string, first pro
 	call.cancel = cancel
 	cctx = context.WithValue(cctx, inputCallKey{}, call)
 	g.inputCalls.Add(1)
-	go func() {
+	g.workers.run(func() {
 		defer g.inputCalls.Add(-1)
 		defer cancel()
 		call.result, call.err = run(cctx)
 		close(call.done)
-	}()
+	})
 	return call
 }
 

@@ -54,7 +54,7 @@ func newServer(g *Gateway) *mcpserver.Server {
 		Instructions: instructions,
 		Capabilities: g.capabilitiesFor,
 		Handler:      g,
-		Middleware:   []mcpserver.Middleware{g.counted},
+		Middleware:   g.middleware(),
 		Subscriptions: func(ctx context.Context, _ *mcpserver.Request, want protocol.NotificationSubscriptions) (protocol.NotificationSubscriptions, func()) {
 			return want, g.holdResources(ctx, want.ResourceSubscriptions)
 		},
