@@ -104,6 +104,11 @@ sandbox-deps:
 			$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq bubblewrap; \
 		else echo "bwrap (bubblewrap) is missing and there is no apt-get: install it to run the sandbox tests"; exit 1; fi; \
 	fi
+	@# util-linux's prlimit starts confined servers without the exec stage
+	@# (without it the tests of that path skip, and the exec stage is used).
+	@if [ "$$(uname -s)" = Linux ] && [ ! -x /usr/bin/prlimit ] && [ ! -x /bin/prlimit ] && command -v apt-get >/dev/null 2>&1; then \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq util-linux; \
+	fi
 
 $(EVERYTHING):
 	mkdir -p $(NPM_DIR)

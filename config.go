@@ -64,9 +64,26 @@ type Config struct {
 	// instead. A host shows these to the user (the CLI warns on stderr).
 	Skipped []SkippedLayer
 
+	// Permissions are the permission rules of the files loaded (the
+	// top-level "permissions" member), in load order: every rule of a
+	// trusted layer, the ask and deny rules of an untrusted one (its
+	// allow rules are dropped), and the managed file's. A host passes
+	// them as Options.Permissions (or SetPermissions on a reload).
+	Permissions PermissionRules
+
+	// Lowered maps each server whose entry, from an untrusted layer, asked
+	// for more trust than the trusted layers give it to what was lowered
+	// (its trust level, its sandbox kept): a project cannot make a server
+	// more trusted than the user's config makes it, nor turn off its
+	// sandbox. Nil when nothing was.
+	Lowered map[string]string
+
 	// untrusted holds the servers whose entry comes from an untrusted
 	// layer (nil when there is none).
 	untrusted map[string]bool
+	// trustedEntries holds the latest entry of each server from a trusted
+	// layer: the ceiling of an untrusted layer's entry (lowerUntrusted).
+	trustedEntries map[string]ServerConfig
 }
 
 // Check reports whether a server may run under every policy in
@@ -312,6 +329,14 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 	}
 
 	cfg.Policies = policies
+	if managedTop != nil {
+		perms, e := parsePermissions(managedTop)
+		if e != nil {
+			e.File = managed
+			return nil, e
+		}
+		cfg.addPermissions(perms, true)
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
 		sc := cfg.Servers[name]
 		var pending *PendingServer
@@ -408,6 +433,20 @@ func (c *Config) addFile(l layerFile, servers map[string]ServerConfig, pending m
 	c.Files = append(c.Files, l.path)
 	for name, sc := range servers {
 		sc.Scope = l.layer
+		if l.trusted {
+			if c.trustedEntries == nil {
+				c.trustedEntries = map[string]ServerConfig{}
+			}
+			c.trustedEntries[name] = sc
+			delete(c.Lowered, name)
+		} else {
+			var base *ServerConfig
+			if b, ok := c.trustedEntries[name]; ok {
+				base = &b
+			}
+			delete(c.Lowered, name)
+			c.lowerUntrusted(name, &sc, base)
+		}
 		c.Servers[name] = sc
 		c.Sources[name] = l.path
 		c.Layers[name] = l.layer
@@ -479,13 +518,14 @@ func (ld *loader) load(files []layerFile, layered bool) (*Config, []error) {
 		if !l.trusted {
 			gate = &approvalGate{layer: l.layer, file: file, project: ld.project, approvals: ld.approvals, workspace: ld.workspaceOnly}
 		}
-		servers, pending, fileErrs := parseFile(data, expanderFor(file, ld.lookup, ld.home), gate)
+		servers, pending, perms, fileErrs := parseFile(data, expanderFor(file, ld.lookup, ld.home), gate)
 		for _, e := range fileErrs {
 			e.File = file
 		}
 		switch {
 		case len(fileErrs) == 0:
 			cfg.addFile(l, servers, pending)
+			cfg.addPermissions(perms, l.trusted)
 		case layered:
 			cfg.skip(l, fileErrs...)
 		default:

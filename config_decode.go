@@ -19,12 +19,17 @@ import (
 // parseFile decodes, expands and validates one file's servers; with a
 // gate (an untrusted layer), the entries it does not approve are held
 // instead, unexpanded. The errors it returns lack File.
-func parseFile(data []byte, x expander, gate *approvalGate) (map[string]ServerConfig, map[string]PendingServer, []*ConfigError) {
+func parseFile(data []byte, x expander, gate *approvalGate) (map[string]ServerConfig, map[string]PendingServer, PermissionRules, []*ConfigError) {
 	top, e := decodeTop(data, false)
 	if e != nil {
-		return nil, nil, []*ConfigError{e}
+		return nil, nil, PermissionRules{}, []*ConfigError{e}
 	}
-	return parseServers(top, x, gate)
+	servers, pending, errs := parseServers(top, x, gate)
+	perms, e := parsePermissions(top)
+	if e != nil {
+		errs = append(errs, e)
+	}
+	return servers, pending, perms, errs
 }
 
 // decodeTop decodes a file's top-level object. The error lacks File.
@@ -127,6 +132,9 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 				if p.Sandbox == nil && writtenSandbox != nil && sc.Kind() == transports.TypeStdio {
 					p.Sandbox = writtenSandbox
 				}
+				if p.Sandbox == nil && sc.Trust == TrustSandbox && sc.Kind() == transports.TypeStdio {
+					p.Sandbox = &transports.Sandbox{Enabled: true}
+				}
 				pending[name] = *p
 				continue
 			}
@@ -139,6 +147,9 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 			sb := *defaultSandbox
 			sb.Write, sb.Read = slices.Clone(sb.Write), slices.Clone(sb.Read)
 			sc.Sandbox = &sb
+		}
+		if sc.Sandbox == nil && sc.Trust == TrustSandbox && sc.Kind() == transports.TypeStdio {
+			sc.Sandbox = &transports.Sandbox{Enabled: true} // trust "sandbox" is "sandbox": true
 		}
 		if err := sc.Validate(); err != nil {
 			errs = append(errs, &ConfigError{Path: path, Err: err})

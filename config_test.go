@@ -344,19 +344,17 @@ func TestLoadConfigExpansionScope(t *testing.T) {
 		"${NAME}": {
 			"command": "${BIN}",
 			"env": {"${KEY}": "${VAL}"},
-			"trust": "${TRUST}",
 			"tools": {"allow": ["${TOOL}"]},
 			"headers": {"${H}": "$HOME $${VAL}"}
 		}
 	}}`)
-	env := fakeEnv(map[string]string{"NAME": "n", "BIN": "bin", "KEY": "k", "VAL": "val", "TRUST": "t", "TOOL": "x", "H": "h"})
+	env := fakeEnv(map[string]string{"NAME": "n", "BIN": "bin", "KEY": "k", "VAL": "val", "TOOL": "x", "H": "h"})
 	cfg, err := LoadConfig(LoadOptions{Files: []string{file}, LookupEnv: env})
 	require.NoError(t, err)
 	require.Contains(t, cfg.Servers, "${NAME}")
 	sc := cfg.Servers["${NAME}"]
 	assert.Equal(t, "bin", sc.Command)
 	assert.Equal(t, map[string]string{"${KEY}": "val"}, sc.Env)
-	assert.Equal(t, "${TRUST}", sc.Trust)
 	assert.Equal(t, []string{"${TOOL}"}, sc.Tools.Allow)
 	assert.Equal(t, map[string]string{"${H}": "$HOME $val"}, sc.Headers)
 }

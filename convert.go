@@ -109,6 +109,8 @@ func (o *Options) plain() actors.Options {
 		PingInterval:         o.PingInterval,
 		FailFast:             o.FailFast,
 		ReplayIdempotent:     o.ReplayIdempotent,
+		Permissions:          o.Permissions.plain(),
+		ApproveCall:          approveCall(o.ApproveCall),
 		MaxFrameSize:         o.MaxFrameSize,
 		CloseStdinTimeout:    o.CloseStdinTimeout,
 		TerminateTimeout:     o.TerminateTimeout,
@@ -208,6 +210,7 @@ func statusOf(st actors.ServerStatus, tools []ToolInfo) ServerStatus {
 		Latency:         latencyOf(st.Latency),
 		Auth:            st.Auth,
 		WithheldTools:   st.WithheldTools,
+		ListErrors:      listErrorsOf(st.ListErrors),
 		Cache:           st.Cache,
 		Capabilities:    st.Capabilities,
 	}
@@ -292,12 +295,25 @@ func eventOf(e actors.Event) Event {
 		return ev
 	case EventAuthRequired:
 		return &AuthRequiredEvent{EventHeader: h, Data: e.Data}
+	case EventListFailed:
+		return &ListFailedEvent{EventHeader: h, List: e.List, Err: e.Err}
 	case EventGap:
 		return &GapEvent{EventHeader: h, Dropped: e.Dropped, GapReason: e.GapReason}
 	}
 	// A kind this version does not know: its header, and nothing lost
 	// silently in JSON either (the actors' event, as it was).
 	return &unknownEvent{EventHeader: h, raw: e}
+}
+
+func listErrorsOf(errs []actors.ListError) []ListError {
+	if errs == nil {
+		return nil
+	}
+	out := make([]ListError, len(errs))
+	for i, e := range errs {
+		out[i] = ListError(e)
+	}
+	return out
 }
 
 func listDiffOf(d *actors.ListDiff) *ListDiff {

@@ -33,6 +33,9 @@ func exportedFields(t reflect.Type) []string {
 // same fields, so that a field added on one side and not converted in
 // convert.go is caught here rather than silently dropped.
 func TestHostTypesMatchTheActorsTypes(t *testing.T) {
+	assert.Equal(t, []string{actors.TrustTrusted, actors.TrustUntrusted, actors.TrustSandbox},
+		[]string{TrustTrusted, TrustUntrusted, TrustSandbox}, "the trust levels")
+
 	for _, pair := range [][2]any{
 		{ServerConfig{}, actors.ServerConfig{}},
 		{ReconnectPolicy{}, actors.ReconnectPolicy{}},
@@ -48,6 +51,9 @@ func TestHostTypesMatchTheActorsTypes(t *testing.T) {
 		{Collision{}, actors.Collision{}},
 		{ToolChange{}, actors.ToolChange{}},
 		{PinOptions{}, actors.PinOptions{}},
+		{ListError{}, actors.ListError{}},
+		{PermissionRules{}, actors.PermissionRules{}},
+		{CallApproval{}, actors.CallApproval{}},
 		{TimeoutError{}, session.TimeoutError{}},
 		{InputError{}, session.InputError{}},
 	} {
@@ -60,7 +66,7 @@ func TestHostTypesMatchTheActorsTypes(t *testing.T) {
 	for _, ev := range []any{ServerStateEvent{}, ServerToggledEvent{}, ToolsChangedEvent{}, ListChangedEvent{},
 		ResourceUpdatedEvent{}, LogMessageEvent{}, ProgressEvent{}, ChannelMessageEvent{}, PermissionEvent{},
 		PollChangedEvent{}, TaskStatusEvent{}, ToolDefinitionChangedEvent{}, CollisionEvent{}, AuthRequiredEvent{},
-		GapEvent{}, EventHeader{}} {
+		ListFailedEvent{}, GapEvent{}, EventHeader{}} {
 		union = append(union, exportedFields(reflect.TypeOf(ev))...)
 	}
 	for _, f := range exportedFields(reflect.TypeOf(actors.Event{})) {

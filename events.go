@@ -83,6 +83,8 @@ const (
 	EventCollision EventType = "collision"
 	// EventAuthRequired: *AuthRequiredEvent.
 	EventAuthRequired EventType = "auth_required"
+	// EventListFailed: *ListFailedEvent.
+	EventListFailed EventType = "list_failed"
 	// EventGap: *GapEvent.
 	EventGap EventType = "gap"
 )
@@ -216,6 +218,17 @@ type CollisionEvent struct {
 type AuthRequiredEvent struct {
 	EventHeader
 	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// ListFailedEvent: a ready server refused a listing with a JSON-RPC
+// error. It stays ready without that list (ServerStatus.ListErrors), and
+// the listing is retried with backoff on the same connection; when one
+// succeeds, the list's *_changed event says what arrived.
+type ListFailedEvent struct {
+	EventHeader
+	// List is tools, resources or prompts; Err is the server's error.
+	List string `json:"list,omitempty"`
+	Err  string `json:"error,omitempty"`
 }
 
 // GapEvent: the subscriber missed Dropped events, because it read too

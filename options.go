@@ -132,6 +132,21 @@ type Options struct {
 	// call is never sent twice.
 	ReplayIdempotent bool
 
+	// Permissions are the rules checked before every call of a server's
+	// tool: deny beats ask beats allow, then the server's trust level
+	// (see PermissionRules and docs/trust.md). SetPermissions replaces
+	// them. The zero value has none: every call goes ahead, except those
+	// of servers whose Trust is TrustUntrusted.
+	Permissions PermissionRules
+
+	// ApproveCall is asked before each call that needs approval (an Ask
+	// rule matched, or the server's Trust is TrustUntrusted): true lets
+	// it go, false refuses it (ErrCallDenied), an error refuses it
+	// (ErrApprovalUnavailable). It runs on the caller's goroutine, with
+	// the call's context (the gateway's asks the calling client by
+	// elicitation). Nil refuses every such call.
+	ApproveCall func(ctx context.Context, req CallApproval) (bool, error)
+
 	// MaxFrameSize caps one frame from a server. Zero means 16 MiB.
 	MaxFrameSize int64
 

@@ -61,8 +61,9 @@ type SetResult struct {
 	Removed []string `json:"removed"`
 	// Changed servers had a config that differs; those whose change
 	// affects the connection (anything but trust, tools, timeoutMs, lazy,
-	// reconnect and scope) are also in Reconnected: their connection was
-	// replaced. The others kept it.
+	// reconnect and scope; but a trust changed to or from "sandbox" does)
+	// are also in Reconnected: their connection was replaced. The others
+	// kept it.
 	Changed     []string `json:"changed"`
 	Reconnected []string `json:"reconnected,omitempty"`
 	Unchanged   []string `json:"unchanged"`

@@ -103,11 +103,14 @@ func TestSandboxProbes(t *testing.T) {
 		name      string
 		mechanism transports.SandboxMechanism // requested; "" runs unconfined
 		want      transports.SandboxMechanism // in effect
+		execStage bool                        // through the exec stage, not prlimit
 	}{
-		{"control", "", ""},
-		{"landlock", transports.SandboxLandlock, transports.SandboxLandlock},
-		{"bwrap", transports.SandboxBwrap, transports.SandboxBwrap},
-		{"auto", transports.SandboxAuto, transports.SandboxBwrap},
+		{"control", "", "", false},
+		{"landlock", transports.SandboxLandlock, transports.SandboxLandlock, false},
+		{"bwrap", transports.SandboxBwrap, transports.SandboxBwrap, false},
+		{"auto", transports.SandboxAuto, transports.SandboxBwrap, false},
+		{"landlock-exec-stage", transports.SandboxLandlock, transports.SandboxLandlock, true},
+		{"bwrap-exec-stage", transports.SandboxBwrap, transports.SandboxBwrap, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,7 +133,9 @@ func TestSandboxProbes(t *testing.T) {
 				require.NoError(t, os.MkdirAll(out, 0o755))
 			}
 			ctx := context.Background()
-			sup, err := mcpvisor.Start(ctx, sandboxOptions(home))
+			opts := sandboxOptions(home)
+			opts.Sandbox.ExecStage = tc.execStage
+			sup, err := mcpvisor.Start(ctx, opts)
 			require.NoError(t, err)
 			t.Cleanup(func() { sup.Close(context.Background()) })
 			events := sup.Subscribe(ctx)

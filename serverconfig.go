@@ -35,8 +35,14 @@ type ServerConfig struct {
 	// Their tools are unknown to the pool until then.
 	Lazy bool `json:"lazy,omitempty"`
 
-	// Trust is "trusted" for servers whose tool annotations the host may
-	// rely on; anything else means the annotations are hints only.
+	// Trust is the server's trust level: TrustTrusted ("trusted": its
+	// tool annotations may be relied on, its changed tool definitions are
+	// offered), TrustUntrusted ("untrusted": every call needs the host's
+	// approval, Options.ApproveCall), TrustSandbox ("sandbox": a stdio
+	// server runs confined, as with "sandbox": true), or empty (the
+	// default: none of these). Another value is a config error. A project
+	// layer cannot raise it above what the user's config says (see
+	// LoadConfig).
 	Trust string `json:"trust,omitempty"`
 
 	// Tools filters the tools offered from this server by glob.

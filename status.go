@@ -122,11 +122,26 @@ type ServerStatus struct {
 	// WithheldTools are the tools kept out of the pool until their
 	// definitions are approved (Options.ToolPins), sorted.
 	WithheldTools []string `json:"withheldTools,omitempty"`
+	// ListErrors are the lists the server refused with a JSON-RPC error
+	// while its connection is fine: it stays connected without them, and
+	// each listing is retried with backoff until it succeeds.
+	ListErrors []ListError `json:"listErrors,omitempty"`
 	// Cache is what a 2026-07-28 server said about caching its lists,
 	// while it is connected.
 	Cache *protocol.CacheHints `json:"cache,omitempty"`
 	// Capabilities are what the server declared, while it is ready.
 	Capabilities *protocol.ServerCapabilities `json:"capabilities,omitempty"`
+}
+
+// ListError is one list a connected server refused.
+type ListError struct {
+	// List is tools, resources or prompts; Error is the server's error.
+	List  string `json:"list"`
+	Error string `json:"error"`
+	// Failures counts the listings that failed in a row; NextRetry is
+	// when the next one goes.
+	Failures  int       `json:"failures"`
+	NextRetry time.Time `json:"nextRetry,omitzero"`
 }
 
 // ToolInfo is one of a server's tools as its status lists it.

@@ -195,6 +195,9 @@ func (s *System) callTool(ctx context.Context, name string, args json.RawMessage
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q", err, name)
 	}
+	if err := s.permit(ctx, name, e.h, e.name, args); err != nil {
+		return nil, err
+	}
 	call := func(ctx context.Context, sess *session.Session) (*protocol.CallToolResult, error) {
 		return sess.CallToolWith(ctx, e.name, args, o.session())
 	}

@@ -40,8 +40,11 @@ type ServerConfig struct {
 	// Their tools are unknown to the pool until then.
 	Lazy bool `json:"lazy,omitempty"`
 
-	// Trust is "trusted" for servers whose tool annotations the host may
-	// rely on; anything else means the annotations are hints only.
+	// Trust is the server's trust level: "trusted" (its tool annotations
+	// may be relied on, its changed tools are offered), "untrusted"
+	// (every call needs Options.ApproveCall's approval), "sandbox" (a
+	// stdio server runs confined, as with "sandbox": true), or empty (the
+	// default: none of these).
 	Trust string `json:"trust,omitempty"`
 
 	// Tools filters the tools offered from this server by glob.
@@ -118,6 +121,17 @@ func (c *ServerConfig) Validate() error {
 	}
 	if c.ProtocolVersion != "" && !protocol.IsSupported(c.ProtocolVersion) {
 		return fmt.Errorf("protocolVersion %q is not one mcpvisor speaks (%v)", c.ProtocolVersion, protocol.SupportedVersions())
+	}
+	if !ValidTrust(c.Trust) {
+		return fmt.Errorf("trust %q: want %q, %q or %q", c.Trust, TrustTrusted, TrustUntrusted, TrustSandbox)
+	}
+	if c.Trust == TrustSandbox {
+		if c.Kind() != transports.TypeStdio {
+			return fmt.Errorf("trust %q applies to stdio servers only: a remote server has no process to confine", TrustSandbox)
+		}
+		if c.Sandbox != nil && !c.Sandbox.Enabled {
+			return fmt.Errorf("trust %q with \"sandbox\": false: the server must run confined", TrustSandbox)
+		}
 	}
 	if c.TimeoutMs < 0 {
 		return fmt.Errorf("timeoutMs must not be negative")
@@ -257,6 +271,19 @@ type Options struct {
 	// call is never sent twice.
 	ReplayIdempotent bool
 
+	// Permissions are the rules checked before every call of a server's
+	// tool (see permissions.go: deny beats ask beats allow, then the
+	// server's trust level); SetPermissions replaces them. The zero value
+	// has none: every call goes ahead, except those of untrusted servers.
+	Permissions PermissionRules
+
+	// ApproveCall is asked before a call that needs approval (an ask
+	// rule, or a server whose trust is "untrusted"): true lets it go,
+	// false refuses it (ErrCallDenied), an error refuses it
+	// (ErrApprovalUnavailable). It runs on the caller's goroutine with
+	// the call's context. Nil refuses every such call.
+	ApproveCall func(ctx context.Context, req CallApproval) (bool, error)
+
 	// MaxFrameSize caps one frame from a server. Zero means 16 MiB.
 	MaxFrameSize int64
 
@@ -371,6 +398,9 @@ func (o Options) withDefaults() Options {
 
 // validate reports options Start cannot run with.
 func (o *Options) validate() error {
+	if err := o.Permissions.Validate(); err != nil {
+		return fmt.Errorf("mcpvisor: %w", err)
+	}
 	seen := map[string]bool{}
 	for i, b := range o.Builtins {
 		switch name := b.Definition.Name; {

@@ -76,6 +76,9 @@ type serverHandle struct {
 	// found to speak only HTTP+SSE (fallback.go), so that its reconnects
 	// go straight to it; the actor clears it when the address changes.
 	sseOnly atomic.Bool
+	// logLevel is the log level the host asked for (SetLogLevel), for
+	// every connection from then on; nil until it asks.
+	logLevel atomic.Pointer[protocol.LoggingLevel]
 }
 
 // changeSignal lets goroutines wait for the next change of something. The
@@ -144,6 +147,9 @@ type serverView struct {
 	// lazy server has not connected in this run yet; loadingCache while
 	// its entry is being read (the server is not settled).
 	cached, loadingCache bool
+	// listErrors are the lists the server refused on the live
+	// connection (server_lists.go).
+	listErrors []ListError
 }
 
 // offersTools reports whether the server's tools belong in the pool: when
@@ -213,5 +219,6 @@ func (v *serverView) status() ServerStatus {
 		st.Auth = v.auth.status()
 	}
 	st.WithheldTools = v.withheldTools()
+	st.ListErrors = v.listErrors
 	return st
 }

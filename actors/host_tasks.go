@@ -66,6 +66,9 @@ func (s *System) CallToolAsTask(ctx context.Context, name string, args json.RawM
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q", err, name)
 	}
+	if err := s.permit(ctx, name, e.h, e.name, args); err != nil {
+		return nil, err
+	}
 	var meta protocol.TaskMetadata
 	if ttl > 0 {
 		ms := ttl.Milliseconds()

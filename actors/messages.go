@@ -24,7 +24,10 @@ type connectResult struct {
 	gen   uint64
 	sess  *session.Session // nil on failure
 	lists lists
-	err   error
+	// listErrs are the lists the server refused with a JSON-RPC error
+	// (they are empty in lists), by kind; see listAll.
+	listErrs [numListKinds]error
+	err      error
 	// pinErr is set when the pin store failed (the tools then count as
 	// unpinned).
 	pinErr error
@@ -61,6 +64,13 @@ type relisted struct {
 	lists  lists
 	err    error
 	pinErr error
+}
+
+// relistNow is sent by a list's retry timer when its delay is over: list
+// kind again on connection gen (see server_lists.go).
+type relistNow struct {
+	gen  uint64
+	kind listKind
 }
 
 // recheckPins asks a server actor to check its tools against the pins

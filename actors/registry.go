@@ -21,7 +21,7 @@ type SetResult struct {
 	Removed []string `json:"removed"`
 	// Changed servers had a config that differs; those whose change
 	// affects the connection (anything but trust, tools, timeoutMs, lazy
-	// and reconnect) are also in Reconnected: their connection was
+	// and reconnect; a trust changed to or from "sandbox" does) are also in Reconnected: their connection was
 	// replaced. The others kept it.
 	Changed     []string `json:"changed"`
 	Reconnected []string `json:"reconnected,omitempty"`
@@ -251,6 +251,9 @@ func (r *registry) setServers(ctx actor.Context, desired map[string]ServerConfig
 // server (trust, tool filter, call timeout, laziness, reconnect policy,
 // scope).
 func affectsConnection(a, b ServerConfig) bool {
+	if (a.Trust == TrustSandbox) != (b.Trust == TrustSandbox) {
+		return true // the process must start confined, or unconfined
+	}
 	a.Trust, a.Tools, a.TimeoutMs, a.Lazy, a.Reconnect, a.Scope = b.Trust, b.Tools, b.TimeoutMs, b.Lazy, b.Reconnect, b.Scope
 	return !reflect.DeepEqual(a, b)
 }

@@ -55,6 +55,9 @@ type serverActor struct {
 
 	relisting   [numListKinds]bool // a re-list of that kind is in flight
 	relistAgain [numListKinds]bool // a list_changed arrived during it
+	// listRetries are the lists the live connection's server refused,
+	// retried with backoff (server_lists.go).
+	listRetries [numListKinds]listRetry
 
 	// early holds the notifications of the connection being opened that
 	// arrived before it was installed (a server may push as soon as it
@@ -120,6 +123,8 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.notification(m)
 	case relisted:
 		a.relisted(m)
+	case relistNow:
+		a.relistTimer(m)
 	case recheckPins:
 		a.recheckPins()
 	case pinsChecked:
@@ -190,6 +195,7 @@ func (a *serverActor) publish() {
 		auth:           &a.h.auth,
 		pinOpts:        &a.opts.ToolPins,
 		sseOnly:        a.h.sseOnly.Load(),
+		listErrors:     a.listErrors(),
 	}
 	if a.state == StateReady && a.sess != nil {
 		v.sess = a.sess
@@ -286,30 +292,33 @@ func connectOnce(ctx context.Context, cfg ServerConfig, sopts session.Options, d
 	if err != nil {
 		return connectResult{err: fmt.Errorf("connect: %w", err)}
 	}
-	ls, err := listAll(ctx, sess)
+	ls, listErrs, err := listAll(ctx, sess)
 	if err != nil {
 		closeSession(sess, session.ErrConnectionClosed)
 		return connectResult{err: err}
 	}
-	return connectResult{sess: sess, lists: ls}
+	return connectResult{sess: sess, lists: ls, listErrs: listErrs}
 }
 
 // listAll lists everything a server offers, the four lists at once (one
-// round trip of latency rather than four). Tools must list; a server
-// whose resources or prompts fail to list still serves its tools.
-func listAll(ctx context.Context, sess *session.Session) (lists, error) {
-	var ls lists
+// round trip of latency rather than four). A list the server answers
+// with a JSON-RPC error (a server that is up but cannot list) does not
+// fail the connect: that kind is empty and its error is returned in
+// listErrs, to be retried on the live connection (see server_lists.go).
+// Any other failure of the tools listing (the connection broke, the
+// listing timed out) fails the connect. Resource templates are optional:
+// a failure to list them leaves them empty.
+func listAll(ctx context.Context, sess *session.Session) (ls lists, listErrs [numListKinds]error, err error) {
 	var wg sync.WaitGroup
-	wg.Go(func() { ls.resources, _ = sess.ListResources(ctx) })
+	wg.Go(func() { ls.resources, listErrs[listResources] = sess.ListResources(ctx) })
 	wg.Go(func() { ls.templates, _ = sess.ListResourceTemplates(ctx) })
-	wg.Go(func() { ls.prompts, _ = sess.ListPrompts(ctx) })
-	var err error
-	ls.tools, err = sess.ListTools(ctx)
+	wg.Go(func() { ls.prompts, listErrs[listPrompts] = sess.ListPrompts(ctx) })
+	ls.tools, listErrs[listTools] = sess.ListTools(ctx)
 	wg.Wait()
-	if err != nil {
-		return lists{}, fmt.Errorf("listing tools: %w", err)
+	if err := listErrs[listTools]; err != nil && !serverRefused(err) {
+		return lists{}, listErrs, fmt.Errorf("listing tools: %w", err)
 	}
-	return ls, nil
+	return ls, listErrs, nil
 }
 
 func (a *serverActor) sessionOptions(gen uint64) session.Options {
@@ -322,6 +331,7 @@ func (a *serverActor) sessionOptions(gen uint64) session.Options {
 		ProtocolVersion: a.cfg.ProtocolVersion,
 		Memory:          &a.h.memory,
 		DiscoverTimeout: a.opts.DiscoverTimeout,
+		LogLevel:        logLevelOf(a.h),
 		Handler:         a.genHandler(gen),
 		Logger:          a.log,
 		Tracing:         sessionTracing(a.opts.tracer, a.h.name, a.cfg),
@@ -361,7 +371,13 @@ func (a *serverActor) connected(m connectResult) {
 	a.h.strikes.Store(0)
 	a.pinsFound(m.pinErr)
 	a.setState(StateReady, nil)
-	a.storeCache(m.lists.tools)
+	if a.listsFailed(m.listErrs) {
+		a.publish()
+	}
+	if m.listErrs[listTools] == nil {
+		a.storeCache(m.lists.tools) // never the empty list of a refusal
+	}
+	a.logLevelAfterConnect()
 	a.startListening()
 	a.startStableTimer()
 	a.startPinging()
@@ -378,6 +394,7 @@ func (a *serverActor) lost(m connectionLost) {
 	a.sess = nil
 	a.closeInBackground(sess, m.err)
 	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
+	a.forgetListRetries()
 	a.recovering = true
 	if errors.Is(m.err, transports.ErrSessionExpired) {
 		// The server forgot the session (it restarted, or expires idle
@@ -403,6 +420,7 @@ func (a *serverActor) abandon(cause error) {
 		a.sess = nil
 	}
 	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
+	a.forgetListRetries()
 }
 
 // closeInBackground fails the session's pending calls now and runs the

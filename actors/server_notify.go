@@ -164,7 +164,9 @@ func (a *serverActor) relisted(m relisted) {
 	}
 	a.relisting[m.kind] = false
 	if m.err != nil {
-		a.log.Warn().Err(m.err).Int("kind", int(m.kind)).Msg("re-listing after list_changed failed; keeping the previous list")
+		// Keep the previous list; try again after a backoff delay.
+		a.listFailed(m.kind, m.err) // the session's error names the method
+		a.publish()
 	} else {
 		before := a.lists
 		switch m.kind {
@@ -181,12 +183,16 @@ func (a *serverActor) relisted(m relisted) {
 			// before the pool's diff (see pinsFound).
 			a.pinsFound(m.pinErr)
 		}
+		recovered := a.listSucceeded(m.kind)
 		// A re-list that finds nothing new (after a listen stream opened,
 		// or a spurious list_changed) changes nothing for subscribers.
 		if !reflect.DeepEqual(before, a.lists) {
 			a.publish()
 		} else {
 			a.lists = before
+			if recovered {
+				a.publish()
+			}
 		}
 	}
 	if a.relistAgain[m.kind] {

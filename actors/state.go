@@ -112,6 +112,10 @@ type ServerStatus struct {
 	// out because their definition is not pinned (Options.ToolPins),
 	// sorted: they wait for the user's approval.
 	WithheldTools []string `json:"withheldTools,omitempty"`
+	// ListErrors are the lists the server refused (a JSON-RPC error)
+	// while its connection is fine: it stays ready without them, and
+	// each is retried with backoff until it succeeds.
+	ListErrors []ListError `json:"listErrors,omitempty"`
 	// Cache is what the server said about caching its discover result and
 	// its lists (SEP-2549; 2026-07-28 servers only), while it is
 	// connected: nil otherwise.
@@ -122,6 +126,16 @@ type ServerStatus struct {
 	// Config is the server's config entry as the supervisor runs it,
 	// secrets included: never serialized.
 	Config ServerConfig `json:"-"`
+}
+
+// ListError is one list a ready server refused: which (tools, resources
+// or prompts), the server's error, how many listings failed in a row,
+// and when the next one goes.
+type ListError struct {
+	List      string    `json:"list"`
+	Error     string    `json:"error"`
+	Failures  int       `json:"failures"`
+	NextRetry time.Time `json:"nextRetry,omitzero"`
 }
 
 // EventType names what an Event reports.
@@ -188,6 +202,11 @@ const (
 	// qualified name; Collision says which one was renamed, and to what.
 	// Reported once per collision, when it first appears.
 	EventCollision EventType = "collision"
+	// EventListFailed: a ready server refused a listing (List: tools,
+	// resources or prompts; Err: its error). It stays ready without that
+	// list, and the listing is retried with backoff; when one succeeds,
+	// the list's *_changed event says what arrived.
+	EventListFailed EventType = "list_failed"
 	// EventGap: the subscriber missed Dropped events, because it read too
 	// slowly (GapReason "slow-subscriber") or because its resume cursor
 	// was older than the buffer (GapReason "cursor-too-old").
@@ -243,6 +262,10 @@ type Event struct {
 	// ChannelSeq is the channel hub's number of an EventChannelMessage
 	// (ChannelMessage.Seq).
 	ChannelSeq uint64 `json:"channelSeq,omitempty"`
+
+	// List names the list of an EventListFailed: tools, resources or
+	// prompts.
+	List string `json:"list,omitempty"`
 
 	// Collision describes an EventCollision.
 	Collision *Collision `json:"collision,omitempty"`

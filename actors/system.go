@@ -125,6 +125,10 @@ type System struct {
 	// alone, read by every method without a mailbox hop.
 	published
 
+	// permissions are the rules every call is checked against
+	// (Options.Permissions, then SetPermissions); never nil after Start.
+	permissions atomic.Pointer[permissionSet]
+
 	// unsubscribers holds the context.AfterFunc registrations of live
 	// subscriptions, stopped on Close so none fires at a stopped registry.
 	subMu         sync.Mutex
@@ -182,6 +186,7 @@ func Start(opts Options) (*System, error) {
 	}
 	first, _ := nextPool(nil, opts.Builtins, opts.MaxDescriptionLength, nil)
 	s.pool.Store(first)
+	s.permissions.Store(newPermissionSet(opts.Permissions))
 	s.handles.Store(&[]*serverHandle{})
 	s.actors = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return newSlogLogger(opts.Logger) }),

@@ -58,6 +58,9 @@ func dialer(cfg ServerConfig, dc dialConfig) (session.DialFunc, error) {
 		return nil, dc.err
 	}
 	tcfg := cfg.Config
+	if cfg.Trust == TrustSandbox && tcfg.Sandbox == nil {
+		tcfg.Sandbox = &transports.Sandbox{Enabled: true} // as "sandbox": true
+	}
 	switch cfg.Kind() {
 	case transports.TypeStdio:
 		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {

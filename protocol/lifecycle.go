@@ -165,6 +165,15 @@ const (
 	LevelEmergency LoggingLevel = "emergency"
 )
 
+// Valid reports whether l is one of the eight logging levels.
+func (l LoggingLevel) Valid() bool {
+	switch l {
+	case LevelDebug, LevelInfo, LevelNotice, LevelWarning, LevelError, LevelCritical, LevelAlert, LevelEmergency:
+		return true
+	}
+	return false
+}
+
 // SetLevelParams is the params of logging/setLevel.
 type SetLevelParams struct {
 	Level LoggingLevel `json:"level"`

@@ -18,20 +18,24 @@ import (
 type capsMeta struct {
 	caps protocol.ClientCapabilities // a deep copy of what was encoded
 	json json.RawMessage             // optionsMeta(caps), encoded
+	// level is the session's leveled _meta when it was encoded (nil
+	// before any SetLogLevel): a new log level makes it stale.
+	level *leveledMeta
 }
 
 // metaWithCaps returns the stateless-era _meta with the client
 // capabilities replaced by caps, encoded: what optionsMeta returns for a
 // request with Capabilities and no Meta, encoded by encoding/json.
 func (s *Session) metaWithCaps(caps *protocol.ClientCapabilities) (json.RawMessage, error) {
-	if c := s.capsMeta.Load(); c != nil && sameCapabilities(&c.caps, caps) {
+	level := s.leveled.Load()
+	if c := s.capsMeta.Load(); c != nil && c.level == level && sameCapabilities(&c.caps, caps) {
 		return c.json, nil
 	}
 	raw, err := json.Marshal(s.optionsMeta(RequestOptions{Capabilities: caps}))
 	if err != nil {
 		return nil, err
 	}
-	s.capsMeta.Store(&capsMeta{caps: cloneCapabilities(caps), json: raw})
+	s.capsMeta.Store(&capsMeta{caps: cloneCapabilities(caps), json: raw, level: level})
 	return raw, nil
 }
 

@@ -84,7 +84,7 @@ func (s *Session) OpenListen(ctx context.Context, subs protocol.NotificationSubs
 	s.bg.Add(1) // under mu with no error yet: before Close waits for bg
 	s.mu.Unlock()
 
-	params := protocol.SubscriptionsListenParams{Meta: s.modernMeta, Notifications: subs}
+	params := protocol.SubscriptionsListenParams{Meta: s.statelessMeta(), Notifications: subs}
 	routine.Go("session.listen", func() {
 		defer s.bg.Done()
 		s.listening.Add(1)

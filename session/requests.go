@@ -30,7 +30,7 @@ func (s *Session) CallToolWith(ctx context.Context, name string, args json.RawMe
 	case o.Meta == nil && (o.Capabilities == nil || s.modernMeta == nil):
 		// The hot path: the params are assembled from bytes, with the
 		// stateless-era _meta encoded once per session, not per call.
-		first = callToolParams(s.modernMetaJSON, name, args)
+		first = callToolParams(s.statelessMetaJSON(), name, args)
 	case o.Meta == nil:
 		// A gateway's call, declaring its client's capabilities: their
 		// _meta is encoded once for as long as they stay the same.
@@ -149,7 +149,7 @@ func (s *Session) GetPromptWith(ctx context.Context, name string, args map[strin
 // there it asks server/discover, which every such server must answer.
 func (s *Session) Ping(ctx context.Context) error {
 	if s.modernMeta != nil {
-		return s.Call(ctx, protocol.MethodDiscover, protocol.DiscoverParams{Meta: s.modernMeta}, nil)
+		return s.Call(ctx, protocol.MethodDiscover, protocol.DiscoverParams{Meta: s.statelessMeta()}, nil)
 	}
 	return s.Call(ctx, protocol.MethodPing, nil, nil)
 }
@@ -175,7 +175,7 @@ func (s *Session) Listen(ctx context.Context, subs protocol.NotificationSubscrip
 	before := s.acks.Load()
 	s.listening.Add(1)
 	defer s.listening.Add(-1)
-	err := s.Call(ctx, protocol.MethodSubscriptionsListen, protocol.SubscriptionsListenParams{Meta: s.modernMeta, Notifications: subs}, nil)
+	err := s.Call(ctx, protocol.MethodSubscriptionsListen, protocol.SubscriptionsListenParams{Meta: s.statelessMeta(), Notifications: subs}, nil)
 	return ListenOutcome{Acknowledged: s.acks.Load() > before, Completed: err == nil}, err
 }
 
@@ -272,12 +272,13 @@ func listAll[R any, T any](ctx context.Context, s *Session, method string, page 
 // that the lists of a connect (four at once, and again on every
 // list_changed) do not each encode the _meta map anew.
 func (s *Session) paginatedParams(cursor string) any {
-	if s.modernMetaJSON == nil {
+	meta := s.statelessMetaJSON()
+	if meta == nil {
 		return protocol.PaginatedParams{Meta: s.requestMeta(nil), Cursor: cursor}
 	}
-	b := make([]byte, 0, len(s.modernMetaJSON)+len(cursor)+24)
+	b := make([]byte, 0, len(meta)+len(cursor)+24)
 	b = append(b, `{"_meta":`...)
-	b = append(b, s.modernMetaJSON...)
+	b = append(b, meta...)
 	if cursor != "" {
 		b = append(b, `,"cursor":`...)
 		b = protocol.AppendString(b, cursor)

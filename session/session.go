@@ -95,6 +95,11 @@ type Options struct {
 	// means 5 s.
 	RequestTimeout time.Duration
 
+	// LogLevel, when set, is the lowest level of log messages the
+	// server is asked to send from the start (see SetLogLevel). Empty
+	// asks for nothing: the server's default applies.
+	LogLevel protocol.LoggingLevel
+
 	// Logger receives diagnostics. The zero value logs nothing.
 	Logger zerolog.Logger
 
@@ -178,6 +183,10 @@ type Session struct {
 	discoverRejected bool
 	modernMeta       protocol.Meta   // the _meta members of every stateless-era request
 	modernMetaJSON   json.RawMessage // modernMeta, encoded once
+	// leveled is modernMeta with the log level the host asked for
+	// (SetLogLevel), once it did; see statelessMeta.
+	leveled  atomic.Pointer[leveledMeta]
+	logLevel atomic.Pointer[protocol.LoggingLevel] // see LogLevel
 	// capsMeta is the last _meta encoded with a request's own
 	// capabilities (see capsmeta.go).
 	capsMeta atomic.Pointer[capsMeta]
@@ -256,6 +265,7 @@ func Open(ctx context.Context, dial DialFunc, opts Options) (*Session, error) {
 		s.Close(closeCtx, err)
 		return nil, err
 	}
+	s.initialLogLevel(ctx)
 	return s, nil
 }
 
@@ -567,7 +577,7 @@ func (s *Session) withMeta(params any) any {
 	if s.modernMeta == nil || params != nil {
 		return params
 	}
-	return protocol.PingParams{Meta: s.modernMeta}
+	return protocol.PingParams{Meta: s.statelessMeta()}
 }
 
 // requestMeta returns the _meta for a typed request: m itself in the
@@ -583,8 +593,9 @@ func (s *Session) optionsMeta(o RequestOptions) protocol.Meta {
 	if s.modernMeta == nil {
 		return o.Meta
 	}
-	out := make(protocol.Meta, len(s.modernMeta)+len(o.Meta))
-	for k, v := range s.modernMeta {
+	base := s.statelessMeta()
+	out := make(protocol.Meta, len(base)+len(o.Meta))
+	for k, v := range base {
 		out[k] = v
 	}
 	if o.Capabilities != nil {

@@ -134,6 +134,9 @@ func standardTools(o Options) []protocol.Tool {
 		tools = append(tools, protocol.Tool{Name: "notify", Description: "Sends the notification method with params to every connection.",
 			InputSchema: schema(`"method":{"type":"string"},"params":{"type":"object"}`, "method")})
 	}
+	if o.LogLevelTool {
+		tools = append(tools, protocol.Tool{Name: "loglevel", Description: "Answers the logging levels the client asked for.", InputSchema: schema(``)})
+	}
 	if o.Redescribe {
 		tools = append(tools, protocol.Tool{Name: "redescribe", Description: "Changes the description of tool to text and sends tools/list_changed.",
 			InputSchema: schema(`"tool":{"type":"string"},"text":{"type":"string"}`, "tool", "text")})
@@ -167,6 +170,10 @@ func (s *server) capabilities() protocol.ServerCapabilities {
 	}
 	if s.o.Prompts > 0 {
 		c.Prompts = &protocol.ListChangedCapability{}
+	}
+	if s.o.LogLevelTool {
+		logging := json.RawMessage(`{}`)
+		c.Logging = &logging
 	}
 	if s.o.Conformance {
 		logging := json.RawMessage(`{}`)
@@ -307,6 +314,16 @@ func (s *server) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 		}
 		w.Reply(text("redescribed " + p.Arguments.Tool))
 		s.srv.ListChanged(protocol.NotificationToolsListChanged)
+	case p.Name == "loglevel" && s.o.LogLevelTool:
+		seen := struct {
+			SetLevel protocol.LoggingLevel `json:"setLevel"`
+			Meta     protocol.LoggingLevel `json:"meta"`
+		}{SetLevel: r.Session.LogLevel()}
+		if r.Meta != nil {
+			seen.Meta = r.Meta.LogLevel
+		}
+		b, _ := json.Marshal(seen)
+		w.Reply(text(string(b)))
 	case p.Name == "notify" && s.o.NotifyTool:
 		var params any
 		if len(p.Arguments.Params) > 0 {

@@ -33,6 +33,7 @@ type faultState struct {
 	cuts    int                        // answers lost so far (CutStreams)
 	perSess map[*mcpserver.Session]int // tools/call received, per session (ExpireSessionAfter)
 	forget  map[*mcpserver.Session]func()
+	listed  int // requests of FailListMethod received (FailLists)
 }
 
 // Garbage is what the Garbage fault writes before each message: a line
@@ -55,6 +56,9 @@ func (s *server) middleware() []mcpserver.Middleware {
 	}
 	if o.ExpireSessionAfter > 0 {
 		mws = append(mws, s.expireSessions)
+	}
+	if o.FailLists > 0 {
+		mws = append(mws, s.failLists)
 	}
 	if o.DropStream {
 		mws = append(mws, dropStream)
@@ -113,6 +117,30 @@ func (s *server) takeBurst() bool {
 		return true
 	}
 	return false
+}
+
+// failLists answers the first FailLists requests of FailListMethod
+// (default tools/list) with an internal error; the connection stays up.
+func (s *server) failLists(next mcpserver.Handler) mcpserver.Handler {
+	method := s.o.FailListMethod
+	if method == "" {
+		method = protocol.MethodToolsList
+	}
+	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
+		if r.Method != method {
+			next.ServeMCP(ctx, w, r)
+			return
+		}
+		s.faults.mu.Lock()
+		s.faults.listed++
+		n := s.faults.listed
+		s.faults.mu.Unlock()
+		if n > s.o.FailLists {
+			next.ServeMCP(ctx, w, r)
+			return
+		}
+		w.Error(protocol.NewError(protocol.CodeInternalError, "mockserver: %s fails (%d of %d, as configured)", method, n, s.o.FailLists))
+	})
 }
 
 // expireSessions forgets a session once it has answered

@@ -90,6 +90,18 @@ type Options struct {
 	// Conformance serves the fixtures of the conformance suite's server
 	// scenarios (see conformance.go) besides the standard catalogue.
 	Conformance bool
+	// FailLists answers the first FailLists requests of FailListMethod
+	// (default tools/list) with a JSON-RPC internal error, over every
+	// transport: a server whose listing fails while its connection is
+	// fine. The count is the server's, not a connection's.
+	FailLists      int
+	FailListMethod string
+	// LogLevelTool adds the tool "loglevel": it answers, as JSON text,
+	// {"setLevel": the level of the session's last logging/setLevel,
+	// "meta": the io.modelcontextprotocol/logLevel of the call's own
+	// _meta}, each "" when absent: what the client asked for, as the
+	// server received it.
+	LogLevelTool bool
 
 	// CacheTTL and CacheScope are the caching hints (SEP-2549) the server
 	// puts on its discover, list and resources/read results for clients
@@ -314,6 +326,9 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.BoolVar(&o.Silent, "silent", false, "answer nothing at all (a hung server)")
 	fs.IntVar(&o.MuteOnCall, "mute-on-call", 0, "on receiving tools/call number `N`, go silent: read everything, answer nothing (not even ping)")
 	fs.IntVar(&o.StallOnCall, "stall-on-call", 0, "on receiving tools/call number `N`, stop reading input for good (stdio: the pipe fills)")
+	fs.IntVar(&o.FailLists, "fail-lists", 0, "answer the first `N` requests of -fail-list-method with a JSON-RPC error")
+	fs.StringVar(&o.FailListMethod, "fail-list-method", "", "with -fail-lists: the `method` to fail (default tools/list)")
+	fs.BoolVar(&o.LogLevelTool, "loglevel-tool", false, "add the tool loglevel: answers the level of the last logging/setLevel and of the call's _meta logLevel")
 	fs.BoolVar(&o.Conformance, "conformance", false, "also serve the conformance suite's server fixtures (test_* tools, test:// resources, prompts)")
 	fs.DurationVar(&o.CacheTTL, "cache-ttl", 0, "ttlMs of the discover, list and resources/read results of 2026-07-28 (default 1m; negative: 0)")
 	fs.StringVar(&o.CacheScope, "cache-scope", "", "cacheScope of those results: public (default) or private")

@@ -267,6 +267,10 @@ func (a *app) applyConfig(ctx context.Context, sup *mcpvisor.Supervisor) (*mcpvi
 		ok = false
 		cfg = &mcpvisor.Config{Servers: map[string]mcpvisor.ServerConfig{}, Sources: map[string]string{}}
 	}
+	if err := sup.SetPermissions(cfg.Permissions); err != nil { // validated by the loader: cannot fail
+		a.log.Error().Err(err).Msg("permission rules")
+		return cfg, mcpvisor.SetResult{}, false
+	}
 	res, err := sup.SetServers(ctx, cfg.Servers)
 	if err != nil {
 		a.log.Error().Err(err).Msg("configuring the supervisor")
@@ -292,6 +296,10 @@ func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...fu
 		a.log.Info().Str("token_store", a.storeInfo.String()).Msg("OAuth token store")
 	}
 	opts := mcpvisor.Options{Logger: a.libLog, OAuth: oo}
+	// Landlock's private temporary directories go to the runtime
+	// directory when it is a private tmpfs (the library reads no
+	// environment variable; empty means /run/user/<uid>).
+	opts.Sandbox.RuntimeDir = os.Getenv("XDG_RUNTIME_DIR")
 	if store := a.trustStore(); store != nil {
 		opts.ToolPins.Store = store
 	}

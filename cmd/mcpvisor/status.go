@@ -35,8 +35,8 @@ func (a *app) statusCommand() *cobra.Command {
 		Use:   "status",
 		Short: "Show the servers of a running `mcpvisor supervise` (its GET /status)",
 		Long: `status asks a running 'mcpvisor supervise' for its servers (GET /status on its
-listener) and prints a table: status (connected, failed, needs-auth, pending
-or disabled), scope (the config layer), detailed state, tools offered, requests in flight, strikes,
+listener) and prints a table: status (connected, failed, needs-auth, pending,
+disabled, or excluded: kept from running by a managed policy, with the reason), scope (the config layer), detailed state, tools offered, requests in flight, strikes,
 reconnect attempt and next retry, latency p50/p99, and the last error with its
 class. --json prints the JSON document as served.
 
@@ -105,6 +105,9 @@ func (a *app) status(ctx context.Context, url, tokenFile string, asJSON bool) er
 				class = string(f)
 			}
 			lastErr = "[" + class + "] " + firstLine(s.LastError, 100)
+		} else if len(s.ListErrors) > 0 {
+			le := s.ListErrors[0]
+			lastErr = "[list " + le.List + "] " + firstLine(le.Error, 100)
 		}
 		state := string(s.State)
 		if s.Sandbox != "" {
@@ -124,7 +127,19 @@ func (a *app) status(ctx context.Context, url, tokenFile string, asJSON bool) er
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.Status, scope, state, tools, s.InFlight,
 			s.Strikes, s.Attempt, next, s.Latency.Calls, ms(s.LatencyP50Ms, s.Latency.Calls), ms(s.LatencyP99Ms, s.Latency.Calls), lastErr)
 	}
-	return tw.Flush()
+	for _, x := range rep.Excluded {
+		fmt.Fprintf(tw, "%s\texcluded\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t[policy] %s\n", x.Name, firstLine(x.Reason, 100))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, sk := range rep.Skipped {
+		fmt.Fprintf(a.stdout, "\nSkipped config file %s (%s layer): it does not load\n", sk.File, sk.Layer)
+		for _, e := range sk.Errors {
+			fmt.Fprintf(a.stdout, "  %s\n", e)
+		}
+	}
+	return nil
 }
 
 func ms(v float64, n uint64) string {

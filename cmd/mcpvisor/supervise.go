@@ -216,6 +216,9 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 			o.Builtins = append(o.Builtins, mcpvisor.ManagementTools(managed.Load)...)
 		})
 	}
+	// The permission rules of the config; the calls that need approval
+	// are put to the calling client (the Forwarder's ApproveCall).
+	configure = append(configure, func(o *mcpvisor.Options) { o.Permissions = cfg.Permissions })
 	tr, err := a.startTracing(ctx)
 	if err != nil {
 		if ln != nil {
@@ -253,6 +256,8 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		Dashboard: gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
 	})
 	fwd.Attach(gw)
+	gw.SetSkipped(cfg.Skipped)
+	gw.SetExcluded(cfg.Excluded)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	var served sync.WaitGroup
 	served.Add(1)
@@ -319,11 +324,11 @@ loop:
 			why = "context ended"
 			break loop
 		case <-hups:
-			a.reload(ctx, sup, "SIGHUP")
+			a.reload(ctx, sup, gw, "SIGHUP")
 		case <-watchC:
-			a.reload(ctx, sup, "config file changed")
+			a.reload(ctx, sup, gw, "config file changed")
 		case done := <-reloads:
-			done <- a.reload(ctx, sup, "dashboard")
+			done <- a.reload(ctx, sup, gw, "dashboard")
 		}
 	}
 	signal.Stop(sigs) // from now on a second signal ends the process at once
@@ -374,6 +379,10 @@ func (a *app) logApplied(cfg *mcpvisor.Config, res mcpvisor.SetResult, msg strin
 	for _, name := range slices.Sorted(maps.Keys(res.Errors)) {
 		a.log.Error().Str("server", name).Err(res.Errors[name]).Msg("server config rejected")
 	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Lowered)) {
+		a.log.Warn().Str("server", name).Str("layer", cfg.Layers[name]).Str("lowered", cfg.Lowered[name]).
+			Msg("an untrusted layer's entry asked for more trust than the user's config gives; lowered")
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Excluded)) {
 		a.log.Warn().Str("server", name).Str("reason", cfg.Excluded[name]).Msg("server excluded by policy; not started")
 	}
@@ -403,14 +412,21 @@ func reloadVia(reloads chan<- chan error) func(ctx context.Context) error {
 	}
 }
 
-// reload re-reads the configuration and applies the difference. A config
-// that fails to load changes nothing; its error is returned (and logged).
-func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, why string) error {
+// reload re-reads the configuration and applies the difference (and
+// hands the gateway the servers a policy now excludes and the layers it
+// skipped). A config that fails to load changes nothing; its error is
+// returned (and logged).
+func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.Gateway, why string) error {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		a.logConfigError(err)
 		a.log.Error().Str("trigger", why).Msg("config reload failed: keeping the running config")
 		return fmt.Errorf("config reload failed, the running config stays: %w", err)
+	}
+	gw.SetSkipped(cfg.Skipped)
+	if err := sup.SetPermissions(cfg.Permissions); err != nil {
+		a.log.Error().Err(err).Str("trigger", why).Msg("config reload: the permission rules")
+		return fmt.Errorf("config reload: the permission rules: %w", err)
 	}
 	res, err := sup.SetServers(ctx, cfg.Servers)
 	if err != nil {
@@ -418,6 +434,7 @@ func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, why string) 
 		return fmt.Errorf("config reload: applying failed: %w", err)
 	}
 	a.logApplied(cfg, res, "config reloaded ("+why+")")
+	gw.SetExcluded(cfg.Excluded)
 	// Tool definitions approved meanwhile join the pool.
 	if err := sup.RecheckToolPins(ctx); err != nil {
 		a.log.Warn().Err(err).Msg("rechecking the tool pins")

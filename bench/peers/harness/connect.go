@@ -281,9 +281,14 @@ type supervisorFleet struct {
 }
 
 // startSupervisorFleet starts the Supervisor (a host's one-time cost) with
-// the given connect limits (0: the default).
-func startSupervisorFleet(ctx context.Context, tc transports.Config, era string, local, remote int) (fleet, error) {
-	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{LocalConnectLimit: local, RemoteConnectLimit: remote})
+// the given connect limits (0: the default) and options changed by
+// configure.
+func startSupervisorFleet(ctx context.Context, tc transports.Config, era string, local, remote int, configure ...func(*mcpvisor.Options)) (fleet, error) {
+	opts := mcpvisor.Options{LocalConnectLimit: local, RemoteConnectLimit: remote}
+	for _, c := range configure {
+		c(&opts)
+	}
+	sup, err := mcpvisor.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

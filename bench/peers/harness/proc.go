@@ -23,6 +23,18 @@ func CPUTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// ChildrenCPUTime is the CPU (user+system) of this process's children
+// that have ended and been waited for, and of their own waited-for
+// descendants: for a Supervisor's stdio servers, the process helper's
+// once it has ended (it waits for the servers and whatever they start).
+func ChildrenCPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // ProcessCPUTime is the CPU (user+system) process pid has used so far,
 // from /proc/<pid>/stat (in clock ticks of 10 ms), or -1 when pid is 0 or
 // cannot be read.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -35,14 +36,26 @@ type SandboxResult struct {
 	// MedianReadyMs their median.
 	AllReadyMs    []float64 `json:"allReadyMs"`
 	MedianReadyMs float64   `json:"medianReadyMs"`
+	// CPUPerServerMs are the rounds' CPU per server, from the
+	// Supervisor's start to its close: this process's and the process
+	// helper's with everything below it (counted when the helper ends
+	// with the Supervisor). Steadier than the wall time on a busy
+	// machine. MedianCPUPerServerMs is their median.
+	CPUPerServerMs       []float64 `json:"cpuPerServerMs,omitempty"`
+	MedianCPUPerServerMs float64   `json:"medianCpuPerServerMs,omitempty"`
 	// Calls: sequential echo calls to one server of the variant, in
 	// rounds interleaved with the other variants'.
 	Calls CallStats `json:"calls"`
 	Error string    `json:"error,omitempty"`
 }
 
+// execStageSuffix marks a variant whose servers are started through the
+// exec stage (sandbox.Options.ExecStage: a start of the host
+// binary) rather than util-linux's prlimit, the default where installed.
+const execStageSuffix = "-exec-stage"
+
 // sandboxVariants are the variants this machine can run: unconfined, and
-// each mechanism that works here.
+// each mechanism that works here, by default and through the exec stage.
 func (r *runner) sandboxVariants() []string {
 	vs := []string{Unconfined}
 	if runtime.GOOS != "linux" {
@@ -55,6 +68,9 @@ func (r *runner) sandboxVariants() []string {
 	} else {
 		r.note("sandbox: bwrap is not installed: bubblewrap was not measured")
 	}
+	for _, v := range vs[1:] {
+		vs = append(vs, v+execStageSuffix)
+	}
 	return vs
 }
 
@@ -65,9 +81,17 @@ func (r *runner) sandboxConfig(variant string) transports.Config {
 		tc = transports.Config{Command: r.cfg.SandboxServer[0], Args: r.cfg.SandboxServer[1:]}
 	}
 	if variant != Unconfined {
-		tc.Sandbox = &transports.Sandbox{Enabled: true, Mechanism: transports.SandboxMechanism(variant)}
+		m := strings.TrimSuffix(variant, execStageSuffix)
+		tc.Sandbox = &transports.Sandbox{Enabled: true, Mechanism: transports.SandboxMechanism(m)}
 	}
 	return tc
+}
+
+// sandboxOptions sets the supervisor options of the variant.
+func sandboxOptions(variant string) func(*mcpvisor.Options) {
+	return func(o *mcpvisor.Options) {
+		o.Sandbox.ExecStage = strings.HasSuffix(variant, execStageSuffix)
+	}
 }
 
 func (r *runner) sandboxScenario(ctx context.Context) {
@@ -87,7 +111,8 @@ func (r *runner) sandboxScenario(ctx context.Context) {
 				continue
 			}
 			r.prog.Step("%s N=%d round %d", res.Variant, n, round+1)
-			f, err := startSupervisorFleet(ctx, r.sandboxConfig(res.Variant), r.sandboxEra(), r.cfg.Pool, 0)
+			cpu0 := CPUTime() + ChildrenCPUTime()
+			f, err := startSupervisorFleet(ctx, r.sandboxConfig(res.Variant), r.sandboxEra(), r.cfg.Pool, 0, sandboxOptions(res.Variant))
 			if err != nil {
 				res.Error = r.fail("sandbox %s: %v", res.Variant, err)
 				continue
@@ -105,10 +130,12 @@ func (r *runner) sandboxScenario(ctx context.Context) {
 				continue
 			}
 			res.AllReadyMs = append(res.AllReadyMs, ms(ready))
+			res.CPUPerServerMs = append(res.CPUPerServerMs, ms(CPUTime()+ChildrenCPUTime()-cpu0)/float64(n))
 		}
 	}
 	for i := range results {
 		results[i].MedianReadyMs = median(results[i].AllReadyMs)
+		results[i].MedianCPUPerServerMs = median(results[i].CPUPerServerMs)
 	}
 
 	// Calls: one server per variant, interleaved rounds.
@@ -127,7 +154,9 @@ func (r *runner) sandboxScenario(ctx context.Context) {
 			continue
 		}
 		r.prog.Step("%s: sequential calls", res.Variant)
-		s, err := startMcpvisor(ctx, r.sandboxConfig(res.Variant), r.sandboxEra())
+		var opts mcpvisor.Options
+		sandboxOptions(res.Variant)(&opts)
+		s, err := startMcpvisorWith(ctx, r.sandboxConfig(res.Variant), r.sandboxEra(), opts)
 		if err != nil {
 			res.Error = r.fail("sandbox %s: calls: %v", res.Variant, err)
 			continue
@@ -225,6 +254,10 @@ func sandboxTargets(res *Results) []Target {
 			r := s.MedianReadyMs / base.MedianReadyMs
 			t.Cell = fmt.Sprintf("%s, N=%d, pool %d", v, s.N, s.Pool)
 			t.Got = fmt.Sprintf("%.2f× (median of %d rounds: %s %.0f ms, unconfined %.0f ms)", r, len(s.AllReadyMs), v, s.MedianReadyMs, base.MedianReadyMs)
+			if base.MedianCPUPerServerMs > 0 && s.MedianCPUPerServerMs > 0 {
+				t.Got += fmt.Sprintf("; CPU per server %.2f× (%.2f ms, unconfined %.2f ms)", s.MedianCPUPerServerMs/base.MedianCPUPerServerMs,
+					s.MedianCPUPerServerMs, base.MedianCPUPerServerMs)
+			}
 			ok := r <= targetSandboxReady
 			t.Met = &ok
 			if base.Calls.Calls > 0 && s.Calls.Calls > 0 {
@@ -247,25 +280,32 @@ func writeSandbox(b *strings.Builder, res *Results) {
 	}
 	w("Server: %s. ", server)
 	w("N servers of one Supervisor to all-ready, `\"sandbox\": {\"mechanism\": …}` (every default: no network, 2 GiB data limit) against none, ")
-	w("in rounds that alternate the variants; then sequential `echo` calls to one server of each variant, in interleaved rounds.\n\n")
-	w("| variant | N | pool | all ready ms (rounds) | median ms | ÷ unconfined | calls/s | p50 µs | client CPU/call µs | server CPU/call µs |\n")
-	w("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	w("in rounds that alternate the variants; then sequential `echo` calls to one server of each variant, in interleaved rounds. ")
+	w("A variant ending in `%s` starts its servers through the exec stage (a start of the host binary; `SandboxOptions.ExecStage`), ", execStageSuffix)
+	w("the others through util-linux's prlimit where it is installed.\n\n")
+	w("CPU/server is the CPU of this process and of the process helper with everything below it (servers, exec stages, prlimit, bubblewrap), ")
+	w("from the Supervisor's start to its close, per server (median of the rounds): steadier than the wall time on a busy machine.\n\n")
+	w("| variant | N | pool | all ready ms (rounds) | median ms | ÷ unconfined | CPU/server ms | ÷ unconfined | calls/s | p50 µs | client CPU/call µs | server CPU/call µs |\n")
+	w("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	base := findSandbox(res, Unconfined)
 	for _, s := range res.Sandbox {
 		if s.Error != "" {
-			w("| %s | %d | %d | error: %s | | | | | | |\n", s.Variant, s.N, s.Pool, oneLine(s.Error))
+			w("| %s | %d | %d | error: %s | | | | | | | | |\n", s.Variant, s.N, s.Pool, oneLine(s.Error))
 			continue
 		}
 		rounds := make([]string, len(s.AllReadyMs))
 		for i, x := range s.AllReadyMs {
 			rounds[i] = fmt.Sprintf("%.0f", x)
 		}
-		vs := "–"
+		vs, cpuVs := "–", "–"
 		if base != nil && s.Variant != Unconfined && base.MedianReadyMs > 0 {
 			vs = ratio(s.MedianReadyMs, base.MedianReadyMs)
 		}
-		w("| %s | %d | %d | %s | %.0f | %s | %s | %s | %s | %s |\n", s.Variant, s.N, s.Pool, strings.Join(rounds, ", "), s.MedianReadyMs, vs,
-			thousands(s.Calls.CallsPerSec), f1(s.Calls.P50Us), f1(s.Calls.CPUPerCallUs), f1(s.Calls.ServerCPUPerCallUs))
+		if base != nil && s.Variant != Unconfined && base.MedianCPUPerServerMs > 0 {
+			cpuVs = ratio(s.MedianCPUPerServerMs, base.MedianCPUPerServerMs)
+		}
+		w("| %s | %d | %d | %s | %.0f | %s | %.2f | %s | %s | %s | %s | %s |\n", s.Variant, s.N, s.Pool, strings.Join(rounds, ", "), s.MedianReadyMs, vs,
+			s.MedianCPUPerServerMs, cpuVs, thousands(s.Calls.CallsPerSec), f1(s.Calls.P50Us), f1(s.Calls.CPUPerCallUs), f1(s.Calls.ServerCPUPerCallUs))
 	}
 	w("\n")
 }

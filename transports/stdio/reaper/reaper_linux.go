@@ -65,7 +65,8 @@ type child struct {
 	failedStart bool // the exec stage failed; the host was told
 	exited      bool
 	status      syscall.WaitStatus
-	cgroup      string // its cgroup's directory, or ""
+	cgroup      string        // its cgroup's directory, or ""
+	gone        chan struct{} // closed when it has exited, for the thread that started it; nil unless spawnConfined
 
 	notedMu sync.Mutex
 	noted   map[int]uint64 // guarded by notedMu: descendants seen while it ran, pid → start time
@@ -115,7 +116,9 @@ func runReaper() int {
 // for as long as the reaper serves: a child's parent-death signal fires
 // when the *thread* that forked it ends (golang/go#27505), and a thread of
 // the pool can end (a goroutine elsewhere in the host binary that exits
-// while locked to it). This one ends only with the reaper.
+// while locked to it). This one ends only with the reaper. (A server
+// confined by Landlock without the exec stage is forked from a thread of
+// its own, which lives as long as the server: see spawnConfined.)
 func (r *reaper) read(eof chan<- struct{}) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -149,9 +152,10 @@ func (r *reaper) read(eof chan<- struct{}) {
 // read loop learns by itself.
 func (r *reaper) reply(m *message) { _ = r.ctl.send(m) }
 
-// spawn starts a server: directly, or through the exec stage when it is
-// to be confined (then the rest of the start, waiting for the stage, goes
-// on in a goroutine).
+// spawn starts a server: directly (unconfined, or bubblewrap with prlimit
+// inside), from a confined thread of its own (a direct Landlock plan:
+// spawnConfined, in a goroutine), or through the exec stage (then the
+// rest of the start, waiting for the stage, goes on in a goroutine).
 //
 // The reaper's copies of the server's stdin, stdout and stderr are closed
 // as soon as the fork is done, before the start is reported: a copy still
@@ -159,27 +163,34 @@ func (r *reaper) reply(m *message) { _ = r.ctl.send(m) }
 // the server closed them (a write to a server that closed its stdin would
 // succeed into the pipe's buffer instead of failing with EPIPE).
 func (r *reaper) spawn(m *message, files []*os.File) {
-	fail := func(err error, kind string) {
-		out := &message{Op: opFailed, ID: m.ID, Err: err.Error(), Kind: kind}
-		var errno syscall.Errno
-		if errors.As(err, &errno) {
-			out.Errno = int(errno)
-		}
-		r.reply(out)
-	}
 	if len(files) != 3 {
 		closeFiles(files)
-		fail(fmt.Errorf("a spawn request needs 3 descriptors, got %d", len(files)), "")
+		r.fail(m, fmt.Errorf("a spawn request needs 3 descriptors, got %d", len(files)), "")
 		return
 	}
 	fds := []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()}
 	path, argv := m.Path, m.Argv
-	var status, statusW *os.File
+	var plan confine.Plan
 	if m.Confine != nil {
+		if err := json.Unmarshal(m.Confine, &plan); err != nil {
+			closeFiles(files)
+			r.fail(m, fmt.Errorf("the sandbox plan: %w", err), confine.KindSandbox)
+			return
+		}
+	}
+	var status, statusW *os.File
+	switch {
+	case plan.Direct && plan.Landlock != nil:
+		go r.spawnConfined(m, files, &plan) // it closes files
+		return
+	case plan.Direct:
+		// bubblewrap, with prlimit inside: started like any server.
+		path, argv = plan.Path, plan.Argv
+	case m.Confine != nil:
 		sr, sw, err := os.Pipe()
 		if err != nil {
 			closeFiles(files)
-			fail(err, "")
+			r.fail(m, err, "")
 			return
 		}
 		defer sw.Close()
@@ -196,7 +207,7 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 		if status != nil {
 			status.Close()
 		}
-		fail(err, "")
+		r.fail(m, err, "")
 		return
 	}
 	c := &child{pid: pid, cgroup: cg}
@@ -213,6 +224,56 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 	// read never ends.
 	statusW.Close()
 	go r.awaitStage(m, c, status)
+}
+
+// fail tells the host that the start m asked for failed.
+func (r *reaper) fail(m *message, err error, kind string) {
+	out := &message{Op: opFailed, ID: m.ID, Err: err.Error(), Kind: kind}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		out.Errno = int(errno)
+	}
+	r.reply(out)
+}
+
+// spawnConfined starts the server of a direct Landlock plan (prlimit,
+// which sets the limits and executes the server) from a thread of its
+// own, confined by the plan's ruleset first: the server inherits the
+// thread's Landlock domain and no_new_privs, so it never runs
+// unconfined, and no exec stage (a start of the host binary) is needed.
+// The thread lives until the server has exited: the server's
+// parent-death signal fires when the thread that forked it ends
+// (golang/go#27505). It owns files.
+func (r *reaper) spawnConfined(m *message, files []*os.File, plan *confine.Plan) {
+	runtime.LockOSThread() // never unlocked: the confined thread ends with this goroutine
+	fds := []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()}
+	// The cgroup is made before the thread is confined (its directory
+	// is not one the server may write).
+	r.mu.Lock()
+	cg, cgfd := r.newCgroup()
+	r.mu.Unlock()
+	if err := confine.Restrict(plan.Landlock); err != nil {
+		closeFiles(files)
+		if cg != "" {
+			unix.Close(cgfd)
+			go removeCgroup(cg, 0) // on another thread: this one may not
+		}
+		r.fail(m, err, confine.KindSandbox)
+		return
+	}
+	r.mu.Lock()
+	pid, cg, err := r.forkInto(plan.Path, plan.Argv, m, fds, cg, cgfd)
+	closeFiles(files)
+	if err != nil {
+		r.mu.Unlock()
+		r.fail(m, err, "")
+		return
+	}
+	c := &child{pid: pid, cgroup: cg, started: true, gone: make(chan struct{})}
+	r.servers[pid] = c
+	r.reply(&message{Op: opStarted, ID: m.ID, Pid: pid, Cgroup: cg != ""})
+	r.mu.Unlock()
+	<-c.gone
 }
 
 // awaitStage finishes a confined start: the exec stage closes its end of
@@ -275,33 +336,50 @@ func readAll(f *os.File) ([]byte, error) {
 // r.mu (so that the reap loop cannot reap the process before it is
 // registered).
 func (r *reaper) forkExec(path string, argv []string, m *message, fds []uintptr) (pid int, cgroup string, err error) {
+	cg, fd := r.newCgroup()
+	return r.forkInto(path, argv, m, fds, cg, fd)
+}
+
+// newCgroup makes a new server's cgroup and opens it (fd): "" when there
+// are no cgroups, or it could not be made (then cgroups are given up).
+// The caller holds r.mu.
+func (r *reaper) newCgroup() (cgroup string, fd int) {
+	if r.cgroups == nil {
+		return "", -1
+	}
+	cg, fd, err := r.cgroups.create()
+	if err != nil {
+		r.cgroups = nil // cannot be made here (no permission): give them up
+		return "", -1
+	}
+	return cg, fd
+}
+
+// forkInto starts path as forkExec does, born in the cgroup cg (opened
+// as fd, which it closes) unless cg is "". The caller holds r.mu.
+func (r *reaper) forkInto(path string, argv []string, m *message, fds []uintptr, cg string, fd int) (pid int, cgroup string, err error) {
 	attr := &syscall.ProcAttr{
 		Dir:   m.Dir,
 		Env:   m.Env,
 		Files: fds,
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
-	if r.cgroups != nil {
-		cg, fd, cgErr := r.cgroups.create()
-		if cgErr == nil {
-			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, fd
-			pid, err = syscall.ForkExec(path, argv, attr)
-			unix.Close(fd)
-			if err == nil {
-				return pid, cg, nil
-			}
-			removeCgroup(cg, 0)
-			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
-		}
-		// The cgroup could not be made or entered (no clone3, no
-		// permission): try without, and give up cgroups if that works.
+	if cg != "" {
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, fd
 		pid, err = syscall.ForkExec(path, argv, attr)
+		unix.Close(fd)
 		if err == nil {
-			r.cgroups = nil
+			return pid, cg, nil
 		}
-		return pid, "", err
+		go removeCgroup(cg, 0) // not on this thread, which may be confined
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
 	}
 	pid, err = syscall.ForkExec(path, argv, attr)
+	if err == nil && cg != "" {
+		// The cgroup could not be entered (no clone3, no permission)
+		// but the start works without: give up cgroups.
+		r.cgroups = nil
+	}
 	return pid, "", err
 }
 
@@ -324,6 +402,9 @@ func (r *reaper) reap() {
 			continue
 		}
 		c.exited, c.status = true, ws
+		if c.gone != nil {
+			close(c.gone)
+		}
 		switch {
 		case c.failedStart:
 			r.forget(c)

@@ -68,6 +68,79 @@ func TestSpawnErrorsAreTyped(t *testing.T) {
 	_, err = Spawn(context.Background(), req)
 	require.ErrorIs(t, err, sandbox.ErrUnavailable)
 	assert.Contains(t, err.Error(), "landlock_create_ruleset")
+
+	// The same without the exec stage: the reaper's thread refuses it.
+	req = devNull(t)
+	req.Confine = &sandbox.Plan{Mechanism: transports.SandboxLandlock, Path: "/bin/true", Argv: []string{"true"},
+		Landlock: &sandbox.Ruleset{HandledFS: 1 << 62}, Direct: true}
+	_, err = Spawn(context.Background(), req)
+	require.ErrorIs(t, err, sandbox.ErrUnavailable)
+	assert.Contains(t, err.Error(), "landlock_create_ruleset")
+}
+
+// A server confined by Landlock without the exec stage is started from a
+// thread of the reaper's own that its domain confines; the thread ends
+// once the server has exited (none is left behind per server), and the
+// reaper itself stays unconfined: it still starts servers that read what
+// the confined ones may not.
+func TestDirectLandlockThreadsEnd(t *testing.T) {
+	release := Hold()
+	defer release()
+	plan, err := sandbox.Prepare(&transports.Sandbox{Enabled: true, Mechanism: transports.SandboxLandlock},
+		sandbox.Command{Path: "/bin/true", Argv: []string{"true"}, Dir: "/"}, sandbox.Options{})
+	if err != nil {
+		t.Skip(err)
+	}
+	defer plan.Cleanup()
+	if !plan.Direct {
+		t.Skip("util-linux's prlimit is not installed: the exec stage confines")
+	}
+	start := func(req Request) *Process {
+		t.Helper()
+		p, err := Spawn(context.Background(), req)
+		require.NoError(t, err)
+		testwait.Done(t, p.Done(), "the server to exit")
+		_, err = p.Release(context.Background(), 100*time.Millisecond)
+		require.NoError(t, err)
+		return p
+	}
+	req := devNull(t)
+	req.Path, req.Argv = "/bin/true", []string{"true"}
+	start(req) // the reaper runs
+	global.mu.Lock()
+	reaperPid := global.h.pid
+	global.mu.Unlock()
+	before := threadsOf(t, reaperPid)
+	for range 20 {
+		req := devNull(t)
+		req.Path, req.Argv, req.Confine = plan.Path, plan.Argv, plan
+		start(req)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for threadsOf(t, reaperPid) > before+2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the reaper has %d threads after 20 confined servers came and went, %d before: the confining threads must end",
+				threadsOf(t, reaperPid), before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// Unconfined, a server still reads the home directory's files.
+	home, err := os.UserHomeDir()
+	require.NoError(t, err)
+	marker := filepath.Join(t.TempDir(), "read")
+	req = devNull(t)
+	req.Path, req.Argv = "/bin/sh", []string{"sh", "-c", "ls " + home + " >/dev/null && touch " + marker}
+	start(req)
+	assert.FileExists(t, marker, "the reaper must not be confined by a server's domain")
+}
+
+// threadsOf counts the threads of process pid.
+func threadsOf(t *testing.T, pid int) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	require.NoError(t, err)
+	return len(entries)
 }
 
 // A server's exit is reported with its status, after its start.

@@ -86,11 +86,26 @@ func bwrapBase(network bool) []string {
 func bwrapArgs(bwrap string, v view, network bool, cmd Command) []string {
 	args := append([]string{bwrap}, bwrapBase(network)...)
 	args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+	emptied := []string{"/tmp"}
 	if v.home != "" && v.home != "/" && !inside("/tmp", v.home) {
 		args = append(args, "--tmpfs", v.home)
+		emptied = append(emptied, v.home)
 	}
 	if run := "/run/user/" + strconv.Itoa(os.Getuid()); isExisting(run) {
 		args = append(args, "--tmpfs", run)
+		emptied = append(emptied, run)
+	}
+	// The symbolic links on the way to the paths bound below are gone
+	// where the sandbox has an empty directory instead (bwrap would fail
+	// to make the paths through them, "Can't mkdir parents"): the paths
+	// are bound where the links lead, and the links made again.
+	for _, l := range v.links {
+		for _, e := range emptied {
+			if within(l.path, e) {
+				args = append(args, "--symlink", l.target, l.path)
+				break
+			}
+		}
 	}
 	for _, p := range v.read {
 		args = append(args, "--ro-bind-try", p, p)

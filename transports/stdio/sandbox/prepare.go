@@ -132,7 +132,12 @@ func isExisting(path string) bool {
 // user's in the password database.
 func homeDir(given string) (string, error) {
 	if given != "" {
-		return filepath.Abs(given)
+		abs, err := filepath.Abs(given)
+		if err != nil {
+			return "", err
+		}
+		real, _ := resolve(abs)
+		return real, nil
 	}
 	u, err := user.LookupId(strconv.Itoa(os.Getuid()))
 	if err != nil {
@@ -141,36 +146,43 @@ func homeDir(given string) (string, error) {
 	if u.HomeDir == "" {
 		return "", errors.New("the password database gives no home directory")
 	}
-	return filepath.Clean(u.HomeDir), nil
+	real, _ := resolve(filepath.Clean(u.HomeDir))
+	return real, nil
 }
 
 // view is what a confined server may see inside the hidden places.
 type view struct {
 	home  string
-	read  []string // readable (and executable) paths, absolute and clean
-	write []string // writable paths
+	read  []string // readable (and executable) paths, absolute, clean, symbolic links resolved
+	write []string // writable paths, the same
+	links []link   // the symbolic links met on the way to them, outermost first
 	notes []string // what was left out, and why
 }
 
 // visibility lists what the server may read and write: the listed paths,
 // its working directory, its command's directory (and, for a "bin"
 // directory, the installation it belongs to), and the launcher caches
-// that exist. A working or command directory that is the home directory
-// itself, or holds it, is left out: it would expose everything.
+// that exist. Each path is resolved through its symbolic links, so that
+// a rule covers the directory a link leads to (the links themselves are
+// kept in links, for a mechanism that must recreate them). A path that
+// resolves to the home directory itself, or to one that holds it, is
+// left out: it would expose everything.
 func visibility(cfg *transports.Sandbox, cmd Command, home string) view {
 	v := view{home: home}
 	add := func(list *[]string, p, why string) {
 		p = filepath.Clean(p)
-		if p == "/" || p == home || within(home, p) {
+		real, links := resolve(p)
+		if real == "/" || real == home || within(home, real) {
 			v.notes = append(v.notes, fmt.Sprintf("%s %s not made visible: it holds the home directory", why, p))
 			return
 		}
+		v.addLinks(links)
 		for _, q := range *list {
-			if q == p {
+			if q == real {
 				return
 			}
 		}
-		*list = append(*list, p)
+		*list = append(*list, real)
 	}
 	for _, p := range cfg.Read {
 		add(&v.read, p, "read path")
@@ -193,6 +205,18 @@ func visibility(cfg *transports.Sandbox, cmd Command, home string) view {
 		add(&v.write, p, "write path")
 	}
 	return v
+}
+
+func (v *view) addLinks(links []link) {
+next:
+	for _, l := range links {
+		for _, k := range v.links {
+			if k.path == l.path {
+				continue next
+			}
+		}
+		v.links = append(v.links, l)
+	}
 }
 
 // commandDirs are the directories of the server's executable, absolute:

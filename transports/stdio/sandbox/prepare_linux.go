@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -38,7 +40,7 @@ func build(plan *Plan, v view, cfg *transports.Sandbox, cmd Command, opts *Optio
 	}
 	switch plan.Mechanism {
 	case transports.SandboxLandlock:
-		dir, err := privateTempDir(v.home)
+		dir, err := privateTempDir(v.home, opts.RuntimeDir)
 		if err != nil {
 			return err
 		}
@@ -55,6 +57,9 @@ func build(plan *Plan, v view, cfg *transports.Sandbox, cmd Command, opts *Optio
 		plan.Argv = bwrapArgs(bwrap, v, cfg.Network, cmd)
 		plan.Env = append(tempEnv("/tmp"), cacheEnv(v, cmd, "/tmp")...) // the sandbox's own /tmp
 	}
+	if prlimit := findPrlimit(); prlimit != "" && !opts.ExecStage {
+		direct(plan, prlimit)
+	}
 	return nil
 }
 
@@ -65,26 +70,32 @@ func tempEnv(dir string) []string {
 
 // privateTempDir makes a server's private temporary directory in a
 // directory of this user's alone that confined servers cannot read (each
-// sees only its own): <home>/.cache/mcpvisor/sandbox-tmp when the home
-// directory (hidden anyway) is writable, else
-// /tmp/mcpvisor-sandbox-<uid> (which the Landlock rules must then carve
-// out of /tmp: one rule per other entry of /tmp).
-func privateTempDir(home string) (string, error) {
-	root := filepath.Join(home, ".cache", "mcpvisor", "sandbox-tmp")
-	if home == "" || home == "/" || os.MkdirAll(root, 0o700) != nil {
-		root = filepath.Join("/tmp", "mcpvisor-sandbox-"+strconv.Itoa(os.Getuid()))
+// sees only its own), the first of: <runtime>/mcpvisor-sandbox when the
+// user's runtime directory is a private tmpfs (fast: no disk);
+// <home>/.cache/mcpvisor/sandbox-tmp when the home directory (hidden
+// anyway) is writable; /tmp/mcpvisor-sandbox-<uid>. Outside the home
+// directory, the Landlock rules carve the directory out of its parent:
+// one rule per other entry of the parent.
+func privateTempDir(home, runtime string) (string, error) {
+	uid := os.Getuid()
+	var root string
+	if runtime == "" {
+		runtime = "/run/user/" + strconv.Itoa(uid)
+	}
+	if privateTmpfs(runtime, uid) {
+		root = filepath.Join(runtime, "mcpvisor-sandbox")
+	} else {
+		root = filepath.Join(home, ".cache", "mcpvisor", "sandbox-tmp")
+		if home == "" || home == "/" || os.MkdirAll(root, 0o700) != nil {
+			root = filepath.Join("/tmp", "mcpvisor-sandbox-"+strconv.Itoa(uid))
+		}
 	}
 	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("sandbox: creating %s: %w", root, err)
 	}
 	// Someone else's directory, or a link, in a world-writable /tmp must
 	// not become a server's TMPDIR.
-	fi, err := os.Lstat(root)
-	if err != nil {
-		return "", fmt.Errorf("sandbox: %w", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
+	if !ownPrivateDir(root, uid) {
 		return "", fmt.Errorf("sandbox: %s is not a private directory of this user", root)
 	}
 	dir, err := os.MkdirTemp(root, "s-")
@@ -92,4 +103,26 @@ func privateTempDir(home string) (string, error) {
 		return "", fmt.Errorf("sandbox: %w", err)
 	}
 	return dir, nil
+}
+
+// ownPrivateDir reports whether path is a directory (not a link) of the
+// user uid that no one else may enter (mode 0700 or stricter).
+func ownPrivateDir(path string, uid int) bool {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return fi.IsDir() && ok && int(st.Uid) == uid && fi.Mode().Perm()&0o077 == 0
+}
+
+// privateTmpfs reports whether dir is a tmpfs directory of the user uid
+// alone: a runtime directory as systemd-logind makes it. One in /dev/shm
+// is not (every Landlock-confined server may write /dev/shm).
+func privateTmpfs(dir string, uid int) bool {
+	if !filepath.IsAbs(dir) || inside(filepath.Clean(dir), "/dev") || !ownPrivateDir(dir, uid) {
+		return false
+	}
+	var fs unix.Statfs_t
+	return unix.Statfs(dir, &fs) == nil && fs.Type == unix.TMPFS_MAGIC
 }

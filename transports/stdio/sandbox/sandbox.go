@@ -65,6 +65,24 @@ type Options struct {
 	// Bwrap is the bubblewrap binary. Empty means "bwrap" looked up in
 	// PATH.
 	Bwrap string
+
+	// RuntimeDir is the user's runtime directory ($XDG_RUNTIME_DIR, which
+	// a program may pass; the library reads no environment variable).
+	// Empty means /run/user/<uid>. When it is a tmpfs of this user's
+	// alone (mode 0700), Landlock's private temporary directories are
+	// made there: a directory on a tmpfs is made and removed in
+	// microseconds, where one in the home directory's ~/.cache can take
+	// milliseconds on a busy disk.
+	RuntimeDir string
+
+	// ExecStage starts every confined server through the exec stage (a
+	// start of the host binary that confines itself, then executes the
+	// server). By default (Linux), where util-linux's prlimit is
+	// installed (/usr/bin/prlimit or /bin/prlimit), the process helper
+	// starts prlimit instead, which sets the limits and executes the
+	// server (inside bubblewrap; with Landlock, from a helper thread
+	// already confined): the same confinement, 2-3 ms less per start.
+	ExecStage bool
 }
 
 func (o *Options) disabled(m transports.SandboxMechanism) bool {
@@ -102,6 +120,11 @@ type Plan struct {
 
 	// Landlock is the ruleset of the landlock mechanism.
 	Landlock *Ruleset `json:"landlock,omitempty"`
+
+	// Direct: the process helper starts Path itself, without the exec
+	// stage; Path is util-linux's prlimit, which sets Limits (see
+	// confine.Plan.Direct).
+	Direct bool `json:"direct,omitempty"`
 
 	// tempDir is the host-side private temporary directory, removed by
 	// Cleanup.

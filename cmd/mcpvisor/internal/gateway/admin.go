@@ -18,9 +18,17 @@ type StatusReport struct {
 	InFlight int64          `json:"inFlight"`
 	Tools    int            `json:"tools"`
 	Servers  []ServerReport `json:"servers"`
+	// Excluded are the configured servers that a managed policy keeps
+	// from running (for example one with "sandbox": false under
+	// "requireSandbox"), by name, with the reason; absent when none.
+	Excluded []ExcludedReport `json:"excluded,omitempty"`
 	// Channels is the channel message queue of wait_for_channel_message
 	// (absent without one).
 	Channels *ChannelReport `json:"channels,omitempty"`
+	// Skipped are the config layer files the latest load of the
+	// configuration left out because they do not load (SetSkipped);
+	// absent when none was.
+	Skipped []SkippedReport `json:"skipped,omitempty"`
 }
 
 // ServerReport is one server in a StatusReport: the supervisor's status
@@ -35,8 +43,11 @@ type ServerReport struct {
 func (g *Gateway) Status() StatusReport {
 	st := g.b.Status()
 	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.inflight.Load(), Servers: make([]ServerReport, 0, len(st)),
-		Channels: g.channelReport()}
+		Channels: g.channelReport(), Skipped: g.skippedReports()}
 	rep.Sessions = g.srv.Stats().Sessions
+	g.mu.Lock()
+	rep.Excluded = g.excluded // replaced whole by SetExcluded, never changed in place
+	g.mu.Unlock()
 	for _, t := range g.b.Tools() {
 		if g.offered(t.Name) {
 			rep.Tools++

@@ -115,7 +115,7 @@ func (f *dashFeed) run(ctx context.Context, events <-chan mcpvisor.Event) {
 			switch ev.Header().Type {
 			case mcpvisor.EventServerState, mcpvisor.EventServerToggled, mcpvisor.EventToolsChanged,
 				mcpvisor.EventPromptsChanged, mcpvisor.EventResourcesChanged, mcpvisor.EventToolDefinitionChanged,
-				mcpvisor.EventAuthRequired, mcpvisor.EventGap:
+				mcpvisor.EventAuthRequired, mcpvisor.EventListFailed, mcpvisor.EventGap:
 				poked = true
 			}
 			if poked && gap == nil {

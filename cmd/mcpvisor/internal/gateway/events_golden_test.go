@@ -311,6 +311,11 @@ func TestEventsGolden(t *testing.T) {
 	record("auth", awaitEvent(t, events, "server_state", both(field("server", "locked"), field("state", "needs-auth"))))
 	record("auth", awaitEvent(t, events, "auth_required", field("server", "locked")))
 
+	// A server connected, whose tools/list is refused once.
+	servers["r"] = mcpvisor.ServerConfig{Config: mockserver.Command("-name", "r", "-fail-lists", "1", "-versions", "2025-11-25")}
+	set(servers)
+	record("list", awaitEvent(t, events, "list_failed", field("server", "r")))
+
 	// Removing a server stops it.
 	delete(servers, "x_y")
 	set(servers)
@@ -340,7 +345,7 @@ func TestEventsGolden(t *testing.T) {
 		all = append(all, k)
 	}
 	slices.Sort(all)
-	require.Equal(t, []string{"auth_required", "channel_message", "collision", "gap", "log_message", "permission_answered",
+	require.Equal(t, []string{"auth_required", "channel_message", "collision", "gap", "list_failed", "log_message", "permission_answered",
 		"permission_request", "poll_changed", "progress", "prompts_changed", "resource_updated", "resources_changed",
 		"server_state", "server_toggled", "task_status", "tool_definition_changed", "tools_changed"}, all, "every kind of event is pinned")
 }

@@ -193,6 +193,9 @@ type Gateway struct {
 	// waits holds the wait_for_channel_message calls, one per session;
 	// guarded by mu.
 	waits map[*mcpserver.Session]context.CancelCauseFunc
+	// excluded are the servers a managed policy keeps from running, by
+	// name (SetExcluded); guarded by mu.
+	excluded []ExcludedReport
 
 	closed    chan struct{} // closed by Close: the admin and dashboard streams end
 	closeOnce sync.Once
@@ -205,6 +208,7 @@ type Gateway struct {
 	events     <-chan mcpvisor.Event
 	stopEvents context.CancelFunc
 
+	skipped  skippedLayers // the config layers the latest load skipped (SetSkipped)
 	inflight atomic.Int64  // downstream requests being served
 	idle     chan struct{} // signalled when inflight drops to zero
 	draining atomic.Bool   // set by Drain: new requests are refused
@@ -443,6 +447,10 @@ const (
 	CodeConnectionLost = -32051
 	// CodeShuttingDown: the gateway is draining and takes no new requests.
 	CodeShuttingDown = -32052
+	// CodeCallRefused: the permission rules refused the call (a deny
+	// rule, or the user declined it), or it needed approval and the
+	// client could not be asked (it declared no elicitation).
+	CodeCallRefused = -32053
 )
 
 // errorData is the data of the gateway's own errors.
@@ -470,6 +478,9 @@ func rpcError(err error) *protocol.Error {
 	case errors.Is(err, mcpvisor.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		e = protocol.NewError(CodeRequestTimeout, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Failure: kind, Retryable: true})
+	case errors.Is(err, mcpvisor.ErrCallDenied), errors.Is(err, mcpvisor.ErrApprovalUnavailable):
+		e = protocol.NewError(CodeCallRefused, "%v", err)
+		e.Data, _ = json.Marshal(errorData{Failure: kind})
 	case errors.As(err, &nr):
 		e = protocol.NewError(CodeServerNotReady, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: retryableState(nr.State)})

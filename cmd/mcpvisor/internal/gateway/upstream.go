@@ -167,7 +167,8 @@ type Forwarder struct {
 }
 
 // Configure declares the sampling, elicitation (form and URL) and roots
-// capabilities to every server and routes their requests to f. The
+// capabilities to every server, routes their requests to f, and has the
+// calls that need approval put to the calling client (ApproveCall). The
 // gateway learns the roots from a downstream client when a server asks;
 // it does not pass on downstream roots/list_changed (the servers ask again
 // when they need to).
@@ -179,6 +180,7 @@ func (f *Forwarder) Configure(o *mcpvisor.Options) {
 	o.Capabilities.Roots = &protocol.RootsCapability{}
 	o.Requests = f.Handle
 	o.Inputs = f.Inputs
+	o.ApproveCall = f.ApproveCall
 }
 
 // Attach makes g the gateway whose clients answer.

@@ -30,6 +30,16 @@ type Plan struct {
 	Argv      []string `json:"argv"`
 	Limits    Limits   `json:"limits"`
 	Landlock  *Ruleset `json:"landlock,omitempty"`
+
+	// Direct asks the process helper to start Path itself, without the
+	// exec stage: Path is util-linux's prlimit, which sets the limits on
+	// itself and executes the rest of Argv (the server, or bubblewrap
+	// around a prlimit and the server). A Landlock ruleset is then
+	// applied by the helper to a thread of its own that starts Path and
+	// lives as long as the server (the server inherits the thread's
+	// domain and no_new_privs, and its parent-death signal would fire
+	// when that thread ended).
+	Direct bool `json:"direct,omitempty"`
 }
 
 // Limits are resource limits; zero means none (see sandbox.Limits).

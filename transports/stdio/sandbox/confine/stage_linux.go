@@ -72,12 +72,7 @@ func enter(p *Plan, env []string) error {
 		if p.Landlock == nil {
 			return sandboxErr("the plan has no Landlock ruleset")
 		}
-		// No setuid binary may lift the restriction (Landlock demands it
-		// of an unprivileged caller).
-		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			return sandboxErr("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
-		}
-		if err := applyLandlock(p.Landlock); err != nil {
+		if err := Restrict(p.Landlock); err != nil {
 			return &sandboxError{msg: err.Error()}
 		}
 	}
@@ -137,7 +132,7 @@ func rlimits(l Limits) ([]rlimit, error) {
 	if l.Processes > 0 && os.Getuid() != 0 { // root is not held by RLIMIT_NPROC
 		// RLIMIT_NPROC counts every task of the user: allow the server
 		// this many more than the user has now.
-		if err := add("RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(userTasks())+l.Processes); err != nil {
+		if err := add("RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(UserTasks())+l.Processes); err != nil {
 			return nil, err
 		}
 	}
@@ -150,9 +145,22 @@ func rlimits(l Limits) ([]rlimit, error) {
 	return out, nil
 }
 
-// userTasks counts this user's tasks (RLIMIT_NPROC counts threads) in
-// /proc.
-func userTasks() int {
+// Restrict confines the calling thread, and every process it starts from
+// now on, to the ruleset: it sets no_new_privs (no setuid binary may lift
+// the restriction; Landlock demands it of an unprivileged caller) and
+// enforces a Landlock domain. Both hold for this thread only: the caller
+// locks its goroutine to the thread and never unlocks it, so that the
+// thread ends with the goroutine.
+func Restrict(rs *Ruleset) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	return applyLandlock(rs)
+}
+
+// UserTasks counts this user's tasks (RLIMIT_NPROC counts threads) in
+// /proc: the base of a server's process limit.
+func UserTasks() int {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return 0
