@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
@@ -23,20 +22,24 @@ func Example_embedding() {
 	}
 	defer sup.Close(ctx) // stops every server
 
-	// A host loads its servers with mcpvisor.LoadConfig; here, the bundled mock on stdio.
-	servers := map[string]mcpvisor.ServerConfig{"calc": {Config: mockserver.Command()}}
-	if _, err := sup.SetServers(ctx, servers, mcpvisor.AwaitSettled(30*time.Second)); err != nil {
+	// A host applies its config with SetServers (from mcpvisor.LoadConfig) or adds
+	// servers one at a time; here, the bundled mock on stdio.
+	st, err := sup.Connect(ctx, "calc", mcpvisor.ServerConfig{Config: mockserver.Command()})
+	if err != nil {
 		panic(err)
 	}
+	fmt.Println(st.Status) // connected, failed, needs-auth, pending or disabled
+
 	for _, t := range sup.Tools() { // the pool the model is offered
 		fmt.Println(t.Name)
 	}
-	res, err := sup.CallTool(ctx, "mcp__calc__add", map[string]int{"a": 2, "b": 40})
+	res, err := sup.CallServerTool(ctx, "calc", "add", map[string]int{"a": 2, "b": 40}) // or CallTool(ctx, "mcp__calc__add", …)
 	if err != nil {
 		panic(err) // typed: ErrUnknownTool, *NotReadyError, *ConnectionLostError, …
 	}
 	fmt.Println(res.Content[0].Text)
 	// Output:
+	// connected
 	// mcp__calc__add
 	// mcp__calc__announce
 	// mcp__calc__echo

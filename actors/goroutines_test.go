@@ -18,7 +18,7 @@ func TestLongLivedGoroutinesAreNamed(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, pprof.Lookup("goroutine").WriteTo(&b, 1))
 	prof := b.String()
-	for _, name := range []string{"supervisor.liveness", "stdio.read", "stdio.wait", "stdio.stderr"} {
+	for _, name := range []string{"supervisor.liveness", "stdio.read", "stdio.stderr"} {
 		assert.Contains(t, prof, `"mcpvisor":"`+name+`"`, "a goroutine named %s", name)
 	}
 }

@@ -382,6 +382,7 @@ func (r *registry) serverChanged(m serverChanged) {
 		r.queueState(v, prevState, v.err)
 	}
 	r.pump()
+	r.endOfWave()
 	r.checkSettled()
 }
 

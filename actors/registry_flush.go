@@ -36,13 +36,50 @@ func (r *registry) markPoolDirty() {
 // registry competes for the CPU with the servers it is starting: at 8 (a
 // ninth) the flushes of a 1,000-server connect were a fifth of the
 // client's CPU and more than half its allocations.
+//
+// While a connect wave runs (servers connecting or waiting for a slot),
+// flushes are at least waveFlushSpacing apart, and the wave's last settle
+// flushes at once (endOfWave). The share of the registry's time is the
+// wrong measure then: the registry is mostly idle, waiting for servers to
+// start and answer, so a thirty-third of its time was still a fifth of
+// the CPU of a 1,000-server connect, and more than a quarter of a
+// 10,000-server one (bench/results/2026-11-25-scale): the rebuild is
+// O(pool), and a wave rebuilt it a few hundred times. A tool of a server
+// that became ready during a wave reaches the pool at most
+// waveFlushSpacing later; the pool is whole when the wave ends.
 const (
-	flushCostShare  = 32 // spacing = flushCostShare × the last rebuild and diff
-	maxFlushSpacing = 50 * time.Millisecond
+	flushCostShare   = 32 // spacing = flushCostShare × the last rebuild and diff
+	maxFlushSpacing  = 50 * time.Millisecond
+	waveFlushSpacing = 100 * time.Millisecond
 )
 
 func (r *registry) flushSpacing() time.Duration {
-	return min(flushCostShare*r.lastBuild, maxFlushSpacing)
+	d := min(flushCostShare*r.lastBuild, maxFlushSpacing)
+	if r.inWave() {
+		d = max(d, waveFlushSpacing)
+	}
+	return d
+}
+
+// inWave reports whether servers are connecting or waiting for a connect
+// slot.
+func (r *registry) inWave() bool {
+	st := r.admission.Stats()
+	for c := range st.Running {
+		if st.Running[c] > 0 || st.Queued[c] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// endOfWave flushes at once a flush that waits for its spacing, when no
+// server is connecting or waiting any more: the pool (and WaitSettled)
+// need not wait for the spacing of a wave that is over.
+func (r *registry) endOfWave() {
+	if r.flushTimer != nil && !r.inWave() {
+		r.flush()
+	}
 }
 
 func (r *registry) scheduleFlush() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,7 +121,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case h.transport == TransportHTTP && r.URL.Path == "/mcp":
+	case h.transport == TransportHTTP && (r.URL.Path == "/mcp" || strings.HasPrefix(r.URL.Path, "/mcp/")):
+		// /mcp/<anything> are virtual servers: the same tools under as
+		// many URLs as a client wants (a fleet of remote servers served
+		// by one process).
 		if r.Method == http.MethodPost && h.s.takeBurst() {
 			http.Error(w, "mockserver: injected 503", http.StatusServiceUnavailable)
 			return

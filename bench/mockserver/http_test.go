@@ -508,3 +508,21 @@ func TestCloseWebSocket(t *testing.T) {
 		t.Fatal("no close")
 	}
 }
+
+// Paths under /mcp/ are virtual servers of the same process: a session
+// opens on each, and a path outside /mcp is not found.
+func TestVirtualServerPaths(t *testing.T) {
+	srv := serve(t, Options{Transport: TransportHTTP})
+	for _, path := range []string{"/a", "/server-0042"} {
+		c := dialHTTP(t, srv.URL+path)
+		c.request(t, protocol.MethodInitialize, initParams(protocol.Version20251125))
+	}
+	resp, err := http.Post(strings.TrimSuffix(srv.URL, "/mcp")+"/other", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("POST /other: %d, want 404", resp.StatusCode)
+	}
+}

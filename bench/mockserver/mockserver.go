@@ -361,7 +361,7 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 		"flap: serve this long, then go down (stdio: exit with code 6; http, sse, ws: close the listener and every connection for -flap-down, then listen again on the same port, and repeat; sessions are forgotten)")
 	fs.DurationVar(&o.FlapDown, "flap-down", 0, "http, sse, ws with -flap-up: how long each down period lasts")
 	fs.StringVar(&o.Transport, "transport", TransportStdio,
-		"stdio, http (Streamable HTTP at /mcp), sse (HTTP+SSE at /sse) or ws (WebSocket at /ws); the HTTP ones print "+URLLinePrefix+"<url> on stderr")
+		"stdio, http (Streamable HTTP at /mcp, and at /mcp/<any name> as virtual servers), sse (HTTP+SSE at /sse) or ws (WebSocket at /ws); the HTTP ones print "+URLLinePrefix+"<url> on stderr")
 	fs.StringVar(&o.Listen, "listen", DefaultListen, "address the HTTP transports listen on")
 	fs.BoolVar(&o.SSEResponses, "sse-responses", false, "http: answer requests with an event stream (priming event first) instead of JSON")
 	fs.DurationVar(&o.SSERetry, "sse-retry", DefaultSSERetry, "http: retry field of the priming event")

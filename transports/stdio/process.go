@@ -22,6 +22,11 @@ type process interface {
 	pid() int
 	// done is closed when the process has exited.
 	done() <-chan struct{}
+	// afterExit calls f once the process has exited (at once if it
+	// has). f must return quickly: on Linux it runs on the goroutine that
+	// reads the process helper's exit notices, so that no goroutine per
+	// server waits for its exit.
+	afterExit(f func())
 	// exit says how it ended, once done is closed.
 	exit() (code int, signal syscall.Signal, err error)
 	// note records the server's descendants before a stop begins, so
@@ -80,4 +85,13 @@ func resolveCommand(name string) (string, error) {
 		return name, nil
 	}
 	return lookPath(name)
+}
+
+// afterDone calls f once done is closed, from a goroutine of its own:
+// afterExit where the platform has no exit notice to hook.
+func afterDone(done <-chan struct{}, f func()) {
+	go func() {
+		<-done
+		f()
+	}()
 }

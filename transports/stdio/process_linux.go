@@ -60,6 +60,7 @@ func startProcess(ctx context.Context, s startSpec, opts Options) (process, erro
 
 func (r *reapedProcess) pid() int              { return r.p.Pid() }
 func (r *reapedProcess) done() <-chan struct{} { return r.p.Done() }
+func (r *reapedProcess) afterExit(f func())    { r.p.AfterExit(f) }
 
 func (r *reapedProcess) exit() (int, syscall.Signal, error) {
 	ws, err := r.p.Status()

@@ -63,6 +63,7 @@ func startProcess(ctx context.Context, s startSpec, opts Options) (process, erro
 
 func (p *cmdProcess) pid() int              { return p.cmd.Process.Pid }
 func (p *cmdProcess) done() <-chan struct{} { return p.exited }
+func (p *cmdProcess) afterExit(f func())    { afterDone(p.exited, f) }
 
 func (p *cmdProcess) exit() (int, syscall.Signal, error) {
 	var ee *exec.ExitError

@@ -67,6 +67,7 @@ func startProcess(_ context.Context, s startSpec, opts Options) (process, error)
 
 func (p *jobProcess) pid() int              { return p.cmd.Process.Pid }
 func (p *jobProcess) done() <-chan struct{} { return p.exited }
+func (p *jobProcess) afterExit(f func())    { afterDone(p.exited, f) }
 
 func (p *jobProcess) exit() (int, syscall.Signal, error) {
 	var ee *exec.ExitError

@@ -16,7 +16,6 @@
 package stdio
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -101,9 +100,6 @@ const (
 	confinedDrainTimeout = 5 * time.Second
 	// killWaitTimeout bounds the wait for the exit after SIGKILL.
 	killWaitTimeout = 2 * time.Second
-	// stderrLineBuffer is the stderr read buffer; longer lines are kept
-	// in pieces.
-	stderrLineBuffer = 4 << 10
 	// retainedBufferLimit: write buffers larger than this are not
 	// kept for reuse after a big frame.
 	retainedBufferLimit = 1 << 20
@@ -146,9 +142,13 @@ func (e *ProcessExitError) Error() string {
 // Unwrap makes a process exit match transports.ErrClosed.
 func (e *ProcessExitError) Unwrap() error { return transports.ErrClosed }
 
-// Conn is a running stdio server. Its goroutines, all started by Dial:
-// the reader (stdout → Receiver), the stderr drain (stderr → ring), and
-// the waiter (the process's exit → exited). Close ends all three.
+// Conn is a running stdio server. Its goroutines: the reader (stdout →
+// Receiver), started by Dial, and the exit handler (the process's exit →
+// exited), started by the exit notice. Its stderr is copied into the
+// ring by the process's one stderr poller (stderr_linux.go; elsewhere by
+// a goroutine per connection). An idle connection thus holds one
+// goroutine, its reader, and three descriptors (stdin, stdout, stderr).
+// Close ends them all.
 type Conn struct {
 	opts Options
 	proc process
@@ -157,8 +157,10 @@ type Conn struct {
 
 	stdin  *os.File // write end; pollable, so writes honour deadlines
 	stdout *os.File // read end; closed by the waiter or Close to unblock the reader
-	stderr *os.File // read end; closed by Close to unblock the drain
-	errlog *ring
+	// stopStderr ends the reading of stderr and closes its read end
+	// (Close calls it); the reading closes stderrDone when it ends.
+	stopStderr func()
+	errlog     *ring
 
 	// stdinRaw is stdin's syscall.RawConn, for Send's first write
 	// attempt; nil if the platform has none.
@@ -173,7 +175,7 @@ type Conn struct {
 	exitErr error         // written by the waiter before exited is closed
 
 	readerDone chan struct{} // closed by the reader after Receiver.Closed
-	stderrDone chan struct{} // closed by the stderr drain
+	stderrDone chan struct{} // closed when the reading of stderr ended
 
 	closing   chan struct{} // closed when Close starts
 	closeOnce sync.Once
@@ -230,7 +232,7 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 		closeAll(stdinR, stdinW)
 		return nil, fmt.Errorf("stdio: %w", err)
 	}
-	stderrR, stderrW, err := pipe(true)
+	stderrW, stopStderr, err := c.openStderr()
 	if err != nil {
 		closeAll(stdinR, stdinW, stdoutR, stdoutW)
 		return nil, fmt.Errorf("stdio: %w", err)
@@ -240,17 +242,18 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 	proc, err := startProcess(ctx, startSpec{cfg: cfg, env: serverEnv(cfg.Env, nil), stdin: stdinR, stdout: stdoutW, stderr: stderrW}, o)
 	closeAll(childEnds...) // the child has its copies
 	if err != nil {
-		closeAll(stdinW, stdoutR, stderrR)
+		closeAll(stdinW, stdoutR)
+		stopStderr()
 		return nil, fmt.Errorf("stdio: starting %q: %w", cfg.Command, err)
 	}
 	c.proc, c.pgid = proc, proc.pid()
-	c.stdin, c.stdout, c.stderr = stdinW, stdoutR, stderrR
+	c.stdin, c.stdout, c.stopStderr = stdinW, stdoutR, stopStderr
 	if raw, err := stdinW.SyscallConn(); err == nil {
 		c.stdinRaw = raw
 	}
 
-	routine.Go("stdio.wait", c.wait)
-	routine.Go("stdio.stderr", c.drainStderr)
+	// No goroutine waits for the exit: the exit notice starts one.
+	c.proc.afterExit(func() { routine.Go("stdio.exit", c.wait) })
 	routine.Go("stdio.read", c.read)
 	return c, nil
 }
@@ -427,8 +430,9 @@ func (c *Conn) cause(readErr error) error {
 	return fmt.Errorf("%w: reading the server's stdout: %v", transports.ErrClosed, readErr)
 }
 
-// wait waits for the process's exit and, if stdout stays open after it
-// (a grandchild holds it), cuts the reader off so Closed is delivered.
+// wait records the process's exit (it runs once the process exited)
+// and, if stdout stays open after it (a grandchild holds it), cuts the
+// reader off so Closed is delivered.
 func (c *Conn) wait() {
 	<-c.proc.done()
 	code, sig, err := c.proc.exit()
@@ -468,25 +472,31 @@ func (c *Conn) wait() {
 	}
 }
 
-// drainStderr copies stderr into the ring and, at debug level, the log.
-func (c *Conn) drainStderr() {
-	defer close(c.stderrDone)
-	br := transports.NewLineReader(c.stderr, stderrLineBuffer)
-	defer br.Close()
-	for {
-		line, err := br.ReadSlice()
-		if len(line) > 0 {
-			c.errlog.Write(line)
-			if e := c.opts.Logger.Debug(); e.Enabled() {
-				if len(line) > 1024 {
-					line = line[:1024]
-				}
-				e.Bytes("stderr", bytes.TrimRight(line, "\r\n")).Msg("server stderr")
-			}
+// stderrWrite keeps bytes the server wrote to stderr in the ring and,
+// at debug level, logs them line by line (a line split across reads is
+// logged in pieces).
+func (c *Conn) stderrWrite(b []byte) {
+	c.errlog.Write(b)
+	e := c.opts.Logger.Debug()
+	if !e.Enabled() {
+		return
+	}
+	e.Discard()
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i+1], b[i+1:]
+		} else {
+			b = nil
 		}
-		if err != nil && err != bufio.ErrBufferFull {
-			return
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			continue
 		}
+		if len(line) > 1024 {
+			line = line[:1024]
+		}
+		c.opts.Logger.Debug().Bytes("stderr", line).Msg("server stderr")
 	}
 }
 
@@ -534,7 +544,7 @@ func (c *Conn) shutdown() {
 	}
 	cancel()
 	c.stdout.Close()
-	c.stderr.Close()
+	c.stopStderr()
 	<-c.readerDone
 	if c.closeErr == nil {
 		select {

@@ -81,6 +81,10 @@ type Config struct {
 	ConnectHTTP  []int `json:"connectHTTP"`
 	Pool         int   `json:"pool"`
 	HTTPPool     int   `json:"httpPool"`
+	// ConnectProfiles, when set, is a directory that receives a CPU
+	// profile of mcpvisor's part of each connect run (from the start of
+	// the connects until all are ready): connect-<transport>-<N>.pprof.
+	ConnectProfiles string `json:"connectProfiles,omitempty"`
 
 	// StormN are the numbers of servers of the reconnect storm; StormProbes
 	// the goroutines calling while they recover.

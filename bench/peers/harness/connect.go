@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,7 +51,7 @@ func (r *runner) connectScenario(ctx context.Context) {
 				if name == Mcpvisor {
 					return startSupervisorFleet(ctx, transports.Config{Command: cmd.Path, Args: cmd.Args}, ConnectEraStdio, r.cfg.Pool, 0)
 				}
-				return &sessionFleet{pool: r.cfg.Pool, connect: func(ctx context.Context) (Session, error) {
+				return &sessionFleet{pool: r.cfg.Pool, connect: func(ctx context.Context, _ int) (Session, error) {
 					return p.Connect(ctx, cmd, ConnectEraStdio)
 				}}, nil
 			})
@@ -66,8 +69,8 @@ func (r *runner) connectScenario(ctx context.Context) {
 						if name == Mcpvisor {
 							return startSupervisorFleet(ctx, transports.Config{Type: transports.TypeHTTP, URL: srv.URL}, ConnectEraHTTP, 0, r.cfg.HTTPPool)
 						}
-						return &sessionFleet{pool: r.cfg.HTTPPool, shared: PeerHTTPClient.CloseIdleConnections, connect: func(ctx context.Context) (Session, error) {
-							return p.ConnectHTTP(ctx, srv.URL, ConnectEraHTTP)
+						return &sessionFleet{pool: r.cfg.HTTPPool, shared: PeerHTTPClient.CloseIdleConnections, connect: func(ctx context.Context, i int) (Session, error) {
+							return p.ConnectHTTP(ctx, virtualServerURL(srv.URL, i), ConnectEraHTTP)
 						}}, nil
 					})
 				}
@@ -102,11 +105,13 @@ func (r *runner) connectOne(ctx context.Context, client, transport, era string, 
 	res.PeakRSSSinceStart = !ResetPeakRSS()
 	stopSampling := sampleGoroutines()
 	octx, cancel := context.WithTimeout(ctx, connectTimeout+time.Duration(n)*50*time.Millisecond)
+	stopProfile := r.profileConnect(client, transport, n)
 	cpu0 := CPUTime()
 	t0 := time.Now()
 	err = f.open(octx, n)
 	ready := time.Since(t0)
 	cpu := CPUTime() - cpu0
+	stopProfile()
 	cancel()
 	res.PeakGoroutines = stopSampling()
 	res.PeakRSSBytes = PeakRSS()
@@ -232,15 +237,15 @@ func Parallel(n, workers int, f func(i int) error) error {
 
 type sessionFleet struct {
 	pool     int
-	connect  func(ctx context.Context) (Session, error)
-	shared   func() // closes the idle connections of a shared HTTP client, if any
+	connect  func(ctx context.Context, i int) (Session, error) // the i-th session
+	shared   func()                                            // closes the idle connections of a shared HTTP client, if any
 	sessions []Session
 }
 
 func (f *sessionFleet) open(ctx context.Context, n int) error {
 	f.sessions = make([]Session, n)
 	return Parallel(n, f.pool, func(i int) error {
-		s, err := f.connect(ctx)
+		s, err := f.connect(ctx, i)
 		if err != nil {
 			return err
 		}
@@ -295,13 +300,22 @@ func startSupervisorFleet(ctx context.Context, tc transports.Config, era string,
 	return &supervisorFleet{sup: sup, tc: tc, era: era}, nil
 }
 
+// virtualServerURL is the URL of the i-th remote server of a fleet
+// served by one mock process: each on its own path (/mcp/s0042), as
+// remote servers of different URLs are.
+func virtualServerURL(base string, i int) string { return base + "/" + serverName(i) }
+
 // serverName names the i-th of the fleet's servers.
 func serverName(i int) string { return fmt.Sprintf("s%04d", i) }
 
 func (f *supervisorFleet) open(ctx context.Context, n int) error {
 	servers := make(map[string]mcpvisor.ServerConfig, n)
 	for i := range n {
-		servers[serverName(i)] = mcpvisor.ServerConfig{Config: f.tc, ProtocolVersion: Pinned(f.era)}
+		tc := f.tc
+		if tc.URL != "" {
+			tc.URL = virtualServerURL(tc.URL, i)
+		}
+		servers[serverName(i)] = mcpvisor.ServerConfig{Config: tc, ProtocolVersion: Pinned(f.era)}
 	}
 	return setAndSettle(ctx, f.sup, servers)
 }
@@ -368,3 +382,31 @@ func (f *spawnFleet) open(ctx context.Context, n int) error {
 }
 
 func (f *spawnFleet) close() error { return nil }
+
+// profileConnect starts a CPU profile of mcpvisor's connect run when the
+// run asks for them (ConnectProfiles) and returns what stops it.
+func (r *runner) profileConnect(client, transport string, n int) (stop func()) {
+	if r.cfg.ConnectProfiles == "" || client != Mcpvisor {
+		return func() {}
+	}
+	if err := os.MkdirAll(r.cfg.ConnectProfiles, 0o755); err != nil {
+		r.fail("connect profile: %v", err)
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(r.cfg.ConnectProfiles, fmt.Sprintf("connect-%s-%d.pprof", transport, n)))
+	if err != nil {
+		r.fail("connect profile: %v", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		r.fail("connect profile: %v", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			r.fail("connect profile: %v", err)
+		}
+	}
+}

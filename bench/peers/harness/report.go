@@ -176,14 +176,15 @@ func Summary(res *Results, plots []string) string {
 		w("## Reconnect storm (mcpvisor, stdio)\n\n")
 		w("N ready servers of one Supervisor (default reconnect policy), each with a `sleep` call in flight, SIGKILLed at once; ")
 		w("%d goroutines meanwhile call `echo` on the servers in turn until all are ready again.\n\n", res.Config.StormProbes)
-		w("| N | pool | first connect ms | all ready again ms | in-flight calls failed | failed after p50 / p99 / max ms | how they failed | calls sent while recovering | of which failed | their latency p50 / p99 / max ms |\n")
-		w("|---:|---:|---:|---:|---:|---|---|---:|---:|---|\n")
+		w("CPU: the client's, for the first connect, and from the kill until all were seen ready again (with the probes' calls).\n\n")
+		w("| N | pool | first connect ms | its CPU ms | all ready again ms | recovery CPU ms | in-flight calls failed | failed after p50 / p99 / max ms | how they failed | calls sent while recovering | of which failed | their latency p50 / p99 / max ms |\n")
+		w("|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|\n")
 		for _, s := range res.Storm {
 			if s.Error != "" {
-				w("| %d | %d | error: %s | | | | | | | |\n", s.N, s.Pool, s.Error)
+				w("| %d | %d | error: %s | | | | | | | | | |\n", s.N, s.Pool, s.Error)
 				continue
 			}
-			w("| %d | %d | %s | %s | %d of %d | %s / %s / %s | %s | %d | %d %s | %s / %s / %s |\n", s.N, s.Pool, f1(s.InitialReadyMs), f1(s.AllReadyAgainMs),
+			w("| %d | %d | %s | %s | %s | %s | %d of %d | %s / %s / %s | %s | %d | %d %s | %s / %s / %s |\n", s.N, s.Pool, f1(s.InitialReadyMs), f1(s.InitialCPUMs), f1(s.AllReadyAgainMs), f1(s.RecoveryCPUMs),
 				s.Failed, s.InFlight, f1(s.FailP50Ms), f1(s.FailP99Ms), f1(s.FailMaxMs), kinds(s.FailKinds),
 				s.ProbeSent, s.ProbeFailed, kindsParen(s.ProbeKinds), f1(s.ProbeP50Ms), f1(s.ProbeP99Ms), f1(s.ProbeMaxMs))
 		}
@@ -375,7 +376,7 @@ func oneLine(s string) string {
 func writeConnect(b *strings.Builder, res *Results, plots []string) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("## Connect: N servers to all-ready\n\n")
-	w("stdio: N mock server processes (era %s); HTTP: N sessions to one mock server process (era %s, sessions with a standalone GET stream where the client opens one). ", ConnectEraStdio, ConnectEraHTTP)
+	w("stdio: N mock server processes (era %s); HTTP: N sessions to one mock server process, each on its own path (/mcp/s0042: N virtual remote servers; era %s, sessions with a standalone GET stream where the client opens one). ", ConnectEraStdio, ConnectEraHTTP)
 	w("mcpvisor: one Supervisor (started before the baseline) with N servers, `LocalConnectLimit`/`RemoteConnectLimit` = pool; the peers: N sessions connected pool at a time (a semaphore); ")
 	w("spawn: N bare processes of the mock binary exiting at once (`-exit-at-start`), pool at a time. ")
 	w("All ready: from the start until every one is connected, negotiated and listed. ")

@@ -87,6 +87,12 @@ type StormResult struct {
 	// again (its ConnectedSince); DetectedMs until Status showed all ready.
 	AllReadyAgainMs float64 `json:"allReadyAgainMs"`
 	DetectedMs      float64 `json:"detectedMs"`
+	// InitialCPUMs is the client's CPU for the first connect of all N;
+	// RecoveryCPUMs from the kill until Status showed all ready again
+	// (it includes the probes' calls and the failing of the calls in
+	// flight).
+	InitialCPUMs  float64 `json:"initialCpuMs"`
+	RecoveryCPUMs float64 `json:"recoveryCpuMs"`
 
 	// The calls in flight at the kill (one per server): how many failed,
 	// how fast (from the kill), and how.

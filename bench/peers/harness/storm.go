@@ -71,6 +71,7 @@ func (r *runner) storm(ctx context.Context, n int) (res StormResult) {
 		servers[names[i]] = mcpvisor.ServerConfig{Config: transports.Config{Command: r.bins.Mock}}
 	}
 	sctx, cancel := context.WithTimeout(ctx, connectTimeout+time.Duration(n)*50*time.Millisecond)
+	cpu0 := CPUTime()
 	t0 := time.Now()
 	err = setAndSettle(sctx, sup, servers)
 	cancel()
@@ -78,6 +79,7 @@ func (r *runner) storm(ctx context.Context, n int) (res StormResult) {
 		return fail("connect: %v", err)
 	}
 	res.InitialReadyMs = ms(time.Since(t0))
+	res.InitialCPUMs = ms(CPUTime() - cpu0)
 	pids := Children(r.bins.Mock)
 	if len(pids) != n {
 		return fail("found %d mock server processes, want %d", len(pids), n)
@@ -129,6 +131,7 @@ func (r *runner) storm(ctx context.Context, n int) (res StormResult) {
 		}
 	}
 
+	cpuKill := CPUTime()
 	killed := time.Now()
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -178,6 +181,7 @@ func (r *runner) storm(ctx context.Context, n int) (res StormResult) {
 		return true
 	})
 	res.DetectedMs = ms(time.Since(killed))
+	res.RecoveryCPUMs = ms(CPUTime() - cpuKill)
 	stopProbes.Store(true)
 	probesWG.Wait()
 	if err != nil {

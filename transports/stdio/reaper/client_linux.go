@@ -44,7 +44,8 @@ type Request struct {
 // Process is a server the reaper started.
 //
 // Concurrency: every method may be called from any goroutine. Done is
-// closed once; Status is valid after it.
+// closed once, by the helper's reader goroutine (finish); Status is
+// valid after it. mu guards afterExit and orders AfterExit with finish.
 type Process struct {
 	pid    int
 	cgroup bool
@@ -53,6 +54,10 @@ type Process struct {
 	status syscall.WaitStatus // set before done is closed
 	err    error              // set before done is closed: the helper died
 	once   sync.Once          // the hold is dropped once
+
+	mu        sync.Mutex
+	afterExit []func() // run by finish; nil once it ran
+	finished  bool
 }
 
 // Pid returns the server's process id (and process group id).
@@ -63,6 +68,37 @@ func (p *Process) Cgroup() bool { return p.cgroup }
 
 // Done is closed when the server process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
+
+// AfterExit arranges for f to be called once the server has exited
+// (Status is valid then), or at once, in the caller's goroutine, if it
+// already has. A host need not hold a goroutine per server blocked on
+// Done to learn of its exit: the helper's exit notice calls f. f runs
+// on the goroutine that reads the helper's messages and must return
+// quickly (start a goroutine for any waiting).
+func (p *Process) AfterExit(f func()) {
+	p.mu.Lock()
+	if !p.finished {
+		p.afterExit = append(p.afterExit, f)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	f()
+}
+
+// finish records the exit (status or err set by the caller): Done is
+// closed and the AfterExit functions run.
+func (p *Process) finish() {
+	p.mu.Lock()
+	close(p.done)
+	p.finished = true
+	fs := p.afterExit
+	p.afterExit = nil
+	p.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
 
 // Status returns how the server exited, once Done is closed. err is
 // ErrHelperDied when the reaper died first (the server was killed with
@@ -276,7 +312,7 @@ func (h *helper) read() {
 			h.mu.Unlock()
 			if p != nil {
 				p.status = syscall.WaitStatus(m.Status)
-				close(p.done)
+				p.finish()
 			}
 		case opStarted:
 			// Registered here, before the next message is read, so that
@@ -321,7 +357,7 @@ func (h *helper) die(err error) {
 	}
 	for pid, p := range h.procs {
 		p.err = err
-		close(p.done)
+		p.finish()
 		delete(h.procs, pid)
 	}
 }

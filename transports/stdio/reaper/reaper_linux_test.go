@@ -162,6 +162,42 @@ func TestExitStatus(t *testing.T) {
 	assert.Zero(t, left)
 }
 
+// AfterExit's function runs once the exit is reported, with its status
+// valid, and at once when the exit was reported before it was set.
+func TestAfterExit(t *testing.T) {
+	req := devNull(t)
+	req.Path, req.Argv = "/bin/sh", []string{"sh", "-c", "read x; exit 5"}
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	req.Stdin = r
+	p, err := Spawn(context.Background(), req)
+	require.NoError(t, err)
+	r.Close()
+	statuses := make(chan int, 2)
+	p.AfterExit(func() {
+		ws, err := p.Status()
+		assert.NoError(t, err)
+		statuses <- ws.ExitStatus()
+	})
+	select {
+	case <-statuses:
+		t.Fatal("AfterExit's function ran before the server exited")
+	default:
+	}
+	w.Close() // sh reads EOF and exits
+	select {
+	case code := <-statuses:
+		assert.Equal(t, 5, code)
+	case <-time.After(10 * time.Second):
+		t.Fatal("AfterExit's function did not run within 10 s of the exit")
+	}
+	ran := false
+	p.AfterExit(func() { ran = true })
+	assert.True(t, ran, "AfterExit after the exit runs its function at once")
+	_, err = p.Release(context.Background(), 100*time.Millisecond)
+	require.NoError(t, err)
+}
+
 // A start whose caller gives up waiting ends by the caller's deadline,
 // and the server, started anyway, is ended: nothing is left behind.
 func TestSpawnHonoursItsContext(t *testing.T) {
