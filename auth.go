@@ -96,9 +96,6 @@ type OAuthConfig struct {
 	Disabled bool `json:"disabled,omitempty"`
 }
 
-// AuthStatus is a server's authorization state in ServerStatus.Auth.
-type AuthStatus = oauth.Status
-
 // Login authorizes server name and reconnects it. ua runs the user's part
 // of the authorization code flow; nil means a loopback redirect on
 // 127.0.0.1 with the URL shown through Options.OAuth.OpenURL (a browser,

@@ -8,52 +8,18 @@ import (
 	"github.com/mcpvisor/mcpvisor/channels"
 )
 
-// ChannelMessage is a message a channel server pushed
-// (notifications/claude/channel from a server declaring
-// capabilities.experimental["claude/channel"]): its source server,
-// content and sanitized meta attributes.
-type ChannelMessage = channels.Message
-
-// ChannelInbox is one subscriber's bounded queues of channel messages,
-// one per server (see OpenChannelInbox). Wait and WaitN take the oldest
-// messages a filter accepts; Stats and ServerStats count what was
-// dropped.
-type ChannelInbox = channels.Inbox
-
 // DefaultChannelCapacity is how many messages of one server a channel
 // inbox keeps when its capacity is not given.
 const DefaultChannelCapacity = channels.DefaultCapacity
 
-// ChannelStats counts what a channel inbox received, delivered, dropped
-// and holds.
-type ChannelStats = channels.Stats
-
-// ChannelServerStats is ChannelStats for one server's queue in an inbox.
-type ChannelServerStats = channels.ServerStats
-
-// ChannelFilter selects the channel messages a Wait takes; nil takes any.
-type ChannelFilter = channels.Filter
-
 // ChannelsFrom takes the channel messages of one server.
-func ChannelsFrom(server string) ChannelFilter { return channels.FromServer(server) }
+func ChannelsFrom(server string) channels.Filter { return channels.FromServer(server) }
 
 // RenderChannelMessage shows a channel message the way a model should see
 // it: <channel source="SERVER" k="v">content</channel>, attributes and
 // content escaped so that a server cannot close the tag or forge the
 // source.
-func RenderChannelMessage(m ChannelMessage) string { return channels.Render(m) }
-
-// PermissionRequest is a tool-approval prompt for the channel permission
-// relay: ToolName, Description, InputPreview (RequestID is assigned).
-type PermissionRequest = channels.PermissionRequest
-
-// PermissionPrompt is a permission request waiting for its answer: ID is
-// the five-letter short ID a user types; Wait blocks for the answer.
-type PermissionPrompt = channels.Pending
-
-// PermissionAnswer is how a permission request was settled: Allow, and By
-// (the channel server that answered, or "" for the host).
-type PermissionAnswer = channels.Answer
+func RenderChannelMessage(m channels.Message) string { return channels.Render(m) }
 
 // Errors of the permission relay.
 var (
@@ -65,7 +31,7 @@ var (
 // SubscribeChannels opens an inbox of the channel messages servers push
 // from now on. It is OpenChannelInbox with only the capacity set: at most
 // capacity messages of each server (zero: 1,000).
-func (s *Supervisor) SubscribeChannels(ctx context.Context, capacity int) *ChannelInbox {
+func (s *Supervisor) SubscribeChannels(ctx context.Context, capacity int) *channels.Inbox {
 	return s.sys.SubscribeChannels(ctx, capacity)
 }
 
@@ -80,7 +46,7 @@ type ChannelInboxOptions struct {
 	// message is always kept.
 	MaxBytes int
 	// Filter selects the messages the inbox keeps; nil keeps all.
-	Filter ChannelFilter
+	Filter channels.Filter
 }
 
 // OpenChannelInbox opens an inbox of the channel messages servers push
@@ -93,7 +59,7 @@ type ChannelInboxOptions struct {
 // out another's messages. Each inbox gets every message once; several
 // goroutines may wait on one inbox, each message going to one of them.
 // The inbox closes when ctx ends or the supervisor closes.
-func (s *Supervisor) OpenChannelInbox(ctx context.Context, o ChannelInboxOptions) *ChannelInbox {
+func (s *Supervisor) OpenChannelInbox(ctx context.Context, o ChannelInboxOptions) *channels.Inbox {
 	return s.sys.OpenChannelInbox(ctx, channels.InboxOptions{Capacity: o.Capacity, MaxBytes: o.MaxBytes, Filter: o.Filter})
 }
 
@@ -104,7 +70,7 @@ func (s *Supervisor) OpenChannelInbox(ctx context.Context, o ChannelInboxOptions
 // notifications/claude/channel/permission verdict, or the host's own
 // AnswerPermission (its local dialog). It expires after
 // Options.PermissionTimeout.
-func (s *Supervisor) RequestPermission(ctx context.Context, req PermissionRequest) (*PermissionPrompt, []string, error) {
+func (s *Supervisor) RequestPermission(ctx context.Context, req channels.PermissionRequest) (*channels.Pending, []string, error) {
 	return s.sys.RequestPermission(ctx, req, 0)
 }
 
@@ -122,4 +88,4 @@ func (s *Supervisor) AnswerPermission(id string, allow bool) error {
 
 // PendingPermissions returns the permission requests still waiting for an
 // answer, oldest first.
-func (s *Supervisor) PendingPermissions() []*PermissionPrompt { return s.sys.PendingPermissions() }
+func (s *Supervisor) PendingPermissions() []*channels.Pending { return s.sys.PendingPermissions() }

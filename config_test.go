@@ -735,7 +735,7 @@ func TestLoadConfigRemoteServerWithTLS(t *testing.T) {
 	assert.Equal(t, "https://mcp.example.com/mcp", sc.URL)
 	assert.Equal(t, "Bearer t0k", sc.Headers["Authorization"])
 	require.NotNil(t, sc.TLS)
-	assert.Equal(t, TLSConfig{CAFile: "/etc/certs/ca.pem", CertFile: "/etc/certs/client.pem", KeyFile: "/etc/certs/client.key", ServerName: "mcp.internal"}, *sc.TLS)
+	assert.Equal(t, transports.TLSConfig{CAFile: "/etc/certs/ca.pem", CertFile: "/etc/certs/client.pem", KeyFile: "/etc/certs/client.key", ServerName: "mcp.internal"}, *sc.TLS)
 
 	bad := writeFile(t, t.TempDir(), ".mcp.json", `{"mcpServers": {"api": {"url": "https://h", "tls": {"caFile": "${NOPE}"}}}}`)
 	_, err = LoadConfig(LoadOptions{Files: []string{bad}, LookupEnv: env})

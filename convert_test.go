@@ -1,13 +1,20 @@
 package mcpvisor
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // exportedFields lists the exported field names of struct type t.
@@ -47,6 +54,8 @@ func TestHostTypesMatchTheActorsTypes(t *testing.T) {
 		{ListError{}, actors.ListError{}},
 		{PermissionRules{}, actors.PermissionRules{}},
 		{CallApproval{}, actors.CallApproval{}},
+		{TimeoutError{}, session.TimeoutError{}},
+		{InputError{}, session.InputError{}},
 	} {
 		host, plain := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
 		assert.Equal(t, exportedFields(plain), exportedFields(host), "%s and %s", host, plain)
@@ -73,4 +82,34 @@ func TestHostTypesMatchTheActorsTypes(t *testing.T) {
 		}
 		assert.Contains(t, hostStatus, f, "actors.ServerStatus.%s is not in ServerStatus", f)
 	}
+}
+
+// The root package declares no alias types: every type a host meets is
+// either declared here, with its fields and docs in go doc, or named
+// directly from the small public package that owns it (protocol,
+// transports, oauth, channels, sandbox).
+func TestRootDeclaresNoAliasTypes(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	var aliases []string
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, decl := range f.Decls {
+			gen, ok := decl.(*ast.GenDecl)
+			if !ok || gen.Tok != token.TYPE {
+				continue
+			}
+			for _, spec := range gen.Specs {
+				if ts := spec.(*ast.TypeSpec); ts.Assign.IsValid() {
+					aliases = append(aliases, fset.Position(ts.Pos()).String()+": "+ts.Name.Name)
+				}
+			}
+		}
+	}
+	assert.Empty(t, aliases, "alias types in the root package")
 }

@@ -1,7 +1,6 @@
 package mcpvisor
 
 import (
-	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 )
@@ -35,27 +34,6 @@ func HelperMain() { reaper.HelperMain() }
 // program's main did not call HelperMain. It is a config failure (the
 // server is parked in failed).
 var ErrHelperNotInstalled = reaper.ErrNotInstalled
-
-// Sandbox confines a stdio server (the "sandbox" member of its config
-// entry); see docs/sandbox.md.
-type Sandbox = transports.Sandbox
-
-// SandboxMechanism names how a server is confined: auto, landlock, bwrap
-// or seatbelt.
-type SandboxMechanism = transports.SandboxMechanism
-
-// The sandbox mechanisms.
-const (
-	SandboxAuto     = transports.SandboxAuto
-	SandboxLandlock = transports.SandboxLandlock
-	SandboxBwrap    = transports.SandboxBwrap
-	SandboxSeatbelt = transports.SandboxSeatbelt
-)
-
-// SandboxOptions are the host's settings for every confined server (the
-// home directory to hide, mechanisms never to use); see
-// Options.Sandbox.
-type SandboxOptions = sandbox.Options
 
 // ErrSandboxUnavailable is matched by the error of a server whose
 // sandbox could not be had: no mechanism works here, the one named is

@@ -3,6 +3,7 @@ package mcpvisor_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
+	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -215,6 +217,7 @@ func TestCallErrorsAreTheHostsTypes(t *testing.T) {
 	_, err = sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{
 		"bad":   {Config: transports.Config{Command: "mcpvisor-no-such-server"}},
 		"dying": {Config: mockserver.Command("-exit-after", "1")},
+		"slow":  {Config: mockserver.Command()},
 	}, mcpvisor.AwaitSettled(30*time.Second))
 	require.NoError(t, err)
 
@@ -234,6 +237,22 @@ func TestCallErrorsAreTheHostsTypes(t *testing.T) {
 	assert.Equal(t, "dying", lost.Server)
 	assert.ErrorIs(t, err, mcpvisor.ErrConnectionClosed)
 	assert.Equal(t, lost.Error(), err.Error())
+
+	// A call past its deadline: a *TimeoutError of the root package, which
+	// is a net.Error and still matches both sentinels.
+	callCtx, cancelCall := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelCall()
+	_, err = sup.CallTool(callCtx, "mcp__slow__sleep", map[string]int{"ms": 30_000})
+	var te *mcpvisor.TimeoutError
+	require.ErrorAs(t, err, &te, "the call outlives its deadline: %v", err)
+	assert.Equal(t, protocol.MethodToolsCall, te.Method)
+	assert.True(t, te.Sent)
+	assert.ErrorIs(t, err, mcpvisor.ErrTimeout)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	assert.True(t, ne.Timeout())
+	assert.Equal(t, te.Error(), err.Error())
 }
 
 // CallServerTool reaches the server named, also when its tool was

@@ -31,26 +31,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/session"
-	"github.com/mcpvisor/mcpvisor/transports"
 )
-
-// TransportConfig says how to reach a server: the members of a config
-// entry a transport uses (type, command, args, env, cwd, url, headers, tls).
-type TransportConfig = transports.Config
-
-// TLSConfig is a remote server's TLS client settings.
-type TLSConfig = transports.TLSConfig
-
-// CacheHints are what a 2026-07-28 server said about caching its
-// discover result and its lists (ServerStatus.Cache).
-type CacheHints = session.CacheHints
-
-// CallToolResult is the result of a tool call; Content is a list of text,
-// image, audio, resource-link and embedded-resource blocks.
-type CallToolResult = protocol.CallToolResult
-
-// Content is one block of a tool result or prompt message.
-type Content = protocol.Content
 
 // Errors. Test with errors.Is; a server's own JSON-RPC error is a
 // *protocol.Error (errors.As).
@@ -78,10 +59,6 @@ var (
 // ConfigHash identifies what runs under a server's name (the members of
 // its config that reach the server, hashed): the discovery cache's key.
 func ConfigHash(cfg ServerConfig) string { return actors.ConfigHash(cfg.plain()) }
-
-// TimeoutError reports a call whose deadline passed; it also matches
-// context.DeadlineExceeded.
-type TimeoutError = session.TimeoutError
 
 // Supervisor keeps a set of MCP servers connected.
 //
@@ -195,7 +172,7 @@ func (s *Supervisor) Tools() []Tool { return toolsOf(s.sys.Tools()) }
 // ErrServerNotReady, ErrConnectionClosed, a *TimeoutError, or the
 // server's *protocol.Error. The call has the server's timeoutMs (or
 // Options.CallTimeout) as its deadline unless ctx has one.
-func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*CallToolResult, error) {
+func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*protocol.CallToolResult, error) {
 	raw, err := encodeArgs(args)
 	if err != nil {
 		return nil, fmt.Errorf("mcpvisor: arguments of %s: %w", name, err)
@@ -208,7 +185,7 @@ func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*Call
 // same arguments, deadline and errors as CallTool. The tool must be one
 // the pool offers (a lazy server's is found before it connects); a tool
 // the server's tools filter drops is ErrUnknownTool.
-func (s *Supervisor) CallServerTool(ctx context.Context, server, tool string, args any) (*CallToolResult, error) {
+func (s *Supervisor) CallServerTool(ctx context.Context, server, tool string, args any) (*protocol.CallToolResult, error) {
 	name, ok := s.sys.ToolName(server, tool)
 	if !ok { // another server's tool (or a built-in) holds the name
 		return nil, fmt.Errorf("%w: %q of server %q", ErrUnknownTool, tool, server)

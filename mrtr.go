@@ -26,10 +26,6 @@ var (
 	ErrNoInputHandler     = session.ErrNoInputHandler
 )
 
-// InputError reports a request whose input rounds could not be
-// completed: which round, and which input request failed.
-type InputError = session.InputError
-
 // MaxInputRounds bounds the input rounds of one request.
 const MaxInputRounds = session.MaxInputRounds
 

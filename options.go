@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports/inproc"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 )
 
 // Options configure a Supervisor (Start copies them). The zero value is
@@ -158,7 +159,7 @@ type Options struct {
 	// Sandbox holds the host's settings for the servers whose config asks
 	// for a sandbox: the home directory they may not read (default: the
 	// user's, from the password database), mechanisms never to use.
-	Sandbox SandboxOptions
+	Sandbox sandbox.Options
 
 	// EventBuffer is how many past events are kept for subscribers that
 	// resume from a sequence number. Zero means 1024.

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // approver is an Options.ApproveCall that records what it was asked and
@@ -58,8 +59,8 @@ func TestPermissionRulesAndTrustGateEveryCall(t *testing.T) {
 		},
 		ApproveCall: appr.approve,
 		Builtins: []mcpvisor.BuiltinTool{{Definition: protocol.Tool{Name: "host_add"},
-			Call: func(context.Context, json.RawMessage) (*mcpvisor.CallToolResult, error) {
-				return &mcpvisor.CallToolResult{Content: []mcpvisor.Content{protocol.TextContent("host")}}, nil
+			Call: func(context.Context, json.RawMessage) (*protocol.CallToolResult, error) {
+				return &protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("host")}}, nil
 			}}},
 	})
 	require.NoError(t, err)
@@ -151,7 +152,7 @@ func TestTrustSandboxRunsConfined(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the sandbox mechanisms tested here are Linux's")
 	}
-	requireMechanism(t, mcpvisor.SandboxBwrap)
+	requireMechanism(t, transports.SandboxBwrap)
 	ctx := testwait.Context(t)
 	sup, err := mcpvisor.Start(ctx, sandboxOptions(t.TempDir()))
 	require.NoError(t, err)

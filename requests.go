@@ -8,9 +8,6 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
-// Root is a directory or file the host exposes to servers (roots/list).
-type Root = protocol.Root
-
 // SamplingHandler answers a server's sampling/createMessage
 // (Options.Sampling); setting one declares the sampling capability.
 //
@@ -41,15 +38,12 @@ var ErrRootsNotDeclared = actors.ErrRootsNotDeclared
 // SetRoots replaces the roots answered to roots/list and sends
 // notifications/roots/list_changed to every ready server of a handshake
 // era; it returns the servers told.
-func (s *Supervisor) SetRoots(ctx context.Context, roots []Root) ([]string, error) {
+func (s *Supervisor) SetRoots(ctx context.Context, roots []protocol.Root) ([]string, error) {
 	return s.sys.SetRoots(ctx, roots)
 }
 
 // Roots returns the roots the host exposes.
-func (s *Supervisor) Roots() []Root { return s.sys.Roots() }
-
-// Progress is one progress report of a call.
-type Progress = protocol.ProgressParams
+func (s *Supervisor) Roots() []protocol.Root { return s.sys.Roots() }
 
 // CallOptions configure one tool call (CallToolWith).
 type CallOptions struct {
@@ -58,7 +52,7 @@ type CallOptions struct {
 	// on a goroutine of the call's own, never after the call returned.
 	// Reports the callback falls behind on are dropped (the event stream
 	// still has them as ProgressEvents).
-	Progress func(Progress)
+	Progress func(protocol.ProgressParams)
 	// Meta is added to the request's _meta.
 	Meta protocol.Meta
 	// Capabilities, when set, are declared in this request's _meta in
@@ -70,7 +64,7 @@ type CallOptions struct {
 // CallToolWith is CallTool with options (progress reports, _meta).
 // Cancelling ctx abandons the call and sends the server
 // notifications/cancelled.
-func (s *Supervisor) CallToolWith(ctx context.Context, name string, args any, o CallOptions) (*CallToolResult, error) {
+func (s *Supervisor) CallToolWith(ctx context.Context, name string, args any, o CallOptions) (*protocol.CallToolResult, error) {
 	raw, err := encodeArgs(args)
 	if err != nil {
 		return nil, fmt.Errorf("mcpvisor: arguments of %s: %w", name, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/sandboxtest"
 )
 
@@ -86,7 +87,7 @@ func TestRequireSandboxConfinesAProjectServer(t *testing.T) {
 				assert.NoError(t, statErr, "unconfined, the write succeeds")
 				return
 			}
-			assert.Contains(t, []mcpvisor.SandboxMechanism{mcpvisor.SandboxBwrap, mcpvisor.SandboxLandlock}, st.Sandbox,
+			assert.Contains(t, []transports.SandboxMechanism{transports.SandboxBwrap, transports.SandboxLandlock}, st.Sandbox,
 				"the status names the mechanism in effect")
 			assert.True(t, failed, "confined, the write is denied: %s", text)
 			assert.True(t, errors.Is(statErr, os.ErrNotExist), "confined, no file is written")
@@ -106,7 +107,7 @@ func TestRequireSandboxWithoutAMechanismNeverRuns(t *testing.T) {
 	cfg := loadProbeProject(t, bin, `{"requireSandbox": "project"}`, "-marker", marker)
 	t.Setenv("PATH", t.TempDir()) // no bwrap
 	opts := sandboxOptions(t.TempDir())
-	opts.Sandbox.Disable = []mcpvisor.SandboxMechanism{mcpvisor.SandboxLandlock}
+	opts.Sandbox.Disable = []transports.SandboxMechanism{transports.SandboxLandlock}
 	_, st := startProbe(t, cfg, opts)
 	assert.Equal(t, mcpvisor.StateFailed, st.State)
 	assert.Equal(t, mcpvisor.FailureSandbox, st.LastFailure)

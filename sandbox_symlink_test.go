@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/sandboxtest"
 )
 
@@ -22,7 +23,7 @@ import (
 // links are made again inside the sandbox.
 func TestSandboxSymlinkedPaths(t *testing.T) {
 	bin := probeBinary(t)
-	for _, m := range []mcpvisor.SandboxMechanism{mcpvisor.SandboxLandlock, mcpvisor.SandboxBwrap} {
+	for _, m := range []transports.SandboxMechanism{transports.SandboxLandlock, transports.SandboxBwrap} {
 		t.Run(string(m), func(t *testing.T) {
 			requireMechanism(t, m)
 			base := t.TempDir()
@@ -41,7 +42,7 @@ func TestSandboxSymlinkedPaths(t *testing.T) {
 
 			cfg := mcpvisor.ServerConfig{Config: sandboxtest.Command(bin)}
 			cfg.Cwd = filepath.Join(home, "work")
-			cfg.Sandbox = &mcpvisor.Sandbox{Enabled: true, Mechanism: m,
+			cfg.Sandbox = &transports.Sandbox{Enabled: true, Mechanism: m,
 				Read: []string{filepath.Join(base, "outer")}, Write: []string{filepath.Join(home, "out")}}
 			ctx := context.Background()
 			sup, err := mcpvisor.Start(ctx, sandboxOptions(home))

@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/transports"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/sandboxtest"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
 )
@@ -31,24 +33,24 @@ func sandboxOptions(home string) mcpvisor.Options {
 		ConnectTimeout:    20 * time.Second,
 		Reconnect: mcpvisor.ReconnectPolicy{InitialDelay: mcpvisor.Duration(50 * time.Millisecond),
 			MaxDelay: mcpvisor.Duration(200 * time.Millisecond)},
-		Sandbox: mcpvisor.SandboxOptions{Home: home},
+		Sandbox: sandbox.Options{Home: home},
 	}
 }
 
 // requireMechanism skips (or, under make test, fails) a test whose
 // mechanism this machine lacks.
-func requireMechanism(t *testing.T, m mcpvisor.SandboxMechanism) {
+func requireMechanism(t *testing.T, m transports.SandboxMechanism) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("the sandbox mechanisms tested here are Linux's")
 	}
 	var missing string
 	switch m {
-	case mcpvisor.SandboxBwrap:
+	case transports.SandboxBwrap:
 		if _, err := exec.LookPath("bwrap"); err != nil {
 			missing = "bubblewrap is not installed (make test installs it)"
 		}
-	case mcpvisor.SandboxLandlock:
+	case transports.SandboxLandlock:
 		if !landlockWorks() {
 			missing = "this kernel has no Landlock ABI 4 (TCP rules)"
 		}
@@ -99,16 +101,16 @@ func TestSandboxProbes(t *testing.T) {
 
 	cases := []struct {
 		name      string
-		mechanism mcpvisor.SandboxMechanism // requested; "" runs unconfined
-		want      mcpvisor.SandboxMechanism // in effect
-		execStage bool                      // through the exec stage, not prlimit
+		mechanism transports.SandboxMechanism // requested; "" runs unconfined
+		want      transports.SandboxMechanism // in effect
+		execStage bool                        // through the exec stage, not prlimit
 	}{
 		{"control", "", "", false},
-		{"landlock", mcpvisor.SandboxLandlock, mcpvisor.SandboxLandlock, false},
-		{"bwrap", mcpvisor.SandboxBwrap, mcpvisor.SandboxBwrap, false},
-		{"auto", mcpvisor.SandboxAuto, mcpvisor.SandboxBwrap, false},
-		{"landlock-exec-stage", mcpvisor.SandboxLandlock, mcpvisor.SandboxLandlock, true},
-		{"bwrap-exec-stage", mcpvisor.SandboxBwrap, mcpvisor.SandboxBwrap, true},
+		{"landlock", transports.SandboxLandlock, transports.SandboxLandlock, false},
+		{"bwrap", transports.SandboxBwrap, transports.SandboxBwrap, false},
+		{"auto", transports.SandboxAuto, transports.SandboxBwrap, false},
+		{"landlock-exec-stage", transports.SandboxLandlock, transports.SandboxLandlock, true},
+		{"bwrap-exec-stage", transports.SandboxBwrap, transports.SandboxBwrap, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,7 +128,7 @@ func TestSandboxProbes(t *testing.T) {
 			cfg := mcpvisor.ServerConfig{Config: sandboxtest.Command(bin)}
 			confined := tc.mechanism != ""
 			if confined {
-				cfg.Sandbox = &mcpvisor.Sandbox{Enabled: true, Write: []string{out}, MemoryMB: 128, Mechanism: tc.mechanism}
+				cfg.Sandbox = &transports.Sandbox{Enabled: true, Write: []string{out}, MemoryMB: 128, Mechanism: tc.mechanism}
 			} else {
 				require.NoError(t, os.MkdirAll(out, 0o755))
 			}
@@ -273,13 +275,13 @@ func TestSandboxUnavailableNeverRunsTheCommand(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 
 	opts := sandboxOptions(t.TempDir())
-	opts.Sandbox.Disable = []mcpvisor.SandboxMechanism{mcpvisor.SandboxLandlock}
+	opts.Sandbox.Disable = []transports.SandboxMechanism{transports.SandboxLandlock}
 	ctx := context.Background()
 	sup, err := mcpvisor.Start(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { sup.Close(context.Background()) })
 	cfg := mcpvisor.ServerConfig{Config: sandboxtest.Command(bin, "-marker", marker)}
-	cfg.Sandbox = &mcpvisor.Sandbox{Enabled: true}
+	cfg.Sandbox = &transports.Sandbox{Enabled: true}
 	_, err = sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{"probe": cfg}, mcpvisor.AwaitSettled(30*time.Second))
 	require.NoError(t, err)
 
@@ -354,7 +356,7 @@ func everything(t *testing.T) string {
 
 // confinedCall starts one server confined by its config, checks the
 // mechanism in effect and calls its echo tool.
-func confinedCall(t *testing.T, cfg mcpvisor.ServerConfig, want mcpvisor.SandboxMechanism, connect time.Duration) {
+func confinedCall(t *testing.T, cfg mcpvisor.ServerConfig, want transports.SandboxMechanism, connect time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	opts := sandboxOptions("")
@@ -379,12 +381,12 @@ func confinedCall(t *testing.T, cfg mcpvisor.ServerConfig, want mcpvisor.Sandbox
 // "sandbox": true and a 512 MiB memory limit, under each mechanism.
 func TestServerEverythingConfined(t *testing.T) {
 	bin := everything(t)
-	for _, m := range []mcpvisor.SandboxMechanism{mcpvisor.SandboxLandlock, mcpvisor.SandboxBwrap} {
+	for _, m := range []transports.SandboxMechanism{transports.SandboxLandlock, transports.SandboxBwrap} {
 		t.Run(string(m), func(t *testing.T) {
 			requireMechanism(t, m)
 			cfg := mcpvisor.ServerConfig{}
 			cfg.Command = bin
-			cfg.Sandbox = &mcpvisor.Sandbox{Enabled: true, MemoryMB: 512, Mechanism: m}
+			cfg.Sandbox = &transports.Sandbox{Enabled: true, MemoryMB: 512, Mechanism: m}
 			confinedCall(t, cfg, m, 30*time.Second)
 		})
 	}
@@ -398,11 +400,11 @@ func TestNpxServerConfined(t *testing.T) {
 	if _, err := exec.LookPath("npx"); err != nil {
 		t.Skip("no npx")
 	}
-	for _, m := range []mcpvisor.SandboxMechanism{mcpvisor.SandboxAuto, mcpvisor.SandboxLandlock} {
+	for _, m := range []transports.SandboxMechanism{transports.SandboxAuto, transports.SandboxLandlock} {
 		t.Run(string(m), func(t *testing.T) {
 			want := m
-			if m == mcpvisor.SandboxAuto {
-				want = mcpvisor.SandboxBwrap
+			if m == transports.SandboxAuto {
+				want = transports.SandboxBwrap
 				requireMechanism(t, want)
 			} else {
 				requireMechanism(t, m)
@@ -410,7 +412,7 @@ func TestNpxServerConfined(t *testing.T) {
 			cfg := mcpvisor.ServerConfig{}
 			cfg.Command = "npx"
 			cfg.Args = []string{"-y", "@modelcontextprotocol/server-everything@2026.8.31"}
-			cfg.Sandbox = &mcpvisor.Sandbox{Enabled: true, Network: true, Mechanism: m}
+			cfg.Sandbox = &transports.Sandbox{Enabled: true, Network: true, Mechanism: m}
 			confinedCall(t, cfg, want, 90*time.Second)
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/sandboxtest"
 )
 
@@ -22,7 +23,7 @@ import (
 // mounted for the test stands for /run/user/<uid>), else in the hidden
 // home directory's ~/.cache.
 func TestSandboxTmpdirsArePrivate(t *testing.T) {
-	requireMechanism(t, mcpvisor.SandboxLandlock)
+	requireMechanism(t, transports.SandboxLandlock)
 	bin := probeBinary(t)
 	for _, where := range []string{"runtime-dir", "home-cache"} {
 		t.Run(where, func(t *testing.T) {
@@ -43,7 +44,7 @@ func TestSandboxTmpdirsArePrivate(t *testing.T) {
 			servers := map[string]mcpvisor.ServerConfig{}
 			for _, name := range []string{"a", "b"} {
 				cfg := mcpvisor.ServerConfig{Config: sandboxtest.Command(bin)}
-				cfg.Sandbox = &mcpvisor.Sandbox{Enabled: true, Mechanism: mcpvisor.SandboxLandlock}
+				cfg.Sandbox = &transports.Sandbox{Enabled: true, Mechanism: transports.SandboxLandlock}
 				servers[name] = cfg
 			}
 			_, err = sup.SetServers(ctx, servers, mcpvisor.AwaitSettled(30*time.Second))

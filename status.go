@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // ConnectionStatus is the five-valued status of the agent SDKs' MCP
@@ -96,7 +97,7 @@ type ServerStatus struct {
 	LastFailure FailureKind `json:"lastFailure,omitempty"`
 	// Sandbox names the mechanism confining the server's live connection;
 	// empty when it is not ready or runs unconfined.
-	Sandbox SandboxMechanism `json:"sandbox,omitempty"`
+	Sandbox transports.SandboxMechanism `json:"sandbox,omitempty"`
 	// Strikes counts the consecutive transient errors of the live
 	// connection (ReconnectPolicy.Strikes of them close it).
 	Strikes int `json:"strikes"`
@@ -127,7 +128,7 @@ type ServerStatus struct {
 	ListErrors []ListError `json:"listErrors,omitempty"`
 	// Cache is what a 2026-07-28 server said about caching its lists,
 	// while it is connected.
-	Cache *CacheHints `json:"cache,omitempty"`
+	Cache *protocol.CacheHints `json:"cache,omitempty"`
 	// Capabilities are what the server declared, while it is ready.
 	Capabilities *protocol.ServerCapabilities `json:"capabilities,omitempty"`
 }

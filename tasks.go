@@ -8,9 +8,6 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
-// Task is a task's state as the server reports it (2025-11-25 tasks).
-type Task = protocol.Task
-
 // TaskHandle is a task-augmented tool call in progress: Get polls it,
 // Wait polls it to the end and returns the result, Result fetches the
 // result, Cancel cancels it. It names the server and the task, not a
@@ -23,18 +20,22 @@ type TaskHandle struct {
 	// Server and ID name the task; Tool is the pool name of the tool
 	// called; Created is the task's state when the server accepted it.
 	Server, ID string
-	Created    Task
+	Created    protocol.Task
 	Tool       string
 
 	h *actors.TaskHandle
 }
 
 // Get polls the task's state (tasks/get).
-func (t *TaskHandle) Get(ctx context.Context) (*Task, error) { return hostResult(t.h.Get(ctx)) }
+func (t *TaskHandle) Get(ctx context.Context) (*protocol.Task, error) {
+	return hostResult(t.h.Get(ctx))
+}
 
 // Cancel asks the server to cancel the task (tasks/cancel) and returns
 // its state.
-func (t *TaskHandle) Cancel(ctx context.Context) (*Task, error) { return hostResult(t.h.Cancel(ctx)) }
+func (t *TaskHandle) Cancel(ctx context.Context) (*protocol.Task, error) {
+	return hostResult(t.h.Cancel(ctx))
+}
 
 // Result returns the tool's result (tasks/result), which the server
 // holds back until the task is terminal.
@@ -47,7 +48,7 @@ func (t *TaskHandle) Result(ctx context.Context) (*protocol.CallToolResult, erro
 // whenever its status or message changes, then returns its result. A
 // failed or cancelled task returns its final state and an error; the
 // result of a failed task, if the server has one, is returned too.
-func (t *TaskHandle) Wait(ctx context.Context, onStatus func(Task)) (*protocol.CallToolResult, *Task, error) {
+func (t *TaskHandle) Wait(ctx context.Context, onStatus func(protocol.Task)) (*protocol.CallToolResult, *protocol.Task, error) {
 	res, st, err := t.h.Wait(ctx, onStatus)
 	return res, st, hostErr(err)
 }
@@ -73,6 +74,6 @@ func (s *Supervisor) CallToolAsTask(ctx context.Context, name string, args any, 
 }
 
 // ListTasks lists a server's tasks.
-func (s *Supervisor) ListTasks(ctx context.Context, server string) ([]Task, error) {
+func (s *Supervisor) ListTasks(ctx context.Context, server string) ([]protocol.Task, error) {
 	return hostResult(s.sys.ListTasks(ctx, server))
 }

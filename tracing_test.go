@@ -31,10 +31,10 @@ func tracedServers(t *testing.T) map[string]mcpvisor.ServerConfig {
 	return map[string]mcpvisor.ServerConfig{
 		"stdio":     {Config: testserver.Command()},
 		"stdio_old": {Config: testserver.Command(), ProtocolVersion: protocol.Version20251125},
-		"http":      {Config: mcpvisor.TransportConfig{URL: url}},
-		"http_old":  {Config: mcpvisor.TransportConfig{URL: url}, ProtocolVersion: protocol.Version20250618},
-		"ws":        {Config: mcpvisor.TransportConfig{Type: transports.TypeWS, URL: wsURL}},
-		"ws_old":    {Config: mcpvisor.TransportConfig{Type: transports.TypeWS, URL: wsURL}, ProtocolVersion: protocol.Version20251125},
+		"http":      {Config: transports.Config{URL: url}},
+		"http_old":  {Config: transports.Config{URL: url}, ProtocolVersion: protocol.Version20250618},
+		"ws":        {Config: transports.Config{Type: transports.TypeWS, URL: wsURL}},
+		"ws_old":    {Config: transports.Config{Type: transports.TypeWS, URL: wsURL}, ProtocolVersion: protocol.Version20251125},
 	}
 }
 

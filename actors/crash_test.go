@@ -45,7 +45,7 @@ func (c *crasher) crash(t *testing.T, pid *actor.PID) {
 // process is shut down, and it connects again.
 func TestServerActorCrashRestartsCleanly(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"c": mock("-hang-on-call"), "other": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"c": mock("-hang-on-call"), "other": plain()})
 	oldPid := pidOf(s, "c")
 	h, err := s.handle("c")
 	require.NoError(t, err)
@@ -75,7 +75,7 @@ func TestServerActorCrashRestartsCleanly(t *testing.T) {
 // strategy and reported failed; the others carry on.
 func TestServerActorCrashingRepeatedlyIsMarkedFailed(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"c": mock(), "other": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"c": plain(), "other": plain()})
 	h, err := s.handle("c")
 	require.NoError(t, err)
 	c := newCrasher(s)

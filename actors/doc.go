@@ -34,9 +34,10 @@
 //   - The tool pool, functions over the servers' views: pool.go (the
 //     snapshot and its lookups), pool_names.go (qualified names and
 //     collisions), pool_offer.go (what one server view offers),
-//     pool_build.go (the whole build), pool_update.go (the incremental
-//     update of a few servers), pool_diff.go (the events that say what
-//     changed).
+//     pool_next.go (the one way a pool is made: which servers changed,
+//     or all of them in a rebase), pool_contribution.go (what one server
+//     puts in), pool_apply.go (taking entries out and putting them in,
+//     claiming names), pool_diff.go (the events that say what changed).
 //   - Host-side features: host.go (the host's state shared by servers),
 //     host_requests.go (roots, sampling, elicitation), host_channels.go,
 //     host_progress.go, host_subscriptions.go and host_listen.go

@@ -14,7 +14,7 @@ import (
 // a server's stdout, so a dump of a stuck host can be read.
 func TestLongLivedGoroutinesAreNamed(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"named": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"named": plain()})
 	var b strings.Builder
 	require.NoError(t, pprof.Lookup("goroutine").WriteTo(&b, 1))
 	prof := b.String()

@@ -94,7 +94,7 @@ func TestChannelNeedsTheCapability(t *testing.T) {
 // answers expires; answering it then is refused.
 func TestPermissionRelayRoundTrip(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"tg": mock("-channel", "-notify-tool"), "plain": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"tg": mock("-channel", "-notify-tool"), "plain": plain()})
 	in := s.SubscribeChannels(t.Context(), 0)
 	events := s.Subscribe(t.Context(), false, 0, 256)
 

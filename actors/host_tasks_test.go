@@ -69,7 +69,7 @@ func TestEverythingTask(t *testing.T) {
 
 func TestTasksNeedTheCapability(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"m": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"m": plain()})
 	_, err := s.CallToolAsTask(t.Context(), "mcp__m__echo", json.RawMessage(`{"text":"x"}`), 0)
 	assert.ErrorIs(t, err, ErrTasksUnsupported)
 }

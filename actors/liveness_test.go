@@ -92,7 +92,7 @@ func TestHungStdioServerIsReconnected(t *testing.T) {
 // and then answers is answered.
 func TestSlowToolIsNotStruck(t *testing.T) {
 	s := start(t, probeOptions())
-	setAndSettle(t, s, map[string]ServerConfig{"slow": mock("-hang-on-call"), "sleepy": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"slow": mock("-hang-on-call"), "sleepy": plain()})
 	pid := serverPids(s)
 	before := statusOf(s, "slow").ConnectedSince
 

@@ -149,10 +149,10 @@ func (failingPins) CheckTools(context.Context, string, string, []protocol.Tool) 
 
 func TestAFailingPinStoreWithholdsUntrustedTools(t *testing.T) {
 	s := start(t, pinOptions(failingPins{}))
-	setAndSettle(t, s, map[string]ServerConfig{"m": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"m": plain()})
 	assert.Equal(t, StateReady, statusOf(s, "m").State)
 	assert.Empty(t, s.Tools())
-	assert.Len(t, statusOf(s, "m").WithheldTools, 5)
+	assert.Len(t, statusOf(s, "m").WithheldTools, plainTools)
 }
 
 func TestWithoutAPinStoreNothingIsWithheld(t *testing.T) {

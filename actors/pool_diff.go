@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"maps"
 	"reflect"
 	"slices"
 )
@@ -11,80 +10,6 @@ import (
 type poolItem struct {
 	server, name string
 	def          any
-}
-
-// diffPools returns the events that tell subscribers how the pool changed
-// from old to p: per server and kind, one *_changed event with its diff
-// (servers in name order; tools, then prompts, then resources), then one
-// collision event per rename that old did not make.
-func diffPools(old, p *pool) []Event {
-	toolItems := func(p *pool) []poolItem {
-		out := make([]poolItem, len(p.tools))
-		for i, t := range p.tools {
-			out[i] = poolItem{t.Server, t.Name, &t.Definition} // a pointer: boxing it allocates nothing
-		}
-		return out
-	}
-	promptItems := func(p *pool) []poolItem {
-		out := make([]poolItem, len(p.prompts))
-		for i := range p.prompts {
-			pr := &p.prompts[i]
-			out[i] = poolItem{pr.Server, pr.Name, &pr.Prompt}
-		}
-		return out
-	}
-	resourceItems := func(p *pool) []poolItem {
-		out := make([]poolItem, 0, len(p.resources)+len(p.templates))
-		for i := range p.resources {
-			r := &p.resources[i]
-			out = append(out, poolItem{r.Server, r.Resource.URI, &r.Resource})
-		}
-		for i := range p.templates {
-			t := &p.templates[i]
-			out = append(out, poolItem{t.Server, t.Template.URITemplate, &t.Template})
-		}
-		return out
-	}
-	// Servers whose view kept its offer list the same definitions: only
-	// their names can differ (a collision), so their entries are compared
-	// by name alone.
-	sameOffer := map[string]bool{}
-	for h, pv := range p.views {
-		if pv.offer != nil && old.views[h].offer == pv.offer {
-			sameOffer[pv.view.name] = true
-		}
-	}
-	tools := diffItems(toolItems(old), toolItems(p), sameOffer)
-	prompts := diffItems(promptItems(old), promptItems(p), sameOffer)
-	resources := diffItems(resourceItems(old), resourceItems(p), sameOffer)
-	servers := map[string]bool{}
-	for _, m := range []map[string]*ListDiff{tools, prompts, resources} {
-		for s := range m {
-			servers[s] = true
-		}
-	}
-	var evs []Event
-	for _, s := range slices.Sorted(maps.Keys(servers)) {
-		if d := tools[s]; d != nil {
-			evs = append(evs, Event{Type: EventToolsChanged, Server: s, Diff: d, Tools: len(p.tools)})
-		}
-		if d := prompts[s]; d != nil {
-			evs = append(evs, Event{Type: EventPromptsChanged, Server: s, Diff: d})
-		}
-		if d := resources[s]; d != nil {
-			evs = append(evs, Event{Type: EventResourcesChanged, Server: s, Diff: d})
-		}
-	}
-	seen := map[Collision]bool{}
-	for _, c := range old.collisions {
-		seen[c] = true
-	}
-	for _, c := range p.collisions {
-		if !seen[c] {
-			evs = append(evs, Event{Type: EventCollision, Server: c.Server, Collision: &c})
-		}
-	}
-	return evs
 }
 
 // diffItems compares two lists by (server, name) and returns the non-empty
@@ -125,4 +50,111 @@ func diffItems(old, cur []poolItem, sameDefs map[string]bool) map[string]*ListDi
 		slices.Sort(d.Changed)
 	}
 	return diffs
+}
+
+// changeEvents are the events of the changed servers, in name order (see
+// nextPool): each server's entries in prev against those in p, under
+// the names each pool gave them.
+func changeEvents(prev, p *pool, changes []poolChange, olds, news []contribution) []Event {
+	var evs []Event
+	for i, c := range changes {
+		if sameEntries(prev, p, c, olds[i], news[i]) {
+			continue
+		}
+		var oldItems, curItems [3][]poolItem
+		if c.old != nil {
+			oldItems = olds[i].items(c.old.name, prev)
+		}
+		if c.cur != nil {
+			curItems = news[i].items(c.cur.name, p)
+		}
+		same := map[string]bool{c.name: olds[i].offer != nil && olds[i].offer == news[i].offer}
+		if d := diffItems(oldItems[0], curItems[0], same)[c.name]; d != nil {
+			evs = append(evs, Event{Type: EventToolsChanged, Server: c.name, Diff: d, Tools: len(p.tools)})
+		}
+		if d := diffItems(oldItems[1], curItems[1], same)[c.name]; d != nil {
+			evs = append(evs, Event{Type: EventPromptsChanged, Server: c.name, Diff: d})
+		}
+		if d := diffItems(oldItems[2], curItems[2], same)[c.name]; d != nil {
+			evs = append(evs, Event{Type: EventResourcesChanged, Server: c.name, Diff: d})
+		}
+	}
+	if len(p.collisions) == 0 {
+		return evs
+	}
+	seen := make(map[Collision]bool, len(prev.collisions))
+	for _, c := range prev.collisions {
+		seen[c] = true
+	}
+	for _, c := range p.collisions {
+		if !seen[c] {
+			evs = append(evs, Event{Type: EventCollision, Server: c.Server, Collision: &c})
+		}
+	}
+	return evs
+}
+
+// sameEntries reports, without listing them, that change c leaves its
+// server's entries as they were: no offer before or after, or the same
+// offer (the same definitions) under the same names.
+func sameEntries(prev, p *pool, c poolChange, old, cur contribution) bool {
+	was, is := old.offer != nil && !old.off, cur.offer != nil && !cur.off
+	if !was && !is {
+		return true
+	}
+	if !was || !is || old.offer != cur.offer || c.old == nil || c.cur == nil || c.old.name != c.cur.name {
+		return false
+	}
+	if len(prev.renamed) == 0 && len(p.renamed) == 0 {
+		return true
+	}
+	for _, t := range cur.offer.tools {
+		if prev.offeredName("tool", c.name, t.tool.Definition.Name, t.tool.Name) != p.offeredName("tool", c.name, t.tool.Definition.Name, t.tool.Name) {
+			return false
+		}
+	}
+	for _, pr := range cur.offer.prompts {
+		if prev.offeredName("prompt", c.name, pr.Prompt.Name, pr.Name) != p.offeredName("prompt", c.name, pr.Prompt.Name, pr.Name) {
+			return false
+		}
+	}
+	return true
+}
+
+// items lists a contribution's offered tools, prompts, and resources with
+// templates, as diffItems compares them, under the names pool in gave
+// them.
+func (c contribution) items(server string, in *pool) (out [3][]poolItem) {
+	if c.offer == nil || c.off {
+		return out
+	}
+	for i := range c.offer.tools {
+		t := &c.offer.tools[i]
+		out[0] = append(out[0], poolItem{server, in.offeredName("tool", server, t.tool.Definition.Name, t.tool.Name), &t.tool.Definition})
+	}
+	for i := range c.offer.prompts {
+		pr := &c.offer.prompts[i]
+		out[1] = append(out[1], poolItem{server, in.offeredName("prompt", server, pr.Prompt.Name, pr.Name), &pr.Prompt})
+	}
+	for i := range c.offer.resources {
+		r := &c.offer.resources[i]
+		out[2] = append(out[2], poolItem{server, r.Resource.URI, &r.Resource})
+	}
+	for i := range c.offer.templates {
+		t := &c.offer.templates[i]
+		out[2] = append(out[2], poolItem{server, t.Template.URITemplate, &t.Template})
+	}
+	return out
+}
+
+// offeredName is the name under which p offers server's entry original,
+// whose preferred name is q.
+func (p *pool) offeredName(kind, server, original, q string) string {
+	if len(p.renamed) == 0 {
+		return q
+	}
+	if name, ok := p.renamed[renameKey{kind, server, original}]; ok {
+		return name
+	}
+	return q
 }

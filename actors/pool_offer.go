@@ -54,8 +54,8 @@ type poolServer struct {
 // their own names, descriptions capped, with each tool's preferred
 // qualified name. Views are immutable and a new view usually keeps its
 // predecessor's lists, so an offer is computed once per listing and
-// shared by the views that follow; buildPool then only claims names and
-// diffPools compares definitions only of servers whose offer changed.
+// shared by the views that follow; nextPool then only claims names and
+// compares definitions only of servers whose offer changed.
 //
 // Offers are built by the registry goroutine and kept by the pool that
 // used them (pool.views); a published offer is never modified.

@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -52,6 +54,12 @@ func fakeServer(name string, cfg ServerConfig, tools []string, prompts ...string
 	return poolServer{name: name, h: h}
 }
 
+// poolOf is the pool nextPool makes of servers after prev.
+func poolOf(servers []poolServer, builtins []BuiltinTool, maxDescription int, prev *pool) *pool {
+	p, _ := nextPool(servers, builtins, maxDescription, prev)
+	return p
+}
+
 func namesIn(p *pool) map[string]string {
 	out := map[string]string{}
 	for _, t := range p.builtins {
@@ -72,7 +80,7 @@ func TestCollisionsAreResolvedTheSameWayWhateverTheOrder(t *testing.T) {
 			fakeServer("my.server", ServerConfig{}, []string{"x"}),
 		}
 	}
-	p := buildPool(servers(), nil, 0, nil)
+	p := poolOf(servers(), nil, 0, nil)
 	names := namesIn(p)
 	require.Len(t, names, 3, "nothing is dropped: the loser is renamed")
 	assert.Equal(t, "my.server/x", names["mcp__my_server__x"])
@@ -85,7 +93,7 @@ func TestCollisionsAreResolvedTheSameWayWhateverTheOrder(t *testing.T) {
 
 	reversed := servers()
 	reversed[0], reversed[1] = reversed[1], reversed[0]
-	assert.Equal(t, names, namesIn(buildPool(reversed, nil, 0, nil)), "the same servers give the same names in any order")
+	assert.Equal(t, names, namesIn(poolOf(reversed, nil, 0, nil)), "the same servers give the same names in any order")
 
 	// Calls route by the assigned names.
 	assert.Equal(t, "x", p.toolsByName[c.Renamed].name)
@@ -97,7 +105,7 @@ func TestHostBuiltinsWinCollisionsAndAreListedFirst(t *testing.T) {
 		{Definition: protocol.Tool{Name: "Read"}},
 		{Definition: protocol.Tool{Name: "mcp__fs__read"}}, // a host that chose an MCP-like name
 	}
-	p := buildPool([]poolServer{fakeServer("fs", ServerConfig{}, []string{"read", "write"})}, builtins, 0, nil)
+	p := poolOf([]poolServer{fakeServer("fs", ServerConfig{}, []string{"read", "write"})}, builtins, 0, nil)
 	assert.Equal(t, "built-in", namesIn(p)["mcp__fs__read"])
 	require.Len(t, p.collisions, 1)
 	assert.Equal(t, "built-in", p.collisions[0].Holder)
@@ -119,7 +127,7 @@ func TestPoolAppliesFiltersTrustAndTheDescriptionCap(t *testing.T) {
 	cfg := ServerConfig{Trust: "trusted", Tools: ToolFilter{Allow: []string{"get_*", "list"}, Deny: []string{"get_secret"}}}
 	s := fakeServer("api", cfg, []string{"get_user", "get_secret", "list", "delete"}, "summarize")
 	s.h.view.Load().lists.tools[0].Description = strings.Repeat("d", 5000)
-	p := buildPool([]poolServer{s}, nil, 100, nil)
+	p := poolOf([]poolServer{s}, nil, 100, nil)
 	assert.Equal(t, map[string]string{"mcp__api__get_user": "api/get_user", "mcp__api__list": "api/list"}, namesIn(p))
 	for _, tool := range p.tools {
 		assert.True(t, tool.Trusted)
@@ -131,21 +139,21 @@ func TestPoolAppliesFiltersTrustAndTheDescriptionCap(t *testing.T) {
 }
 
 func TestDiffsNameWhatWasAddedRemovedAndChanged(t *testing.T) {
-	before := buildPool([]poolServer{
+	before := poolOf([]poolServer{
 		fakeServer("a", ServerConfig{}, []string{"keep", "drop", "edit"}),
 		fakeServer("b", ServerConfig{}, []string{"same"}),
 	}, nil, 0, nil)
 	a := fakeServer("a", ServerConfig{}, []string{"keep", "edit", "new"})
 	a.h.view.Load().lists.tools[1].Description = "edited"
-	after := buildPool([]poolServer{a, fakeServer("b", ServerConfig{}, []string{"same"})}, nil, 0, nil)
+	after, evs := nextPool([]poolServer{a, fakeServer("b", ServerConfig{}, []string{"same"})}, nil, 0, before)
 
-	evs := diffPools(before, after)
 	require.Len(t, evs, 1, "only the server whose tools changed gets an event")
 	assert.Equal(t, EventToolsChanged, evs[0].Type)
 	assert.Equal(t, "a", evs[0].Server)
 	assert.Equal(t, &ListDiff{Added: []string{"mcp__a__new"}, Removed: []string{"mcp__a__drop"}, Changed: []string{"mcp__a__edit"}}, evs[0].Diff)
 	assert.Equal(t, 4, evs[0].Tools)
-	assert.Empty(t, diffPools(after, after), "an unchanged pool has no diff")
+	_, evs = nextPool(slices.Collect(maps.Values(after.parts)), nil, 0, after)
+	assert.Empty(t, evs, "an unchanged pool has no diff")
 }
 
 // A renamed tool keeps its name for routing when its server stops
@@ -154,25 +162,25 @@ func TestDiffsNameWhatWasAddedRemovedAndChanged(t *testing.T) {
 func TestARenamedToolIsRoutedByItsNameAfterItsServerLeavesThePool(t *testing.T) {
 	holder := fakeServer("my.server", ServerConfig{}, []string{"x"})
 	loser := fakeServer("my_server", ServerConfig{}, []string{"x"})
-	p := buildPool([]poolServer{holder, loser}, nil, 0, nil)
+	p := poolOf([]poolServer{holder, loser}, nil, 0, nil)
 	require.Len(t, p.collisions, 1)
 	renamed := p.collisions[0].Renamed
 
 	parked := *loser.h.view.Load()
 	parked.state = StateFailed
 	loser.h.view.Store(&parked)
-	p = buildPool([]poolServer{holder, loser}, nil, 0, p)
+	p = poolOf([]poolServer{holder, loser}, nil, 0, p)
 	assert.Equal(t, "x", p.hiddenTools[renamed].name, "a call by the renamed name still wakes the parked server")
 	_, wrong := p.hiddenTools["mcp__my_server__x"]
 	assert.False(t, wrong, "the holder's name is not routed to the parked server")
 
-	p = buildPool([]poolServer{holder, loser}, nil, 0, p)
+	p = poolOf([]poolServer{holder, loser}, nil, 0, p)
 	assert.Equal(t, "x", p.hiddenTools[renamed].name, "remembered across rebuilds")
 
 	ready := parked
 	ready.state = StateReady
 	loser.h.view.Store(&ready)
 	loser.off = true
-	p = buildPool([]poolServer{holder, loser}, nil, 0, p)
+	p = poolOf([]poolServer{holder, loser}, nil, 0, p)
 	assert.Equal(t, "my_server", p.offRoutes[renamed], "toggled off: refused under the name the model knows")
 }

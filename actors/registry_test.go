@@ -36,9 +36,9 @@ func nextEvent(t *testing.T, events <-chan Event, typ EventType, server string) 
 func TestListChangedPublishesTheDiff(t *testing.T) {
 	s := start(t, testOptions)
 	events := s.Subscribe(t.Context(), false, 0, 256)
-	setAndSettle(t, s, map[string]ServerConfig{"dyn": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"dyn": plain()})
 	first := nextEvent(t, events, EventToolsChanged, "dyn")
-	assert.Len(t, first.Diff.Added, 5, "connecting adds the server's tools: %v", first.Diff)
+	assert.Len(t, first.Diff.Added, plainTools, "connecting adds the server's tools: %v", first.Diff)
 
 	_, err := call(t, s, "mcp__dyn__announce", "late_tool")
 	require.NoError(t, err)
@@ -80,7 +80,7 @@ func TestReconnectPublishesOnlyWhatChanged(t *testing.T) {
 
 func TestToggleHidesAServerButKeepsItsConnection(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"t": mock("-resources", "1", "-prompts", "1"), "other": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"t": mock("-resources", "1", "-prompts", "1"), "other": plain()})
 	pid := pidOf(s, "t")
 	events := s.Subscribe(t.Context(), false, 0, 256)
 
@@ -116,15 +116,15 @@ func TestToggleHidesAServerButKeepsItsConnection(t *testing.T) {
 	assert.Equal(t, pid, pidOf(s, "t"), "the same process served it throughout")
 
 	assert.ErrorIs(t, s.Toggle(context.Background(), "nope", false), ErrUnknownServer)
-	setAndSettle(t, s, map[string]ServerConfig{"t": {Config: mock().Config, Disabled: true}})
+	setAndSettle(t, s, map[string]ServerConfig{"t": {Config: plain().Config, Disabled: true}})
 	assert.Error(t, s.Toggle(context.Background(), "t", true), "a server disabled in config cannot be toggled on")
 }
 
 func TestAChangeThatKeepsTheConnectionIsAppliedWithoutReconnecting(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"m": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"m": plain()})
 	pid := pidOf(s, "m")
-	filtered := mock()
+	filtered := plain()
 	filtered.Tools = ToolFilter{Deny: []string{"fail", "sleep"}}
 	filtered.Trust = "trusted"
 	res := setAndSettle(t, s, map[string]ServerConfig{"m": filtered})
@@ -141,9 +141,9 @@ func TestAChangeThatKeepsTheConnectionIsAppliedWithoutReconnecting(t *testing.T)
 
 func TestALazyServerConnectsOnFirstUse(t *testing.T) {
 	s := start(t, testOptions)
-	lazy := mock()
+	lazy := plain()
 	lazy.Lazy = true
-	setAndSettle(t, s, map[string]ServerConfig{"lazy": lazy, "eager": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"lazy": lazy, "eager": plain()})
 	assert.Equal(t, StatePending, statusOf(s, "lazy").State, "not connected by SetServers")
 	assert.False(t, hasTool(s, "mcp__lazy__echo"), "its tools are unknown until it connects")
 
@@ -155,9 +155,9 @@ func TestALazyServerConnectsOnFirstUse(t *testing.T) {
 
 	_, err = call(t, s, "mcp__eager__no_such_tool", "x")
 	assert.ErrorIs(t, err, ErrUnknownTool)
-	lazy2 := mock()
+	lazy2 := plain()
 	lazy2.Lazy = true
-	setAndSettle(t, s, map[string]ServerConfig{"lazy": lazy, "eager": mock(), "lazy2": lazy2})
+	setAndSettle(t, s, map[string]ServerConfig{"lazy": lazy, "eager": plain(), "lazy2": lazy2})
 	_, err = call(t, s, "mcp__lazy2__no_such_tool", "x")
 	assert.ErrorIs(t, err, ErrUnknownTool, "a lazy server without the tool says so once connected")
 	assert.Equal(t, StateReady, statusOf(s, "lazy2").State)
@@ -172,9 +172,9 @@ func TestBuiltinsAreOfferedFirstAndRouted(t *testing.T) {
 		{Definition: protocol.Tool{Name: "AskUser"}}, // the host runs it
 	}
 	s := start(t, opts)
-	setAndSettle(t, s, map[string]ServerConfig{"m": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"m": plain()})
 	tools := s.Tools()
-	require.Len(t, tools, 2+5)
+	require.Len(t, tools, 2+plainTools)
 	assert.Equal(t, []string{"AskUser", "Bash"}, []string{tools[0].Name, tools[1].Name})
 	assert.True(t, tools[0].Builtin)
 	assert.Equal(t, "mcp__m__add", tools[2].Name, "MCP tools follow, sorted")
@@ -225,7 +225,7 @@ func TestResumingFromAForgottenCursorSaysSo(t *testing.T) {
 	opts := testOptions
 	opts.EventBuffer = 4
 	s := start(t, opts)
-	setAndSettle(t, s, map[string]ServerConfig{"a": mock(), "b": mock(), "c": mock()}) // > 4 events
+	setAndSettle(t, s, map[string]ServerConfig{"a": plain(), "b": plain(), "c": plain()}) // > 4 events
 	got := collect(s.Subscribe(t.Context(), true, 1, 64), 100*time.Millisecond)
 	require.NotEmpty(t, got)
 	assert.Equal(t, EventGap, got[0].Type)
@@ -297,7 +297,7 @@ func TestASlowSubscriberResumesByCursor(t *testing.T) {
 	slow := s.Subscribe(ctx, false, 0, 3)
 	servers := map[string]ServerConfig{}
 	for i := range 6 {
-		servers[fmt.Sprintf("s%d", i)] = mock()
+		servers[fmt.Sprintf("s%d", i)] = plain()
 	}
 	setAndSettle(t, s, servers) // dozens of events into a buffer of 3, unread
 	got := collect(slow, 300*time.Millisecond)
@@ -344,7 +344,7 @@ func TestAUsedLazyServerIsReconnectedLikeAnyOther(t *testing.T) {
 // acts on their result never sees the old pool.
 func TestTheCallerSeesThePoolItChanged(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"a": mock(), "b": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"a": plain(), "b": plain()})
 	for range 50 {
 		require.NoError(t, s.Toggle(context.Background(), "a", false))
 		require.False(t, hasTool(s, "mcp__a__echo"))
@@ -352,7 +352,7 @@ func TestTheCallerSeesThePoolItChanged(t *testing.T) {
 		require.True(t, hasTool(s, "mcp__a__echo"))
 	}
 	events := s.Subscribe(t.Context(), false, 0, 256)
-	_, err := s.SetServers(context.Background(), map[string]ServerConfig{"a": mock()})
+	_, err := s.SetServers(context.Background(), map[string]ServerConfig{"a": plain()})
 	require.NoError(t, err)
 	assert.False(t, hasTool(s, "mcp__b__echo"), "a removed server's tools are gone when SetServers returns")
 	// b's shutdown goes on after SetServers returned; its last event
@@ -367,5 +367,5 @@ func TestTheCallerSeesThePoolItChanged(t *testing.T) {
 	assert.Equal(t, EventServerToggled, got[0].Type, "resuming from LastSeq shows exactly what followed")
 	assert.Equal(t, seq+1, got[0].Seq)
 	assert.Equal(t, 0, statusOf(s, "a").OfferedTools)
-	assert.Equal(t, 5, statusOf(s, "a").Tools)
+	assert.Equal(t, plainTools, statusOf(s, "a").Tools)
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -120,7 +119,7 @@ type ServerStatus struct {
 	// Cache is what the server said about caching its discover result and
 	// its lists (SEP-2549; 2026-07-28 servers only), while it is
 	// connected: nil otherwise.
-	Cache *CacheHints `json:"cache,omitempty"`
+	Cache *protocol.CacheHints `json:"cache,omitempty"`
 	// Capabilities are what the server declared (its extensions
 	// included), while it is ready: nil otherwise.
 	Capabilities *protocol.ServerCapabilities `json:"capabilities,omitempty"`
@@ -138,12 +137,6 @@ type ListError struct {
 	Failures  int       `json:"failures"`
 	NextRetry time.Time `json:"nextRetry,omitzero"`
 }
-
-// CacheHints are a server's caching hints: per list, how long its latest
-// listing may be considered fresh and whether it may be shared. A server
-// of a handshake era gives none, which the zero value means (immediately
-// stale, private).
-type CacheHints = session.CacheHints
 
 // EventType names what an Event reports.
 type EventType string

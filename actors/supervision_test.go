@@ -172,7 +172,7 @@ func TestASuccessfulCallClearsTheStrikes(t *testing.T) {
 // A JSON-RPC error is an answer: the connection works, so it is no strike.
 func TestCallLevelErrorsAreNoStrikes(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"m": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"m": plain()})
 	for range 5 {
 		_, err := s.CallTool(t.Context(), "mcp__m__echo", json.RawMessage(`{"text":`)) // not JSON: refused by the server
 		require.Error(t, err)

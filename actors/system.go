@@ -184,7 +184,8 @@ func Start(opts Options) (*System, error) {
 		// The helper, once started, outlives the restarts of servers.
 		releaseHelper: reaper.Hold(),
 	}
-	s.pool.Store(buildPool(nil, opts.Builtins, opts.MaxDescriptionLength, nil))
+	first, _ := nextPool(nil, opts.Builtins, opts.MaxDescriptionLength, nil)
+	s.pool.Store(first)
 	s.permissions.Store(newPermissionSet(opts.Permissions))
 	s.handles.Store(&[]*serverHandle{})
 	s.actors = actor.NewActorSystem(

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/actors/admission"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testserver"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/session"
@@ -27,6 +28,7 @@ import (
 
 func TestMain(m *testing.M) {
 	reaper.HelperMain()
+	testserver.Main()
 	if mockserver.IsRequested() {
 		os.Exit(mockserver.Main(os.Args[1:]))
 	}
@@ -36,6 +38,16 @@ func TestMain(m *testing.M) {
 func mock(args ...string) ServerConfig {
 	return ServerConfig{Config: mockserver.Command(args...)}
 }
+
+// plain is a server that misbehaves in no way (echo, add, fail, sleep,
+// announce, meta): internal/testserver over stdio, for the tests that need
+// none of the mock's fault modes or options.
+func plain() ServerConfig {
+	return ServerConfig{Config: testserver.Command()}
+}
+
+// plainTools is how many tools plain's server lists.
+const plainTools = 6
 
 var testOptions = Options{
 	CloseStdinTimeout: 500 * time.Millisecond,
@@ -155,7 +167,7 @@ func TestConnectAdmissionHonoursTheLocalLimit(t *testing.T) {
 func TestAFailingServerDoesNotHoldBackTheOthers(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{
-		"good":     mock(),
+		"good":     plain(),
 		"missing":  {Config: transports.Config{Command: "mcpvisor-no-such-server"}},
 		"crashes":  mock("-exit-at-start"),
 		"bad-cwd":  {Config: transports.Config{Command: "cat", Cwd: "/no/such/dir"}},
@@ -191,7 +203,7 @@ func TestAFailingServerDoesNotHoldBackTheOthers(t *testing.T) {
 func TestInvalidConfigIsReportedAndNotStarted(t *testing.T) {
 	s := start(t, testOptions)
 	res := setAndSettle(t, s, map[string]ServerConfig{
-		"ok":      mock(),
+		"ok":      plain(),
 		"nothing": {},
 		"weird":   {Config: transports.Config{Type: "carrier-pigeon", URL: "x"}},
 		"pinned":  {Config: mockserver.Command(), ProtocolVersion: "1999-01-01"},
@@ -205,7 +217,7 @@ func TestInvalidConfigIsReportedAndNotStarted(t *testing.T) {
 func TestDeadProcessFailsInFlightCallsAndIsRestartedAtOnce(t *testing.T) {
 	s := start(t, testOptions)
 	events := s.Subscribe(t.Context(), false, 0, 64)
-	setAndSettle(t, s, map[string]ServerConfig{"flaky": mock("-exit-after", "1"), "steady": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"flaky": mock("-exit-after", "1"), "steady": plain()})
 	firstPid := pidOf(s, "flaky")
 
 	_, err := s.CallTool(context.Background(), "mcp__flaky__echo", json.RawMessage(`{"text":"a"}`))
@@ -263,12 +275,12 @@ func TestCallsHaveADefaultDeadline(t *testing.T) {
 
 func TestSetServersAppliesADiff(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"keep": mock(), "drop": mock(), "change": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"keep": plain(), "drop": plain(), "change": plain()})
 	keepSince := statusOf(s, "keep").ConnectedSince
 	dropPid := pidOf(s, "drop")
 	changePid := pidOf(s, "change")
 
-	res := setAndSettle(t, s, map[string]ServerConfig{"keep": mock(), "change": mock("-tools", "1"), "new": mock()})
+	res := setAndSettle(t, s, map[string]ServerConfig{"keep": plain(), "change": mock("-tools", "1"), "new": plain()})
 	assert.Equal(t, []string{"new"}, res.Added)
 	assert.Equal(t, []string{"drop"}, res.Removed)
 	assert.Equal(t, []string{"change"}, res.Changed)
@@ -297,7 +309,7 @@ func pidOf(s *System, name string) int {
 
 func TestReconnect(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"a": mock(), "missing": {Config: transports.Config{Command: "mcpvisor-no-such-server"}}})
+	setAndSettle(t, s, map[string]ServerConfig{"a": plain(), "missing": {Config: transports.Config{Command: "mcpvisor-no-such-server"}}})
 	pid := pidOf(s, "a")
 
 	require.NoError(t, s.Reconnect(context.Background(), "a"))
@@ -382,8 +394,8 @@ func TestCloseEndsInFlightCallsAndEveryProcess(t *testing.T) {
 		"hang":      mock("-hang-on-call"),
 		"stubborn":  mock("-ignore-sigterm"),
 		"spawner":   mock("-grandchild"),
-		"plain":     mock(),
-		"plain-too": mock(),
+		"plain":     plain(),
+		"plain-too": plain(),
 	})
 	pids := serverPids(s)
 	require.Len(t, pids, 5)
@@ -419,7 +431,7 @@ func TestCloseEndsInFlightCallsAndEveryProcess(t *testing.T) {
 
 func TestSubscribeResumesFromASequenceNumber(t *testing.T) {
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"a": mock(), "b": mock()})
+	setAndSettle(t, s, map[string]ServerConfig{"a": plain(), "b": plain()})
 	ctx, cancel := context.WithCancel(context.Background())
 	all := collect(s.Subscribe(ctx, true, 0, 64), 50*time.Millisecond)
 	cancel()
@@ -441,7 +453,7 @@ func TestSlowSubscriberLosesOnlyCountedEvents(t *testing.T) {
 	slow := s.Subscribe(t.Context(), false, 0, 2)
 	servers := map[string]ServerConfig{}
 	for i := range 4 {
-		servers[fmt.Sprintf("s%d", i)] = mock()
+		servers[fmt.Sprintf("s%d", i)] = plain()
 	}
 	setAndSettle(t, s, servers) // ≥ 16 events into a buffer of 2
 	got := collect(slow, 500*time.Millisecond)
@@ -505,7 +517,7 @@ func TestRemovedServerAlwaysReportsStopped(t *testing.T) {
 	events := s.Subscribe(t.Context(), false, 0, 1024)
 	for i := range 10 {
 		name := fmt.Sprintf("gone%d", i)
-		setAndSettle(t, s, map[string]ServerConfig{name: mock()})
+		setAndSettle(t, s, map[string]ServerConfig{name: plain()})
 		setAndSettle(t, s, nil)
 		deadline := time.After(5 * time.Second)
 		for stopped := false; !stopped; {

@@ -48,3 +48,16 @@ func (h CacheHint) Scope() string {
 	}
 	return CacheScopePrivate
 }
+
+// CacheHints are what a 2026-07-28 server said about caching its
+// server/discover result and its lists (SEP-2549), each from the latest
+// complete listing on one connection: a list of several pages gets the
+// strictest hint of its pages. A server of a handshake era says nothing,
+// which the zero values mean: immediately stale, private.
+type CacheHints struct {
+	Discover  CacheHint `json:"discover"`
+	Tools     CacheHint `json:"tools"`
+	Prompts   CacheHint `json:"prompts"`
+	Resources CacheHint `json:"resources"`
+	Templates CacheHint `json:"templates"`
+}

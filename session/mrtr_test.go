@@ -220,7 +220,7 @@ func TestCacheHintsOfTheLatestListings(t *testing.T) {
 	old := mustOpen(t, session.Options{ProtocolVersion: protocol.LatestHandshakeVersion}, "-cache-ttl", "5s")
 	_, err = old.s.ListTools(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, session.CacheHints{}, old.s.CacheHints())
+	assert.Equal(t, protocol.CacheHints{}, old.s.CacheHints())
 }
 
 // Each call declares the capabilities its options give, even as they

@@ -169,9 +169,9 @@ type Session struct {
 	// testing/synctest bubble never waits on a channel made outside it
 	// (which the bubble cannot see as durably blocked).
 	calls sync.Pool
-	err   error         // guarded by mu; non-nil once the session ended
-	hints CacheHints    // guarded by mu; see hints.go
-	done  chan struct{} // closed when err is set
+	err   error               // guarded by mu; non-nil once the session ended
+	hints protocol.CacheHints // guarded by mu; see hints.go
+	done  chan struct{}       // closed when err is set
 
 	bg sync.WaitGroup // cancellation notices and request handlers in flight
 

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
 func (a *app) callCommand() *cobra.Command {
@@ -108,7 +109,7 @@ func (a *app) call(ctx context.Context, tool string, args json.RawMessage, timeo
 // callOn configures sup, waits for tool and calls it. It returns the
 // result to print (nil when the call did not complete) and whether the
 // command succeeded; it logs every failure.
-func (a *app) callOn(ctx context.Context, sup *mcpvisor.Supervisor, tool string, args json.RawMessage, timeout time.Duration) (*mcpvisor.CallToolResult, bool) {
+func (a *app) callOn(ctx context.Context, sup *mcpvisor.Supervisor, tool string, args json.RawMessage, timeout time.Duration) (*protocol.CallToolResult, bool) {
 	// Subscribe before configuring, so that no pool change is missed.
 	subCtx, unsubscribe := context.WithCancel(ctx)
 	defer unsubscribe()

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // The conformance client: what the official MCP conformance suite
@@ -121,7 +122,7 @@ func (a *app) runConformance(ctx context.Context, run conformanceRun) error {
 	}
 	defer a.closeSupervisor(sup)
 
-	server := mcpvisor.ServerConfig{Config: mcpvisor.TransportConfig{Type: "http", URL: run.url}, OAuth: oauthCfg}
+	server := mcpvisor.ServerConfig{Config: transports.Config{Type: "http", URL: run.url}, OAuth: oauthCfg}
 	if protocol.UsesDiscover(run.version) {
 		// A stateless-era scenario: speak that version (the handshake
 		// eras are negotiated: the suite's servers of those eras answer

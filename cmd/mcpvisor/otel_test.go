@@ -204,7 +204,7 @@ func TestSuperviseExportsTraces(t *testing.T) {
 			const traceID, parentSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
-			var res *mcpvisor.CallToolResult
+			var res *protocol.CallToolResult
 			for ctx.Err() == nil { // the gateway's pool may lag its servers' readiness
 				res, err = host.CallToolWith(ctx, "mcp__gw__mcp__a__echo", map[string]any{"text": "hi"}, mcpvisor.CallOptions{
 					Meta: protocol.Meta{"traceparent": json.RawMessage(`"00-` + traceID + `-` + parentSpan + `-01"`)},

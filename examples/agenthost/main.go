@@ -289,7 +289,7 @@ func (h *host) call(ctx context.Context, name, args string) {
 	}
 }
 
-func text(res *mcpvisor.CallToolResult) string {
+func text(res *protocol.CallToolResult) string {
 	var parts []string
 	for _, c := range res.Content {
 		if c.Type == protocol.ContentText {

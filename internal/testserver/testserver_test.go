@@ -13,6 +13,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/testserver"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 func TestMain(m *testing.M) {
@@ -41,8 +42,8 @@ func TestServedOverStdioAndHTTP(t *testing.T) {
 	})
 	servers := map[string]mcpvisor.ServerConfig{
 		"stdio": {Config: testserver.Command()},
-		"http":  {Config: mcpvisor.TransportConfig{URL: url}},
-		"old":   {Config: mcpvisor.TransportConfig{URL: url2025}},
+		"http":  {Config: transports.Config{URL: url}},
+		"old":   {Config: transports.Config{URL: url2025}},
 	}
 	if _, err := sup.SetServers(ctx, servers, mcpvisor.AwaitSettled(30*time.Second)); err != nil {
 		t.Fatal(err)

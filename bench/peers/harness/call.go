@@ -147,7 +147,7 @@ func (r *runner) callSet(ctx context.Context, tr string, set CallSet, withCalls,
 				cs = append(cs, r.connectContender(ctx, p, tr, era, set.Payload, url, serverPid))
 			}
 		}
-		r.interleaved(ctx, set, cs)
+		r.res.Call = append(r.res.Call, r.interleaved(ctx, set, cs)...)
 		for _, c := range cs {
 			if c != floor && c.close != nil {
 				if err := c.close(); err != nil {
@@ -231,12 +231,13 @@ func (r *runner) startFloor(tr string, payload int) *contender {
 // interleaved measures the contenders at every level of set: each is
 // warmed up, then they take turns, set.Rounds times (in a rotating
 // order), each turn a batch of 1/Rounds of set's calls and duration; a
-// contender's figures combine its turns.
-func (r *runner) interleaved(ctx context.Context, set CallSet, cs []*contender) {
+// contender's figures combine its turns, one result per contender and
+// level.
+func (r *runner) interleaved(ctx context.Context, set CallSet, cs []*contender) (out []CallResult) {
 	rounds := max(set.Rounds, 1)
 	for _, n := range set.InFlight {
 		if ctx.Err() != nil {
-			return
+			return out
 		}
 		samples := make([][]Sample, len(cs))
 		errs := make([]string, len(cs))
@@ -284,7 +285,8 @@ func (r *runner) interleaved(ctx context.Context, set CallSet, cs []*contender) 
 			if res.Error == "" && res.Calls == 0 {
 				res.Error = "no call completed"
 			}
-			r.res.Call = append(r.res.Call, res)
+			out = append(out, res)
 		}
 	}
+	return out
 }

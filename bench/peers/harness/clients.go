@@ -43,7 +43,8 @@ var EchoArgs = json.RawMessage(`{"text":"` + EchoText + `"}`)
 // Session is one connected client: it calls echo and closes. Echo may be
 // called concurrently; Close once, after the last Echo has returned.
 type Session interface {
-	// Echo calls the echo tool with EchoArgs and returns the text echoed.
+	// Echo calls the echo tool with EchoArgs (or its server's, see
+	// Command) and returns the text echoed.
 	Echo(ctx context.Context) (string, error)
 	// Version is the negotiated protocol version.
 	Version() string
@@ -53,10 +54,20 @@ type Session interface {
 	Close() error
 }
 
-// Command is a stdio server to spawn: the program and its arguments.
+// Command is a stdio server to spawn: the program and its arguments, and
+// the arguments its echo tool takes (nil: EchoArgs).
 type Command struct {
-	Path string
-	Args []string
+	Path     string
+	Args     []string
+	EchoArgs json.RawMessage
+}
+
+// echoArgs are the echo tool's arguments of the server cmd starts.
+func (cmd Command) echoArgs() json.RawMessage {
+	if cmd.EchoArgs == nil {
+		return EchoArgs
+	}
+	return cmd.EchoArgs
 }
 
 // Peer is one client library. The connectors negotiate the era
@@ -124,44 +135,57 @@ func Pinned(era string) string {
 
 // --- mcpvisor ---
 
-type mcpvisorSession struct{ sup *mcpvisor.Supervisor }
+type mcpvisorSession struct {
+	sup  *mcpvisor.Supervisor
+	args json.RawMessage
+}
 
 // ConnectMcpvisor starts a Supervisor with the one stdio server cmd.
 func ConnectMcpvisor(ctx context.Context, cmd Command, era string) (Session, error) {
-	return startMcpvisor(ctx, transports.Config{Command: cmd.Path, Args: cmd.Args}, era)
+	s, err := startMcpvisor(ctx, transports.Config{Command: cmd.Path, Args: cmd.Args}, era)
+	if err != nil {
+		return nil, err
+	}
+	s.args = cmd.echoArgs()
+	return s, nil
 }
 
 // ConnectMcpvisorHTTP starts a Supervisor with the one Streamable HTTP
 // server at url.
 func ConnectMcpvisorHTTP(ctx context.Context, url, era string) (Session, error) {
-	return startMcpvisor(ctx, transports.Config{Type: transports.TypeHTTP, URL: url}, era)
+	return asSession(startMcpvisor(ctx, transports.Config{Type: transports.TypeHTTP, URL: url}, era))
 }
 
 // ConnectMcpvisorWS starts a Supervisor with the one WebSocket server at
 // url.
 func ConnectMcpvisorWS(ctx context.Context, url, era string) (Session, error) {
-	return startMcpvisor(ctx, transports.Config{Type: transports.TypeWS, URL: url}, era)
+	return asSession(startMcpvisor(ctx, transports.Config{Type: transports.TypeWS, URL: url}, era))
 }
 
 // ConnectMcpvisorWith is ConnectMcpvisor with the Supervisor's options
 // (a tracer provider, for the cost of tracing).
 func ConnectMcpvisorWith(ctx context.Context, cmd Command, era string, opts mcpvisor.Options) (Session, error) {
-	return startMcpvisorWith(ctx, transports.Config{Command: cmd.Path, Args: cmd.Args}, era, opts)
+	s, err := startMcpvisorWith(ctx, transports.Config{Command: cmd.Path, Args: cmd.Args}, era, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.args = cmd.echoArgs()
+	return s, nil
 }
 
 // startMcpvisor starts a Supervisor with the one server m reached through
 // tc and waits until it is ready.
-func startMcpvisor(ctx context.Context, tc transports.Config, era string) (Session, error) {
+func startMcpvisor(ctx context.Context, tc transports.Config, era string) (*mcpvisorSession, error) {
 	return startMcpvisorWith(ctx, tc, era, mcpvisor.Options{})
 }
 
 // startMcpvisorWith is startMcpvisor with the Supervisor's options.
-func startMcpvisorWith(ctx context.Context, tc transports.Config, era string, opts mcpvisor.Options) (Session, error) {
+func startMcpvisorWith(ctx context.Context, tc transports.Config, era string, opts mcpvisor.Options) (*mcpvisorSession, error) {
 	sup, err := mcpvisor.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	s := &mcpvisorSession{sup}
+	s := &mcpvisorSession{sup: sup, args: EchoArgs}
 	cfg := mcpvisor.ServerConfig{Config: tc, ProtocolVersion: Pinned(era)}
 	res, err := sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{"m": cfg})
 	if err == nil && len(res.Errors) > 0 {
@@ -182,7 +206,7 @@ func startMcpvisorWith(ctx context.Context, tc transports.Config, era string, op
 }
 
 func (s *mcpvisorSession) Echo(ctx context.Context) (string, error) {
-	res, err := s.sup.CallTool(ctx, "mcp__m__echo", EchoArgs)
+	res, err := s.sup.CallTool(ctx, "mcp__m__echo", s.args)
 	if err != nil {
 		return "", err
 	}
@@ -207,21 +231,29 @@ func (s *mcpvisorSession) Close() error {
 
 // --- official go-sdk ---
 
-type goSDKSession struct{ cs *mcp.ClientSession }
+type goSDKSession struct {
+	cs   *mcp.ClientSession
+	args json.RawMessage
+}
 
 // ConnectGoSDK connects the official SDK's client to the stdio server cmd
 // (CommandTransport).
 func ConnectGoSDK(ctx context.Context, cmd Command, era string) (Session, error) {
-	return startGoSDK(ctx, &mcp.CommandTransport{Command: exec.Command(cmd.Path, cmd.Args...)}, era)
+	s, err := startGoSDK(ctx, &mcp.CommandTransport{Command: exec.Command(cmd.Path, cmd.Args...)}, era)
+	if err != nil {
+		return nil, err
+	}
+	s.args = cmd.echoArgs()
+	return s, nil
 }
 
 // ConnectGoSDKHTTP connects with the library's defaults (the standalone
 // GET stream in the session eras) except for the HTTP client.
 func ConnectGoSDKHTTP(ctx context.Context, url, era string) (Session, error) {
-	return startGoSDK(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: PeerHTTPClient}, era)
+	return asSession(startGoSDK(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: PeerHTTPClient}, era))
 }
 
-func startGoSDK(ctx context.Context, t mcp.Transport, era string) (Session, error) {
+func startGoSDK(ctx context.Context, t mcp.Transport, era string) (*goSDKSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "peers-bench", Version: "1.0.0"}, nil)
 	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: Pinned(era)})
 	if err != nil {
@@ -230,11 +262,11 @@ func startGoSDK(ctx context.Context, t mcp.Transport, era string) (Session, erro
 	if _, err := cs.ListTools(ctx, nil); err != nil {
 		return nil, errors.Join(err, cs.Close())
 	}
-	return &goSDKSession{cs}, nil
+	return &goSDKSession{cs: cs, args: EchoArgs}, nil
 }
 
 func (s *goSDKSession) Echo(ctx context.Context) (string, error) {
-	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: EchoArgs})
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: s.args})
 	if err != nil {
 		return "", err
 	}
@@ -260,8 +292,9 @@ func (s *goSDKSession) Close() error { return s.cs.Close() }
 // --- mark3labs/mcp-go ---
 
 type mcpGoSession struct {
-	c   *mcpgoclient.Client
-	ver string
+	c    *mcpgoclient.Client
+	ver  string
+	args json.RawMessage
 }
 
 // ConnectMcpGo connects mcp-go's stdio client to cmd.
@@ -270,7 +303,12 @@ func ConnectMcpGo(ctx context.Context, cmd Command, era string) (Session, error)
 	if err != nil {
 		return nil, err
 	}
-	return startMcpGo(ctx, c, era)
+	s, err := startMcpGo(ctx, c, era)
+	if err != nil {
+		return nil, err
+	}
+	s.args = cmd.echoArgs()
+	return s, nil
 }
 
 // ConnectMcpGoHTTP connects with the library's defaults (no standalone
@@ -297,11 +335,11 @@ func ConnectMcpGoHTTPWith(ctx context.Context, url, era string, opts ...mcpgotra
 	if err := c.Start(context.Background()); err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
-	return startMcpGo(ctx, c, era)
+	return asSession(startMcpGo(ctx, c, era))
 }
 
 // startMcpGo negotiates the era on a started client and lists the tools.
-func startMcpGo(ctx context.Context, c *mcpgoclient.Client, era string) (Session, error) {
+func startMcpGo(ctx context.Context, c *mcpgoclient.Client, era string) (*mcpGoSession, error) {
 	var req mcpgo.InitializeRequest
 	req.Params.ClientInfo = mcpgo.Implementation{Name: "peers-bench", Version: "1.0.0"}
 	// A version before 2026-07-28 keeps mcp-go on the initialize handshake
@@ -314,13 +352,13 @@ func startMcpGo(ctx context.Context, c *mcpgoclient.Client, era string) (Session
 	if _, err := c.ListTools(ctx, mcpgo.ListToolsRequest{}); err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
-	return &mcpGoSession{c: c, ver: init.ProtocolVersion}, nil
+	return &mcpGoSession{c: c, ver: init.ProtocolVersion, args: EchoArgs}, nil
 }
 
 func (s *mcpGoSession) Echo(ctx context.Context) (string, error) {
 	var req mcpgo.CallToolRequest
 	req.Params.Name = "echo"
-	req.Params.Arguments = EchoArgs
+	req.Params.Arguments = s.args
 	res, err := s.c.CallTool(ctx, req)
 	if err != nil {
 		return "", err
@@ -338,3 +376,12 @@ func (s *mcpGoSession) Echo(ctx context.Context) (string, error) {
 func (s *mcpGoSession) Version() string { return s.ver }
 
 func (s *mcpGoSession) Close() error { return s.c.Close() }
+
+// asSession is a connector's session as a Session: nil (not a typed nil)
+// with an error.
+func asSession[T Session](s T, err error) (Session, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -19,7 +19,7 @@ const (
 )
 
 // AllScenarios are the scenarios in the order they run.
-var AllScenarios = []string{ScenarioCall, ScenarioLimit, ScenarioConnect, ScenarioStorm, ScenarioFanOut, ScenarioSandbox}
+var AllScenarios = []string{ScenarioCall, ScenarioLimit, ScenarioServers, ScenarioConnect, ScenarioStorm, ScenarioFanOut, ScenarioSandbox}
 
 // The transports of the call scenario.
 const (
@@ -65,6 +65,13 @@ type Config struct {
 	Clients    []string  `json:"clients"`
 	Transports []string  `json:"transports"`
 	CallSets   []CallSet `json:"callSets"`
+
+	// ServerCalls is the servers scenario's set (16 B echoes over stdio;
+	// Payload is ignored, Eras pins every client: the servers' eras
+	// differ). EverythingServer, when set, is server-everything's command
+	// line (default: node and the repository's .deps install, "stdio").
+	ServerCalls      CallSet  `json:"serverCalls"`
+	EverythingServer []string `json:"everythingServer,omitempty"`
 
 	// ConnectStdio and ConnectHTTP are the numbers of servers (sessions)
 	// of the connect scenario; Pool and HTTPPool bound the connects in
@@ -126,6 +133,7 @@ func QuickProfile() Config {
 			{Payload: 4 << 10, InFlight: []int{1, 32}, Eras: []string{EraModern}, Warmup: 100, Calls: 10000, Duration: Duration(time.Second), Rounds: 2},
 			{Payload: 1 << 20, InFlight: []int{1}, Eras: []string{EraModern}, Warmup: 3, Calls: 30, Duration: Duration(time.Second), Rounds: 1},
 		},
+		ServerCalls:  CallSet{Payload: len(EchoText), InFlight: []int{1, 32}, Eras: []string{EraLegacy}, Warmup: 200, Calls: 30000, Duration: Duration(1500 * time.Millisecond), Rounds: 3},
 		ConnectStdio: []int{10, 100},
 		ConnectHTTP:  []int{100, 1000},
 		Pool:         3,
@@ -152,6 +160,7 @@ func FullProfile() Config {
 		{Payload: 4 << 10, InFlight: []int{1, 8, 32, 128}, Eras: []string{EraModern, EraLegacy}, Warmup: 200, Calls: 100000, Duration: Duration(4 * time.Second), Rounds: 4},
 		{Payload: 1 << 20, InFlight: []int{1, 8, 32}, Eras: []string{EraModern}, Warmup: 5, Calls: 400, Duration: Duration(4 * time.Second), Rounds: 2},
 	}
+	c.ServerCalls.Calls, c.ServerCalls.Duration, c.ServerCalls.Rounds = 200000, Duration(5*time.Second), 5
 	c.StormN = []int{10, 100}
 	c.FanOutOps = 100
 	return c

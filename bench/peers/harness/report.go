@@ -166,6 +166,9 @@ func Summary(res *Results, plots []string) string {
 	if len(res.Call) > 0 {
 		writeCallSummary(&b, res, plots)
 	}
+	if len(res.Servers) > 0 {
+		writeServers(&b, res)
+	}
 	if len(res.Connect) > 0 {
 		writeConnect(&b, res, plots)
 	}

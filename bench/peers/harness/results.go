@@ -11,12 +11,13 @@ type Results struct {
 	Config      Config    `json:"config"`
 	Machine     Machine   `json:"machine"`
 
-	Call    []CallResult    `json:"call"`
-	Connect []ConnectResult `json:"connect"`
-	Storm   []StormResult   `json:"storm"`
-	FanOut  []FanOutResult  `json:"fanOut"`
-	Sandbox []SandboxResult `json:"sandbox"`
-	Targets []Target        `json:"targets"`
+	Call    []CallResult       `json:"call"`
+	Servers []ServerCallResult `json:"servers,omitempty"`
+	Connect []ConnectResult    `json:"connect"`
+	Storm   []StormResult      `json:"storm"`
+	FanOut  []FanOutResult     `json:"fanOut"`
+	Sandbox []SandboxResult    `json:"sandbox"`
+	Targets []Target           `json:"targets"`
 
 	// Notes say what was not measured and why; Errors what failed.
 	Notes  []string `json:"notes,omitempty"`

@@ -104,6 +104,9 @@ func Run(ctx context.Context, cfg Config, bins Binaries, prog *Progress) *Result
 	if cfg.Has(ScenarioCall) || cfg.Has(ScenarioLimit) {
 		r.callScenario(ctx)
 	}
+	if cfg.Has(ScenarioServers) && ctx.Err() == nil {
+		r.serversScenario(ctx)
+	}
 	if cfg.Has(ScenarioConnect) && ctx.Err() == nil {
 		r.connectScenario(ctx)
 	}

@@ -50,7 +50,7 @@ type SandboxResult struct {
 }
 
 // execStageSuffix marks a variant whose servers are started through the
-// exec stage (mcpvisor.SandboxOptions.ExecStage: a start of the host
+// exec stage (sandbox.Options.ExecStage: a start of the host
 // binary) rather than util-linux's prlimit, the default where installed.
 const execStageSuffix = "-exec-stage"
 
@@ -281,7 +281,7 @@ func writeSandbox(b *strings.Builder, res *Results) {
 	w("Server: %s. ", server)
 	w("N servers of one Supervisor to all-ready, `\"sandbox\": {\"mechanism\": …}` (every default: no network, 2 GiB data limit) against none, ")
 	w("in rounds that alternate the variants; then sequential `echo` calls to one server of each variant, in interleaved rounds. ")
-	w("A variant ending in `%s` starts its servers through the exec stage (a start of the host binary; `SandboxOptions.ExecStage`), ", execStageSuffix)
+	w("A variant ending in `%s` starts its servers through the exec stage (a start of the host binary; `Options.Sandbox.ExecStage`), ", execStageSuffix)
 	w("the others through util-linux's prlimit where it is installed.\n\n")
 	w("CPU/server is the CPU of this process and of the process helper with everything below it (servers, exec stages, prlimit, bubblewrap), ")
 	w("from the Supervisor's start to its close, per server (median of the rounds): steadier than the wall time on a busy machine.\n\n")

@@ -47,6 +47,11 @@ Scenarios (-scenarios, comma-separated; default all):
            (getrusage; servers are other processes), allocations per call
   limit    the same round trip over a bare newline-JSON echo child (pipe)
            and a plain net/http echo server (loopback): the floor
+  servers  the stdio round trip per client against servers no one here
+           wrote, beside the mock: testdata/gosdkserver (built with the
+           official Go SDK) and server-everything (npm, from make deps;
+           -everything overrides), sequential and 32 in flight, pinned to
+           2025-11-25: calls/s, client and server CPU per call
   connect  N stdio servers and N HTTP sessions to all-ready per client, and
            a bare spawn of N processes: time, peak RSS, goroutines, heap and
            descriptors per connection
@@ -79,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		quick       = fs.Bool("quick", false, "the short profile (make bench)")
 		large       = fs.Bool("large", false, "add N=1000 stdio servers to connect and storm")
 		out         = fs.String("out", "", "results `directory` (default <repo>/bench/results/<date>, or <date>-quick)")
-		scenarios   = fs.String("scenarios", "", "comma-separated `list` of call, limit, connect, storm, fanout, sandbox (default all)")
+		scenarios   = fs.String("scenarios", "", "comma-separated `list` of call, limit, servers, connect, storm, fanout, sandbox (default all)")
 		clients     = fs.String("clients", "", "comma-separated `list` of mcpvisor, gosdk, mcpgo (default all)")
 		transports  = fs.String("transports", "", "call: comma-separated `list` of stdio, http, ws (default all)")
 		payloads    = fs.String("payloads", "", "call: comma-separated `sizes` of the echo's answer (16, 4k, 1m; default the profile's)")
@@ -98,6 +103,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fanoutOps   = fs.Int("fanout-ops", 0, "fanout: list_changed sent per size (default the profile's)")
 		sandboxN    = fs.Int("sandbox-n", 0, "sandbox: number of servers (default 50)")
 		sandboxSrv  = fs.String("sandbox-server", "", "sandbox: a server `command` line (space-separated) instead of the mock server, with an echo tool (e.g. server-everything)")
+		everything  = fs.String("everything", "", "servers: server-everything's `command` line (space-separated; default node and .deps/npm's install, stdio)")
 		noPlots     = fs.Bool("no-plots", false, "do not draw the PNG plots")
 		profiles    = fs.String("connect-profiles", "", "connect: write a CPU profile of each of mcpvisor's connect runs into this `directory`")
 	)
@@ -161,8 +167,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.CallSets = sets
 	}
+	sets := []*harness.CallSet{&cfg.ServerCalls}
 	for i := range cfg.CallSets {
-		s := &cfg.CallSets[i]
+		sets = append(sets, &cfg.CallSets[i])
+	}
+	for _, s := range sets {
 		if *inflight != "" {
 			levels, err := harness.ParseInts(*inflight)
 			if err != nil {
@@ -211,6 +220,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg.ConnectProfiles = *profiles
 	if *sandboxN > 0 {
 		cfg.SandboxN = *sandboxN
+	}
+	if *everything != "" {
+		cfg.EverythingServer = strings.Fields(*everything)
 	}
 	if *sandboxSrv != "" {
 		cfg.SandboxServer = strings.Fields(*sandboxSrv)

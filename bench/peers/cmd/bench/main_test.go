@@ -62,6 +62,21 @@ func TestRunnerSmoke(t *testing.T) {
 			t.Errorf("no call figures for %s", want)
 		}
 	}
+	// The servers scenario: every client against each server, with the
+	// figures the call scenario has.
+	served := map[string]bool{}
+	for _, c := range res.Servers {
+		if c.Error == "" && c.Calls > 0 && c.CallsPerSec > 0 && c.CPUPerCallUs > 0 {
+			served[c.Server+"/"+c.Client] = true
+		}
+	}
+	for _, server := range []string{harness.ServerMock, harness.ServerGoSDK, harness.ServerEverything} {
+		for _, client := range []string{harness.Mcpvisor, harness.GoSDK, harness.McpGo} {
+			if !served[server+"/"+client] {
+				t.Errorf("no call figures for %s against %s (notes %q)", client, server, res.Notes)
+			}
+		}
+	}
 	if len(res.Connect) != 7 { // stdio: spawn + 3 clients; http: 3 clients
 		t.Errorf("%d connect runs, want 7", len(res.Connect))
 	}
@@ -92,7 +107,7 @@ func TestRunnerSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Issue 6 targets", "## Calls", "## Connect", "## Reconnect storm", "## Fan-out", "## Sandbox", "![latency-stdio-16B-modern](latency-stdio-16B-modern.png)"} {
+	for _, want := range []string{"## Issue 6 targets", "## Calls", "## Calls against servers no one here wrote", "## Connect", "## Reconnect storm", "## Fan-out", "## Sandbox", "![latency-stdio-16B-modern](latency-stdio-16B-modern.png)"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q", want)
 		}

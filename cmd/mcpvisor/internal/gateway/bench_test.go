@@ -26,8 +26,8 @@ import (
 // the gateway's own code.
 type stubBackend struct{ gateway.Backend }
 
-func (stubBackend) CallTool(context.Context, string, any) (*mcpvisor.CallToolResult, error) {
-	return &mcpvisor.CallToolResult{Content: []protocol.Content{protocol.TextContent("0123456789abcdef")}}, nil
+func (stubBackend) CallTool(context.Context, string, any) (*protocol.CallToolResult, error) {
+	return &protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("0123456789abcdef")}}, nil
 }
 
 func (stubBackend) Tools() []mcpvisor.Tool { return nil }

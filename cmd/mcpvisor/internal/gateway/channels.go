@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/channels"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -26,7 +27,7 @@ const channelCapability = "claude/channel"
 // Without it the tool is not offered (push-capable clients still get
 // every message as a notification).
 type ChannelSource interface {
-	OpenChannelInbox(ctx context.Context, o mcpvisor.ChannelInboxOptions) *mcpvisor.ChannelInbox
+	OpenChannelInbox(ctx context.Context, o mcpvisor.ChannelInboxOptions) *channels.Inbox
 }
 
 // The gateway's own tool for clients without push, and its bounds.
@@ -104,11 +105,11 @@ func parseWaitArgs(args json.RawMessage) (waitArgs, *protocol.Error) {
 }
 
 // filter returns the channel filter of the arguments.
-func (w waitArgs) filter() mcpvisor.ChannelFilter {
+func (w waitArgs) filter() channels.Filter {
 	if w.server == "" && w.contains == "" {
 		return nil
 	}
-	return func(m mcpvisor.ChannelMessage) bool {
+	return func(m channels.Message) bool {
 		return (w.server == "" || w.server == m.Server) && (w.contains == "" || strings.Contains(m.Content, w.contains))
 	}
 }
@@ -118,10 +119,10 @@ type waitResult struct {
 	// Status is message_received or timeout.
 	Status string `json:"status"`
 	// Message is the oldest message taken (null on timeout).
-	Message *mcpvisor.ChannelMessage `json:"message"`
+	Message *channels.Message `json:"message"`
 	// Messages are every message taken, oldest first (Message first);
 	// more than one only with max_messages.
-	Messages []mcpvisor.ChannelMessage `json:"messages"`
+	Messages []channels.Message `json:"messages"`
 	// WaitedSeconds is how long the call waited.
 	WaitedSeconds float64 `json:"waited_seconds"`
 	// Dropped sums the messages' Dropped: messages of their servers that
@@ -208,7 +209,7 @@ func (g *Gateway) waitForChannel(ctx context.Context, s *mcpserver.Session, args
 	}
 	res.Queued = g.inbox.Stats().Queued
 	if res.Messages == nil {
-		res.Messages = []mcpvisor.ChannelMessage{}
+		res.Messages = []channels.Message{}
 	}
 	var text strings.Builder
 	if len(res.Messages) == 0 {
@@ -247,9 +248,9 @@ func (g *Gateway) endWaits() {
 type ChannelReport struct {
 	// Capacity is how many messages are kept per server.
 	Capacity int `json:"capacity"`
-	mcpvisor.ChannelStats
+	channels.Stats
 	// Servers breaks the counts down by server.
-	Servers []mcpvisor.ChannelServerStats `json:"servers"`
+	Servers []channels.ServerStats `json:"servers"`
 }
 
 // channelReport returns the channel queue's report, or nil without one.
@@ -257,5 +258,5 @@ func (g *Gateway) channelReport() *ChannelReport {
 	if g.inbox == nil {
 		return nil
 	}
-	return &ChannelReport{Capacity: g.opts.ChannelQueue, ChannelStats: g.inbox.Stats(), Servers: g.inbox.ServerStats()}
+	return &ChannelReport{Capacity: g.opts.ChannelQueue, Stats: g.inbox.Stats(), Servers: g.inbox.ServerStats()}
 }

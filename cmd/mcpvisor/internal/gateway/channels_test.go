@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/channels"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -99,12 +100,12 @@ func (c *channelClient) call(name string, args any) (protocol.CallToolResult, *p
 
 // waitResult is wait_for_channel_message's structured result.
 type waitResult struct {
-	Status        string                    `json:"status"`
-	Message       *mcpvisor.ChannelMessage  `json:"message"`
-	Messages      []mcpvisor.ChannelMessage `json:"messages"`
-	WaitedSeconds float64                   `json:"waited_seconds"`
-	Dropped       uint64                    `json:"dropped"`
-	Queued        int                       `json:"queued"`
+	Status        string             `json:"status"`
+	Message       *channels.Message  `json:"message"`
+	Messages      []channels.Message `json:"messages"`
+	WaitedSeconds float64            `json:"waited_seconds"`
+	Dropped       uint64             `json:"dropped"`
+	Queued        int                `json:"queued"`
 }
 
 func (c *channelClient) wait(args map[string]any) waitResult {
@@ -117,7 +118,7 @@ func (c *channelClient) wait(args map[string]any) waitResult {
 	return w
 }
 
-func contents(ms []mcpvisor.ChannelMessage) []string {
+func contents(ms []channels.Message) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.Content

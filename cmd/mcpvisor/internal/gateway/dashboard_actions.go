@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/channels"
 	"github.com/mcpvisor/mcpvisor/oauth"
 )
 
@@ -16,7 +17,7 @@ import (
 // permission requests the dashboard may show and answer
 // (*mcpvisor.Supervisor does).
 type PermissionAnswerer interface {
-	PendingPermissions() []*mcpvisor.PermissionPrompt
+	PendingPermissions() []*channels.Pending
 	AnswerPermission(id string, allow bool) error
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/channels"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
 	"github.com/mcpvisor/mcpvisor/transports"
@@ -276,7 +277,7 @@ func TestEventsGolden(t *testing.T) {
 	record("permission", ev)
 
 	// The host relays a prompt; the channel server answers it.
-	prompt, to, err := sup.RequestPermission(tctx, mcpvisor.PermissionRequest{ToolName: "Write", Description: "write a file", InputPreview: `{"path":"x"}`})
+	prompt, to, err := sup.RequestPermission(tctx, channels.PermissionRequest{ToolName: "Write", Description: "write a file", InputPreview: `{"path":"x"}`})
 	require.NoError(t, err)
 	require.Equal(t, []string{"a"}, to)
 	ids[prompt.ID] = "HOST-ASKED-ID"

@@ -69,7 +69,7 @@ func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 	g.callStarted(c)
 	defer g.callEnded(c)
 	start := time.Now()
-	var res *mcpvisor.CallToolResult
+	var res *protocol.CallToolResult
 	var err error
 	var token json.RawMessage
 	if p.Meta != nil {
@@ -85,7 +85,7 @@ func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 		if token != nil {
 			// The server's reports carry mcpvisor's token; downstream
 			// they carry the client's.
-			o.Progress = func(pp mcpvisor.Progress) {
+			o.Progress = func(pp protocol.ProgressParams) {
 				pp.ProgressToken = token
 				pp.Meta = nil
 				w.Notify(protocol.NotificationProgress, pp)
@@ -111,7 +111,7 @@ func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 // appendTextResult encodes the common result of text blocks only without
 // reflection (the per-call hot path); it reports false for anything else,
 // which encoding/json encodes.
-func appendTextResult(b []byte, r *mcpvisor.CallToolResult) (protocol.ValidJSON, bool) {
+func appendTextResult(b []byte, r *protocol.CallToolResult) (protocol.ValidJSON, bool) {
 	if r.Meta != nil || r.StructuredContent != nil || r.ResultType != "" || r.Extra != nil {
 		return nil, false
 	}

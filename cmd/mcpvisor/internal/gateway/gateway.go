@@ -45,6 +45,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/channels"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -56,7 +57,7 @@ import (
 // its client reach the gateway through a Forwarder.)
 type Backend interface {
 	Tools() []mcpvisor.Tool
-	CallTool(ctx context.Context, name string, args any) (*mcpvisor.CallToolResult, error)
+	CallTool(ctx context.Context, name string, args any) (*protocol.CallToolResult, error)
 	ListPrompts(server string) ([]mcpvisor.Prompt, error)
 	GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error)
 	ListResources(server string) ([]mcpvisor.Resource, []mcpvisor.ResourceTemplate, error)
@@ -70,7 +71,7 @@ type Backend interface {
 // Without it, a downstream progress token is accepted and no progress is
 // reported.
 type ProgressCaller interface {
-	CallToolWith(ctx context.Context, name string, args any, o mcpvisor.CallOptions) (*mcpvisor.CallToolResult, error)
+	CallToolWith(ctx context.Context, name string, args any, o mcpvisor.CallOptions) (*protocol.CallToolResult, error)
 }
 
 // OptionsBackend is implemented by a Backend whose requests take options
@@ -220,7 +221,7 @@ type Gateway struct {
 	// inbox queues the servers' channel messages for
 	// wait_for_channel_message (nil without a ChannelSource); it closes
 	// with Close.
-	inbox *mcpvisor.ChannelInbox
+	inbox *channels.Inbox
 	// tracer makes the server spans; nil without Options.TracerProvider.
 	tracer trace.Tracer
 }

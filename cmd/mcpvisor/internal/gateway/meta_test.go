@@ -12,6 +12,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/testserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // A downstream request's _meta goes upstream whole, but for the keys the
@@ -24,7 +25,7 @@ func TestCallerMetaIsForwarded(t *testing.T) {
 	t.Parallel()
 	_, url := testserver.Serve(t, testserver.Options{})
 	_, gw := statelessGateway(t, map[string]mcpvisor.ServerConfig{
-		"modern": {Config: mcpvisor.TransportConfig{URL: url}},
+		"modern": {Config: transports.Config{URL: url}},
 		"old":    {Config: testserver.Command(), ProtocolVersion: protocol.Version20251125},
 	}, gateway.Options{BareNames: false})
 

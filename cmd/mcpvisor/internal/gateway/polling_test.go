@@ -16,6 +16,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/testserver"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // polledEvent is one event of an event stream.
@@ -59,7 +60,7 @@ func readEvents(t *testing.T, resp *http.Response) []polledEvent {
 func TestLongCallIsPolled(t *testing.T) {
 	t.Parallel()
 	_, url := testserver.Serve(t, testserver.Options{})
-	sup := upstream(t, map[string]mcpvisor.ServerConfig{"t": {Config: mcpvisor.TransportConfig{URL: url}}})
+	sup := upstream(t, map[string]mcpvisor.ServerConfig{"t": {Config: transports.Config{URL: url}}})
 	_, srv := serve(t, sup, gateway.Options{SSEPollAfter: 100 * time.Millisecond, SSERetry: 250 * time.Millisecond})
 
 	// A gateway that polls after an hour: a call's answer comes first,
@@ -136,7 +137,7 @@ func TestLongCallIsPolled(t *testing.T) {
 func TestPolledCallThroughAClient(t *testing.T) {
 	t.Parallel()
 	_, url := testserver.Serve(t, testserver.Options{})
-	sup := upstream(t, map[string]mcpvisor.ServerConfig{"t": {Config: mcpvisor.TransportConfig{URL: url}}})
+	sup := upstream(t, map[string]mcpvisor.ServerConfig{"t": {Config: transports.Config{URL: url}}})
 	_, srv := serve(t, sup, gateway.Options{SSEPollAfter: 50 * time.Millisecond, SSERetry: 10 * time.Millisecond})
 	host := downstream(t, srv.URL, protocol.Version20251125)
 	ctx, cancel := context.WithTimeout(testwait.Context(t), 30*time.Second)

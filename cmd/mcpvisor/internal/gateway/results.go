@@ -48,7 +48,7 @@ func (g *Gateway) listHint(method string) protocol.CacheHint {
 		if st.State != mcpvisor.StateReady || st.ToggledOff {
 			continue
 		}
-		var c mcpvisor.CacheHints
+		var c protocol.CacheHints
 		if st.Cache != nil {
 			c = *st.Cache
 		}

@@ -54,7 +54,7 @@ func withTaskID(raw json.RawMessage, to func(string) string) (json.RawMessage, e
 
 // taskCreated returns a server's CreateTaskResult with the task id the
 // client sees.
-func (g *Gateway) taskCreated(server string, res *mcpvisor.CallToolResult) any {
+func (g *Gateway) taskCreated(server string, res *protocol.CallToolResult) any {
 	raw, err := json.Marshal(res)
 	if err == nil {
 		raw, err = withTaskID(raw, func(id string) string { return gatewayTaskID(server, id) })

@@ -68,7 +68,7 @@ func TestGatewayProgressPassthrough(t *testing.T) {
 	var mu sync.Mutex
 	var got []float64
 	res, err := h.CallToolWith(t.Context(), "mcp__gw__mcp__fx__progress", map[string]int{"steps": 4, "ms": 5}, mcpvisor.CallOptions{
-		Progress: func(p mcpvisor.Progress) {
+		Progress: func(p protocol.ProgressParams) {
 			mu.Lock()
 			defer mu.Unlock()
 			got = append(got, p.Progress)

@@ -1,11 +1,17 @@
 package actors
 
+// The pool as a whole build and a whole diff make it: the specification
+// of nextPool (TestNextPoolMatchesAWholeBuild), kept only in the tests.
+
 import (
+	"maps"
 	"slices"
 	"strings"
 )
 
-// buildPool assembles the pool from the servers (in any order) and the
+// buildPool is the reference nextPool is checked against: it assembles
+// the pool whole (as the registry did before issue 17 made nextPool the
+// one way), from the servers from the servers (in any order) and the
 // host's built-ins. Names are handed out by a namer, so collisions
 // resolve the same way whatever order the servers became ready in: a
 // built-in keeps its name, then the server first by name, then the tool
@@ -120,4 +126,78 @@ func (p *pool) routeOff(name, server string) {
 		p.contested = true
 	}
 	p.offRoutes[name] = server
+}
+
+// diffPools returns the events that tell subscribers how the pool changed
+// from old to p: per server and kind, one *_changed event with its diff
+// (servers in name order; tools, then prompts, then resources), then one
+// collision event per rename that old did not make.
+func diffPools(old, p *pool) []Event {
+	toolItems := func(p *pool) []poolItem {
+		out := make([]poolItem, len(p.tools))
+		for i, t := range p.tools {
+			out[i] = poolItem{t.Server, t.Name, &t.Definition} // a pointer: boxing it allocates nothing
+		}
+		return out
+	}
+	promptItems := func(p *pool) []poolItem {
+		out := make([]poolItem, len(p.prompts))
+		for i := range p.prompts {
+			pr := &p.prompts[i]
+			out[i] = poolItem{pr.Server, pr.Name, &pr.Prompt}
+		}
+		return out
+	}
+	resourceItems := func(p *pool) []poolItem {
+		out := make([]poolItem, 0, len(p.resources)+len(p.templates))
+		for i := range p.resources {
+			r := &p.resources[i]
+			out = append(out, poolItem{r.Server, r.Resource.URI, &r.Resource})
+		}
+		for i := range p.templates {
+			t := &p.templates[i]
+			out = append(out, poolItem{t.Server, t.Template.URITemplate, &t.Template})
+		}
+		return out
+	}
+	// Servers whose view kept its offer list the same definitions: only
+	// their names can differ (a collision), so their entries are compared
+	// by name alone.
+	sameOffer := map[string]bool{}
+	for h, pv := range p.views {
+		if pv.offer != nil && old.views[h].offer == pv.offer {
+			sameOffer[pv.view.name] = true
+		}
+	}
+	tools := diffItems(toolItems(old), toolItems(p), sameOffer)
+	prompts := diffItems(promptItems(old), promptItems(p), sameOffer)
+	resources := diffItems(resourceItems(old), resourceItems(p), sameOffer)
+	servers := map[string]bool{}
+	for _, m := range []map[string]*ListDiff{tools, prompts, resources} {
+		for s := range m {
+			servers[s] = true
+		}
+	}
+	var evs []Event
+	for _, s := range slices.Sorted(maps.Keys(servers)) {
+		if d := tools[s]; d != nil {
+			evs = append(evs, Event{Type: EventToolsChanged, Server: s, Diff: d, Tools: len(p.tools)})
+		}
+		if d := prompts[s]; d != nil {
+			evs = append(evs, Event{Type: EventPromptsChanged, Server: s, Diff: d})
+		}
+		if d := resources[s]; d != nil {
+			evs = append(evs, Event{Type: EventResourcesChanged, Server: s, Diff: d})
+		}
+	}
+	seen := map[Collision]bool{}
+	for _, c := range old.collisions {
+		seen[c] = true
+	}
+	for _, c := range p.collisions {
+		if !seen[c] {
+			evs = append(evs, Event{Type: EventCollision, Server: c.Server, Collision: &c})
+		}
+	}
+	return evs
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,14 +31,17 @@ func orNil[T any](list []T) []T {
 	return list
 }
 
-// nextPool, which replaces only the entries of the servers that changed,
-// gives the pool and the events that building the pool whole and diffing
-// it gives, through any sequence of changes: servers added, removed,
+// nextPool, the one way a pool is made (the changed servers' entries
+// replaced, or a rebase), gives the pool and the events that building the
+// pool whole and diffing it gives (the reference, buildPool and
+// diffPools), through any sequence of changes: servers added, removed,
 // toggled, relisting, parked, recovering — with names that collide now
 // and then (s.1 and s_1 sanitize alike; tool "x" of each).
-func TestIncrementalPoolMatchesAWholeBuild(t *testing.T) {
+func TestNextPoolMatchesAWholeBuild(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	builtins := []BuiltinTool{{Definition: protocol.Tool{Name: "mcp__b0__x"}}} // a built-in holding a server's name
+	oneBuiltin := []BuiltinTool{{Definition: protocol.Tool{Name: "mcp__b0__x"}}} // a built-in holding a server's name
+	twoBuiltins := append(slices.Clone(oneBuiltin), BuiltinTool{Definition: protocol.Tool{Name: "mcp__c__t1"}})
+	builtins, maxDescription := oneBuiltin, 40
 	names := []string{"a", "b0", "b1", "b2", "b3", "c", "d", "s.1", "s_1", "e", "f", "g"}
 	handles := map[string]*serverHandle{}
 	off := map[string]bool{}
@@ -45,7 +49,7 @@ func TestIncrementalPoolMatchesAWholeBuild(t *testing.T) {
 	list := func(v *serverView) {
 		v.lists = lists{}
 		for i := range 1 + rng.IntN(4) {
-			v.lists.tools = append(v.lists.tools, protocol.Tool{Name: fmt.Sprintf("t%d", rng.IntN(6)+i*10), Description: fmt.Sprint(rng.IntN(3))})
+			v.lists.tools = append(v.lists.tools, protocol.Tool{Name: fmt.Sprintf("t%d", rng.IntN(6)+i*10), Description: fmt.Sprint(rng.IntN(3)) + strings.Repeat("d", 35*rng.IntN(2))}) // some cut by one cap of the two
 		}
 		if rng.IntN(3) == 0 {
 			v.lists.tools = append(v.lists.tools, protocol.Tool{Name: "x"})
@@ -106,29 +110,53 @@ func TestIncrementalPoolMatchesAWholeBuild(t *testing.T) {
 		rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 		return out
 	}
-	incremental, whole := buildPool(nil, builtins, 40, nil), buildPool(nil, builtins, 40, nil)
+	incremental, whole := poolOf(nil, builtins, maxDescription, nil), buildPool(nil, builtins, maxDescription, nil)
 	updated := 0
 	for i := range 3000 {
 		for range 1 + rng.IntN(2) {
 			step()
 		}
+		switch rng.IntN(60) { // now and then, new built-ins or a new cap
+		case 0:
+			if len(builtins) == 1 {
+				builtins = twoBuiltins
+			} else {
+				builtins = oneBuiltin
+			}
+		case 1:
+			maxDescription = 70 - maxDescription // 40 ↔ 30
+		}
 		ss := servers()
-		_, _, ok := updatePool(slices.Clone(ss), builtins, 40, incremental)
-		if ok {
+		if extends(slices.Clone(ss), builtins, maxDescription, incremental) {
 			updated++
 		}
-		p, evs := nextPool(slices.Clone(ss), builtins, 40, incremental)
-		w := buildPool(slices.Clone(ss), builtins, 40, whole)
+		p, evs := nextPool(slices.Clone(ss), builtins, maxDescription, incremental)
+		w := buildPool(slices.Clone(ss), builtins, maxDescription, whole)
 		wevs := diffPools(whole, w)
 		require.Equal(t, observable(w), observable(p), "step %d: the pool", i)
 		require.Equal(t, wevs, evs, "step %d: the events", i)
 		incremental, whole = p, w
 	}
-	require.Greater(t, updated, 1000, "most steps take the incremental path")
+	require.Greater(t, updated, 1000, "most steps replace the changed servers' entries, without a rebase")
+}
+
+// extends reports whether nextPool makes the pool for servers by
+// replacing the changed servers' entries in prev, without a rebase.
+func extends(servers []poolServer, builtins []BuiltinTool, maxDescription int, prev *pool) bool {
+	if !prev.extendable(builtins, maxDescription) {
+		return false
+	}
+	changes, ok := changesSince(prev, servers)
+	if !ok {
+		return false
+	}
+	_, _, ok = applyChanges(prev, prev, changes, maxDescription, false)
+	return ok
 }
 
 // BenchmarkPoolUpdate: one server of n (five tools each) relists, and the
-// pool follows — built whole and diffed, or updated (nextPool).
+// pool follows: nextPool (update), and the same steps in a rebase, which
+// count every server as changed (what a first pool or a collision costs).
 func BenchmarkPoolUpdate(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		servers := make([]poolServer, n)
@@ -142,17 +170,15 @@ func BenchmarkPoolUpdate(b *testing.B) {
 			v.lists.tools[0].Description = fmt.Sprint(i)
 			h.view.Store(&v)
 		}
-		b.Run(fmt.Sprintf("servers=%d/whole", n), func(b *testing.B) {
-			p := buildPool(slices.Clone(servers), nil, 2048, nil)
+		b.Run(fmt.Sprintf("servers=%d/rebase", n), func(b *testing.B) {
+			p := poolOf(slices.Clone(servers), nil, 2048, nil)
 			for i := 0; b.Loop(); i++ {
 				relist(i)
-				next := buildPool(slices.Clone(servers), nil, 2048, p)
-				diffPools(p, next)
-				p = next
+				p, _, _ = applyChanges(p, builtinPool(nil, 2048, p), allChanges(p, slices.Clone(servers)), 2048, true)
 			}
 		})
 		b.Run(fmt.Sprintf("servers=%d/update", n), func(b *testing.B) {
-			p := buildPool(slices.Clone(servers), nil, 2048, nil)
+			p := poolOf(slices.Clone(servers), nil, 2048, nil)
 			for i := 0; b.Loop(); i++ {
 				relist(i)
 				p, _ = nextPool(slices.Clone(servers), nil, 2048, p)

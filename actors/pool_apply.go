@@ -1,0 +1,216 @@
+package actors
+
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
+// applyChanges takes the changed servers' entries out of a copy of base
+// and puts their new ones in. base is prev (ok is false when a new entry
+// takes a held name: a rebase is due), or, in a rebase, a fresh pool of
+// the built-ins alone (filled in place), where a held name is renamed and
+// a contested route goes to the later server, as claiming in name order
+// settles them.
+func applyChanges(prev, base *pool, changes []poolChange, maxDescription int, rebase bool) (p *pool, evs []Event, ok bool) {
+	p = base
+	if !rebase {
+		p = &pool{
+			builtins: base.builtins, builtinByName: base.builtinByName,
+			toolsByName: maps.Clone(base.toolsByName), promptsByName: maps.Clone(base.promptsByName),
+			hiddenTools: maps.Clone(base.hiddenTools), off: maps.Clone(base.off), offRoutes: maps.Clone(base.offRoutes),
+			renamed: map[renameKey]string{}, offered: maps.Clone(base.offered),
+			views: maps.Clone(base.views), parts: maps.Clone(base.parts),
+			builtinsFrom: base.builtinsFrom, maxDescription: maxDescription,
+		}
+	}
+	baseTools, basePrompts, baseResources, baseTemplates := base.tools, base.prompts, base.resources, base.templates
+	// What the changed servers had: their entries in prev (taken out of
+	// the copy, unless this is a rebase, whose base lacks them).
+	olds := make([]contribution, len(changes))
+	changed := make(map[string]bool, 2*len(changes))
+	for i, c := range changes {
+		if c.old == nil {
+			continue
+		}
+		olds[i] = usedBy(*c.old, prev)
+		if !rebase {
+			changed[c.old.name] = true
+			p.takeOut(*c.old, olds[i])
+		}
+	}
+	// Their new entries, claimed in name order.
+	tools, prompts := newNamer("tool", 0), newNamer("prompt", 0)
+	if rebase {
+		tools, prompts = newNamer("tool", len(prev.toolsByName)+len(p.builtinByName)), newNamer("prompt", len(prev.promptsByName))
+		for name := range p.builtinByName {
+			tools.holders[name] = holder{}
+		}
+	}
+	claim := func(n *namer, held map[string]poolEntry, server, original, q string) (string, bool) {
+		if rebase {
+			return n.claimPreferred(server, original, q), true
+		}
+		_, taken := held[q]
+		if _, builtin := p.builtinByName[q]; taken || (builtin && n == tools) {
+			return "", false
+		}
+		return q, true
+	}
+	news := make([]contribution, len(changes))
+	var addTools []*Tool
+	var addPrompts []Prompt
+	var addResources []Resource
+	var addTemplates []ResourceTemplate
+	for i, c := range changes {
+		if c.cur == nil {
+			continue
+		}
+		s := *c.cur
+		changed[s.name] = true
+		v := s.h.view.Load()
+		nc := contributionOf(s, v, prev, maxDescription)
+		news[i] = nc
+		p.parts[s.h] = s
+		if v == nil {
+			continue
+		}
+		p.views[s.h] = pooledView{view: v, offer: nc.offer}
+		if s.off {
+			p.off[s.name] = true
+			for _, r := range nc.offRoutes {
+				if _, taken := p.offRoutes[r.name]; taken {
+					if !rebase {
+						return nil, nil, false
+					}
+					p.contested = true
+				}
+				p.offRoutes[r.name] = s.name
+				p.keepName(prev, r.kind, s.name, r.original)
+			}
+			continue
+		}
+		for _, e := range nc.hidden {
+			if _, taken := p.hiddenTools[e.name]; taken {
+				if !rebase {
+					return nil, nil, false
+				}
+				p.contested = true
+			}
+			p.hiddenTools[e.name] = e.entry
+			p.keepName(prev, "tool", s.name, e.entry.name)
+		}
+		o := nc.offer
+		if o == nil {
+			continue
+		}
+		for i := range o.tools {
+			t := &o.tools[i]
+			q, ok := claim(tools, p.toolsByName, s.name, t.tool.Definition.Name, t.tool.Name)
+			if !ok {
+				return nil, nil, false
+			}
+			p.toolsByName[q] = poolEntry{h: s.h, name: t.tool.Definition.Name, replayable: t.replayable}
+			tool := &t.tool
+			if q != tool.Name { // renamed: a copy under its new name
+				renamed := *tool
+				renamed.Name = q
+				tool = &renamed
+			}
+			addTools = append(addTools, tool)
+		}
+		p.offered[s.name] = len(o.tools)
+		for _, pr := range o.prompts {
+			q, ok := claim(prompts, p.promptsByName, s.name, pr.Prompt.Name, pr.Name)
+			if !ok {
+				return nil, nil, false
+			}
+			p.promptsByName[q] = poolEntry{h: s.h, name: pr.Prompt.Name}
+			pr.Name = q
+			addPrompts = append(addPrompts, pr)
+		}
+		addResources = append(addResources, o.resources...)
+		addTemplates = append(addTemplates, o.templates...)
+	}
+	p.collisions = append(tools.collisions, prompts.collisions...)
+	for _, c := range p.collisions {
+		p.renamed[renameKey{c.Kind, c.Server, c.Original}] = c.Renamed
+	}
+
+	// The lists: base's without the changed servers' entries, merged with
+	// their new ones (tools and prompts by name; resources and templates
+	// grouped by server, servers in name order, as the changes are).
+	byToolName := func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(addTools, byToolName) {
+		slices.SortFunc(addTools, byToolName)
+	}
+	slices.SortFunc(addPrompts, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
+	p.tools = mergeSorted(baseTools, addTools, func(t *Tool) bool { return changed[t.Server] }, func(t *Tool) string { return t.Name })
+	p.prompts = mergeSorted(basePrompts, addPrompts, func(t Prompt) bool { return changed[t.Server] }, func(t Prompt) string { return t.Name })
+	p.resources = mergeSorted(baseResources, addResources, func(r Resource) bool { return changed[r.Server] }, func(r Resource) string { return r.Server })
+	p.templates = mergeSorted(baseTemplates, addTemplates, func(r ResourceTemplate) bool { return changed[r.Server] }, func(r ResourceTemplate) string { return r.Server })
+
+	return p, changeEvents(prev, p, changes, olds, news), true
+}
+
+// takeOut removes from p the entries old (with contribution oc) put in
+// the pool it was copied from.
+func (p *pool) takeOut(old poolServer, oc contribution) {
+	h := old.h
+	delete(p.views, h)
+	delete(p.parts, h)
+	delete(p.off, old.name)
+	delete(p.offered, old.name)
+	for _, r := range oc.offRoutes {
+		if p.offRoutes[r.name] == old.name {
+			delete(p.offRoutes, r.name)
+		}
+	}
+	for _, e := range oc.hidden {
+		if p.hiddenTools[e.name].h == h {
+			delete(p.hiddenTools, e.name)
+		}
+	}
+	if oc.offer != nil {
+		for _, t := range oc.offer.tools {
+			if p.toolsByName[t.tool.Name].h == h {
+				delete(p.toolsByName, t.tool.Name)
+			}
+		}
+		for _, pr := range oc.offer.prompts {
+			if p.promptsByName[pr.Name].h == h {
+				delete(p.promptsByName, pr.Name)
+			}
+		}
+	}
+}
+
+// keepName keeps, for the next pool, the name prev gave server's entry
+// original, which p routes without offering it.
+func (p *pool) keepName(prev *pool, kind, server, original string) {
+	if len(prev.renamed) == 0 {
+		return
+	}
+	k := renameKey{kind, server, original}
+	if name, ok := prev.renamed[k]; ok {
+		p.renamed[k] = name
+	}
+}
+
+// mergeSorted returns the elements of old that drop does not reject,
+// merged with add, both sorted by key (equal keys: old's first).
+func mergeSorted[T any](old, add []T, drop func(T) bool, key func(T) string) []T {
+	out := make([]T, 0, len(old)+len(add))
+	j := 0
+	for _, x := range old {
+		if drop(x) {
+			continue
+		}
+		for j < len(add) && key(add[j]) < key(x) {
+			out = append(out, add[j])
+			j++
+		}
+		out = append(out, x)
+	}
+	return append(out, add[j:]...)
+}
