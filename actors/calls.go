@@ -236,6 +236,12 @@ func (s *System) route(ctx context.Context, name string, find func(*pool) (poolE
 		h = s.unfoldedServerOf(name)
 	}
 	if h == nil {
+		// The pool may have folded the server's lists in since it was
+		// loaded above (then its view no longer counts as unfolded):
+		// look again in the pool as it is now.
+		if e, ok := find(s.pool.Load()); ok {
+			return e, nil
+		}
 		return poolEntry{}, ErrUnknownTool
 	}
 	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
