@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -155,7 +156,7 @@ func startMockProcess(t *testing.T, args ...string) string {
 	t.Cleanup(func() {
 		stdin.Close()
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		testwait.Call(t, "the killed mock's exit", func() { _ = cmd.Wait() })
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // The order of evaluation: deny beats ask beats allow, whatever the
@@ -93,7 +95,7 @@ func TestPermissionSetRemembersConcurrently(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Call(t, "every concurrent decision", wg.Wait)
 	d, _ := set.decide("mcp__x__read", TrustTrusted)
 	assert.Equal(t, DecisionDeny, d)
 }

@@ -517,7 +517,8 @@ func TestVirtualServerPaths(t *testing.T) {
 		c := dialHTTP(t, srv.URL+path)
 		c.request(t, protocol.MethodInitialize, initParams(protocol.Version20251125))
 	}
-	resp, err := http.Post(strings.TrimSuffix(srv.URL, "/mcp")+"/other", "application/json", strings.NewReader(`{}`))
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Post(strings.TrimSuffix(srv.URL, "/mcp")+"/other", "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
