@@ -1,0 +1,184 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/mcpvisor/mcpvisor/actors"
+)
+
+// grain is the actor of one supervised server on the member that owns
+// it. Its activation puts the server into the member-local System, its
+// stop takes it out; a call runs on its own goroutine against the local
+// System and answers the caller's future directly, so the mailbox never
+// waits on I/O.
+type grain struct {
+	m    *Member
+	name string
+}
+
+// Receive handles the grain's lifecycle and the messages of wire.proto.
+func (g *grain) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		if id := pcluster.GetClusterIdentity(ctx); id != nil {
+			g.name = id.Identity
+		}
+		g.m.emit(EventActivated, g.name)
+		g.m.placement.push(g.name, true)
+	case *actor.Stopping:
+		g.m.placement.push(g.name, false)
+	case *Activate:
+		ctx.Respond(&Activated{Member: g.m.id})
+	case *CallTool:
+		g.call(ctx, msg)
+	}
+}
+
+// call runs msg on the local System on a goroutine of its own and sends
+// the CallResult to the caller's future.
+func (g *grain) call(ctx actor.Context, msg *CallTool) {
+	sender := ctx.Sender()
+	if sender == nil {
+		return // a Send, not a Request: nobody to answer
+	}
+	if !g.m.enter() {
+		r := resultOf(ErrDraining)
+		r.Member = g.m.id
+		ctx.Respond(r)
+		return
+	}
+	root := g.m.sys.Root
+	go func() {
+		defer g.m.inflight.Done()
+		r := g.m.runLocal(msg)
+		r.Member = g.m.id
+		root.Send(sender, r)
+	}()
+}
+
+// runLocal calls a tool of a server this member holds.
+func (m *Member) runLocal(msg *CallTool) *CallResult {
+	timeout := time.Duration(msg.GetTimeoutMs()) * time.Millisecond
+	if timeout <= 0 || timeout > m.opts.CallTimeout {
+		timeout = m.opts.CallTimeout
+	}
+	ctx, cancel := context.WithTimeout(m.stopCtx, timeout)
+	defer cancel()
+	// A server placed here a moment ago is still connecting: say so (the
+	// caller retries within its deadline) rather than "unknown tool".
+	state, err := m.local.ServerState(msg.GetServer())
+	if err != nil {
+		// The grain is active but the placement worker has not added the
+		// server yet: it is pending.
+		return &CallResult{Kind: ErrorKind_ERROR_KIND_NOT_READY, State: string(actors.StatePending), Message: "being placed on this member"}
+	}
+	if state != actors.StateReady || !m.local.PoolReflects(msg.GetServer()) {
+		return &CallResult{Kind: ErrorKind_ERROR_KIND_NOT_READY, State: string(state), Message: "not ready on this member"}
+	}
+	name, ok := m.local.ToolName(msg.GetServer(), msg.GetTool())
+	if !ok {
+		return resultOf(actors.ErrUnknownTool)
+	}
+	res, err := m.local.CallTool(ctx, name, json.RawMessage(msg.GetArguments()))
+	if err != nil {
+		return resultOf(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return resultOf(err)
+	}
+	return &CallResult{Result: b}
+}
+
+// placementQueue applies grain activations and stops to the local System
+// in the order they happened, in batches (one PatchServers for all that
+// is pending), so that thousands of servers re-homed at once cost a few
+// registry round trips.
+//
+// Concurrency: push is called from grain actors (any goroutine); run is
+// the member's placement goroutine.
+type placementQueue struct {
+	m      *Member
+	mu     sync.Mutex
+	ops    []placementOp // guarded by mu
+	wake   chan struct{}
+	active map[string]bool
+}
+
+type placementOp struct {
+	name string
+	add  bool
+}
+
+func newPlacementQueue(m *Member) *placementQueue {
+	return &placementQueue{m: m, wake: make(chan struct{}, 1), active: map[string]bool{}}
+}
+
+func (q *placementQueue) push(name string, add bool) {
+	q.mu.Lock()
+	q.ops = append(q.ops, placementOp{name: name, add: add})
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run applies batches until ctx ends.
+func (q *placementQueue) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.wake:
+		}
+		q.mu.Lock()
+		ops := q.ops
+		q.ops = nil
+		q.mu.Unlock()
+		q.apply(ctx, ops)
+	}
+}
+
+// apply folds ops (the last one per name wins) into one PatchServers.
+func (q *placementQueue) apply(ctx context.Context, ops []placementOp) {
+	final := map[string]bool{}
+	for _, op := range ops {
+		final[op.name] = op.add
+	}
+	set := map[string]actors.ServerConfig{}
+	var drop []string
+	for name, add := range final {
+		if add {
+			if cfg, ok := q.m.config(name); ok {
+				set[name] = cfg
+				continue
+			}
+		}
+		if q.active[name] {
+			drop = append(drop, name)
+		} else if !add {
+			q.m.emit(EventReleased, name) // its grain held no server
+		}
+	}
+	if len(set) == 0 && len(drop) == 0 {
+		return
+	}
+	if _, err := q.m.local.PatchServers(ctx, set, drop); err != nil {
+		q.m.log.Warn().Err(err).Int("add", len(set)).Int("drop", len(drop)).Msg("placing servers on the local supervisor")
+		return
+	}
+	for name := range set {
+		q.active[name] = true
+	}
+	for _, name := range drop {
+		delete(q.active, name)
+		q.m.emit(EventReleased, name)
+	}
+}
