@@ -107,6 +107,9 @@ type placementQueue struct {
 	m      *Member
 	mu     sync.Mutex
 	ops    []placementOp // guarded by mu
+	// flushed are closed once the ops pushed before them are applied
+	// (guarded by mu).
+	flushed []chan struct{}
 	wake   chan struct{}
 	active map[string]bool
 }
@@ -130,6 +133,20 @@ func (q *placementQueue) push(name string, add bool) {
 	}
 }
 
+// flush returns a channel closed once every op pushed so far is
+// applied.
+func (q *placementQueue) flush() <-chan struct{} {
+	done := make(chan struct{})
+	q.mu.Lock()
+	q.flushed = append(q.flushed, done)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return done
+}
+
 // run applies batches until ctx ends.
 func (q *placementQueue) run(ctx context.Context) {
 	for {
@@ -139,10 +156,13 @@ func (q *placementQueue) run(ctx context.Context) {
 		case <-q.wake:
 		}
 		q.mu.Lock()
-		ops := q.ops
-		q.ops = nil
+		ops, flushed := q.ops, q.flushed
+		q.ops, q.flushed = nil, nil
 		q.mu.Unlock()
 		q.apply(ctx, ops)
+		for _, done := range flushed {
+			close(done)
+		}
 	}
 }
 
@@ -155,7 +175,7 @@ func (q *placementQueue) apply(ctx context.Context, ops []placementOp) {
 	set := map[string]actors.ServerConfig{}
 	var drop []string
 	for name, add := range final {
-		if add {
+		if add && !q.m.isDraining() {
 			if cfg, ok := q.m.config(name); ok {
 				set[name] = cfg
 				continue

@@ -304,6 +304,14 @@ func (m *Member) enter() bool {
 	return true
 }
 
+// isDraining says whether the member takes no new calls and places no
+// new servers (Leave or Close started).
+func (m *Member) isDraining() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.draining
+}
+
 // Close leaves the cluster without draining (use Leave first for a
 // graceful hand-over), closes the local System (every server's shutdown
 // ladder) and stops the member's goroutines. It is idempotent.

@@ -1,0 +1,312 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+)
+
+// memberProc is one clustermember process of a test.
+type memberProc struct {
+	cmd     *exec.Cmd
+	id      string
+	control string
+	exited  chan struct{}
+}
+
+// buildMember builds the clustermember test harness.
+func buildMember(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "clustermember")
+	out, err := exec.Command("go", "build", "-o", bin, "./internal/clustermember").CombinedOutput()
+	require.NoError(t, err, "building clustermember: %s", out)
+	return bin
+}
+
+// startProcs starts n member processes of one cluster; their events go
+// to log. Each is killed when the test ends.
+func startProcs(t *testing.T, bin, mockURL string, servers, n int, log *eventLog) []*memberProc {
+	t.Helper()
+	ports := freePorts(t, 2*n)
+	var peers []string
+	for i := range n {
+		peers = append(peers, fmt.Sprintf("127.0.0.1:%d", ports[n+i]))
+	}
+	started := make(chan *memberProc, n)
+	procs := make([]*memberProc, n)
+	for i := range n {
+		cmd := exec.Command(bin, "-port", fmt.Sprint(ports[i]), "-provider-port", fmt.Sprint(ports[n+i]),
+			"-peers", strings.Join(peers, ","), "-mock", mockURL, "-servers", fmt.Sprint(servers))
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		p := &memberProc{cmd: cmd, exited: make(chan struct{})}
+		procs[i] = p
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			select {
+			case <-p.exited:
+			case <-time.After(10 * time.Second):
+				t.Errorf("member process %d did not exit within 10 s of SIGKILL", cmd.Process.Pid)
+			}
+		})
+		go func() {
+			defer close(p.exited)
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				var line struct {
+					Event
+					Control string `json:"control"`
+				}
+				if json.Unmarshal(sc.Bytes(), &line) != nil {
+					continue
+				}
+				if line.Type == "started" {
+					p.id, p.control = line.Member, line.Control
+					started <- p
+					continue
+				}
+				log.add(line.Event)
+			}
+			_ = cmd.Wait()
+		}()
+	}
+	deadline := time.After(60 * time.Second)
+	for range n {
+		select {
+		case <-started:
+		case <-deadline:
+			t.Fatal("timed out after 60 s waiting for the member processes to start")
+		}
+	}
+	return procs
+}
+
+// callResult is the control API's answer to /call.
+type callResult struct {
+	OK    bool   `json:"ok"`
+	Class string `json:"class"`
+	Error string `json:"error"`
+}
+
+var controlClient = &http.Client{Timeout: 15 * time.Second}
+
+// call asks member p to call server's echo (the member bounds the call by
+// 5 s; the client's 15 s timeout catches a hang).
+func (p *memberProc) call(server string) (callResult, time.Time, error) {
+	start := time.Now()
+	resp, err := controlClient.Post("http://"+p.control+"/call?server="+server, "", nil)
+	if err != nil {
+		return callResult{}, start, err
+	}
+	defer resp.Body.Close()
+	var r callResult
+	return r, start, json.NewDecoder(resp.Body).Decode(&r)
+}
+
+// loadStats counts the outcomes of a load run.
+type loadStats struct {
+	mu       sync.Mutex
+	ok       int
+	failures []string // class, server, start time
+	untyped  []string
+	hung     []string
+	failedAt []time.Time
+}
+
+// runLoad calls random servers through p from workers goroutines until
+// stop is closed.
+func runLoad(p *memberProc, servers, workers int, stop <-chan struct{}, st *loadStats) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				server := fmt.Sprintf("s%02d", rand.IntN(servers))
+				r, at, err := p.call(server)
+				st.mu.Lock()
+				switch {
+				case err != nil:
+					st.hung = append(st.hung, fmt.Sprintf("%s at %s: %v", server, at.Format(time.StampMilli), err))
+				case r.OK:
+					st.ok++
+				default:
+					st.failures = append(st.failures, fmt.Sprintf("%s %s at %s: %s", r.Class, server, at.Format(time.StampMilli), r.Error))
+					st.failedAt = append(st.failedAt, at)
+					if r.Class == "untyped" {
+						st.untyped = append(st.untyped, r.Error)
+					}
+				}
+				st.mu.Unlock()
+			}
+		}()
+	}
+	return &wg
+}
+
+// failuresAfter counts the failed calls that started at or after t.
+func (st *loadStats) failuresAfter(t time.Time) []string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var out []string
+	for i, at := range st.failedAt {
+		if !at.Before(t) {
+			out = append(out, st.failures[i])
+		}
+	}
+	return out
+}
+
+// readyAt returns when each of names was last ready on a member other
+// than gone, after since.
+func readyAt(events []Event, names []string, gone string, since time.Time) map[string]time.Time {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	out := map[string]time.Time{}
+	for _, ev := range events {
+		if ev.Type == EventReady && want[ev.Server] && ev.Member != gone && ev.Time.After(since) {
+			out[ev.Server] = ev.Time
+		}
+	}
+	return out
+}
+
+// serversOn returns the servers last ready on member.
+func serversOn(events []Event, member string) []string {
+	var out []string
+	for s, m := range readyOn(events) {
+		if m == member {
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestThreeProcessesSurviveAKillAndAGracefulLeave is the cluster's proof
+// with real OS processes on 127.0.0.1: 3 members, 30 remote servers (one
+// mock process serving them on /mcp/<name>). kill -9 of one member while
+// a client calls tools through a survivor: every server of the dead
+// member becomes ready on a survivor without a call, calls in the gap
+// fail typed or succeed and none hangs, calls after re-homing all
+// succeed, and no server ever had two activations at once (counted from
+// the members' own events). Then a second member leaves gracefully under
+// the same load: no call fails.
+func TestThreeProcessesSurviveAKillAndAGracefulLeave(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three member processes")
+	}
+	const servers = 30
+	bin := buildMember(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	defer mock.Close()
+
+	log := newEventLog()
+	procs := startProcs(t, bin, mock.URL, servers, 3, log)
+	log.waitFor(t, "all 30 servers ready", 60*time.Second, func(evs []Event) bool { return len(readyOn(evs)) == servers })
+	require.Empty(t, overlaps(log.snapshot(), nil), "two activations at once before any failure")
+
+	// The victim is a member that runs servers; the load goes through
+	// another one.
+	var victim, via, leaver *memberProc
+	for _, p := range procs {
+		if victim == nil && len(serversOn(log.snapshot(), p.id)) > 0 {
+			victim = p
+		}
+	}
+	for _, p := range procs {
+		if p != victim && via == nil {
+			via = p
+		} else if p != victim {
+			leaver = p
+		}
+	}
+	moved := serversOn(log.snapshot(), victim.id)
+	t.Logf("killing %s, which runs %d servers: %v", victim.id, len(moved), moved)
+
+	stop := make(chan struct{})
+	var st loadStats
+	load := runLoad(via, servers, 4, stop, &st)
+	time.Sleep(time.Second)
+	killedAt := time.Now()
+	require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
+	log.waitFor(t, "every server of the killed member ready on a survivor", 60*time.Second, func(evs []Event) bool {
+		return len(readyAt(evs, moved, victim.id, killedAt)) == len(moved)
+	})
+	var rehomed time.Time
+	for _, at := range readyAt(log.snapshot(), moved, victim.id, killedAt) {
+		if at.After(rehomed) {
+			rehomed = at
+		}
+	}
+	t.Logf("re-homed %d servers %v after the kill", len(moved), rehomed.Sub(killedAt).Round(time.Millisecond))
+	time.Sleep(2 * time.Second) // calls after re-homing
+
+	st.mu.Lock()
+	t.Logf("kill: %d calls ok, %d failed (typed) in the gap", st.ok, len(st.failures))
+	require.Empty(t, st.hung, "calls that hung or broke the control API")
+	require.Empty(t, st.untyped, "calls that failed with an untyped error")
+	st.mu.Unlock()
+	require.Empty(t, st.failuresAfter(rehomed), "calls that failed after re-homing")
+	require.Empty(t, overlaps(log.snapshot(), map[string]time.Time{victim.id: killedAt}), "two activations of a server at once")
+
+	// Graceful leave under the same load: no call fails.
+	var leaveStats loadStats
+	close(stop)
+	load.Wait()
+	stop2 := make(chan struct{})
+	load2 := runLoad(via, servers, 4, stop2, &leaveStats)
+	leaving := serversOn(log.snapshot(), leaver.id)
+	leftAt := time.Now()
+	resp, err := controlClient.Post("http://"+leaver.control+"/leave", "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	log.waitFor(t, "every server of the leaving member ready on the last member", 60*time.Second, func(evs []Event) bool {
+		return len(readyAt(evs, leaving, leaver.id, leftAt)) == len(leaving)
+	})
+	var handedOver time.Time
+	for _, at := range readyAt(log.snapshot(), leaving, leaver.id, leftAt) {
+		if at.After(handedOver) {
+			handedOver = at
+		}
+	}
+	time.Sleep(time.Second)
+	close(stop2)
+	load2.Wait()
+	t.Logf("graceful leave: %d servers handed over in %v; %d calls ok, %d failed", len(leaving),
+		handedOver.Sub(leftAt).Round(time.Millisecond), leaveStats.ok, len(leaveStats.failures))
+	require.Empty(t, leaveStats.hung)
+	require.Empty(t, leaveStats.failures, "calls that failed during the graceful leave")
+	require.Empty(t, overlaps(log.snapshot(), map[string]time.Time{victim.id: killedAt}), "two activations of a server at once")
+	select {
+	case <-leaver.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the member that left did not exit within 30 s")
+	}
+}
