@@ -104,14 +104,14 @@ func (m *Member) runLocal(msg *CallTool) *CallResult {
 // Concurrency: push is called from grain actors (any goroutine); run is
 // the member's placement goroutine.
 type placementQueue struct {
-	m      *Member
-	mu     sync.Mutex
-	ops    []placementOp // guarded by mu
+	m   *Member
+	mu  sync.Mutex
+	ops []placementOp // guarded by mu
 	// flushed are closed once the ops pushed before them are applied
 	// (guarded by mu).
 	flushed []chan struct{}
-	wake   chan struct{}
-	active map[string]bool
+	wake    chan struct{}
+	active  map[string]bool
 }
 
 type placementOp struct {
