@@ -178,11 +178,11 @@ func TestUpstreamTopologyConsensusNeverAgrees(t *testing.T) {
 		if t0 = m.reconcile.latest(); t0 != nil && m.agreedOn(t0) {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // testwait:ok a poll bounded by the loop's 10 s deadline
 	}
 	require.NotNil(t, t0, "no topology within 10 s")
 	require.True(t, m.agreedOn(t0), "the gossip state never agreed on the topology within 10 s")
-	time.Sleep(time.Second) // several gossip rounds
+	time.Sleep(time.Second) // testwait:ok not a wait: several gossip rounds must run
 	_, ok := m.c.MemberList.TopologyConsensus(context.Background())
 	require.False(t, ok, "upstream TopologyConsensus agrees now: revisit reconciler.go")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // memberProc is one clustermember process of a test.
@@ -253,7 +254,7 @@ func TestThreeProcessesSurviveAKillAndAGracefulLeave(t *testing.T) {
 	stop := make(chan struct{})
 	var st loadStats
 	load := runLoad(via, servers, 4, stop, &st)
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // testwait:ok not a wait: calls run for a second before the kill
 	killedAt := time.Now()
 	require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
 	log.waitFor(t, "every server of the killed member ready on a survivor", 60*time.Second, func(evs []Event) bool {
@@ -266,7 +267,7 @@ func TestThreeProcessesSurviveAKillAndAGracefulLeave(t *testing.T) {
 		}
 	}
 	t.Logf("re-homed %d servers %v after the kill", len(moved), rehomed.Sub(killedAt).Round(time.Millisecond))
-	time.Sleep(2 * time.Second) // calls after re-homing
+	time.Sleep(2 * time.Second) // testwait:ok not a wait: calls run for 2 s after re-homing
 
 	st.mu.Lock()
 	t.Logf("kill: %d calls ok, %d failed (typed) in the gap", st.ok, len(st.failures))
@@ -279,7 +280,7 @@ func TestThreeProcessesSurviveAKillAndAGracefulLeave(t *testing.T) {
 	// Graceful leave under the same load: no call fails.
 	var leaveStats loadStats
 	close(stop)
-	load.Wait()
+	testwait.CallWithin(t, 30*time.Second, "the load workers to stop (each call is bounded by 15 s)", load.Wait)
 	stop2 := make(chan struct{})
 	load2 := runLoad(via, servers, 4, stop2, &leaveStats)
 	leaving := serversOn(log.snapshot(), leaver.id)
@@ -296,9 +297,9 @@ func TestThreeProcessesSurviveAKillAndAGracefulLeave(t *testing.T) {
 			handedOver = at
 		}
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // testwait:ok not a wait: calls run for a second after the hand-over
 	close(stop2)
-	load2.Wait()
+	testwait.CallWithin(t, 30*time.Second, "the load workers to stop (each call is bounded by 15 s)", load2.Wait)
 	t.Logf("graceful leave: %d servers handed over in %v; %d calls ok, %d failed", len(leaving),
 		handedOver.Sub(leftAt).Round(time.Millisecond), leaveStats.ok, len(leaveStats.failures))
 	require.Empty(t, leaveStats.hung)
