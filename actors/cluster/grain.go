@@ -20,6 +20,9 @@ import (
 type grain struct {
 	m    *Member
 	name string
+	// placed is set when the grain's start put its server on this member
+	// (a grain started while the member drains places nothing).
+	placed bool
 }
 
 // Receive handles the grain's lifecycle and the messages of wire.proto.
@@ -29,10 +32,16 @@ func (g *grain) Receive(ctx actor.Context) {
 		if id := pcluster.GetClusterIdentity(ctx); id != nil {
 			g.name = id.Identity
 		}
+		if g.m.isDraining() {
+			return // leaving: calls are refused, nothing is placed
+		}
+		g.placed = true
 		g.m.emit(EventActivated, g.name)
 		g.m.placement.push(g.name, true)
 	case *actor.Stopping:
-		g.m.placement.push(g.name, false)
+		if g.placed {
+			g.m.placement.push(g.name, false)
+		}
 	case *Activate:
 		ctx.Respond(&Activated{Member: g.m.id})
 	case *CallTool:
@@ -112,6 +121,9 @@ type placementQueue struct {
 	flushed []chan struct{}
 	wake    chan struct{}
 	active  map[string]bool
+	// live holds the names whose grains started here and were not
+	// released yet (guarded by mu).
+	live map[string]bool
 }
 
 type placementOp struct {
@@ -120,16 +132,42 @@ type placementOp struct {
 }
 
 func newPlacementQueue(m *Member) *placementQueue {
-	return &placementQueue{m: m, wake: make(chan struct{}, 1), active: map[string]bool{}}
+	return &placementQueue{m: m, wake: make(chan struct{}, 1), active: map[string]bool{}, live: map[string]bool{}}
 }
 
 func (q *placementQueue) push(name string, add bool) {
 	q.mu.Lock()
 	q.ops = append(q.ops, placementOp{name: name, add: add})
+	if add {
+		q.live[name] = true
+	}
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
 	default:
+	}
+}
+
+// liveNames returns the names whose grains started here and were not
+// released yet.
+func (q *placementQueue) liveNames() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	names := make([]string, 0, len(q.live))
+	for n := range q.live {
+		names = append(names, n)
+	}
+	return names
+}
+
+// released records that name's activation here is over and says so.
+func (q *placementQueue) released(name string) {
+	q.mu.Lock()
+	was := q.live[name]
+	delete(q.live, name)
+	q.mu.Unlock()
+	if was {
+		q.m.emit(EventReleased, name)
 	}
 }
 
@@ -183,8 +221,8 @@ func (q *placementQueue) apply(ctx context.Context, ops []placementOp) {
 		}
 		if q.active[name] {
 			drop = append(drop, name)
-		} else if !add {
-			q.m.emit(EventReleased, name) // its grain held no server
+		} else {
+			q.released(name) // its grain held no server (or may not now)
 		}
 	}
 	if len(set) == 0 && len(drop) == 0 {
@@ -199,6 +237,6 @@ func (q *placementQueue) apply(ctx context.Context, ops []placementOp) {
 	}
 	for _, name := range drop {
 		delete(q.active, name)
-		q.m.emit(EventReleased, name)
+		q.released(name)
 	}
 }

@@ -55,7 +55,21 @@ func TestAMemberActivatesItsServersWithoutACallAndLeavesNoGoroutine(t *testing.T
 	for name := range servers {
 		require.NoError(t, callEcho(ctx, m, name))
 	}
-	_, err := m.CallTool(ctx, "s00", "no_such_tool", nil)
+	ov, err := m.Overview(ctx)
+	require.NoError(t, err)
+	require.Empty(t, ov.Unreachable)
+	require.Len(t, ov.Servers, 5)
+	for _, st := range ov.Servers {
+		require.Equal(t, m.ID(), st.Member, "server %s", st.Name)
+		require.Equal(t, actors.StateReady, st.State, "server %s", st.Name)
+	}
+	require.NotEmpty(t, ov.Tools)
+	for _, tool := range ov.Tools {
+		require.Equal(t, m.ID(), tool.Member, "tool %s", tool.Name)
+		require.False(t, tool.Builtin)
+	}
+
+	_, err = m.CallTool(ctx, "s00", "no_such_tool", nil)
 	require.ErrorIs(t, err, actors.ErrUnknownTool)
 	_, err = m.CallTool(ctx, "nobody", "echo", nil)
 	require.ErrorIs(t, err, actors.ErrUnknownServer)

@@ -124,6 +124,9 @@ type Member struct {
 	servers  map[string]actors.ServerConfig // the cluster's configured set
 	draining bool                           // guarded by mu: no new calls
 	inflight sync.WaitGroup                 // calls running on this member (Add under mu)
+	// lastRefusal is when a call was last refused because the member
+	// drains (Unix nanoseconds).
+	lastRefusal atomic.Int64
 
 	placement *placementQueue
 	reconcile *reconciler
@@ -196,6 +199,11 @@ func Start(opts Options) (m *Member, err error) {
 			m.reconcile.topologyChanged(t)
 		}
 	})
+	if _, err := m.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &overviewActor{m: m} }), overviewActorName); err != nil {
+		m.provider.stopServing()
+		m.abort()
+		return nil, fmt.Errorf("%w: overview actor: %w", ErrStart, err)
+	}
 	if err := startMember(m.c); err != nil {
 		m.provider.stopServing()
 		m.abort()
@@ -298,10 +306,24 @@ func (m *Member) enter() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.draining {
+		m.lastRefusal.Store(time.Now().UnixNano())
 		return false
 	}
 	m.inflight.Add(1)
 	return true
+}
+
+// awaitProviderLoop waits out automanaged's poll loop: it has no stop
+// signal and sees the provider's shutdown only after its current pause
+// (RefreshTTL), so Close waits that long (or until ctx ends) before it
+// reports the member gone.
+func (m *Member) awaitProviderLoop(ctx context.Context) {
+	t := time.NewTimer(m.opts.RefreshTTL + m.opts.RefreshTTL/5)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // isDraining says whether the member takes no new calls and places no
@@ -332,6 +354,7 @@ func (m *Member) Close(ctx context.Context) error {
 		// poll would go on for ever.
 		_ = m.provider.Shutdown(false)
 	}
+	m.awaitProviderLoop(ctx)
 	m.stop()
 	err := m.local.Close(ctx)
 	done := make(chan struct{})

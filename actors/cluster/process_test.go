@@ -120,6 +120,25 @@ func (p *memberProc) call(server string) (callResult, time.Time, error) {
 	return r, start, json.NewDecoder(resp.Body).Decode(&r)
 }
 
+// overview returns the cluster-wide map server → member, as member p
+// sees it.
+func (p *memberProc) overview(t *testing.T) map[string]string {
+	t.Helper()
+	resp, err := controlClient.Get("http://" + p.control + "/overview")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var ov struct {
+		Servers     map[string]string `json:"servers"`
+		Tools       int               `json:"tools"`
+		Unreachable map[string]string `json:"unreachable"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&ov))
+	require.Empty(t, ov.Unreachable)
+	require.NotZero(t, ov.Tools)
+	return ov.Servers
+}
+
 // loadStats counts the outcomes of a load run.
 type loadStats struct {
 	mu       sync.Mutex
@@ -232,6 +251,11 @@ func TestThreeProcessesSurviveAKillAndAGracefulLeave(t *testing.T) {
 	procs := startProcs(t, bin, mock.URL, servers, 3, log)
 	log.waitFor(t, "all 30 servers ready", 60*time.Second, func(evs []Event) bool { return len(readyOn(evs)) == servers })
 	require.Empty(t, overlaps(log.snapshot(), nil), "two activations at once before any failure")
+	// Every member's overview shows every server, on the member that runs
+	// it (from the members' own events).
+	for _, p := range procs {
+		require.Equal(t, readyOn(log.snapshot()), p.overview(t), "overview from %s", p.id)
+	}
 
 	// The victim is a member that runs servers; the load goes through
 	// another one.

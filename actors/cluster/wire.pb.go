@@ -345,6 +345,113 @@ func (x *CallResult) GetMember() string {
 	return ""
 }
 
+// OverviewRequest asks a member for what it runs (its overview actor answers).
+type OverviewRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OverviewRequest) Reset() {
+	*x = OverviewRequest{}
+	mi := &file_actors_cluster_wire_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OverviewRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OverviewRequest) ProtoMessage() {}
+
+func (x *OverviewRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_cluster_wire_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OverviewRequest.ProtoReflect.Descriptor instead.
+func (*OverviewRequest) Descriptor() ([]byte, []int) {
+	return file_actors_cluster_wire_proto_rawDescGZIP(), []int{4}
+}
+
+// OverviewReply answers OverviewRequest: the member's local status and tools, as
+// the JSON of []actors.ServerStatus and []actors.Tool (MCP tools only).
+type OverviewReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Member        string                 `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	Status        []byte                 `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	Tools         []byte                 `protobuf:"bytes,4,opt,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OverviewReply) Reset() {
+	*x = OverviewReply{}
+	mi := &file_actors_cluster_wire_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OverviewReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OverviewReply) ProtoMessage() {}
+
+func (x *OverviewReply) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_cluster_wire_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OverviewReply.ProtoReflect.Descriptor instead.
+func (*OverviewReply) Descriptor() ([]byte, []int) {
+	return file_actors_cluster_wire_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *OverviewReply) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
+func (x *OverviewReply) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *OverviewReply) GetStatus() []byte {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *OverviewReply) GetTools() []byte {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
 var File_actors_cluster_wire_proto protoreflect.FileDescriptor
 
 const file_actors_cluster_wire_proto_rawDesc = "" +
@@ -367,7 +474,13 @@ const file_actors_cluster_wire_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x14\n" +
 	"\x05state\x18\x04 \x01(\tR\x05state\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\x05R\aattempt\x12\x16\n" +
-	"\x06member\x18\x06 \x01(\tR\x06member*\xb4\x02\n" +
+	"\x06member\x18\x06 \x01(\tR\x06member\"\x11\n" +
+	"\x0fOverviewRequest\"o\n" +
+	"\rOverviewReply\x12\x16\n" +
+	"\x06member\x18\x01 \x01(\tR\x06member\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\fR\x06status\x12\x14\n" +
+	"\x05tools\x18\x04 \x01(\fR\x05tools*\xb4\x02\n" +
 	"\tErrorKind\x12\x13\n" +
 	"\x0fERROR_KIND_NONE\x10\x00\x12\x14\n" +
 	"\x10ERROR_KIND_OTHER\x10\x01\x12\x1b\n" +
@@ -395,13 +508,15 @@ func file_actors_cluster_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_actors_cluster_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_actors_cluster_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_actors_cluster_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_actors_cluster_wire_proto_goTypes = []any{
-	(ErrorKind)(0),     // 0: mcpvisor.cluster.v1.ErrorKind
-	(*Activate)(nil),   // 1: mcpvisor.cluster.v1.Activate
-	(*Activated)(nil),  // 2: mcpvisor.cluster.v1.Activated
-	(*CallTool)(nil),   // 3: mcpvisor.cluster.v1.CallTool
-	(*CallResult)(nil), // 4: mcpvisor.cluster.v1.CallResult
+	(ErrorKind)(0),          // 0: mcpvisor.cluster.v1.ErrorKind
+	(*Activate)(nil),        // 1: mcpvisor.cluster.v1.Activate
+	(*Activated)(nil),       // 2: mcpvisor.cluster.v1.Activated
+	(*CallTool)(nil),        // 3: mcpvisor.cluster.v1.CallTool
+	(*CallResult)(nil),      // 4: mcpvisor.cluster.v1.CallResult
+	(*OverviewRequest)(nil), // 5: mcpvisor.cluster.v1.OverviewRequest
+	(*OverviewReply)(nil),   // 6: mcpvisor.cluster.v1.OverviewReply
 }
 var file_actors_cluster_wire_proto_depIdxs = []int32{
 	0, // 0: mcpvisor.cluster.v1.CallResult.kind:type_name -> mcpvisor.cluster.v1.ErrorKind
@@ -423,7 +538,7 @@ func file_actors_cluster_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_cluster_wire_proto_rawDesc), len(file_actors_cluster_wire_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

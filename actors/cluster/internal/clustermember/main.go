@@ -6,6 +6,7 @@
 //
 //	POST /call?server=s01  call the server's echo tool (5 s deadline);
 //	                       answers {"ok":…,"class":…,"error":…}
+//	GET  /overview         the cluster-wide status: {"servers":{name: member},…}
 //	POST /leave            leave gracefully, close, and exit 0
 //
 // It is a test harness, not part of mcpvisor.
@@ -75,6 +76,20 @@ func main() {
 			out["error"] = err.Error()
 		}
 		_ = json.NewEncoder(w).Encode(out)
+	})
+	mux.HandleFunc("GET /overview", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		ov, err := m.Overview(ctx)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		servers := map[string]string{}
+		for _, st := range ov.Servers {
+			servers[st.Name] = st.Member
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"servers": servers, "tools": len(ov.Tools), "unreachable": ov.Unreachable})
 	})
 	mux.HandleFunc("POST /leave", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
