@@ -63,12 +63,15 @@ func (l *eventLog) waitFor(t *testing.T, what string, timeout time.Duration, con
 	t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond) // for conditions on time
+	defer tick.Stop()
 	for {
 		if cond(l.snapshot()) {
 			return
 		}
 		select {
 		case <-l.added:
+		case <-tick.C:
 		case <-deadline.C:
 			t.Fatalf("timed out after %v waiting for %s; events: %v", timeout, what, l.snapshot())
 		}

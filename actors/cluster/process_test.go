@@ -2,11 +2,14 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -39,61 +42,86 @@ func buildMember(t *testing.T) string {
 	return bin
 }
 
-// startProcs starts n member processes of one cluster; their events go
-// to log. Each is killed when the test ends.
-func startProcs(t *testing.T, bin, mockURL string, servers, n int, log *eventLog) []*memberProc {
-	t.Helper()
+// cluster3 is the addresses of a test's members: member i listens on
+// ports[i] (remote) and ports[n+i] (membership).
+type clusterPorts struct {
+	ports []int
+	peers []string
+}
+
+func newClusterPorts(t *testing.T, n int) clusterPorts {
 	ports := freePorts(t, 2*n)
 	var peers []string
 	for i := range n {
 		peers = append(peers, fmt.Sprintf("127.0.0.1:%d", ports[n+i]))
 	}
-	started := make(chan *memberProc, n)
-	procs := make([]*memberProc, n)
-	for i := range n {
-		cmd := exec.Command(bin, "-port", fmt.Sprint(ports[i]), "-provider-port", fmt.Sprint(ports[n+i]),
-			"-peers", strings.Join(peers, ","), "-mock", mockURL, "-servers", fmt.Sprint(servers))
-		stdout, err := cmd.StdoutPipe()
+	return clusterPorts{ports: ports, peers: peers}
+}
+
+// startProc starts member process i of cp; its events go to log. It is
+// killed when the test ends.
+func startProc(t *testing.T, bin, mockURL string, servers int, cp clusterPorts, i int, log *eventLog) *memberProc {
+	t.Helper()
+	n := len(cp.peers)
+	cmd := exec.Command(bin, "-port", fmt.Sprint(cp.ports[i]), "-provider-port", fmt.Sprint(cp.ports[n+i]),
+		"-peers", strings.Join(cp.peers, ","), "-mock", mockURL, "-servers", fmt.Sprint(servers), "-log")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr bytes.Buffer // read only after exited (Wait has copied it all)
+	cmd.Stderr = &stderr
+	if dir := os.Getenv("CLUSTER_TEST_LOGS"); dir != "" {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("member-%d-%d.log", i, time.Now().UnixNano())))
 		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		p := &memberProc{cmd: cmd, exited: make(chan struct{})}
-		procs[i] = p
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			select {
-			case <-p.exited:
-			case <-time.After(10 * time.Second):
-				t.Errorf("member process %d did not exit within 10 s of SIGKILL", cmd.Process.Pid)
-			}
-		})
-		go func() {
-			defer close(p.exited)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				var line struct {
-					Event
-					Control string `json:"control"`
-				}
-				if json.Unmarshal(sc.Bytes(), &line) != nil {
-					continue
-				}
-				if line.Type == "started" {
-					p.id, p.control = line.Member, line.Control
-					started <- p
-					continue
-				}
-				log.add(line.Event)
-			}
-			_ = cmd.Wait()
-		}()
+		t.Cleanup(func() { f.Close() })
+		cmd.Stderr = io.MultiWriter(&stderr, f)
 	}
-	deadline := time.After(60 * time.Second)
-	for range n {
+	require.NoError(t, cmd.Start())
+	p := &memberProc{cmd: cmd, exited: make(chan struct{})}
+	started := make(chan struct{})
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
 		select {
-		case <-started:
-		case <-deadline:
-			t.Fatal("timed out after 60 s waiting for the member processes to start")
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+			t.Errorf("member process %d did not exit within 10 s of SIGKILL", cmd.Process.Pid)
 		}
+	})
+	go func() {
+		defer close(p.exited)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var line struct {
+				Event
+				Control string `json:"control"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
+			}
+			if line.Type == "started" {
+				p.id, p.control = line.Member, line.Control
+				close(started)
+				continue
+			}
+			log.add(line.Event)
+		}
+		_ = cmd.Wait()
+	}()
+	select {
+	case <-started:
+	case <-p.exited:
+		t.Fatalf("member process %d exited before it started: %s", i, stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("timed out after 60 s waiting for member process %d to start", i)
+	}
+	return p
+}
+
+// startProcs starts the n member processes of cp.
+func startProcs(t *testing.T, bin, mockURL string, servers int, cp clusterPorts, log *eventLog) []*memberProc {
+	t.Helper()
+	procs := make([]*memberProc, len(cp.peers))
+	for i := range cp.peers {
+		procs[i] = startProc(t, bin, mockURL, servers, cp, i, log)
 	}
 	return procs
 }
@@ -248,7 +276,8 @@ func TestThreeProcessesSurviveAKillAndAGracefulLeave(t *testing.T) {
 	defer mock.Close()
 
 	log := newEventLog()
-	procs := startProcs(t, bin, mock.URL, servers, 3, log)
+	cp := newClusterPorts(t, 3)
+	procs := startProcs(t, bin, mock.URL, servers, cp, log)
 	log.waitFor(t, "all 30 servers ready", 60*time.Second, func(evs []Event) bool { return len(readyOn(evs)) == servers })
 	require.Empty(t, overlaps(log.snapshot(), nil), "two activations at once before any failure")
 	// Every member's overview shows every server, on the member that runs
@@ -260,9 +289,10 @@ func TestThreeProcessesSurviveAKillAndAGracefulLeave(t *testing.T) {
 	// The victim is a member that runs servers; the load goes through
 	// another one.
 	var victim, via, leaver *memberProc
-	for _, p := range procs {
+	victimIndex := 0
+	for i, p := range procs {
 		if victim == nil && len(serversOn(log.snapshot(), p.id)) > 0 {
-			victim = p
+			victim, victimIndex = p, i
 		}
 	}
 	for _, p := range procs {
@@ -334,4 +364,31 @@ func TestThreeProcessesSurviveAKillAndAGracefulLeave(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the member that left did not exit within 30 s")
 	}
+
+	// A member joins (on the killed member's ports, with a new id): some
+	// servers move to it, none runs twice, and once it has them every
+	// call succeeds again.
+	var joinStats loadStats
+	stop3 := make(chan struct{})
+	load3 := runLoad(via, servers, 4, stop3, &joinStats)
+	joinedAt := time.Now()
+	newcomer := startProc(t, bin, mock.URL, servers, cp, victimIndex, log)
+	var settled time.Time
+	log.waitFor(t, "servers rebalanced onto the new member (all ready, no placement event for 1 s)", 60*time.Second, func(evs []Event) bool {
+		if len(readyOn(evs)) != servers || len(serversOn(evs, newcomer.id)) == 0 {
+			return false
+		}
+		settled = evs[len(evs)-1].Time
+		return time.Since(settled) > time.Second
+	})
+	time.Sleep(time.Second) // testwait:ok not a wait: calls run for a second after the rebalance
+	close(stop3)
+	testwait.CallWithin(t, 30*time.Second, "the load workers to stop (each call is bounded by 15 s)", load3.Wait)
+	t.Logf("join: %d servers moved to the new member, settled %v after it started; %d calls ok, %d failed typed during the move",
+		len(serversOn(log.snapshot(), newcomer.id)), settled.Sub(joinedAt).Round(time.Millisecond), joinStats.ok, len(joinStats.failures))
+	require.Empty(t, joinStats.hung)
+	require.Empty(t, joinStats.untyped)
+	require.Empty(t, joinStats.failuresAfter(settled), "calls that failed after the rebalance")
+	require.Empty(t, overlaps(log.snapshot(), map[string]time.Time{victim.id: killedAt}), "two activations of a server at once")
+	require.Equal(t, readyOn(log.snapshot()), newcomer.overview(t), "overview from the new member")
 }

@@ -25,6 +25,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/actors/cluster"
 	"github.com/mcpvisor/mcpvisor/transports"
@@ -37,6 +39,7 @@ func main() {
 	mock := flag.String("mock", "", "mock server URL (…/mcp)")
 	servers := flag.Int("servers", 30, "number of virtual servers")
 	control := flag.String("control", "127.0.0.1:0", "control API address")
+	logInfo := flag.Bool("log", false, "log at info level on stderr")
 	flag.Parse()
 
 	var outMu sync.Mutex
@@ -46,7 +49,12 @@ func main() {
 		defer outMu.Unlock()
 		_ = enc.Encode(v)
 	}
+	logger := zerolog.Nop()
+	if *logInfo {
+		logger = zerolog.New(os.Stderr).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+	}
 	m, err := cluster.Start(cluster.Options{
+		Logger: logger,
 		Port: *port, ProviderPort: *providerPort, Peers: strings.Split(*peers, ","),
 		OnEvent: func(ev cluster.Event) { print(ev) },
 	})
