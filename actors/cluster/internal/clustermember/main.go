@@ -55,7 +55,7 @@ func main() {
 	}
 	m, err := cluster.Start(cluster.Options{
 		Logger: logger,
-		Port: *port, ProviderPort: *providerPort, Peers: strings.Split(*peers, ","),
+		Port:   *port, ProviderPort: *providerPort, Peers: strings.Split(*peers, ","),
 		OnEvent: func(ev cluster.Event) { print(ev) },
 	})
 	if err != nil {
