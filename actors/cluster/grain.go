@@ -216,13 +216,15 @@ func (q *placementQueue) apply(ctx context.Context, ops []placementOp) {
 		if add && !q.m.isDraining() {
 			if cfg, ok := q.m.config(name); ok {
 				set[name] = cfg
-				continue
 			}
+			// Not configured (yet): the grain stays live and holds no
+			// server; SetServers places it if its name arrives.
+			continue
 		}
 		if q.active[name] {
 			drop = append(drop, name)
 		} else {
-			q.released(name) // its grain held no server (or may not now)
+			q.released(name) // its grain held no server
 		}
 	}
 	if len(set) == 0 && len(drop) == 0 {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // upstreamThrottle is the one goroutine of protoactor that outlives a
@@ -199,4 +200,30 @@ func TestUpstreamTopologyConsensusNeverAgrees(t *testing.T) {
 	time.Sleep(time.Second) // testwait:ok not a wait: several gossip rounds must run
 	_, ok := m.c.MemberList.TopologyConsensus(context.Background())
 	require.False(t, ok, "upstream TopologyConsensus agrees now: revisit reconciler.go")
+}
+
+// TestAGrainStartedBeforeItsNameIsConfiguredGetsItsServer: another
+// member's call can activate a grain here as soon as this member is in
+// the topology, before its host called SetServers. The grain holds no
+// server then; SetServers must place it (it used to stay empty for good,
+// answering "pending" to every call).
+func TestAGrainStartedBeforeItsNameIsConfiguredGetsItsServer(t *testing.T) {
+	log := newEventLog()
+	servers := mockFleet(t, 2)
+	m, _ := startOne(t, log)
+	defer closeAll(t, m)
+	_, err := m.c.Request("s01", Kind, &Activate{}, pcluster.WithTimeout(10*time.Second), pcluster.WithContext(m.sys.Root))
+	require.NoError(t, err)
+	log.waitFor(t, "the grain of s01 activated", 10*time.Second, func(evs []Event) bool {
+		for _, ev := range evs {
+			if ev.Type == EventActivated && ev.Server == "s01" {
+				return true
+			}
+		}
+		return false
+	})
+	testwait.CallWithin(t, 10*time.Second, "the placement queue to apply the activation", func() { <-m.placement.flush() })
+	m.SetServers(servers)
+	log.waitFor(t, "both servers ready", 30*time.Second, func(evs []Event) bool { return len(readyOn(evs)) == 2 })
+	require.Empty(t, overlaps(log.snapshot(), nil))
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
-	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/rs/zerolog"
 
@@ -186,7 +185,7 @@ func Start(opts Options) (m *Member, err error) {
 	m.placement = newPlacementQueue(m)
 	m.reconcile = newReconciler(m)
 	kind := pcluster.NewKind(Kind, actor.PropsFromProducer(func() actor.Actor { return &grain{m: m} }))
-	cfg := pcluster.Configure(opts.Name, m.provider, disthash.New(),
+	cfg := pcluster.Configure(opts.Name, m.provider, newLookup(),
 		remote.Configure(opts.Host, opts.Port),
 		pcluster.WithKinds(kind),
 		pcluster.WithHeartbeatExpiration(opts.HeartbeatExpiration),
@@ -251,7 +250,8 @@ func (m *Member) Local() *actors.System { return m.local }
 
 // SetServers makes servers the cluster's configured set, as this member
 // sees it (every member loads the same config). Servers this member owns
-// are activated; those no longer configured are released.
+// are activated, those it runs get their changed config, and those no
+// longer configured are released.
 func (m *Member) SetServers(servers map[string]actors.ServerConfig) {
 	m.mu.Lock()
 	old := m.servers
@@ -260,6 +260,15 @@ func (m *Member) SetServers(servers map[string]actors.ServerConfig) {
 	for name := range old {
 		if _, still := servers[name]; !still {
 			m.placement.push(name, false)
+		}
+	}
+	// The grains live here get their (new or changed) config: a grain may
+	// have started before its name was configured (a call reaches a
+	// member as soon as it is in the topology, before its host called
+	// SetServers). Unchanged servers are left alone by PatchServers.
+	for _, name := range m.placement.liveNames() {
+		if _, ok := servers[name]; ok {
+			m.placement.push(name, true)
 		}
 	}
 	m.reconcile.configChanged()
