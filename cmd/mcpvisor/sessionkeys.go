@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/etcdstore"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
 )
 
@@ -70,10 +71,18 @@ func loadSessionSeal(path string, store mcpserver.SessionStore) (mcpserver.SealO
 }
 
 // sessionStore returns the SessionStore that --session-store names: ""
-// is this process's memory, a directory path the DirSessionStore there.
-func sessionStore(spec string) mcpserver.SessionStore {
-	if spec == "" {
-		return &mcpserver.MemorySessionStore{}
+// is this process's memory, "etcd" the etcd of --etcd-endpoint, anything
+// else the directory where a DirSessionStore keeps its files.
+func (a *app) sessionStore(spec string) (mcpserver.SessionStore, error) {
+	switch spec {
+	case "":
+		return &mcpserver.MemorySessionStore{}, nil
+	case backendEtcd:
+		c, err := a.etcd.etcdClient()
+		if err != nil {
+			return nil, err
+		}
+		return etcdstore.NewSessionStore(c, etcdstore.Options{Prefix: a.etcd.prefix}), nil
 	}
-	return &mcpserver.DirSessionStore{Dir: spec}
+	return &mcpserver.DirSessionStore{Dir: spec}, nil
 }

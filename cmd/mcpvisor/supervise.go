@@ -159,7 +159,7 @@ Exit codes:
 	fl.StringVar(&f.sessionKeys, "session-keys", "",
 		"seal each HTTP session into its Mcp-Session-Id with the keys in `FILE`, so that every gateway sharing them (replicas, or this one restarted) serves it (docs/sessions.md)")
 	fl.StringVar(&f.sessionStore, "session-store", "",
-		"with --session-keys: keep the deleted sessions and their log levels and subscriptions in `DIR`, shared by the replicas (default: this process's memory)")
+		"with --session-keys: keep the deleted sessions and their log levels and subscriptions in `STORE`, shared by the replicas: a directory, or etcd (--etcd-endpoint); default: this process's memory")
 	return cmd
 }
 
@@ -195,8 +195,11 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	}
 	var seal mcpserver.SealOptions
 	if f.sessionKeys != "" {
-		var err error
-		if seal, err = loadSessionSeal(f.sessionKeys, sessionStore(f.sessionStore)); err != nil {
+		store, err := a.sessionStore(f.sessionStore)
+		if err != nil {
+			return usageError("--session-store: %v", err)
+		}
+		if seal, err = loadSessionSeal(f.sessionKeys, store); err != nil {
 			return usageError("--session-keys: %v", err)
 		}
 	} else if f.sessionStore != "" {
