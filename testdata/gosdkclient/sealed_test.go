@@ -110,7 +110,7 @@ func (r *replica) waitReady(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(r.base + "/status")
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(r.base + "/status")
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
