@@ -3,6 +3,7 @@ package etcdstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -133,6 +134,18 @@ func TestEtcdSessionStore(t *testing.T) {
 	rec, err = a.Load(ctx, "00ff")
 	require.NoError(t, err)
 	assert.True(t, rec.Deleted, "a deletion stays")
+
+	c := client(t, endpoint)
+	leases, err := c.Leases(ctx)
+	require.NoError(t, err)
+	before := len(leases.Leases)
+	many := etcdstore.NewSessionStore(c, etcdstore.Options{Now: clock})
+	for i := range 50 {
+		require.NoError(t, many.SaveExtras(ctx, fmt.Sprintf("%04x", i), x, now.Add(time.Hour+time.Duration(i)*time.Second)))
+	}
+	leases, err = c.Leases(ctx)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(leases.Leases)-before, 2, "sessions expiring within the same ten minutes share a lease")
 
 	require.NoError(t, a.Delete(ctx, "0aaa", now.Add(-time.Hour))) // its id has expired: a lease of one second
 	deadline := time.Now().Add(10 * time.Second)
