@@ -272,7 +272,7 @@ func (s *Server) admit(sess *Session) *Session {
 	s.byID[sess.id] = sess
 	s.mu.Unlock()
 	for _, e := range evicted {
-		s.log.Debug().Str("session", e.id).Msg("session evicted: the session cap was reached")
+		s.log.Debug().Str("session", sessionTag(e.id)).Msg("session evicted: the session cap was reached")
 		e.Close()
 	}
 	s.sessionsEvicted.Add(uint64(len(evicted)))

@@ -332,7 +332,7 @@ func (s *Server) initialize(w ResponseWriter, r *Request) {
 	sess.mu.Lock()
 	sess.version, sess.clientInfo, sess.caps = version, p.ClientInfo, p.Capabilities
 	sess.mu.Unlock()
-	s.log.Debug().Str("session", sess.id).Str("client", p.ClientInfo.Name).Str("version", version).Msg("session initialized")
+	s.log.Debug().Str("session", sessionTag(sess.id)).Str("client", p.ClientInfo.Name).Str("version", version).Msg("session initialized")
 	w.Reply(protocol.InitializeResult{
 		ProtocolVersion: version,
 		Capabilities:    s.capabilities(r),
