@@ -32,8 +32,12 @@
 //   - provider.go: the automanaged membership provider bound to loopback.
 //   - grain.go: the grain actor and the local placement worker.
 //   - reconciler.go: activation of owned servers after consensus.
+//   - lookup.go: disthash's identity lookup with a race-free Get.
+//   - overview.go: the cluster-wide status and tools (Member.Overview).
 //   - calls.go, errors.go: CallTool across members and its typed errors.
 //   - leave.go: graceful leave (drain, hand over, leave).
 //   - events.go: the member's own events (activated, ready, released).
 //   - wire.proto, wire.pb.go: what crosses members (make proto).
+//   - internal/clustermember: the one-member process the multi-process
+//     test runs (a test harness, not part of mcpvisor).
 package cluster
