@@ -32,8 +32,14 @@ func (m *Member) CallTool(ctx context.Context, server, tool string, args json.Ra
 	if m.left.Load() {
 		return nil, ErrLeft
 	}
-	if _, ok := m.config(server); !ok {
+	kind, ok := m.kind(server)
+	if !ok {
 		return nil, fmt.Errorf("%w: %q", actors.ErrUnknownServer, server)
+	}
+	if !m.kindHasMembers(kind) {
+		// A pinned server no member's labels match: nothing will place it.
+		return nil, &actors.NotReadyError{Server: server, State: actors.StatePending,
+			Cause: fmt.Errorf("%w: no member has the labels of kind %q", ErrNoOwner, kind)}
 	}
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -47,7 +53,7 @@ func (m *Member) CallTool(ctx context.Context, server, tool string, args json.Ra
 		if remaining <= 0 {
 			break
 		}
-		res, err, retry := m.callOnce(ctx, server, tool, args, remaining)
+		res, err, retry := m.callOnce(ctx, server, kind, tool, args, remaining)
 		if !retry {
 			return res, err
 		}
@@ -77,7 +83,7 @@ func (m *Member) CallTool(ctx context.Context, server, tool string, args json.Ra
 // callOnce makes one cluster request for the call. retry says the
 // outcome is one of the gaps of a re-homing (no owner answered, the
 // owner drains, the server is still connecting there).
-func (m *Member) callOnce(ctx context.Context, server, tool string, args json.RawMessage, timeout time.Duration) (*protocol.CallToolResult, error, bool) {
+func (m *Member) callOnce(ctx context.Context, server, kind, tool string, args json.RawMessage, timeout time.Duration) (*protocol.CallToolResult, error, bool) {
 	msg := &CallTool{Server: server, Tool: tool, Arguments: args, TimeoutMs: timeout.Milliseconds()}
 	type answer struct {
 		resp any
@@ -87,7 +93,7 @@ func (m *Member) callOnce(ctx context.Context, server, tool string, args json.Ra
 	// cluster.Request takes no context: it is bounded by its timeout, and
 	// the caller stops waiting for it when ctx ends.
 	go func() {
-		resp, err := m.c.Request(server, Kind, msg,
+		resp, err := m.c.Request(server, kind, msg,
 			pcluster.WithTimeout(timeout),
 			pcluster.WithRetryCount(3),
 			pcluster.WithRetryAction(retryPause),
@@ -115,6 +121,22 @@ func (m *Member) callOnce(ctx context.Context, server, tool string, args json.Ra
 		return nil, fmt.Errorf("mcpvisor cluster: server %q: decoding the result from member %s: %w", server, r.GetMember(), err), false
 	}
 	return &res, nil, false
+}
+
+// kindHasMembers says whether a member of the latest topology runs
+// grains of kind (true before the first topology: the call's retries
+// decide then).
+func (m *Member) kindHasMembers(kind string) bool {
+	t := m.reconcile.latest()
+	if t == nil {
+		return true
+	}
+	for _, member := range t.Members {
+		if member.HasKind(kind) {
+			return true
+		}
+	}
+	return false
 }
 
 // retryable says whether a refusal is a gap of re-homing: the member

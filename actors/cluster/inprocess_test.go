@@ -47,7 +47,7 @@ func TestAMemberActivatesItsServersWithoutACallAndLeavesNoGoroutine(t *testing.T
 	log := newEventLog()
 	servers := mockFleet(t, 5)
 	m, _ := startOne(t, log)
-	m.SetServers(servers)
+	require.NoError(t, m.SetServers(servers))
 	log.waitFor(t, "all 5 servers ready without a call", 30*time.Second, func(evs []Event) bool { return len(readyOn(evs)) == 5 })
 	require.Empty(t, overlaps(log.snapshot(), nil))
 
@@ -77,7 +77,7 @@ func TestAMemberActivatesItsServersWithoutACallAndLeavesNoGoroutine(t *testing.T
 
 	// A server dropped from the config is released.
 	delete(servers, "s04")
-	m.SetServers(servers)
+	require.NoError(t, m.SetServers(servers))
 	log.waitFor(t, "s04 released", 10*time.Second, func(evs []Event) bool {
 		for _, ev := range evs {
 			if ev.Type == EventReleased && ev.Server == "s04" {
@@ -223,7 +223,7 @@ func TestAGrainStartedBeforeItsNameIsConfiguredGetsItsServer(t *testing.T) {
 		return false
 	})
 	testwait.CallWithin(t, 10*time.Second, "the placement queue to apply the activation", func() { <-m.placement.flush() })
-	m.SetServers(servers)
+	require.NoError(t, m.SetServers(servers))
 	log.waitFor(t, "both servers ready", 30*time.Second, func(evs []Event) bool { return len(readyOn(evs)) == 2 })
 	require.Empty(t, overlaps(log.snapshot(), nil))
 }

@@ -61,7 +61,8 @@ type Options struct {
 	// CallTimeout caps a call that reaches another member when the
 	// caller's context has no deadline. Default 30 s.
 	CallTimeout time.Duration
-	// Labels describe this member (for node selectors; reserved).
+	// Labels describe this member: a server whose Nodes selector names
+	// one of them may run here (see Server.Nodes).
 	Labels map[string]string
 	// Local configures the member-local supervision core (its Logger is
 	// replaced by Logger).
@@ -120,7 +121,7 @@ type Member struct {
 	provider *loopbackProvider
 
 	mu       sync.Mutex
-	servers  map[string]actors.ServerConfig // the cluster's configured set
+	servers  map[string]Server // the cluster's configured set
 	draining bool                           // guarded by mu: no new calls
 	inflight sync.WaitGroup                 // calls running on this member (Add under mu)
 	// lastRefusal is when a call was last refused because the member
@@ -166,7 +167,7 @@ func Start(opts Options) (m *Member, err error) {
 		opts:    opts,
 		log:     opts.Logger.With().Str("component", "cluster").Logger(),
 		local:   ls,
-		servers: map[string]actors.ServerConfig{},
+		servers: map[string]Server{},
 	}
 	m.stopCtx, m.stop = context.WithCancel(context.Background())
 	m.sys = actor.NewActorSystem(
@@ -175,8 +176,13 @@ func Start(opts Options) (m *Member, err error) {
 		actor.WithDeadLetterThrottleInterval(100*time.Millisecond),
 	)
 	m.id = m.sys.ID
+	kindNames, err := memberKinds(opts.Labels)
+	if err != nil {
+		m.abort()
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
 	m.provider, err = newLoopbackProvider(opts, func() *automanaged.NodeModel {
-		return automanaged.NewNode(opts.Name, m.sys.ID, opts.Host, opts.Port, opts.ProviderPort, []string{Kind})
+		return automanaged.NewNode(opts.Name, m.sys.ID, opts.Host, opts.Port, opts.ProviderPort, kindNames)
 	})
 	if err != nil {
 		m.abort()
@@ -184,10 +190,14 @@ func Start(opts Options) (m *Member, err error) {
 	}
 	m.placement = newPlacementQueue(m)
 	m.reconcile = newReconciler(m)
-	kind := pcluster.NewKind(Kind, actor.PropsFromProducer(func() actor.Actor { return &grain{m: m} }))
+	grainProps := actor.PropsFromProducer(func() actor.Actor { return &grain{m: m} })
+	var kinds []*pcluster.Kind
+	for _, k := range kindNames {
+		kinds = append(kinds, pcluster.NewKind(k, grainProps))
+	}
 	cfg := pcluster.Configure(opts.Name, m.provider, newLookup(),
 		remote.Configure(opts.Host, opts.Port),
-		pcluster.WithKinds(kind),
+		pcluster.WithKinds(kinds...),
 		pcluster.WithHeartbeatExpiration(opts.HeartbeatExpiration),
 		pcluster.WithRequestLog(false),
 	)
@@ -251,8 +261,17 @@ func (m *Member) Local() *actors.System { return m.local }
 // SetServers makes servers the cluster's configured set, as this member
 // sees it (every member loads the same config). Servers this member owns
 // are activated, those it runs get their changed config, and those no
-// longer configured are released.
-func (m *Member) SetServers(servers map[string]actors.ServerConfig) {
+// longer configured are released. A server whose Nodes selector is bad
+// is left out, and named in the error (errors.Is ErrSelector).
+func (m *Member) SetServers(servers map[string]Server) error {
+	var bad []error
+	servers = maps.Clone(servers)
+	for name, s := range servers {
+		if _, err := kindOf(s.Nodes); err != nil {
+			bad = append(bad, fmt.Errorf("server %q: %w", name, err))
+			delete(servers, name)
+		}
+	}
 	m.mu.Lock()
 	old := m.servers
 	m.servers = maps.Clone(servers)
@@ -272,14 +291,27 @@ func (m *Member) SetServers(servers map[string]actors.ServerConfig) {
 		}
 	}
 	m.reconcile.configChanged()
+	return errors.Join(bad...)
 }
 
 // config returns the configured server name.
 func (m *Member) config(name string) (actors.ServerConfig, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cfg, ok := m.servers[name]
-	return cfg, ok
+	s, ok := m.servers[name]
+	return s.ServerConfig, ok
+}
+
+// kind returns the grain kind of the configured server name.
+func (m *Member) kind(name string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.servers[name]
+	if !ok {
+		return "", false
+	}
+	k, err := kindOf(s.Nodes)
+	return k, err == nil
 }
 
 // configured returns the configured names.

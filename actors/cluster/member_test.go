@@ -140,17 +140,17 @@ func startMembers(t *testing.T, n int, log *eventLog) []*Member {
 	return members
 }
 
-func mockFleet(t *testing.T, n int) map[string]actors.ServerConfig {
+func mockFleet(t *testing.T, n int) map[string]Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
 	require.NoError(t, err)
 	t.Cleanup(func() { mock.Close() })
-	servers := map[string]actors.ServerConfig{}
+	servers := map[string]Server{}
 	for i := range n {
 		name := fmt.Sprintf("s%02d", i)
-		servers[name] = actors.ServerConfig{Config: transports.Config{Type: transports.TypeHTTP, URL: mock.URL + "/" + name}}
+		servers[name] = Server{ServerConfig: actors.ServerConfig{Config: transports.Config{Type: transports.TypeHTTP, URL: mock.URL + "/" + name}}}
 	}
 	return servers
 }

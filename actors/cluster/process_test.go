@@ -60,11 +60,12 @@ func newClusterPorts(t *testing.T, n int) clusterPorts {
 
 // startProc starts member process i of cp; its events go to log. It is
 // killed when the test ends.
-func startProc(t *testing.T, bin, mockURL string, servers int, cp clusterPorts, i int, log *eventLog) *memberProc {
+func startProc(t *testing.T, bin, mockURL string, servers int, cp clusterPorts, i int, log *eventLog, extra ...string) *memberProc {
 	t.Helper()
 	n := len(cp.peers)
-	cmd := exec.Command(bin, "-port", fmt.Sprint(cp.ports[i]), "-provider-port", fmt.Sprint(cp.ports[n+i]),
-		"-peers", strings.Join(cp.peers, ","), "-mock", mockURL, "-servers", fmt.Sprint(servers), "-log")
+	args := append([]string{"-port", fmt.Sprint(cp.ports[i]), "-provider-port", fmt.Sprint(cp.ports[n+i]),
+		"-peers", strings.Join(cp.peers, ","), "-mock", mockURL, "-servers", fmt.Sprint(servers), "-log"}, extra...)
+	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr bytes.Buffer // read only after exited (Wait has copied it all)
@@ -391,4 +392,53 @@ func TestThreeProcessesSurviveAKillAndAGracefulLeave(t *testing.T) {
 	require.Empty(t, joinStats.failuresAfter(settled), "calls that failed after the rebalance")
 	require.Empty(t, overlaps(log.snapshot(), map[string]time.Time{victim.id: killedAt}), "two activations of a server at once")
 	require.Equal(t, readyOn(log.snapshot()), newcomer.overview(t), "overview from the new member")
+}
+
+// TestAPinnedServerRunsOnlyWhereItsLabelMatches: two member processes
+// with different labels; a server pinned to a label runs on the member
+// that has it, and when that member dies it is not moved to the other
+// one (a call fails typed and fast), while the unpinned servers are.
+func TestAPinnedServerRunsOnlyWhereItsLabelMatches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two member processes")
+	}
+	const servers = 6
+	bin := buildMember(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	defer mock.Close()
+	log := newEventLog()
+	cp := newClusterPorts(t, 2)
+	pins := "s00:zone=a,s01:zone=b,s02:zone=nowhere"
+	a := startProc(t, bin, mock.URL, servers, cp, 0, log, "-labels", "zone=a", "-pin", pins)
+	b := startProc(t, bin, mock.URL, servers, cp, 1, log, "-labels", "zone=b", "-pin", pins)
+	log.waitFor(t, "the 5 placeable servers ready", 60*time.Second, func(evs []Event) bool { return len(readyOn(evs)) == servers-1 })
+	on := readyOn(log.snapshot())
+	require.Equal(t, a.id, on["s00"], "s00 is pinned to zone=a")
+	require.Equal(t, b.id, on["s01"], "s01 is pinned to zone=b")
+	require.NotContains(t, on, "s02", "no member has zone=nowhere")
+	r, _, err := b.call("s02")
+	require.NoError(t, err)
+	require.False(t, r.OK)
+	require.Equal(t, "no-owner", r.Class, "a server no member may run: %s", r.Error)
+
+	killedAt := time.Now()
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	var movable []string
+	for i := 2; i < servers; i++ {
+		if name := fmt.Sprintf("s%02d", i); name != "s02" && on[name] == a.id {
+			movable = append(movable, name)
+		}
+	}
+	log.waitFor(t, "the unpinned servers of the killed member ready on the other", 60*time.Second, func(evs []Event) bool {
+		return len(readyAt(evs, movable, a.id, killedAt)) == len(movable)
+	})
+	r, _, err = b.call("s00")
+	require.NoError(t, err)
+	require.False(t, r.OK, "s00 must not run on a member without zone=a")
+	require.Equal(t, "no-owner", r.Class, "%s", r.Error)
+	require.NotContains(t, readyAt(log.snapshot(), []string{"s00"}, a.id, killedAt), "s00")
+	require.Empty(t, overlaps(log.snapshot(), map[string]time.Time{a.id: killedAt}))
 }

@@ -134,7 +134,8 @@ func (r *reconciler) activateOwned(ctx context.Context, t *pcluster.ClusterTopol
 	me := r.m.sys.Address()
 	var mine []string
 	for _, name := range r.m.configured() {
-		if rdv.GetByClusterIdentity(pcluster.NewClusterIdentity(name, Kind)) == me {
+		kind, ok := r.m.kind(name)
+		if ok && rdv.GetByClusterIdentity(pcluster.NewClusterIdentity(name, kind)) == me {
 			mine = append(mine, name)
 		}
 	}
@@ -166,7 +167,11 @@ func (r *reconciler) activate(ctx context.Context, name string) {
 	if ctx.Err() != nil {
 		return
 	}
-	_, err := r.m.c.Request(name, Kind, &Activate{},
+	kind, ok := r.m.kind(name)
+	if !ok {
+		return
+	}
+	_, err := r.m.c.Request(name, kind, &Activate{},
 		pcluster.WithTimeout(5*time.Second),
 		pcluster.WithRetryCount(3),
 		pcluster.WithRetryAction(retryPause),

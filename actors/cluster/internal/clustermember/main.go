@@ -40,6 +40,8 @@ func main() {
 	servers := flag.Int("servers", 30, "number of virtual servers")
 	control := flag.String("control", "127.0.0.1:0", "control API address")
 	logInfo := flag.Bool("log", false, "log at info level on stderr")
+	labels := flag.String("labels", "", "this member's labels: k=v,k2=v2")
+	pins := flag.String("pin", "", "servers pinned by label: name:k=v,name2:k=v")
 	flag.Parse()
 
 	var outMu sync.Mutex
@@ -54,6 +56,7 @@ func main() {
 		logger = zerolog.New(os.Stderr).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 	}
 	m, err := cluster.Start(cluster.Options{
+		Labels: pairs(*labels),
 		Logger: logger,
 		Port:   *port, ProviderPort: *providerPort, Peers: strings.Split(*peers, ","),
 		OnEvent: func(ev cluster.Event) { print(ev) },
@@ -62,10 +65,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	cfg := map[string]actors.ServerConfig{}
+	cfg := map[string]cluster.Server{}
 	for i := range *servers {
 		name := fmt.Sprintf("s%02d", i)
-		cfg[name] = actors.ServerConfig{Config: transports.Config{Type: transports.TypeHTTP, URL: *mock + "/" + name}}
+		cfg[name] = cluster.Server{ServerConfig: actors.ServerConfig{Config: transports.Config{Type: transports.TypeHTTP, URL: *mock + "/" + name}}}
+	}
+	for _, pin := range strings.Split(*pins, ",") {
+		if name, label, ok := strings.Cut(pin, ":"); ok {
+			s := cfg[name]
+			s.Nodes = pairs(label)
+			cfg[name] = s
+		}
 	}
 	ln, err := net.Listen("tcp", *control)
 	if err != nil {
@@ -109,13 +119,27 @@ func main() {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	print(map[string]any{"type": "started", "member": m.ID(), "control": ln.Addr().String(), "time": time.Now()})
-	m.SetServers(cfg)
+	if err := m.SetServers(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	<-left
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	_ = m.Close(ctx)
 	print(map[string]any{"type": "closed", "member": m.ID(), "time": time.Now()})
 	_ = srv.Shutdown(ctx)
+}
+
+// pairs parses k=v,k2=v2.
+func pairs(s string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // classify names the typed error a call failed with ("untyped" if none).
