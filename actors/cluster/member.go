@@ -122,8 +122,8 @@ type Member struct {
 
 	mu       sync.Mutex
 	servers  map[string]Server // the cluster's configured set
-	draining bool                           // guarded by mu: no new calls
-	inflight sync.WaitGroup                 // calls running on this member (Add under mu)
+	draining bool              // guarded by mu: no new calls
+	inflight sync.WaitGroup    // calls running on this member (Add under mu)
 	// lastRefusal is when a call was last refused because the member
 	// drains (Unix nanoseconds).
 	lastRefusal atomic.Int64
