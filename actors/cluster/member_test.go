@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -99,6 +100,10 @@ func readyOn(events []Event) map[string]string {
 // activation on a member while another member's had not been released,
 // ignoring members in gone (their activations end with them).
 func overlaps(events []Event, gone map[string]time.Time) []string {
+	// The members' events arrive through separate pipes: order them by
+	// when they happened.
+	events = append([]Event(nil), events...)
+	sort.SliceStable(events, func(i, j int) bool { return events[i].Time.Before(events[j].Time) })
 	live := map[string]map[string]bool{} // server → members with a live activation
 	var bad []string
 	for _, ev := range events {
