@@ -89,6 +89,12 @@ type ServerConfig struct {
 	// It never reaches the server, and changing it alone changes nothing
 	// but the status.
 	Scope string `json:"-"`
+
+	// Nodes pins the server, in cluster mode (ClusterMember), to the
+	// members whose labels hold this one label (e.g. {"cmd": "uvx"} for a
+	// stdio server, on the members that have its command). Empty: any
+	// member. A single supervisor ignores it.
+	Nodes map[string]string `json:"nodes,omitempty"`
 }
 
 // Validate reports the first problem that makes the config unusable. A

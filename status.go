@@ -131,6 +131,9 @@ type ServerStatus struct {
 	Cache *protocol.CacheHints `json:"cache,omitempty"`
 	// Capabilities are what the server declared, while it is ready.
 	Capabilities *protocol.ServerCapabilities `json:"capabilities,omitempty"`
+	// Member is, in cluster mode (ClusterMember.Status), the id of the
+	// member that runs the server; empty for a single supervisor.
+	Member string `json:"member,omitempty"`
 }
 
 // ListError is one list a connected server refused.

@@ -74,6 +74,12 @@ type Options struct {
 	// ready, released). It is called from the member's goroutines and
 	// must not block.
 	OnEvent func(Event)
+	// OnPoolChanged, when set, is told that the cluster-wide pool (what
+	// Overview returns) may have changed: a server of member (an id)
+	// changed state or tools, or, with member "", the topology changed.
+	// It is called from the member's goroutines and must not block; a
+	// host re-reads the pool with Overview (see poolwatch.go).
+	OnPoolChanged func(member string)
 }
 
 func (o Options) withDefaults() Options {
@@ -130,6 +136,7 @@ type Member struct {
 
 	placement *placementQueue
 	reconcile *reconciler
+	pushWake  chan struct{} // wakes the pusher (poolwatch.go)
 
 	stopCtx  context.Context // ends when Close starts
 	stop     context.CancelFunc
@@ -164,10 +171,11 @@ func Start(opts Options) (m *Member, err error) {
 		return nil, fmt.Errorf("%w: local supervisor: %w", ErrStart, err)
 	}
 	m = &Member{
-		opts:    opts,
-		log:     opts.Logger.With().Str("component", "cluster").Logger(),
-		local:   ls,
-		servers: map[string]Server{},
+		opts:     opts,
+		log:      opts.Logger.With().Str("component", "cluster").Logger(),
+		local:    ls,
+		servers:  map[string]Server{},
+		pushWake: make(chan struct{}, 1),
 	}
 	m.stopCtx, m.stop = context.WithCancel(context.Background())
 	m.sys = actor.NewActorSystem(
@@ -206,6 +214,7 @@ func Start(opts Options) (m *Member, err error) {
 	m.sys.EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*pcluster.ClusterTopology); ok {
 			m.reconcile.topologyChanged(t)
+			m.poolChanged("")
 		}
 	})
 	if _, err := m.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &overviewActor{m: m} }), overviewActorName); err != nil {
@@ -218,7 +227,8 @@ func Start(opts Options) (m *Member, err error) {
 		m.abort()
 		return nil, err
 	}
-	m.bg.Add(3)
+	m.bg.Add(4)
+	routine.Go("cluster.pusher", func() { defer m.bg.Done(); m.runPusher(m.stopCtx) })
 	routine.Go("cluster.placement", func() { defer m.bg.Done(); m.placement.run(m.stopCtx) })
 	routine.Go("cluster.reconciler", func() { defer m.bg.Done(); m.reconcile.run(m.stopCtx) })
 	events := m.local.Subscribe(m.stopCtx, false, 0, 4096)
@@ -333,11 +343,16 @@ func (m *Member) emit(t EventType, server string) {
 }
 
 // pumpLocalEvents turns the local System's ready transitions into
-// member events.
+// member events, and its changes of the pool into pushes to the other
+// members (poolwatch.go).
 func (m *Member) pumpLocalEvents(events <-chan actors.Event) {
 	for ev := range events {
 		if ev.Type == actors.EventServerState && ev.State == actors.StateReady && ev.Previous != actors.StateReady {
 			m.emit(EventReady, ev.Server)
+		}
+		if poolChanging(ev.Type) {
+			m.poolChanged(m.id)
+			m.signalPush()
 		}
 	}
 }

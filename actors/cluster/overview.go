@@ -51,18 +51,26 @@ type Overview struct {
 type overviewActor struct{ m *Member }
 
 func (a *overviewActor) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(*OverviewRequest); !ok {
-		return
+	switch msg := ctx.Message().(type) {
+	case *OverviewRequest:
+		ctx.Respond(a.m.snapshot())
+	case *OverviewReply:
+		// Another member pushed its snapshot: its pool changed.
+		a.m.poolChanged(msg.GetMember())
 	}
-	status, _ := json.Marshal(a.m.local.Status())
+}
+
+// snapshot is this member's status and MCP tools as an OverviewReply.
+func (m *Member) snapshot() *OverviewReply {
+	status, _ := json.Marshal(m.local.Status())
 	var tools []actors.Tool
-	for _, t := range a.m.local.Tools() {
+	for _, t := range m.local.Tools() {
 		if !t.Builtin {
 			tools = append(tools, t)
 		}
 	}
 	toolsJSON, _ := json.Marshal(tools)
-	ctx.Respond(&OverviewReply{Member: a.m.id, Address: a.m.sys.Address(), Status: status, Tools: toolsJSON})
+	return &OverviewReply{Member: m.id, Address: m.sys.Address(), Status: status, Tools: toolsJSON}
 }
 
 // Overview asks every member of the current topology what it runs, in

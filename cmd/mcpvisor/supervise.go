@@ -46,6 +46,7 @@ type superviseFlags struct {
 	pollAfter    time.Duration
 	sessionKeys  string
 	sessionStore string
+	cluster      clusterFlags
 }
 
 func (a *app) superviseCommand() *cobra.Command {
@@ -161,6 +162,7 @@ Exit codes:
 		"seal each HTTP session into its Mcp-Session-Id with the keys in `FILE`, so that every gateway sharing them (replicas, or this one restarted) serves it (docs/sessions.md)")
 	fl.StringVar(&f.sessionStore, "session-store", "",
 		"with --session-keys: keep the deleted sessions and their log levels and subscriptions in `STORE`, shared by the replicas: a directory, or etcd (--etcd-endpoint); default: this process's memory")
+	f.cluster.register(fl)
 	return cmd
 }
 
@@ -177,39 +179,61 @@ func listenIsLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) error {
+// gatewaySetup is what supervise checks and reads before it starts
+// anything: whether to serve HTTP, the token, the session seal, whether
+// the listener is loopback.
+type gatewaySetup struct {
+	serveHTTP bool
+	token     string
+	seal      mcpserver.SealOptions
+	local     bool
+}
+
+func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, error) {
 	serveHTTP := f.listen != "off" && f.listen != "" && (!f.stdio || listenSet)
 	for _, g := range append(slices.Clone(f.allowTools), f.denyTools...) {
 		if _, err := filepath.Match(g, ""); err != nil {
-			return usageError("bad tools glob %q: %v", g, err)
+			return gatewaySetup{}, usageError("bad tools glob %q: %v", g, err)
 		}
 	}
 	var token string
 	if f.tokenFile != "" {
 		b, err := os.ReadFile(f.tokenFile)
 		if err != nil {
-			return usageError("--token-file: %v", err)
+			return gatewaySetup{}, usageError("--token-file: %v", err)
 		}
 		if token = strings.TrimSpace(string(b)); token == "" {
-			return usageError("--token-file %s is empty", f.tokenFile)
+			return gatewaySetup{}, usageError("--token-file %s is empty", f.tokenFile)
 		}
 	}
 	var seal mcpserver.SealOptions
 	if f.sessionKeys != "" {
 		store, err := a.sessionStore(f.sessionStore)
 		if err != nil {
-			return usageError("--session-store: %v", err)
+			return gatewaySetup{}, usageError("--session-store: %v", err)
 		}
 		if seal, err = loadSessionSeal(f.sessionKeys, store); err != nil {
-			return usageError("--session-keys: %v", err)
+			return gatewaySetup{}, usageError("--session-keys: %v", err)
 		}
 	} else if f.sessionStore != "" {
-		return usageError("--session-store needs --session-keys")
+		return gatewaySetup{}, usageError("--session-store needs --session-keys")
 	}
 	local := listenIsLoopback(f.listen)
 	if serveHTTP && !local && token == "" {
-		return usageError("--listen %s is not a loopback address: it requires --token-file", f.listen)
+		return gatewaySetup{}, usageError("--listen %s is not a loopback address: it requires --token-file", f.listen)
 	}
+	return gatewaySetup{serveHTTP: serveHTTP, token: token, seal: seal, local: local}, nil
+}
+
+func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) error {
+	if f.cluster.on {
+		return a.superviseCluster(ctx, f, listenSet)
+	}
+	setup, err := a.gatewaySetup(f, listenSet)
+	if err != nil {
+		return err
+	}
+	serveHTTP, token, seal, local := setup.serveHTTP, setup.token, setup.seal, setup.local
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

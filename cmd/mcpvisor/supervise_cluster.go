@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+)
+
+// clusterFlags are the flags of `supervise --cluster` (docs/cluster.md).
+type clusterFlags struct {
+	on           bool
+	name         string
+	addr         string // host:port of the member's remote (gRPC) endpoint
+	providerPort int
+	peers        []string
+	labels       []string
+}
+
+func (c *clusterFlags) register(fl *pflag.FlagSet) {
+	fl.BoolVar(&c.on, "cluster", false, "run as a member of a cluster of supervise processes: the gateway serves every member's servers (docs/cluster.md)")
+	fl.StringVar(&c.name, "cluster-name", "mcpvisor", "with --cluster: the cluster's `NAME` (members of other names are ignored)")
+	fl.StringVar(&c.addr, "cluster-addr", "", "with --cluster: this member's remote endpoint `HOST:PORT` (required)")
+	fl.IntVar(&c.providerPort, "cluster-membership-port", 0, "with --cluster: the `PORT` of this member's membership endpoint, on the --cluster-addr host (required)")
+	fl.StringSliceVar(&c.peers, "cluster-peers", nil, "with --cluster: every member's membership endpoint `HOST:PORT`, this one included (comma-separated or repeated)")
+	fl.StringArrayVar(&c.labels, "cluster-label", nil, "with --cluster: a `KEY=VALUE` label of this member (repeatable); servers whose \"nodes\" names it may run here")
+}
+
+// options checks the flags and returns the member's options.
+func (c *clusterFlags) options() (mcpvisor.ClusterOptions, error) {
+	var o mcpvisor.ClusterOptions
+	host, port, err := net.SplitHostPort(c.addr)
+	if err != nil {
+		return o, usageError("--cluster-addr %q: %v", c.addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p > 65535 {
+		return o, usageError("--cluster-addr %q: bad port", c.addr)
+	}
+	if c.providerPort <= 0 || c.providerPort > 65535 {
+		return o, usageError("--cluster-membership-port is required with --cluster")
+	}
+	if len(c.peers) == 0 {
+		return o, usageError("--cluster-peers is required with --cluster (every member's membership endpoint, this one included)")
+	}
+	labels := map[string]string{}
+	for _, l := range c.labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return o, usageError("--cluster-label %q: want KEY=VALUE", l)
+		}
+		labels[k] = v
+	}
+	return mcpvisor.ClusterOptions{Name: c.name, Host: host, Port: p, ProviderPort: c.providerPort, Peers: c.peers, Labels: labels}, nil
+}
+
+// superviseCluster is `supervise --cluster`: the process joins the
+// cluster, sets the config's servers (every member loads the same file),
+// and its gateway serves the cluster-wide pool. Reload (SIGHUP, --watch)
+// sets the re-read servers; shutdown drains the gateway, hands the
+// member's servers over (leave) and closes.
+func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet bool) error {
+	copts, err := f.cluster.options()
+	if err != nil {
+		return err
+	}
+	setup, err := a.gatewaySetup(f, listenSet)
+	if err != nil {
+		return err
+	}
+	if f.mgmtTools {
+		return usageError("--management-tools is not supported with --cluster")
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	defer signal.Stop(hups)
+
+	cfg, err := a.loadConfig()
+	if err != nil {
+		a.logConfigError(err)
+		return failed(nil)
+	}
+	oo, err := a.oauthOptions(ctx)
+	if err != nil {
+		a.log.Error().Err(err).Msg("opening the OAuth token store")
+		return failed(nil)
+	}
+	a.warnTokenStore(cfg)
+	var ln net.Listener
+	if setup.serveHTTP {
+		if ln, err = net.Listen("tcp", f.listen); err != nil {
+			a.log.Error().Err(err).Str("listen", f.listen).Msg("cannot listen")
+			return failed(nil)
+		}
+	}
+	copts.Supervisor = mcpvisor.Options{Logger: a.libLog, OAuth: oo, Permissions: cfg.Permissions}
+	copts.Supervisor.Sandbox.RuntimeDir = os.Getenv("XDG_RUNTIME_DIR")
+	applyEnvOptions(&copts.Supervisor, os.Getenv)
+	copts.OnMemberEvent = func(e mcpvisor.MemberEvent) {
+		a.log.Info().Str("event", e.Type).Str("server", e.Server).Str("member", e.Member).Time("at", e.Time).Msg("cluster member")
+	}
+	member, err := mcpvisor.StartClusterMember(copts)
+	if err != nil {
+		a.log.Error().Err(err).Msg("joining the cluster")
+		if ln != nil {
+			ln.Close()
+		}
+		return failed(nil)
+	}
+	a.log.Info().Str("member", member.ID()).Str("addr", f.cluster.addr).Strs("peers", copts.Peers).Msg("cluster member started")
+	events := member.Subscribe(context.Background(), mcpvisor.BufferSize(1024))
+	logged := make(chan struct{})
+	go func() {
+		defer close(logged)
+		a.logEvents(events)
+	}()
+	gw := gateway.New(member, gateway.Options{
+		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
+		Token: setup.token, LocalOnly: setup.local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
+		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
+		SSEPollAfter: f.pollAfter, SessionSeal: setup.seal,
+	})
+	gw.SetSkipped(cfg.Skipped)
+	gw.SetExcluded(cfg.Excluded)
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	var served sync.WaitGroup
+	served.Add(1)
+	go func() {
+		defer served.Done()
+		gw.Run(serveCtx, 0)
+	}()
+	if err := member.SetServers(cfg.Servers); err != nil {
+		a.log.Error().Err(err).Msg("some servers cannot be placed")
+	}
+	a.log.Info().Strs("files", cfg.Files).Int("servers", len(cfg.Servers)).Msg("supervising (cluster)")
+	if ln != nil {
+		served.Add(1)
+		go func() {
+			defer served.Done()
+			if err := gw.Serve(serveCtx, ln); err != nil {
+				a.log.Error().Err(err).Msg("HTTP listener failed")
+			}
+		}()
+		url := "http://" + ln.Addr().String()
+		a.log.Info().Str("mcp", url+gateway.MCPPath).Str("status", url+"/status").Str("events", url+"/events").
+			Bool("token", setup.token != "").Msg("gateway listening")
+	}
+	stdinDone := make(chan struct{})
+	if f.stdio {
+		go func() {
+			defer close(stdinDone)
+			if err := gw.ServeStdio(serveCtx, os.Stdin, os.Stdout); err != nil {
+				a.log.Error().Err(err).Msg("stdio")
+			}
+		}()
+	}
+	var watchC <-chan struct{}
+	if f.watch {
+		watchC = a.watchConfig(serveCtx, cfg, f.watchEvery)
+	}
+	reload := func(why string) {
+		cfg, err := a.loadConfig()
+		if err != nil {
+			a.logConfigError(err)
+			a.log.Error().Str("trigger", why).Msg("config reload failed: keeping the running config")
+			return
+		}
+		gw.SetSkipped(cfg.Skipped)
+		gw.SetExcluded(cfg.Excluded)
+		a.warnTokenStore(cfg)
+		if err := member.SetServers(cfg.Servers); err != nil {
+			a.log.Error().Err(err).Msg("some servers cannot be placed")
+		}
+		a.log.Info().Str("trigger", why).Int("servers", len(cfg.Servers)).Msg("config reloaded (cluster)")
+	}
+	var why string
+loop:
+	for {
+		select {
+		case <-sigs:
+			why = "signal"
+			break loop
+		case <-stdinDone:
+			why = "stdin closed"
+			break loop
+		case <-ctx.Done():
+			why = "context ended"
+			break loop
+		case <-hups:
+			reload("SIGHUP")
+		case <-watchC:
+			reload("config file changed")
+		}
+	}
+	signal.Stop(sigs)
+	a.log.Info().Str("reason", why).Stringer("grace", f.grace).Msg("shutting down: draining the gateway, handing the servers over")
+	dctx, cancel := context.WithTimeout(context.Background(), f.grace)
+	drained := gw.Drain(dctx)
+	leaveErr := member.Leave(dctx)
+	cancel()
+	gw.Close()
+	stopServing()
+	served.Wait()
+	cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	closeErr := member.Close(cctx)
+	cancel()
+	select {
+	case <-logged:
+	case <-time.After(time.Second):
+	}
+	if closeErr != nil || leaveErr != nil || !drained {
+		a.log.Error().Bool("drained", drained).AnErr("leave", leaveErr).AnErr("close", closeErr).Msg("stopped, not cleanly")
+		return failed(nil)
+	}
+	a.log.Info().Msg("stopped")
+	return nil
+}
+
+// warnTokenStore warns when a cluster member keeps OAuth tokens in a
+// per-machine store while servers may use OAuth: a server that moves to
+// another member would find no token there (use --token-store etcd).
+func (a *app) warnTokenStore(cfg *mcpvisor.Config) {
+	if a.storeInfo.Backend == backendEtcd {
+		return
+	}
+	var remote []string
+	for name, sc := range cfg.Servers {
+		if sc.URL != "" && !sc.Disabled {
+			remote = append(remote, name)
+		}
+	}
+	if len(remote) == 0 {
+		return
+	}
+	a.log.Warn().Str("token_store", a.storeInfo.String()).Int("remote_servers", len(remote)).
+		Msg(fmt.Sprintf("cluster mode with a per-machine OAuth token store: a remote server that moves to another member loses its tokens; use --token-store etcd (%d remote servers)", len(remote)))
+}
