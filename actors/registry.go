@@ -83,7 +83,12 @@ type registry struct {
 
 	servers  map[string]*serverEntry        // configured servers by name
 	removing map[*serverHandle]*serverEntry // removed servers still shutting down
-	childSeq int                            // makes child actor names unique
+	// actorOf finds a server by its actor's PID (its Id), for the
+	// Terminated notices: one lookup, not a walk of every server (closing
+	// 10,000 servers walked them 10,000 times). Entries live from the
+	// spawn until the actor's end is handled.
+	actorOf  map[string]*serverHandle
+	childSeq int // makes child actor names unique
 
 	admission *admission.Scheduler // who may connect next
 
@@ -113,6 +118,7 @@ func newRegistry(deps registryDeps) *registry {
 		out:       deps.out,
 		servers:   map[string]*serverEntry{},
 		removing:  map[*serverHandle]*serverEntry{},
+		actorOf:   map[string]*serverHandle{},
 		admission: admission.New(deps.opts.LocalConnectLimit, deps.opts.RemoteConnectLimit),
 		bus:       newBus(deps.opts.EventBuffer),
 	}
@@ -275,6 +281,7 @@ func (r *registry) add(ctx actor.Context, name string, cfg ServerConfig) {
 		panic(fmt.Sprintf("spawning server actor %q: %v", name, err))
 	}
 	h.pid = pid
+	r.actorOf[pid.Id] = h
 	e := &serverEntry{cfg: cfg, h: h, class: classOf(cfg)}
 	r.servers[name] = e
 	if e.eager() {
@@ -539,6 +546,7 @@ func (r *registry) stopped(h *serverHandle) {
 		return
 	}
 	delete(r.removing, h)
+	delete(r.actorOf, h.pid.Id)
 	prev := StatePending
 	if e.view != nil {
 		prev = e.view.state
@@ -558,25 +566,28 @@ func (r *registry) stopped(h *serverHandle) {
 // by itself; any other stopped because it crashed more often than its
 // supervision strategy allows.
 func (r *registry) terminated(pid *actor.PID) {
-	for name, e := range r.servers {
-		if e.h.pid.Equal(pid) {
-			err := fmt.Errorf("the server's actor crashed repeatedly and was stopped")
-			r.log.Error().Str("server", name).Msg(err.Error())
-			e.dead, e.unconfirmed = true, false
-			prev := e.h.view.Load()
-			v := *prev
-			v.state, v.err, v.sess, v.lists, v.since = StateFailed, err, nil, lists{}, time.Now()
-			e.h.view.Store(&v)
-			r.serverChanged(serverChanged{name: name, handle: e.h, view: &v})
-			return
-		}
+	h, ok := r.actorOf[pid.Id]
+	if !ok || !h.pid.Equal(pid) {
+		return
 	}
-	for h := range r.removing {
-		if h.pid.Equal(pid) {
-			r.stopped(h)
-			return
-		}
+	if _, removed := r.removing[h]; removed {
+		r.stopped(h)
+		return
 	}
+	name := h.name
+	e, ok := r.servers[name]
+	if !ok || e.h != h {
+		return
+	}
+	delete(r.actorOf, pid.Id)
+	err := fmt.Errorf("the server's actor crashed repeatedly and was stopped")
+	r.log.Error().Str("server", name).Msg(err.Error())
+	e.dead, e.unconfirmed = true, false
+	prev := e.h.view.Load()
+	v := *prev
+	v.state, v.err, v.sess, v.lists, v.since = StateFailed, err, nil, lists{}, time.Now()
+	e.h.view.Store(&v)
+	r.serverChanged(serverChanged{name: name, handle: e.h, view: &v})
 }
 
 // publishHandles publishes the configured servers, sorted by name, for
