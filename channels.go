@@ -8,18 +8,9 @@ import (
 	"github.com/mcpvisor/mcpvisor/channels"
 )
 
-// DefaultChannelCapacity is how many messages of one server a channel
-// inbox keeps when its capacity is not given.
-const DefaultChannelCapacity = channels.DefaultCapacity
-
-// ChannelsFrom takes the channel messages of one server.
-func ChannelsFrom(server string) channels.Filter { return channels.FromServer(server) }
-
-// RenderChannelMessage shows a channel message the way a model should see
-// it: <channel source="SERVER" k="v">content</channel>, attributes and
-// content escaped so that a server cannot close the tag or forge the
-// source.
-func RenderChannelMessage(m channels.Message) string { return channels.Render(m) }
+// Channel messages, their inboxes, filters (channels.FromServer) and the
+// way a model should see them (channels.Render) are the channels
+// package's; the Supervisor opens inboxes on its servers' messages.
 
 // Errors of the permission relay.
 var (
@@ -28,29 +19,10 @@ var (
 	ErrPermissionAnswered = actors.ErrPermissionAnswered
 )
 
-// SubscribeChannels opens an inbox of the channel messages servers push
-// from now on. It is OpenChannelInbox with only the capacity set: at most
-// capacity messages of each server (zero: 1,000).
-func (s *Supervisor) SubscribeChannels(ctx context.Context, capacity int) *channels.Inbox {
-	return s.sys.SubscribeChannels(ctx, capacity)
-}
-
-// ChannelInboxOptions configure an inbox of channel messages (see
-// OpenChannelInbox). The zero value keeps every message, up to 1,000
-// messages and 16 MiB of each server.
-type ChannelInboxOptions struct {
-	// Capacity bounds the messages kept per server; zero means 1,000.
-	Capacity int
-	// MaxBytes bounds the bytes (content, meta keys and values) kept per
-	// server; zero means 16 MiB, negative no byte bound. The newest
-	// message is always kept.
-	MaxBytes int
-	// Filter selects the messages the inbox keeps; nil keeps all.
-	Filter channels.Filter
-}
-
 // OpenChannelInbox opens an inbox of the channel messages servers push
-// from now on (those o.Filter takes). The inbox is a queue per server:
+// from now on (those o.Filter takes). The zero options keep every message,
+// up to channels.DefaultCapacity messages and channels.DefaultMaxBytes
+// bytes of each server. The inbox is a queue per server:
 // a message waits in it until taken (Wait, WaitN, TryTake, TakeN: the
 // oldest a filter takes first), and when a server's queue is full its
 // oldest message is dropped and counted (Stats, ServerStats, and the
@@ -59,8 +31,8 @@ type ChannelInboxOptions struct {
 // out another's messages. Each inbox gets every message once; several
 // goroutines may wait on one inbox, each message going to one of them.
 // The inbox closes when ctx ends or the supervisor closes.
-func (s *Supervisor) OpenChannelInbox(ctx context.Context, o ChannelInboxOptions) *channels.Inbox {
-	return s.sys.OpenChannelInbox(ctx, channels.InboxOptions{Capacity: o.Capacity, MaxBytes: o.MaxBytes, Filter: o.Filter})
+func (s *Supervisor) OpenChannelInbox(ctx context.Context, o channels.InboxOptions) *channels.Inbox {
+	return s.sys.OpenChannelInbox(ctx, o)
 }
 
 // RequestPermission relays a tool-approval prompt to every ready channel

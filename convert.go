@@ -64,6 +64,7 @@ func (p ReconnectPolicy) plain() actors.ReconnectPolicy {
 		Multiplier: p.Multiplier, MaxDelay: actors.Duration(p.MaxDelay), Jitter: p.Jitter,
 		StableAfter: actors.Duration(p.StableAfter), ProbeAfter: actors.Duration(p.ProbeAfter),
 		ProbeTimeout: actors.Duration(p.ProbeTimeout),
+		ListenDelay:  actors.Duration(p.ListenDelay), ListenFailures: p.ListenFailures,
 	}
 }
 
@@ -73,6 +74,7 @@ func reconnectPolicyOf(p actors.ReconnectPolicy) ReconnectPolicy {
 		Multiplier: p.Multiplier, MaxDelay: Duration(p.MaxDelay), Jitter: p.Jitter,
 		StableAfter: Duration(p.StableAfter), ProbeAfter: Duration(p.ProbeAfter),
 		ProbeTimeout: Duration(p.ProbeTimeout),
+		ListenDelay:  Duration(p.ListenDelay), ListenFailures: p.ListenFailures,
 	}
 }
 

@@ -153,6 +153,14 @@ type ReconnectPolicy struct {
 	// ProbeAfter turns the probes off.
 	ProbeAfter   Duration `json:"probeAfter,omitempty"`
 	ProbeTimeout Duration `json:"probeTimeout,omitempty"`
+	// ListenDelay and ListenFailures govern the subscriptions/listen
+	// stream of a 2026-07-28 server, its only channel for notifications:
+	// a dropped stream is reopened after ListenDelay at the least (the
+	// wait doubling up to a minute), and ListenFailures drops in a row
+	// that were never acknowledged count as a lost connection. Defaults
+	// 1 s and 8.
+	ListenDelay    Duration `json:"listenDelay,omitempty"`
+	ListenFailures int      `json:"listenFailures,omitempty"`
 }
 
 // Validate reports a policy that cannot be followed.

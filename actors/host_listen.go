@@ -33,7 +33,7 @@ import (
 // acknowledged, so no update is lost or doubled by the switch.
 //
 // A stream the server drops is reopened with the same set, with a
-// backoff (listenMinWait..listenMaxWait); it ends with its session, and the
+// backoff (the default ReconnectPolicy.ListenDelay up to listenMaxWait); it ends with its session, and the
 // next session's restoreSubscriptions opens it anew.
 
 // ErrSubscriptionRefused: the server's acknowledgement of the listen
@@ -209,7 +209,8 @@ func (s *subscriptions) startLoop(sess *session.Session, uris []string, prev *se
 func (l *listenLoop) run(ctx context.Context, prev *session.ListenStream, log zerolog.Logger) {
 	filter := protocol.NotificationSubscriptions{ResourceSubscriptions: l.uris}
 	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime, b.RandomizationFactor = listenMinWait, listenMaxWait, 0, 0.2
+	minWait := time.Duration(defaultPolicy.ListenDelay)
+	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime, b.RandomizationFactor = minWait, listenMaxWait, 0, 0.2
 	b.Reset()
 	reported := false
 	for {
@@ -254,7 +255,7 @@ func (l *listenLoop) run(ctx context.Context, prev *session.ListenStream, log ze
 		if out.Acknowledged && time.Since(opened) >= listenHealthy {
 			b.Reset()
 		}
-		wait := max(b.NextBackOff(), listenMinWait)
+		wait := max(b.NextBackOff(), minWait)
 		log.Debug().Err(err).Dur("reopen_in", wait).Msg("resource subscriptions listen stream ended; reopening")
 		t := time.NewTimer(wait)
 		select {

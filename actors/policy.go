@@ -57,6 +57,18 @@ type ReconnectPolicy struct {
 	// ProbeAfter turns the probes off. See docs/supervision.md.
 	ProbeAfter   Duration `json:"probeAfter,omitempty"`
 	ProbeTimeout Duration `json:"probeTimeout,omitempty"`
+
+	// ListenDelay and ListenFailures govern the subscriptions/listen
+	// stream of a 2026-07-28 server, its only channel for notifications.
+	// A dropped stream is reopened after ListenDelay at the least, the
+	// wait doubling up to a minute (a stream that stayed open 5 s after
+	// its acknowledgement starts the wait over), so that a proxy cutting
+	// streams on a timer cannot cause a reopen loop. ListenFailures drops
+	// in a row that were never acknowledged count as a lost connection:
+	// a stateless server has no connection whose end would say it is
+	// gone. Defaults 1 s and 8.
+	ListenDelay    Duration `json:"listenDelay,omitempty"`
+	ListenFailures int      `json:"listenFailures,omitempty"`
 }
 
 // probesOff reports whether liveness probes are off.
@@ -73,6 +85,9 @@ var defaultPolicy = ReconnectPolicy{
 	StableAfter:  Duration(time.Minute),
 	ProbeAfter:   Duration(15 * time.Second),
 	ProbeTimeout: Duration(10 * time.Second),
+
+	ListenDelay:    Duration(time.Second),
+	ListenFailures: 8,
 }
 
 // over returns p with its zero fields taken from base.
@@ -104,13 +119,20 @@ func (p ReconnectPolicy) over(base ReconnectPolicy) ReconnectPolicy {
 	if p.ProbeTimeout <= 0 {
 		p.ProbeTimeout = base.ProbeTimeout
 	}
+	if p.ListenDelay <= 0 {
+		p.ListenDelay = base.ListenDelay
+	}
+	if p.ListenFailures <= 0 {
+		p.ListenFailures = base.ListenFailures
+	}
 	return p
 }
 
 // Validate reports a policy field out of range.
 func (p ReconnectPolicy) Validate() error {
 	switch {
-	case p.Strikes < 0, p.InitialDelay < 0, p.MaxDelay < 0, p.StableAfter < 0, p.ProbeTimeout < 0:
+	case p.Strikes < 0, p.InitialDelay < 0, p.MaxDelay < 0, p.StableAfter < 0, p.ProbeTimeout < 0,
+		p.ListenDelay < 0, p.ListenFailures < 0:
 		return fmt.Errorf("reconnect: counts and durations must not be negative (but probeAfter, negative to turn probes off)")
 	case p.Multiplier != 0 && p.Multiplier < 1:
 		return fmt.Errorf("reconnect: multiplier must be at least 1")

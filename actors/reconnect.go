@@ -233,14 +233,13 @@ func (h *serverHandle) strike(root *actor.RootContext, gen uint64, limit int, er
 // Listening (2026-07-28). A stateless-era server sends its notifications
 // only on a subscriptions/listen stream, which the server actor keeps open
 // for the life of the session: reopened after a drop with a backoff of at
-// least listenMinWait, so that a host cutting streams on a timer cannot
-// cause a reopen loop. After listenMaxFailures drops in a row that were
-// never acknowledged the connection counts as lost.
-var (
-	listenMinWait     = time.Second
-	listenMaxWait     = time.Minute
-	listenHealthy     = 5 * time.Second // a stream open this long after its ack resets the backoff
-	listenMaxFailures = 8
+// least ReconnectPolicy.ListenDelay (listenMaxWait at most), so that a
+// host cutting streams on a timer cannot cause a reopen loop. After
+// ReconnectPolicy.ListenFailures drops in a row that were never
+// acknowledged the connection counts as lost.
+const (
+	listenMaxWait = time.Minute
+	listenHealthy = 5 * time.Second // a stream open this long after its ack resets the backoff
 )
 
 // startListening opens the listen stream of a ready stateless-era
@@ -256,8 +255,8 @@ func (a *serverActor) startListening(first *firstListen) {
 		return
 	}
 	gen, self, root, log := a.gen, a.self, a.root, a.log
+	minWait, maxFailures := time.Duration(a.policy.ListenDelay), a.policy.ListenFailures
 	loop := func() {
-		minWait, maxFailures := listenMinWait, listenMaxFailures
 		b := backoff.NewExponentialBackOff()
 		b.InitialInterval, b.MaxInterval, b.MaxElapsedTime, b.RandomizationFactor = minWait, listenMaxWait, 0, 0.2
 		b.Reset()

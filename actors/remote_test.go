@@ -228,13 +228,11 @@ func TestStreamServersAreReconnectedAfterARestart(t *testing.T) {
 // listen stream cannot be reopened, and after a few attempts the server
 // counts as lost and is reconnected once it is back.
 func TestStatelessServerThatGoesAwayIsReconnected(t *testing.T) {
-	minWait, maxFailures := listenMinWait, listenMaxFailures
-	listenMinWait, listenMaxFailures = 10*time.Millisecond, 3
-	t.Cleanup(func() { listenMinWait, listenMaxFailures = minWait, maxFailures })
-
 	o := mockserver.Options{Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20260728}}
 	first := serveMock(t, o)
-	s := start(t, testOptions)
+	opts := testOptions
+	opts.Reconnect.ListenDelay, opts.Reconnect.ListenFailures = Duration(10*time.Millisecond), 3
+	s := start(t, opts)
 	events := s.Subscribe(t.Context(), false, 0, 64)
 	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, first.URL)})
 	require.Equal(t, protocol.Version20260728, statusOf(s, "r").ProtocolVersion)

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/channels"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
 )
 
@@ -142,7 +143,7 @@ Exit codes:
 		"keep at most `N` HTTP sessions: a new one evicts the longest idle (its next request gets 404); negative: no cap")
 	fl.IntVar(&f.maxStreams, "max-streams-per-session", gateway.DefaultMaxStreamsPerSession,
 		"allow at most `N` GET streams open at once per HTTP session (409 beyond); negative: no cap")
-	fl.IntVar(&f.channelQueue, "channel-queue", mcpvisor.DefaultChannelCapacity,
+	fl.IntVar(&f.channelQueue, "channel-queue", channels.DefaultCapacity,
 		"keep at most `N` channel messages per server for wait_for_channel_message (the oldest is dropped and counted)")
 	fl.DurationVar(&f.pollAfter, "sse-poll-after", 0,
 		"end the POST event stream of a tools/call still running after `D`, e.g. 30s (2025-11-25 sessions; the client resumes it with Last-Event-ID, SEP-1699); 0: never")

@@ -27,7 +27,7 @@ const channelCapability = "claude/channel"
 // Without it the tool is not offered (push-capable clients still get
 // every message as a notification).
 type ChannelSource interface {
-	OpenChannelInbox(ctx context.Context, o mcpvisor.ChannelInboxOptions) *channels.Inbox
+	OpenChannelInbox(ctx context.Context, o channels.InboxOptions) *channels.Inbox
 }
 
 // The gateway's own tool for clients without push, and its bounds.
@@ -225,7 +225,7 @@ func (g *Gateway) waitForChannel(ctx context.Context, s *mcpserver.Session, args
 		if m.Dropped > 0 {
 			fmt.Fprintf(&text, "[%d earlier messages from %s were dropped: the queue was full]\n", m.Dropped, m.Server)
 		}
-		text.WriteString(mcpvisor.RenderChannelMessage(m))
+		text.WriteString(channels.Render(m))
 	}
 	structured, _ := json.Marshal(res)
 	return &protocol.CallToolResult{

@@ -258,7 +258,7 @@ func New(b Backend, opts Options) *Gateway {
 		opts.InputWait = defaultInputWait
 	}
 	if opts.ChannelQueue <= 0 {
-		opts.ChannelQueue = mcpvisor.DefaultChannelCapacity
+		opts.ChannelQueue = channels.DefaultCapacity
 	}
 	g := &Gateway{
 		b:       b,
@@ -281,7 +281,7 @@ func New(b Backend, opts Options) *Gateway {
 	g.dash = newDashboard(g, opts.Dashboard)
 	if src, ok := b.(ChannelSource); ok {
 		// Open now, before any client: messages pushed meanwhile wait.
-		g.inbox = src.OpenChannelInbox(context.Background(), mcpvisor.ChannelInboxOptions{Capacity: opts.ChannelQueue})
+		g.inbox = src.OpenChannelInbox(context.Background(), channels.InboxOptions{Capacity: opts.ChannelQueue})
 	}
 	return g
 }
