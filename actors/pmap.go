@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"iter"
 	"math/bits"
+	"unsafe"
 )
 
 // pmap is a persistent hash map (a hash array mapped trie): a copy of
@@ -39,6 +40,30 @@ type buildToken struct{ _ byte }
 // agree on where a key lives.
 var pmapSeed = maphash.MakeSeed()
 
+// hashKey is k's hash. maphash.Comparable hashes any key but costs
+// about 100 ns for a pointer, most of a lookup: strings and server
+// handles, the pool's keys, have their own. A handle's address is its
+// identity and never changes (heap objects do not move).
+func hashKey[K comparable](k K) uint64 {
+	switch k := any(k).(type) {
+	case string:
+		return maphash.String(pmapSeed, k)
+	case *serverHandle:
+		return mix64(uint64(uintptr(unsafe.Pointer(k))))
+	}
+	return maphash.Comparable(pmapSeed, k)
+}
+
+// mix64 spreads the bits of x over the whole word (the finalizer of
+// SplitMix64), so that aligned addresses use every level of the trie.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
 const (
 	pmapBits = 5
 	pmapMask = 1<<pmapBits - 1
@@ -71,7 +96,7 @@ func (m pmap[K, V]) Len() int { return m.n }
 
 // Get returns the value for k.
 func (m pmap[K, V]) Get(k K) (v V, ok bool) {
-	h := maphash.Comparable(pmapSeed, k)
+	h := hashKey(k)
 	n := m.root
 	for shift := uint(0); n != nil; shift += pmapBits {
 		if shift >= 64 {
@@ -114,7 +139,7 @@ func (m *pmap[K, V]) freeze() { m.token = nil }
 
 // Set maps k to v.
 func (m *pmap[K, V]) Set(k K, v V) {
-	e := pentry[K, V]{hash: maphash.Comparable(pmapSeed, k), key: k, val: v}
+	e := pentry[K, V]{hash: hashKey(k), key: k, val: v}
 	var added bool
 	m.root, added = m.set(m.root, 0, e)
 	if added {
@@ -128,7 +153,7 @@ func (m *pmap[K, V]) Delete(k K) {
 		return
 	}
 	var removed bool
-	m.root, removed = m.del(m.root, 0, maphash.Comparable(pmapSeed, k), k)
+	m.root, removed = m.del(m.root, 0, hashKey(k), k)
 	if removed {
 		m.n--
 	}
