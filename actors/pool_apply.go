@@ -2,6 +2,7 @@ package actors
 
 import (
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -148,8 +149,21 @@ func applyChanges(prev, base *pool, changes []poolChange, maxDescription int, re
 		slices.SortFunc(addTools, byToolName)
 	}
 	slices.SortFunc(addPrompts, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
-	p.tools = mergeSorted(baseTools, addTools, func(t *Tool) bool { return changed[t.Server] }, func(t *Tool) string { return t.Name })
-	p.prompts = mergeSorted(basePrompts, addPrompts, func(t Prompt) bool { return changed[t.Server] }, func(t Prompt) string { return t.Name })
+	// Tool and prompt names are unique in a list: the changed servers'
+	// old entries are found by name, not by testing every entry.
+	var dropTools, dropPrompts []string
+	for i := range olds {
+		if o := olds[i].offer; !rebase && o != nil && !olds[i].off {
+			for j := range o.tools {
+				dropTools = append(dropTools, o.tools[j].tool.Name)
+			}
+			for j := range o.prompts {
+				dropPrompts = append(dropPrompts, o.prompts[j].Name)
+			}
+		}
+	}
+	p.tools = spliceSorted(baseTools, dropTools, addTools, func(t *Tool) string { return t.Name })
+	p.prompts = spliceSorted(basePrompts, dropPrompts, addPrompts, func(t Prompt) string { return t.Name })
 	p.resources = mergeSorted(baseResources, addResources, func(r Resource) bool { return changed[r.Server] }, func(r Resource) string { return r.Server })
 	p.templates = mergeSorted(baseTemplates, addTemplates, func(r ResourceTemplate) bool { return changed[r.Server] }, func(r ResourceTemplate) string { return r.Server })
 
@@ -198,6 +212,41 @@ func (p *pool) keepName(prev *pool, kind, server, original string) {
 	if name, ok := prev.renamed[k]; ok {
 		p.renamed[k] = name
 	}
+}
+
+// spliceSorted returns old (sorted by key, each key once) without the
+// elements whose keys are in drop, merged with add (sorted by key; equal
+// keys: old's first). The runs of old between the changes are copied
+// whole: it costs a copy of old and a binary search per change, where
+// mergeSorted tests every element. A key of drop not in old is ignored.
+func spliceSorted[T any](old []T, drop []string, add []T, key func(T) string) []T {
+	slices.Sort(drop)
+	out := make([]T, 0, max(len(old)-len(drop), 0)+len(add))
+	i, d, a := 0, 0, 0 // the next element of old, drop and add
+	for d < len(drop) || a < len(add) {
+		di, ai := len(old)+1, len(old)+1 // where the next drop and insert cut old
+		if d < len(drop) {
+			di = i + sort.Search(len(old)-i, func(j int) bool { return key(old[i+j]) >= drop[d] })
+			if di == len(old) || key(old[di]) != drop[d] {
+				d++ // not in old
+				continue
+			}
+		}
+		if a < len(add) {
+			k := key(add[a])
+			ai = i + sort.Search(len(old)-i, func(j int) bool { return key(old[i+j]) > k })
+		}
+		if ai <= di { // add[a] goes before old[ai]
+			out = append(append(out, old[i:ai]...), add[a])
+			i = ai
+			a++
+		} else { // old[di] goes
+			out = append(out, old[i:di]...)
+			i = di + 1
+			d++
+		}
+	}
+	return append(out, old[i:]...)
 }
 
 // mergeSorted returns the elements of old that drop does not reject,
