@@ -39,7 +39,7 @@ CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-default
 	sep-2640-client-no-prefetch sep-2640-client-verify-digest sep-2640-client-verify-size \
 	sep-2640-client-verify-frontmatter $(addprefix auth/,$(CONFORMANCE_AUTH))
 
-.PHONY: all build run test test-go flake deps npm-deps os-deps browser-deps sandbox-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
+.PHONY: all build run test test-go test-etcd etcd-deps flake deps npm-deps os-deps browser-deps sandbox-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
 
 all: build
 
@@ -204,6 +204,22 @@ test-go:
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_LONGEST) $(PKGS_LONGEST)
 	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./...
 	cd testdata/gosdkclient && $(GO) vet ./... && $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./...
+
+# test-etcd runs the tests against a real etcd (the shared OAuth token
+# store and session store of package etcdstore, the refresh of two
+# members sharing a token through it, and gateway replicas keeping their
+# sessions in it), which make test skips when etcd is absent: it installs
+# Debian's etcd-server (apt) where etcd is missing, and fails rather than
+# skips. Each test starts its own etcd on 127.0.0.1 ports it picks.
+test-etcd: etcd-deps npm-deps
+	MCPVISOR_REQUIRE_ETCD=1 $(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./etcdstore/
+	MCPVISOR_REQUIRE_ETCD=1 $(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) -run 'Etcd' ./actors/ ./cmd/mcpvisor/
+
+etcd-deps:
+	@command -v etcd >/dev/null 2>&1 || { \
+		command -v apt-get >/dev/null 2>&1 || { echo "etcd is missing, and there is no apt-get to install it"; exit 1; }; \
+		echo "installing etcd-server (apt)"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends etcd-server >/dev/null; }
 
 # flake runs the tests of every package (those of bench/peers and
 # testdata/gosdkclient included) FLAKE_COUNT times in each of three modes,

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -91,8 +92,10 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	)
 	switch sid := r.Header.Get(HeaderSessionID); {
 	case sid != "":
-		if sess = s.lookup(sid); sess == nil {
-			rpcError(w, http.StatusNotFound, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "session not found: initialize a new one"))
+		if sess, err = s.sessionFor(r.Context(), sid); sess == nil {
+			answerNoSession(w, err, func(status int) {
+				rpcError(w, status, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "%s", noSessionMessage(status)))
+			})
 			return
 		}
 		if hv := strings.TrimSpace(r.Header.Get(HeaderProtocolVersion)); hv != "" && !slices.Contains(s.versions, hv) {
@@ -114,7 +117,10 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		sess.modern, sess.version, sess.meta = true, meta.Version, meta
 		stateless = true
 	case m.Method == protocol.MethodInitialize && s.servesHandshake():
-		sess = s.newHTTPSession()
+		if sess, err = s.newHTTPSession(m.Params); err != nil {
+			rpcError(w, http.StatusInternalServerError, m.ID, protocol.NewError(protocol.CodeInternalError, "sealing the session id: %v", err))
+			return
+		}
 		fresh = true
 	default:
 		rpcError(w, http.StatusBadRequest, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "Bad Request: the %s header is required (initialize opens a session)", HeaderSessionID))
@@ -136,7 +142,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fresh {
-		s.admit(sess)
+		_ = s.admit(sess) // a fresh id is new
 		w.Header().Set(HeaderSessionID, sess.id)
 	}
 	p := &postResponse{srv: s, w: w, r: r, sse: sse, stateless: stateless}
@@ -210,12 +216,36 @@ func acceptsSSE(r *http.Request) bool {
 	return false
 }
 
-// newHTTPSession returns a new HTTP session (not yet admitted).
-func (s *Server) newHTTPSession() *Session {
+// newHTTPSession returns a new HTTP session (not yet admitted) for the
+// initialize whose params are given: its id is random, or, with
+// HTTPOptions.Seal, the sealed session.
+func (s *Server) newHTTPSession(initParams json.RawMessage) (*Session, error) {
+	if s.sealer == nil {
+		return s.newHTTPSessionWithID(newSessionID()), nil
+	}
+	id, st, err := s.sealedID(initParams)
+	if err != nil {
+		return nil, err
+	}
+	sess := s.newHTTPSessionWithID(id)
+	sess.sealed, sess.checkedAt = st, s.opts.Now()
+	return sess, nil
+}
+
+func (s *Server) newHTTPSessionWithID(id string) *Session {
 	sess := newSession(s, kindHTTP)
-	sess.id = newSessionID()
+	sess.id = id
 	sess.log = newStream(0, s.opts.HTTP.OutboxSize)
 	return sess
+}
+
+// noSessionMessage is the message of a request answered status for want
+// of its session.
+func noSessionMessage(status int) string {
+	if status == http.StatusServiceUnavailable {
+		return "the session store is unavailable: retry"
+	}
+	return "session not found: initialize a new one"
 }
 
 // admit registers the new HTTP session sess, first evicting the longest
@@ -224,11 +254,17 @@ func (s *Server) newHTTPSession() *Session {
 // only when every other session is busy too (the cap is a bound, not a
 // wish). Finding the longest idle is a scan of every session, so at the
 // cap a 64th of the cap goes at once (at least one): a flood of new
-// sessions costs one scan per 64 of them, not one each.
-func (s *Server) admit(sess *Session) {
+// sessions costs one scan per 64 of them, not one each. When a session
+// by sess's id is held already (two requests restored one sealed
+// session at once), that one is returned and sess is dropped.
+func (s *Server) admit(sess *Session) *Session {
 	limit := s.opts.HTTP.MaxSessions
 	var evicted []*Session
 	s.mu.Lock()
+	if held := s.byID[sess.id]; held != nil {
+		s.mu.Unlock()
+		return held
+	}
 	if limit > 0 && len(s.byID) >= limit {
 		evicted = s.evictLocked(limit - max(1, limit/64))
 	}
@@ -236,10 +272,11 @@ func (s *Server) admit(sess *Session) {
 	s.byID[sess.id] = sess
 	s.mu.Unlock()
 	for _, e := range evicted {
-		s.log.Debug().Str("session", e.id).Msg("session evicted: the session cap was reached")
+		s.log.Debug().Str("session", sessionTag(e.id)).Msg("session evicted: the session cap was reached")
 		e.Close()
 	}
 	s.sessionsEvicted.Add(uint64(len(evicted)))
+	return sess
 }
 
 // evictLocked removes HTTP sessions, idle before busy and longest unused
@@ -300,6 +337,13 @@ func (s *Server) ExpireIdle(now time.Time, idle time.Duration) int {
 	for _, sess := range old {
 		sess.Close()
 	}
+	if p, ok := s.seal.Store.(SessionStorePruner); ok && s.sealer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), s.seal.StoreTimeout)
+		if err := p.Prune(ctx, now); err != nil {
+			s.log.Debug().Err(err).Msg("pruning the session store")
+		}
+		cancel()
+	}
 	return len(old)
 }
 
@@ -323,11 +367,15 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, after := sess.log, sess.log.last()
+	foreign := sess.takeForeign()
 	if last != "" {
 		no, seq, ok := parseEventID(last)
 		if !ok {
 			rpcError(w, http.StatusBadRequest, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "malformed %s %q", HeaderLastEventID, last))
 			return
+		}
+		if no == 0 && foreign {
+			seq = 0 // numbers of the replica that served it before: everything here is new to the client
 		}
 		if st, after = sess.stream(no), seq; st == nil {
 			rpcError(w, http.StatusNotFound, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest,
@@ -385,6 +433,13 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sess := s.requestSession(w, r); sess != nil {
+		if sess.sealed != nil {
+			if err := s.deleteSealed(r.Context(), sess); err != nil {
+				w.Header().Set("Retry-After", "1")
+				rpcError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "%s", noSessionMessage(http.StatusServiceUnavailable)))
+				return
+			}
+		}
 		sess.Close()
 		w.WriteHeader(http.StatusOK)
 	}
@@ -398,9 +453,11 @@ func (s *Server) requestSession(w http.ResponseWriter, r *http.Request) *Session
 		rpcError(w, http.StatusBadRequest, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "Bad Request: the %s header is required", HeaderSessionID))
 		return nil
 	}
-	sess := s.lookup(sid)
+	sess, err := s.sessionFor(r.Context(), sid)
 	if sess == nil {
-		rpcError(w, http.StatusNotFound, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "session not found"))
+		answerNoSession(w, err, func(status int) {
+			rpcError(w, status, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "%s", noSessionMessage(status)))
+		})
 	}
 	return sess
 }

@@ -77,6 +77,13 @@ type Options struct {
 	// body (default 16 MiB). A longer line is skipped; a longer body is
 	// refused with 413.
 	MaxMessageSize int
+	// OnSessionRestored, when set, is called for each sealed HTTP session
+	// this Server takes up from its id alone (HTTPOptions.Seal: another
+	// replica created it, or this one restarted or forgot it), before its
+	// first request is served: its log level and subscriptions are set,
+	// and the Handler sets up again what it keeps per session (e.g. the
+	// upstream subscriptions behind Subscriptions).
+	OnSessionRestored func(s *Session)
 	// OnSessionClosed, when set, is called once for each session that
 	// closes (its HTTP session ended, its connection closed, or Close),
 	// after its requests were cancelled and its listen streams ended.
@@ -145,6 +152,12 @@ type HTTPOptions struct {
 	// headers of a tool's x-mcp-header arguments); its error is answered
 	// with HTTP 400.
 	CheckHeaders func(h http.Header, r *Request) *protocol.Error
+	// Seal, with keys, makes the Mcp-Session-Id of a handshake-era
+	// session carry the session, sealed (see seal.go): any Server with
+	// the same keys serves it. Its zero value seals nothing. New panics
+	// on a key that is not SealKeySize bytes (check them first with
+	// NewSealer).
+	Seal SealOptions
 }
 
 // Defaults.

@@ -38,6 +38,8 @@ type Server struct {
 	handshake bool // a handshake-era version is served
 	dispatch  Handler
 	log       zerolog.Logger
+	sealer    *Sealer     // HTTPOptions.Seal's keys; nil: ids are not sealed
+	seal      SealOptions // HTTPOptions.Seal, with its defaults
 
 	caps  memo[protocol.ClientCapabilities] // the last clientCapabilities decoded
 	infos memo[protocol.Implementation]     // the last clientInfo decoded
@@ -69,6 +71,14 @@ func New(o Options) *Server {
 		byID:     map[string]*Session{},
 		listens:  map[*listener]struct{}{},
 		closing:  make(chan struct{}),
+	}
+	if len(o.HTTP.Seal.Keys) > 0 {
+		s.seal = o.HTTP.Seal.withDefaults()
+		sealer, err := NewSealer(s.seal.Keys, s.seal.MaxAge)
+		if err != nil {
+			panic(err)
+		}
+		s.sealer = sealer
 	}
 	for _, v := range s.versions {
 		if protocol.UsesDiscover(v) {
@@ -293,6 +303,7 @@ func (s *Server) core(ctx context.Context, w ResponseWriter, r *Request) {
 		r.Session.mu.Lock()
 		r.Session.logLevel = p.Level
 		r.Session.mu.Unlock()
+		r.Session.saveExtras()
 		w.Reply(protocol.ValidJSON(`{}`))
 	case protocol.MethodSubscriptionsListen:
 		s.listen(ctx, w, r)
@@ -321,7 +332,7 @@ func (s *Server) initialize(w ResponseWriter, r *Request) {
 	sess.mu.Lock()
 	sess.version, sess.clientInfo, sess.caps = version, p.ClientInfo, p.Capabilities
 	sess.mu.Unlock()
-	s.log.Debug().Str("session", sess.id).Str("client", p.ClientInfo.Name).Str("version", version).Msg("session initialized")
+	s.log.Debug().Str("session", sessionTag(sess.id)).Str("client", p.ClientInfo.Name).Str("version", version).Msg("session initialized")
 	w.Reply(protocol.InitializeResult{
 		ProtocolVersion: version,
 		Capabilities:    s.capabilities(r),

@@ -58,6 +58,14 @@ type Session struct {
 	postSeq     uint32                    // number of the newest POST stream
 	getStreams  int                       // GET streams open
 	lastUsed    time.Time
+	// sealed is what the session's sealed id carries (HTTPOptions.Seal);
+	// nil when ids are not sealed. It never changes once set.
+	sealed *SealedSession
+	// foreign: the session was restored from its id, and the client's
+	// Last-Event-ID on the standalone stream numbers events of another
+	// replica (or life) until a GET stream opens here.
+	foreign   bool
+	checkedAt time.Time // when the SessionStore was last asked whether the session was deleted
 }
 
 // maxPostStreams bounds the resumable POST streams a session keeps.
@@ -190,14 +198,16 @@ func (s *Session) Busy() bool {
 // false when the session has closed.
 func (s *Session) Subscribe(uri string) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return false
 	}
 	if s.subs == nil {
 		s.subs = map[string]struct{}{}
 	}
 	s.subs[uri] = struct{}{}
+	s.mu.Unlock()
+	s.saveExtras()
 	return true
 }
 
@@ -206,6 +216,7 @@ func (s *Session) Unsubscribe(uri string) {
 	s.mu.Lock()
 	delete(s.subs, uri)
 	s.mu.Unlock()
+	s.saveExtras()
 }
 
 // Subscribed reports whether the client subscribed to uri.
@@ -456,6 +467,17 @@ func (s *Session) openGetStream(limit int) bool {
 	}
 	s.getStreams++
 	return true
+}
+
+// takeForeign reports whether the session was restored from its sealed
+// id and has had no GET stream here yet (the client's event numbers are
+// then another replica's), and from now on reports false.
+func (s *Session) takeForeign() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.foreign
+	s.foreign = false
+	return f
 }
 
 func (s *Session) closeGetStream() {

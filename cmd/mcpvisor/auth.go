@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/etcdstore"
 	"github.com/mcpvisor/mcpvisor/internal/userdirs"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/oauth/secretstore"
@@ -64,6 +65,16 @@ func (a *app) tokenStore(ctx context.Context) (oauth.Store, secretstore.Info, er
 		if os.Getenv(envTokenStore) != "" {
 			backend = secretstore.BackendFile
 		}
+	}
+	if backend == backendEtcd {
+		c, err := a.etcd.etcdClient()
+		if err != nil {
+			return nil, secretstore.Info{}, usageError("--token-store etcd: %v", err)
+		}
+		a.tokens = etcdstore.NewTokenStore(c, etcdstore.Options{Prefix: a.etcd.prefix})
+		a.storeInfo = secretstore.Info{Backend: backendEtcd, Where: a.etcd.where()}
+		a.log.Debug().Str("backend", backendEtcd).Str("where", a.storeInfo.Where).Msg("OAuth token store")
+		return a.tokens, a.storeInfo, nil
 	}
 	lockDir, err := userdirs.StateDir()
 	if err != nil {

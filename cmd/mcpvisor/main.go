@@ -107,6 +107,7 @@ type app struct {
 	tokenBackend string           // --token-store
 	tokens       oauth.Store      // opened by tokenStore, once
 	storeInfo    secretstore.Info // what tokenStore chose
+	etcd         etcdFlags        // --etcd-*: the etcd of --token-store etcd and --session-store etcd
 }
 
 // run executes the command line args and returns the exit code.
@@ -175,8 +176,9 @@ JSON lines otherwise).
 	root.PersistentFlags().BoolVar(&a.trustProject, "trust-project", false,
 		"start the servers of the project's config files without approval, for this run (nothing is recorded)")
 	root.PersistentFlags().StringVar(&a.tokenBackend, "token-store", "",
-		"where OAuth tokens are kept: `STORE` auto, file, "+strings.Join(secretstore.Names()[2:], ", ")+
+		"where OAuth tokens are kept: `STORE` auto, file, "+strings.Join(secretstore.Names()[2:], ", ")+", etcd (shared by a deployment: --etcd-endpoint)"+
 			" (default $"+envTokenStoreBackend+", else auto: the OS secret store where one works)")
+	a.etcd.register(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/channels"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 )
 
 // DefaultListen is where `supervise` serves the gateway and the admin API.
@@ -43,6 +44,8 @@ type superviseFlags struct {
 	maxStreams   int
 	channelQueue int
 	pollAfter    time.Duration
+	sessionKeys  string
+	sessionStore string
 }
 
 func (a *app) superviseCommand() *cobra.Command {
@@ -94,6 +97,13 @@ ends after D with a priming event (an id and a retry field); the call goes on,
 and the client resumes the stream with a GET and Last-Event-ID to get its
 answer (SSE polling, SEP-1699). Off by default: it costs every call a
 goroutine hand-off.
+
+Replicas: with --session-keys FILE (a JSON file of AES-256 keys, see
+docs/sessions.md), each HTTP session's state is sealed into its
+Mcp-Session-Id, so every gateway with the same keys (replicas behind a load
+balancer, or this one after a restart) serves the session with no new
+initialize; --session-store DIR, shared by the replicas, tells them of
+deleted sessions and of log levels and subscriptions set after initialize.
 
 Security: the listener is loopback by default, and then refuses requests whose
 Host is not a loopback name, and browser requests whose Origin is not loopback
@@ -147,6 +157,10 @@ Exit codes:
 		"keep at most `N` channel messages per server for wait_for_channel_message (the oldest is dropped and counted)")
 	fl.DurationVar(&f.pollAfter, "sse-poll-after", 0,
 		"end the POST event stream of a tools/call still running after `D`, e.g. 30s (2025-11-25 sessions; the client resumes it with Last-Event-ID, SEP-1699); 0: never")
+	fl.StringVar(&f.sessionKeys, "session-keys", "",
+		"seal each HTTP session into its Mcp-Session-Id with the keys in `FILE`, so that every gateway sharing them (replicas, or this one restarted) serves it (docs/sessions.md)")
+	fl.StringVar(&f.sessionStore, "session-store", "",
+		"with --session-keys: keep the deleted sessions and their log levels and subscriptions in `STORE`, shared by the replicas: a directory, or etcd (--etcd-endpoint); default: this process's memory")
 	return cmd
 }
 
@@ -179,6 +193,18 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		if token = strings.TrimSpace(string(b)); token == "" {
 			return usageError("--token-file %s is empty", f.tokenFile)
 		}
+	}
+	var seal mcpserver.SealOptions
+	if f.sessionKeys != "" {
+		store, err := a.sessionStore(f.sessionStore)
+		if err != nil {
+			return usageError("--session-store: %v", err)
+		}
+		if seal, err = loadSessionSeal(f.sessionKeys, store); err != nil {
+			return usageError("--session-keys: %v", err)
+		}
+	} else if f.sessionStore != "" {
+		return usageError("--session-store needs --session-keys")
 	}
 	local := listenIsLoopback(f.listen)
 	if serveHTTP && !local && token == "" {
@@ -253,7 +279,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
 		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
-		SSEPollAfter: f.pollAfter, TracerProvider: tr.tracerProvider(),
+		SSEPollAfter: f.pollAfter, TracerProvider: tr.tracerProvider(), SessionSeal: seal,
 		Dashboard: gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
 	})
 	fwd.Attach(gw)

@@ -166,6 +166,12 @@ type Options struct {
 	// wait_for_channel_message (default 1,000; the oldest is dropped and
 	// counted). See ChannelSource.
 	ChannelQueue int
+	// SessionSeal, with keys, seals each HTTP session's state into its
+	// Mcp-Session-Id, so that every gateway sharing the keys (replicas
+	// behind one load balancer, or this one after a restart) serves the
+	// session without a new initialize (mcpserver.SealOptions;
+	// docs/sessions.md). The zero value keeps sessions in this process.
+	SessionSeal mcpserver.SealOptions
 	// TracerProvider, when not nil, records a server span for every
 	// request a downstream client sends, continuing the trace context of
 	// its params._meta (see tracing.go). Nil traces nothing.

@@ -58,9 +58,10 @@ func newServer(g *Gateway) *mcpserver.Server {
 		Subscriptions: func(ctx context.Context, _ *mcpserver.Request, want protocol.NotificationSubscriptions) (protocol.NotificationSubscriptions, func()) {
 			return want, g.holdResources(ctx, want.ResourceSubscriptions)
 		},
-		ModernResult:    func(r *mcpserver.Request, result any) any { return g.modernResult(r.Method, result) },
-		OnSessionClosed: func(s *mcpserver.Session) { g.releaseAll(s, s.Subscriptions()) },
-		Logger:          g.log,
+		ModernResult:      func(r *mcpserver.Request, result any) any { return g.modernResult(r.Method, result) },
+		OnSessionClosed:   func(s *mcpserver.Session) { g.releaseAll(s, s.Subscriptions()) },
+		OnSessionRestored: g.restoreSubscriptions,
+		Logger:            g.log,
 		HTTP: mcpserver.HTTPOptions{
 			OutboxSize:           o.OutboxSize,
 			MaxSessions:          max(o.MaxSessions, 0),
@@ -68,6 +69,7 @@ func newServer(g *Gateway) *mcpserver.Server {
 			PollAfter:            max(o.SSEPollAfter, 0),
 			Pollable:             func(r *mcpserver.Request) bool { return r.Method == protocol.MethodToolsCall },
 			SSERetry:             o.SSERetry,
+			Seal:                 o.SessionSeal,
 			CheckHeaders: func(h http.Header, r *mcpserver.Request) *protocol.Error {
 				if r.Method != protocol.MethodToolsCall {
 					return nil
@@ -76,6 +78,29 @@ func newServer(g *Gateway) *mcpserver.Server {
 			},
 		},
 	})
+}
+
+// restoreSubscriptions subscribes upstream again to the resources a
+// sealed session that this gateway takes up from its id had subscribed
+// to on the replica before (OnSessionRestored). It runs aside, bounded:
+// the session's request does not wait for the servers.
+func (g *Gateway) restoreSubscriptions(s *mcpserver.Session) {
+	uris := s.Subscriptions()
+	if len(uris) == 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, uri := range uris {
+			if e := g.acquireResource(ctx, s, uri); e != nil {
+				g.log.Debug().Str("uri", uri).Str("error", e.Message).Msg("subscribing upstream for a restored session")
+			}
+		}
+		if s.Closed() { // closed meanwhile: OnSessionClosed may have released before we held
+			g.releaseAll(s, uris)
+		}
+	}()
 }
 
 // counted is the middleware that counts the requests being served (for
