@@ -304,6 +304,10 @@ type Options struct {
 	// connection each, not a client and its pool each. Set by Start.
 	sharedHTTP *http.Client
 
+	// admission is the connect scheduler the registry and the server
+	// actors' connect goroutines share (see admissionGate). Set by Start.
+	admission *admissionGate
+
 	// sessionEnds bounds the Streamable HTTP sessions' closing DELETEs in
 	// flight to each host, so that closing many servers of one host
 	// reuses sharedHTTP's idle connections. Set by Start.

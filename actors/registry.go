@@ -90,7 +90,7 @@ type registry struct {
 	actorOf  map[string]*serverHandle
 	childSeq int // makes child actor names unique
 
-	admission *admission.Scheduler // who may connect next
+	admission *admissionGate // who may connect next; shared with the connect goroutines (opts.admission)
 
 	// The pool is rebuilt once per burst of changes: a change marks it
 	// dirty and queues a flushPool message, and the flush stores the new
@@ -119,7 +119,7 @@ func newRegistry(deps registryDeps) *registry {
 		servers:   map[string]*serverEntry{},
 		removing:  map[*serverHandle]*serverEntry{},
 		actorOf:   map[string]*serverHandle{},
-		admission: admission.New(deps.opts.LocalConnectLimit, deps.opts.RemoteConnectLimit),
+		admission: deps.opts.admission,
 		bus:       newBus(deps.opts.EventBuffer),
 	}
 	return r
@@ -130,6 +130,9 @@ func (r *registry) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		r.root, r.self = ctx.ActorSystem().Root, ctx.Self()
+		r.admission.mu.Lock()
+		r.admission.root = r.root
+		r.admission.mu.Unlock()
 	case setServers:
 		m.reply <- r.setServers(ctx, m.servers, m.patch, m.drop)
 	case serverChanged:
@@ -370,7 +373,7 @@ func (r *registry) serverChanged(m serverChanged) {
 		e.unconfirmed = false
 	}
 	if v.state != StateConnecting {
-		r.admission.Settled(m.name, v.admitted)
+		r.admission.settled(m.name, v.admitted)
 	}
 	if v.state == StatePending && e.eager() {
 		// A server back in pending (its actor restarted after a crash, or
@@ -492,7 +495,7 @@ func (r *registry) checkSettled() {
 		// admitted for a connect, or not yet past a config change, is not
 		// settled whatever its view says.
 		v := e.view
-		if v == nil || e.unconfirmed || r.admission.Waiting(name) || v.state == StateConnecting || v.loadingCache ||
+		if v == nil || e.unconfirmed || r.admission.waiting(name) || v.state == StateConnecting || v.loadingCache ||
 			(v.state == StatePending && e.eager()) {
 			return
 		}

@@ -246,6 +246,7 @@ func (a *serverActor) connect() {
 	dc := a.dialConfig()
 	pinStore := a.opts.ToolPins.Store
 	tracer, attempt := a.opts.tracer, a.attempt
+	gate, ticket := a.opts.admission, a.h.admitted.Load()
 	a.goroutine("server.connect", func() {
 		defer cancel()
 		ctx, span := startConnectSpan(ctx, tracer, name, cfg, attempt, reconnect)
@@ -264,6 +265,13 @@ func (a *serverActor) connect() {
 			// Abandoned while listing: close here, nobody will take it.
 			closeSession(res.sess, session.ErrConnectionClosed)
 			res.sess, res.err = nil, fmt.Errorf("connect abandoned: %w", context.Cause(ctx))
+		}
+		if gate != nil && ctx.Err() == nil {
+			// The slot goes to the next server now, not once this
+			// result has passed through the actor and the registry (an
+			// abandoned attempt's slot is freed by the one that
+			// replaced it).
+			gate.release(name, ticket)
 		}
 		root.Send(self, res)
 	})

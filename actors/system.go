@@ -174,6 +174,7 @@ func Start(opts Options) (*System, error) {
 	}
 	opts.sharedHTTP = shared
 	opts.sessionEnds = streamable.NewEndLimiter(0)
+	opts.admission = newAdmissionGate(opts.LocalConnectLimit, opts.RemoteConnectLimit)
 	opts.host = newHostState(opts)
 	opts.tracer = newTracer(opts.TracerProvider)
 	opts.dispatch = newWarmDispatcher(mailboxThroughput, maxIdleWorkers)
