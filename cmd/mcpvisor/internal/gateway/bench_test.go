@@ -45,6 +45,30 @@ func BenchmarkGatewayHandler(b *testing.B) {
 	benchHandler(b, gateway.Options{}, "")
 }
 
+// BenchmarkGatewayHandlerStateless is BenchmarkGatewayHandler for a
+// stateless-era (2026-07-28) client that declares no capabilities: each
+// request carries its _meta and headers, and no session.
+func BenchmarkGatewayHandlerStateless(b *testing.B) {
+	g, _ := serve(b, stubBackend{}, gateway.Options{})
+	h := g.Handler()
+	body := []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"b","version":"1"}},` +
+		`"name":"mcp__m__echo","arguments":{"text":"0123456789abcdef"}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, gateway.MCPPath, bytes.NewReader(body))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", protocol.Version20260728)
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "mcp__m__echo")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "0123456789abcdef") {
+			b.Fatal(rec.Code, rec.Body.String())
+		}
+	}
+}
+
 // BenchmarkGatewayHandlerTraced is BenchmarkGatewayHandler with tracing
 // on (every span recorded, batched to an exporter that discards) and a
 // traceparent in each request's _meta: the cost of the server span.

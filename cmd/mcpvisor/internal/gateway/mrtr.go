@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -93,7 +94,9 @@ type mrtrParams struct {
 
 // serveInput serves a stateless-era tools/call, prompts/get or
 // resources/read (name: its tool, prompt or URI), started by run on the
-// context it is given, through as many input rounds as it needs.
+// context it is given, through as many input rounds as it needs. A first
+// attempt of a client that declared nothing it could be asked with
+// (asksInput) runs on the caller's goroutine: it has no rounds.
 func (g *Gateway) serveInput(ctx context.Context, method, name string, params json.RawMessage, run func(context.Context) (any, *protocol.Error)) (any, *protocol.Error) {
 	var p mrtrParams
 	_, hasAnswers, ok1 := protocol.RawMember(params, "inputResponses")
@@ -109,6 +112,11 @@ func (g *Gateway) serveInput(ctx context.Context, method, name string, params js
 	answers, perr := protocol.ParseInputResponses(p.InputResponses)
 	if perr != nil {
 		return nil, perr
+	}
+	if p.RequestState == nil && answers == nil && !asksInput(requestOf(ctx)) {
+		// Nothing can be asked of this client: run the call on the
+		// request's own goroutine (no hand-off to a worker and back).
+		return run(ctx)
 	}
 	var call *inputCall
 	if p.RequestState != nil {
@@ -135,6 +143,20 @@ func (g *Gateway) serveInput(ctx context.Context, method, name string, params js
 		call.cancel()
 		return nil, rpcError(ctx.Err())
 	}
+}
+
+// asksInput reports whether the stateless-era request whose _meta is m
+// declared a capability the gateway could ask it for input with
+// (sampling, elicitation or roots). A request that declared none is
+// never asked: the servers' requests of its call go, as a handshake-era
+// client's would, to a client that declared the capability (Forwarder.Inputs
+// and ClientRequest), so its call needs no input rounds and runs inline.
+func asksInput(m *mcpserver.Meta) bool {
+	if m == nil {
+		return false
+	}
+	c := &m.ClientCapabilities
+	return c.Sampling != nil || c.Elicitation != nil || c.Roots != nil
 }
 
 // startInput starts a call that may need input, on a context of its own

@@ -204,3 +204,29 @@ func TestInputRequiredRoundExpires(t *testing.T) {
 	assert.Equal(t, int64(protocol.CodeInvalidParams), a.code(t))
 	assert.True(t, strings.Contains(a.msg.Error.Message, "expired"), a.msg.Error.Message)
 }
+
+// A stateless-era client that declared none of sampling, elicitation and
+// roots is never asked for input: its call runs on its own request (no
+// input round, no requestState, no call left behind the gateway), and
+// what a server asks during it goes, as for a handshake-era client's
+// call, to a client that declared the capability, or fails with
+// -32601 when none did.
+func TestAClientThatDeclaredNoInputIsNotAskedForIt(t *testing.T) {
+	g, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{BareNames: true, InputWait: time.Hour})
+	c := newStatelessClient(t, url, `{}`)
+	const tool = `{"name":"test_input_required_result_elicitation","arguments":{}}`
+
+	alone := c.call(protocol.MethodToolsCall, tool)
+	assert.Equal(t, int64(protocol.CodeMethodNotFound), alone.code(t), "no client declared elicitation: %s", alone.raw)
+	assert.Contains(t, alone.msg.Error.Message, "declared the capability for elicitation/create")
+	assert.Equal(t, 0, g.InputsWaiting(), "no round was presented")
+	assert.Zero(t, g.InputCalls(), "no call is left behind the gateway")
+
+	h := newAnsweringHost(t, url, protocol.Version20251125)
+	answered := c.call(protocol.MethodToolsCall, tool).result(t)
+	assert.NotContains(t, answered, "requestState")
+	assert.Contains(t, string(answered["content"]), "Ada-name", "the host that declared elicitation answered")
+	assert.Equal(t, []string{"elicitation"}, h.questions())
+	assert.Equal(t, 0, g.InputsWaiting())
+	assert.Zero(t, g.InputCalls())
+}

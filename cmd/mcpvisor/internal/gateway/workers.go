@@ -14,7 +14,8 @@ const maxIdleWorkers = 64
 
 // callWorkers runs the calls of stateless-era clients that may need
 // input (startInput: the call goes on behind the client's request, which
-// may be answered with input_required first). A worker that finished a
+// may be answered with input_required first); a client that declared no
+// capability to be asked with has its calls run inline (serveInput). A worker that finished a
 // call waits for the next one: a goroutine started per call grew its
 // stack, deep with the supervisor's and the session's frames, on every
 // call, a tenth of the gateway's CPU per call.
