@@ -190,7 +190,7 @@ TIMEOUT_MEDIUM  := 3m
 TIMEOUT_SHORT   := 1m
 PKGS_LONGEST := ./actors
 PKGS_LONG    := . ./cmd/mcpvisor ./cmd/mcpvisor/internal/gateway
-PKGS_MEDIUM  := ./session ./bench/mockserver ./transports/stdio
+PKGS_MEDIUM  := ./session ./bench/mockserver ./transports/stdio ./actors/cluster
 MODULE       := github.com/mcpvisor/mcpvisor
 PKGS_SHORT    = $(filter-out $(patsubst .%,$(MODULE)%,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM)),$(shell $(GO) list ./...))
 
@@ -297,6 +297,20 @@ bench: build
 
 bench-peers:
 	cd bench/peers && $(GO) test -run '^$$' -bench . -benchtime 3s -count 3 .
+
+
+# proto regenerates the protobuf envelopes that cross cluster members
+# (actors/cluster/wire.proto); the generated file is committed, so this is
+# not part of `make test`. Needs protoc (apt-get install -y protobuf-compiler).
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO := $(DEPS)/bin/protoc-gen-go
+$(PROTOC_GEN_GO):
+	GOBIN=$(abspath $(DEPS)/bin) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+
+.PHONY: proto
+proto: $(PROTOC_GEN_GO)
+	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler" >&2; exit 1; }
+	PATH=$(abspath $(DEPS)/bin):$$PATH protoc --go_out=. --go_opt=paths=source_relative actors/cluster/wire.proto
 
 clean:
 	rm -rf $(BIN) $(DEPS)

@@ -1,0 +1,155 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// retryGap is the pause before a call tries the server's owner again
+// (after a dead letter, a draining member, or a server still connecting).
+const retryGap = 100 * time.Millisecond
+
+// CallTool calls tool of server on whichever member runs the server, and
+// returns what single-node mode returns: the result, or the same typed
+// errors (actors.ErrUnknownTool, *actors.NotReadyError,
+// *actors.ConnectionLostError, …).
+//
+// While the server has no reachable owner (its member died and the
+// cluster has not placed it again yet, its member is draining, or its new
+// owner is still connecting) the call tries again until ctx's deadline
+// (Options.CallTimeout when ctx has none); then it returns a
+// *actors.NotReadyError, unwrapping to ErrNoOwner when no member
+// answered. It never waits past that deadline.
+func (m *Member) CallTool(ctx context.Context, server, tool string, args json.RawMessage) (*protocol.CallToolResult, error) {
+	if m.left.Load() {
+		return nil, ErrLeft
+	}
+	kind, ok := m.kind(server)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", actors.ErrUnknownServer, server)
+	}
+	if !m.kindHasMembers(kind) {
+		// A pinned server no member's labels match: nothing will place it.
+		return nil, &actors.NotReadyError{Server: server, State: actors.StatePending,
+			Cause: fmt.Errorf("%w: no member has the labels of kind %q", ErrNoOwner, kind)}
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(m.opts.CallTimeout)
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var last error
+	for {
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			break
+		}
+		res, err, retry := m.callOnce(ctx, server, kind, tool, args, remaining)
+		if !retry {
+			return res, err
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(retryGap, time.Until(deadline))):
+			continue
+		}
+		break
+	}
+	var notReady *actors.NotReadyError
+	if errors.As(last, &notReady) {
+		notReady.Waited = ctx.Err()
+		return nil, notReady
+	}
+	cause := ErrNoOwner
+	if last != nil && !errors.Is(last, ErrNoOwner) {
+		cause = fmt.Errorf("%w: %w", ErrNoOwner, last)
+	}
+	if ctx.Err() == nil {
+		return nil, &actors.NotReadyError{Server: server, State: actors.StateReconnecting, Cause: cause, Waited: context.DeadlineExceeded}
+	}
+	return nil, &actors.NotReadyError{Server: server, State: actors.StateReconnecting, Cause: cause, Waited: context.Cause(ctx)}
+}
+
+// callOnce makes one cluster request for the call. retry says the
+// outcome is one of the gaps of a re-homing (no owner answered, the
+// owner drains, the server is still connecting there).
+func (m *Member) callOnce(ctx context.Context, server, kind, tool string, args json.RawMessage, timeout time.Duration) (*protocol.CallToolResult, error, bool) {
+	msg := &CallTool{Server: server, Tool: tool, Arguments: args, TimeoutMs: timeout.Milliseconds()}
+	type answer struct {
+		resp any
+		err  error
+	}
+	done := make(chan answer, 1)
+	// cluster.Request takes no context: it is bounded by its timeout, and
+	// the caller stops waiting for it when ctx ends.
+	go func() {
+		resp, err := m.c.Request(server, kind, msg,
+			pcluster.WithTimeout(timeout),
+			pcluster.WithRetryCount(3),
+			pcluster.WithRetryAction(retryPause),
+			pcluster.WithContext(m.sys.Root))
+		done <- answer{resp, err}
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-ctx.Done():
+		return nil, ctx.Err(), true
+	}
+	if a.err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoOwner, a.err), true
+	}
+	r, ok := a.resp.(*CallResult)
+	if !ok {
+		return nil, fmt.Errorf("%w: unexpected answer %T", ErrNoOwner, a.resp), true
+	}
+	if err := errorOf(server, r); err != nil {
+		return nil, err, retryable(r)
+	}
+	var res protocol.CallToolResult
+	if err := json.Unmarshal(r.GetResult(), &res); err != nil {
+		return nil, fmt.Errorf("mcpvisor cluster: server %q: decoding the result from member %s: %w", server, r.GetMember(), err), false
+	}
+	return &res, nil, false
+}
+
+// kindHasMembers says whether a member of the latest topology runs
+// grains of kind (true before the first topology: the call's retries
+// decide then).
+func (m *Member) kindHasMembers(kind string) bool {
+	t := m.reconcile.latest()
+	if t == nil {
+		return true
+	}
+	for _, member := range t.Members {
+		if member.HasKind(kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryable says whether a refusal is a gap of re-homing: the member
+// drains, or the server is just being placed or connected there.
+func retryable(r *CallResult) bool {
+	switch r.GetKind() {
+	case ErrorKind_ERROR_KIND_DRAINING, ErrorKind_ERROR_KIND_CLOSED:
+		return true
+	case ErrorKind_ERROR_KIND_NOT_READY:
+		switch actors.State(r.GetState()) {
+		case actors.StatePending, actors.StateConnecting, actors.StateReady:
+			return true // placed a moment ago (ready: its pool is folding in)
+		}
+	}
+	return false
+}

@@ -1,0 +1,244 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/mcpvisor/mcpvisor/actors"
+)
+
+// grain is the actor of one supervised server on the member that owns
+// it. Its activation puts the server into the member-local System, its
+// stop takes it out; a call runs on its own goroutine against the local
+// System and answers the caller's future directly, so the mailbox never
+// waits on I/O.
+type grain struct {
+	m    *Member
+	name string
+	// placed is set when the grain's start put its server on this member
+	// (a grain started while the member drains places nothing).
+	placed bool
+}
+
+// Receive handles the grain's lifecycle and the messages of wire.proto.
+func (g *grain) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		if id := pcluster.GetClusterIdentity(ctx); id != nil {
+			g.name = id.Identity
+		}
+		if g.m.isDraining() {
+			return // leaving: calls are refused, nothing is placed
+		}
+		g.placed = true
+		g.m.emit(EventActivated, g.name)
+		g.m.placement.push(g.name, true)
+	case *actor.Stopping:
+		if g.placed {
+			g.m.placement.push(g.name, false)
+		}
+	case *Activate:
+		ctx.Respond(&Activated{Member: g.m.id})
+	case *CallTool:
+		g.call(ctx, msg)
+	}
+}
+
+// call runs msg on the local System on a goroutine of its own and sends
+// the CallResult to the caller's future.
+func (g *grain) call(ctx actor.Context, msg *CallTool) {
+	sender := ctx.Sender()
+	if sender == nil {
+		return // a Send, not a Request: nobody to answer
+	}
+	if !g.m.enter() {
+		r := resultOf(ErrDraining)
+		r.Member = g.m.id
+		ctx.Respond(r)
+		return
+	}
+	root := g.m.sys.Root
+	go func() {
+		defer g.m.inflight.Done()
+		r := g.m.runLocal(msg)
+		r.Member = g.m.id
+		root.Send(sender, r)
+	}()
+}
+
+// runLocal calls a tool of a server this member holds.
+func (m *Member) runLocal(msg *CallTool) *CallResult {
+	timeout := time.Duration(msg.GetTimeoutMs()) * time.Millisecond
+	if timeout <= 0 || timeout > m.opts.CallTimeout {
+		timeout = m.opts.CallTimeout
+	}
+	ctx, cancel := context.WithTimeout(m.stopCtx, timeout)
+	defer cancel()
+	// A server placed here a moment ago is still connecting: say so (the
+	// caller retries within its deadline) rather than "unknown tool".
+	state, err := m.local.ServerState(msg.GetServer())
+	if err != nil {
+		// The grain is active but the placement worker has not added the
+		// server yet: it is pending.
+		return &CallResult{Kind: ErrorKind_ERROR_KIND_NOT_READY, State: string(actors.StatePending), Message: "being placed on this member"}
+	}
+	if state != actors.StateReady || !m.local.PoolReflects(msg.GetServer()) {
+		return &CallResult{Kind: ErrorKind_ERROR_KIND_NOT_READY, State: string(state), Message: "not ready on this member"}
+	}
+	name, ok := m.local.ToolName(msg.GetServer(), msg.GetTool())
+	if !ok {
+		return resultOf(actors.ErrUnknownTool)
+	}
+	res, err := m.local.CallTool(ctx, name, json.RawMessage(msg.GetArguments()))
+	if err != nil {
+		return resultOf(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return resultOf(err)
+	}
+	return &CallResult{Result: b}
+}
+
+// placementQueue applies grain activations and stops to the local System
+// in the order they happened, in batches (one PatchServers for all that
+// is pending), so that thousands of servers re-homed at once cost a few
+// registry round trips.
+//
+// Concurrency: push is called from grain actors (any goroutine); run is
+// the member's placement goroutine.
+type placementQueue struct {
+	m   *Member
+	mu  sync.Mutex
+	ops []placementOp // guarded by mu
+	// flushed are closed once the ops pushed before them are applied
+	// (guarded by mu).
+	flushed []chan struct{}
+	wake    chan struct{}
+	active  map[string]bool
+	// live holds the names whose grains started here and were not
+	// released yet (guarded by mu).
+	live map[string]bool
+}
+
+type placementOp struct {
+	name string
+	add  bool
+}
+
+func newPlacementQueue(m *Member) *placementQueue {
+	return &placementQueue{m: m, wake: make(chan struct{}, 1), active: map[string]bool{}, live: map[string]bool{}}
+}
+
+func (q *placementQueue) push(name string, add bool) {
+	q.mu.Lock()
+	q.ops = append(q.ops, placementOp{name: name, add: add})
+	if add {
+		q.live[name] = true
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// liveNames returns the names whose grains started here and were not
+// released yet.
+func (q *placementQueue) liveNames() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	names := make([]string, 0, len(q.live))
+	for n := range q.live {
+		names = append(names, n)
+	}
+	return names
+}
+
+// released records that name's activation here is over and says so.
+func (q *placementQueue) released(name string) {
+	q.mu.Lock()
+	was := q.live[name]
+	delete(q.live, name)
+	q.mu.Unlock()
+	if was {
+		q.m.emit(EventReleased, name)
+	}
+}
+
+// flush returns a channel closed once every op pushed so far is
+// applied.
+func (q *placementQueue) flush() <-chan struct{} {
+	done := make(chan struct{})
+	q.mu.Lock()
+	q.flushed = append(q.flushed, done)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return done
+}
+
+// run applies batches until ctx ends.
+func (q *placementQueue) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.wake:
+		}
+		q.mu.Lock()
+		ops, flushed := q.ops, q.flushed
+		q.ops, q.flushed = nil, nil
+		q.mu.Unlock()
+		q.apply(ctx, ops)
+		for _, done := range flushed {
+			close(done)
+		}
+	}
+}
+
+// apply folds ops (the last one per name wins) into one PatchServers.
+func (q *placementQueue) apply(ctx context.Context, ops []placementOp) {
+	final := map[string]bool{}
+	for _, op := range ops {
+		final[op.name] = op.add
+	}
+	set := map[string]actors.ServerConfig{}
+	var drop []string
+	for name, add := range final {
+		if add && !q.m.isDraining() {
+			if cfg, ok := q.m.config(name); ok {
+				set[name] = cfg
+			}
+			// Not configured (yet): the grain stays live and holds no
+			// server; SetServers places it if its name arrives.
+			continue
+		}
+		if q.active[name] {
+			drop = append(drop, name)
+		} else {
+			q.released(name) // its grain held no server
+		}
+	}
+	if len(set) == 0 && len(drop) == 0 {
+		return
+	}
+	if _, err := q.m.local.PatchServers(ctx, set, drop); err != nil {
+		q.m.log.Warn().Err(err).Int("add", len(set)).Int("drop", len(drop)).Msg("placing servers on the local supervisor")
+		return
+	}
+	for name := range set {
+		q.active[name] = true
+	}
+	for _, name := range drop {
+		delete(q.active, name)
+		q.released(name)
+	}
+}

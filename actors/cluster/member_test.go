@@ -1,0 +1,183 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/transports"
+)
+
+// freePorts returns n distinct free loopback ports.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ls = append(ls, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range ls {
+		ln.Close()
+	}
+	return ports
+}
+
+// eventLog collects the events of every member of a test.
+type eventLog struct {
+	mu     sync.Mutex
+	events []Event
+	added  chan struct{}
+}
+
+func newEventLog() *eventLog { return &eventLog{added: make(chan struct{}, 1)} }
+
+func (l *eventLog) add(ev Event) {
+	l.mu.Lock()
+	l.events = append(l.events, ev)
+	l.mu.Unlock()
+	select {
+	case l.added <- struct{}{}:
+	default:
+	}
+}
+
+func (l *eventLog) snapshot() []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Event(nil), l.events...)
+}
+
+// waitFor waits until cond holds over the events, or fails saying what.
+func (l *eventLog) waitFor(t *testing.T, what string, timeout time.Duration, cond func([]Event) bool) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond) // for conditions on time
+	defer tick.Stop()
+	for {
+		if cond(l.snapshot()) {
+			return
+		}
+		select {
+		case <-l.added:
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("timed out after %v waiting for %s; events: %v", timeout, what, l.snapshot())
+		}
+	}
+}
+
+// readyOn returns, for each server, the member it last became ready on
+// (and was not released from since).
+func readyOn(events []Event) map[string]string {
+	on := map[string]string{}
+	for _, ev := range events {
+		switch ev.Type {
+		case EventReady:
+			on[ev.Server] = ev.Member
+		case EventReleased:
+			if on[ev.Server] == ev.Member {
+				delete(on, ev.Server)
+			}
+		}
+	}
+	return on
+}
+
+// overlaps returns the servers that had two activations at once: an
+// activation on a member while another member's had not been released,
+// ignoring members in gone (their activations end with them).
+func overlaps(events []Event, gone map[string]time.Time) []string {
+	// The members' events arrive through separate pipes: order them by
+	// when they happened.
+	events = append([]Event(nil), events...)
+	sort.SliceStable(events, func(i, j int) bool { return events[i].Time.Before(events[j].Time) })
+	live := map[string]map[string]bool{} // server → members with a live activation
+	var bad []string
+	for _, ev := range events {
+		if live[ev.Server] == nil {
+			live[ev.Server] = map[string]bool{}
+		}
+		for member, at := range gone {
+			if !ev.Time.Before(at) {
+				delete(live[ev.Server], member)
+			}
+		}
+		switch ev.Type {
+		case EventActivated:
+			if len(live[ev.Server]) > 0 {
+				bad = append(bad, fmt.Sprintf("%s on %s while live on %v", ev.Server, ev.Member, live[ev.Server]))
+			}
+			live[ev.Server][ev.Member] = true
+		case EventReleased:
+			delete(live[ev.Server], ev.Member)
+		}
+	}
+	return bad
+}
+
+// startMembers starts n members of one cluster on loopback.
+func startMembers(t *testing.T, n int, log *eventLog) []*Member {
+	t.Helper()
+	ports := freePorts(t, 2*n)
+	var peers []string
+	for i := range n {
+		peers = append(peers, fmt.Sprintf("127.0.0.1:%d", ports[n+i]))
+	}
+	members := make([]*Member, n)
+	for i := range n {
+		m, err := Start(Options{Port: ports[i], ProviderPort: ports[n+i], Peers: peers, OnEvent: log.add})
+		require.NoError(t, err)
+		members[i] = m
+	}
+	return members
+}
+
+func mockFleet(t *testing.T, n int) map[string]Server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	t.Cleanup(func() { mock.Close() })
+	servers := map[string]Server{}
+	for i := range n {
+		name := fmt.Sprintf("s%02d", i)
+		servers[name] = Server{ServerConfig: actors.ServerConfig{Config: transports.Config{Type: transports.TypeHTTP, URL: mock.URL + "/" + name}}}
+	}
+	return servers
+}
+
+func callEcho(ctx context.Context, m *Member, server string) error {
+	res, err := m.CallTool(ctx, server, "echo", json.RawMessage(`{"text":"hi"}`))
+	if err != nil {
+		return err
+	}
+	if res.IsError {
+		return fmt.Errorf("%s: tool error %v", server, res.Content)
+	}
+	return nil
+}
+
+func closeAll(t *testing.T, members ...*Member) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, m := range members {
+		require.NoError(t, m.Close(ctx))
+	}
+}
+
+func itoa(i int) string { return fmt.Sprint(i) }
