@@ -108,3 +108,18 @@ func (s *System) Resources(server string) ([]Resource, []ResourceTemplate, error
 	}
 	return rs, ts, nil
 }
+
+// Pooled reports whether the tool pool reflects the server's current
+// view: the tools, prompts and resources Status and Tools show for it
+// are those of the state Status shows. It is false for a moment after
+// the server's readiness or lists change (the registry folds changes
+// into the pool in batches, at most every 100 ms during a connect wave),
+// and for an unknown server.
+func (s *System) Pooled(server string) bool {
+	h, err := s.handle(server)
+	if err != nil {
+		return false
+	}
+	pooled, cur := s.pool.Load().viewOf(h).view, h.view.Load()
+	return !poolChanged(pooled, cur) && !hiddenChanged(pooled, cur)
+}
