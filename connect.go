@@ -14,7 +14,8 @@ import (
 // held for approval (a lazy server waits for its first use and is
 // returned pending at once). A server whose config is
 // unchanged but that is failed or needs auth is reconnected. The status
-// is returned when the server settled; an error means the config was
+// is returned when the server settled, and a ready server's tools are in
+// it (the tool pool has taken them in); an error means the config was
 // refused (the validation error SetServers reports in Errors), the supervisor is closed, or ctx ended first (then the
 // server goes on connecting).
 func (s *Supervisor) Connect(ctx context.Context, name string, cfg ServerConfig) (ServerStatus, error) {
@@ -93,7 +94,8 @@ func (w *await) event(ev Event, st ServerStatus) {
 
 // awaitServer waits until the server of w has settled, reading the events
 // after sequence number seq, and returns its status; a state from before
-// the change does not count (see await).
+// the change does not count (see await), nor one the tool pool does not
+// reflect yet (the status's Tools would lag its State).
 func (s *Supervisor) awaitServer(ctx context.Context, seq uint64, w await) (ServerStatus, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -107,7 +109,7 @@ func (s *Supervisor) awaitServer(ctx context.Context, seq uint64, w await) (Serv
 		if err != nil {
 			return st, err
 		}
-		if !w.pending(st) && settledForHost(st) {
+		if !w.pending(st) && settledForHost(st) && s.sys.Pooled(w.name) {
 			return st, nil
 		}
 		select {

@@ -3,10 +3,12 @@ package mcpvisor_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,4 +300,36 @@ func TestConnectChangesALazyServer(t *testing.T) {
 	assert.Equal(t, mcpvisor.StatusPending, st.Status)
 	assert.Contains(t, st.Config.Args, "-name", "the status shows the new config")
 	assert.Contains(t, st.Config.Args, "v2")
+}
+
+// A server Connect returns ready has its tools in the status, even while
+// other servers connect (the registry then folds ready servers into the
+// tool pool in batches, so a status read at the instant the server turned
+// ready could show it connected with no tools yet).
+func TestConnectReturnsAReadyServerWithItsTools(t *testing.T) {
+	ctx := testwait.Context(t)
+	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{})
+	require.NoError(t, err)
+	defer sup.Close(ctx)
+	wave := map[string]mcpvisor.ServerConfig{}
+	for i := range 8 {
+		wave[fmt.Sprintf("w%d", i)] = mcpvisor.ServerConfig{Config: mockserver.Command()}
+	}
+	_, err = sup.SetServers(ctx, wave)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	got := make([]mcpvisor.ServerStatus, 6)
+	errs := make([]error, 6)
+	for i := range got {
+		wg.Go(func() {
+			got[i], errs[i] = sup.Connect(ctx, fmt.Sprintf("c%d", i), mcpvisor.ServerConfig{Config: mockserver.Command()})
+		})
+	}
+	wg.Wait() // testwait:ok each Connect ends with ctx, which testwait.Context bounds
+	for i, st := range got {
+		require.NoError(t, errs[i])
+		require.Equal(t, mcpvisor.StatusConnected, st.Status, st.LastError)
+		assert.NotEmpty(t, st.Tools, "c%d is connected: its tools are in its status", i)
+		assert.Len(t, st.Tools, st.OfferedTools)
+	}
 }

@@ -40,7 +40,7 @@ func ready(h *serverHandle) (*serverView, error) {
 // connection ended fails with a *ConnectionLostError.
 func onSession[T any](ctx context.Context, s *System, h *serverHandle, request func(context.Context, *session.Session) (T, error)) (T, error) {
 	var zero T
-	if s.pool.Load().off[h.name] {
+	if s.pool.Load().off.Has(h.name) {
 		return zero, fmt.Errorf("%w: %q", ErrServerOff, h.name)
 	}
 	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
@@ -184,12 +184,12 @@ func (s *System) callTool(ctx context.Context, name string, args json.RawMessage
 		return b.Call(ctx, args)
 	}
 	e, err := s.route(ctx, name, func(p *pool) (poolEntry, bool) {
-		if e, ok := p.toolsByName[name]; ok {
+		if e, ok := p.toolsByName.Get(name); ok {
 			return e, true
 		}
 		// A parked server's tools are out of the pool, but a call by name
 		// wakes the server.
-		e, ok := p.hiddenTools[name]
+		e, ok := p.hiddenTools.Get(name)
 		return e, ok
 	})
 	if err != nil {
@@ -228,7 +228,7 @@ func (s *System) route(ctx context.Context, name string, find func(*pool) (poolE
 	if e, ok := find(p); ok {
 		return e, nil
 	}
-	if server, ok := p.offRoutes[name]; ok {
+	if server, ok := p.offRoutes.Get(name); ok {
 		return poolEntry{}, fmt.Errorf("%w (server %q)", ErrServerOff, server)
 	}
 	h := s.lazyServerOf(name)
@@ -315,7 +315,7 @@ func (s *System) PoolReflects(name string) bool {
 
 // poolHas reports whether the pool reflects server h's current view.
 func (s *System) poolHas(h *serverHandle) bool {
-	return s.pool.Load().views[h].view == h.view.Load()
+	return s.pool.Load().viewOf(h).view == h.view.Load()
 }
 
 // ReadResource reads a resource from a server.
@@ -332,7 +332,7 @@ func (s *System) ReadResource(ctx context.Context, server, uri string) (*protoco
 // GetPrompt renders a prompt, named by its qualified name.
 func (s *System) GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error) {
 	e, err := s.route(ctx, name, func(p *pool) (poolEntry, bool) {
-		e, ok := p.promptsByName[name]
+		e, ok := p.promptsByName.Get(name)
 		return e, ok
 	})
 	if errors.Is(err, ErrUnknownTool) {

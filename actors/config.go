@@ -14,6 +14,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/inproc"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
+	"github.com/mcpvisor/mcpvisor/transports/streamable"
 )
 
 // ServerConfig is one entry of an .mcp.json "mcpServers" map: how to reach
@@ -302,6 +303,15 @@ type Options struct {
 	// settings of their own, shared so that idle servers cost one
 	// connection each, not a client and its pool each. Set by Start.
 	sharedHTTP *http.Client
+
+	// admission is the connect scheduler the registry and the server
+	// actors' connect goroutines share (see admissionGate). Set by Start.
+	admission *admissionGate
+
+	// sessionEnds bounds the Streamable HTTP sessions' closing DELETEs in
+	// flight to each host, so that closing many servers of one host
+	// reuses sharedHTTP's idle connections. Set by Start.
+	sessionEnds *streamable.EndLimiter
 
 	// dispatch runs the actors' mailboxes and the server actors'
 	// goroutines on goroutines kept warm (see warmDispatcher). Set by

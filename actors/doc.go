@@ -27,8 +27,9 @@
 //     cache), handle.go (what the registry and callers hold of a server:
 //     the handle and its immutable views).
 //   - The registry actor, one per System: registry.go (the configured
-//     set, its changes and shutdown), registry_admission.go with package
-//     admission (the connect scheduler, a plain type), registry_flush.go
+//     set, its changes and shutdown), registry_admission.go and
+//     admission_gate.go with package admission (the connect scheduler, a
+//     plain type behind a mutex the connect goroutines share), registry_flush.go
 //     (rebuilding the pool and publishing events), bus.go (the event ring
 //     and subscribers).
 //   - The tool pool, functions over the servers' views: pool.go (the

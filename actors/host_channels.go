@@ -157,7 +157,7 @@ func (s *System) RequestPermission(ctx context.Context, req PermissionRequest, t
 	var sent []string
 	for _, h := range *s.handles.Load() {
 		v := h.view.Load()
-		if v.state != StateReady || v.sess == nil || off[h.name] || !declares(v.sess.Capabilities(), channels.CapabilityPermission) {
+		if v.state != StateReady || v.sess == nil || off.Has(h.name) || !declares(v.sess.Capabilities(), channels.CapabilityPermission) {
 			continue
 		}
 		if err := v.sess.Notify(ctx, protocol.NotificationChannelPermissionRequest, p.Request); err != nil {

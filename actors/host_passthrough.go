@@ -42,7 +42,7 @@ func inputHandler(o *Options, server string) session.InputHandler {
 // GetPromptWith is GetPrompt with options.
 func (s *System) GetPromptWith(ctx context.Context, name string, args map[string]string, o RequestOptions) (*protocol.GetPromptResult, error) {
 	e, err := s.route(ctx, name, func(p *pool) (poolEntry, bool) {
-		e, ok := p.promptsByName[name]
+		e, ok := p.promptsByName.Get(name)
 		return e, ok
 	})
 	if errors.Is(err, ErrUnknownTool) {

@@ -92,7 +92,7 @@ func (s *System) CallToolWith(ctx context.Context, name string, args json.RawMes
 		return s.callTool(ctx, name, args, ro)
 	}
 	server := ""
-	if e, ok := s.pool.Load().toolsByName[name]; ok {
+	if e, ok := s.pool.Load().toolsByName.Get(name); ok {
 		server = e.h.name
 	}
 	routes := s.opts.host.progress

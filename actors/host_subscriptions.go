@@ -254,7 +254,7 @@ func (s *System) SubscribePolling(spec PollSpec) (string, error) {
 	case spec.Tool == "" && (spec.URI == "" || spec.Server == ""):
 		return "", errors.New("mcpvisor: a poll needs a tool, or a server and a URI")
 	case spec.Tool != "":
-		if _, ok := s.pool.Load().toolsByName[spec.Tool]; !ok {
+		if _, ok := s.pool.Load().toolsByName.Get(spec.Tool); !ok {
 			if _, ok := s.pool.Load().builtinByName[spec.Tool]; !ok {
 				return "", fmt.Errorf("%w: %q", ErrUnknownTool, spec.Tool)
 			}
@@ -353,7 +353,7 @@ func (s *System) runPoll(ctx context.Context, p *poll) {
 // polled.
 func (s *System) pollOnce(ctx context.Context, spec PollSpec) (json.RawMessage, *serverHandle, error) {
 	if spec.Tool != "" {
-		e, ok := s.pool.Load().toolsByName[spec.Tool]
+		e, ok := s.pool.Load().toolsByName.Get(spec.Tool)
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: %q", ErrUnknownTool, spec.Tool)
 		}

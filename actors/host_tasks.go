@@ -60,7 +60,7 @@ func serverTasks(sess *session.Session) bool {
 // its handle once the server has accepted it.
 func (s *System) CallToolAsTask(ctx context.Context, name string, args json.RawMessage, ttl time.Duration) (*TaskHandle, error) {
 	e, err := s.route(ctx, name, func(p *pool) (poolEntry, bool) {
-		e, ok := p.toolsByName[name]
+		e, ok := p.toolsByName.Get(name)
 		return e, ok
 	})
 	if err != nil {

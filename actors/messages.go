@@ -31,6 +31,9 @@ type connectResult struct {
 	// pinErr is set when the pin store failed (the tools then count as
 	// unpinned).
 	pinErr error
+	// listen is the listen stream the connect opened before listing (nil:
+	// none); the actor's listen loop takes it over.
+	listen *firstListen
 }
 
 // lists is what a server offers, as listed at connect or after a

@@ -7,21 +7,21 @@ type pool struct {
 	builtins      []Tool // the host's built-ins, sorted by name
 	builtinByName map[string]*BuiltinTool
 	tools         []*Tool // MCP tools, sorted by qualified name; shared with the offers (and other pools): read-only
-	toolsByName   map[string]poolEntry
+	toolsByName   pmap[string, poolEntry]
 	prompts       []Prompt // sorted by qualified name
-	promptsByName map[string]poolEntry
+	promptsByName pmap[string, poolEntry]
 	resources     []Resource         // sorted by server, then URI
 	templates     []ResourceTemplate // sorted by server, then URI template
 	// hiddenTools routes the qualified names of the tools a server not
 	// offering them (parked, or trying to connect again after it was
 	// parked) listed when last connected: not in the pool, but a call by
 	// name wakes the server or waits for it.
-	hiddenTools map[string]poolEntry
+	hiddenTools pmap[string, poolEntry]
 	// off holds the servers the host toggled off; offRoutes maps the
 	// qualified names of their tools and prompts to them, so that a call
 	// to one is refused with ErrServerOff rather than reported unknown.
-	off       map[string]bool
-	offRoutes map[string]string
+	off       pmap[string, bool]
+	offRoutes pmap[string, string]
 	// collisions are the renames this pool made, in the order made.
 	collisions []Collision
 	// renamed remembers the names collisions gave (kind, server,
@@ -30,15 +30,16 @@ type pool struct {
 	// under the name the model knows.
 	renamed map[renameKey]string
 	// offered counts each server's tools in the pool.
-	offered map[string]int
+	offered pmap[string, int]
 	// views are the server views the pool was built from, each with the
 	// offer it made (nil unless it offered its lists). Offers live here,
 	// in the immutable pool, not on the views: the next pool reuses an
 	// offer whose view's lists and settings did not change.
-	views map[*serverHandle]pooledView
+	views pmap[*serverHandle, pooledView]
 	// parts are the servers the pool was built from, for nextPool to tell
 	// which changed; builtinsFrom and maxDescription the rest of its input.
-	parts          map[*serverHandle]poolServer
+	parts          pmap[*serverHandle, poolServer]
+	built          bool // made by nextPool (false: emptyPool)
 	builtinsFrom   []BuiltinTool
 	maxDescription int
 	// contested is set when two servers routed the same hidden or
@@ -68,7 +69,11 @@ type poolEntry struct {
 	replayable bool
 }
 
-var emptyPool = &pool{
-	builtinByName: map[string]*BuiltinTool{}, toolsByName: map[string]poolEntry{}, promptsByName: map[string]poolEntry{},
-	hiddenTools: map[string]poolEntry{}, off: map[string]bool{}, offRoutes: map[string]string{},
+var emptyPool = &pool{builtinByName: map[string]*BuiltinTool{}}
+
+// viewOf is the view of h the pool was built from, with its offer (zero
+// when h is not in the pool).
+func (p *pool) viewOf(h *serverHandle) pooledView {
+	pv, _ := p.views.Get(h)
+	return pv
 }

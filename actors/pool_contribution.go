@@ -30,14 +30,14 @@ type offRoute struct {
 func contributionOf(s poolServer, v *serverView, prev *pool, maxDescription int) contribution {
 	c := routesOf(s, v, prev)
 	if v != nil && !s.off && v.offersTools() {
-		c.offer = offerOf(s.name, v, prev.views[s.h], maxDescription)
+		c.offer = offerOf(s.name, v, prev.viewOf(s.h), maxDescription)
 	}
 	return c
 }
 
 // usedBy is the contribution old made to prev: the offer prev used.
 func usedBy(old poolServer, prev *pool) contribution {
-	pv := prev.views[old.h]
+	pv := prev.viewOf(old.h)
 	c := routesOf(old, pv.view, prev)
 	c.offer = pv.offer
 	return c

@@ -41,7 +41,7 @@ func nextPool(servers []poolServer, builtins []BuiltinTool, maxDescription int, 
 			}
 		}
 	}
-	p, evs, _ := applyChanges(prev, builtinPool(builtins, maxDescription, prev), allChanges(prev, servers), maxDescription, true)
+	p, evs, _ := applyChanges(prev, builtinPool(builtins, maxDescription), allChanges(prev, servers), maxDescription, true)
 	return p, evs
 }
 
@@ -49,19 +49,15 @@ func nextPool(servers []poolServer, builtins []BuiltinTool, maxDescription int, 
 // without a rebase: p was made for the same built-ins and cap, and no
 // name in it was renamed or contested.
 func (p *pool) extendable(builtins []BuiltinTool, maxDescription int) bool {
-	return p.parts != nil && !p.contested && len(p.collisions) == 0 && len(p.renamed) == 0 &&
+	return p.built && !p.contested && len(p.collisions) == 0 && len(p.renamed) == 0 &&
 		p.maxDescription == maxDescription && sameSlice(p.builtinsFrom, builtins)
 }
 
-// builtinPool is the base of a rebase: the built-ins and nothing else,
-// with room for as much as like (the pool it replaces) held.
-func builtinPool(builtins []BuiltinTool, maxDescription int, like *pool) *pool {
+// builtinPool is the base of a rebase: the built-ins and nothing else.
+func builtinPool(builtins []BuiltinTool, maxDescription int) *pool {
 	p := &pool{
 		builtinByName: make(map[string]*BuiltinTool, len(builtins)),
-		toolsByName:   make(map[string]poolEntry, len(like.toolsByName)), promptsByName: make(map[string]poolEntry, len(like.promptsByName)),
-		hiddenTools: map[string]poolEntry{}, off: map[string]bool{}, offRoutes: map[string]string{},
-		views: make(map[*serverHandle]pooledView, len(like.views)), offered: make(map[string]int, len(like.offered)), renamed: map[renameKey]string{},
-		parts: make(map[*serverHandle]poolServer, len(like.parts)), builtinsFrom: builtins, maxDescription: maxDescription,
+		renamed:       map[renameKey]string{}, builtinsFrom: builtins, maxDescription: maxDescription, built: true,
 	}
 	for i := range builtins {
 		b := &builtins[i]
@@ -87,23 +83,23 @@ func changesSince(prev *pool, servers []poolServer) (changes []poolChange, ok bo
 	kept := 0 // servers of prev still configured
 	for i := range servers {
 		s := &servers[i]
-		old, had := prev.parts[s.h]
+		old, had := prev.parts.Get(s.h)
 		if !had {
 			changes = append(changes, poolChange{name: s.name, cur: s})
 			continue
 		}
 		kept++
-		if old.name != s.name || old.off != s.off || prev.views[s.h].view != s.h.view.Load() {
+		if old.name != s.name || old.off != s.off || prev.viewOf(s.h).view != s.h.view.Load() {
 			was := old // only the changed servers' copies escape
 			changes = append(changes, poolChange{name: s.name, old: &was, cur: s})
 		}
 	}
-	if kept < len(prev.parts) { // some were removed
+	if kept < prev.parts.Len() { // some were removed
 		present := make(map[*serverHandle]bool, len(servers))
 		for _, s := range servers {
 			present[s.h] = true
 		}
-		for h, old := range prev.parts {
+		for h, old := range prev.parts.All() {
 			if !present[h] {
 				was := old
 				changes = append(changes, poolChange{name: old.name, old: &was})
@@ -125,15 +121,15 @@ func changesSince(prev *pool, servers []poolServer) (changes []poolChange, ok bo
 // allChanges counts every server of prev and of servers as changed, one
 // change per name, in name order: a rebase.
 func allChanges(prev *pool, servers []poolServer) []poolChange {
-	changes := make([]poolChange, 0, len(servers)+len(prev.parts))
+	changes := make([]poolChange, 0, len(servers)+prev.parts.Len())
 	at := make(map[string]int, cap(changes)) // name → index in changes
 	for i := range servers {
 		s := &servers[i]
 		at[s.name] = len(changes)
 		changes = append(changes, poolChange{name: s.name, cur: s})
 	}
-	olds := make([]poolServer, 0, len(prev.parts)) // never grown: the changes point into it
-	for _, old := range prev.parts {
+	olds := make([]poolServer, 0, prev.parts.Len()) // never grown: the changes point into it
+	for _, old := range prev.parts.All() {
 		olds = append(olds, old)
 		was := &olds[len(olds)-1]
 		if i, ok := at[old.name]; ok {

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -17,9 +18,9 @@ import (
 func observable(p *pool) map[string]any {
 	return map[string]any{
 		"builtins": orNil(p.builtins), "tools": orNil(p.tools), "prompts": orNil(p.prompts), "resources": orNil(p.resources), "templates": orNil(p.templates),
-		"toolsByName": p.toolsByName, "promptsByName": p.promptsByName, "hiddenTools": p.hiddenTools,
-		"off": p.off, "offRoutes": p.offRoutes, "collisions": p.collisions, "renamed": p.renamed,
-		"offered": p.offered, "views": p.views,
+		"toolsByName": maps.Collect(p.toolsByName.All()), "promptsByName": maps.Collect(p.promptsByName.All()),
+		"hiddenTools": maps.Collect(p.hiddenTools.All()), "off": maps.Collect(p.off.All()), "offRoutes": maps.Collect(p.offRoutes.All()),
+		"collisions": p.collisions, "renamed": p.renamed, "offered": maps.Collect(p.offered.All()), "views": maps.Collect(p.views.All()),
 	}
 }
 
@@ -174,7 +175,7 @@ func BenchmarkPoolUpdate(b *testing.B) {
 			p := poolOf(slices.Clone(servers), nil, 2048, nil)
 			for i := 0; b.Loop(); i++ {
 				relist(i)
-				p, _, _ = applyChanges(p, builtinPool(nil, 2048, p), allChanges(p, slices.Clone(servers)), 2048, true)
+				p, _, _ = applyChanges(p, builtinPool(nil, 2048), allChanges(p, slices.Clone(servers)), 2048, true)
 			}
 		})
 		b.Run(fmt.Sprintf("servers=%d/update", n), func(b *testing.B) {

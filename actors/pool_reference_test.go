@@ -26,11 +26,9 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int,
 	slices.SortFunc(servers, func(a, b poolServer) int { return strings.Compare(a.name, b.name) })
 	nTools, nPrompts := len(prev.tools), len(prev.prompts)
 	p := &pool{
-		builtinByName: map[string]*BuiltinTool{}, toolsByName: make(map[string]poolEntry, nTools), promptsByName: make(map[string]poolEntry, nPrompts),
-		hiddenTools: map[string]poolEntry{}, off: map[string]bool{}, offRoutes: map[string]string{},
-		views: make(map[*serverHandle]pooledView, len(servers)), offered: make(map[string]int, len(servers)), renamed: map[renameKey]string{},
+		builtinByName: map[string]*BuiltinTool{}, renamed: map[renameKey]string{},
 		tools: make([]*Tool, 0, nTools), prompts: make([]Prompt, 0, nPrompts),
-		parts: make(map[*serverHandle]poolServer, len(servers)), builtinsFrom: builtins, maxDescription: maxDescription,
+		builtinsFrom: builtins, maxDescription: maxDescription, built: true,
 	}
 	// known is the name of an entry of a server not offering it now, which
 	// stays remembered for the next pool.
@@ -50,14 +48,14 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int,
 	}
 	toolsSorted := true // p.tools is in name order so far
 	for _, s := range servers {
-		p.parts[s.h] = s
+		p.parts.Set(s.h, s)
 		v := s.h.view.Load()
 		if v == nil {
 			continue
 		}
-		p.views[s.h] = pooledView{view: v}
+		p.views.Set(s.h, pooledView{view: v})
 		if s.off {
-			p.off[s.name] = true
+			p.off.Set(s.name, true)
 			for _, t := range v.lists.tools {
 				p.routeOff(known("tool", s.name, t.Name), s.name)
 			}
@@ -71,22 +69,22 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int,
 			for _, t := range v.lists.tools {
 				if v.cfg.Tools.allowed(t.Name) && !v.withheld(t.Name) {
 					q := known("tool", s.name, t.Name)
-					if _, taken := p.hiddenTools[q]; taken {
+					if p.hiddenTools.Has(q) {
 						p.contested = true
 					}
-					p.hiddenTools[q] = poolEntry{h: s.h, name: t.Name, replayable: trusted && readOnlyAndIdempotent(t)}
+					p.hiddenTools.Set(q, poolEntry{h: s.h, name: t.Name, replayable: trusted && readOnlyAndIdempotent(t)})
 				}
 			}
 		}
 		if !v.offersTools() {
 			continue
 		}
-		o := offerOf(s.name, v, prev.views[s.h], maxDescription)
-		p.views[s.h] = pooledView{view: v, offer: o}
+		o := offerOf(s.name, v, prev.viewOf(s.h), maxDescription)
+		p.views.Set(s.h, pooledView{view: v, offer: o})
 		for i := range o.tools {
 			t := &o.tools[i]
 			q := tools.claimPreferred(s.name, t.tool.Definition.Name, t.tool.Name)
-			p.toolsByName[q] = poolEntry{h: s.h, name: t.tool.Definition.Name, replayable: t.replayable}
+			p.toolsByName.Set(q, poolEntry{h: s.h, name: t.tool.Definition.Name, replayable: t.replayable})
 			if n := len(p.tools); toolsSorted && n > 0 && p.tools[n-1].Name > q {
 				toolsSorted = false
 			}
@@ -98,10 +96,11 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int,
 			}
 			p.tools = append(p.tools, tool)
 		}
-		p.offered[s.name] += len(o.tools)
+		offered, _ := p.offered.Get(s.name)
+		p.offered.Set(s.name, offered+len(o.tools))
 		for _, pr := range o.prompts {
 			q := prompts.claimPreferred(s.name, pr.Prompt.Name, pr.Name)
-			p.promptsByName[q] = poolEntry{h: s.h, name: pr.Prompt.Name}
+			p.promptsByName.Set(q, poolEntry{h: s.h, name: pr.Prompt.Name})
 			pr.Name = q
 			p.prompts = append(p.prompts, pr)
 		}
@@ -122,10 +121,10 @@ func buildPool(servers []poolServer, builtins []BuiltinTool, maxDescription int,
 
 // routeOff routes name to the toggled-off server.
 func (p *pool) routeOff(name, server string) {
-	if _, taken := p.offRoutes[name]; taken {
+	if p.offRoutes.Has(name) {
 		p.contested = true
 	}
-	p.offRoutes[name] = server
+	p.offRoutes.Set(name, server)
 }
 
 // diffPools returns the events that tell subscribers how the pool changed
@@ -164,8 +163,8 @@ func diffPools(old, p *pool) []Event {
 	// their names can differ (a collision), so their entries are compared
 	// by name alone.
 	sameOffer := map[string]bool{}
-	for h, pv := range p.views {
-		if pv.offer != nil && old.views[h].offer == pv.offer {
+	for h, pv := range p.views.All() {
+		if pv.offer != nil && old.viewOf(h).offer == pv.offer {
 			sameOffer[pv.view.name] = true
 		}
 	}

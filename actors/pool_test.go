@@ -96,8 +96,9 @@ func TestCollisionsAreResolvedTheSameWayWhateverTheOrder(t *testing.T) {
 	assert.Equal(t, names, namesIn(poolOf(reversed, nil, 0, nil)), "the same servers give the same names in any order")
 
 	// Calls route by the assigned names.
-	assert.Equal(t, "x", p.toolsByName[c.Renamed].name)
-	assert.Equal(t, "my_server", p.toolsByName[c.Renamed].h.name)
+	e, _ := p.toolsByName.Get(c.Renamed)
+	assert.Equal(t, "x", e.name)
+	assert.Equal(t, "my_server", e.h.name)
 }
 
 func TestHostBuiltinsWinCollisionsAndAreListedFirst(t *testing.T) {
@@ -152,7 +153,7 @@ func TestDiffsNameWhatWasAddedRemovedAndChanged(t *testing.T) {
 	assert.Equal(t, "a", evs[0].Server)
 	assert.Equal(t, &ListDiff{Added: []string{"mcp__a__new"}, Removed: []string{"mcp__a__drop"}, Changed: []string{"mcp__a__edit"}}, evs[0].Diff)
 	assert.Equal(t, 4, evs[0].Tools)
-	_, evs = nextPool(slices.Collect(maps.Values(after.parts)), nil, 0, after)
+	_, evs = nextPool(slices.Collect(maps.Values(maps.Collect(after.parts.All()))), nil, 0, after)
 	assert.Empty(t, evs, "an unchanged pool has no diff")
 }
 
@@ -170,17 +171,20 @@ func TestARenamedToolIsRoutedByItsNameAfterItsServerLeavesThePool(t *testing.T) 
 	parked.state = StateFailed
 	loser.h.view.Store(&parked)
 	p = poolOf([]poolServer{holder, loser}, nil, 0, p)
-	assert.Equal(t, "x", p.hiddenTools[renamed].name, "a call by the renamed name still wakes the parked server")
-	_, wrong := p.hiddenTools["mcp__my_server__x"]
+	e, _ := p.hiddenTools.Get(renamed)
+	assert.Equal(t, "x", e.name, "a call by the renamed name still wakes the parked server")
+	wrong := p.hiddenTools.Has("mcp__my_server__x")
 	assert.False(t, wrong, "the holder's name is not routed to the parked server")
 
 	p = poolOf([]poolServer{holder, loser}, nil, 0, p)
-	assert.Equal(t, "x", p.hiddenTools[renamed].name, "remembered across rebuilds")
+	e, _ = p.hiddenTools.Get(renamed)
+	assert.Equal(t, "x", e.name, "remembered across rebuilds")
 
 	ready := parked
 	ready.state = StateReady
 	loser.h.view.Store(&ready)
 	loser.off = true
 	p = poolOf([]poolServer{holder, loser}, nil, 0, p)
-	assert.Equal(t, "my_server", p.offRoutes[renamed], "toggled off: refused under the name the model knows")
+	server, _ := p.offRoutes.Get(renamed)
+	assert.Equal(t, "my_server", server, "toggled off: refused under the name the model knows")
 }

@@ -23,8 +23,8 @@ func (s *System) ToolName(server, tool string) (name string, ok bool) {
 	if _, builtin := p.builtinByName[name]; builtin {
 		return name, false
 	}
-	for _, m := range []map[string]poolEntry{p.toolsByName, p.hiddenTools} {
-		if e, found := m[name]; found && e.h.name != server {
+	for _, m := range []*pmap[string, poolEntry]{&p.toolsByName, &p.hiddenTools} {
+		if e, found := m.Get(name); found && e.h.name != server {
 			return name, false
 		}
 	}
@@ -57,7 +57,7 @@ func (s *System) offered(p *pool, server string) error {
 	if err != nil {
 		return err
 	}
-	if p.off[server] {
+	if p.off.Has(server) {
 		return fmt.Errorf("%w: %q", ErrServerOff, server)
 	}
 	if v := h.view.Load(); !v.offersTools() {
@@ -73,8 +73,8 @@ func (s *System) Status() []ServerStatus {
 	p := s.pool.Load()
 	for _, h := range hs {
 		st := h.view.Load().status()
-		st.ToggledOff = p.off[h.name]
-		st.OfferedTools = p.offered[h.name]
+		st.ToggledOff = p.off.Has(h.name)
+		st.OfferedTools, _ = p.offered.Get(h.name)
 		if st.State == StateReady {
 			st.Strikes = int(h.strikes.Load())
 		}
@@ -107,4 +107,19 @@ func (s *System) Resources(server string) ([]Resource, []ResourceTemplate, error
 		}
 	}
 	return rs, ts, nil
+}
+
+// Pooled reports whether the tool pool reflects the server's current
+// view: the tools, prompts and resources Status and Tools show for it
+// are those of the state Status shows. It is false for a moment after
+// the server's readiness or lists change (the registry folds changes
+// into the pool in batches, at most every 100 ms during a connect wave),
+// and for an unknown server.
+func (s *System) Pooled(server string) bool {
+	h, err := s.handle(server)
+	if err != nil {
+		return false
+	}
+	pooled, cur := s.pool.Load().viewOf(h).view, h.view.Load()
+	return !poolChanged(pooled, cur) && !hiddenChanged(pooled, cur)
 }

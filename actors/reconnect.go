@@ -243,33 +243,35 @@ const (
 )
 
 // startListening opens the listen stream of a ready stateless-era
-// session, selecting the list_changed notifications the server offers.
-// Each acknowledgement of the stream re-lists what it covers (see
-// notification): changes before the stream opened were not announced.
-func (a *serverActor) startListening() {
+// session, selecting the list_changed notifications the server offers,
+// or takes over first, the stream the connect opened before listing (see
+// listen_first.go). Each acknowledgement of the stream re-lists what it
+// covers (see notification): changes before the stream opened were not
+// announced; the first one's connect listed after it does not.
+func (a *serverActor) startListening(first *firstListen) {
 	sess := a.sess
-	if !protocol.UsesDiscover(sess.ProtocolVersion()) {
-		return
-	}
-	caps := sess.Capabilities()
-	subs := protocol.NotificationSubscriptions{
-		ToolsListChanged:     caps.Tools != nil && caps.Tools.ListChanged,
-		PromptsListChanged:   caps.Prompts != nil && caps.Prompts.ListChanged,
-		ResourcesListChanged: caps.Resources != nil && caps.Resources.ListChanged,
-	}
+	subs := listenSubscriptions(sess)
 	if subs.IsEmpty() {
 		return
 	}
 	gen, self, root, log := a.gen, a.self, a.root, a.log
 	minWait, maxFailures := time.Duration(a.policy.ListenDelay), a.policy.ListenFailures
-	a.goroutine("server.listen", func() {
+	loop := func() {
 		b := backoff.NewExponentialBackOff()
 		b.InitialInterval, b.MaxInterval, b.MaxElapsedTime, b.RandomizationFactor = minWait, listenMaxWait, 0, 0.2
 		b.Reset()
 		failures := 0
 		for {
 			opened := time.Now()
-			out, err := sess.Listen(context.Background(), subs)
+			var out session.ListenOutcome
+			var err error
+			if first != nil {
+				opened = first.opened
+				out, err = first.stream.Result() // ended: see below
+				first = nil
+			} else {
+				out, err = sess.Listen(context.Background(), subs)
+			}
 			if sess.Err() != nil {
 				return // the session ended; the next one listens anew
 			}
@@ -302,5 +304,13 @@ func (a *serverActor) startListening() {
 				return
 			}
 		}
-	})
+	}
+	if first != nil {
+		// The connect's stream is open: no goroutine waits for it (an
+		// idle server's stream costs the one goroutine holding its
+		// request); the loop starts when it ends.
+		a.goroutineAfter(first.stream.Context(), "server.listen", loop)
+		return
+	}
+	a.goroutine("server.listen", loop)
 }

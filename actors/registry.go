@@ -83,9 +83,14 @@ type registry struct {
 
 	servers  map[string]*serverEntry        // configured servers by name
 	removing map[*serverHandle]*serverEntry // removed servers still shutting down
-	childSeq int                            // makes child actor names unique
+	// actorOf finds a server by its actor's PID (its Id), for the
+	// Terminated notices: one lookup, not a walk of every server (closing
+	// 10,000 servers walked them 10,000 times). Entries live from the
+	// spawn until the actor's end is handled.
+	actorOf  map[string]*serverHandle
+	childSeq int // makes child actor names unique
 
-	admission *admission.Scheduler // who may connect next
+	admission *admissionGate // who may connect next; shared with the connect goroutines (opts.admission)
 
 	// The pool is rebuilt once per burst of changes: a change marks it
 	// dirty and queues a flushPool message, and the flush stores the new
@@ -113,7 +118,8 @@ func newRegistry(deps registryDeps) *registry {
 		out:       deps.out,
 		servers:   map[string]*serverEntry{},
 		removing:  map[*serverHandle]*serverEntry{},
-		admission: admission.New(deps.opts.LocalConnectLimit, deps.opts.RemoteConnectLimit),
+		actorOf:   map[string]*serverHandle{},
+		admission: deps.opts.admission,
 		bus:       newBus(deps.opts.EventBuffer),
 	}
 	return r
@@ -124,6 +130,9 @@ func (r *registry) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		r.root, r.self = ctx.ActorSystem().Root, ctx.Self()
+		r.admission.mu.Lock()
+		r.admission.root = r.root
+		r.admission.mu.Unlock()
 	case setServers:
 		m.reply <- r.setServers(ctx, m.servers, m.patch, m.drop)
 	case serverChanged:
@@ -275,6 +284,7 @@ func (r *registry) add(ctx actor.Context, name string, cfg ServerConfig) {
 		panic(fmt.Sprintf("spawning server actor %q: %v", name, err))
 	}
 	h.pid = pid
+	r.actorOf[pid.Id] = h
 	e := &serverEntry{cfg: cfg, h: h, class: classOf(cfg)}
 	r.servers[name] = e
 	if e.eager() {
@@ -363,7 +373,7 @@ func (r *registry) serverChanged(m serverChanged) {
 		e.unconfirmed = false
 	}
 	if v.state != StateConnecting {
-		r.admission.Settled(m.name, v.admitted)
+		r.admission.settled(m.name, v.admitted)
 	}
 	if v.state == StatePending && e.eager() {
 		// A server back in pending (its actor restarted after a crash, or
@@ -485,7 +495,7 @@ func (r *registry) checkSettled() {
 		// admitted for a connect, or not yet past a config change, is not
 		// settled whatever its view says.
 		v := e.view
-		if v == nil || e.unconfirmed || r.admission.Waiting(name) || v.state == StateConnecting || v.loadingCache ||
+		if v == nil || e.unconfirmed || r.admission.waiting(name) || v.state == StateConnecting || v.loadingCache ||
 			(v.state == StatePending && e.eager()) {
 			return
 		}
@@ -539,6 +549,7 @@ func (r *registry) stopped(h *serverHandle) {
 		return
 	}
 	delete(r.removing, h)
+	delete(r.actorOf, h.pid.Id)
 	prev := StatePending
 	if e.view != nil {
 		prev = e.view.state
@@ -558,25 +569,28 @@ func (r *registry) stopped(h *serverHandle) {
 // by itself; any other stopped because it crashed more often than its
 // supervision strategy allows.
 func (r *registry) terminated(pid *actor.PID) {
-	for name, e := range r.servers {
-		if e.h.pid.Equal(pid) {
-			err := fmt.Errorf("the server's actor crashed repeatedly and was stopped")
-			r.log.Error().Str("server", name).Msg(err.Error())
-			e.dead, e.unconfirmed = true, false
-			prev := e.h.view.Load()
-			v := *prev
-			v.state, v.err, v.sess, v.lists, v.since = StateFailed, err, nil, lists{}, time.Now()
-			e.h.view.Store(&v)
-			r.serverChanged(serverChanged{name: name, handle: e.h, view: &v})
-			return
-		}
+	h, ok := r.actorOf[pid.Id]
+	if !ok || !h.pid.Equal(pid) {
+		return
 	}
-	for h := range r.removing {
-		if h.pid.Equal(pid) {
-			r.stopped(h)
-			return
-		}
+	if _, removed := r.removing[h]; removed {
+		r.stopped(h)
+		return
 	}
+	name := h.name
+	e, ok := r.servers[name]
+	if !ok || e.h != h {
+		return
+	}
+	delete(r.actorOf, pid.Id)
+	err := fmt.Errorf("the server's actor crashed repeatedly and was stopped")
+	r.log.Error().Str("server", name).Msg(err.Error())
+	e.dead, e.unconfirmed = true, false
+	prev := e.h.view.Load()
+	v := *prev
+	v.state, v.err, v.sess, v.lists, v.since = StateFailed, err, nil, lists{}, time.Now()
+	e.h.view.Store(&v)
+	r.serverChanged(serverChanged{name: name, handle: e.h, view: &v})
 }
 
 // publishHandles publishes the configured servers, sorted by name, for

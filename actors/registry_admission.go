@@ -12,24 +12,18 @@ func classOf(cfg ServerConfig) admission.Class {
 
 // enqueue puts a server in line for a connect slot (once).
 func (r *registry) enqueue(name string, e *serverEntry) {
-	r.admission.Enqueue(name, e.class)
+	r.admission.enqueue(name, e.class, e.h.pid)
 }
 
 // dequeue takes a server out of line and frees its slot, if it had one.
 func (r *registry) dequeue(name string) {
-	r.admission.Remove(name)
+	r.admission.remove(name)
 }
 
 // pump admits queued servers while their class has free slots. A slot
 // frees as soon as one connect settles, not when a batch does.
 func (r *registry) pump() {
-	for {
-		name, ticket, ok := r.admission.Next()
-		if !ok {
-			return
-		}
-		r.root.Send(r.servers[name].h.pid, connectNow{ticket: ticket})
-	}
+	r.admission.pump()
 }
 
 type statsQuery struct {
@@ -37,6 +31,6 @@ type statsQuery struct {
 }
 
 func (r *registry) stats() AdmissionStats {
-	st := r.admission.Stats()
+	st := r.admission.stats()
 	return AdmissionStats{Limit: st.Limit, Running: st.Running, Peak: st.Peak, Queued: st.Queued}
 }

@@ -64,7 +64,7 @@ func (r *registry) flushSpacing() time.Duration {
 // inWave reports whether servers are connecting or waiting for a connect
 // slot.
 func (r *registry) inWave() bool {
-	st := r.admission.Stats()
+	st := r.admission.stats()
 	for c := range st.Running {
 		if st.Running[c] > 0 || st.Queued[c] > 0 {
 			return true

@@ -66,6 +66,10 @@ type serverActor struct {
 	early        []serverNotification
 	earlyDropped int // notifications beyond maxEarly, dropped and logged
 
+	// firstListen is the listen stream the live connection's connect
+	// opened before listing: its acknowledgement needs no re-list.
+	firstListen *firstListen
+
 	recovering bool // reconnecting after being ready (see serverView.recovering)
 	// cached is set while the tools come from the discovery cache, not
 	// from a listing of this run (see discovery.go); loadingCache while
@@ -242,6 +246,7 @@ func (a *serverActor) connect() {
 	dc := a.dialConfig()
 	pinStore := a.opts.ToolPins.Store
 	tracer, attempt := a.opts.tracer, a.attempt
+	gate, ticket := a.opts.admission, a.h.admitted.Load()
 	a.goroutine("server.connect", func() {
 		defer cancel()
 		ctx, span := startConnectSpan(ctx, tracer, name, cfg, attempt, reconnect)
@@ -260,6 +265,13 @@ func (a *serverActor) connect() {
 			// Abandoned while listing: close here, nobody will take it.
 			closeSession(res.sess, session.ErrConnectionClosed)
 			res.sess, res.err = nil, fmt.Errorf("connect abandoned: %w", context.Cause(ctx))
+		}
+		if gate != nil && ctx.Err() == nil {
+			// The slot goes to the next server now, not once this
+			// result has passed through the actor and the registry (an
+			// abandoned attempt's slot is freed by the one that
+			// replaced it).
+			gate.release(name, ticket)
 		}
 		root.Send(self, res)
 	})
@@ -282,6 +294,21 @@ func (a *serverActor) goroutine(name string, f func()) {
 	})
 }
 
+// goroutineAfter is goroutine for f, started once ctx is done: it counts
+// as running from now, but nothing runs, or waits, until then.
+func (a *serverActor) goroutineAfter(ctx context.Context, name string, f func()) {
+	a.h.busy.Add(1)
+	a.h.running.Add(1)
+	h, self, root := a.h, a.self, a.root
+	context.AfterFunc(ctx, func() {
+		routine.Run(name, f, "server", h.name)
+		h.running.Done()
+		if !h.stopped.Load() {
+			root.Send(self, goroutineDone{})
+		}
+	})
+}
+
 // connectOnce dials, negotiates and lists. It runs in its own goroutine.
 func connectOnce(ctx context.Context, cfg ServerConfig, sopts session.Options, dc dialConfig) connectResult {
 	dial, err := dialer(cfg, dc)
@@ -292,12 +319,13 @@ func connectOnce(ctx context.Context, cfg ServerConfig, sopts session.Options, d
 	if err != nil {
 		return connectResult{err: fmt.Errorf("connect: %w", err)}
 	}
+	listen := openListenFirst(ctx, sess) // listen_first.go: before the lists
 	ls, listErrs, err := listAll(ctx, sess)
 	if err != nil {
 		closeSession(sess, session.ErrConnectionClosed)
 		return connectResult{err: err}
 	}
-	return connectResult{sess: sess, lists: ls, listErrs: listErrs}
+	return connectResult{sess: sess, lists: ls, listErrs: listErrs, listen: listen}
 }
 
 // listAll lists everything a server offers, the four lists at once (one
@@ -368,6 +396,7 @@ func (a *serverActor) connected(m connectResult) {
 	}
 	a.recovering, a.cached = false, false
 	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
+	a.firstListen = m.listen
 	a.h.strikes.Store(0)
 	a.pinsFound(m.pinErr)
 	a.setState(StateReady, nil)
@@ -378,7 +407,7 @@ func (a *serverActor) connected(m connectResult) {
 		a.storeCache(m.lists.tools) // never the empty list of a refusal
 	}
 	a.logLevelAfterConnect()
-	a.startListening()
+	a.startListening(m.listen)
 	a.startStableTimer()
 	a.startPinging()
 	a.restoreSubscriptions()

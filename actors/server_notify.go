@@ -43,7 +43,12 @@ func (a *serverActor) notification(m serverNotification) {
 	}
 	if m.method == protocol.NotificationSubscriptionsAck {
 		// A listen stream (re)opened: what changed before it was not
-		// announced, so list again what it covers.
+		// announced, so list again what it covers; unless the connect
+		// listed after this acknowledgement (listen_first.go).
+		if a.firstListen.skipsRelist(m.params) {
+			a.firstListen = nil
+			return
+		}
 		var ack protocol.SubscriptionsAcknowledgedParams
 		if json.Unmarshal(m.params, &ack) == nil {
 			if ack.Notifications.ToolsListChanged {

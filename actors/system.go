@@ -17,6 +17,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/httpclient"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"
+	"github.com/mcpvisor/mcpvisor/transports/streamable"
 )
 
 // Errors of the supervision core. The root package re-exports them.
@@ -172,6 +173,8 @@ func Start(opts Options) (*System, error) {
 		return nil, err
 	}
 	opts.sharedHTTP = shared
+	opts.sessionEnds = streamable.NewEndLimiter(0)
+	opts.admission = newAdmissionGate(opts.LocalConnectLimit, opts.RemoteConnectLimit)
 	opts.host = newHostState(opts)
 	opts.tracer = newTracer(opts.TracerProvider)
 	opts.dispatch = newWarmDispatcher(mailboxThroughput, maxIdleWorkers)

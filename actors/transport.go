@@ -44,7 +44,7 @@ func (a *serverActor) dialConfig() dialConfig {
 			Logger:            a.log,
 			Sandbox:           a.opts.Sandbox,
 		},
-		streamable: streamable.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
+		streamable: streamable.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log, EndLimiter: a.opts.sessionEnds},
 		sse:        sse.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
 		ws:         ws.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
 		inproc:     inproc.Options{MaxFrameSize: maxFrame, Logger: a.log},

@@ -36,6 +36,7 @@ type ListenStream struct {
 	s          *Session
 	id         int64
 	supersedes *ListenStream
+	ctx        context.Context // ends with the stream
 	cancel     context.CancelFunc
 
 	ackOnce sync.Once
@@ -68,7 +69,7 @@ func (s *Session) OpenListen(ctx context.Context, subs protocol.NotificationSubs
 		return nil, fmt.Errorf("%w: subscriptions/listen needs protocol version %s, the session speaks %s", ErrVersionMismatch, protocol.Version20260728, s.version)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	l := &ListenStream{s: s, id: s.nextID.Add(1), supersedes: supersedes, cancel: cancel,
+	l := &ListenStream{s: s, id: s.nextID.Add(1), supersedes: supersedes, ctx: ctx, cancel: cancel,
 		acked: make(chan struct{}), done: make(chan struct{})}
 	s.mu.Lock()
 	if s.err != nil {
@@ -128,6 +129,12 @@ func (l *ListenStream) Agreed() protocol.NotificationSubscriptions {
 
 // Done is closed when the stream has ended.
 func (l *ListenStream) Done() <-chan struct{} { return l.done }
+
+// Context returns a context that is cancelled when the request of the
+// stream has ended (Done is closed right after) or the stream was
+// cancelled: what context.AfterFunc needs to act on the stream's end
+// without a goroutine waiting for it.
+func (l *ListenStream) Context() context.Context { return l.ctx }
 
 // Result returns how the stream went and why it ended; valid once Done is
 // closed. A stream the client cancelled ends with the context's error.

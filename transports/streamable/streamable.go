@@ -92,6 +92,11 @@ type Options struct {
 	// Zero means 2 s.
 	DeleteTimeout time.Duration
 
+	// EndLimiter, when set, bounds the DELETEs in flight to each host
+	// across the sessions that share it (see EndLimiter); waiting for a
+	// slot counts against DeleteTimeout. Nil: no bound.
+	EndLimiter *EndLimiter
+
 	// Logger receives diagnostics. The zero value logs nothing. Header
 	// values are never logged.
 	Logger zerolog.Logger
@@ -737,6 +742,12 @@ func (c *Conn) deleteSession(ctx context.Context, sid, version string) {
 	if err != nil {
 		return
 	}
+	release, ok := c.opts.EndLimiter.acquire(dctx, req.URL.Host)
+	if !ok {
+		c.opts.Logger.Debug().Msg("DELETE of the session skipped: no slot before its deadline")
+		return
+	}
+	defer release()
 	c.setHeaders(req.Header, outgoing{session: sid, version: version})
 	resp, err := c.client.Do(req)
 	if err != nil {

@@ -105,7 +105,7 @@ func (r *runner) connectOne(ctx context.Context, client, transport, era string, 
 	res.PeakRSSSinceStart = !ResetPeakRSS()
 	stopSampling := sampleGoroutines()
 	octx, cancel := context.WithTimeout(ctx, connectTimeout+time.Duration(n)*50*time.Millisecond)
-	stopProfile := r.profileConnect(client, transport, n)
+	stopProfile := r.profileConnect("connect", client, transport, n)
 	cpu0 := CPUTime()
 	t0 := time.Now()
 	err = f.open(octx, n)
@@ -131,14 +131,17 @@ func (r *runner) connectOne(ctx context.Context, client, transport, era string, 
 			res.RSSGrowthBytes = after.rss - before.rss
 		}
 	}
+	stopProfile = r.profileConnect("close", client, transport, n)
 	t1 := time.Now()
-	if cerr := f.close(); cerr != nil {
+	cerr := f.close()
+	res.CloseMs = ms(time.Since(t1))
+	stopProfile()
+	if cerr != nil {
 		msg := r.fail("%s %s N=%d: close: %v", client, transport, n, cerr)
 		if res.Error == "" {
 			res.Error = msg
 		}
 	}
-	res.CloseMs = ms(time.Since(t1))
 }
 
 // snap is the client's state at one moment.
@@ -383,9 +386,10 @@ func (f *spawnFleet) open(ctx context.Context, n int) error {
 
 func (f *spawnFleet) close() error { return nil }
 
-// profileConnect starts a CPU profile of mcpvisor's connect run when the
-// run asks for them (ConnectProfiles) and returns what stops it.
-func (r *runner) profileConnect(client, transport string, n int) (stop func()) {
+// profileConnect starts a CPU profile of one phase ("connect" or
+// "close") of mcpvisor's connect run when the run asks for them
+// (ConnectProfiles) and returns what stops it.
+func (r *runner) profileConnect(phase, client, transport string, n int) (stop func()) {
 	if r.cfg.ConnectProfiles == "" || client != Mcpvisor {
 		return func() {}
 	}
@@ -393,7 +397,7 @@ func (r *runner) profileConnect(client, transport string, n int) (stop func()) {
 		r.fail("connect profile: %v", err)
 		return func() {}
 	}
-	f, err := os.Create(filepath.Join(r.cfg.ConnectProfiles, fmt.Sprintf("connect-%s-%d.pprof", transport, n)))
+	f, err := os.Create(filepath.Join(r.cfg.ConnectProfiles, fmt.Sprintf("%s-%s-%d.pprof", phase, transport, n)))
 	if err != nil {
 		r.fail("connect profile: %v", err)
 		return func() {}
@@ -403,7 +407,18 @@ func (r *runner) profileConnect(client, transport string, n int) (stop func()) {
 		r.fail("connect profile: %v", err)
 		return func() {}
 	}
+	// A second into the phase, what every goroutine waits on: the wall
+	// time a CPU profile does not show.
+	dump := time.AfterFunc(time.Second, func() {
+		g, err := os.Create(filepath.Join(r.cfg.ConnectProfiles, fmt.Sprintf("%s-%s-%d.goroutines.txt", phase, transport, n)))
+		if err != nil {
+			return
+		}
+		defer g.Close()
+		_ = pprof.Lookup("goroutine").WriteTo(g, 1)
+	})
 	return func() {
+		dump.Stop()
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
 			r.fail("connect profile: %v", err)
