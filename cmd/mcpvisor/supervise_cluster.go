@@ -26,6 +26,7 @@ type clusterFlags struct {
 	providerPort int
 	peers        []string
 	labels       []string
+	refresh      time.Duration
 }
 
 func (c *clusterFlags) register(fl *pflag.FlagSet) {
@@ -34,6 +35,7 @@ func (c *clusterFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&c.addr, "cluster-addr", "", "with --cluster: this member's remote endpoint `HOST:PORT` (required)")
 	fl.IntVar(&c.providerPort, "cluster-membership-port", 0, "with --cluster: the `PORT` of this member's membership endpoint, on the --cluster-addr host (required)")
 	fl.StringSliceVar(&c.peers, "cluster-peers", nil, "with --cluster: every member's membership endpoint `HOST:PORT`, this one included (comma-separated or repeated)")
+	fl.DurationVar(&c.refresh, "cluster-refresh", time.Second, "with --cluster: how often the member re-reads the cluster-wide pool besides the changes other members push")
 	fl.StringArrayVar(&c.labels, "cluster-label", nil, "with --cluster: a `KEY=VALUE` label of this member (repeatable); servers whose \"nodes\" names it may run here")
 }
 
@@ -62,7 +64,7 @@ func (c *clusterFlags) options() (mcpvisor.ClusterOptions, error) {
 		}
 		labels[k] = v
 	}
-	return mcpvisor.ClusterOptions{Name: c.name, Host: host, Port: p, ProviderPort: c.providerPort, Peers: c.peers, Labels: labels}, nil
+	return mcpvisor.ClusterOptions{Name: c.name, Host: host, Port: p, ProviderPort: c.providerPort, Peers: c.peers, Labels: labels, Refresh: c.refresh}, nil
 }
 
 // superviseCluster is `supervise --cluster`: the process joins the

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -14,6 +17,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // clusterFreePorts reserves n loopback ports and releases them for the
@@ -32,6 +37,29 @@ func clusterFreePorts(t *testing.T, n int) []int {
 		ln.Close()
 	}
 	return ports
+}
+
+// startHTTPMock starts a mock serving Streamable HTTP (virtual servers
+// at /mcp/<name>) on port and returns its address once it listens.
+func startHTTPMock(t *testing.T, bin string, port int) string {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.Command(bin, "mock", "-transport", "http", "-listen", addr)
+	stdin, err := cmd.StdinPipe() // the mock serves until its stdin ends
+	require.NoError(t, err)
+	t.Cleanup(func() { stdin.Close() })
+	p := startLogged(t, cmd)
+	for dl := time.Now().Add(10 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(dl) {
+			t.Fatalf("timed out waiting for the mock to listen on %s: %v\n%s", addr, err, p.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // clusterStatus reads a gateway's /status: server → member, and the
@@ -76,30 +104,19 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "mcpvisor")
 	copyBinary(t, bin)
-	ports := clusterFreePorts(t, 5)
-	mockAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	mockCmd := exec.Command(bin, "mock", "-transport", "http", "-listen", mockAddr)
-	mockStdin, err := mockCmd.StdinPipe() // the mock serves until its stdin ends
-	require.NoError(t, err)
-	t.Cleanup(func() { mockStdin.Close() })
-	mockProc := startLogged(t, mockCmd)
-	for dl := time.Now().Add(10 * time.Second); ; {
-		c, err := net.DialTimeout("tcp", mockAddr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(dl) {
-			t.Fatalf("timed out waiting for the mock to listen on %s: %v\n%s", mockAddr, err, mockProc.logs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	ports := clusterFreePorts(t, 6)
+	// Two mocks: the announcer's catalog is its own (a mock's virtual
+	// servers share one catalog, so an announce changes them all).
+	shared := startHTTPMock(t, bin, ports[0])
+	announcer := startHTTPMock(t, bin, ports[5])
 	servers := map[string]any{}
 	const n = 10 // rendezvous puts all of them on one member with p = 2/1024
 	for i := range n {
 		name := fmt.Sprintf("s%d", i)
-		servers[name] = map[string]any{"type": "http", "url": "http://" + mockAddr + "/mcp/" + name}
+		servers[name] = map[string]any{"type": "http", "url": "http://" + shared + "/mcp/" + name}
 	}
+	// x runs on A: pinned by the label only A has.
+	servers["x"] = map[string]any{"type": "http", "url": "http://" + announcer + "/mcp/x", "nodes": map[string]string{"role": "a"}}
 	cfg := writeConfig(t, servers)
 	peers := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[3], ports[4])
 	var procs []*loggedProc
@@ -107,7 +124,12 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 	for i := range 2 {
 		cmd := exec.Command(bin, "supervise", "--config", cfg, "--listen", "127.0.0.1:0", "--cluster",
 			"--cluster-addr", "127.0.0.1:"+strconv.Itoa(ports[1+i]),
-			"--cluster-membership-port", strconv.Itoa(ports[3+i]), "--cluster-peers", peers)
+			"--cluster-membership-port", strconv.Itoa(ports[3+i]), "--cluster-peers", peers,
+			// Only the members' pushes carry changes: no periodic re-read.
+			"--cluster-refresh", "1h")
+		if i == 0 {
+			cmd.Args = append(cmd.Args, "--cluster-label", "role=a")
+		}
 		// protoactor's remote.BlockList is written by gossip and read by
 		// the membership poll without a lock (pinned version): a race
 		// report inside the cluster, not in mcpvisor's code, that
@@ -141,7 +163,7 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 	for {
 		var ready map[string]bool
 		members, ready = clusterStatus(b)
-		all := len(members) == n
+		all := len(members) == n+1
 		onA := false
 		for name, ok := range ready {
 			all = all && ok
@@ -156,13 +178,8 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	var onA string
-	for name, m := range members {
-		if m == idA {
-			onA = name
-		}
-	}
-	require.NotEmpty(t, onA, "no server runs on member A (%s): %v", idA, members)
+	onA := "x"
+	require.Equal(t, idA, members[onA], "the pinned server runs on A: %v", members)
 
 	// A call through B reaches A's server.
 	out := statelessToolCall(b, 1, "mcp__"+onA+"__echo", `{"text":"through b"}`)
@@ -171,7 +188,12 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 	out = statelessToolCall(b, 2, "mcp__"+onA+"__nope", `{}`)
 	require.Contains(t, out, `"error"`, "an unknown tool")
 
-	// The server on A adds a tool (called through A); B's events and pool get it.
+	// A 2025-11-25 client of B with a GET stream open.
+	session := initSession(t, b)
+	stream := openGetStream(t, b, session)
+
+	// The server on A adds a tool (called through A); B's events, pool
+	// and GET stream get it.
 	out = statelessToolCall(a, 3, "mcp__"+onA+"__announce", `{"text":"fresh"}`)
 	require.Contains(t, out, "announced fresh")
 	want := "mcp__" + onA + "__fresh"
@@ -186,6 +208,9 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 	list := mcpPostNoFail(b, `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
 		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list")
 	require.Contains(t, list, want, "B's tools/list")
+	stream.waitFor(t, 10*time.Second, "notifications/tools/list_changed", "list_changed on B's GET stream")
+	list = mcpPostSession(t, b, session, `{"jsonrpc":"2.0","id":6,"method":"tools/list"}`)
+	require.Contains(t, list, want, "the session's tools/list on B")
 
 	for _, p := range procs {
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
@@ -193,5 +218,90 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 	for _, p := range procs {
 		_ = p.wait(t)
 		p.exited = true
+	}
+}
+
+// initSession opens a 2025-11-25 session on the gateway at base and
+// returns its id.
+func initSession(t *testing.T, base string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"cluster-test","version":"1"}}}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := httpClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "initialize")
+	id := resp.Header.Get("Mcp-Session-Id")
+	require.NotEmpty(t, id, "the session id")
+	mcpPostSession(t, base, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return id
+}
+
+// mcpPostSession posts one message of a 2025-11-25 session and returns
+// the body.
+func mcpPostSession(t *testing.T, base, session, body string) string {
+	t.Helper()
+	return mcpPostNoFail(base, body, "Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")
+}
+
+// sseLines are the lines of an open event stream, read by a goroutine.
+type sseLines struct {
+	lines chan string
+	seen  []string
+}
+
+// openGetStream opens the session's GET stream; it is closed at the
+// test's end.
+func openGetStream(t *testing.T, base, session string) *sseLines {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/mcp", nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := (&http.Client{}).Do(req) // no client timeout: the stream stays open; cancel ends it
+	if err != nil {
+		cancel()
+		t.Fatalf("opening the GET stream: %v", err)
+	}
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the GET stream")
+	s := &sseLines{lines: make(chan string, 1024)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			select {
+			case s.lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		resp.Body.Close()
+		testwait.Done(t, done, "the GET stream's reader to end")
+	})
+	return s
+}
+
+// waitFor waits until a line of the stream contains want.
+func (s *sseLines) waitFor(t *testing.T, timeout time.Duration, want, what string) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l := <-s.lines:
+			s.seen = append(s.seen, l)
+			if strings.Contains(l, want) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; stream so far:\n%s", what, strings.Join(s.seen, "\n"))
+		}
 	}
 }
