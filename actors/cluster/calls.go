@@ -100,11 +100,22 @@ func (m *Member) callOnce(ctx context.Context, server, kind, tool string, args j
 			pcluster.WithContext(m.sys.Root))
 		done <- answer{resp, err}
 	}()
+	// A call in flight on a member that leaves the topology (killed
+	// with -9) ends now, typed: it may have run there, so it is not
+	// tried again (single-node mode's lost connection).
+	var gone <-chan struct{}
+	if owner := m.lookup.owner(pcluster.NewClusterIdentity(server, kind)); owner != "" && owner != m.sys.Address() {
+		ch, unwatch := m.departed.watch(owner)
+		defer unwatch()
+		gone = ch
+	}
 	var a answer
 	select {
 	case a = <-done:
 	case <-ctx.Done():
 		return nil, ctx.Err(), true
+	case <-gone:
+		return nil, &actors.ConnectionLostError{Server: server, Err: ErrMemberLost}, false
 	}
 	if a.err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoOwner, a.err), true

@@ -28,6 +28,10 @@ var (
 	// (protoactor's remote keeps process-global state; one member per
 	// process). Close it first.
 	ErrMemberRunning = errors.New("mcpvisor cluster: a member is already running in this process")
+	// ErrMemberLost: the member that ran the server left the topology
+	// (died) while a call was in flight there; the call ends with a
+	// *actors.ConnectionLostError wrapping it (it may have run).
+	ErrMemberLost = errors.New("mcpvisor cluster: the server's member left the cluster during the call")
 	// ErrLeft: the member has left the cluster (Leave or Close).
 	ErrLeft = errors.New("mcpvisor cluster: member left")
 )

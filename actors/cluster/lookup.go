@@ -61,6 +61,18 @@ func (l *lookup) Get(ci *pcluster.ClusterIdentity) *actor.PID {
 	return nil
 }
 
+// owner returns the address of the member that owns ci by the current
+// topology ("" when none does or before the first topology).
+func (l *lookup) owner(ci *pcluster.ClusterIdentity) string {
+	l.mu.RLock()
+	rdv := l.rdv
+	l.mu.RUnlock()
+	if rdv == nil {
+		return ""
+	}
+	return rdv.GetByClusterIdentity(ci)
+}
+
 // RemovePid is disthash's.
 func (l *lookup) RemovePid(ci *pcluster.ClusterIdentity, pid *actor.PID) { l.inner.RemovePid(ci, pid) }
 

@@ -137,6 +137,8 @@ type Member struct {
 	placement *placementQueue
 	reconcile *reconciler
 	pushWake  chan struct{} // wakes the pusher (poolwatch.go)
+	lookup    *lookup
+	departed  *departures // fails the calls in flight on a member that left
 
 	stopCtx  context.Context // ends when Close starts
 	stop     context.CancelFunc
@@ -176,6 +178,8 @@ func Start(opts Options) (m *Member, err error) {
 		local:    ls,
 		servers:  map[string]Server{},
 		pushWake: make(chan struct{}, 1),
+		lookup:   newLookup(),
+		departed: newDepartures(),
 	}
 	m.stopCtx, m.stop = context.WithCancel(context.Background())
 	m.sys = actor.NewActorSystem(
@@ -203,7 +207,7 @@ func Start(opts Options) (m *Member, err error) {
 	for _, k := range kindNames {
 		kinds = append(kinds, pcluster.NewKind(k, grainProps))
 	}
-	cfg := pcluster.Configure(opts.Name, m.provider, newLookup(),
+	cfg := pcluster.Configure(opts.Name, m.provider, m.lookup,
 		remote.Configure(opts.Host, opts.Port),
 		pcluster.WithKinds(kinds...),
 		pcluster.WithHeartbeatExpiration(opts.HeartbeatExpiration),
@@ -213,6 +217,7 @@ func Start(opts Options) (m *Member, err error) {
 	// Subscribe before the member starts, so that no topology is missed.
 	m.sys.EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*pcluster.ClusterTopology); ok {
+			m.departed.left(t.Left)
 			m.reconcile.topologyChanged(t)
 			m.poolChanged("")
 		}
