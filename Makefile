@@ -39,12 +39,18 @@ CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-default
 	sep-2640-client-no-prefetch sep-2640-client-verify-digest sep-2640-client-verify-size \
 	sep-2640-client-verify-frontmatter $(addprefix auth/,$(CONFORMANCE_AUTH))
 
-.PHONY: all build run test test-go test-etcd etcd-deps flake deps npm-deps os-deps browser-deps sandbox-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
+.PHONY: all build run cluster-demo test test-go test-etcd etcd-deps flake deps npm-deps os-deps browser-deps sandbox-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/mcpvisor ./cmd/mcpvisor
+
+# cluster-demo starts three `supervise --cluster` members and one mock
+# serving 12 remote servers on this machine (examples/cluster/run.sh;
+# docs/cluster.md). Ctrl-C stops them.
+cluster-demo: build
+	BIN=$(BIN)/mcpvisor sh examples/cluster/run.sh
 
 # run starts the gateway over the example config (Ctrl-C stops it).
 RUN_LISTEN ?= 127.0.0.1:7979
