@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/mcpvisor/mcpvisor/actors/cluster"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -28,8 +30,16 @@ type ClusterOptions struct {
 	// membership endpoint's. Both required.
 	Port, ProviderPort int
 	// Peers are the membership endpoints (host:port) of every member,
-	// this one included.
+	// this one included (automanaged membership: tests, a local demo).
 	Peers []string
+	// Etcd, when set, makes the membership protoactor's etcd provider
+	// over this client configuration (production); ProviderPort and
+	// Peers are then unused. A killed member is noticed when its lease
+	// expires (3 s).
+	Etcd *clientv3.Config
+	// EtcdPrefix starts the membership's etcd keys (default
+	// "/mcpvisor-cluster").
+	EtcdPrefix string
 	// Labels describe this member: a server whose ServerConfig.Nodes
 	// names one of them may run here.
 	Labels map[string]string
@@ -110,7 +120,12 @@ func StartClusterMember(opts ClusterOptions) (*ClusterMember, error) {
 			opts.OnMemberEvent(MemberEvent{Type: string(e.Type), Server: e.Server, Member: e.Member, Time: e.Time})
 		}
 	}
+	var etcdMembership *cluster.EtcdMembership
+	if opts.Etcd != nil {
+		etcdMembership = &cluster.EtcdMembership{Config: *opts.Etcd, Prefix: opts.EtcdPrefix}
+	}
 	m, err := cluster.Start(cluster.Options{
+		Etcd: etcdMembership,
 		Name: opts.Name, Host: opts.Host, Port: opts.Port, ProviderPort: opts.ProviderPort,
 		Peers: opts.Peers, Labels: opts.Labels, Local: opts.Supervisor.plain(),
 		Logger: opts.Supervisor.Logger, OnEvent: onEvent,

@@ -53,7 +53,7 @@ func (m *Member) Leave(ctx context.Context) error {
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("mcpvisor cluster: releasing the servers: %w", ctx.Err()))
 	}
-	m.provider.stopServing()
+	m.provider.withdraw()
 	if err := m.awaitQuiet(ctx, time.Now()); err != nil {
 		errs = append(errs, err)
 	}
@@ -65,7 +65,7 @@ func (m *Member) Leave(ctx context.Context) error {
 // membership polls since stopped (the members have all seen it leave), or
 // ctx ends.
 func (m *Member) awaitQuiet(ctx context.Context, stopped time.Time) error {
-	quiet := 2 * m.opts.RefreshTTL
+	quiet := m.provider.quiet()
 	tick := time.NewTicker(quiet / 4)
 	defer tick.Stop()
 	for {

@@ -46,11 +46,16 @@ type Options struct {
 	// Port is the remote (gRPC) port of this member. Required.
 	Port int
 	// ProviderPort is the port of this member's membership (automanaged
-	// health) endpoint. Required.
+	// health) endpoint. Required unless Etcd is set.
 	ProviderPort int
 	// Peers are the membership endpoints (host:port) of every member,
-	// this one included.
+	// this one included. Required unless Etcd is set.
 	Peers []string
+	// Etcd, when set, makes the membership protoactor's etcd provider
+	// (production) instead of automanaged (a static peer list; tests and
+	// the local demo). A killed member is then noticed when its lease
+	// expires (3 s).
+	Etcd *EtcdMembership
 	// RefreshTTL is how often the membership provider polls the peers; a
 	// dead member is noticed within about one period. Default 500 ms.
 	RefreshTTL time.Duration
@@ -102,6 +107,15 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
+	if o.Etcd != nil {
+		if o.Port <= 0 {
+			return fmt.Errorf("%w: Port is required (got %d)", ErrStart, o.Port)
+		}
+		if len(o.Etcd.Config.Endpoints) == 0 {
+			return fmt.Errorf("%w: Etcd.Config.Endpoints is empty", ErrStart)
+		}
+		return nil
+	}
 	if o.Port <= 0 || o.ProviderPort <= 0 {
 		return fmt.Errorf("%w: Port and ProviderPort are required (got %d, %d)", ErrStart, o.Port, o.ProviderPort)
 	}
@@ -124,7 +138,7 @@ type Member struct {
 	local    *actors.System
 	sys      *actor.ActorSystem
 	c        *pcluster.Cluster
-	provider *loopbackProvider
+	provider membership
 
 	mu       sync.Mutex
 	servers  map[string]Server // the cluster's configured set
@@ -193,7 +207,7 @@ func Start(opts Options) (m *Member, err error) {
 		m.abort()
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
-	m.provider, err = newLoopbackProvider(opts, func() *automanaged.NodeModel {
+	m.provider, err = newMembership(opts, func() *automanaged.NodeModel {
 		return automanaged.NewNode(opts.Name, m.sys.ID, opts.Host, opts.Port, opts.ProviderPort, kindNames)
 	})
 	if err != nil {
@@ -223,12 +237,12 @@ func Start(opts Options) (m *Member, err error) {
 		}
 	})
 	if _, err := m.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &overviewActor{m: m} }), overviewActorName); err != nil {
-		m.provider.stopServing()
+		m.provider.withdraw()
 		m.abort()
 		return nil, fmt.Errorf("%w: overview actor: %w", ErrStart, err)
 	}
 	if err := startMember(m.c); err != nil {
-		m.provider.stopServing()
+		m.provider.withdraw()
 		m.abort()
 		return nil, err
 	}
@@ -374,19 +388,6 @@ func (m *Member) enter() bool {
 	return true
 }
 
-// awaitProviderLoop waits out automanaged's poll loop: it has no stop
-// signal and sees the provider's shutdown only after its current pause
-// (RefreshTTL), so Close waits that long (or until ctx ends) before it
-// reports the member gone.
-func (m *Member) awaitProviderLoop(ctx context.Context) {
-	t := time.NewTimer(m.opts.RefreshTTL + m.opts.RefreshTTL/5)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
 // isDraining says whether the member takes no new calls and places no
 // new servers (Leave or Close started).
 func (m *Member) isDraining() bool {
@@ -409,13 +410,13 @@ func (m *Member) Close(ctx context.Context) error {
 	m.draining = true
 	m.mu.Unlock()
 	if !m.left.Swap(true) {
-		m.provider.stopServing()
+		m.provider.withdraw()
 		m.c.Shutdown(false)
 		// Shutdown(false) leaves the provider running: its membership
 		// poll would go on for ever.
 		_ = m.provider.Shutdown(false)
 	}
-	m.awaitProviderLoop(ctx)
+	m.provider.settle(ctx)
 	m.stop()
 	err := m.local.Close(ctx)
 	done := make(chan struct{})

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/labstack/echo"
@@ -27,6 +28,7 @@ type loopbackProvider struct {
 	*automanaged.AutoManagedProvider
 	web      *echo.Echo
 	listener net.Listener
+	refresh  time.Duration // the poll period (Options.RefreshTTL)
 }
 
 // newLoopbackProvider listens on host:port and returns the provider;
@@ -44,7 +46,7 @@ func newLoopbackProvider(o Options, node func() *automanaged.NodeModel) (*loopba
 	web.Listener = ln
 	web.GET("/_health", func(c echo.Context) error { return c.JSON(http.StatusOK, node()) })
 	p := automanaged.NewWithTesting(o.RefreshTTL, o.ProviderPort, web, o.Peers...)
-	return &loopbackProvider{AutoManagedProvider: p, web: web, listener: ln}, nil
+	return &loopbackProvider{AutoManagedProvider: p, web: web, listener: ln, refresh: o.RefreshTTL}, nil
 }
 
 // stopServing closes the health endpoint, so that the other members see

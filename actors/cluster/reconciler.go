@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,7 +115,7 @@ func (m *Member) agreedOn(t *pcluster.ClusterTopology) bool {
 		return false
 	}
 	for _, member := range t.Members {
-		kv, ok := states[member.Id]
+		kv, ok := states[gossipID(member.Id)]
 		if !ok || kv.GetValue() == nil {
 			return false
 		}
@@ -188,4 +189,15 @@ func retryPause(i int) int {
 	i++
 	time.Sleep(time.Duration(i) * 50 * time.Millisecond)
 	return i
+}
+
+// gossipID is the id gossip keys a member's state by: its actor system's
+// id. protoactor's etcd provider names a member "<cluster>@<actor system
+// id>" in the topology (automanaged uses the bare id), so that a
+// topology member's id is not found among the gossip states as it is.
+func gossipID(memberID string) string {
+	if i := strings.LastIndexByte(memberID, '@'); i >= 0 {
+		return memberID[i+1:]
+	}
+	return memberID
 }

@@ -55,8 +55,23 @@ func (f *etcdFlags) etcdClient() (*clientv3.Client, error) {
 	if f.client != nil {
 		return f.client, nil
 	}
+	cfg, err := f.config()
+	if err != nil {
+		return nil, err
+	}
+	c, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	f.client = c
+	return c, nil
+}
+
+// config is the etcd client configuration of the flags (and
+// $MCPVISOR_ETCD_USERNAME/PASSWORD).
+func (f *etcdFlags) config() (clientv3.Config, error) {
 	if len(f.endpoints) == 0 {
-		return nil, errors.New("etcd: --etcd-endpoint is required")
+		return clientv3.Config{}, errors.New("etcd: --etcd-endpoint is required")
 	}
 	cfg := clientv3.Config{
 		Endpoints:   f.endpoints,
@@ -69,28 +84,23 @@ func (f *etcdFlags) etcdClient() (*clientv3.Client, error) {
 		if f.ca != "" {
 			pem, err := os.ReadFile(f.ca)
 			if err != nil {
-				return nil, fmt.Errorf("etcd: --etcd-ca: %w", err)
+				return clientv3.Config{}, fmt.Errorf("etcd: --etcd-ca: %w", err)
 			}
 			tc.RootCAs = x509.NewCertPool()
 			if !tc.RootCAs.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("etcd: --etcd-ca %s holds no PEM certificate", f.ca)
+				return clientv3.Config{}, fmt.Errorf("etcd: --etcd-ca %s holds no PEM certificate", f.ca)
 			}
 		}
 		if f.cert != "" {
 			pair, err := tls.LoadX509KeyPair(f.cert, f.key)
 			if err != nil {
-				return nil, fmt.Errorf("etcd: --etcd-cert/--etcd-key: %w", err)
+				return clientv3.Config{}, fmt.Errorf("etcd: --etcd-cert/--etcd-key: %w", err)
 			}
 			tc.Certificates = []tls.Certificate{pair}
 		}
 		cfg.TLS = tc
 	}
-	c, err := clientv3.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("etcd: %w", err)
-	}
-	f.client = c
-	return c, nil
+	return cfg, nil
 }
 
 // where describes the etcd store for logs (never a credential).

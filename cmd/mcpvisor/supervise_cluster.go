@@ -27,6 +27,7 @@ type clusterFlags struct {
 	peers        []string
 	labels       []string
 	refresh      time.Duration
+	membership   string // "peers" (automanaged) or "etcd"
 }
 
 func (c *clusterFlags) register(fl *pflag.FlagSet) {
@@ -36,6 +37,7 @@ func (c *clusterFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&c.providerPort, "cluster-membership-port", 0, "with --cluster: the `PORT` of this member's membership endpoint, on the --cluster-addr host (required)")
 	fl.StringSliceVar(&c.peers, "cluster-peers", nil, "with --cluster: every member's membership endpoint `HOST:PORT`, this one included (comma-separated or repeated)")
 	fl.DurationVar(&c.refresh, "cluster-refresh", time.Second, "with --cluster: how often the member re-reads the cluster-wide pool besides the changes other members push")
+	fl.StringVar(&c.membership, "cluster-membership", "peers", "with --cluster: how members find each other: `peers` (the static --cluster-peers list; tests, a local demo) or etcd (the --etcd-endpoint flags; production)")
 	fl.StringArrayVar(&c.labels, "cluster-label", nil, "with --cluster: a `KEY=VALUE` label of this member (repeatable); servers whose \"nodes\" names it may run here")
 }
 
@@ -50,11 +52,20 @@ func (c *clusterFlags) options() (mcpvisor.ClusterOptions, error) {
 	if err != nil || p <= 0 || p > 65535 {
 		return o, usageError("--cluster-addr %q: bad port", c.addr)
 	}
-	if c.providerPort <= 0 || c.providerPort > 65535 {
-		return o, usageError("--cluster-membership-port is required with --cluster")
-	}
-	if len(c.peers) == 0 {
-		return o, usageError("--cluster-peers is required with --cluster (every member's membership endpoint, this one included)")
+	switch c.membership {
+	case "peers":
+		if c.providerPort <= 0 || c.providerPort > 65535 {
+			return o, usageError("--cluster-membership-port is required with --cluster")
+		}
+		if len(c.peers) == 0 {
+			return o, usageError("--cluster-peers is required with --cluster (every member's membership endpoint, this one included)")
+		}
+	case "etcd":
+		if len(c.peers) > 0 || c.providerPort != 0 {
+			return o, usageError("--cluster-membership etcd takes no --cluster-peers or --cluster-membership-port")
+		}
+	default:
+		return o, usageError("--cluster-membership %q: want peers or etcd", c.membership)
 	}
 	labels := map[string]string{}
 	for _, l := range c.labels {
@@ -76,6 +87,13 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 	copts, err := f.cluster.options()
 	if err != nil {
 		return err
+	}
+	if f.cluster.membership == "etcd" {
+		ec, err := a.etcd.config()
+		if err != nil {
+			return usageError("--cluster-membership etcd: %v", err)
+		}
+		copts.Etcd, copts.EtcdPrefix = &ec, a.etcd.prefix+"/cluster"
 	}
 	setup, err := a.gatewaySetup(f, listenSet)
 	if err != nil {

@@ -1,0 +1,88 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// EtcdMembership configures protoactor's etcd membership provider
+// (Options.Etcd): each member registers itself under Prefix/<cluster
+// name>/ with a 3 s lease, and watches the others there.
+type EtcdMembership struct {
+	// Config is the etcd client's (endpoints, TLS, user). Its Logger,
+	// when nil, is set to one that logs nothing (etcd's default writes
+	// to stderr).
+	Config clientv3.Config
+	// Prefix starts every key of the membership. Default "/mcpvisor-cluster".
+	Prefix string
+}
+
+// membership is the member's membership provider and what the member
+// needs of it beyond protoactor's interface.
+type membership interface {
+	pcluster.ClusterProvider
+	// withdraw makes the others see this member leave (Leave).
+	withdraw()
+	// quiet is how long after withdraw every member has seen it.
+	quiet() time.Duration
+	// settle waits until the provider's own goroutines are done, or ctx
+	// ends (Close, after Shutdown).
+	settle(ctx context.Context)
+}
+
+// newMembership builds the provider Options ask for: etcd, or
+// automanaged on the member's own membership endpoint.
+func newMembership(o Options, node func() *automanaged.NodeModel) (membership, error) {
+	if o.Etcd == nil {
+		return newLoopbackProvider(o, node)
+	}
+	cfg := o.Etcd.Config
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	prefix := o.Etcd.Prefix
+	if prefix == "" {
+		prefix = "/mcpvisor-cluster"
+	}
+	p, err := etcd.NewWithConfig(prefix, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: etcd membership: %w", ErrStart, err)
+	}
+	return &etcdMembership{Provider: p}, nil
+}
+
+// etcdMembership is protoactor's etcd provider. Its Shutdown deletes the
+// member's key (the others' watches see it at once) and stops its watch.
+type etcdMembership struct{ *etcd.Provider }
+
+func (e *etcdMembership) withdraw()                  { _ = e.Provider.Shutdown(true) }
+func (e *etcdMembership) quiet() time.Duration       { return time.Second }
+func (e *etcdMembership) settle(ctx context.Context) {}
+
+// The automanaged provider (provider.go).
+
+func (p *loopbackProvider) withdraw() { p.stopServing() }
+
+// quiet: two polls of the others.
+func (p *loopbackProvider) quiet() time.Duration { return 2 * p.refresh }
+
+// settle waits out automanaged's poll loop: it has no stop signal and
+// sees the provider's shutdown only after its current pause (RefreshTTL).
+func (p *loopbackProvider) settle(ctx context.Context) {
+	t := time.NewTimer(p.refresh + p.refresh/5)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
