@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/actors/cluster"
 	"github.com/mcpvisor/mcpvisor/session"
 )
 
@@ -36,8 +37,13 @@ func TestHostTypesMatchTheActorsTypes(t *testing.T) {
 	assert.Equal(t, []string{actors.TrustTrusted, actors.TrustUntrusted, actors.TrustSandbox},
 		[]string{TrustTrusted, TrustUntrusted, TrustSandbox}, "the trust levels")
 
+	// ServerConfig: the actors' fields, and Nodes, which goes to the
+	// cluster's cluster.Server (ClusterMember.SetServers).
+	_ = cluster.Server{Nodes: ServerConfig{}.Nodes}
+	cfgFields := append(exportedFields(reflect.TypeOf(actors.ServerConfig{})), "Nodes")
+	slices.Sort(cfgFields)
+	assert.Equal(t, cfgFields, exportedFields(reflect.TypeOf(ServerConfig{})), "ServerConfig: actors.ServerConfig and cluster.Server's Nodes")
 	for _, pair := range [][2]any{
-		{ServerConfig{}, actors.ServerConfig{}},
 		{ReconnectPolicy{}, actors.ReconnectPolicy{}},
 		{Options{}, actors.Options{}},
 		{BuiltinTool{}, actors.BuiltinTool{}},
