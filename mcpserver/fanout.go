@@ -9,12 +9,21 @@ import (
 // an HTTP session's standalone stream) and to the subscriptions/listen
 // streams that selected them, tagged with their subscription id. Each
 // method returns how many sessions and streams it sent to.
+//
+// Each takes the listen streams before it looks at the sessions: a
+// session with a listen stream takes no notification of its own, so a
+// stream that opens in between must not be counted twice. Taken in this
+// order, a stream registered meanwhile (before its acknowledgement, which
+// promises only what follows it) misses the notification, and none is
+// sent both on a session and on its new stream; the other order sent one
+// to a stdio session and again on the listen stream it opened meanwhile.
 
 // Broadcast sends a notification to every session that takes
 // notifications and to every listen stream, whatever it selected.
 func (s *Server) Broadcast(method string, params any) int {
+	listens := s.listenersSnapshot()
 	n := s.NotifySessions(method, params, nil)
-	for _, l := range s.listenersSnapshot() {
+	for _, l := range listens {
 		if l.notify(method, params) {
 			n++
 		}
@@ -51,8 +60,9 @@ func (s *Server) NotifySessions(method string, params any, want func(*Session) b
 // …/resources/list_changed) to the sessions that take notifications and
 // the listen streams that selected it.
 func (s *Server) ListChanged(method string) int {
+	listens := s.listenersSnapshot()
 	n := s.NotifySessions(method, nil, nil)
-	for _, l := range s.listenersSnapshot() {
+	for _, l := range listens {
 		if l.wants(method) && l.notify(method, nil) {
 			n++
 		}
@@ -65,8 +75,9 @@ func (s *Server) ListChanged(method string) int {
 // that selected it.
 func (s *Server) ResourceUpdated(uri string) int {
 	params := protocol.ResourceUpdatedParams{URI: uri}
+	listens := s.listenersSnapshot()
 	n := s.NotifySessions(protocol.NotificationResourceUpdated, params, func(sess *Session) bool { return sess.Subscribed(uri) })
-	for _, l := range s.listenersSnapshot() {
+	for _, l := range listens {
 		if l.wantsResource(uri) && l.notify(protocol.NotificationResourceUpdated, params) {
 			n++
 		}
@@ -83,6 +94,7 @@ const DefaultLogLevel = protocol.LevelInfo
 // stateless-era client that names none gets no log messages).
 func (s *Server) Log(p protocol.LoggingMessageParams) int {
 	rank := levelRank(p.Level)
+	listens := s.listenersSnapshot()
 	n := s.NotifySessions(protocol.NotificationMessage, p, func(sess *Session) bool {
 		level := sess.LogLevel()
 		if level == "" {
@@ -90,7 +102,7 @@ func (s *Server) Log(p protocol.LoggingMessageParams) int {
 		}
 		return rank >= levelRank(level)
 	})
-	for _, l := range s.listenersSnapshot() {
+	for _, l := range listens {
 		if l.logLevel != "" && rank >= levelRank(l.logLevel) && l.notify(protocol.NotificationMessage, p) {
 			n++
 		}

@@ -91,3 +91,64 @@ func TestModernConnNotifications(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// A notification that belongs to no request reaches a stdio connection
+// of the stateless era at most once while the connection opens a listen
+// stream (it once went out on the connection, which had no stream yet,
+// and again on the stream opened meanwhile). Many notifications sent
+// while the stream opens, to meet the window if it is open.
+func TestBroadcastWhileAListenStreamOpensSendsOnce(t *testing.T) {
+	for round := range 20 {
+		srv := mcpserver.New(mcpserver.Options{ModernConnNotifications: true})
+		c := serveStdio(t, srv)
+		stop := make(chan struct{})
+		go func() {
+			for n := 1; ; n++ {
+				select {
+				case <-stop:
+					srv.Broadcast("notifications/test-end", nil)
+					return
+				default:
+				}
+				srv.Broadcast("notifications/test", map[string]int{"n": n})
+			}
+		}()
+		c.send(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"_meta":{` +
+			`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},` +
+			`"notifications":{"toolsListChanged":true}}}`)
+		seen := map[int]int{}
+		acked, after := false, 0
+		for ended := false; !ended; {
+			line := c.out.MustLine("notifications around the listen stream's acknowledgement")
+			m, err := protocol.Decode([]byte(line))
+			if err != nil {
+				t.Fatalf("%v: %s", err, line)
+			}
+			switch m.Method {
+			case protocol.NotificationSubscriptionsAck:
+				acked = true
+			case "notifications/test-end":
+				ended = true
+			case "notifications/test":
+				var p struct {
+					Params struct {
+						N int `json:"n"`
+					} `json:"params"`
+				}
+				if err := json.Unmarshal([]byte(line), &p); err != nil {
+					t.Fatal(err)
+				}
+				if seen[p.Params.N]++; seen[p.Params.N] > 1 {
+					close(stop)
+					t.Fatalf("round %d: notification %d arrived twice", round, p.Params.N)
+				}
+				if acked {
+					if after++; after == 50 {
+						close(stop) // the reader goes on until the end marker
+					}
+				}
+			}
+		}
+		srv.Close()
+	}
+}

@@ -175,7 +175,7 @@ func (s *server) extTool(w mcpserver.ResponseWriter, r *mcpserver.Request, name 
 			for i := 1; i <= a.Steps; i++ {
 				if token != nil {
 					total := float64(a.Steps)
-					s.srv.Broadcast(protocol.NotificationProgress, protocol.ProgressParams{ProgressToken: token, Progress: float64(i), Total: &total, Message: fmt.Sprintf("step %d", i)})
+					w.Notify(protocol.NotificationProgress, protocol.ProgressParams{ProgressToken: token, Progress: float64(i), Total: &total, Message: fmt.Sprintf("step %d", i)})
 				}
 				time.Sleep(time.Duration(a.Ms) * time.Millisecond)
 			}
