@@ -17,6 +17,10 @@ import (
 // (after a dead letter, a draining member, or a server still connecting).
 const retryGap = 100 * time.Millisecond
 
+// departureGrace is how long a call in flight on a member that left the
+// topology waits for its answer before the member is taken for dead.
+const departureGrace = time.Second
+
 // CallTool calls tool of server on whichever member runs the server, and
 // returns what single-node mode returns: the result, or the same typed
 // errors (actors.ErrUnknownTool, *actors.NotReadyError,
@@ -115,7 +119,18 @@ func (m *Member) callOnce(ctx context.Context, server, kind, tool string, args j
 	case <-ctx.Done():
 		return nil, ctx.Err(), true
 	case <-gone:
-		return nil, &actors.ConnectionLostError{Server: server, Err: ErrMemberLost}, false
+		// A member that leaves gracefully has finished its calls before
+		// it leaves the topology and answers late ones "draining" at
+		// once: wait a moment for that answer before taking it for dead.
+		grace := time.NewTimer(departureGrace)
+		defer grace.Stop()
+		select {
+		case a = <-done:
+		case <-ctx.Done():
+			return nil, ctx.Err(), true
+		case <-grace.C:
+			return nil, &actors.ConnectionLostError{Server: server, Err: ErrMemberLost}, false
+		}
 	}
 	if a.err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoOwner, a.err), true

@@ -24,7 +24,8 @@ import (
 // (the time is logged from the survivors' events, not asserted), calls
 // fail typed or succeed, none hangs, and once re-homed no call fails. A
 // 2025-11-25 session opened on member 1 is served by member 2 with no new
-// initialize, and a list_changed reaches its new GET stream there.
+// initialize, and a list_changed reaches its new GET stream there. Then
+// member 2 leaves gracefully (SIGTERM) under the same load: no call fails.
 func TestSuperviseClusterKillAMember(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "mcpvisor")
@@ -165,6 +166,24 @@ func TestSuperviseClusterKillAMember(t *testing.T) {
 	stream.waitFor(t, 10*time.Second, "notifications/tools/list_changed", "list_changed on member 2's GET stream of member 1's session")
 
 	time.Sleep(2 * time.Second) // calls after the re-homing
+
+	// Member 2 leaves gracefully (SIGTERM: drain, hand over, leave) under
+	// the same load: its servers move to member 0 and no call fails.
+	leaving := time.Now()
+	require.NoError(t, procs[2].cmd.Process.Signal(os.Interrupt))
+	waitStatus(t, front, 30*time.Second, "every server ready on member 0", func(members map[string]string, ready map[string]bool) bool {
+		for name, ok := range ready {
+			if !ok || members[name] != ids[0] {
+				return false
+			}
+		}
+		return len(ready) == total
+	})
+	t.Logf("member 2 leaving gracefully: every server ready on member 0 %v after its SIGTERM", time.Since(leaving).Round(time.Millisecond))
+	require.NoError(t, procs[2].wait(t), "member 2's graceful exit; log:\n%s", procs[2].logs)
+	procs[2].exited = true
+	t.Logf("member 2 exited %v after its SIGTERM", time.Since(leaving).Round(time.Millisecond))
+	time.Sleep(time.Second) // calls after the leave
 	stop.Store(true)
 	wg.Wait()
 	require.Zero(t, hung.Load(), "calls that hung")
@@ -175,7 +194,7 @@ func TestSuperviseClusterKillAMember(t *testing.T) {
 		case o.ok:
 		case o.at.After(rehomed):
 			failedAfter++
-			t.Errorf("a call after the re-homing failed: %s", o.out)
+			t.Errorf("a call after the re-homing (or during member 2's graceful leave) failed: %s", o.out)
 		case o.at.After(killed.Add(-time.Second)):
 			failedGap++
 			require.Contains(t, o.out, `"error"`, "a call during the gap fails typed (a JSON-RPC error or an error result)")
@@ -185,13 +204,9 @@ func TestSuperviseClusterKillAMember(t *testing.T) {
 	}
 	t.Logf("calls: %d, failed during the gap: %d, failed after re-homing: %d", total2, failedGap, failedAfter)
 	require.Zero(t, failedAfter)
-	for _, i := range []int{0, 2} {
-		require.NoError(t, procs[i].cmd.Process.Signal(os.Interrupt))
-	}
-	for _, i := range []int{0, 2} {
-		_ = procs[i].wait(t)
-		procs[i].exited = true
-	}
+	require.NoError(t, procs[0].cmd.Process.Signal(os.Interrupt))
+	_ = procs[0].wait(t)
+	procs[0].exited = true
 }
 
 // waitStatus polls the gateway's /status until ok holds.
