@@ -155,6 +155,16 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 		return id
 	}
 	idA := memberOf(procs[0])
+	// Remote servers with a per-machine token store: a member warns that
+	// their tokens would not follow them (--token-store etcd).
+	procs[0].logs.waitFor(t, 10*time.Second, "the per-machine token store warning", func(lines []map[string]any) bool {
+		for _, m := range lines {
+			if m["level"] == "warn" && strings.Contains(fmt.Sprint(m["message"]), "--token-store etcd") {
+				return true
+			}
+		}
+		return false
+	})
 	t.Logf("member A: %s", idA)
 
 	// Every server ready, seen from B, some of them on A.
