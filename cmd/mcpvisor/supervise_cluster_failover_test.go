@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // The issue's proof with supervise processes: three `supervise --cluster`
@@ -135,7 +137,7 @@ func TestSuperviseClusterKillAMember(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // testwait:ok a load window: the callers run a second before the kill
 	killed := time.Now()
 	require.NoError(t, procs[1].cmd.Process.Kill()) // SIGKILL
 	_ = procs[1].wait(t)
@@ -165,7 +167,7 @@ func TestSuperviseClusterKillAMember(t *testing.T) {
 	require.Contains(t, out, "announced late")
 	stream.waitFor(t, 10*time.Second, "notifications/tools/list_changed", "list_changed on member 2's GET stream of member 1's session")
 
-	time.Sleep(2 * time.Second) // calls after the re-homing
+	time.Sleep(2 * time.Second) // testwait:ok a load window: calls after the re-homing
 
 	// Member 2 leaves gracefully (SIGTERM: drain, hand over, leave) under
 	// the same load: its servers move to member 0 and no call fails.
@@ -183,9 +185,9 @@ func TestSuperviseClusterKillAMember(t *testing.T) {
 	require.NoError(t, procs[2].wait(t), "member 2's graceful exit; log:\n%s", procs[2].logs)
 	procs[2].exited = true
 	t.Logf("member 2 exited %v after its SIGTERM", time.Since(leaving).Round(time.Millisecond))
-	time.Sleep(time.Second) // calls after the leave
+	time.Sleep(time.Second) // testwait:ok a load window: calls after the leave
 	stop.Store(true)
-	wg.Wait()
+	testwait.Call(t, "the callers to stop (each call is bounded by its client's timeout)", wg.Wait)
 	require.Zero(t, hung.Load(), "calls that hung")
 	var failedGap, failedAfter, total2 int
 	for _, o := range outcomes {
