@@ -239,12 +239,7 @@ type goSDKSession struct {
 // ConnectGoSDK connects the official SDK's client to the stdio server cmd
 // (CommandTransport).
 func ConnectGoSDK(ctx context.Context, cmd Command, era string) (Session, error) {
-	// The SDK's Close waits TerminateDuration (5 s by default) for the
-	// server to exit once its stdin is closed, then kills it and reports
-	// the signal: a Node server (server-everything) on a loaded machine
-	// can take longer, which says nothing about the client measured.
-	t := &mcp.CommandTransport{Command: exec.Command(cmd.Path, cmd.Args...), TerminateDuration: 30 * time.Second}
-	s, err := startGoSDK(ctx, t, era)
+	s, err := startGoSDK(ctx, &mcp.CommandTransport{Command: exec.Command(cmd.Path, cmd.Args...)}, era)
 	if err != nil {
 		return nil, err
 	}
