@@ -40,7 +40,7 @@ func TestEtcdTokenStoreTwoMembersRefreshOnce(t *testing.T) {
 	rs, err := oauthtest.NewResourceServer("http://"+mu.Host, "mcp:tools")
 	require.NoError(t, err)
 	t.Cleanup(rs.Close)
-	issuer := oidcProvider(t, rs.Resource(), ttl)
+	issuer := oauthtest.StartOIDCProvider(t, "..", rs.Resource(), ttl)
 	rs.SetIssuer(issuer)
 
 	member := func(name string) (*System, *etcdstore.TokenStore) {

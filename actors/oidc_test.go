@@ -1,15 +1,10 @@
 package actors
 
 import (
-	"bufio"
 	"context"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,77 +21,6 @@ import (
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
-// oidcProvider runs testdata/oidc/provider.mjs (node-oidc-provider) for
-// resource, and returns its issuer. The modules come from
-// $MCPVISOR_OIDC_MODULES (default ../.deps/npm-oidc/node_modules, which
-// `make deps` installs), node from $MCPVISOR_NODE (default the Node 22 of
-// ../.deps/conformance-<version>, else node on PATH). Without them the test is
-// skipped, unless MCPVISOR_REQUIRE_INTEROP is set.
-func oidcProvider(t *testing.T, resource string, ttl int, env ...string) string {
-	t.Helper()
-	modules := os.Getenv("MCPVISOR_OIDC_MODULES")
-	if modules == "" {
-		modules, _ = filepath.Abs("../.deps/npm-oidc/node_modules")
-	}
-	node := os.Getenv("MCPVISOR_NODE")
-	if node == "" {
-		node = "node"
-		if found, _ := filepath.Glob("../.deps/conformance-*/node_modules/.bin/node"); len(found) > 0 {
-			node, _ = filepath.Abs(found[len(found)-1])
-		}
-	}
-	if _, err := os.Stat(filepath.Join(modules, "oidc-provider")); err != nil {
-		if os.Getenv("MCPVISOR_REQUIRE_INTEROP") != "" {
-			t.Fatalf("oidc-provider is not installed in %s (make deps)", modules)
-		}
-		t.Skipf("oidc-provider is not installed in %s (make deps)", modules)
-	}
-	script, err := filepath.Abs("../testdata/oidc/provider.mjs")
-	require.NoError(t, err)
-	cmd := exec.Command(node, script)
-	cmd.Env = append(os.Environ(), "OIDC_MODULES="+modules, "OIDC_RESOURCE="+resource, "OIDC_SCOPES=mcp:tools",
-		"OIDC_TTL="+strconv.Itoa(ttl))
-	cmd.Env = append(cmd.Env, env...)
-	ownGroup(cmd)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr strings.Builder
-	cmd.Stderr = &lockedWriter{w: &stderr}
-	require.NoError(t, cmd.Start())
-	cmd.WaitDelay = time.Second
-	t.Cleanup(func() {
-		killTree(cmd)
-		_ = testwait.Result(t, "the exit of the authorization server", cmd.Wait)
-	})
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if issuer, ok := strings.CutPrefix(sc.Text(), "OIDC_READY "); ok {
-				ready <- issuer
-			}
-		}
-	}()
-	select {
-	case issuer := <-ready:
-		return issuer
-	case <-time.After(30 * time.Second):
-		t.Fatalf("oidc-provider did not start; stderr:\n%s", stderr.String())
-	}
-	return ""
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 // A real authorization server (node-oidc-provider) in front of a mock MCP
 // server that validates its JWT access tokens: dynamic registration, login
 // with PKCE (the test drives the provider's interaction pages), calls,
@@ -111,7 +35,7 @@ func TestOIDCProviderFullFlow(t *testing.T) {
 	rs, err := oauthtest.NewResourceServer("http://"+mu.Host, "mcp:tools")
 	require.NoError(t, err)
 	t.Cleanup(rs.Close)
-	issuer := oidcProvider(t, rs.Resource(), ttl)
+	issuer := oauthtest.StartOIDCProvider(t, "..", rs.Resource(), ttl)
 	rs.SetIssuer(issuer)
 
 	store := filepath.Join(t.TempDir(), "tokens.json")
@@ -252,7 +176,7 @@ func TestOIDCProviderDPoP(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(rs.Close)
 	rs.SetDPoP("rs-nonce-1")
-	issuer := oidcProvider(t, rs.Resource(), ttl, "OIDC_DPOP_NONCE=1")
+	issuer := oauthtest.StartOIDCProvider(t, "..", rs.Resource(), ttl, "OIDC_DPOP_NONCE=1")
 	rs.SetIssuer(issuer)
 
 	var logs syncBuffer

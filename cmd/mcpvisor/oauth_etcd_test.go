@@ -1,16 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,54 +25,6 @@ import (
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
-// startOIDCProvider runs testdata/oidc/provider.mjs (node-oidc-provider,
-// as `make deps` installs it) for resource with access tokens of ttl
-// seconds, and returns its issuer; skipped (failed under
-// MCPVISOR_REQUIRE_INTEROP) when it is not installed.
-func startOIDCProvider(t *testing.T, resource string, ttl int) string {
-	t.Helper()
-	modules := os.Getenv("MCPVISOR_OIDC_MODULES")
-	if modules == "" {
-		modules, _ = filepath.Abs("../../.deps/npm-oidc/node_modules")
-	}
-	node := os.Getenv("MCPVISOR_NODE")
-	if node == "" {
-		node = "node"
-		if found, _ := filepath.Glob("../../.deps/conformance-*/node_modules/.bin/node"); len(found) > 0 {
-			node, _ = filepath.Abs(found[len(found)-1])
-		}
-	}
-	if _, err := os.Stat(filepath.Join(modules, "oidc-provider")); err != nil {
-		if os.Getenv("MCPVISOR_REQUIRE_INTEROP") != "" {
-			t.Fatalf("oidc-provider is not installed in %s (make deps)", modules)
-		}
-		t.Skipf("oidc-provider is not installed in %s (make deps)", modules)
-	}
-	script, err := filepath.Abs("../../testdata/oidc/provider.mjs")
-	require.NoError(t, err)
-	cmd := exec.Command(node, script)
-	cmd.Env = append(os.Environ(), "OIDC_MODULES="+modules, "OIDC_RESOURCE="+resource, "OIDC_SCOPES=mcp:tools", "OIDC_TTL="+strconv.Itoa(ttl))
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = io.Discard
-	cmd.WaitDelay = time.Second
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = testwait.Result(t, "the exit of the authorization server", cmd.Wait)
-	})
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if issuer, ok := strings.CutPrefix(sc.Text(), "OIDC_READY "); ok {
-				ready <- issuer
-			}
-		}
-	}()
-	return testwait.RecvWithin(t, ready, 30*time.Second, "node-oidc-provider to be ready")
-}
-
 // Two `mcpvisor supervise` processes share a server's OAuth credentials
 // through a real etcd (--token-store etcd). The authorization server is
 // node-oidc-provider, which rotates refresh tokens and revokes the whole
@@ -96,7 +42,7 @@ func TestTwoProcessesShareOAuthTokensThroughEtcd(t *testing.T) {
 	rs, err := oauthtest.NewResourceServer("http://"+mu.Host, "mcp:tools")
 	require.NoError(t, err)
 	t.Cleanup(rs.Close)
-	issuer := startOIDCProvider(t, rs.Resource(), ttl)
+	issuer := oauthtest.StartOIDCProvider(t, "../..", rs.Resource(), ttl)
 	rs.SetIssuer(issuer)
 
 	// Log in once, here, into etcd.

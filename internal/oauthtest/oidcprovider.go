@@ -1,0 +1,103 @@
+package oauthtest
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
+)
+
+// StartOIDCProvider runs testdata/oidc/provider.mjs (node-oidc-provider,
+// a real authorization server with rotating refresh tokens and reuse
+// detection) for resource, with access tokens of ttl seconds and the
+// extra environment env, and returns its issuer; it ends with the test.
+// root is the repository's root relative to the test's directory. The
+// modules come from $MCPVISOR_OIDC_MODULES (default
+// <root>/.deps/npm-oidc/node_modules, which `make deps` installs), node
+// from $MCPVISOR_NODE (default the Node 22 of <root>/.deps/conformance-*,
+// else node on PATH). Without them the test is skipped, or fails when
+// MCPVISOR_REQUIRE_INTEROP is set.
+func StartOIDCProvider(t *testing.T, root, resource string, ttl int, env ...string) string {
+	t.Helper()
+	modules := os.Getenv("MCPVISOR_OIDC_MODULES")
+	if modules == "" {
+		modules, _ = filepath.Abs(filepath.Join(root, ".deps", "npm-oidc", "node_modules"))
+	}
+	node := os.Getenv("MCPVISOR_NODE")
+	if node == "" {
+		node = "node"
+		if found, _ := filepath.Glob(filepath.Join(root, ".deps", "conformance-*", "node_modules", ".bin", "node")); len(found) > 0 {
+			node, _ = filepath.Abs(found[len(found)-1])
+		}
+	}
+	if _, err := os.Stat(filepath.Join(modules, "oidc-provider")); err != nil {
+		if os.Getenv("MCPVISOR_REQUIRE_INTEROP") != "" {
+			t.Fatalf("oidc-provider is not installed in %s (make deps)", modules)
+		}
+		t.Skipf("oidc-provider is not installed in %s (make deps)", modules)
+	}
+	script, err := filepath.Abs(filepath.Join(root, "testdata", "oidc", "provider.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(node, script)
+	cmd.Env = append(os.Environ(), "OIDC_MODULES="+modules, "OIDC_RESOURCE="+resource, "OIDC_SCOPES=mcp:tools",
+		"OIDC_TTL="+strconv.Itoa(ttl))
+	cmd.Env = append(cmd.Env, env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &lockedBuilder{}
+	cmd.Stderr = stderr
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = testwait.Result(t, "the exit of the authorization server", cmd.Wait)
+	})
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if issuer, ok := strings.CutPrefix(sc.Text(), "OIDC_READY "); ok {
+				ready <- issuer
+			}
+		}
+	}()
+	select {
+	case issuer := <-ready:
+		return issuer
+	case <-time.After(30 * time.Second):
+		t.Fatalf("oidc-provider did not start; stderr:\n%s", stderr.String())
+		return ""
+	}
+}
+
+// lockedBuilder is a strings.Builder that a process's stderr copier and
+// the test may use at once.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
