@@ -10,6 +10,7 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 )
 
 // grain is the actor of one supervised server on the member that owns
@@ -20,8 +21,9 @@ import (
 type grain struct {
 	m    *Member
 	name string
-	// placed is set when the grain's start put its server on this member
-	// (a grain started while the member drains places nothing).
+	// placed is set once the grain put its server on this member: after
+	// the other members released it (a grain started while the member
+	// drains places nothing).
 	placed bool
 }
 
@@ -29,11 +31,36 @@ type grain struct {
 func (g *grain) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		if id := pcluster.GetClusterIdentity(ctx); id != nil {
+		id := pcluster.GetClusterIdentity(ctx)
+		if id != nil {
 			g.name = id.Identity
 		}
 		if g.m.isDraining() {
 			return // leaving: calls are refused, nothing is placed
+		}
+		if id != nil && g.m.lookup.owner(id) != g.m.sys.Address() {
+			// disthash's placement actor activates whatever reaches it,
+			// owner or not: a request routed by a topology older than
+			// this member's (or read just before it changed) would
+			// start the server here after disthash stopped it for
+			// moving, and nothing would stop it again. Refuse: the
+			// caller's request dead-letters and it retries through its
+			// updated lookup.
+			g.m.log.Debug().Str("server", g.name).Msg("refused an activation of a server another member owns")
+			ctx.Stop(ctx.Self())
+			return
+		}
+		g.m.grains.started(g.name, ctx.Self())
+		// Place the server only once no other member holds it
+		// (handover.go); calls meanwhile are answered "not ready".
+		self, root, name := ctx.Self(), g.m.sys.Root, g.name
+		routine.Go("cluster.handover", func() {
+			g.m.handover(g.m.stopCtx, name)
+			root.Send(self, handedOver{})
+		})
+	case handedOver:
+		if g.m.isDraining() {
+			return
 		}
 		g.placed = true
 		g.m.emit(EventActivated, g.name)
@@ -42,6 +69,8 @@ func (g *grain) Receive(ctx actor.Context) {
 		if g.placed {
 			g.m.placement.push(g.name, false)
 		}
+	case *actor.Stopped:
+		g.m.grains.stopped(g.name, ctx.Self())
 	case *Activate:
 		ctx.Respond(&Activated{Member: g.m.id})
 	case *CallTool:
@@ -121,9 +150,10 @@ type placementQueue struct {
 	flushed []chan struct{}
 	wake    chan struct{}
 	active  map[string]bool
-	// live holds the names whose grains started here and were not
-	// released yet (guarded by mu).
-	live map[string]bool
+	// live holds the names whose grains placed their server here and
+	// were not released yet, each with a channel closed at its release
+	// (guarded by mu).
+	live map[string]chan struct{}
 }
 
 type placementOp struct {
@@ -132,14 +162,14 @@ type placementOp struct {
 }
 
 func newPlacementQueue(m *Member) *placementQueue {
-	return &placementQueue{m: m, wake: make(chan struct{}, 1), active: map[string]bool{}, live: map[string]bool{}}
+	return &placementQueue{m: m, wake: make(chan struct{}, 1), active: map[string]bool{}, live: map[string]chan struct{}{}}
 }
 
 func (q *placementQueue) push(name string, add bool) {
 	q.mu.Lock()
 	q.ops = append(q.ops, placementOp{name: name, add: add})
-	if add {
-		q.live[name] = true
+	if _, ok := q.live[name]; add && !ok {
+		q.live[name] = make(chan struct{})
 	}
 	q.mu.Unlock()
 	select {
@@ -163,12 +193,24 @@ func (q *placementQueue) liveNames() []string {
 // released records that name's activation here is over and says so.
 func (q *placementQueue) released(name string) {
 	q.mu.Lock()
-	was := q.live[name]
+	done, was := q.live[name]
 	delete(q.live, name)
 	q.mu.Unlock()
 	if was {
 		q.m.emit(EventReleased, name)
+		close(done)
 	}
+}
+
+// liveDone returns a channel closed once name's server, placed here, is
+// released, or nil when it is not placed here.
+func (q *placementQueue) liveDone(name string) <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if done, ok := q.live[name]; ok {
+		return done
+	}
+	return nil
 }
 
 // flush returns a channel closed once every op pushed so far is

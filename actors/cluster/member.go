@@ -149,6 +149,7 @@ type Member struct {
 	lastRefusal atomic.Int64
 
 	placement *placementQueue
+	grains    *grains // the grains that run here (handover.go)
 	reconcile *reconciler
 	pushWake  chan struct{} // wakes the pusher (poolwatch.go)
 	lookup    *lookup
@@ -194,6 +195,7 @@ func Start(opts Options) (m *Member, err error) {
 		pushWake: make(chan struct{}, 1),
 		lookup:   newLookup(),
 		departed: newDepartures(),
+		grains:   newGrains(),
 	}
 	m.stopCtx, m.stop = context.WithCancel(context.Background())
 	m.sys = actor.NewActorSystem(
@@ -240,6 +242,11 @@ func Start(opts Options) (m *Member, err error) {
 		m.provider.withdraw()
 		m.abort()
 		return nil, fmt.Errorf("%w: overview actor: %w", ErrStart, err)
+	}
+	if _, err := m.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &handoverActor{m: m} }), handoverActorName); err != nil {
+		m.provider.withdraw()
+		m.abort()
+		return nil, fmt.Errorf("%w: hand-over actor: %w", ErrStart, err)
 	}
 	if err := startMember(m.c); err != nil {
 		m.provider.withdraw()

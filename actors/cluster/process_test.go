@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -19,8 +20,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
@@ -441,4 +448,101 @@ func TestAPinnedServerRunsOnlyWhereItsLabelMatches(t *testing.T) {
 	require.Equal(t, "no-owner", r.Class, "%s", r.Error)
 	require.NotContains(t, readyAt(log.snapshot(), []string{"s00"}, a.id, killedAt), "s00")
 	require.Empty(t, overlaps(log.snapshot(), map[string]time.Time{a.id: killedAt}))
+}
+
+// TestAMovedServerStartsOnlyOnceItsOldMemberReleasedIt: when a member
+// joins a member that runs 400 servers, about half of them move at once,
+// and for every one the old member's "released" comes before the new
+// member's "activated" (the new grain asks the old member to release
+// first, handover.go). The three-process test above found such an
+// overlap on a loaded CI machine, where the old member dropped its
+// servers later than the new one started them.
+func TestAMovedServerStartsOnlyOnceItsOldMemberReleasedIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two member processes")
+	}
+	const servers = 400
+	bin := buildMember(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	defer mock.Close()
+
+	log := newEventLog()
+	cp := newClusterPorts(t, 2)
+	first := startProc(t, bin, mock.URL, servers, cp, 0, log)
+	log.waitFor(t, "every server ready on the first member", 90*time.Second, func(evs []Event) bool { return len(readyOn(evs)) == servers })
+	joinedAt := time.Now()
+	second := startProc(t, bin, mock.URL, servers, cp, 1, log)
+	log.waitFor(t, "servers moved to the second member and ready there", 90*time.Second, func(evs []Event) bool {
+		return len(readyOn(evs)) == servers && len(serversOn(evs, second.id)) > 0
+	})
+	moved := serversOn(log.snapshot(), second.id)
+	t.Logf("%d servers moved to the second member %v after it started", len(moved), time.Since(joinedAt).Round(time.Millisecond))
+	require.Empty(t, overlaps(log.snapshot(), nil), "a server activated on the second member while the first still held it")
+	for _, name := range moved {
+		var released, activated time.Time
+		for _, ev := range log.snapshot() {
+			switch {
+			case ev.Server == name && ev.Member == first.id && ev.Type == EventReleased:
+				released = ev.Time
+			case ev.Server == name && ev.Member == second.id && ev.Type == EventActivated:
+				activated = ev.Time
+			}
+		}
+		require.False(t, released.IsZero(), "%s moved but the first member never released it", name)
+		require.True(t, activated.After(released), "%s activated on the second member at %v, released by the first at %v", name, activated, released)
+	}
+}
+
+// TestAMemberRefusesToActivateAServerItDoesNotOwn: disthash's placement
+// actor activates whatever ActivationRequest reaches it, so a request
+// routed by a stale topology would start a server on a member that does
+// not own it, beside its owner, and nothing would stop it. Here a bare
+// protoactor remote in the test process sends ActivationRequests for
+// the servers member A runs straight to member B's placement actor: B
+// refuses every one (no "activated" from B), and A keeps them (no
+// "released"; calls to them succeed).
+func TestAMemberRefusesToActivateAServerItDoesNotOwn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two member processes")
+	}
+	const servers = 8
+	bin := buildMember(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	defer mock.Close()
+	log := newEventLog()
+	cp := newClusterPorts(t, 2)
+	a := startProc(t, bin, mock.URL, servers, cp, 0, log)
+	b := startProc(t, bin, mock.URL, servers, cp, 1, log)
+	log.waitFor(t, "every server ready, some on each member", 60*time.Second, func(evs []Event) bool {
+		return len(readyOn(evs)) == servers && len(serversOn(evs, a.id)) > 0 && len(serversOn(evs, b.id)) > 0
+	})
+	onA := serversOn(log.snapshot(), a.id)
+	before := len(log.snapshot())
+
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return actors.ProtoactorLogger(zerolog.Nop()) }))
+	r := remote.NewRemote(sys, remote.Configure("127.0.0.1", freePorts(t, 1)[0]))
+	r.Start()
+	defer r.Shutdown(false)
+	placementOfB := actor.NewPID(fmt.Sprintf("127.0.0.1:%d", cp.ports[1]), disthash.PartitionActivatorActorName)
+	for _, name := range onA {
+		res, err := sys.Root.RequestFuture(placementOfB, &pcluster.ActivationRequest{ClusterIdentity: pcluster.NewClusterIdentity(name, Kind)}, 5*time.Second).Result()
+		require.NoError(t, err, "activation request for %s", name)
+		require.IsType(t, &pcluster.ActivationResponse{}, res)
+	}
+	time.Sleep(2 * time.Second) // testwait:ok not a wait: the time a wrong activation would take to show (milliseconds)
+	for _, ev := range log.snapshot()[before:] {
+		require.False(t, ev.Member == b.id && ev.Type == EventActivated, "B activated %s, which A owns", ev.Server)
+		require.False(t, ev.Member == a.id && ev.Type == EventReleased, "A released %s", ev.Server)
+	}
+	for _, name := range onA {
+		res, _, err := a.call(name)
+		require.NoError(t, err)
+		require.True(t, res.OK, "a call to %s after the refused activations: %s %s", name, res.Class, res.Error)
+	}
 }

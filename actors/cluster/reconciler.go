@@ -67,13 +67,26 @@ func (r *reconciler) latest() *pcluster.ClusterTopology {
 // agree on the newest topology (gossip runs every 300 ms).
 const consensusPoll = 50 * time.Millisecond
 
-// run reconciles after each signal until ctx ends.
+// resweepEvery is how often the reconciler activates, without a
+// topology change, the servers this member owns and runs no grain of.
+// Two members that started the same server's grain at once, while their
+// topologies differed, each release the other's (handover.go), and a
+// grain stopped by a move may find its new owner's reconciler already
+// done: the resweep brings such a server back within this period
+// instead of at its next call.
+const resweepEvery = 5 * time.Second
+
+// run reconciles after each signal, and every resweepEvery, until ctx
+// ends.
 func (r *reconciler) run(ctx context.Context) {
+	resweep := time.NewTicker(resweepEvery)
+	defer resweep.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.wake:
+		case <-resweep.C:
 		}
 		t := r.awaitConsensus(ctx)
 		if t == nil {
@@ -128,7 +141,7 @@ func (m *Member) agreedOn(t *pcluster.ClusterTopology) bool {
 }
 
 // activateOwned activates every configured server this member owns in
-// t, a few at a time.
+// t and runs no grain of, a few at a time.
 func (r *reconciler) activateOwned(ctx context.Context, t *pcluster.ClusterTopology) {
 	rdv := pcluster.NewRendezvous()
 	rdv.UpdateMembers(t.Members)
@@ -136,7 +149,7 @@ func (r *reconciler) activateOwned(ctx context.Context, t *pcluster.ClusterTopol
 	var mine []string
 	for _, name := range r.m.configured() {
 		kind, ok := r.m.kind(name)
-		if ok && rdv.GetByClusterIdentity(pcluster.NewClusterIdentity(name, kind)) == me {
+		if ok && r.m.grains.get(name) == nil && rdv.GetByClusterIdentity(pcluster.NewClusterIdentity(name, kind)) == me {
 			mine = append(mine, name)
 		}
 	}

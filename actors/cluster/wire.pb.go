@@ -452,6 +452,110 @@ func (x *OverviewReply) GetTools() []byte {
 	return nil
 }
 
+// Release asks a member to give up its activation of a server, if it has
+// one: a grain that starts on another member sends it to every other
+// member of the topology before it places its server, so that a server
+// never runs on two members at once (a topology change stops the old
+// activation and starts the new one concurrently).
+type Release struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Release) Reset() {
+	*x = Release{}
+	mi := &file_actors_cluster_wire_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Release) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Release) ProtoMessage() {}
+
+func (x *Release) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_cluster_wire_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Release.ProtoReflect.Descriptor instead.
+func (*Release) Descriptor() ([]byte, []int) {
+	return file_actors_cluster_wire_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Release) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+// Released answers Release once the member holds no activation of the
+// server (its grain stopped and its local supervisor dropped the server).
+type Released struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Member string                 `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	// held says whether the member had an activation to give up.
+	Held          bool `protobuf:"varint,2,opt,name=held,proto3" json:"held,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Released) Reset() {
+	*x = Released{}
+	mi := &file_actors_cluster_wire_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Released) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Released) ProtoMessage() {}
+
+func (x *Released) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_cluster_wire_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Released.ProtoReflect.Descriptor instead.
+func (*Released) Descriptor() ([]byte, []int) {
+	return file_actors_cluster_wire_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Released) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
+func (x *Released) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
 var File_actors_cluster_wire_proto protoreflect.FileDescriptor
 
 const file_actors_cluster_wire_proto_rawDesc = "" +
@@ -480,7 +584,12 @@ const file_actors_cluster_wire_proto_rawDesc = "" +
 	"\x06member\x18\x01 \x01(\tR\x06member\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\fR\x06status\x12\x14\n" +
-	"\x05tools\x18\x04 \x01(\fR\x05tools*\xb4\x02\n" +
+	"\x05tools\x18\x04 \x01(\fR\x05tools\"!\n" +
+	"\aRelease\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\"6\n" +
+	"\bReleased\x12\x16\n" +
+	"\x06member\x18\x01 \x01(\tR\x06member\x12\x12\n" +
+	"\x04held\x18\x02 \x01(\bR\x04held*\xb4\x02\n" +
 	"\tErrorKind\x12\x13\n" +
 	"\x0fERROR_KIND_NONE\x10\x00\x12\x14\n" +
 	"\x10ERROR_KIND_OTHER\x10\x01\x12\x1b\n" +
@@ -508,7 +617,7 @@ func file_actors_cluster_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_actors_cluster_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_actors_cluster_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_actors_cluster_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_actors_cluster_wire_proto_goTypes = []any{
 	(ErrorKind)(0),          // 0: mcpvisor.cluster.v1.ErrorKind
 	(*Activate)(nil),        // 1: mcpvisor.cluster.v1.Activate
@@ -517,6 +626,8 @@ var file_actors_cluster_wire_proto_goTypes = []any{
 	(*CallResult)(nil),      // 4: mcpvisor.cluster.v1.CallResult
 	(*OverviewRequest)(nil), // 5: mcpvisor.cluster.v1.OverviewRequest
 	(*OverviewReply)(nil),   // 6: mcpvisor.cluster.v1.OverviewReply
+	(*Release)(nil),         // 7: mcpvisor.cluster.v1.Release
+	(*Released)(nil),        // 8: mcpvisor.cluster.v1.Released
 }
 var file_actors_cluster_wire_proto_depIdxs = []int32{
 	0, // 0: mcpvisor.cluster.v1.CallResult.kind:type_name -> mcpvisor.cluster.v1.ErrorKind
@@ -538,7 +649,7 @@ func file_actors_cluster_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_cluster_wire_proto_rawDesc), len(file_actors_cluster_wire_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
