@@ -192,7 +192,7 @@ TEST_ENV = MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_
 # test fails sooner: internal/testwait bounds each). Four classes:
 TIMEOUT_LONGEST := 15m
 TIMEOUT_LONG    := 7m
-TIMEOUT_MEDIUM  := 3m
+TIMEOUT_MEDIUM  := 5m
 TIMEOUT_SHORT   := 1m
 PKGS_LONGEST := ./actors
 PKGS_LONG    := . ./cmd/mcpvisor ./cmd/mcpvisor/internal/gateway

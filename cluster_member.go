@@ -60,8 +60,9 @@ type ClusterOptions struct {
 // MemberEvent is one thing a cluster member did with a server.
 type MemberEvent struct {
 	// Type is "activated" (the server's grain started on this member),
-	// "ready" (its connection is up) or "released" (it left this
-	// member).
+	// "ready" (its connection is up), "released" (it left this member)
+	// or "fenced" (Server empty: the cluster removed this member, see
+	// ClusterMember.Fenced).
 	Type   string    `json:"type"`
 	Server string    `json:"server"`
 	Member string    `json:"member"`
@@ -140,6 +141,14 @@ func StartClusterMember(opts ClusterOptions) (*ClusterMember, error) {
 	go cm.refresher(ctx)
 	return cm, nil
 }
+
+// Fenced is closed when the cluster removed this member: it stopped
+// answering long enough (a network partition, a paused process) that
+// the others re-homed its servers, and protoactor never lets the same id
+// back in. The member has then released every server and left; the host
+// should Close it and start a new member to rejoin (supervise exits with
+// an error, so that its service manager restarts it).
+func (cm *ClusterMember) Fenced() <-chan struct{} { return cm.m.Fenced() }
 
 // ID is the member's id in the cluster (a restarted process gets a new
 // one).

@@ -52,12 +52,17 @@ func (m *Member) CallTool(ctx context.Context, server, tool string, args json.Ra
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var last error
+	// draining holds the members (addresses) that refused this call
+	// because they drain: draining is for good, so a later attempt on
+	// one of them was refused too, never run, even if the member leaves
+	// before its answer arrives.
+	draining := map[string]bool{}
 	for {
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
 			break
 		}
-		res, err, retry := m.callOnce(ctx, server, kind, tool, args, remaining)
+		res, err, retry := m.callOnce(ctx, server, kind, tool, args, remaining, draining)
 		if !retry {
 			return res, err
 		}
@@ -87,7 +92,7 @@ func (m *Member) CallTool(ctx context.Context, server, tool string, args json.Ra
 // callOnce makes one cluster request for the call. retry says the
 // outcome is one of the gaps of a re-homing (no owner answered, the
 // owner drains, the server is still connecting there).
-func (m *Member) callOnce(ctx context.Context, server, kind, tool string, args json.RawMessage, timeout time.Duration) (*protocol.CallToolResult, error, bool) {
+func (m *Member) callOnce(ctx context.Context, server, kind, tool string, args json.RawMessage, timeout time.Duration, draining map[string]bool) (*protocol.CallToolResult, error, bool) {
 	msg := &CallTool{Server: server, Tool: tool, Arguments: args, TimeoutMs: timeout.Milliseconds()}
 	type answer struct {
 		resp any
@@ -108,7 +113,8 @@ func (m *Member) callOnce(ctx context.Context, server, kind, tool string, args j
 	// with -9) ends now, typed: it may have run there, so it is not
 	// tried again (single-node mode's lost connection).
 	var gone <-chan struct{}
-	if owner := m.lookup.owner(pcluster.NewClusterIdentity(server, kind)); owner != "" && owner != m.sys.Address() {
+	owner := m.lookup.owner(pcluster.NewClusterIdentity(server, kind))
+	if owner != "" && owner != m.sys.Address() {
 		ch, unwatch := m.departed.watch(owner)
 		defer unwatch()
 		gone = ch
@@ -129,6 +135,10 @@ func (m *Member) callOnce(ctx context.Context, server, kind, tool string, args j
 		case <-ctx.Done():
 			return nil, ctx.Err(), true
 		case <-grace.C:
+			if draining[owner] {
+				// It refused this call before: it did not run it.
+				return nil, fmt.Errorf("%w: member %s left while draining", ErrNoOwner, owner), true
+			}
 			return nil, &actors.ConnectionLostError{Server: server, Err: ErrMemberLost}, false
 		}
 	}
@@ -140,6 +150,11 @@ func (m *Member) callOnce(ctx context.Context, server, kind, tool string, args j
 		return nil, fmt.Errorf("%w: unexpected answer %T", ErrNoOwner, a.resp), true
 	}
 	if err := errorOf(server, r); err != nil {
+		if r.GetKind() == ErrorKind_ERROR_KIND_DRAINING {
+			if addr := m.addressOf(r.GetMember()); addr != "" {
+				draining[addr] = true
+			}
+		}
 		return nil, err, retryable(r)
 	}
 	var res protocol.CallToolResult
@@ -147,6 +162,19 @@ func (m *Member) callOnce(ctx context.Context, server, kind, tool string, args j
 		return nil, fmt.Errorf("mcpvisor cluster: server %q: decoding the result from member %s: %w", server, r.GetMember(), err), false
 	}
 	return &res, nil, false
+}
+
+// addressOf returns the address of the member with id in the latest
+// topology, or "".
+func (m *Member) addressOf(id string) string {
+	if t := m.reconcile.latest(); t != nil {
+		for _, member := range t.Members {
+			if gossipID(member.Id) == id {
+				return member.Address()
+			}
+		}
+	}
+	return ""
 }
 
 // kindHasMembers says whether a member of the latest topology runs

@@ -13,6 +13,9 @@ const (
 	EventActivated EventType = "activated"
 	EventReady     EventType = "ready"
 	EventReleased  EventType = "released"
+	// EventFenced (Server empty): the cluster removed this member (it
+	// was cut off) and the member released every server (Member.Fenced).
+	EventFenced EventType = "fenced"
 )
 
 // Event is one thing a member did with a server. Tests count activations

@@ -20,9 +20,10 @@ import (
 // once all have answered or handoverTimeout has passed. Calls that reach
 // it meanwhile are answered "not ready" and retried by the caller.
 
-// handoverActorName names each member's hand-over actor: every member
-// answers Release at actor.NewPID(<its address>, handoverActorName).
-const handoverActorName = "mcpvisor-handover"
+// memberActorName names each member's own actor: every member answers
+// Release (the hand-over) and takes Removed (fence.go) at
+// actor.NewPID(<its address>, memberActorName).
+const memberActorName = "mcpvisor-member"
 
 // handoverTimeout bounds how long a starting grain waits for the other
 // members' answers (a member that does not answer, because it died and
@@ -67,15 +68,23 @@ func (g *grains) get(name string) *actor.PID {
 	return g.pids[name]
 }
 
-// handoverActor answers Release; the waiting runs on a goroutine of its
-// own, so the mailbox never waits on a server's shutdown.
-type handoverActor struct{ m *Member }
+// memberActor answers Release (the waiting runs on a goroutine of its
+// own, so the mailbox never waits on a server's shutdown) and fences the
+// member on a Removed that names it.
+type memberActor struct{ m *Member }
 
-func (a *handoverActor) Receive(ctx actor.Context) {
-	msg, ok := ctx.Message().(*Release)
-	if !ok {
-		return
+func (a *memberActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *Release:
+		a.release(ctx, msg)
+	case *Removed:
+		if msg.GetMember() == a.m.id {
+			a.m.fence()
+		}
 	}
+}
+
+func (a *memberActor) release(ctx actor.Context, msg *Release) {
 	sender := ctx.Sender()
 	if sender == nil {
 		return
@@ -133,7 +142,7 @@ func (m *Member) handover(ctx context.Context, name string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f := m.sys.Root.RequestFuture(actor.NewPID(addr, handoverActorName), &Release{Server: name}, handoverTimeout)
+			f := m.sys.Root.RequestFuture(actor.NewPID(addr, memberActorName), &Release{Server: name}, handoverTimeout)
 			res, err := f.Result()
 			if err != nil {
 				// Dead letter (the member is gone) or no answer in time.

@@ -150,6 +150,9 @@ type Member struct {
 
 	placement *placementQueue
 	grains    *grains // the grains that run here (handover.go)
+	removed   *removals
+	fenceOnce sync.Once
+	fenced    chan struct{} // closed by fence (fence.go)
 	reconcile *reconciler
 	pushWake  chan struct{} // wakes the pusher (poolwatch.go)
 	lookup    *lookup
@@ -196,7 +199,9 @@ func Start(opts Options) (m *Member, err error) {
 		lookup:   newLookup(),
 		departed: newDepartures(),
 		grains:   newGrains(),
+		fenced:   make(chan struct{}),
 	}
+	m.removed = newRemovals(m)
 	m.stopCtx, m.stop = context.WithCancel(context.Background())
 	m.sys = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return actors.ProtoactorLogger(opts.Logger) }),
@@ -234,6 +239,7 @@ func Start(opts Options) (m *Member, err error) {
 	m.sys.EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*pcluster.ClusterTopology); ok {
 			m.departed.left(t.Left)
+			m.removed.topologyChanged(t)
 			m.reconcile.topologyChanged(t)
 			m.poolChanged("")
 		}
@@ -243,17 +249,18 @@ func Start(opts Options) (m *Member, err error) {
 		m.abort()
 		return nil, fmt.Errorf("%w: overview actor: %w", ErrStart, err)
 	}
-	if _, err := m.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &handoverActor{m: m} }), handoverActorName); err != nil {
+	if _, err := m.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &memberActor{m: m} }), memberActorName); err != nil {
 		m.provider.withdraw()
 		m.abort()
-		return nil, fmt.Errorf("%w: hand-over actor: %w", ErrStart, err)
+		return nil, fmt.Errorf("%w: member actor: %w", ErrStart, err)
 	}
 	if err := startMember(m.c); err != nil {
 		m.provider.withdraw()
 		m.abort()
 		return nil, err
 	}
-	m.bg.Add(4)
+	m.bg.Add(5)
+	routine.Go("cluster.removals", func() { defer m.bg.Done(); m.removed.run(m.stopCtx) })
 	routine.Go("cluster.pusher", func() { defer m.bg.Done(); m.runPusher(m.stopCtx) })
 	routine.Go("cluster.placement", func() { defer m.bg.Done(); m.placement.run(m.stopCtx) })
 	routine.Go("cluster.reconciler", func() { defer m.bg.Done(); m.reconcile.run(m.stopCtx) })

@@ -556,6 +556,56 @@ func (x *Released) GetHeld() bool {
 	return false
 }
 
+// Removed tells a member that the cluster dropped it from the topology
+// (it stopped answering: a partition, a paused process): the members
+// that saw it leave send it to its address every second, since the
+// member, cut off, cannot know. A member whose id it names releases
+// every server and leaves (its id stays blocked: it must restart to
+// rejoin).
+type Removed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Member        string                 `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Removed) Reset() {
+	*x = Removed{}
+	mi := &file_actors_cluster_wire_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Removed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Removed) ProtoMessage() {}
+
+func (x *Removed) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_cluster_wire_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Removed.ProtoReflect.Descriptor instead.
+func (*Removed) Descriptor() ([]byte, []int) {
+	return file_actors_cluster_wire_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Removed) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
 var File_actors_cluster_wire_proto protoreflect.FileDescriptor
 
 const file_actors_cluster_wire_proto_rawDesc = "" +
@@ -589,7 +639,9 @@ const file_actors_cluster_wire_proto_rawDesc = "" +
 	"\x06server\x18\x01 \x01(\tR\x06server\"6\n" +
 	"\bReleased\x12\x16\n" +
 	"\x06member\x18\x01 \x01(\tR\x06member\x12\x12\n" +
-	"\x04held\x18\x02 \x01(\bR\x04held*\xb4\x02\n" +
+	"\x04held\x18\x02 \x01(\bR\x04held\"!\n" +
+	"\aRemoved\x12\x16\n" +
+	"\x06member\x18\x01 \x01(\tR\x06member*\xb4\x02\n" +
 	"\tErrorKind\x12\x13\n" +
 	"\x0fERROR_KIND_NONE\x10\x00\x12\x14\n" +
 	"\x10ERROR_KIND_OTHER\x10\x01\x12\x1b\n" +
@@ -617,7 +669,7 @@ func file_actors_cluster_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_actors_cluster_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_actors_cluster_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_actors_cluster_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_actors_cluster_wire_proto_goTypes = []any{
 	(ErrorKind)(0),          // 0: mcpvisor.cluster.v1.ErrorKind
 	(*Activate)(nil),        // 1: mcpvisor.cluster.v1.Activate
@@ -628,6 +680,7 @@ var file_actors_cluster_wire_proto_goTypes = []any{
 	(*OverviewReply)(nil),   // 6: mcpvisor.cluster.v1.OverviewReply
 	(*Release)(nil),         // 7: mcpvisor.cluster.v1.Release
 	(*Released)(nil),        // 8: mcpvisor.cluster.v1.Released
+	(*Removed)(nil),         // 9: mcpvisor.cluster.v1.Removed
 }
 var file_actors_cluster_wire_proto_depIdxs = []int32{
 	0, // 0: mcpvisor.cluster.v1.CallResult.kind:type_name -> mcpvisor.cluster.v1.ErrorKind
@@ -649,7 +702,7 @@ func file_actors_cluster_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_cluster_wire_proto_rawDesc), len(file_actors_cluster_wire_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

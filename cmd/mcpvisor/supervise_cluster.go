@@ -208,6 +208,7 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 		a.log.Info().Str("trigger", why).Int("servers", len(cfg.Servers)).Msg("config reloaded (cluster)")
 	}
 	var why string
+	fenced := false
 loop:
 	for {
 		select {
@@ -219,6 +220,10 @@ loop:
 			break loop
 		case <-ctx.Done():
 			why = "context ended"
+			break loop
+		case <-member.Fenced():
+			why = "the cluster removed this member (it was cut off); restart it to rejoin"
+			fenced = true
 			break loop
 		case <-hups:
 			reload("SIGHUP")
@@ -241,6 +246,10 @@ loop:
 	select {
 	case <-logged:
 	case <-time.After(time.Second):
+	}
+	if fenced {
+		a.log.Error().Msg("stopped: this member was removed from the cluster")
+		return failed(nil)
 	}
 	if closeErr != nil || leaveErr != nil || !drained {
 		a.log.Error().Bool("drained", drained).AnErr("leave", leaveErr).AnErr("close", closeErr).Msg("stopped, not cleanly")

@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/mcpvisor/mcpvisor/internal/routine"
+)
+
+// A member cut off from the others (a network partition, a paused
+// process) is dropped from their topology and its servers are re-homed;
+// protoactor blocks its id for ever. When it comes back it cannot know:
+// its own topology still holds everyone, it goes on running the servers
+// that moved, and once gossip's heartbeats expire it blocks the others
+// and activates every server (a split brain). protoactor ignores the
+// "blocked" answer its remote gets (endpoint_writer.go: "TODO: handle
+// blocked status"). So the members that saw it leave tell it: every
+// second they send Removed with its id to its address; a member that
+// receives its own id is fenced: it releases every server and leaves.
+
+// removedEvery is how often the removed members are told.
+const removedEvery = time.Second
+
+// maxRemoved bounds the removed members a member keeps telling (the
+// newest are kept).
+const maxRemoved = 64
+
+// removals keeps the members this member saw leave the topology, to tell
+// them so (a member killed for good costs one failed connection attempt
+// per second until a member reuses its address or maxRemoved newer ones
+// push it out).
+//
+// Concurrency: topologyChanged is called from protoactor's event stream;
+// run is the member's removals goroutine; mu guards gone.
+type removals struct {
+	m    *Member
+	mu   sync.Mutex
+	gone []removedMember // oldest first
+}
+
+type removedMember struct{ id, addr string }
+
+func newRemovals(m *Member) *removals { return &removals{m: m} }
+
+// topologyChanged records the members that left t and forgets those
+// whose address a member of t now uses.
+func (r *removals) topologyChanged(t *pcluster.ClusterTopology) {
+	inUse := map[string]bool{}
+	for _, member := range t.Members {
+		inUse[member.Address()] = true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, member := range t.Left {
+		r.gone = append(r.gone, removedMember{id: member.Id, addr: member.Address()})
+	}
+	kept := r.gone[:0]
+	for _, g := range r.gone {
+		if !inUse[g.addr] {
+			kept = append(kept, g)
+		}
+	}
+	r.gone = kept
+	if n := len(r.gone); n > maxRemoved {
+		r.gone = append([]removedMember(nil), r.gone[n-maxRemoved:]...)
+	}
+}
+
+// run tells every removed member, every removedEvery, until ctx ends.
+func (r *removals) run(ctx context.Context) {
+	tick := time.NewTicker(removedEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		r.mu.Lock()
+		gone := append([]removedMember(nil), r.gone...)
+		r.mu.Unlock()
+		for _, g := range gone {
+			r.m.sys.Root.Send(actor.NewPID(g.addr, memberActorName), &Removed{Member: gossipID(g.id)})
+		}
+	}
+}
+
+// fence is what a member does on learning that the cluster removed it:
+// it takes no call and places nothing from now on, releases every
+// server it runs at once (their new owners run them already), leaves,
+// and closes Fenced. Its host must restart it to rejoin (a new id).
+func (m *Member) fence() {
+	m.fenceOnce.Do(func() {
+		m.log.Error().Msg("the cluster removed this member (it did not answer for a while): releasing every server and leaving; restart it to rejoin")
+		m.mu.Lock()
+		m.draining = true
+		m.mu.Unlock()
+		for _, name := range m.placement.liveNames() {
+			m.placement.push(name, false)
+		}
+		close(m.fenced)
+		m.emit(EventFenced, "")
+		routine.Go("cluster.fence", func() {
+			ctx, cancel := context.WithTimeout(m.stopCtx, 30*time.Second)
+			defer cancel()
+			if err := m.Leave(ctx); err != nil {
+				m.log.Warn().Err(err).Msg("leaving after the cluster removed this member")
+			}
+		})
+	})
+}
+
+// Fenced is closed when the cluster removed this member (it was cut off
+// long enough for the others to re-home its servers) and the member
+// released its servers and left. The host should close it and start a
+// new member to rejoin.
+func (m *Member) Fenced() <-chan struct{} { return m.fenced }
