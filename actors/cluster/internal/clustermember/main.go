@@ -8,6 +8,9 @@
 //	                       answers {"ok":…,"class":…,"error":…}
 //	GET  /overview         the cluster-wide status: {"servers":{name: member},…}
 //	POST /leave            leave gracefully, close, and exit 0
+//	POST /load             a bounded call load from inside the member
+//	                       (load.go; used by bench/cluster)
+//	GET  /memstats         Go heap figures and goroutines after a GC
 //
 // It is a test harness, not part of mcpvisor.
 package main
@@ -109,6 +112,8 @@ func main() {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"servers": servers, "tools": len(ov.Tools), "unreachable": ov.Unreachable})
 	})
+	mux.HandleFunc("POST /load", serveLoad(m))
+	mux.HandleFunc("GET /memstats", serveMemStats)
 	mux.HandleFunc("POST /leave", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
