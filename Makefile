@@ -196,7 +196,7 @@ TIMEOUT_MEDIUM  := 5m
 TIMEOUT_SHORT   := 1m
 PKGS_LONGEST := ./actors
 PKGS_LONG    := . ./cmd/mcpvisor ./cmd/mcpvisor/internal/gateway
-PKGS_MEDIUM  := ./session ./bench/mockserver ./transports/stdio ./actors/cluster
+PKGS_MEDIUM  := ./session ./bench/mockserver ./transports/stdio ./actors/cluster ./bench/cluster
 MODULE       := github.com/mcpvisor/mcpvisor
 PKGS_SHORT    = $(filter-out $(patsubst .%,$(MODULE)%,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM)),$(shell $(GO) list ./...))
 

@@ -30,6 +30,7 @@ type memoryFigures struct {
 	BaseRSS    int64 `json:"base_rss"`
 	RSS        int64 `json:"rss"`
 	PeakRSS    int64 `json:"peak_rss"`
+	BaseHeap   int64 `json:"base_heap"`
 	HeapInuse  int64 `json:"heap_inuse"`
 	StackInuse int64 `json:"stack_inuse"`
 	Goroutines int   `json:"goroutines"`
@@ -105,7 +106,7 @@ func measureMember(ctx context.Context, m *member, servers int) (memoryFigures, 
 		return memoryFigures{}, err
 	}
 	return memoryFigures{Member: m.index, Servers: servers, BaseRSS: m.baseRSS, RSS: rss, PeakRSS: hwm,
-		HeapInuse: st.HeapInuse, StackInuse: st.StackInuse, Goroutines: st.Goroutines}, nil
+		BaseHeap: m.baseHeap, HeapInuse: st.HeapInuse, StackInuse: st.StackInuse, Goroutines: st.Goroutines}, nil
 }
 
 func measureIdle(members []*member, d time.Duration) ([]idleFigures, error) {

@@ -22,15 +22,15 @@ func printTable(w io.Writer, c config, r *results) {
 	fmt.Fprintf(w, "| activations beside another live one | %d |\n\n", r.Overlaps)
 
 	if len(r.Memory) > 0 {
-		fmt.Fprintf(w, "| member | servers | RSS at start | RSS ready | peak RSS | Go heap in use | stacks | goroutines | RSS per server | heap per server |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(w, "| member | servers | RSS at start | RSS ready | peak RSS | heap at start | heap ready | stacks | goroutines | RSS per server | heap per server |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, m := range r.Memory {
 			per, heapPer := "–", "–"
 			if m.Servers > 0 {
 				per = kib(float64(m.RSS-m.BaseRSS) / float64(m.Servers))
-				heapPer = kib(float64(m.HeapInuse) / float64(m.Servers))
+				heapPer = kib(float64(m.HeapInuse-m.BaseHeap) / float64(m.Servers))
 			}
-			fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %s | %s | %d | %s | %s |\n", m.Member, m.Servers, mib(m.BaseRSS), mib(m.RSS),
-				mib(m.PeakRSS), mib(m.HeapInuse), mib(m.StackInuse), m.Goroutines, per, heapPer)
+			fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", m.Member, m.Servers, mib(m.BaseRSS), mib(m.RSS),
+				mib(m.PeakRSS), mib(m.BaseHeap), mib(m.HeapInuse), mib(m.StackInuse), m.Goroutines, per, heapPer)
 		}
 		fmt.Fprintln(w)
 	}
