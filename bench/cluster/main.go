@@ -217,6 +217,7 @@ func run(c config) (*results, error) {
 		res.Memory = append(res.Memory, mm)
 	}
 	res.MockRSS, _ = procStatus(mockCmd.Process.Pid, "VmRSS")
+	res.MockFiles = openFiles(mockCmd.Process.Pid)
 
 	// 2. Idle cost.
 	idle, err := measureIdle(members, c.idle)

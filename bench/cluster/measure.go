@@ -15,6 +15,7 @@ type results struct {
 	AllReadyMS float64         `json:"all_ready_ms"`
 	Memory     []memoryFigures `json:"memory"`
 	MockRSS    int64           `json:"mock_rss"`
+	MockFiles  int             `json:"mock_open_files"`
 	Idle       []idleFigures   `json:"idle"`
 	Loads      []loadFigures   `json:"loads"`
 	Rehome     rehomeFigures   `json:"rehome"`
@@ -27,11 +28,11 @@ type results struct {
 type memoryFigures struct {
 	Member     int   `json:"member"`
 	Servers    int   `json:"servers"`
-	BaseRSS    int64 `json:"base_rss"`
 	RSS        int64 `json:"rss"`
 	PeakRSS    int64 `json:"peak_rss"`
-	BaseHeap   int64 `json:"base_heap"`
+	Heap       int64 `json:"heap"` // live heap (HeapAlloc after a GC)
 	HeapInuse  int64 `json:"heap_inuse"`
+	OpenFiles  int   `json:"open_files"`
 	StackInuse int64 `json:"stack_inuse"`
 	Goroutines int   `json:"goroutines"`
 }
@@ -73,6 +74,7 @@ type rehomeFigures struct {
 
 // memStats is a member's GET /memstats.
 type memStats struct {
+	HeapAlloc  int64 `json:"heap_alloc"`
 	HeapInuse  int64 `json:"heap_inuse"`
 	StackInuse int64 `json:"stack_inuse"`
 	Goroutines int   `json:"goroutines"`
@@ -105,8 +107,8 @@ func measureMember(ctx context.Context, m *member, servers int) (memoryFigures, 
 	if err != nil {
 		return memoryFigures{}, err
 	}
-	return memoryFigures{Member: m.index, Servers: servers, BaseRSS: m.baseRSS, RSS: rss, PeakRSS: hwm,
-		BaseHeap: m.baseHeap, HeapInuse: st.HeapInuse, StackInuse: st.StackInuse, Goroutines: st.Goroutines}, nil
+	return memoryFigures{Member: m.index, Servers: servers, RSS: rss, PeakRSS: hwm,
+		Heap: st.HeapAlloc, HeapInuse: st.HeapInuse, OpenFiles: openFiles(pid), StackInuse: st.StackInuse, Goroutines: st.Goroutines}, nil
 }
 
 func measureIdle(members []*member, d time.Duration) ([]idleFigures, error) {

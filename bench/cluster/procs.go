@@ -26,10 +26,6 @@ type member struct {
 	cmd     *exec.Cmd
 	started time.Time // when the process was started
 	exited  chan struct{}
-	// baseRSS and baseHeap are the process's RSS and Go heap in use
-	// (bytes) right after it printed "started", before it was given any
-	// server (its host calls SetServers next, so a few may be placed).
-	baseRSS, baseHeap int64
 }
 
 // event is one line a member prints: its cluster.Event fields, or the
@@ -154,15 +150,6 @@ func startMember(bin string, i int, args []string, events chan<- event, stderrTo
 	}()
 	select {
 	case <-ready:
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		var st memStats
-		if err := m.get(ctx, "/memstats", &st); err != nil {
-			_ = m.kill()
-			return nil, fmt.Errorf("member %d: %w", i, err)
-		}
-		m.baseRSS, _ = procStatus(cmd.Process.Pid, "VmRSS")
-		m.baseHeap = st.HeapInuse
 		return m, nil
 	case <-m.exited:
 		return nil, fmt.Errorf("member %d exited before it started", i)
@@ -285,4 +272,10 @@ func procIO(pid int) (rchar, wchar int64, err error) {
 		}
 	}
 	return rchar, wchar, nil
+}
+
+// openFiles is the number of the process's open descriptors.
+func openFiles(pid int) int {
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(ents)
 }

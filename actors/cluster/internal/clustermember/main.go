@@ -11,6 +11,7 @@
 //	POST /load             a bounded call load from inside the member
 //	                       (load.go; used by bench/cluster)
 //	GET  /memstats         Go heap figures and goroutines after a GC
+//	GET  /debug/pprof/     net/http/pprof's profiles (heap, goroutine, …)
 //
 // It is a test harness, not part of mcpvisor.
 package main
@@ -23,6 +24,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync"
@@ -114,6 +116,7 @@ func main() {
 	})
 	mux.HandleFunc("POST /load", serveLoad(m))
 	mux.HandleFunc("GET /memstats", serveMemStats)
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("POST /leave", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
