@@ -39,7 +39,7 @@ CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-default
 	sep-2640-client-no-prefetch sep-2640-client-verify-digest sep-2640-client-verify-size \
 	sep-2640-client-verify-frontmatter $(addprefix auth/,$(CONFORMANCE_AUTH))
 
-.PHONY: all build run cluster-demo test test-go test-etcd etcd-deps flake deps npm-deps os-deps browser-deps sandbox-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
+.PHONY: all build run cluster cluster-demo test test-go test-etcd etcd-deps flake deps npm-deps os-deps browser-deps sandbox-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
 
 all: build
 
@@ -51,6 +51,9 @@ build:
 # docs/cluster.md). Ctrl-C stops them.
 cluster-demo: build
 	BIN=$(BIN)/mcpvisor sh examples/cluster/run.sh
+
+# cluster is cluster-demo's short name.
+cluster: cluster-demo
 
 # run starts the gateway over the example config (Ctrl-C stops it).
 RUN_LISTEN ?= 127.0.0.1:7979
