@@ -68,6 +68,7 @@ type rehomeFigures struct {
 	Done            int     `json:"done"`
 	FirstMS         float64 `json:"first_ms"`
 	MedianMS        float64 `json:"median_ms"`
+	P90MS           float64 `json:"p90_ms"`
 	LastMS          float64 `json:"last_ms"`
 	SurvivorPeakRSS []int64 `json:"survivor_peak_rss"`
 }
@@ -230,15 +231,16 @@ func runLoad(ctx context.Context, phase string, through []*member, servers []str
 	return lf, nil
 }
 
-// spread is the first, median and last of ats after t0, in ms.
-func spread(ats []time.Time, t0 time.Time) (first, median, last float64) {
+// spread is the first, median, 90th percentile and last of ats after
+// t0, in ms.
+func spread(ats []time.Time, t0 time.Time) (first, median, p90, last float64) {
 	if len(ats) == 0 {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
 	d := make([]time.Duration, len(ats))
 	for i, at := range ats {
 		d[i] = at.Sub(t0)
 	}
 	slices.Sort(d)
-	return ms(d[0]), ms(d[len(d)/2]), ms(d[len(d)-1])
+	return ms(d[0]), ms(d[len(d)/2]), ms(d[len(d)*9/10]), ms(d[len(d)-1])
 }

@@ -65,8 +65,8 @@ func printTable(w io.Writer, c config, r *results) {
 	if r.Rehome.Servers > 0 {
 		fmt.Fprintf(w, "| kill -9 of member %d | value |\n|---|---:|\n", r.Members-1)
 		fmt.Fprintf(w, "| its servers | %d (%d ready on a survivor) |\n", r.Rehome.Servers, r.Rehome.Done)
-		fmt.Fprintf(w, "| first / median / last ready on a survivor, after the kill | %.0f / %.0f / %.0f ms |\n",
-			r.Rehome.FirstMS, r.Rehome.MedianMS, r.Rehome.LastMS)
+		fmt.Fprintf(w, "| first / median / 90 %% / last ready on a survivor, after the kill | %.0f / %.0f / %.0f / %.0f ms |\n",
+			r.Rehome.FirstMS, r.Rehome.MedianMS, r.Rehome.P90MS, r.Rehome.LastMS)
 		for i, p := range r.Rehome.SurvivorPeakRSS {
 			fmt.Fprintf(w, "| member %d peak RSS (whole run) | %s |\n", i, mib(p))
 		}
