@@ -280,6 +280,7 @@ func run(c config) (*results, error) {
 	}
 	at := pl.readyElsewhere(moved, victim.id, killedAt)
 	res.Rehome.Done = len(at)
+	res.Rehome.Histogram = perSecond(at, killedAt)
 	res.Rehome.FirstMS, res.Rehome.MedianMS, res.Rehome.P90MS, res.Rehome.LastMS = spread(at, killedAt)
 	for _, m := range members[:len(members)-1] {
 		hwm, _ := procStatus(m.cmd.Process.Pid, "VmHWM")

@@ -71,6 +71,9 @@ type rehomeFigures struct {
 	P90MS           float64 `json:"p90_ms"`
 	LastMS          float64 `json:"last_ms"`
 	SurvivorPeakRSS []int64 `json:"survivor_peak_rss"`
+	// Histogram counts the servers ready on a survivor in each second
+	// after the kill ([0] = within the first second).
+	Histogram []int `json:"histogram_per_second"`
 }
 
 // memStats is a member's GET /memstats.
@@ -243,4 +246,17 @@ func spread(ats []time.Time, t0 time.Time) (first, median, p90, last float64) {
 	}
 	slices.Sort(d)
 	return ms(d[0]), ms(d[len(d)/2]), ms(d[len(d)*9/10]), ms(d[len(d)-1])
+}
+
+// perSecond counts ats by whole seconds after t0.
+func perSecond(ats []time.Time, t0 time.Time) []int {
+	var h []int
+	for _, at := range ats {
+		s := int(at.Sub(t0) / time.Second)
+		for len(h) <= s {
+			h = append(h, 0)
+		}
+		h[s]++
+	}
+	return h
 }

@@ -67,6 +67,7 @@ func printTable(w io.Writer, c config, r *results) {
 		fmt.Fprintf(w, "| its servers | %d (%d ready on a survivor) |\n", r.Rehome.Servers, r.Rehome.Done)
 		fmt.Fprintf(w, "| first / median / 90 %% / last ready on a survivor, after the kill | %.0f / %.0f / %.0f / %.0f ms |\n",
 			r.Rehome.FirstMS, r.Rehome.MedianMS, r.Rehome.P90MS, r.Rehome.LastMS)
+		fmt.Fprintf(w, "| ready in each second after the kill | %v |\n", r.Rehome.Histogram)
 		for i, p := range r.Rehome.SurvivorPeakRSS {
 			fmt.Fprintf(w, "| member %d peak RSS (whole run) | %s |\n", i, mib(p))
 		}
