@@ -5,7 +5,7 @@
 //
 //   - the time until every server is ready (from the members' own
 //     events), and each member's memory (RSS, peak RSS, Go heap,
-//     goroutines);
+//     goroutines), and one cluster-wide overview through member 0;
 //   - the idle cost of the cluster (CPU and syscall bytes per member
 //     over -idle: gossip, membership polls);
 //   - calls per second through member 0 and through every member at
@@ -218,6 +218,7 @@ func run(c config) (*results, error) {
 	}
 	res.MockRSS, _ = procStatus(mockCmd.Process.Pid, "VmRSS")
 	res.MockFiles = openFiles(mockCmd.Process.Pid)
+	res.Overview = measureOverview(ctx, members[0])
 
 	// 2. Idle cost.
 	idle, err := measureIdle(members, c.idle)

@@ -19,6 +19,7 @@ type results struct {
 	Idle       []idleFigures   `json:"idle"`
 	Loads      []loadFigures   `json:"loads"`
 	Rehome     rehomeFigures   `json:"rehome"`
+	Overview   overviewFigures `json:"overview"`
 	// Overlaps counts activations that began while another live member
 	// held one of the same server (0 expected).
 	Overlaps int `json:"overlaps"`
@@ -259,4 +260,32 @@ func perSecond(ats []time.Time, t0 time.Time) []int {
 		h[s]++
 	}
 	return h
+}
+
+// overviewFigures is one GET /overview (Member.Overview: every member's
+// servers and tools) through member 0 once every server was ready.
+type overviewFigures struct {
+	MS          float64           `json:"ms"`
+	Servers     int               `json:"servers"`
+	Tools       int               `json:"tools"`
+	Unreachable map[string]string `json:"unreachable,omitempty"`
+	Error       string            `json:"error,omitempty"`
+}
+
+// measureOverview asks m for the cluster-wide overview.
+func measureOverview(ctx context.Context, m *member) overviewFigures {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var ov struct {
+		Servers     map[string]string `json:"servers"`
+		Tools       int               `json:"tools"`
+		Unreachable map[string]string `json:"unreachable"`
+	}
+	t0 := time.Now()
+	err := m.get(ctx, "/overview", &ov)
+	f := overviewFigures{MS: ms(time.Since(t0)), Servers: len(ov.Servers), Tools: ov.Tools, Unreachable: ov.Unreachable}
+	if err != nil {
+		f.Error = err.Error()
+	}
+	return f
 }

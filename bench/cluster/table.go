@@ -20,7 +20,9 @@ func printTable(w io.Writer, c config, r *results) {
 	fmt.Fprintf(w, "| all %d servers ready (from starting the members) | %.0f ms |\n", r.Servers, r.AllReadyMS)
 	fmt.Fprintf(w, "| mock RSS (every virtual server) | %s |\n", mib(r.MockRSS))
 	fmt.Fprintf(w, "| mock open descriptors | %d |\n", r.MockFiles)
-	fmt.Fprintf(w, "| activations beside another live one | %d |\n\n", r.Overlaps)
+	fmt.Fprintf(w, "| activations beside another live one | %d |\n", r.Overlaps)
+	o := r.Overview
+	fmt.Fprintf(w, "| cluster-wide overview through member 0 | %.0f ms: %d servers, %d tools, unreachable %v %s |\n\n", o.MS, o.Servers, o.Tools, o.Unreachable, o.Error)
 
 	if len(r.Memory) > 0 {
 		// Per server: the whole figure ÷ the member's servers, an upper
