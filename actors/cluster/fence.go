@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -119,3 +122,105 @@ func (m *Member) fence() {
 // released its servers and left. The host should close it and start a
 // new member to rejoin.
 func (m *Member) Fenced() <-chan struct{} { return m.fenced }
+
+// removedIDs returns the ids of the members this member saw leave (and
+// still keeps telling).
+func (r *removals) removedIDs() map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make(map[string]bool, len(r.gone))
+	for _, g := range r.gone {
+		ids[gossipID(g.id)] = true
+	}
+	return ids
+}
+
+// healthTimeout bounds one membership endpoint's answer in cutOff.
+const healthTimeout = time.Second
+
+// cutOff reports whether this member is on the losing side of a
+// partition, for the static peer list (automanaged) membership: the
+// members that left its topology t but still answer on their membership
+// endpoint with the same id are alive, only cut off from it (gossip's
+// heartbeats expired, and it blocked them: they blocked it too). When
+// they outnumber t's members (a tie goes to the side with the smallest
+// id), they run the cluster, and this member must not activate their
+// servers. The reconciler asks before it activates anything; Removed
+// usually fences such a member sooner.
+func (m *Member) cutOff(ctx context.Context, t *pcluster.ClusterTopology) bool {
+	if m.opts.Etcd != nil {
+		return false
+	}
+	removed := m.removed.removedIDs()
+	if len(removed) == 0 {
+		return false
+	}
+	alive := m.aliveIDs(ctx)
+	inside := map[string]bool{}
+	for _, member := range t.Members {
+		inside[gossipID(member.Id)] = true
+	}
+	var outside []string
+	for id := range removed {
+		if alive[id] && !inside[id] {
+			outside = append(outside, id)
+		}
+	}
+	if len(outside) == 0 {
+		return false
+	}
+	if len(outside) != len(inside) {
+		return len(outside) > len(inside)
+	}
+	smallest := outside[0]
+	for _, id := range outside {
+		smallest = min(smallest, id)
+	}
+	for id := range inside {
+		if id < smallest {
+			return false
+		}
+	}
+	return true
+}
+
+// aliveIDs asks every peer's membership endpoint (Options.Peers) for the
+// id of the member behind it, in parallel, each bounded by
+// healthTimeout.
+func (m *Member) aliveIDs(ctx context.Context) map[string]bool {
+	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	alive := map[string]bool{}
+	var wg sync.WaitGroup
+	for _, peer := range m.opts.Peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+peer+"/_health", nil)
+			if err != nil {
+				return
+			}
+			resp, err := healthClient.Do(req)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			var node struct {
+				ID string `json:"id"`
+			}
+			if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&node) != nil || node.ID == "" {
+				return
+			}
+			mu.Lock()
+			alive[node.ID] = true
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return alive
+}
+
+// healthClient asks the peers' membership endpoints (no proxy: they are
+// cluster-internal addresses).
+var healthClient = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}

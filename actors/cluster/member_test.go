@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"sort"
 	"sync"
 	"testing"
@@ -14,24 +13,15 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/testports"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
-// freePorts returns n distinct free loopback ports.
+// freePorts returns n distinct free loopback ports, outside the
+// ephemeral range (testports).
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ls = append(ls, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range ls {
-		ln.Close()
-	}
-	return ports
+	return testports.Free(t, n)
 }
 
 // eventLog collects the events of every member of a test.

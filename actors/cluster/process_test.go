@@ -526,9 +526,16 @@ func TestAMemberRefusesToActivateAServerItDoesNotOwn(t *testing.T) {
 	before := len(log.snapshot())
 
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return actors.ProtoactorLogger(zerolog.Nop()) }))
+	// A remote in this process: no member may start while it runs, and
+	// its gRPC goroutines must be gone before one does (notes hazard 7:
+	// remote.Start swaps grpc's global logger). Shutdown(true) waits for
+	// its endpoint writers; the deferred calls run last first.
+	oneMemberPerProcess.Lock()
+	defer oneMemberPerProcess.Unlock()
+	defer sys.Shutdown()
 	r := remote.NewRemote(sys, remote.Configure("127.0.0.1", freePorts(t, 1)[0]))
 	r.Start()
-	defer r.Shutdown(false)
+	defer r.Shutdown(true)
 	placementOfB := actor.NewPID(fmt.Sprintf("127.0.0.1:%d", cp.ports[1]), disthash.PartitionActivatorActorName)
 	for _, name := range onA {
 		res, err := sys.Root.RequestFuture(placementOfB, &pcluster.ActivationRequest{ClusterIdentity: pcluster.NewClusterIdentity(name, Kind)}, 5*time.Second).Result()

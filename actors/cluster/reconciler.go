@@ -88,9 +88,16 @@ func (r *reconciler) run(ctx context.Context) {
 		case <-r.wake:
 		case <-resweep.C:
 		}
+		if r.m.isDraining() {
+			continue // leaving or fenced: nothing is placed here any more
+		}
 		t := r.awaitConsensus(ctx)
 		if t == nil {
 			continue // ended, or superseded: the next signal retries
+		}
+		if r.m.cutOff(ctx, t) {
+			r.m.fence() // the others run the cluster (fence.go)
+			continue
 		}
 		r.activateOwned(ctx, t)
 	}

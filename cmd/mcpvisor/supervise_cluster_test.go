@@ -18,25 +18,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/testports"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
-// clusterFreePorts reserves n loopback ports and releases them for the
-// processes of a test.
+// clusterFreePorts returns n loopback ports for the processes of a test,
+// outside the ephemeral range (testports).
 func clusterFreePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ports []int
-	var ls []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ls = append(ls, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range ls {
-		ln.Close()
-	}
-	return ports
+	return testports.Free(t, n)
 }
 
 // startHTTPMock starts a mock serving Streamable HTTP (virtual servers
