@@ -130,10 +130,15 @@ func run(c config) (*results, error) {
 	}
 	defer stopMock()
 
-	ports := make([]int, 2*c.members)
-	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
+	ports := make([]int, 0, 2*c.members)
+	for seen := map[int]bool{}; len(ports) < 2*c.members; {
+		p, err := freePort()
+		if err != nil {
 			return nil, err
+		}
+		if !seen[p] {
+			seen[p] = true
+			ports = append(ports, p)
 		}
 	}
 	var peers string

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -206,14 +207,22 @@ func do(req *http.Request, out any) error {
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
-// freePort asks the kernel for a free loopback port.
+// freePort returns a loopback port that was free a moment ago, below
+// Linux's ephemeral range (32768–60999): a port the kernel hands out for
+// ":0" may be taken by one of the benchmark's 10,000 outgoing
+// connections before the member binds it (internal/testports does the
+// same for tests).
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for range 1000 {
+		p := 20000 + rand.IntN(12768)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return p, nil
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free loopback port in [20000, 32768) after 1000 tries")
 }
 
 // procStatus reads a "kB" field of /proc/<pid>/status (VmRSS, VmHWM) in
