@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
 
 	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/internal/routine"
@@ -23,6 +24,10 @@ import (
 // Kind is the grain kind of a supervised MCP server; a grain's identity
 // is the server's name.
 const Kind = "mcpserver"
+
+// maxMessageBytes is the largest message a member's remote accepts from
+// another member (gRPC's default is 4 MiB).
+const maxMessageBytes = 256 << 20
 
 // contextDeadline is the error a call that ran out of time wraps.
 var contextDeadline = context.DeadlineExceeded
@@ -229,7 +234,11 @@ func Start(opts Options) (m *Member, err error) {
 		kinds = append(kinds, pcluster.NewKind(k, grainProps))
 	}
 	cfg := pcluster.Configure(opts.Name, m.provider, m.lookup,
-		remote.Configure(opts.Host, opts.Port),
+		// A member's overview answer and pool snapshot are one message of
+		// ~2.3 KB per server: over gRPC's default 4 MiB receive limit from
+		// ~1,800 servers per member, which breaks the stream between members
+		// (bench/results/2026-11-25-cluster). A stop-gap until they are paged.
+		remote.Configure(opts.Host, opts.Port, remote.WithServerOptions(grpc.MaxRecvMsgSize(maxMessageBytes))),
 		pcluster.WithKinds(kinds...),
 		pcluster.WithHeartbeatExpiration(opts.HeartbeatExpiration),
 		pcluster.WithRequestLog(false),
