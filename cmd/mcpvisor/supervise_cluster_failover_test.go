@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
+	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
 )
 
 // The issue's proof with supervise processes: three `supervise --cluster`
@@ -138,10 +139,16 @@ func TestSuperviseClusterKillAMember(t *testing.T) {
 		}()
 	}
 	time.Sleep(time.Second) // testwait:ok a load window: the callers run a second before the kill
+	// Member 1's process tree (its stdio servers and their reapers, from
+	// /proc; empty where there is no /proc).
+	tree := stdiotest.Descendants(procs[1].cmd.Process.Pid)
 	killed := time.Now()
 	require.NoError(t, procs[1].cmd.Process.Kill()) // SIGKILL
 	_ = procs[1].wait(t)
 	procs[1].exited = true
+	left := stdiotest.Eventually(2*time.Second, func() []stdiotest.Proc { return stdiotest.Alive(tree) })
+	require.Empty(t, left, "processes of member 1's tree (of %d) still alive 2 s after its SIGKILL", len(tree))
+	t.Logf("member 1's tree: %d processes, none left after its SIGKILL", len(tree))
 
 	// The session goes on on member 2, with no new initialize.
 	answer := mcpPostSession(t, other, session, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
