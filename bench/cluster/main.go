@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 	"time"
 )
 
@@ -70,17 +69,6 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cluster:", err)
 		os.Exit(1)
-	}
-}
-
-// raiseFileLimit lifts this process's descriptor limit to its hard
-// limit; the mock and the members inherit it (10,000 servers are 10,000
-// connections on each side).
-func raiseFileLimit() {
-	var l syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
-		l.Cur = l.Max
-		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
 	}
 }
 

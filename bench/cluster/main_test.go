@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -14,6 +15,9 @@ import (
 func TestSmokeThirtyServersOverThreeMembers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts processes")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the benchmark reads /proc")
 	}
 	res, err := run(config{servers: 30, members: 3, workers: 2, duration: 300 * time.Millisecond,
 		idle: 200 * time.Millisecond, timeout: 90 * time.Second})

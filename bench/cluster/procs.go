@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -162,7 +161,7 @@ func startMember(bin string, i int, args []string, events chan<- event, stderrTo
 
 // kill sends SIGKILL and waits up to 10 s for the process to end.
 func (m *member) kill() error {
-	_ = m.cmd.Process.Signal(syscall.SIGKILL)
+	_ = m.cmd.Process.Kill()
 	select {
 	case <-m.exited:
 		return nil
