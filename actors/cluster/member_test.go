@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/actors"
-	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/internal/testports"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -135,17 +134,14 @@ func startMembers(t *testing.T, n int, log *eventLog) []*Member {
 	return members
 }
 
+// mockFleet configures n servers s00… on one mock (serveMock).
 func mockFleet(t *testing.T, n int) map[string]Server {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
-	require.NoError(t, err)
-	t.Cleanup(func() { mock.Close() })
+	mockURL := serveMock(t)
 	servers := map[string]Server{}
 	for i := range n {
 		name := fmt.Sprintf("s%02d", i)
-		servers[name] = Server{ServerConfig: actors.ServerConfig{Config: transports.Config{Type: transports.TypeHTTP, URL: mock.URL + "/" + name}}}
+		servers[name] = Server{ServerConfig: actors.ServerConfig{Config: transports.Config{Type: transports.TypeHTTP, URL: mockURL + "/" + name}}}
 	}
 	return servers
 }

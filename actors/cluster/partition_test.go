@@ -3,14 +3,11 @@
 package cluster
 
 import (
-	"context"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 )
 
 // TestAPartitionedMemberThatComesBackRunsNoServerThatMoved: a member cut
@@ -28,14 +25,10 @@ func TestAPartitionedMemberThatComesBackRunsNoServerThatMoved(t *testing.T) {
 	}
 	const servers = 12
 	bin := buildMember(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
-	require.NoError(t, err)
-	defer mock.Close()
+	mockURL := serveMock(t)
 	log := newEventLog()
 	cp := newClusterPorts(t, 3)
-	procs := startProcs(t, bin, mock.URL, servers, cp, log)
+	procs := startProcs(t, bin, mockURL, servers, cp, log)
 	log.waitFor(t, "all servers ready", 60*time.Second, func(evs []Event) bool { return len(readyOn(evs)) == servers })
 	var cut, via *memberProc
 	for _, p := range procs {

@@ -1,13 +1,10 @@
 package cluster
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 )
 
 // TestAnOverviewOfThousandsOfServersCrossesMembers: each member's answer
@@ -23,14 +20,10 @@ func TestAnOverviewOfThousandsOfServersCrossesMembers(t *testing.T) {
 	}
 	const servers = 5000
 	bin := buildMember(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
-	require.NoError(t, err)
-	defer mock.Close()
+	mockURL := serveMock(t)
 
 	log := newEventLog()
-	procs := startProcs(t, bin, mock.URL, servers, newClusterPorts(t, 2), log)
+	procs := startProcs(t, bin, mockURL, servers, newClusterPorts(t, 2), log)
 	log.waitFor(t, "all 5,000 servers ready", 3*time.Minute, func(evs []Event) bool { return len(readyOn(evs)) == servers })
 	for _, p := range procs {
 		require.Equal(t, readyOn(log.snapshot()), p.overview(t), "overview from %s", p.id)

@@ -49,6 +49,19 @@ func buildMember(t *testing.T) string {
 	return bin
 }
 
+// serveMock starts one mock serving every virtual server (<url>/<name>)
+// on loopback and returns its URL. It closes when the test ends, after
+// the member processes started later are killed (cleanups run last
+// first).
+func serveMock(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	t.Cleanup(func() { mock.Close(); cancel() })
+	return mock.URL
+}
+
 // cluster3 is the addresses of a test's members: member i listens on
 // ports[i] (remote) and ports[n+i] (membership).
 type clusterPorts struct {
@@ -277,15 +290,11 @@ func TestThreeProcessesSurviveAKillAndAGracefulLeave(t *testing.T) {
 	}
 	const servers = 30
 	bin := buildMember(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
-	require.NoError(t, err)
-	defer mock.Close()
+	mockURL := serveMock(t)
 
 	log := newEventLog()
 	cp := newClusterPorts(t, 3)
-	procs := startProcs(t, bin, mock.URL, servers, cp, log)
+	procs := startProcs(t, bin, mockURL, servers, cp, log)
 	log.waitFor(t, "all 30 servers ready", 60*time.Second, func(evs []Event) bool { return len(readyOn(evs)) == servers })
 	require.Empty(t, overlaps(log.snapshot(), nil), "two activations at once before any failure")
 	// Every member's overview shows every server, on the member that runs
@@ -380,7 +389,7 @@ func TestThreeProcessesSurviveAKillAndAGracefulLeave(t *testing.T) {
 	stop3 := make(chan struct{})
 	load3 := runLoad(via, servers, 4, stop3, &joinStats)
 	joinedAt := time.Now()
-	newcomer := startProc(t, bin, mock.URL, servers, cp, victimIndex, log)
+	newcomer := startProc(t, bin, mockURL, servers, cp, victimIndex, log)
 	var settled time.Time
 	log.waitFor(t, "servers rebalanced onto the new member (all ready, no placement event for 1 s)", 60*time.Second, func(evs []Event) bool {
 		if len(readyOn(evs)) != servers || len(serversOn(evs, newcomer.id)) == 0 {
@@ -411,16 +420,12 @@ func TestAPinnedServerRunsOnlyWhereItsLabelMatches(t *testing.T) {
 	}
 	const servers = 6
 	bin := buildMember(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
-	require.NoError(t, err)
-	defer mock.Close()
+	mockURL := serveMock(t)
 	log := newEventLog()
 	cp := newClusterPorts(t, 2)
 	pins := "s00:zone=a,s01:zone=b,s02:zone=nowhere"
-	a := startProc(t, bin, mock.URL, servers, cp, 0, log, "-labels", "zone=a", "-pin", pins)
-	b := startProc(t, bin, mock.URL, servers, cp, 1, log, "-labels", "zone=b", "-pin", pins)
+	a := startProc(t, bin, mockURL, servers, cp, 0, log, "-labels", "zone=a", "-pin", pins)
+	b := startProc(t, bin, mockURL, servers, cp, 1, log, "-labels", "zone=b", "-pin", pins)
 	log.waitFor(t, "the 5 placeable servers ready", 60*time.Second, func(evs []Event) bool { return len(readyOn(evs)) == servers-1 })
 	on := readyOn(log.snapshot())
 	require.Equal(t, a.id, on["s00"], "s00 is pinned to zone=a")
@@ -463,18 +468,14 @@ func TestAMovedServerStartsOnlyOnceItsOldMemberReleasedIt(t *testing.T) {
 	}
 	const servers = 400
 	bin := buildMember(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
-	require.NoError(t, err)
-	defer mock.Close()
+	mockURL := serveMock(t)
 
 	log := newEventLog()
 	cp := newClusterPorts(t, 2)
-	first := startProc(t, bin, mock.URL, servers, cp, 0, log)
+	first := startProc(t, bin, mockURL, servers, cp, 0, log)
 	log.waitFor(t, "every server ready on the first member", 90*time.Second, func(evs []Event) bool { return len(readyOn(evs)) == servers })
 	joinedAt := time.Now()
-	second := startProc(t, bin, mock.URL, servers, cp, 1, log)
+	second := startProc(t, bin, mockURL, servers, cp, 1, log)
 	log.waitFor(t, "servers moved to the second member and ready there", 90*time.Second, func(evs []Event) bool {
 		return len(readyOn(evs)) == servers && len(serversOn(evs, second.id)) > 0
 	})
@@ -510,15 +511,11 @@ func TestAMemberRefusesToActivateAServerItDoesNotOwn(t *testing.T) {
 	}
 	const servers = 8
 	bin := buildMember(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mock, err := mockserver.Serve(ctx, mockserver.Options{Transport: mockserver.TransportHTTP, Listen: "127.0.0.1:0"})
-	require.NoError(t, err)
-	defer mock.Close()
+	mockURL := serveMock(t)
 	log := newEventLog()
 	cp := newClusterPorts(t, 2)
-	a := startProc(t, bin, mock.URL, servers, cp, 0, log)
-	b := startProc(t, bin, mock.URL, servers, cp, 1, log)
+	a := startProc(t, bin, mockURL, servers, cp, 0, log)
+	b := startProc(t, bin, mockURL, servers, cp, 1, log)
 	log.waitFor(t, "every server ready, some on each member", 60*time.Second, func(evs []Event) bool {
 		return len(readyOn(evs)) == servers && len(serversOn(evs, a.id)) > 0 && len(serversOn(evs, b.id)) > 0
 	})
