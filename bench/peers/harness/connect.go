@@ -106,11 +106,11 @@ func (r *runner) connectOne(ctx context.Context, client, transport, era string, 
 	stopSampling := sampleGoroutines()
 	octx, cancel := context.WithTimeout(ctx, connectTimeout+time.Duration(n)*50*time.Millisecond)
 	stopProfile := r.profileConnect("connect", client, transport, n)
-	cpu0 := CPUTime()
+	cpu0, helper0 := CPUTime(), HelperCPUTime()
 	t0 := time.Now()
 	err = f.open(octx, n)
 	ready := time.Since(t0)
-	cpu := CPUTime() - cpu0
+	cpu, helper := CPUTime()-cpu0, HelperCPUTime()-helper0
 	stopProfile()
 	cancel()
 	res.PeakGoroutines = stopSampling()
@@ -119,7 +119,7 @@ func (r *runner) connectOne(ctx context.Context, client, transport, era string, 
 	if err != nil {
 		res.Error = r.fail("%s %s N=%d: %v", client, transport, n, err)
 	} else {
-		res.AllReadyMs, res.CPUMs = ms(ready), ms(cpu)
+		res.AllReadyMs, res.CPUMs, res.HelperCPUMs = ms(ready), ms(cpu+helper), ms(helper)
 		if client != Spawn {
 			after := idleSnapshot()
 			res.HeapPerConn = float64(int64(after.heapAlloc)-int64(before.heapAlloc)) / float64(n)

@@ -35,6 +35,40 @@ func ChildrenCPUTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// HelperCPUTime is the CPU (user+system) used so far by this process's
+// children that are mcpvisor's process helper (argv[0]
+// "mcpvisor-helper": the reaper that starts a Supervisor's stdio servers
+// on its behalf). A connect's fork and exec happen there, so a fair
+// comparison with clients that start their servers themselves adds it to
+// the client's own CPU. A helper that ended in between is not counted.
+func HelperCPUTime() time.Duration {
+	var total time.Duration
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(data)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			cmdline, err := os.ReadFile(filepath.Join("/proc", f, "cmdline"))
+			if err != nil {
+				continue
+			}
+			if arg0, _, _ := bytes.Cut(cmdline, []byte{0}); string(arg0) != "mcpvisor-helper" {
+				continue
+			}
+			if c := ProcessCPUTime(pid); c > 0 {
+				total += c
+			}
+		}
+	}
+	return total
+}
+
 // ProcessCPUTime is the CPU (user+system) process pid has used so far,
 // from /proc/<pid>/stat (in clock ticks of 10 ms), or -1 when pid is 0 or
 // cannot be read.

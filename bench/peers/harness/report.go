@@ -176,7 +176,7 @@ func Summary(res *Results, plots []string) string {
 		w("## Reconnect storm (mcpvisor, stdio)\n\n")
 		w("N ready servers of one Supervisor (default reconnect policy), each with a `sleep` call in flight, SIGKILLed at once; ")
 		w("%d goroutines meanwhile call `echo` on the servers in turn until all are ready again.\n\n", res.Config.StormProbes)
-		w("CPU: the client's, for the first connect, and from the kill until all were seen ready again (with the probes' calls).\n\n")
+		w("CPU: the client's and its process helper's (the reaper that forks the servers), for the first connect, and from the kill until all were seen ready again (with the probes' calls).\n\n")
 		w("| N | pool | first connect ms | its CPU ms | all ready again ms | recovery CPU ms | in-flight calls failed | failed after p50 / p99 / max ms | how they failed | calls sent while recovering | of which failed | their latency p50 / p99 / max ms |\n")
 		w("|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|\n")
 		for _, s := range res.Storm {
@@ -415,7 +415,11 @@ func writeConnect(b *strings.Builder, res *Results, plots []string) {
 			w("| %s | %d | %d | %s | %s | | | %s | %s | | | | %d | |\n", c.Transport, c.N, c.Pool, c.Client, f1(c.AllReadyMs), f1(c.CPUMs), peak, c.PeakGoroutines)
 			continue
 		}
-		w("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %d | %.2f |\n", c.Transport, c.N, c.Pool, c.Client, f1(c.AllReadyMs), vsSpawn, f1(c.CloseMs), f1(c.CPUMs),
+		cpu := f1(c.CPUMs)
+		if c.HelperCPUMs > 0 {
+			cpu += fmt.Sprintf(" (helper %s)", f1(c.HelperCPUMs))
+		}
+		w("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %d | %.2f |\n", c.Transport, c.N, c.Pool, c.Client, f1(c.AllReadyMs), vsSpawn, f1(c.CloseMs), cpu,
 			peak, bytesName(c.HeapPerConn), bytesName(c.StackPerConn), c.GoroutinesPerConn, c.PeakGoroutines, c.FDsPerConn)
 	}
 	w("\n")

@@ -50,7 +50,11 @@ type ConnectResult struct {
 
 	AllReadyMs float64 `json:"allReadyMs"`
 	CloseMs    float64 `json:"closeMs"`
-	CPUMs      float64 `json:"cpuMs"` // the client's CPU until all were ready
+	CPUMs      float64 `json:"cpuMs"` // the client's CPU until all were ready, its process helper's included
+	// HelperCPUMs is the part of CPUMs spent in mcpvisor's process helper
+	// (the reaper that forks and executes its stdio servers); 0 for the
+	// peers, which start their servers in their own process.
+	HelperCPUMs float64 `json:"helperCpuMs,omitempty"`
 
 	// PeakRSSBytes is the process's peak RSS while connecting (VmHWM,
 	// reset before; PeakRSSSinceStart when it could not be reset).

@@ -105,7 +105,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		sandboxSrv  = fs.String("sandbox-server", "", "sandbox: a server `command` line (space-separated) instead of the mock server, with an echo tool (e.g. server-everything)")
 		everything  = fs.String("everything", "", "servers: server-everything's `command` line (space-separated; default node and .deps/npm's install, stdio)")
 		noPlots     = fs.Bool("no-plots", false, "do not draw the PNG plots")
-		profiles    = fs.String("connect-profiles", "", "connect: write a CPU profile of each of mcpvisor's connect runs into this `directory`")
+		profiles    = fs.String("connect-profiles", "", "connect, storm: write a CPU profile of each of mcpvisor's connect and close runs, and of a storm's recovery, into this `directory`")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
