@@ -34,6 +34,9 @@ type connectResult struct {
 	// listen is the listen stream the connect opened before listing (nil:
 	// none); the actor's listen loop takes it over.
 	listen *firstListen
+	// last is set when the result is its goroutine's last message, which
+	// then counts as its goroutineDone (goroutineEndingWith).
+	last bool
 }
 
 // lists is what a server offers, as listed at connect or after a

@@ -119,6 +119,10 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.connect()
 	case connectResult:
 		a.connected(m)
+		if m.last {
+			a.h.busy.Add(-1)
+			a.maybeStop(ctx)
+		}
 	case cacheLoaded:
 		a.cacheArrived(m)
 	case connectionLost:
@@ -241,16 +245,15 @@ func (a *serverActor) connect() {
 	a.nextRetry = time.Time{}
 	a.setState(StateConnecting, a.err)
 
-	gen, cfg, self, root, name, h := a.gen, a.cfg, a.self, a.root, a.h.name, a.h
+	gen, cfg, name, h := a.gen, a.cfg, a.h.name, a.h
 	sopts := a.sessionOptions(gen)
 	dc := a.dialConfig()
 	pinStore := a.opts.ToolPins.Store
 	tracer, attempt := a.opts.tracer, a.attempt
 	gate, ticket := a.opts.admission, a.h.admitted.Load()
-	a.goroutine("server.connect", func() {
+	a.goroutineEndingWith("server.connect", func() (res connectResult) {
 		defer cancel()
 		ctx, span := startConnectSpan(ctx, tracer, name, cfg, attempt, reconnect)
-		var res connectResult
 		defer func() { endConnectSpan(span, res) }()
 		if autoTransport(cfg) {
 			res = connectAuto(ctx, cfg, sopts, dc, &h.sseOnly)
@@ -273,7 +276,7 @@ func (a *serverActor) connect() {
 			// replaced it).
 			gate.release(name, ticket)
 		}
-		root.Send(self, res)
+		return res
 	})
 }
 
@@ -291,6 +294,30 @@ func (a *serverActor) goroutine(name string, f func()) {
 		if !h.stopped.Load() {
 			root.Send(self, goroutineDone{})
 		}
+	})
+}
+
+// goroutineEndingWith is goroutine for a connect attempt: its result,
+// sent once f has returned, is the goroutine's last message and stands
+// for its goroutineDone (one message to the actor instead of two for
+// every connect). A result that finds the actor stopped for good (by
+// supervision) closes its session: nobody will take it.
+func (a *serverActor) goroutineEndingWith(name string, f func() connectResult) {
+	a.h.busy.Add(1)
+	a.h.running.Add(1)
+	h, self, root := a.h, a.self, a.root
+	a.opts.dispatch.Go(func() {
+		var res connectResult
+		routine.Run(name, func() { res = f() }, "server", h.name)
+		res.last = true
+		if h.stopped.Load() {
+			if res.sess != nil {
+				closeSession(res.sess, session.ErrConnectionClosed)
+			}
+		} else {
+			root.Send(self, res)
+		}
+		h.running.Done()
 	})
 }
 
@@ -338,9 +365,16 @@ func connectOnce(ctx context.Context, cfg ServerConfig, sopts session.Options, d
 // a failure to list them leaves them empty.
 func listAll(ctx context.Context, sess *session.Session) (ls lists, listErrs [numListKinds]error, err error) {
 	var wg sync.WaitGroup
-	wg.Go(func() { ls.resources, listErrs[listResources] = sess.ListResources(ctx) })
-	wg.Go(func() { ls.templates, _ = sess.ListResourceTemplates(ctx) })
-	wg.Go(func() { ls.prompts, listErrs[listPrompts] = sess.ListPrompts(ctx) })
+	// A kind the server did not declare lists as empty without a request:
+	// no goroutine for it.
+	caps := sess.Capabilities()
+	if caps.Resources != nil {
+		wg.Go(func() { ls.resources, listErrs[listResources] = sess.ListResources(ctx) })
+		wg.Go(func() { ls.templates, _ = sess.ListResourceTemplates(ctx) })
+	}
+	if caps.Prompts != nil {
+		wg.Go(func() { ls.prompts, listErrs[listPrompts] = sess.ListPrompts(ctx) })
+	}
 	ls.tools, listErrs[listTools] = sess.ListTools(ctx)
 	wg.Wait()
 	if err := listErrs[listTools]; err != nil && !serverRefused(err) {
