@@ -89,6 +89,10 @@ const (
 	Mcpvisor = "mcpvisor"
 	GoSDK    = "gosdk"
 	McpGo    = "mcpgo"
+	// McpGoListen is mcp-go over Streamable HTTP with its standalone GET
+	// stream (WithContinuousListening), which it does not open by
+	// default: a row of the connect scenario, not a peer of its own.
+	McpGoListen = "mcpgo-listen"
 )
 
 // Peers are the clients measured, mcpvisor first.
@@ -292,18 +296,31 @@ func (s *goSDKSession) Close() error { return s.cs.Close() }
 // --- mark3labs/mcp-go ---
 
 type mcpGoSession struct {
-	c    *mcpgoclient.Client
-	ver  string
-	args json.RawMessage
+	c          *mcpgoclient.Client
+	ver        string
+	args       json.RawMessage
+	stopListen func() // the subscriptions/listen stream's, if one was opened
 }
 
 // ConnectMcpGo connects mcp-go's stdio client to cmd.
 func ConnectMcpGo(ctx context.Context, cmd Command, era string) (Session, error) {
+	return connectMcpGoStdio(ctx, cmd, era, false)
+}
+
+// ConnectMcpGoListen is ConnectMcpGo that also opens a
+// subscriptions/listen stream for tool list changes between the
+// negotiation and the listing (era 2026-07-28; mcp-go does not open one
+// by default): the connect mcpvisor makes.
+func ConnectMcpGoListen(ctx context.Context, cmd Command, era string) (Session, error) {
+	return connectMcpGoStdio(ctx, cmd, era, true)
+}
+
+func connectMcpGoStdio(ctx context.Context, cmd Command, era string, listen bool) (Session, error) {
 	c, err := mcpgoclient.NewStdioMCPClient(cmd.Path, nil, cmd.Args...)
 	if err != nil {
 		return nil, err
 	}
-	s, err := startMcpGo(ctx, c, era)
+	s, err := startMcpGo(ctx, c, era, listen)
 	if err != nil {
 		return nil, err
 	}
@@ -335,11 +352,12 @@ func ConnectMcpGoHTTPWith(ctx context.Context, url, era string, opts ...mcpgotra
 	if err := c.Start(context.Background()); err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
-	return asSession(startMcpGo(ctx, c, era))
+	return asSession(startMcpGo(ctx, c, era, false))
 }
 
-// startMcpGo negotiates the era on a started client and lists the tools.
-func startMcpGo(ctx context.Context, c *mcpgoclient.Client, era string) (*mcpGoSession, error) {
+// startMcpGo negotiates the era on a started client, opens a
+// subscriptions/listen stream if listen is set, and lists the tools.
+func startMcpGo(ctx context.Context, c *mcpgoclient.Client, era string, listen bool) (*mcpGoSession, error) {
 	var req mcpgo.InitializeRequest
 	req.Params.ClientInfo = mcpgo.Implementation{Name: "peers-bench", Version: "1.0.0"}
 	// A version before 2026-07-28 keeps mcp-go on the initialize handshake
@@ -349,10 +367,17 @@ func startMcpGo(ctx context.Context, c *mcpgoclient.Client, era string) (*mcpGoS
 	if err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
-	if _, err := c.ListTools(ctx, mcpgo.ListToolsRequest{}); err != nil {
-		return nil, errors.Join(err, c.Close())
+	s := &mcpGoSession{c: c, ver: init.ProtocolVersion, args: EchoArgs}
+	if listen {
+		// The stream lives as long as the session, not the connect's ctx.
+		if s.stopListen, err = c.ListenAsync(context.Background(), mcpgo.SubscriptionFilter{ToolsListChanged: true}, nil); err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
 	}
-	return &mcpGoSession{c: c, ver: init.ProtocolVersion, args: EchoArgs}, nil
+	if _, err := c.ListTools(ctx, mcpgo.ListToolsRequest{}); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
 }
 
 func (s *mcpGoSession) Echo(ctx context.Context) (string, error) {
@@ -375,7 +400,13 @@ func (s *mcpGoSession) Echo(ctx context.Context) (string, error) {
 
 func (s *mcpGoSession) Version() string { return s.ver }
 
-func (s *mcpGoSession) Close() error { return s.c.Close() }
+func (s *mcpGoSession) Close() error {
+	err := s.c.Close()
+	if s.stopListen != nil {
+		s.stopListen()
+	}
+	return err
+}
 
 // asSession is a connector's session as a Session: nil (not a typed nil)
 // with an error.

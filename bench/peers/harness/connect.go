@@ -10,9 +10,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	mcpgotransport "github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
@@ -38,6 +41,9 @@ type fleet interface {
 func (r *runner) connectScenario(ctx context.Context) {
 	clients := append([]string{}, r.cfg.Clients...)
 	total := len(r.cfg.ConnectStdio)*(len(clients)+1) + len(r.cfg.ConnectHTTP)*len(clients)
+	if slices.Contains(clients, McpGo) {
+		total += len(r.cfg.ConnectStdio) + len(r.cfg.ConnectHTTP) // mcpgo-listen
+	}
 	r.prog.Begin(ScenarioConnect, total)
 	runs := len(r.res.Connect)
 	for _, n := range r.cfg.ConnectStdio {
@@ -55,6 +61,16 @@ func (r *runner) connectScenario(ctx context.Context) {
 					return p.Connect(ctx, cmd, ConnectEraStdio)
 				}}, nil
 			})
+			if name == McpGo {
+				// mcpvisor opens a subscriptions/listen stream before it
+				// lists (so that it hears of changes); mcp-go does not
+				// unless asked: the same work is this row.
+				r.connectOne(ctx, McpGoListen, TransportStdio, ConnectEraStdio, n, r.cfg.Pool, func() (fleet, error) {
+					return &sessionFleet{pool: r.cfg.Pool, connect: func(ctx context.Context, _ int) (Session, error) {
+						return ConnectMcpGoListen(ctx, cmd, ConnectEraStdio)
+					}}, nil
+				})
+			}
 		}
 	}
 	if len(r.cfg.ConnectHTTP) > 0 && ctx.Err() == nil {
@@ -73,6 +89,17 @@ func (r *runner) connectScenario(ctx context.Context) {
 							return p.ConnectHTTP(ctx, virtualServerURL(srv.URL, i), ConnectEraHTTP)
 						}}, nil
 					})
+					if name == McpGo {
+						// mcp-go opens no standalone GET stream unless asked:
+						// the same work as mcpvisor's and go-sdk's sessions
+						// (a stream on which the server can announce changes)
+						// is this row.
+						r.connectOne(ctx, McpGoListen, TransportHTTP, ConnectEraHTTP, n, r.cfg.HTTPPool, func() (fleet, error) {
+							return &sessionFleet{pool: r.cfg.HTTPPool, shared: PeerHTTPClient.CloseIdleConnections, connect: func(ctx context.Context, i int) (Session, error) {
+								return ConnectMcpGoHTTPWith(ctx, virtualServerURL(srv.URL, i), ConnectEraHTTP, mcpgotransport.WithContinuousListening())
+							}}, nil
+						})
+					}
 				}
 			}
 			if err := srv.Stop(); err != nil {
