@@ -133,7 +133,7 @@ func Summary(res *Results, plots []string) string {
 	w("Each batch runs once: on a shared VM expect ±20 %% or more between runs; CPU per call and allocations are steadier than calls/s.\n\n")
 
 	// Targets.
-	w("## Issue 6 targets\n\n")
+	w("## Targets (issues 6, 21 and 26)\n\n")
 	metN, missedN, notN := 0, 0, 0
 	for _, t := range res.Targets {
 		switch {

@@ -167,5 +167,6 @@ func EvaluateTargets(res *Results) []Target {
 		}
 		ts = append(ts, t)
 	}
+	ts = append(ts, connectTargets(res)...)
 	return append(ts, sandboxTargets(res)...)
 }
