@@ -23,6 +23,8 @@ func clientColor(name string) color.Color {
 		return color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff} // orange
 	case McpGo:
 		return color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff} // green
+	case McpGoListen:
+		return color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff} // purple
 	case Floor, Spawn:
 		return color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff} // grey
 	}
@@ -212,7 +214,7 @@ func WritePlots(dir string, res *Results) ([]string, error) {
 		}
 		slices.Sort(ns)
 		var ready, mem []series
-		for _, client := range []string{Mcpvisor, GoSDK, McpGo, Spawn} {
+		for _, client := range []string{Mcpvisor, GoSDK, McpGo, McpGoListen, Spawn} {
 			var r, m, rss plotter.XYs
 			for _, n := range ns {
 				c := findConnect(res, client, tr, int(n))
