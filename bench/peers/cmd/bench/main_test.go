@@ -77,8 +77,17 @@ func TestRunnerSmoke(t *testing.T) {
 			}
 		}
 	}
-	if len(res.Connect) != 7 { // stdio: spawn + 3 clients; http: 3 clients
-		t.Errorf("%d connect runs, want 7", len(res.Connect))
+	if len(res.Connect) != 9 { // stdio: spawn + 3 clients + mcpgo-listen; http: 3 clients + mcpgo-listen
+		t.Errorf("%d connect runs, want 9", len(res.Connect))
+	}
+	listen := 0
+	for _, c := range res.Connect {
+		if c.Client == harness.McpGoListen {
+			listen++
+		}
+	}
+	if listen != 2 {
+		t.Errorf("%d mcpgo-listen connect runs, want one per transport", listen)
 	}
 	for _, c := range res.Connect {
 		if c.Error != "" || c.AllReadyMs <= 0 {
@@ -107,7 +116,7 @@ func TestRunnerSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Issue 6 targets", "## Calls", "## Calls against servers no one here wrote", "## Connect", "## Reconnect storm", "## Fan-out", "## Sandbox", "![latency-stdio-16B-modern](latency-stdio-16B-modern.png)"} {
+	for _, want := range []string{"## Targets (issues 6, 21 and 26)", "CPU to connect N servers ≤ 0.7× mcp-go's (issue 21)", "## Calls", "## Calls against servers no one here wrote", "## Connect", "## Reconnect storm", "## Fan-out", "## Sandbox", "![latency-stdio-16B-modern](latency-stdio-16B-modern.png)"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q", want)
 		}
