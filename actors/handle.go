@@ -44,7 +44,8 @@ type serverHandle struct {
 	admitted atomic.Uint64 // the ticket of the last connectNow received
 	// busy counts the goroutines the actor started that have not yet
 	// reported goroutineDone. Incremented when one starts, decremented when
-	// its goroutineDone is received, so the actor never stops while one of
+	// its goroutineDone (or the last connectResult that stands for it) is
+	// received, so the actor never stops while one of
 	// them may still send it a message (or own a process).
 	busy atomic.Int32
 	// running counts the same goroutines, but each decrements it itself

@@ -93,8 +93,9 @@ type pinsChecked struct {
 }
 
 // goroutineDone reports that a goroutine the server actor started (a
-// connect attempt, a session close, a re-list) has finished; it is that
-// goroutine's last message to the actor.
+// session close, a re-list) has finished; it is that goroutine's last
+// message to the actor. A connect attempt's goroutine sends none: its
+// connectResult, marked last, stands for it.
 type goroutineDone struct{}
 
 // shutdown asks a server actor to close its connection and stop.
