@@ -135,7 +135,8 @@ func (r *runner) storm(ctx context.Context, n int) (res StormResult) {
 	// Status of every server polled every few milliseconds would cost
 	// more CPU than the recovery it measures.
 	events := sup.Subscribe(cctx, mcpvisor.BufferSize(8*n))
-	stopProfile := r.profileConnect("storm", Mcpvisor, TransportStdio, n)
+	stopProfile := sync.OnceFunc(r.profileConnect("storm", Mcpvisor, TransportStdio, n))
+	defer stopProfile() // on the early returns below
 	cpuKill := CPUTime() + HelperCPUTime()
 	killed := time.Now()
 	for _, pid := range pids {
