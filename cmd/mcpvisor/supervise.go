@@ -10,9 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -233,14 +231,9 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	if err != nil {
 		return err
 	}
-	serveHTTP, token, seal, local := setup.serveHTTP, setup.token, setup.seal, setup.local
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	hups := make(chan os.Signal, 1)
-	signal.Notify(hups, syscall.SIGHUP)
-	defer signal.Stop(hups)
+	sigs, hups, stopSignals := shutdownSignals()
+	defer stopSignals()
 
 	cfg, err := a.loadConfig()
 	if err != nil {
@@ -248,7 +241,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		return failed(nil)
 	}
 	var ln net.Listener
-	if serveHTTP {
+	if setup.serveHTTP {
 		if ln, err = net.Listen("tcp", f.listen); err != nil {
 			a.log.Error().Err(err).Str("listen", f.listen).Msg("cannot listen")
 			return failed(nil)
@@ -289,38 +282,24 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	}
 
 	// The event log. The channel closes when the supervisor does.
-	events := sup.Subscribe(context.Background(), mcpvisor.BufferSize(1024))
-	logged := make(chan struct{})
-	go func() {
-		defer close(logged)
-		a.logEvents(events)
-	}()
+	waitLogged := a.startEventLog(sup.Subscribe(context.Background(), mcpvisor.BufferSize(1024)))
 
 	// The dashboard's reload button runs a reload in the loop below,
 	// like SIGHUP.
 	reloads := make(chan chan error)
-	gw := gateway.New(sup, gateway.Options{
-		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
-		Token: token, LocalOnly: local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
-		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
-		SSEPollAfter: f.pollAfter, TracerProvider: tr.tracerProvider(), SessionSeal: seal,
-		Dashboard: gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins},
-	})
+	gopts := a.gatewayOptions(f, setup)
+	gopts.TracerProvider = tr.tracerProvider()
+	gopts.Dashboard = gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins}
+	gw := gateway.New(sup, gopts)
 	fwd.Attach(gw)
 	gw.SetSkipped(cfg.Skipped)
 	gw.SetExcluded(cfg.Excluded)
-	serveCtx, stopServing := context.WithCancel(context.Background())
-	var served sync.WaitGroup
-	served.Add(1)
-	go func() {
-		defer served.Done()
-		gw.Run(serveCtx, 0)
-	}()
+	serving := a.serveGateway(gw)
 
 	res, err := sup.SetServers(ctx, cfg.Servers)
 	if err != nil {
 		a.log.Error().Err(err).Msg("configuring the supervisor")
-		stopServing()
+		serving.stop()
 		if ln != nil {
 			ln.Close()
 		}
@@ -332,32 +311,19 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		a.log.Warn().Msg("no servers configured")
 	}
 
+	serving.serveHTTP(ln)
 	if ln != nil {
-		served.Add(1)
-		go func() {
-			defer served.Done()
-			if err := gw.Serve(serveCtx, ln); err != nil {
-				a.log.Error().Err(err).Msg("HTTP listener failed")
-			}
-		}()
 		url := "http://" + ln.Addr().String()
 		a.log.Info().Str("dashboard", url+"/").Str("mcp", url+gateway.MCPPath).Str("status", url+"/status").Str("metrics", url+"/metrics").
-			Str("events", url+"/events").Bool("token", token != "").Msg("gateway listening")
+			Str("events", url+"/events").Bool("token", setup.token != "").Msg("gateway listening")
 	}
-	stdinDone := make(chan struct{})
 	if f.stdio {
-		go func() {
-			defer close(stdinDone)
-			if err := gw.ServeStdio(serveCtx, os.Stdin, os.Stdout); err != nil {
-				a.log.Error().Err(err).Msg("stdio")
-			}
-		}()
-		a.log.Info().Msg("gateway serving MCP on stdin/stdout")
+		serving.serveStdio()
 	}
 
 	var watchC <-chan struct{}
 	if f.watch {
-		watchC = a.watchConfig(serveCtx, cfg, f.watchEvery)
+		watchC = a.watchConfig(serving.ctx, cfg, f.watchEvery)
 	}
 
 	var why string
@@ -368,7 +334,7 @@ loop:
 		case sig = <-sigs:
 			why = "signal"
 			break loop
-		case <-stdinDone:
+		case <-serving.stdinDone:
 			why = "stdin closed"
 			break loop
 		case <-ctx.Done():
@@ -395,15 +361,10 @@ loop:
 	if !drained {
 		a.log.Warn().Int64("in_flight", gw.InFlight()).Msg("grace period over: cutting off the calls still in flight")
 	}
-	gw.Close()
-	stopServing()
-	served.Wait()
+	serving.stop()
 	a.log.Info().Stringer("timeout", closeTimeout).Msg("shutting down servers")
 	closeErr := a.closeSupervisor(sup)
-	select {
-	case <-logged:
-	case <-time.After(time.Second): // Close failed; its events may never end
-	}
+	waitLogged()
 	if closeErr != nil || !drained {
 		a.log.Error().Bool("drained", drained).Bool("servers_stopped", closeErr == nil).Msg("stopped, not cleanly")
 		return failed(nil)

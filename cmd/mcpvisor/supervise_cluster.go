@@ -8,8 +8,6 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -102,12 +100,8 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 	if f.mgmtTools {
 		return usageError("--management-tools is not supported with --cluster")
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	hups := make(chan os.Signal, 1)
-	signal.Notify(hups, syscall.SIGHUP)
-	defer signal.Stop(hups)
+	sigs, hups, stopSignals := shutdownSignals()
+	defer stopSignals()
 
 	cfg, err := a.loadConfig()
 	if err != nil {
@@ -142,55 +136,27 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 		return failed(nil)
 	}
 	a.log.Info().Str("member", member.ID()).Str("addr", f.cluster.addr).Strs("peers", copts.Peers).Msg("cluster member started")
-	events := member.Subscribe(context.Background(), mcpvisor.BufferSize(1024))
-	logged := make(chan struct{})
-	go func() {
-		defer close(logged)
-		a.logEvents(events)
-	}()
-	gw := gateway.New(member, gateway.Options{
-		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
-		Token: setup.token, LocalOnly: setup.local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
-		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
-		SSEPollAfter: f.pollAfter, SessionSeal: setup.seal,
-	})
+	waitLogged := a.startEventLog(member.Subscribe(context.Background(), mcpvisor.BufferSize(1024)))
+	gw := gateway.New(member, a.gatewayOptions(f, setup))
 	gw.SetSkipped(cfg.Skipped)
 	gw.SetExcluded(cfg.Excluded)
-	serveCtx, stopServing := context.WithCancel(context.Background())
-	var served sync.WaitGroup
-	served.Add(1)
-	go func() {
-		defer served.Done()
-		gw.Run(serveCtx, 0)
-	}()
+	serving := a.serveGateway(gw)
 	if err := member.SetServers(cfg.Servers); err != nil {
 		a.log.Error().Err(err).Msg("some servers cannot be placed")
 	}
 	a.log.Info().Strs("files", cfg.Files).Int("servers", len(cfg.Servers)).Msg("supervising (cluster)")
+	serving.serveHTTP(ln)
 	if ln != nil {
-		served.Add(1)
-		go func() {
-			defer served.Done()
-			if err := gw.Serve(serveCtx, ln); err != nil {
-				a.log.Error().Err(err).Msg("HTTP listener failed")
-			}
-		}()
 		url := "http://" + ln.Addr().String()
 		a.log.Info().Str("mcp", url+gateway.MCPPath).Str("status", url+"/status").Str("events", url+"/events").
 			Bool("token", setup.token != "").Msg("gateway listening")
 	}
-	stdinDone := make(chan struct{})
 	if f.stdio {
-		go func() {
-			defer close(stdinDone)
-			if err := gw.ServeStdio(serveCtx, os.Stdin, os.Stdout); err != nil {
-				a.log.Error().Err(err).Msg("stdio")
-			}
-		}()
+		serving.serveStdio()
 	}
 	var watchC <-chan struct{}
 	if f.watch {
-		watchC = a.watchConfig(serveCtx, cfg, f.watchEvery)
+		watchC = a.watchConfig(serving.ctx, cfg, f.watchEvery)
 	}
 	reload := func(why string) {
 		cfg, err := a.loadConfig()
@@ -215,7 +181,7 @@ loop:
 		case <-sigs:
 			why = "signal"
 			break loop
-		case <-stdinDone:
+		case <-serving.stdinDone:
 			why = "stdin closed"
 			break loop
 		case <-ctx.Done():
@@ -237,16 +203,11 @@ loop:
 	drained := gw.Drain(dctx)
 	leaveErr := member.Leave(dctx)
 	cancel()
-	gw.Close()
-	stopServing()
-	served.Wait()
+	serving.stop()
 	cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	closeErr := member.Close(cctx)
 	cancel()
-	select {
-	case <-logged:
-	case <-time.After(time.Second):
-	}
+	waitLogged()
 	if fenced {
 		a.log.Error().Msg("stopped: this member was removed from the cluster")
 		return failed(nil)
