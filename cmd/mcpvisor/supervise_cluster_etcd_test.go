@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -34,29 +33,9 @@ func TestSuperviseClusterEtcdMembership(t *testing.T) {
 	var procs []*loggedProc
 	var bases, ids []string
 	for i := range 2 {
-		cmd := exec.Command(bin, "supervise", "--config", cfg, "--listen", "127.0.0.1:0", "--cluster",
-			"--cluster-membership", "etcd", "--etcd-endpoint", endpoint, "--etcd-prefix", "/etcd-membership-test",
-			"--cluster-addr", "127.0.0.1:"+strconv.Itoa(ports[1+i]))
-		// protoactor's unlocked remote.BlockList (see
-		// TestSuperviseClusterServesTheClusterWidePool).
-		cmd.Env = cliEnv("GORACE=atexit_sleep_ms=0 halt_on_error=0 exitcode=0")
-		p := startLogged(t, cmd)
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("member %d's log:\n%s", i, p.logs)
-			}
-		})
-		procs = append(procs, p)
-		bases = append(bases, gatewayURL(t, p.logs))
-		p.logs.waitFor(t, 20*time.Second, "member "+strconv.Itoa(i)+"'s id", func(lines []map[string]any) bool {
-			for _, m := range lines {
-				if m["message"] == "cluster member started" {
-					ids = append(ids, fmt.Sprint(m["member"]))
-					return true
-				}
-			}
-			return false
-		})
+		p, base, id := startClusterMember(t, bin, cfg, "--cluster-membership", "etcd", "--etcd-endpoint", endpoint,
+			"--etcd-prefix", "/etcd-membership-test", "--cluster-addr", "127.0.0.1:"+strconv.Itoa(ports[1+i]))
+		procs, bases, ids = append(procs, p), append(bases, base), append(ids, id)
 	}
 	waitStatus(t, bases[0], 60*time.Second, "every server ready, on both members", func(members map[string]string, ready map[string]bool) bool {
 		seen := map[string]bool{}

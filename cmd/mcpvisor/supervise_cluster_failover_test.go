@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -58,27 +57,13 @@ func TestSuperviseClusterKillAMember(t *testing.T) {
 	var procs []*loggedProc
 	var bases, ids []string
 	for i := range 3 {
-		cmd := exec.Command(bin, "supervise", "--config", cfg, "--listen", "127.0.0.1:0", "--session-keys", keys, "--cluster",
-			"--cluster-addr", "127.0.0.1:"+strconv.Itoa(ports[2+i]),
-			"--cluster-membership-port", strconv.Itoa(ports[5+i]), "--cluster-peers", peers)
+		flags := []string{"--session-keys", keys, "--cluster-addr", "127.0.0.1:" + strconv.Itoa(ports[2+i]),
+			"--cluster-membership-port", strconv.Itoa(ports[5+i]), "--cluster-peers", peers}
 		if i < 2 {
-			cmd.Args = append(cmd.Args, "--cluster-label", "stdio=yes")
+			flags = append(flags, "--cluster-label", "stdio=yes")
 		}
-		// protoactor's unlocked remote.BlockList (see
-		// TestSuperviseClusterServesTheClusterWidePool).
-		cmd.Env = cliEnv("GORACE=atexit_sleep_ms=0 halt_on_error=0 exitcode=0")
-		p := startLogged(t, cmd)
-		procs = append(procs, p)
-		bases = append(bases, gatewayURL(t, p.logs))
-		p.logs.waitFor(t, 20*time.Second, "member "+strconv.Itoa(i)+"'s id", func(lines []map[string]any) bool {
-			for _, m := range lines {
-				if m["message"] == "cluster member started" {
-					ids = append(ids, fmt.Sprint(m["member"]))
-					return true
-				}
-			}
-			return false
-		})
+		p, base, id := startClusterMember(t, bin, cfg, flags...)
+		procs, bases, ids = append(procs, p), append(bases, base), append(ids, id)
 	}
 	front, victim, other := bases[0], bases[1], bases[2]
 

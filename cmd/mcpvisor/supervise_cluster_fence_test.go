@@ -37,15 +37,9 @@ func TestSuperviseClusterAMemberCutOffExitsWhenItComesBack(t *testing.T) {
 	var procs []*loggedProc
 	var bases []string
 	for i := range 2 {
-		cmd := exec.Command(bin, "supervise", "--config", cfg, "--listen", "127.0.0.1:0", "--cluster",
-			"--cluster-addr", "127.0.0.1:"+strconv.Itoa(ports[1+i]),
+		p, base, _ := startClusterMember(t, bin, cfg, "--cluster-addr", "127.0.0.1:"+strconv.Itoa(ports[1+i]),
 			"--cluster-membership-port", strconv.Itoa(ports[3+i]), "--cluster-peers", peers)
-		// protoactor's unlocked remote.BlockList (see
-		// TestSuperviseClusterServesTheClusterWidePool).
-		cmd.Env = cliEnv("GORACE=atexit_sleep_ms=0 halt_on_error=0 exitcode=0")
-		p := startLogged(t, cmd)
-		procs = append(procs, p)
-		bases = append(bases, gatewayURL(t, p.logs))
+		procs, bases = append(procs, p), append(bases, base)
 	}
 	waitStatus(t, bases[0], 60*time.Second, "every server ready, some on each member", func(members map[string]string, ready map[string]bool) bool {
 		seen := map[string]bool{}

@@ -110,41 +110,20 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 	cfg := writeConfig(t, servers)
 	peers := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[3], ports[4])
 	var procs []*loggedProc
-	var bases []string
+	var bases, ids []string
 	for i := range 2 {
-		cmd := exec.Command(bin, "supervise", "--config", cfg, "--listen", "127.0.0.1:0", "--cluster",
-			"--cluster-addr", "127.0.0.1:"+strconv.Itoa(ports[1+i]),
+		flags := []string{"--cluster-addr", "127.0.0.1:" + strconv.Itoa(ports[1+i]),
 			"--cluster-membership-port", strconv.Itoa(ports[3+i]), "--cluster-peers", peers,
 			// Only the members' pushes carry changes: no periodic re-read.
-			"--cluster-refresh", "1h")
+			"--cluster-refresh", "1h"}
 		if i == 0 {
-			cmd.Args = append(cmd.Args, "--cluster-label", "role=a")
+			flags = append(flags, "--cluster-label", "role=a")
 		}
-		// protoactor's remote.BlockList is written by gossip and read by
-		// the membership poll without a lock (pinned version): a race
-		// report inside the cluster, not in mcpvisor's code, that
-		// actors/cluster does not work around yet. The members report
-		// races without halting on them.
-		cmd.Env = cliEnv("GORACE=atexit_sleep_ms=0 halt_on_error=0 exitcode=0")
-		p := startLogged(t, cmd)
-		procs = append(procs, p)
-		bases = append(bases, gatewayURL(t, p.logs))
+		p, base, id := startClusterMember(t, bin, cfg, flags...)
+		procs, bases, ids = append(procs, p), append(bases, base), append(ids, id)
 	}
 	a, b := bases[0], bases[1]
-	memberOf := func(p *loggedProc) string {
-		var id string
-		p.logs.waitFor(t, 20*time.Second, "the member's id", func(lines []map[string]any) bool {
-			for _, m := range lines {
-				if m["message"] == "cluster member started" {
-					id = fmt.Sprint(m["member"])
-					return true
-				}
-			}
-			return false
-		})
-		return id
-	}
-	idA := memberOf(procs[0])
+	idA := ids[0]
 	// Remote servers with a per-machine token store: a member warns that
 	// their tokens would not follow them (--token-store etcd).
 	procs[0].logs.waitFor(t, 10*time.Second, "the per-machine token store warning", func(lines []map[string]any) bool {
@@ -304,4 +283,36 @@ func (s *sseLines) waitFor(t *testing.T, timeout time.Duration, want, what strin
 			t.Fatalf("timed out waiting for %s; stream so far:\n%s", what, strings.Join(s.seen, "\n"))
 		}
 	}
+}
+
+// startClusterMember starts `mcpvisor supervise --cluster` with the
+// config cfg, its gateway on a port of its own and flags (the member's
+// addresses and membership, and the test's own), waits for it to join,
+// and returns it with its gateway's URL and its member id. Its log is
+// shown when the test fails. The member's race detector reports without
+// halting: protoactor's remote.BlockList is written by gossip and read
+// by the membership poll without a lock (pinned version), a race inside
+// the cluster, not in mcpvisor's code, that actors/cluster does not work
+// around yet.
+func startClusterMember(t *testing.T, bin, cfg string, flags ...string) (p *loggedProc, base, id string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"supervise", "--config", cfg, "--listen", "127.0.0.1:0", "--cluster"}, flags...)...)
+	cmd.Env = cliEnv("GORACE=atexit_sleep_ms=0 halt_on_error=0 exitcode=0")
+	p = startLogged(t, cmd)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the log of the member with %v:\n%s", flags, p.logs)
+		}
+	})
+	base = gatewayURL(t, p.logs)
+	p.logs.waitFor(t, 20*time.Second, "the member's id", func(lines []map[string]any) bool {
+		for _, m := range lines {
+			if m["message"] == "cluster member started" {
+				id = fmt.Sprint(m["member"])
+				return true
+			}
+		}
+		return false
+	})
+	return p, base, id
 }
