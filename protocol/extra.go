@@ -123,14 +123,7 @@ func hasUnknownKey(data []byte, known map[string]bool) bool {
 		case ',':
 			expectKey = depth == 1
 		case '"':
-			j := i + 1
-			escaped := false
-			for ; j < len(data) && data[j] != '"'; j++ {
-				if data[j] == '\\' {
-					escaped = true
-					j++
-				}
-			}
+			j, escaped := skipString(data, i)
 			if expectKey {
 				if escaped || !known[string(data[i+1:j])] {
 					return true
@@ -141,6 +134,19 @@ func hasUnknownKey(data []byte, known map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// skipString returns the index of the quote that closes the string
+// opening at data[i] in valid JSON, and whether the string has escapes.
+func skipString(data []byte, i int) (end int, escaped bool) {
+	j := i + 1
+	for ; j < len(data) && data[j] != '"'; j++ {
+		if data[j] == '\\' {
+			escaped = true
+			j++
+		}
+	}
+	return j, escaped
 }
 
 // encodeWithExtra encodes alias (a method-free alias of the real type) and

@@ -75,14 +75,7 @@ func elementsHaveUnknownKey(data []byte, member string, known map[string]bool) b
 		case ',':
 			expectKey = depth == 1 || (inMember && depth == 3)
 		case '"':
-			j := i + 1
-			escaped := false
-			for ; j < len(data) && data[j] != '"'; j++ {
-				if data[j] == '\\' {
-					escaped = true
-					j++
-				}
-			}
+			j, escaped := skipString(data, i)
 			if expectKey {
 				key := data[i+1 : j]
 				if depth == 1 {
