@@ -126,7 +126,7 @@ func (m *Member) release(name string) bool {
 
 // handover asks every other member of the current topology to release
 // name, in parallel, and returns once all answered, handoverTimeout
-// passed or ctx ended.
+// passed or ctx ended; it leaves no goroutine behind.
 func (m *Member) handover(ctx context.Context, name string) {
 	t := m.reconcile.latest()
 	if t == nil {
@@ -134,15 +134,15 @@ func (m *Member) handover(ctx context.Context, name string) {
 	}
 	me := m.sys.Address()
 	var wg sync.WaitGroup
+	var futures []*actor.Future
 	for _, member := range t.Members {
 		addr := member.Address()
 		if addr == me {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f := m.sys.Root.RequestFuture(actor.NewPID(addr, memberActorName), &Release{Server: name}, handoverTimeout)
+		f := m.sys.Root.RequestFuture(actor.NewPID(addr, memberActorName), &Release{Server: name}, handoverTimeout)
+		futures = append(futures, f)
+		wg.Go(func() {
 			res, err := f.Result()
 			if err != nil {
 				// Dead letter (the member is gone) or no answer in time.
@@ -152,12 +152,19 @@ func (m *Member) handover(ctx context.Context, name string) {
 			if r, ok := res.(*Released); ok && r.GetHeld() {
 				m.log.Debug().Str("server", name).Str("member", r.GetMember()).Msg("hand-over: released")
 			}
-		}()
+		})
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
+		// Unanswered futures would hold their goroutines until
+		// handoverTimeout, past the member's Close: stopping a future
+		// completes it at once (with the Stop, not a Released).
+		for _, f := range futures {
+			m.sys.Root.Stop(f.PID())
+		}
+		<-done
 	}
 }
