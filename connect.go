@@ -105,11 +105,11 @@ func (s *Supervisor) awaitServer(ctx context.Context, seq uint64, w await) (Serv
 	look := time.NewTicker(20 * time.Millisecond)
 	defer look.Stop()
 	for {
-		st, err := s.ServerStatus(w.name)
+		st, pooled, err := s.pooledStatus(w.name)
 		if err != nil {
 			return st, err
 		}
-		if !w.pending(st) && settledForHost(st) && s.sys.Pooled(w.name) {
+		if !w.pending(st) && settledForHost(st) && pooled {
 			return st, nil
 		}
 		select {
@@ -153,10 +153,21 @@ func (s *Supervisor) Disconnect(ctx context.Context, name string) error {
 // ServerStatus returns the status of the server name, or
 // ErrUnknownServer.
 func (s *Supervisor) ServerStatus(name string) (ServerStatus, error) {
-	for _, st := range s.Status() {
-		if st.Name == name {
-			return st, nil
-		}
+	st, _, err := s.pooledStatus(name)
+	return st, err
+}
+
+// pooledStatus is ServerStatus and whether the tool pool reflects the
+// state it shows, read from one published pool: its Tools and
+// OfferedTools agree, and are those of its State when pooled is true.
+func (s *Supervisor) pooledStatus(name string) (ServerStatus, bool, error) {
+	st, tools, pooled, err := s.sys.PooledStatus(name)
+	if err != nil {
+		return ServerStatus{}, false, err
 	}
-	return ServerStatus{}, fmt.Errorf("%w: %q", ErrUnknownServer, name)
+	infos := make([]ToolInfo, 0, len(tools))
+	for _, t := range tools {
+		infos = append(infos, toolInfo(toolOf(t)))
+	}
+	return statusOf(st, infos), pooled, nil
 }

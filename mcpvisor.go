@@ -239,7 +239,7 @@ func (s *Supervisor) Ping(ctx context.Context, server string) error {
 }
 
 // Status returns every configured server's status, sorted by name.
-func (s *Supervisor) Status() []ServerStatus { return statuses(s.sys.Status(), s.sys.Tools()) }
+func (s *Supervisor) Status() []ServerStatus { return statuses(s.sys.StatusAndTools()) }
 
 // Reconnect drops a server's connection and connects it again (through
 // the connect scheduler). It returns once the reconnect is queued.

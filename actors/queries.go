@@ -4,8 +4,10 @@ import "fmt"
 
 // Tools returns the tool pool: the host's built-ins sorted by name, then
 // the MCP tools sorted by qualified name.
-func (s *System) Tools() []Tool {
-	p := s.pool.Load()
+func (s *System) Tools() []Tool { return toolsIn(s.pool.Load()) }
+
+// toolsIn lists pool p's tools, built-ins first.
+func toolsIn(p *pool) []Tool {
 	out := append(make([]Tool, 0, len(p.builtins)+len(p.tools)), p.builtins...)
 	for _, t := range p.tools {
 		out = append(out, *t)
@@ -67,21 +69,59 @@ func (s *System) offered(p *pool, server string) error {
 }
 
 // Status returns every configured server's status, sorted by name.
-func (s *System) Status() []ServerStatus {
+func (s *System) Status() []ServerStatus { return s.statusesIn(s.pool.Load()) }
+
+// StatusAndTools returns Status and Tools read from one published pool,
+// so that each server's OfferedTools counts its tools in the list (two
+// separate calls may straddle a pool update).
+func (s *System) StatusAndTools() ([]ServerStatus, []Tool) {
+	p := s.pool.Load()
+	return s.statusesIn(p), toolsIn(p)
+}
+
+// statusesIn is every configured server's status with what pool p
+// records of it.
+func (s *System) statusesIn(p *pool) []ServerStatus {
 	hs := *s.handles.Load()
 	out := make([]ServerStatus, 0, len(hs))
-	p := s.pool.Load()
 	for _, h := range hs {
-		st := h.view.Load().status()
-		st.ToggledOff = p.off.Has(h.name)
-		st.OfferedTools, _ = p.offered.Get(h.name)
-		if st.State == StateReady {
-			st.Strikes = int(h.strikes.Load())
-		}
-		st.Latency = h.latency.stats()
-		out = append(out, st)
+		out = append(out, statusIn(h, h.view.Load(), p))
 	}
 	return out
+}
+
+// PooledStatus returns the status of server, its tools in the pool (no
+// built-ins) and whether that pool reflects the state the status shows:
+// the tools, prompts and resources offered for it are those of that
+// state. pooled is false for a moment after the server's readiness or
+// lists change (the registry folds changes into the pool in batches, at
+// most every 100 ms during a connect wave). All three are read from one
+// published pool and one view of the server; an unknown server is
+// ErrUnknownServer.
+func (s *System) PooledStatus(server string) (st ServerStatus, tools []Tool, pooled bool, err error) {
+	h, err := s.handle(server)
+	if err != nil {
+		return ServerStatus{}, nil, false, err
+	}
+	p, v := s.pool.Load(), h.view.Load()
+	for _, t := range p.tools {
+		if t.Server == server {
+			tools = append(tools, *t)
+		}
+	}
+	return statusIn(h, v, p), tools, reflects(p, h, v), nil
+}
+
+// statusIn is h's status in view v with what pool p records of it.
+func statusIn(h *serverHandle, v *serverView, p *pool) ServerStatus {
+	st := v.status()
+	st.ToggledOff = p.off.Has(h.name)
+	st.OfferedTools, _ = p.offered.Get(h.name)
+	if st.State == StateReady {
+		st.Strikes = int(h.strikes.Load())
+	}
+	st.Latency = h.latency.stats()
+	return st
 }
 
 // Resources lists the resources and resource templates the servers offer
@@ -109,17 +149,8 @@ func (s *System) Resources(server string) ([]Resource, []ResourceTemplate, error
 	return rs, ts, nil
 }
 
-// Pooled reports whether the tool pool reflects the server's current
-// view: the tools, prompts and resources Status and Tools show for it
-// are those of the state Status shows. It is false for a moment after
-// the server's readiness or lists change (the registry folds changes
-// into the pool in batches, at most every 100 ms during a connect wave),
-// and for an unknown server.
-func (s *System) Pooled(server string) bool {
-	h, err := s.handle(server)
-	if err != nil {
-		return false
-	}
-	pooled, cur := s.pool.Load().viewOf(h).view, h.view.Load()
-	return !poolChanged(pooled, cur) && !hiddenChanged(pooled, cur)
+// reflects reports whether pool p reflects view v of h.
+func reflects(p *pool, h *serverHandle, v *serverView) bool {
+	pooled := p.viewOf(h).view
+	return !poolChanged(pooled, v) && !hiddenChanged(pooled, v)
 }
