@@ -35,11 +35,11 @@ func TestSuperviseClusterAMemberCutOffExitsWhenItComesBack(t *testing.T) {
 	cfg := writeConfig(t, servers)
 	peers := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[3], ports[4])
 	var procs []*loggedProc
-	var bases []string
+	var bases, ids []string
 	for i := range 2 {
-		p, base, _ := startClusterMember(t, bin, cfg, "--cluster-addr", "127.0.0.1:"+strconv.Itoa(ports[1+i]),
+		p, base, id := startClusterMember(t, bin, cfg, "--cluster-addr", "127.0.0.1:"+strconv.Itoa(ports[1+i]),
 			"--cluster-membership-port", strconv.Itoa(ports[3+i]), "--cluster-peers", peers)
-		procs, bases = append(procs, p), append(bases, base)
+		procs, bases, ids = append(procs, p), append(bases, base), append(ids, id)
 	}
 	waitStatus(t, bases[0], 60*time.Second, "every server ready, some on each member", func(members map[string]string, ready map[string]bool) bool {
 		seen := map[string]bool{}
@@ -66,7 +66,10 @@ func TestSuperviseClusterAMemberCutOffExitsWhenItComesBack(t *testing.T) {
 	})
 	require.NoError(t, cut.cmd.Process.Signal(syscall.SIGCONT))
 	exited := make(chan error, 1)
-	go func() { exited <- cut.cmd.Wait() }()
+	go func() {
+		<-cut.read // Wait closes the stderr pipe: the log is read to its end first
+		exited <- cut.cmd.Wait()
+	}()
 	select {
 	case err := <-exited:
 		cut.exited = true
@@ -77,11 +80,14 @@ func TestSuperviseClusterAMemberCutOffExitsWhenItComesBack(t *testing.T) {
 		t.Fatalf("member 1 did not exit within 30 s of coming back; log:\n%s", cut.logs.String())
 	}
 	require.Contains(t, cut.logs.String(), "the cluster removed this member")
-	members, ready := clusterStatus(bases[0])
-	for name := range servers {
-		require.True(t, ready[name], "%s ready after member 1 left", name)
-		require.NotEmpty(t, members[name])
-	}
+	waitStatus(t, bases[0], 30*time.Second, "every server ready on member 0 after member 1 left", func(members map[string]string, ready map[string]bool) bool {
+		for name := range servers {
+			if !ready[name] || members[name] != ids[0] {
+				return false
+			}
+		}
+		return true
+	})
 	session := initSession(t, bases[0])
 	for i := range 8 {
 		body := mcpPostSession(t, bases[0], session, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"mcp__r%02d__echo","arguments":{"text":"hi"}}}`, i+10, i))
