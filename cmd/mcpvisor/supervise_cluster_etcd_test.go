@@ -24,7 +24,7 @@ func TestSuperviseClusterEtcdMembership(t *testing.T) {
 	ports := clusterFreePorts(t, 3)
 	shared := startHTTPMock(t, bin, ports[0])
 	servers := map[string]any{}
-	const n = 10
+	const n = 24 // both members get some: 10 would leave one without any in 1 run of 512
 	for i := range n {
 		name := fmt.Sprintf("e%d", i)
 		servers[name] = map[string]any{"type": "http", "url": "http://" + shared + "/mcp/" + name}
