@@ -62,9 +62,10 @@ func (a *overviewActor) Receive(ctx actor.Context) {
 
 // snapshot is this member's status and MCP tools as an OverviewReply.
 func (m *Member) snapshot() *OverviewReply {
-	status, _ := json.Marshal(m.local.Status())
+	statuses, pool := m.local.StatusAndTools() // one pool: counts and tools agree
+	status, _ := json.Marshal(statuses)
 	var tools []actors.Tool
-	for _, t := range m.local.Tools() {
+	for _, t := range pool {
 		if !t.Builtin {
 			tools = append(tools, t)
 		}
