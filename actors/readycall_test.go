@@ -33,3 +33,44 @@ func TestACallAsSoonAsTheServerIsReadyFindsItsTool(t *testing.T) {
 		require.NoError(t, err, "a call to %s as soon as it is ready", name)
 	}
 }
+
+// While a wave of servers connects and the registry folds them into the
+// pool in batches, every status read with its tools agrees with them: a
+// server's OfferedTools counts its tools in the list read with it
+// (StatusAndTools, PooledStatus), and a server whose pool reflects its
+// ready state has its tools there. Two separate reads (Status, then
+// Tools) straddled a pool update: Connect returned a ready server with 5
+// tools and OfferedTools 0, 2 runs in 30 under -race.
+func TestAStatusAndItsToolsComeFromOnePool(t *testing.T) {
+	s := start(t, testOptions)
+	servers := map[string]ServerConfig{}
+	for i := range 12 {
+		servers[fmt.Sprintf("w%02d", i)] = mock()
+	}
+	ctx := testwait.Context(t)
+	_, err := s.SetServers(ctx, servers)
+	require.NoError(t, err)
+	for {
+		require.NoError(t, ctx.Err(), "waiting for every server to be ready and pooled")
+		statuses, tools := s.StatusAndTools()
+		count := map[string]int{}
+		for _, tool := range tools {
+			count[tool.Server]++
+		}
+		settled := true
+		for _, st := range statuses {
+			require.Equal(t, count[st.Name], st.OfferedTools, "%s: OfferedTools against its tools read with it", st.Name)
+			one, own, pooled, err := s.PooledStatus(st.Name)
+			require.NoError(t, err)
+			require.Len(t, own, one.OfferedTools, "%s: PooledStatus's tools against its OfferedTools", st.Name)
+			if pooled && one.State == StateReady {
+				require.NotEmpty(t, own, "%s is ready and pooled: its tools are in the pool", st.Name)
+			}
+			settled = settled && pooled && one.State == StateReady
+		}
+		if settled {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
