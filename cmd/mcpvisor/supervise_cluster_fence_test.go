@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // TestSuperviseClusterAMemberCutOffExitsWhenItComesBack: two
@@ -81,6 +83,11 @@ func TestSuperviseClusterAMemberCutOffExitsWhenItComesBack(t *testing.T) {
 		require.True(t, errors.As(err, &ee), "member 1 exited with %v; log:\n%s", err, cut.logs.String())
 		require.Equal(t, 1, ee.ExitCode(), "member 1's exit code; log:\n%s", cut.logs.String())
 	case <-time.After(30 * time.Second):
+		// Killed and waited for here, so that the clean-up does not call
+		// Wait beside the goroutine above.
+		_ = cut.cmd.Process.Kill()
+		testwait.Recv(t, exited, "member 1's exit after its kill")
+		cut.exited = true
 		t.Fatalf("member 1 did not exit within 30 s of coming back; log:\n%s", cut.logs.String())
 	}
 	require.Contains(t, cut.logs.String(), "the cluster removed this member")
