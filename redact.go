@@ -13,7 +13,7 @@ const Redacted = "[redacted]"
 // StatusConfig is a server's config entry as a status shows it: what
 // reaches the server, with every value that may be a secret replaced by
 // Redacted. Env and header names stay, their values never do; so do the
-// password of a URL and its query values, and the value of an argument
+// user info of a URL (name and password) and its query values, and the value of an argument
 // whose flag names a secret (--token=…, --api-key …; see secretFlag).
 // OAuth settings are not shown.
 type StatusConfig struct {
@@ -76,8 +76,8 @@ func redactValues(m map[string]string) map[string]string {
 	return out
 }
 
-// redactURL hides a URL's password and query values. A URL that does not
-// parse is hidden whole.
+// redactURL hides a URL's user info (name and password) and query
+// values. A URL that does not parse is hidden whole.
 func redactURL(raw string) string {
 	if raw == "" {
 		return ""
@@ -88,11 +88,9 @@ func redactURL(raw string) string {
 	}
 	var user string
 	if u.User != nil {
-		user = u.User.Username()
-		if _, has := u.User.Password(); has {
-			user += ":" + Redacted
-		}
-		user += "@"
+		// A user name is often a token (https://ghp_…@host), so neither
+		// part of the user info is shown.
+		user = Redacted + "@"
 		u.User = nil
 	}
 	keys := slices.Sorted(maps.Keys(u.Query()))

@@ -96,7 +96,7 @@ func New(cfg transports.Config, opts Options) (*http.Client, error) {
 		// A redirect would carry the session id and credentials to
 		// another origin: MCP endpoints do not redirect, so refuse.
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			return fmt.Errorf("refusing to follow a redirect to %s", req.URL.Redacted())
+			return fmt.Errorf("refusing to follow a redirect to %s", transports.SafeURL(req.URL))
 		},
 	}, nil
 }
@@ -153,15 +153,17 @@ func Header(cfg transports.Config, userAgent string) http.Header {
 }
 
 // ParseURL checks a server URL: absolute, with one of the given schemes.
+// Its errors name the URL without user info or query
+// (transports.SafeURL).
 func ParseURL(raw string, schemes ...string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, &transports.ConfigError{Err: fmt.Errorf("url: %w", err)}
+		return nil, &transports.ConfigError{Err: fmt.Errorf("url: %w", transports.RedactURLError(err))}
 	}
 	for _, s := range schemes {
 		if u.Scheme == s && u.Host != "" {
 			return u, nil
 		}
 	}
-	return nil, &transports.ConfigError{Err: fmt.Errorf("url %q: want an absolute %v URL", u.Redacted(), schemes)}
+	return nil, &transports.ConfigError{Err: fmt.Errorf("url %q: want an absolute %v URL", transports.SafeURL(u), schemes)}
 }
