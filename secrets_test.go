@@ -66,13 +66,15 @@ func refusedPort(t *testing.T) string {
 }
 
 // answering serves every request with status (and a WWW-Authenticate
-// challenge on a 401); it never upgrades a WebSocket handshake.
+// challenge on a 401), quoting the request's URL and credentials in its
+// body as careless error pages do; it never upgrades a WebSocket
+// handshake.
 func answering(t *testing.T, status int) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
 		}
-		http.Error(w, "no", status)
+		http.Error(w, fmt.Sprintf("no: %s %s %s", r.URL.RequestURI(), r.Header.Get("Authorization"), r.Header.Get("X-Api-Key")), status)
 	}))
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
@@ -91,7 +93,10 @@ func withSecrets(scheme, hostport, path string) string {
 // transport and every way of failing: a refused port, a 500, a 401, a
 // WebSocket handshake that is not one, and a stdio command that exits
 // printing to stderr. The secrets sit in the URL's query and user info,
-// in a header, in an env value and in an argument.
+// in a header, in an env value and in an argument; the failing servers
+// repeat them (an error page quoting the request, a usage message
+// quoting the arguments), and what they say is quoted with the secrets
+// scrubbed.
 func TestNoSecretInFailures(t *testing.T) {
 	ctx := testwait.Context(t)
 	logs := &lockedBuffer{}
@@ -130,7 +135,8 @@ func TestNoSecretInFailures(t *testing.T) {
 		"ws-401":       remote(transports.TypeWS, "ws", status401),
 		"ws-handshake": remote(transports.TypeWS, "ws", answering(t, http.StatusOK)),
 		"stdio-exits": {Config: transports.Config{Command: "/bin/sh",
-			Args: []string{"-c", `echo "server failed to start" >&2; exit 3`, "sh", "--api-key", secretArg, "--token=" + secretArg},
+			// It repeats its key and arguments, as usage messages do.
+			Args: []string{"-c", `echo "server failed to start: key $API_KEY rejected; usage: server $*" >&2; exit 3`, "sh", "--api-key", secretArg, "--token=" + secretArg},
 			Env:  env}},
 	}
 
@@ -191,7 +197,10 @@ func TestNoSecretInFailures(t *testing.T) {
 	// and their errors name where they went.
 	all := strings.Join(surfaces, "\n")
 	assert.Contains(t, all, "127.0.0.1", "errors name the host")
-	assert.Contains(t, all, "server failed to start", "stdio's stderr is shown")
+	assert.Contains(t, all, "server failed to start: key [redacted] rejected; usage: server --api-key [redacted] --token=[redacted]",
+		"stdio's stderr is shown, scrubbed")
+	assert.Contains(t, all, "answered 500 Internal Server Error: no: /mcp?api_key=[redacted] [redacted] [redacted]",
+		"an error page is shown, scrubbed")
 	assert.Contains(t, logs.String(), "connection refused", "the log has the failures")
 	for _, secret := range allSecrets {
 		for _, s := range surfaces {

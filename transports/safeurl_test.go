@@ -111,3 +111,28 @@ func TestRefusedRedirectHidesSecrets(t *testing.T) {
 		assert.NotContains(t, err.Error(), secret)
 	}
 }
+
+// The values of a config a server may repeat, and only those: secret
+// env, header and flag values, a bearer token alone, user info and query
+// values of URLs; short values and plain settings are left alone.
+func TestConfigSecretsAndScrub(t *testing.T) {
+	cfg := transports.Config{
+		Command: "server",
+		Args:    []string{"--api-key", "argkey-1", "--token=argtok-2", "--verbose", "--db=postgres://dbuser:dbpass-3@h/x", "plain-value"},
+		Env:     map[string]string{"GITHUB_TOKEN": "envtok-4", "MODE": "production", "DATABASE_URL": "postgres://u:envpass-5@h/db?sslkey=qval-6"},
+		Headers: map[string]string{"Authorization": "Bearer hdrtok-7", "Accept": "application/json"},
+		URL:     "https://urluser-8:urlpass-9@example.com/mcp?api_key=urlkey-10&x=1",
+	}
+	got := transports.ConfigSecrets(cfg)
+	for _, want := range []string{"argkey-1", "argtok-2", "dbpass-3", "dbuser", "envtok-4", "envpass-5", "qval-6",
+		"Bearer hdrtok-7", "hdrtok-7", "urluser-8", "urlpass-9", "urlkey-10"} {
+		assert.Contains(t, got, want)
+	}
+	for _, not := range []string{"production", "application/json", "plain-value", "server", "1"} {
+		assert.NotContains(t, got, not)
+	}
+	text := []byte("auth Bearer hdrtok-7 failed for envtok-4 in production")
+	assert.Equal(t, "auth [redacted] failed for [redacted] in production", string(transports.Scrub(text, got)))
+	clean := []byte("nothing to hide")
+	assert.Equal(t, "nothing to hide", string(transports.Scrub(clean, got)))
+}
