@@ -320,6 +320,9 @@ func embeddedIPv4(a netip.Addr) (v4 []netip.Addr, local, ok bool) {
 // judged by the IPv4 inside: internal when any of them is; a local-use
 // NAT64 address (64:ff9b:1::/48) is always internal.
 func Internal(a netip.Addr) bool {
+	if a.Zone() != "" {
+		return true // scoped to a link
+	}
 	if v4s, local, ok := embeddedIPv4(a); ok {
 		if local {
 			return true
