@@ -136,3 +136,26 @@ func TestConfigSecretsAndScrub(t *testing.T) {
 	clean := []byte("nothing to hide")
 	assert.Equal(t, "nothing to hide", string(transports.Scrub(clean, got)))
 }
+
+// A proxy setting that does not parse is reported without being quoted:
+// it may hold the proxy's credentials.
+func TestProxyErrorsHideTheProxySetting(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(srv.Close)
+	proxy := func(*http.Request) (*url.URL, error) {
+		_, err := url.Parse("http://proxyuser:pr0xy-pass@proxy example:3128")
+		return nil, fmt.Errorf("invalid proxy address %q: %v", "http://proxyuser:pr0xy-pass@proxy example:3128", err)
+	}
+	c, err := httpclient.New(transports.Config{}, httpclient.Options{Proxy: proxy})
+	require.NoError(t, err)
+	for _, target := range []string{srv.URL, "https://example.com/mcp"} { // the inline transport, and net/http's
+		req, err := http.NewRequestWithContext(testwait.Context(t), http.MethodPost, target, nil)
+		require.NoError(t, err)
+		_, err = c.Do(req)
+		require.Error(t, err, target)
+		assert.ErrorIs(t, err, httpclient.ErrProxy, target)
+		assert.Equal(t, transports.ClassConfig, transports.Classify(err), target)
+		assert.NotContains(t, err.Error(), "pr0xy-pass", target)
+		assert.NotContains(t, err.Error(), "proxyuser", target)
+	}
+}
