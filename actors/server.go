@@ -173,6 +173,11 @@ func (a *serverActor) setState(s State, err error) {
 	if s.Parked() || s == StateReconnecting {
 		ev = a.log.Warn()
 	}
+	if s.Parked() {
+		// Parked: it makes no request until woken by a call, Reconnect
+		// or a config change; this line is how a host's log says why.
+		ev.Str("failure", string(ClassifyFailure(err)))
+	}
 	if s != prev && prev != "" {
 		ev.Str("from", string(prev)).Str("to", string(s)).AnErr("error", err).Msg("server state")
 	}
