@@ -99,8 +99,8 @@ func TestOneIdentityTowardsServers(t *testing.T) {
 	r := cliIn(t, "", env, "list", "--json", "--config", cfg)
 	require.Equal(t, 0, r.code, r.stderr)
 	first := toolsOf(decodeList(t, r.stdout))
-	require.Contains(t, first, "trigger-sampling-request", "list presents the sampling capability")
-	require.Contains(t, first, "get-roots-list", "list presents the roots capability")
+	assert.Contains(t, first, "trigger-sampling-request", "list presents the sampling capability")
+	assert.Contains(t, first, "get-roots-list", "list presents the roots capability")
 
 	c := cliIn(t, "", env, "call", "--config", cfg, "mcp__everything__echo", `{"message":"hi"}`)
 	require.Equal(t, 0, c.code, c.stderr)
