@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,4 +228,44 @@ func TestADisabledServerNeedsNoCommand(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, mcpvisor.StatusDisabled, st.Status, name)
 	}
+}
+
+// A server that keeps failing logs one warning when its reconnects start
+// and one when it is parked; the attempts between are info.
+func TestAFailureEpisodeWarnsOnce(t *testing.T) {
+	var logs syncBuffer
+	ctx := context.Background()
+	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{Logger: zerolog.New(&logs).Level(zerolog.InfoLevel)})
+	require.NoError(t, err)
+	defer sup.Close(ctx)
+	cfg := mcpvisor.ServerConfig{
+		Config: mockserver.Command("-exit-at-start"),
+		Reconnect: mcpvisor.ReconnectPolicy{MaxAttempts: 3,
+			InitialDelay: mcpvisor.Duration(10 * time.Millisecond), MaxDelay: mcpvisor.Duration(20 * time.Millisecond)},
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = sup.SetServers(cctx, map[string]mcpvisor.ServerConfig{"flaky": cfg}, mcpvisor.AwaitSettled(20*time.Second))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		st, err := sup.ServerStatus("flaky")
+		return err == nil && st.State == mcpvisor.StateFailed
+	}, 20*time.Second, 20*time.Millisecond)
+
+	var warned []string
+	reconnects := 0
+	for _, m := range logs.lines(t) {
+		if m["server"] != "flaky" || m["message"] != "server state" {
+			continue
+		}
+		if m["to"] == "reconnecting" {
+			reconnects++
+		}
+		if m["level"] == "warn" {
+			warned = append(warned, fmt.Sprint(m["to"]))
+			assert.NotEmpty(t, m["error"], "a warning says why: %v", m)
+		}
+	}
+	assert.Equal(t, 3, reconnects, "three reconnects before it is parked")
+	assert.Equal(t, []string{"reconnecting", "failed"}, warned)
 }

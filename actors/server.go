@@ -169,8 +169,10 @@ func (a *serverActor) setState(s State, err error) {
 		a.since = time.Now()
 	}
 	a.state, a.err = s, err
+	// A warning once per failure episode: its first reconnect, and when
+	// it is parked; the later attempts of an episode are info.
 	ev := a.log.Info()
-	if s.Parked() || s == StateReconnecting {
+	if s.Parked() || s == StateReconnecting && a.attempt <= 1 {
 		ev = a.log.Warn()
 	}
 	if s.Parked() {
