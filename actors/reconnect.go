@@ -99,8 +99,7 @@ func (a *serverActor) afterFailure(err error, lost bool) {
 func (a *serverActor) park(state State, err error) {
 	a.recovering = false
 	a.nextRetry = time.Time{}
-	a.setState(state, err) // logs the one warning of the episode, with err
-
+	a.setState(state, err) // logs the warning that says why, with err
 }
 
 // retry handles a reconnect timer: the server goes back to pending, and
