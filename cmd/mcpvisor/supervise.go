@@ -557,10 +557,11 @@ func (a *app) logEvents(events <-chan mcpvisor.Event) {
 			a.log.Warn().Uint64("seq", h.Seq).Str("kind", c.Kind).Str("name", c.Name).Str("holder", c.Holder).
 				Str("server", c.Server).Str("original", c.Original).Str("renamed", c.Renamed).Msg("name collision")
 		case *mcpvisor.ToolDefinitionChangedEvent:
+			// The library has logged it, with its diff, through a.libLog;
+			// this line adds only what to do about it.
 			c := ev.ToolChange
-			a.log.Warn().Uint64("seq", h.Seq).Str("server", h.Server).Str("tool", c.Tool).Str("change", c.Change).
-				Str("action", string(c.Action)).Str("diff", c.Diff).
-				Msg("tool definition not pinned (" + string(c.Action) + "); run 'mcpvisor trust' to review it")
+			a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server).Str("tool", c.Tool).Str("action", string(c.Action)).
+				Msg("run 'mcpvisor trust' to review it")
 		case *mcpvisor.ServerToggledEvent:
 			a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server).Bool("off", ev.ToggledOff).Msg("server toggled")
 		case *mcpvisor.LogMessageEvent:
