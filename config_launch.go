@@ -88,6 +88,7 @@ func flattenLaunch(v reflect.Value, path string, hidden bool, fields map[string]
 			fields[path] = "none"
 			return
 		}
+		fields[path] = "set"
 		flattenLaunch(v.Elem(), path, hidden, fields)
 	case reflect.Struct:
 		t := v.Type()

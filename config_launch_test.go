@@ -75,7 +75,7 @@ func TestTheFileSandboxDefaultIsCoveredByTheApproval(t *testing.T) {
 		"sandbox false":   {`false`, "sandbox.enabled: true → false"},
 		"network true":    {`{"write": ["./out"], "network": true}`, "sandbox.network: false → true"},
 		"another write":   {`{"write": ["./elsewhere"]}`, "sandbox.write[0]"},
-		"sandbox removed": {``, "sandbox: added (none)"},
+		"sandbox removed": {``, "sandbox: set → none"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			lp := newLaunchProject(t)
