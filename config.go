@@ -219,9 +219,12 @@ type LoadOptions struct {
 //
 // The servers of an untrusted layer (project, local, or a host layer not
 // marked Trusted) start only once the user approved their entry as
-// written, in this project directory (opts.Approvals): the others are
-// held — in Servers with NeedsApproval set, unexpanded, and in Pending
-// with what to show the user. A disabled entry of an untrusted layer is
+// written, in this project directory (opts.Approvals), and, once it is
+// loaded with every default, layer and policy applied and its paths
+// resolved to real paths, what it launches (LaunchApprovals; see
+// Config.Approval and docs/trust.md): the others are held — in Servers
+// with NeedsApproval set, unexpanded, and in Pending with what to show
+// the user. A disabled entry of an untrusted layer is
 // loaded disabled, unexpanded, without approval.
 //
 // Last, the policies: the managed file's, then opts.Policy. Each server

@@ -91,7 +91,9 @@ type PendingServer struct {
 	// top-level default (stdio servers), else the default sandbox when a
 	// policy requires one (SandboxRequiredBy). Its paths are as written,
 	// not expanded: ~, ${VAR} and relative paths are resolved when the
-	// entry is approved and loaded.
+	// entry is approved and loaded. For an entry held because what it
+	// launches changed (LaunchChanges), it is the sandbox it would now
+	// run under, its paths resolved.
 	Sandbox *transports.Sandbox
 	// SandboxRequiredBy is the Source of the policy that requires the
 	// server to run confined (requireSandbox), empty when none does.
