@@ -252,6 +252,7 @@ func (c *Config) checkLaunches(approvals Approvals, lookup func(string) (string,
 		default:
 			p.Changed = true
 			p.LaunchChanges = trust.DiffLaunch(recorded, launch)
+			p.shownLaunch = launch.Digest
 			var what []string
 			for _, l := range p.LaunchChanges {
 				k, _, _ := strings.Cut(l, ": ")
@@ -276,7 +277,8 @@ func (c *Config) checkLaunches(approvals Approvals, lookup func(string) (string,
 // one shown in c.Pending) approved, and records the launch that load
 // computes: its env files are read and its paths resolved only now that
 // the user approves. It fails with ErrNotPending when name is not held,
-// and with the reason when the entry changed since c was loaded, or
+// and with the reason when the entry (or, for one held because what it
+// launches changed, that launch) changed since c was loaded, or when it
 // does not load or is excluded once expanded.
 func (c *Config) Approval(name string) (trust.Approval, error) {
 	p, ok := c.Pending[name]
@@ -304,6 +306,9 @@ func (c *Config) Approval(name string) (trust.Approval, error) {
 			}
 		}
 		return trust.Approval{}, fmt.Errorf("mcpvisor: server %q cannot be approved: %s", name, why)
+	}
+	if p.shownLaunch != "" && once.launch.Digest != p.shownLaunch {
+		return trust.Approval{}, fmt.Errorf("mcpvisor: server %q cannot be approved: what it launches changed again since it was shown", name)
 	}
 	return trust.Approval{Project: p.Project, Server: name, Hash: p.Hash, Entry: p.Entry, Launch: once.launch}, nil
 }

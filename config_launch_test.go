@@ -161,6 +161,15 @@ func TestAnEnvFileAnywhereIsCoveredByTheApproval(t *testing.T) {
 	assert.NotContains(t, strings.Join(cfg.Pending["s"].LaunchChanges, "\n"), "evil", "values show as digests")
 	assert.Empty(t, cfg.Servers["s"].Env)
 
+	// Approving approves the launch shown, not one changed since.
+	writeFile(t, envDir, "app.env", "API_URL=https://api.example.com\nLD_PRELOAD=/tmp/other.so\n")
+	_, err := cfg.Approval("s")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "changed again since it was shown")
+	writeFile(t, envDir, "app.env", "API_URL=https://api.example.com\nLD_PRELOAD=/tmp/evil.so\n")
+	_, err = cfg.Approval("s")
+	require.NoError(t, err, "the launch shown")
+
 	// An expanded variable is part of the launch too.
 	writeFile(t, envDir, "app.env", "API_URL=https://api.example.com\n")
 	assert.NotContains(t, lp.load(t).Pending, "s", "back to what was approved")

@@ -107,6 +107,10 @@ type PendingServer struct {
 	// changed), what differs, one line per member (trust.DiffLaunch:
 	// values that may be secrets show as digests).
 	LaunchChanges []string
+	// shownLaunch is the digest of the launch LaunchChanges describes
+	// (empty when there is none): Config.Approval approves that launch
+	// and no other.
+	shownLaunch string
 	// Reason is why the server is held, as its status reports it.
 	Reason string
 }
