@@ -126,9 +126,15 @@ type Plan struct {
 	// confine.Plan.Direct).
 	Direct bool `json:"direct,omitempty"`
 
-	// tempDir is the host-side private temporary directory, removed by
-	// Cleanup.
-	tempDir string
+	// NoNetwork: the server has no network, and the socket filter (see
+	// package confine) is installed: with Landlock by whoever applies the
+	// ruleset, with bubblewrap by bwrap itself (--seccomp).
+	NoNetwork bool `json:"noNetwork,omitempty"`
+
+	// TempDir is the host-side private temporary directory (Landlock),
+	// removed by Cleanup, or by the process helper when the supervisor
+	// died first.
+	TempDir string `json:"tempDir,omitempty"`
 }
 
 // Limits are the resource limits set before the server runs. Zero means
@@ -165,7 +171,7 @@ type Rule struct {
 // Cleanup removes what Prepare made for the plan (its private temporary
 // directory). The server and everything it started must be gone.
 func (p *Plan) Cleanup() {
-	if p != nil && p.tempDir != "" {
-		os.RemoveAll(p.tempDir)
+	if p != nil && p.TempDir != "" {
+		os.RemoveAll(p.TempDir)
 	}
 }
