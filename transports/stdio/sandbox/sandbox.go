@@ -6,8 +6,11 @@
 // On Linux there are two mechanisms. Landlock rules and resource limits
 // are set by the exec stage on itself before it executes the server, so
 // the server never runs a single instruction unconfined; bubblewrap
-// (bwrap) builds mount, PID and network namespaces around it. Auto picks
-// bubblewrap where it works, else Landlock. On macOS a Seatbelt profile
+// (bwrap) builds user, mount, PID and network namespaces around it. Auto
+// picks bubblewrap where it works, else Landlock. Under either, the
+// server holds no capability, also when the supervisor is root, and
+// without network a seccomp filter leaves it only unix sockets it cannot
+// connect (package confine). On macOS a Seatbelt profile
 // (sandbox-exec) is built; elsewhere every mechanism is unavailable.
 //
 // A sandbox that was asked for and cannot be had is an error
