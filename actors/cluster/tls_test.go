@@ -1,21 +1,13 @@
 package cluster
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -28,70 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/internal/testpki"
 )
-
-// testCA is a certificate authority made for one test (ECDSA P-256).
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue signs a member certificate for loopback (127.0.0.1, ::1,
-// localhost), good for serving and for dialling, and returns its PEM
-// and its key's PEM.
-func (ca *testCA) issue(t *testing.T, name string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		DNSNames:     []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	require.NoError(t, err)
-	kder, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
-
-// memberFiles writes a member certificate of ca, its key and ca's
-// certificate into dir and returns their paths.
-func (ca *testCA) memberFiles(t *testing.T, dir, name string) (cert, key, caFile string) {
-	t.Helper()
-	c, k := ca.issue(t, name)
-	cert, key, caFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem"), filepath.Join(dir, name+"-ca.pem")
-	require.NoError(t, os.WriteFile(cert, c, 0o600))
-	require.NoError(t, os.WriteFile(key, k, 0o600))
-	require.NoError(t, os.WriteFile(caFile, ca.pem, 0o600))
-	return cert, key, caFile
-}
 
 // TestOnlyMembersSpeakToAClusterWithTLS: two member processes with
 // mutual TLS (a test CA, loopback certificates) place servers on both
@@ -112,20 +42,19 @@ func TestOnlyMembersSpeakToAClusterWithTLS(t *testing.T) {
 	}
 	const servers = 24 // some on each member (see TestAMemberRefusesToActivateAServerItDoesNotOwn)
 	dir := t.TempDir()
-	ca := newTestCA(t, "mcpvisor test cluster CA")
-	certFile, keyFile, caFile := ca.memberFiles(t, dir, "member")
-	other := newTestCA(t, "another CA")
-	otherCert, otherKey, otherCA := other.memberFiles(t, dir, "outsider")
-	memberTLS, err := LoadMutualTLS(certFile, keyFile, caFile)
+	ca := testpki.NewCA(t, "mcpvisor test cluster CA")
+	mf := ca.WriteMember(t, dir, "member")
+	of := testpki.NewCA(t, "another CA").WriteMember(t, dir, "outsider")
+	memberTLS, err := LoadMutualTLS(mf.Cert, mf.Key, mf.CA)
 	require.NoError(t, err)
-	otherTLS, err := LoadMutualTLS(otherCert, otherKey, otherCA)
+	otherTLS, err := LoadMutualTLS(of.Cert, of.Key, of.CA)
 	require.NoError(t, err)
 
 	bin := buildMember(t)
 	mockURL := serveMock(t)
 	log := newEventLog()
 	cp := newClusterPorts(t, 2)
-	tlsArgs := []string{"-tls-cert", certFile, "-tls-key", keyFile, "-tls-ca", caFile}
+	tlsArgs := []string{"-tls-cert", mf.Cert, "-tls-key", mf.Key, "-tls-ca", mf.CA}
 	a := startProc(t, bin, mockURL, servers, cp, 0, log, tlsArgs...)
 	b := startProc(t, bin, mockURL, servers, cp, 1, log, tlsArgs...)
 	log.waitFor(t, "every server ready, some on each member", 60*time.Second, func(evs []Event) bool {
@@ -143,8 +72,7 @@ func TestOnlyMembersSpeakToAClusterWithTLS(t *testing.T) {
 
 	// The membership endpoint.
 	health := fmt.Sprintf("127.0.0.1:%d", cp.ports[3])
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.pem)
+	pool := ca.Pool()
 	for _, probe := range []struct {
 		name   string
 		scheme string
