@@ -30,6 +30,9 @@ const healthPath = "/_health"
 // pollTimeout bounds one poll of one peer (automanaged's own figure).
 const pollTimeout = 2 * time.Second
 
+// serveTimeout bounds what one poll may take on the serving side.
+const serveTimeout = 5 * time.Second
+
 // maxNodeBytes caps a peer's answer.
 const maxNodeBytes = 64 << 10
 
@@ -104,10 +107,14 @@ func newPeersProvider(o Options, tlsPair *tlsConfigs, log zerolog.Logger, node f
 		refresh:  o.RefreshTTL,
 		listener: ln,
 		server: &http.Server{
-			Handler:           mux,
-			ReadHeaderTimeout: pollTimeout,
-			ReadTimeout:       pollTimeout,
-			WriteTimeout:      pollTimeout,
+			Handler: mux,
+			// Bounds for a peer that connects and stalls (ReadTimeout
+			// also bounds a TLS handshake); the pollers' keep-alive
+			// connections stay open between polls (IdleTimeout).
+			ReadHeaderTimeout: serveTimeout,
+			ReadTimeout:       serveTimeout,
+			WriteTimeout:      serveTimeout,
+			IdleTimeout:       90 * time.Second,
 			ErrorLog:          discardLog,
 		},
 		client: &http.Client{Transport: transport, Timeout: pollTimeout},
