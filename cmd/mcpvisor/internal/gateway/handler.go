@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -82,8 +83,12 @@ func (g *Gateway) subscribe(ctx context.Context, s *mcpserver.Session, on bool, 
 	if perr := g.acquireResource(ctx, s, p.URI); perr != nil {
 		return nil, perr
 	}
-	if !s.Subscribe(p.URI) {
-		g.releaseAll(s, []string{p.URI}) // closed meanwhile
+	if err := s.Subscribe(p.URI); err != nil {
+		g.releaseAll(s, []string{p.URI}) // closed meanwhile, or refused at the session's byte bound
+		var perr *protocol.Error
+		if errors.As(err, &perr) {
+			return nil, perr
+		}
 	}
 	return struct{}{}, nil
 }
