@@ -103,16 +103,18 @@ func stateError(what, bound string, max, size int64) *protocol.Error {
 }
 
 // initStateSize is what an initialize's params make a session keep: the
-// JSON text of its clientInfo and capabilities.
+// JSON text of its clientInfo and capabilities (all of params when they
+// cannot be scanned). One pass over params.
 func initStateSize(params json.RawMessage) int64 {
 	var n int64
-	if v, found, ok := protocol.RawMember(params, "clientInfo"); ok && found {
-		n += int64(len(v))
-	} else if !ok {
-		n += int64(len(params)) // not scanned: count it all
-	}
-	if v, found, ok := protocol.RawMember(params, "capabilities"); ok && found {
-		n += int64(len(v))
+	if !protocol.EachMember(params, func(k, v []byte) bool {
+		switch string(k) {
+		case "clientInfo", "capabilities":
+			n += int64(len(v))
+		}
+		return true
+	}) {
+		return int64(len(params))
 	}
 	return n
 }

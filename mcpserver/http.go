@@ -155,7 +155,12 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fresh {
-		_ = s.admit(sess, initStateSize(m.Params)) // a fresh id is new
+		if s.admit(sess, initStateSize(m.Params)) == nil { // a fresh id is new: nil only when there is no room
+			s.retainedRefused.Add(1)
+			w.Header().Set("Retry-After", "1")
+			rpcError(w, http.StatusServiceUnavailable, m.ID, stateError(protocol.MethodInitialize, boundTotal, s.maxRetained, s.retained.Load()))
+			return
+		}
 		w.Header().Set(HeaderSessionID, sess.id)
 	}
 	p := &postResponse{srv: s, w: w, r: r, sse: sse, stateless: stateless}
@@ -250,23 +255,24 @@ func noSessionMessage(status int) string {
 	return "session not found: initialize a new one"
 }
 
-// admit registers the new HTTP session sess, which will hold extra
-// more bytes of state than it holds already (those its initialize will
-// charge), first evicting the longest idle sessions when
-// HTTPOptions.MaxSessions or Options.MaxRetained would be passed.
-// Sessions without requests in flight or streams open go first; a busy
-// one goes only when every other session is busy too (the cap is a
-// bound, not a wish). Finding the longest idle is a scan of every
-// session, so at the session cap a 64th of the cap goes at once (at
-// least one), and at the byte bound sessions go until a 64th of it is
-// free: a flood of new sessions costs one scan per many of them, not one
-// each. sess is charged its overhead and state. When a session by sess's
+// admit registers the new HTTP session sess, charging it its overhead,
+// its state and extra more bytes (those of the initialize that opens it,
+// which its per-session bound was checked against), first evicting the
+// longest idle sessions when HTTPOptions.MaxSessions or
+// Options.MaxRetained would be passed. Sessions without requests in
+// flight or streams open go first; a busy one goes only when every other
+// session is busy too (the cap is a bound, not a wish). Finding the
+// longest idle is a scan of every session, so at the session cap a 64th
+// of the cap goes at once (at least one), and at the byte bound sessions
+// go until a 64th of it is free besides sess: a flood of new sessions
+// costs one scan per many of them, not one each. When a session by sess's
 // id is held already (two requests restored one sealed session at once),
-// that one is returned and sess is dropped.
+// that one is returned and sess is dropped. With extra > 0, nil is
+// returned (and nothing done) when even with every HTTP session evicted
+// sess would pass Options.MaxRetained (what holds the rest are
+// connections and stateless-era listen streams).
 func (s *Server) admit(sess *Session, extra int64) *Session {
 	limit := s.opts.HTTP.MaxSessions
-	var evicted []*Session
-	var forBytes int
 	s.mu.Lock()
 	if held := s.byID[sess.id]; held != nil {
 		s.mu.Unlock()
@@ -283,21 +289,33 @@ func (s *Server) admit(sess *Session, extra int64) *Session {
 	if m := s.maxRetained; m > 0 && s.retained.Load()+need > m {
 		goal = max(m-m/64-need, 0)
 	}
-	evicted, forBytes = s.evictLocked(keep, goal)
+	evicted, forBytes := s.evictLocked(keep, goal)
+	if extra > 0 && s.maxRetained > 0 && s.retained.Load()+need > s.maxRetained {
+		s.mu.Unlock()
+		s.closeEvicted(evicted, forBytes)
+		return nil
+	}
 	sess.mu.Lock()
 	sess.overhead = sessionOverhead
+	sess.initState += extra
+	sess.state += extra
 	s.retained.Add(sess.overhead + sess.state)
 	sess.mu.Unlock()
 	s.sessions[sess] = struct{}{}
 	s.byID[sess.id] = sess
 	s.mu.Unlock()
+	s.closeEvicted(evicted, forBytes)
+	return sess
+}
+
+// closeEvicted closes the sessions evictLocked removed and counts them.
+func (s *Server) closeEvicted(evicted []*Session, forBytes int) {
 	for _, e := range evicted {
 		s.log.Debug().Str("session", sessionTag(e.id)).Msg("session evicted: the session cap or the byte bound was reached")
 		e.Close()
 	}
 	s.sessionsEvicted.Add(uint64(len(evicted)))
 	s.evictedForBytes.Add(uint64(forBytes))
-	return sess
 }
 
 // evictLocked removes HTTP sessions, idle before busy and longest unused
@@ -349,6 +367,12 @@ func (s *Server) evictLocked(keep int, goal int64) ([]*Session, int) {
 		}
 		delete(s.byID, c.s.id)
 		delete(s.sessions, c.s)
+		// Out of the total at once, so that the next admission does
+		// not evict for bytes that are on their way out (Close, once
+		// s.mu is released, takes out what it gains meanwhile).
+		c.s.mu.Lock()
+		c.s.releaseLocked()
+		c.s.mu.Unlock()
 		out = append(out, c.s)
 		total -= c.bytes
 	}

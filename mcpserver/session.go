@@ -227,6 +227,31 @@ func (s *Session) Subscribe(uri string) error {
 	return nil
 }
 
+// CheckSubscribe reports, as Subscribe would, whether uri may be
+// subscribed now, without recording it: a handler calls it before it
+// does anything for a subscription (Subscribe, after, decides).
+func (s *Session) CheckSubscribe(uri string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrSessionClosed
+	}
+	if _, ok := s.subs[uri]; ok {
+		return nil
+	}
+	n := uriSize(uri)
+	srv := s.srv
+	if srv.maxState > 0 && s.state+n > srv.maxState {
+		srv.stateRefused.Add(1)
+		return stateError(protocol.MethodResourcesSubscribe, boundSession, srv.maxState, s.state+n)
+	}
+	if srv.maxRetained > 0 && srv.retained.Load()+n > srv.maxRetained {
+		srv.retainedRefused.Add(1)
+		return stateError(protocol.MethodResourcesSubscribe, boundTotal, srv.maxRetained, srv.retained.Load()+n)
+	}
+	return nil
+}
+
 // Unsubscribe forgets a subscription Subscribe recorded.
 func (s *Session) Unsubscribe(uri string) {
 	s.mu.Lock()
