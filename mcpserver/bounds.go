@@ -223,13 +223,14 @@ func filterSize(uris []string) int64 {
 // readBody reads a POST's body, at most max+1 bytes (more is refused):
 // in one allocation when the request says its length, as clients do. The
 // read must finish within HTTPOptions.BodyTimeout (a body that never
-// arrives is errBodyTimeout); the deadline is cleared once it is read,
+// arrives is errBodyTimeout, and the deadline is left in place so that
+// the connection closes); the deadline is cleared once the body is read,
 // so that the answer's stream may last.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, max int) ([]byte, error) {
+	var rc *http.ResponseController
 	if d := s.opts.HTTP.BodyTimeout; d > 0 {
-		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(d)) == nil {
-			defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+		if c := http.NewResponseController(w); c.SetReadDeadline(time.Now().Add(d)) == nil {
+			rc = c
 		}
 	}
 	var body []byte
@@ -241,7 +242,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, max int) ([]by
 		body, err = io.ReadAll(io.LimitReader(r.Body, int64(max)+1))
 	}
 	if isTimeout(err) {
+		// The deadline stays: what the server would read of the
+		// connection next fails at once, and it is closed.
 		return nil, errBodyTimeout
+	}
+	if rc != nil {
+		_ = rc.SetReadDeadline(time.Time{})
 	}
 	return body, err
 }

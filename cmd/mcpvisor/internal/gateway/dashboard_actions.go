@@ -74,7 +74,9 @@ func actionError(w http.ResponseWriter, err error) {
 func (d *dashboard) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	done := d.g.bodyDeadline(w)
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxActionBody+1))
-	done()
+	if err == nil {
+		done()
+	}
 	if err != nil || len(b) > maxActionBody {
 		httpError(w, http.StatusBadRequest, "bad body")
 		return false

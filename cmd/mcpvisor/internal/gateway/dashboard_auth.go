@@ -190,7 +190,9 @@ func (d *dashboard) serveLogin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	done := d.g.bodyDeadline(w)
 	err := r.ParseForm()
-	done()
+	if err == nil {
+		done()
+	}
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "bad form")
 		return

@@ -123,8 +123,8 @@ func (g *Gateway) Serve(ctx context.Context, l net.Listener) error {
 
 // bodyDeadline makes the read of r's body (which follows) fail once
 // Options.BodyTimeout has passed, so that a body that never arrives holds
-// nothing; the returned func, called once it is read, clears the
-// deadline.
+// nothing; the returned func, called once it was read (not after a
+// failed read: then the connection is to close), clears the deadline.
 func (g *Gateway) bodyDeadline(w http.ResponseWriter) (clear func()) {
 	if d := g.opts.BodyTimeout; d > 0 {
 		rc := http.NewResponseController(w)

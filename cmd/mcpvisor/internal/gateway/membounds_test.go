@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -44,8 +45,10 @@ func initWithCaps(n int) string {
 		`"capabilities":{"experimental":{"blob":{"data":"` + strings.Repeat("A", n) + `"}}},"clientInfo":{"name":"big","version":"1"}}}`
 }
 
-// rpcErrorOf decodes the JSON-RPC error of an answer.
-func rpcErrorOf(t *testing.T, body string) (code int64, message string, data mcpserver.StateLimitData) {
+// rpcErrorOf decodes the JSON-RPC error of an answer; ok is false (and
+// the test marked failed) when it is none. It asserts, so that it may run
+// on any goroutine.
+func rpcErrorOf(t *testing.T, body string) (code int64, message string, data mcpserver.StateLimitData, ok bool) {
 	t.Helper()
 	var m struct {
 		Error *struct {
@@ -54,12 +57,13 @@ func rpcErrorOf(t *testing.T, body string) (code int64, message string, data mcp
 			Data    json.RawMessage `json:"data"`
 		} `json:"error"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(body), &m), body)
-	require.NotNil(t, m.Error, "an error answer: %.300s", body)
-	if len(m.Error.Data) > 0 {
-		require.NoError(t, json.Unmarshal(m.Error.Data, &data))
+	if !assert.NoError(t, json.Unmarshal([]byte(body), &m), "%.300s", body) || !assert.NotNil(t, m.Error, "an error answer: %.300s", body) {
+		return 0, "", data, false
 	}
-	return m.Error.Code, m.Error.Message, data
+	if len(m.Error.Data) > 0 && !assert.NoError(t, json.Unmarshal(m.Error.Data, &data)) {
+		return 0, "", data, false
+	}
+	return m.Error.Code, m.Error.Message, data, true
 }
 
 // inParallel runs f(i) for i in [0, n) on 4 goroutines and waits
@@ -101,7 +105,10 @@ func TestGatewayRefusesOversizedSessionState(t *testing.T) {
 			return
 		}
 		assert.Empty(t, resp.Header.Get("Mcp-Session-Id"), "no session was made")
-		code, msg, data := rpcErrorOf(t, body)
+		code, msg, data, ok := rpcErrorOf(t, body)
+		if !ok {
+			return
+		}
 		assert.EqualValues(t, mcpserver.CodeSessionStateTooLarge, code)
 		assert.Contains(t, msg, "initialize: this would make the server keep")
 		assert.Contains(t, msg, fmt.Sprintf("more than the %d it keeps per session", mcpserver.DefaultMaxSessionState))
@@ -182,7 +189,8 @@ func TestGatewayBoundsSubscriptions(t *testing.T) {
 	long := "mock://template/" + strings.Repeat("x", 24<<10)
 	assert.NotContains(t, subscribe(long+"1"), `"error"`)
 	assert.NotContains(t, subscribe(long+"1"), `"error"`, "subscribing again costs nothing")
-	code, msg, data := rpcErrorOf(t, subscribe(long+"2"))
+	code, msg, data, ok := rpcErrorOf(t, subscribe(long+"2"))
+	require.True(t, ok)
 	assert.EqualValues(t, mcpserver.CodeSessionStateTooLarge, code)
 	assert.Contains(t, msg, "resources/subscribe: this would make the server keep")
 	assert.Equal(t, "session", data.Bound)
@@ -219,6 +227,8 @@ func TestGatewayBodyTimeout(t *testing.T) {
 	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
 	assert.Contains(t, string(b[:n]), "the body did not arrive within "+timeout.String())
 	_, err = br.ReadByte()
+	var ne net.Error
+	assert.False(t, errors.As(err, &ne) && ne.Timeout(), "the connection is closed, not held: %v", err)
 	assert.Error(t, err, "the connection is closed")
 	assert.Equal(t, 1.0, metric(t, srv.URL, "mcpvisor_gateway_body_timeouts_total"))
 
