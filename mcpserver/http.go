@@ -69,6 +69,13 @@ func rpcError(w http.ResponseWriter, status int, id protocol.ID, e *protocol.Err
 
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	max := s.opts.MaxMessageSize
+	if r.ContentLength > int64(max) {
+		// Refused before a byte of it is read; the connection closes
+		// rather than read the rest.
+		w.Header().Set("Connection", "close")
+		rpcError(w, http.StatusRequestEntityTooLarge, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "message larger than %d bytes", max))
+		return
+	}
 	body, err := s.readBody(w, r, max)
 	if errors.Is(err, errBodyTimeout) {
 		s.bodyTimeouts.Add(1)

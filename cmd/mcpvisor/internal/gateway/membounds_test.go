@@ -280,3 +280,23 @@ func TestDashboardLoginOfHeldServer(t *testing.T) {
 		assert.Equal(t, mcpvisor.StateNeedsApproval, st.State, st.Name)
 	}
 }
+
+// A POST whose Content-Length passes the message limit is refused 413 at
+// once, before any of its body is read (before, the gateway read 16 MiB
+// of it first).
+func TestGatewayRefusesOversizedBodyUnread(t *testing.T) {
+	sup := upstream(t, map[string]mcpvisor.ServerConfig{"a": {Config: mockserver.Command("-name", "a")}})
+	_, srv := serve(t, sup, gateway.Options{BodyTimeout: time.Minute})
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", gateway.MCPPath, srv.Listener.Addr(), 17<<20)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second))) // a bound on the test, within the body timeout
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "a POST too large to read was not answered before its body came")
+	resp.Body.Close()
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	assert.True(t, resp.Close, "the connection closes")
+}
