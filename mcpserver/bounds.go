@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -259,4 +260,19 @@ func isTimeout(err error) bool {
 	}
 	var ne net.Error
 	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// Hold counts n bytes that a request makes the Handler keep beyond its
+// session's state (for example a stateless-era call that goes on while it
+// waits for its client's input) in the total Options.MaxRetained bounds.
+// It fails with CodeSessionStateTooLarge (to answer the request with)
+// when they do not fit; else release gives them back (calling it more
+// than once gives them back once).
+func (s *Server) Hold(what string, n int64) (release func(), perr *protocol.Error) {
+	if !s.reserve(n) {
+		s.retainedRefused.Add(1)
+		return nil, stateError(what, boundTotal, s.maxRetained, s.retained.Load()+n)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { s.retained.Add(-n) }) }, nil
 }

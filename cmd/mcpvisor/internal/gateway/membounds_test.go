@@ -300,3 +300,34 @@ func TestGatewayRefusesOversizedBodyUnread(t *testing.T) {
 	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
 	assert.True(t, resp.Close, "the connection closes")
 }
+
+// A stateless-era call that may wait for its client's input is kept
+// behind the request (up to the input wait per round): its params count
+// in the sessions' byte bound while it runs, and a call that would pass
+// the bound is refused with the same clear error (before, any number of
+// them were kept).
+func TestGatewayBoundsCallsWaitingForInput(t *testing.T) {
+	const total = 1 << 20
+	_, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"a": {Config: mockserver.Command("-name", "a")}},
+		gateway.Options{MaxSessionMemory: total})
+	c := newStatelessClient(t, url, `{"elicitation":{}}`)
+	pad := strings.Repeat("p", 700<<10)
+	first := make(chan string, 1)
+	go func() {
+		a := c.call("tools/call", `{"name":"mcp__a__sleep","arguments":{"ms":3000,"pad":"`+pad+`"}}`)
+		first <- a.raw
+	}()
+	require.Eventually(t, func() bool { return metric(t, url, "mcpvisor_gateway_input_calls") == 1 }, 20*time.Second, 10*time.Millisecond)
+	assert.Greater(t, metric(t, url, "mcpvisor_gateway_session_state_bytes"), float64(700<<10), "the call's params are counted")
+
+	a := c.call("tools/call", `{"name":"mcp__a__sleep","arguments":{"ms":1,"pad":"`+pad+`"}}`)
+	assert.EqualValues(t, mcpserver.CodeSessionStateTooLarge, a.code(t), a.raw)
+	assert.Contains(t, a.raw, "the server keeps at most 1048576 bytes for all its sessions together")
+	assert.Equal(t, 1.0, metric(t, url, `mcpvisor_gateway_session_state_refused_total{bound="total"}`))
+
+	assert.Contains(t, testwait.RecvWithin(t, first, 30*time.Second, "the first call's answer"), `"slept"`)
+	require.Eventually(t, func() bool { return metric(t, url, "mcpvisor_gateway_session_state_bytes") == 0 }, 10*time.Second, 10*time.Millisecond,
+		"the ended call gave its bytes back")
+	a = c.call("tools/call", `{"name":"mcp__a__sleep","arguments":{"ms":1,"pad":"`+pad+`"}}`)
+	assert.Contains(t, a.raw, `"slept"`, "there is room again")
+}
