@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -330,4 +331,36 @@ func TestGatewayBoundsCallsWaitingForInput(t *testing.T) {
 		"the ended call gave its bytes back")
 	a = c.call("tools/call", `{"name":"mcp__a__sleep","arguments":{"ms":1,"pad":"`+pad+`"}}`)
 	assert.Contains(t, a.raw, `"slept"`, "there is room again")
+}
+
+// Over stdio too: an initialize whose capabilities pass the per-session
+// bound is refused with the clear error, and the client may initialize
+// again within it.
+func TestGatewayStdioRefusesOversizedSessionState(t *testing.T) {
+	sup := upstream(t, map[string]mcpvisor.ServerConfig{"a": {Config: mockserver.Command("-name", "a")}})
+	g := gateway.New(sup, gateway.Options{})
+	t.Cleanup(g.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- g.ServeStdio(ctx, inR, outW); outW.Close() }()
+	out := testwait.NewLineReader(t, outR)
+	send := func(s string) {
+		var err error
+		testwait.Call(t, "the gateway to read a request", func() { _, err = io.WriteString(inW, s+"\n") })
+		require.NoError(t, err)
+	}
+	send(initWithCaps(100 << 10))
+	code, msg, data, ok := rpcErrorOf(t, out.MustLine("the answer to the large initialize"))
+	require.True(t, ok)
+	assert.EqualValues(t, mcpserver.CodeSessionStateTooLarge, code)
+	assert.Contains(t, msg, "initialize: this would make the server keep")
+	assert.Equal(t, "session", data.Bound)
+
+	send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	assert.Contains(t, out.MustLine("the answer to initialize"), `"result"`)
+	inW.Close()
+	assert.NoError(t, testwait.Recv(t, served, "ServeStdio to return at the end of its input"))
 }
