@@ -289,8 +289,15 @@ func (s *Server) admit(sess *Session, extra int64) *Session {
 	if limit > 0 && len(s.byID) >= limit {
 		keep = limit - max(1, limit/64)
 	}
+	overhead := int64(sessionOverhead)
+	if sess.sealed != nil {
+		// A sealed id carries the client's info and capabilities once
+		// more: part of the session's fixed cost (in the total, not in
+		// its own bound).
+		overhead += int64(len(sess.id))
+	}
 	sess.mu.Lock()
-	need := sessionOverhead + sess.state + extra
+	need := overhead + sess.state + extra
 	sess.mu.Unlock()
 	var goal int64 = -1 // the total to get down to before sess is charged; -1: no need
 	if m := s.maxRetained; m > 0 && s.retained.Load()+need > m {
@@ -303,7 +310,7 @@ func (s *Server) admit(sess *Session, extra int64) *Session {
 		return nil
 	}
 	sess.mu.Lock()
-	sess.overhead = sessionOverhead
+	sess.overhead = overhead
 	sess.initState += extra
 	sess.state += extra
 	s.retained.Add(sess.overhead + sess.state)
