@@ -100,7 +100,8 @@ type OAuthConfig struct {
 // of the authorization code flow; nil means a loopback redirect on
 // 127.0.0.1 with the URL shown through Options.OAuth.OpenURL (a browser,
 // or the host's own prompt). Servers with a machine grant
-// (client_credentials) need no user agent.
+// (client_credentials) need no user agent. A server held for approval is
+// refused with ErrNeedsApproval, and nothing of it is contacted.
 func (s *Supervisor) Login(ctx context.Context, name string, ua oauth.UserAgent) error {
 	return s.sys.Login(ctx, name, ua)
 }

@@ -436,10 +436,17 @@ func (h *authHolder) status() *oauth.Status {
 // Login runs the authorization of server name: the authorization code
 // flow with ua (nil: a loopback redirect, the URL shown through
 // OAuthOptions.OpenURL), or the machine grant; then reconnects the server.
+// A server held for approval (ServerConfig.NeedsApproval) is refused with
+// ErrNeedsApproval before anything is contacted.
 func (s *System) Login(ctx context.Context, name string, ua oauth.UserAgent) error {
 	h, err := s.handle(name)
 	if err != nil {
 		return err
+	}
+	if cfg := h.view.Load().cfg; cfg.held() {
+		// Nothing of a held server is contacted, its authorization
+		// server included.
+		return fmt.Errorf("%w: %q: approve it before logging in: %s", ErrNeedsApproval, name, cfg.NeedsApproval)
 	}
 	src := h.currentAuth()
 	if src == nil {

@@ -34,6 +34,9 @@ type Meta struct {
 	// LogLevel is the lowest level of the notifications/message the
 	// client wants during this request; "" wants none.
 	LogLevel protocol.LoggingLevel
+	// size is the JSON text of its capabilities and client info, in
+	// bytes: what a connection keeps of it (Options.MaxSessionState).
+	size int64
 }
 
 // removedMethods are the methods of the handshake eras that 2026-07-28
@@ -216,7 +219,11 @@ func (s *Server) parseMeta(params json.RawMessage) (*Meta, *protocol.Error) {
 	if f.version == "" {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "_meta[%q] is required", protocol.MetaProtocolVersion)
 	}
-	m := &Meta{Version: f.version, LogLevel: protocol.LoggingLevel(f.logLevel)}
+	m := &Meta{Version: f.version, LogLevel: protocol.LoggingLevel(f.logLevel), size: int64(len(f.caps) + len(f.info))}
+	if s.maxState > 0 && m.size > s.maxState {
+		s.stateRefused.Add(1)
+		return nil, stateError("_meta", boundSession, s.maxState, m.size)
+	}
 	switch {
 	case !f.hasCaps || !isObject(f.caps):
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "_meta[%q] is required (an object; {} declares nothing)", protocol.MetaClientCapabilities)

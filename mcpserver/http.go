@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -68,7 +69,20 @@ func rpcError(w http.ResponseWriter, status int, id protocol.ID, e *protocol.Err
 
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	max := s.opts.MaxMessageSize
-	body, err := readBody(r, max)
+	if r.ContentLength > int64(max) {
+		// Refused before a byte of it is read; the connection closes
+		// rather than read the rest.
+		w.Header().Set("Connection", "close")
+		rpcError(w, http.StatusRequestEntityTooLarge, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "message larger than %d bytes", max))
+		return
+	}
+	body, err := s.readBody(w, r, max)
+	if errors.Is(err, errBodyTimeout) {
+		s.bodyTimeouts.Add(1)
+		w.Header().Set("Connection", "close")
+		httpError(w, http.StatusRequestTimeout, "request timeout: the body did not arrive within "+s.opts.HTTP.BodyTimeout.String())
+		return
+	}
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "reading the body: "+err.Error())
 		return
@@ -117,6 +131,12 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		sess.modern, sess.version, sess.meta = true, meta.Version, meta
 		stateless = true
 	case m.Method == protocol.MethodInitialize && s.servesHandshake():
+		// Refused before a session is made: no id is sealed, no
+		// session evicted for it.
+		if perr := s.checkInitSize(m.Params); perr != nil {
+			rpcError(w, http.StatusOK, m.ID, perr)
+			return
+		}
 		if sess, err = s.newHTTPSession(m.Params); err != nil {
 			rpcError(w, http.StatusInternalServerError, m.ID, protocol.NewError(protocol.CodeInternalError, "sealing the session id: %v", err))
 			return
@@ -142,7 +162,12 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fresh {
-		_ = s.admit(sess) // a fresh id is new
+		if s.admit(sess, initStateSize(m.Params)) == nil { // a fresh id is new: nil only when there is no room
+			s.retainedRefused.Add(1)
+			w.Header().Set("Retry-After", "1")
+			rpcError(w, http.StatusServiceUnavailable, m.ID, stateError(protocol.MethodInitialize, boundTotal, s.maxRetained, s.retained.Load()))
+			return
+		}
 		w.Header().Set(HeaderSessionID, sess.id)
 	}
 	p := &postResponse{srv: s, w: w, r: r, sse: sse, stateless: stateless}
@@ -188,17 +213,6 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	case fresh && code != 0:
 		sess.Close() // initialize failed: no session
 	}
-}
-
-// readBody reads a POST's body, at most max+1 bytes (more is refused):
-// in one allocation when the request says its length, as clients do.
-func readBody(r *http.Request, max int) ([]byte, error) {
-	if n := r.ContentLength; n >= 0 && n <= int64(max) {
-		body := make([]byte, n)
-		_, err := io.ReadFull(r.Body, body)
-		return body, err
-	}
-	return io.ReadAll(io.LimitReader(r.Body, int64(max)+1))
 }
 
 // acceptsSSE reports whether a request takes an event stream: its Accept
@@ -248,54 +262,96 @@ func noSessionMessage(status int) string {
 	return "session not found: initialize a new one"
 }
 
-// admit registers the new HTTP session sess, first evicting the longest
-// idle sessions when HTTPOptions.MaxSessions would be passed. Sessions
-// without requests in flight or streams open go first; a busy one goes
-// only when every other session is busy too (the cap is a bound, not a
-// wish). Finding the longest idle is a scan of every session, so at the
-// cap a 64th of the cap goes at once (at least one): a flood of new
-// sessions costs one scan per 64 of them, not one each. When a session
-// by sess's id is held already (two requests restored one sealed
-// session at once), that one is returned and sess is dropped.
-func (s *Server) admit(sess *Session) *Session {
+// admit registers the new HTTP session sess, charging it its overhead,
+// its state and extra more bytes (those of the initialize that opens it,
+// which its per-session bound was checked against), first evicting the
+// longest idle sessions when HTTPOptions.MaxSessions or
+// Options.MaxRetained would be passed. Sessions without requests in
+// flight or streams open go first; a busy one goes only when every other
+// session is busy too (the cap is a bound, not a wish). Finding the
+// longest idle is a scan of every session, so at the session cap a 64th
+// of the cap goes at once (at least one), and at the byte bound sessions
+// go until a 64th of it is free besides sess: a flood of new sessions
+// costs one scan per many of them, not one each. When a session by sess's
+// id is held already (two requests restored one sealed session at once),
+// that one is returned and sess is dropped. With extra > 0, nil is
+// returned (and nothing done) when even with every HTTP session evicted
+// sess would pass Options.MaxRetained (what holds the rest are
+// connections and stateless-era listen streams).
+func (s *Server) admit(sess *Session, extra int64) *Session {
 	limit := s.opts.HTTP.MaxSessions
-	var evicted []*Session
 	s.mu.Lock()
 	if held := s.byID[sess.id]; held != nil {
 		s.mu.Unlock()
 		return held
 	}
+	keep := len(s.byID)
 	if limit > 0 && len(s.byID) >= limit {
-		evicted = s.evictLocked(limit - max(1, limit/64))
+		keep = limit - max(1, limit/64)
 	}
+	overhead := int64(sessionOverhead)
+	if sess.sealed != nil {
+		// A sealed id carries the client's info and capabilities once
+		// more: part of the session's fixed cost (in the total, not in
+		// its own bound).
+		overhead += int64(len(sess.id))
+	}
+	sess.mu.Lock()
+	need := overhead + sess.state + extra
+	sess.mu.Unlock()
+	var goal int64 = -1 // the total to get down to before sess is charged; -1: no need
+	if m := s.maxRetained; m > 0 && s.retained.Load()+need > m {
+		goal = max(m-m/64-need, 0)
+	}
+	evicted, forBytes := s.evictLocked(keep, goal)
+	if extra > 0 && s.maxRetained > 0 && s.retained.Load()+need > s.maxRetained {
+		s.mu.Unlock()
+		s.closeEvicted(evicted, forBytes)
+		return nil
+	}
+	sess.mu.Lock()
+	sess.overhead = overhead
+	sess.initState += extra
+	sess.state += extra
+	s.retained.Add(sess.overhead + sess.state)
+	sess.mu.Unlock()
 	s.sessions[sess] = struct{}{}
 	s.byID[sess.id] = sess
 	s.mu.Unlock()
-	for _, e := range evicted {
-		s.log.Debug().Str("session", sessionTag(e.id)).Msg("session evicted: the session cap was reached")
-		e.Close()
-	}
-	s.sessionsEvicted.Add(uint64(len(evicted)))
+	s.closeEvicted(evicted, forBytes)
 	return sess
 }
 
+// closeEvicted closes the sessions evictLocked removed and counts them.
+func (s *Server) closeEvicted(evicted []*Session, forBytes int) {
+	for _, e := range evicted {
+		s.log.Debug().Str("session", sessionTag(e.id)).Msg("session evicted: the session cap or the byte bound was reached")
+		e.Close()
+	}
+	s.sessionsEvicted.Add(uint64(len(evicted)))
+	s.evictedForBytes.Add(uint64(forBytes))
+}
+
 // evictLocked removes HTTP sessions, idle before busy and longest unused
-// first, until at most keep remain, and returns them. Called with s.mu
-// held.
-func (s *Server) evictLocked(keep int) []*Session {
+// first, until at most keep remain and (goal ≥ 0) the Server's total
+// less what they hold is at most goal, and returns them, with how many
+// went for the bytes alone. Called with s.mu held.
+func (s *Server) evictLocked(keep int, goal int64) ([]*Session, int) {
+	if len(s.byID) <= keep && goal < 0 {
+		return nil, 0
+	}
 	type candidate struct {
 		s        *Session
 		lastUsed time.Time
 		busy     bool
+		bytes    int64
 	}
 	all := make([]candidate, 0, len(s.byID))
 	for _, sess := range s.byID {
 		sess.mu.Lock()
-		all = append(all, candidate{s: sess, lastUsed: sess.lastUsed, busy: len(sess.inflight) > 0 || sess.getStreams > 0})
+		all = append(all, candidate{s: sess, lastUsed: sess.lastUsed, busy: len(sess.inflight) > 0 || sess.getStreams > 0,
+			bytes: sess.state + sess.overhead})
 		sess.mu.Unlock()
-	}
-	if len(all) <= keep {
-		return nil
 	}
 	slices.SortFunc(all, func(a, b candidate) int {
 		switch {
@@ -311,13 +367,30 @@ func (s *Server) evictLocked(keep int) []*Session {
 		}
 		return 0
 	})
-	out := make([]*Session, 0, len(all)-keep)
-	for _, c := range all[:len(all)-keep] {
+	total := s.retained.Load()
+	var out []*Session
+	forBytes := 0
+	for i, c := range all {
+		overCount := len(all)-i > keep
+		overBytes := goal >= 0 && total > goal
+		if !overCount && !overBytes {
+			break
+		}
+		if !overCount {
+			forBytes++
+		}
 		delete(s.byID, c.s.id)
 		delete(s.sessions, c.s)
+		// Out of the total at once, so that the next admission does
+		// not evict for bytes that are on their way out (Close, once
+		// s.mu is released, takes out what it gains meanwhile).
+		c.s.mu.Lock()
+		c.s.releaseLocked()
+		c.s.mu.Unlock()
 		out = append(out, c.s)
+		total -= c.bytes
 	}
-	return out
+	return out, forBytes
 }
 
 // ExpireIdle closes the HTTP sessions unused for longer than idle as of

@@ -58,12 +58,28 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 	if p.Notifications != nil {
 		want = *p.Notifications
 	}
+	// The filter's URIs are kept while the stream is open: counted in
+	// the session's state (Options.MaxSessionState) before anything is
+	// subscribed for them.
+	sess := r.Session
+	size := filterSize(want.ResourceSubscriptions)
+	if perr := sess.charge(r.Method, size); perr != nil {
+		w.Error(perr)
+		return
+	}
 	agreed, release := want, func() {}
 	if s.opts.Subscriptions != nil {
 		var rel func()
 		agreed, rel = s.opts.Subscriptions(ctx, r, want)
 		if rel != nil {
 			release = rel
+		}
+	}
+	if size > 0 {
+		inner := release
+		release = func() {
+			inner()
+			_ = sess.charge(r.Method, -size)
 		}
 	}
 	idJSON, _ := r.ID.MarshalJSON()
@@ -77,7 +93,6 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 	// The stream is registered before its acknowledgement is sent, under
 	// its own lock, so that a notification sent once the client has the
 	// acknowledgement reaches it, and none goes before it.
-	sess := r.Session
 	l.mu.Lock()
 	s.mu.Lock()
 	shut := s.shut

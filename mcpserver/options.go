@@ -77,6 +77,20 @@ type Options struct {
 	// body (default 16 MiB). A longer line is skipped; a longer body is
 	// refused with 413.
 	MaxMessageSize int
+	// MaxSessionState bounds what one client makes the Server keep for
+	// its session, in bytes: its clientInfo and capabilities, resource
+	// subscriptions, and listen streams' resource filters (default
+	// DefaultMaxSessionState, 64 KiB; negative: no bound). A request
+	// that would pass it is refused with CodeSessionStateTooLarge; see
+	// bounds.go.
+	MaxSessionState int
+	// MaxRetained bounds what every session holds together, in bytes
+	// (their state, and a fixed cost for each HTTP session and
+	// connection; default DefaultMaxRetained, 64 MiB; negative: no
+	// bound). A new HTTP session that would pass it evicts the longest
+	// idle HTTP sessions; a request of a session already open that would
+	// pass it is refused with CodeSessionStateTooLarge.
+	MaxRetained int64
 	// OnSessionRestored, when set, is called for each sealed HTTP session
 	// this Server takes up from its id alone (HTTPOptions.Seal: another
 	// replica created it, or this one restarted or forgot it), before its
@@ -123,6 +137,11 @@ type HTTPOptions struct {
 	// SSERetry is the retry field of the priming event (default
 	// DefaultSSERetry).
 	SSERetry time.Duration
+	// BodyTimeout bounds how long a POST's body may take to arrive once
+	// its headers have (default DefaultBodyTimeout, 30 s; negative: no
+	// bound): a slower one is answered 408 and its connection closed.
+	// Only the body's read is bounded, never the answer's stream.
+	BodyTimeout time.Duration
 	// NoGetStream answers a GET without Last-Event-ID with 405: the
 	// server offers no standalone stream (resumption still works).
 	NoGetStream bool
@@ -182,6 +201,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxMessageSize <= 0 {
 		o.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if o.MaxSessionState == 0 {
+		o.MaxSessionState = DefaultMaxSessionState
+	}
+	if o.MaxRetained == 0 {
+		o.MaxRetained = DefaultMaxRetained
+	}
+	if o.HTTP.BodyTimeout == 0 {
+		o.HTTP.BodyTimeout = DefaultBodyTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -78,17 +78,24 @@ func (s *Server) restore(ctx context.Context, sid string) (*Session, error) {
 	sess.initialized = true
 	sess.sealed, sess.foreign, sess.checkedAt = &st, true, now
 	sess.logLevel = rec.Extras.LogLevel
+	// What the id carries (at most its length) and the subscriptions are
+	// counted, never refused: the session was admitted when it began.
+	sess.initState = int64(len(sid))
+	sess.state = sess.initState
 	for _, uri := range rec.Extras.Subscriptions {
 		if sess.subs == nil {
 			sess.subs = map[string]struct{}{}
 		}
-		sess.subs[uri] = struct{}{}
+		if _, dup := sess.subs[uri]; !dup {
+			sess.subs[uri] = struct{}{}
+			sess.state += uriSize(uri)
+		}
 	}
 	// POST streams are numbered from a random point, so that a
 	// Last-Event-ID of a stream of the session's former replica names no
 	// stream here (404) rather than another one.
 	sess.postSeq = 1<<30 + rand.Uint32N(1<<30)
-	if held := s.admit(sess); held != sess {
+	if held := s.admit(sess, 0); held != sess {
 		return held, nil // another request restored it first
 	}
 	s.log.Debug().Str("client", st.ClientInfo.Name).Str("version", st.ProtocolVersion).Msg("sealed session restored")

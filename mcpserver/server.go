@@ -51,6 +51,16 @@ type Server struct {
 	streamsRefused  atomic.Uint64
 	cancelled       atomic.Uint64
 	polled          atomic.Uint64
+	evictedForBytes atomic.Uint64
+	stateRefused    atomic.Uint64
+	retainedRefused atomic.Uint64
+	bodyTimeouts    atomic.Uint64
+
+	// maxState and maxRetained are Options.MaxSessionState and
+	// Options.MaxRetained (0: no bound); retained is the bytes every
+	// session holds together (see bounds.go).
+	maxState, maxRetained int64
+	retained              atomic.Int64
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}  // sessions that have a channel: HTTP sessions and connections; guarded by mu
@@ -72,6 +82,7 @@ func New(o Options) *Server {
 		listens:  map[*listener]struct{}{},
 		closing:  make(chan struct{}),
 	}
+	s.maxState, s.maxRetained = int64(max(o.MaxSessionState, 0)), max(o.MaxRetained, 0)
 	if len(o.HTTP.Seal.Keys) > 0 {
 		s.seal = o.HTTP.Seal.withDefaults()
 		sealer, err := NewSealer(s.seal.Keys, s.seal.MaxAge)
@@ -112,6 +123,22 @@ type Stats struct {
 	// Polled counts the POST responses ended for the client to poll
 	// (HTTPOptions.PollAfter).
 	Polled uint64
+	// Retained is the bytes the sessions hold together, as
+	// Options.MaxRetained counts them.
+	Retained int64
+	// MaxSessionState and MaxRetained are the byte bounds in force (0:
+	// none).
+	MaxSessionState, MaxRetained int64
+	// StateRefused counts the requests refused at
+	// Options.MaxSessionState; RetainedRefused those refused at
+	// Options.MaxRetained.
+	StateRefused, RetainedRefused uint64
+	// EvictedForBytes counts the HTTP sessions evicted to stay within
+	// Options.MaxRetained (they are counted in SessionsEvicted too).
+	EvictedForBytes uint64
+	// BodyTimeouts counts the POSTs whose body did not arrive within
+	// HTTPOptions.BodyTimeout.
+	BodyTimeouts uint64
 }
 
 // Stats returns the Server's counts.
@@ -123,6 +150,11 @@ func (s *Server) Stats() Stats {
 	st.StreamsRefused = s.streamsRefused.Load()
 	st.Cancelled = s.cancelled.Load()
 	st.Polled = s.polled.Load()
+	st.Retained = s.retained.Load()
+	st.MaxSessionState, st.MaxRetained = s.maxState, s.maxRetained
+	st.StateRefused, st.RetainedRefused = s.stateRefused.Load(), s.retainedRefused.Load()
+	st.EvictedForBytes = s.evictedForBytes.Load()
+	st.BodyTimeouts = s.bodyTimeouts.Load()
 	return st
 }
 
@@ -265,6 +297,10 @@ func (s *Server) checkEra(r *Request) *protocol.Error {
 		return perr
 	}
 	sess.mu.Lock()
+	if perr := sess.setInitLocked(r.Method, meta.size); perr != nil {
+		sess.mu.Unlock()
+		return perr
+	}
 	sess.modern, sess.version, sess.meta = true, meta.Version, meta
 	sess.mu.Unlock()
 	r.Meta = meta
@@ -330,6 +366,11 @@ func (s *Server) initialize(w ResponseWriter, r *Request) {
 	version := s.negotiate(p.ProtocolVersion)
 	sess := r.Session
 	sess.mu.Lock()
+	if perr := sess.setInitLocked(r.Method, initStateSize(r.Params)); perr != nil {
+		sess.mu.Unlock()
+		w.Error(perr)
+		return
+	}
 	sess.version, sess.clientInfo, sess.caps = version, p.ClientInfo, p.Capabilities
 	sess.mu.Unlock()
 	s.log.Debug().Str("session", sessionTag(sess.id)).Str("client", p.ClientInfo.Name).Str("version", version).Msg("session initialized")
@@ -407,6 +448,12 @@ func (s *Server) track(sess *Session) {
 	if sess.id != "" {
 		s.byID[sess.id] = sess
 	}
+	sess.mu.Lock()
+	if !sess.closed && sess.overhead == 0 {
+		sess.overhead = sessionOverhead
+		s.retained.Add(sessionOverhead)
+	}
+	sess.mu.Unlock()
 	s.mu.Unlock()
 }
 

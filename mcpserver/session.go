@@ -66,6 +66,12 @@ type Session struct {
 	// replica (or life) until a GET stream opens here.
 	foreign   bool
 	checkedAt time.Time // when the SessionStore was last asked whether the session was deleted
+	// state is the bytes of what the client made the Server keep for
+	// the session (see bounds.go), initState the part its clientInfo and
+	// capabilities make; overhead what the session is counted for being
+	// open (HTTP sessions and connections). All three are in the
+	// Server's retained total until Close.
+	state, initState, overhead int64
 }
 
 // maxPostStreams bounds the resumable POST streams a session keeps.
@@ -194,27 +200,65 @@ func (s *Session) Busy() bool {
 }
 
 // Subscribe records that the client wants notifications/resources/updated
-// for uri (a handler serving resources/subscribe calls it). It reports
-// false when the session has closed.
-func (s *Session) Subscribe(uri string) bool {
+// for uri (a handler serving resources/subscribe calls it). It fails with
+// ErrSessionClosed when the session has closed, and with a
+// *protocol.Error of code CodeSessionStateTooLarge (to answer the
+// request with) when the URI would pass Options.MaxSessionState or
+// Options.MaxRetained; then nothing is recorded. A URI subscribed
+// already is not counted twice.
+func (s *Session) Subscribe(uri string) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return false
+		return ErrSessionClosed
 	}
-	if s.subs == nil {
-		s.subs = map[string]struct{}{}
+	if _, ok := s.subs[uri]; !ok {
+		if perr := s.chargeLocked(protocol.MethodResourcesSubscribe, uriSize(uri)); perr != nil {
+			s.mu.Unlock()
+			return perr
+		}
+		if s.subs == nil {
+			s.subs = map[string]struct{}{}
+		}
+		s.subs[uri] = struct{}{}
 	}
-	s.subs[uri] = struct{}{}
 	s.mu.Unlock()
 	s.saveExtras()
-	return true
+	return nil
+}
+
+// CheckSubscribe reports, as Subscribe would, whether uri may be
+// subscribed now, without recording it: a handler calls it before it
+// does anything for a subscription (Subscribe, after, decides).
+func (s *Session) CheckSubscribe(uri string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrSessionClosed
+	}
+	if _, ok := s.subs[uri]; ok {
+		return nil
+	}
+	n := uriSize(uri)
+	srv := s.srv
+	if srv.maxState > 0 && s.state+n > srv.maxState {
+		srv.stateRefused.Add(1)
+		return stateError(protocol.MethodResourcesSubscribe, boundSession, srv.maxState, s.state+n)
+	}
+	if srv.maxRetained > 0 && srv.retained.Load()+n > srv.maxRetained {
+		srv.retainedRefused.Add(1)
+		return stateError(protocol.MethodResourcesSubscribe, boundTotal, srv.maxRetained, srv.retained.Load()+n)
+	}
+	return nil
 }
 
 // Unsubscribe forgets a subscription Subscribe recorded.
 func (s *Session) Unsubscribe(uri string) {
 	s.mu.Lock()
-	delete(s.subs, uri)
+	if _, ok := s.subs[uri]; ok {
+		delete(s.subs, uri)
+		_ = s.chargeLocked(protocol.MethodResourcesUnsubscribe, -uriSize(uri))
+	}
 	s.mu.Unlock()
 	s.saveExtras()
 }
@@ -376,6 +420,7 @@ func (s *Session) Close() {
 	}
 	s.closed = true
 	close(s.done)
+	s.releaseLocked()
 	inflight := s.inflight
 	s.inflight = nil
 	listens := make([]*listener, 0, len(s.listens))

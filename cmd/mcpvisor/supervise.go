@@ -42,6 +42,9 @@ type superviseFlags struct {
 	grace        time.Duration
 	maxSessions  int
 	maxStreams   int
+	maxState     int
+	maxMemory    int64
+	bodyTimeout  time.Duration
 	channelQueue int
 	pollAfter    time.Duration
 	sessionKeys  string
@@ -165,6 +168,12 @@ Exit codes:
 		"keep at most `N` HTTP sessions: a new one evicts the longest idle (its next request gets 404); negative: no cap")
 	fl.IntVar(&f.maxStreams, "max-streams-per-session", gateway.DefaultMaxStreamsPerSession,
 		"allow at most `N` GET streams open at once per HTTP session (409 beyond); negative: no cap")
+	fl.IntVar(&f.maxState, "max-session-state", mcpserver.DefaultMaxSessionState,
+		"keep at most `BYTES` for one client's session: its client info, capabilities and subscriptions (an initialize or subscribe beyond it is refused with a JSON-RPC error); negative: no bound")
+	fl.Int64Var(&f.maxMemory, "max-session-memory", mcpserver.DefaultMaxRetained,
+		"keep at most `BYTES` for all sessions together (their state and 2 KiB each): a new HTTP session beyond it evicts the longest idle; negative: no bound")
+	fl.DurationVar(&f.bodyTimeout, "body-timeout", mcpserver.DefaultBodyTimeout,
+		"answer 408 and close the connection when a POST's body has not arrived `D` after its headers; negative: no bound")
 	fl.IntVar(&f.channelQueue, "channel-queue", channels.DefaultCapacity,
 		"keep at most `N` channel messages per server for wait_for_channel_message (the oldest is dropped and counted)")
 	fl.DurationVar(&f.pollAfter, "sse-poll-after", 0,

@@ -61,6 +61,7 @@ func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Optio
 		Token: setup.token, LocalOnly: setup.local, AllowedOrigins: f.allowOrigins,
 		Names: names, NameBudget: f.nameBudget,
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
+		MaxSessionState: f.maxState, MaxSessionMemory: f.maxMemory, BodyTimeout: f.bodyTimeout,
 		SSEPollAfter: f.pollAfter, SessionSeal: setup.seal,
 	}
 }

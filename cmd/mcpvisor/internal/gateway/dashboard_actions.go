@@ -71,8 +71,12 @@ func actionError(w http.ResponseWriter, err error) {
 
 // decodeBody reads a small JSON body into v; an empty body leaves v as
 // it is.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+func (d *dashboard) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	done := d.g.bodyDeadline(w)
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxActionBody+1))
+	if err == nil {
+		done()
+	}
 	if err != nil || len(b) > maxActionBody {
 		httpError(w, http.StatusBadRequest, "bad body")
 		return false
@@ -134,7 +138,7 @@ func (d *dashboard) serveToggle(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		On *bool `json:"on"`
 	}
-	if !decodeBody(w, r, &body) {
+	if !d.decodeBody(w, r, &body) {
 		return
 	}
 	if body.On == nil {
@@ -175,7 +179,7 @@ func (d *dashboard) serveAnswer(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Allow *bool `json:"allow"`
 	}
-	if !decodeBody(w, r, &body) {
+	if !d.decodeBody(w, r, &body) {
 		return
 	}
 	if body.Allow == nil {

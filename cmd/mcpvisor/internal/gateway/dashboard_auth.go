@@ -188,7 +188,12 @@ func (d *dashboard) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
-	if err := r.ParseForm(); err != nil {
+	done := d.g.bodyDeadline(w)
+	err := r.ParseForm()
+	if err == nil {
+		done()
+	}
+	if err != nil {
 		httpError(w, http.StatusBadRequest, "bad form")
 		return
 	}

@@ -136,6 +136,27 @@ type Options struct {
 	// client initializes a new session); evictions are counted in
 	// /metrics.
 	MaxSessions int
+	// MaxSessionState bounds what one downstream client makes the
+	// gateway keep for its session, in bytes: its clientInfo and
+	// capabilities, resource subscriptions and listen filters (default
+	// mcpserver.DefaultMaxSessionState, 64 KiB; negative: no bound). An
+	// initialize (or a request) beyond it is refused with the JSON-RPC
+	// error mcpserver.CodeSessionStateTooLarge, before a session is made
+	// or anything subscribed.
+	MaxSessionState int
+	// MaxSessionMemory bounds what all sessions keep together, in bytes
+	// (their state, and 2 KiB for each open session; default
+	// mcpserver.DefaultMaxRetained, 64 MiB; negative: no bound). A new
+	// HTTP session beyond it evicts the longest-idle sessions, as
+	// MaxSessions does; a request of an open session beyond it is
+	// refused with mcpserver.CodeSessionStateTooLarge. Both bounds and
+	// what they refused or evicted are in /metrics.
+	MaxSessionMemory int64
+	// BodyTimeout bounds how long the body of a POST may take to arrive
+	// once its headers have (default mcpserver.DefaultBodyTimeout, 30 s;
+	// negative: no bound): a slower one is answered 408 and its
+	// connection closed. The answer's stream is not bounded by it.
+	BodyTimeout time.Duration
 	// MaxStreamsPerSession caps the GET streams open at once on one
 	// session (default DefaultMaxStreamsPerSession; negative: no cap);
 	// one more is refused with 409. (A POST's answer stream lasts as
@@ -251,6 +272,9 @@ func New(b Backend, opts Options) *Gateway {
 	}
 	if opts.MaxSessions == 0 {
 		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.BodyTimeout == 0 {
+		opts.BodyTimeout = mcpserver.DefaultBodyTimeout
 	}
 	if opts.MaxStreamsPerSession == 0 {
 		opts.MaxStreamsPerSession = DefaultMaxStreamsPerSession

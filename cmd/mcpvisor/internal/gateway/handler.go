@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -79,13 +80,27 @@ func (g *Gateway) subscribe(ctx context.Context, s *mcpserver.Session, on bool, 
 		}
 		return struct{}{}, nil
 	}
+	if err := s.CheckSubscribe(p.URI); err != nil { // within the session's bound, before anything upstream
+		return nil, subscribeError(err)
+	}
 	if perr := g.acquireResource(ctx, s, p.URI); perr != nil {
 		return nil, perr
 	}
-	if !s.Subscribe(p.URI) {
-		g.releaseAll(s, []string{p.URI}) // closed meanwhile
+	if err := s.Subscribe(p.URI); err != nil {
+		g.releaseAll(s, []string{p.URI}) // closed meanwhile, or refused at the session's byte bound
+		return nil, subscribeError(err)
 	}
 	return struct{}{}, nil
+}
+
+// subscribeError is the answer to a subscription Session.Subscribe
+// refused: its bound's error, or the session's end.
+func subscribeError(err error) *protocol.Error {
+	var perr *protocol.Error
+	if errors.As(err, &perr) {
+		return perr
+	}
+	return errorf(protocol.CodeInvalidRequest, "%v", err)
 }
 
 // holdResources subscribes upstream the resources a listen stream

@@ -101,7 +101,11 @@ func httpError(w http.ResponseWriter, status int, msg string) {
 // Serve serves the handler on l until ctx ends, then shuts the server
 // down (streams are ended by Close/Drain first).
 func (g *Gateway) Serve(ctx context.Context, l net.Listener) error {
-	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	// The headers must arrive within ReadHeaderTimeout; a POST's body
+	// within Options.BodyTimeout (set per request while it is read: a
+	// ReadTimeout would cut the long streams); an idle keep-alive
+	// connection is closed after IdleTimeout.
+	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {
@@ -115,6 +119,20 @@ func (g *Gateway) Serve(ctx context.Context, l net.Listener) error {
 		_ = srv.Close()
 	}
 	return nil
+}
+
+// bodyDeadline makes the read of r's body (which follows) fail once
+// Options.BodyTimeout has passed, so that a body that never arrives holds
+// nothing; the returned func, called once it was read (not after a
+// failed read: then the connection is to close), clears the deadline.
+func (g *Gateway) bodyDeadline(w http.ResponseWriter) (clear func()) {
+	if d := g.opts.BodyTimeout; d > 0 {
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(d)) == nil {
+			return func() { _ = rc.SetReadDeadline(time.Time{}) }
+		}
+	}
+	return func() {}
 }
 
 // flush sends what w holds.

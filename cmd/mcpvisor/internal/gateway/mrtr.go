@@ -62,7 +62,30 @@ type inputCall struct {
 
 	mu    sync.Mutex
 	first protocol.InputResponses // the first request's inputResponses, until the first round takes them
+	// release gives back the bytes the call is counted in the sessions'
+	// total (mcpserver.Server.Hold), once it has ended; guarded by mu,
+	// as is ended.
+	release func()
+	ended   bool
 }
+
+// setRelease gives release to the call, to be called when it ends (at
+// once when it has ended already).
+func (c *inputCall) setRelease(release func()) {
+	c.mu.Lock()
+	ended := c.ended
+	if !ended {
+		c.release = release
+	}
+	c.mu.Unlock()
+	if ended {
+		release()
+	}
+}
+
+// inputCallOverhead is what a call that may wait for input is counted
+// besides its params: its goroutine and tables.
+const inputCallOverhead = 4 << 10
 
 // inputRound is one round of input: what the servers ask, and where the
 // client's answers go.
@@ -130,7 +153,15 @@ func (g *Gateway) serveInput(ctx context.Context, method, name string, params js
 		}
 		pk.round.reply <- answers
 	} else {
+		// The call and its params are kept while it waits for input
+		// (up to InputWait per round): counted in the sessions' byte
+		// bound until it ends.
+		release, perr := g.srv.Hold(method, int64(len(params))+inputCallOverhead)
+		if perr != nil {
+			return nil, perr
+		}
 		call = g.startInput(ctx, method, name, answers, run)
+		call.setRelease(release)
 	}
 	select {
 	case r := <-call.rounds:
@@ -175,6 +206,13 @@ func (g *Gateway) startInput(ctx context.Context, method, name string, first pro
 		defer cancel()
 		call.result, call.err = run(cctx)
 		close(call.done)
+		call.mu.Lock()
+		release := call.release
+		call.ended = true
+		call.mu.Unlock()
+		if release != nil {
+			release()
+		}
 	})
 	return call
 }

@@ -62,7 +62,10 @@ func newServer(g *Gateway) *mcpserver.Server {
 		OnSessionClosed:   func(s *mcpserver.Session) { g.releaseAll(s, s.Subscriptions()) },
 		OnSessionRestored: g.restoreSubscriptions,
 		Logger:            g.log,
+		MaxSessionState:   o.MaxSessionState,
+		MaxRetained:       o.MaxSessionMemory,
 		HTTP: mcpserver.HTTPOptions{
+			BodyTimeout:          o.BodyTimeout,
 			OutboxSize:           o.OutboxSize,
 			MaxSessions:          max(o.MaxSessions, 0),
 			MaxStreamsPerSession: max(o.MaxStreamsPerSession, 0),
