@@ -53,8 +53,9 @@ type ServerConfig struct {
 	// Options.ConnectTimeout.
 	ConnectTimeoutMs int `json:"connectTimeoutMs,omitempty"`
 
-	// TimeoutMs is the default deadline of a call to this server, in
-	// milliseconds. Zero means Options.CallTimeout.
+	// TimeoutMs is the default deadline of a call (or any request) to
+	// this server, in milliseconds. Zero means Options.CallTimeout for
+	// tool calls, Options.RequestTimeout for other requests.
 	TimeoutMs int `json:"timeoutMs,omitempty"`
 
 	// Reconnect overrides fields of Options.Reconnect for this server.
