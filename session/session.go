@@ -474,7 +474,7 @@ func (s *Session) send(ctx context.Context, id int64, method string, params any,
 		}
 		s.calls.Put(c)
 		if errors.Is(err, transports.ErrClosed) {
-			s.fail(fmt.Errorf("%w: %w", ErrConnectionClosed, err))
+			s.endOnWrite(err)
 			return nil, fmt.Errorf("%s: %w", method, s.Err())
 		}
 		if ctx.Err() != nil {
@@ -522,6 +522,18 @@ func (s *Session) send(ctx context.Context, id int64, method string, params any,
 		s.calls.Put(c)
 		s.notifyCancelled(id, deadlinePassed(ctx))
 		return nil, s.ctxError(ctx, method, start, true)
+	}
+}
+
+// endOnWrite ends the session on a write that found the connection
+// unusable (a partial frame, a closed pipe) and tells the handler: the
+// reader may never see an end, since a server that stopped reading its
+// input can keep its output open for ever.
+func (s *Session) endOnWrite(err error) {
+	if s.fail(fmt.Errorf("%w: %w", ErrConnectionClosed, err)) {
+		if h := s.opts.Handler; h != nil {
+			h.Closed(s.Err())
+		}
 	}
 }
 
@@ -580,7 +592,7 @@ func (s *Session) Notify(ctx context.Context, method string, params any) error {
 	}
 	if err := s.conn.Send(ctx, frame); err != nil {
 		if errors.Is(err, transports.ErrClosed) {
-			s.fail(fmt.Errorf("%w: %w", ErrConnectionClosed, err))
+			s.endOnWrite(err)
 		}
 		return err
 	}
