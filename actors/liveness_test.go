@@ -266,3 +266,47 @@ func TestHungServerNoticedWithinAMinuteByDefault(t *testing.T) {
 	runtime.GC() // pooled objects made in the bubble must not outlive it
 	runtime.GC()
 }
+
+// Progress moves a call's default deadline: with a 10 s CallTimeout, a
+// call that asked for progress and gets a report every 5 s for 50 s is
+// answered; the same call without progress ends at 10 s; a caller's own
+// deadline never moves (on the fake clock of testing/synctest).
+func TestProgressMovesTheDefaultDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := inproc.ServerFunc(func(ctx context.Context, r io.Reader, w io.Writer) error {
+			mockserver.Run(ctx, mockserver.Options{Progress: true}, r, w)
+			return nil
+		})
+		s, err := Start(Options{InProcess: map[string]inproc.Server{"p": srv}, CallTimeout: 10 * time.Second})
+		require.NoError(t, err)
+		_, err = s.SetServers(context.Background(), map[string]ServerConfig{"p": {Config: transports.Config{Type: transports.TypeSDK}}})
+		require.NoError(t, err)
+		require.NoError(t, s.WaitSettled(context.Background()))
+		args := json.RawMessage(`{"steps":10,"ms":5000}`)
+
+		start := time.Now()
+		reports := 0
+		res, err := s.CallToolWith(context.Background(), "mcp__p__progress", args, CallOptions{Progress: func(Progress) { reports++ }})
+		require.NoError(t, err, "each report moved the 10 s deadline")
+		assert.Equal(t, "done after 10 steps", res.Content[0].Text)
+		assert.Equal(t, 50*time.Second, time.Since(start).Round(time.Second))
+		assert.Equal(t, 10, reports)
+
+		start = time.Now()
+		_, err = s.CallTool(context.Background(), "mcp__p__progress", args)
+		require.ErrorIs(t, err, session.ErrTimeout, "no progress asked for: the deadline stays")
+		assert.Equal(t, 10*time.Second, time.Since(start).Round(time.Second))
+
+		start = time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err = s.CallToolWith(ctx, "mcp__p__progress", args, CallOptions{Progress: func(Progress) {}})
+		cancel()
+		require.ErrorIs(t, err, session.ErrTimeout, "the caller's own deadline does not move")
+		assert.Equal(t, 20*time.Second, time.Since(start).Round(time.Second))
+		// The mock runs the abandoned calls to their end: let it.
+		time.Sleep(time.Minute) // testwait:ok the fake clock of the bubble
+		closeInBubble(t, s)
+	})
+	runtime.GC() // pooled objects made in the bubble must not outlive it
+	runtime.GC()
+}
