@@ -2,6 +2,7 @@ package mcpvisor
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -17,6 +18,22 @@ import (
 // in use, a second member in this process).
 var ErrClusterStart = cluster.ErrStart
 
+// ErrClusterInsecure: a ClusterMember would listen beyond loopback
+// without ClusterOptions.TLS (returned wrapped in ErrClusterStart).
+var ErrClusterInsecure = cluster.ErrInsecure
+
+// ErrClusterTLS: the member's TLS files or ClusterOptions.TLS cannot make
+// mutual TLS.
+var ErrClusterTLS = cluster.ErrTLSConfig
+
+// LoadClusterTLS reads a member's certificate and key and the CA that
+// signs every member's certificate (PEM files) into the configuration
+// for ClusterOptions.TLS. The certificate serves and dials, so it must
+// allow both uses and name the member's Host.
+func LoadClusterTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
+	return cluster.LoadMutualTLS(certFile, keyFile, caFile)
+}
+
 // ClusterOptions configure a ClusterMember. The zero value of each field
 // but Port, ProviderPort and Peers is a useful default.
 type ClusterOptions struct {
@@ -24,8 +41,15 @@ type ClusterOptions struct {
 	// other. Default "mcpvisor".
 	Name string
 	// Host is the address the member listens on (remote traffic and the
-	// membership endpoint). Default "127.0.0.1".
+	// membership endpoint) and the others dial it by. Default
+	// "127.0.0.1". A Host that is not loopback requires TLS
+	// (ErrClusterInsecure).
 	Host string
+	// TLS, when set, makes both of the member's endpoints speak mutual
+	// TLS: only a peer with a certificate signed by the members' CA is
+	// served, and the member presents its certificate when it dials
+	// (see LoadClusterTLS). Nil: plain, loopback only.
+	TLS *tls.Config
 	// Port is the member's remote (gRPC) port; ProviderPort its
 	// membership endpoint's. Both required.
 	Port, ProviderPort int
@@ -127,7 +151,7 @@ func StartClusterMember(opts ClusterOptions) (*ClusterMember, error) {
 	}
 	m, err := cluster.Start(cluster.Options{
 		Etcd: etcdMembership,
-		Name: opts.Name, Host: opts.Host, Port: opts.Port, ProviderPort: opts.ProviderPort,
+		Name: opts.Name, Host: opts.Host, Port: opts.Port, ProviderPort: opts.ProviderPort, TLS: opts.TLS,
 		Peers: opts.Peers, Labels: opts.Labels, Local: opts.Supervisor.plain(),
 		Logger: opts.Supervisor.Logger, OnEvent: onEvent,
 		OnPoolChanged: func(string) { cm.signal() },

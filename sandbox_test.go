@@ -82,8 +82,11 @@ func probeCall(t *testing.T, sup *mcpvisor.Supervisor, tool string, args map[str
 }
 
 // A confined server cannot write outside its write paths, read the home
-// directory, connect over TCP or grow past its memory limit; the same
-// server unconfined can do all four. Each mechanism separately, and auto.
+// directory, connect over TCP, hold a capability, open a raw, UDP or unix
+// socket that reaches outside, see another process's environment, signal
+// outside its tree, share /dev/shm, or grow past its memory limit; the
+// same server unconfined can (raw sockets: as root). Each mechanism
+// separately, and auto; TestSandboxProbesUnprivileged runs it as nobody.
 func TestSandboxProbes(t *testing.T) {
 	bin := probeBinary(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -127,11 +130,11 @@ func TestSandboxProbes(t *testing.T) {
 
 			cfg := mcpvisor.ServerConfig{Config: sandboxtest.Command(bin)}
 			confined := tc.mechanism != ""
+			require.NoError(t, os.MkdirAll(out, 0o755))
 			if confined {
 				cfg.Sandbox = &transports.Sandbox{Enabled: true, Write: []string{out}, MemoryMB: 128, Mechanism: tc.mechanism}
-			} else {
-				require.NoError(t, os.MkdirAll(out, 0o755))
 			}
+			peers := startPeers(t, out)
 			ctx := context.Background()
 			opts := sandboxOptions(home)
 			opts.Sandbox.ExecStage = tc.execStage
@@ -189,6 +192,10 @@ func TestSandboxProbes(t *testing.T) {
 				require.NoError(t, err)
 				assert.False(t, failed, "its TMPDIR is writable: %s", text)
 			}
+
+			// Capabilities, sockets of every family, other processes,
+			// /dev/shm.
+			probeIsolation(t, sup, confined, home, peers)
 
 			// A large allocation.
 			text, failed, err = probeCall(t, sup, sandboxtest.ToolAlloc, map[string]any{"mb": 384})

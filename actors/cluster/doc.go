@@ -29,7 +29,10 @@
 // # Rooms
 //
 //   - member.go: Options, Start, the configured set, Close.
-//   - provider.go: the automanaged membership provider bound to loopback.
+//   - provider.go: the static-peers membership provider (automanaged's
+//     protocol) on the member's own endpoint, over mutual TLS with
+//     Options.TLS.
+//   - tls.go: mutual TLS for both endpoints; the loopback-only rule.
 //   - grain.go: the grain actor and the local placement worker.
 //   - reconciler.go: activation of owned servers after consensus.
 //   - lookup.go: disthash's identity lookup with a race-free Get.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,8 +47,19 @@ type Options struct {
 	// other. Default "mcpvisor".
 	Name string
 	// Host is the address the member listens on, for remote traffic and
-	// for the membership endpoint. Default "127.0.0.1".
+	// for the membership endpoint, and the address the other members
+	// dial it by. Default "127.0.0.1". A Host that is not loopback
+	// ("localhost" or a loopback IP) requires TLS (ErrInsecure).
 	Host string
+	// TLS, when set, makes both of the member's endpoints (the remote's
+	// gRPC port and the membership endpoint) speak mutual TLS: a peer
+	// must present a certificate signed by RootCAs (or ClientCAs, when
+	// set), and the member presents Certificates both when it serves
+	// and when it dials, verifying the peer's certificate against
+	// RootCAs and the address it dials. Build it with LoadMutualTLS.
+	// Nil: plain, allowed on loopback only. The etcd membership's own
+	// TLS is Etcd.Config.TLS.
+	TLS *tls.Config
 	// Port is the remote (gRPC) port of this member. Required.
 	Port int
 	// ProviderPort is the port of this member's membership (automanaged
@@ -112,6 +124,9 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
+	if o.TLS == nil && !isLoopbackHost(o.Host) {
+		return fmt.Errorf("%w: %w: Host %q", ErrStart, ErrInsecure, o.Host)
+	}
 	if o.Etcd != nil {
 		if o.Port <= 0 {
 			return fmt.Errorf("%w: Port is required (got %d)", ErrStart, o.Port)
@@ -181,6 +196,10 @@ func Start(opts Options) (m *Member, err error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	tlsPair, err := mutualTLS(opts.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
 	if !oneMemberPerProcess.TryLock() {
 		return nil, fmt.Errorf("%w: %w", ErrStart, ErrMemberRunning)
 	}
@@ -219,7 +238,7 @@ func Start(opts Options) (m *Member, err error) {
 		m.abort()
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
-	m.provider, err = newMembership(opts, func() *automanaged.NodeModel {
+	m.provider, err = newMembership(opts, tlsPair, m.log, func() *automanaged.NodeModel {
 		return automanaged.NewNode(opts.Name, m.sys.ID, opts.Host, opts.Port, opts.ProviderPort, kindNames)
 	})
 	if err != nil {
@@ -238,7 +257,7 @@ func Start(opts Options) (m *Member, err error) {
 		// ~2.3 KB per server: over gRPC's default 4 MiB receive limit from
 		// ~1,800 servers per member, which breaks the stream between members
 		// (bench/results/2026-11-25-cluster). A stop-gap until they are paged.
-		remote.Configure(opts.Host, opts.Port, remote.WithServerOptions(grpc.MaxRecvMsgSize(maxMessageBytes))),
+		remote.Configure(opts.Host, opts.Port, remoteOptions(tlsPair)...),
 		pcluster.WithKinds(kinds...),
 		pcluster.WithHeartbeatExpiration(opts.HeartbeatExpiration),
 		pcluster.WithRequestLog(false),
@@ -276,6 +295,20 @@ func Start(opts Options) (m *Member, err error) {
 	events := m.local.Subscribe(m.stopCtx, false, 0, 4096)
 	routine.Go("cluster.events", func() { defer m.bg.Done(); m.pumpLocalEvents(events) })
 	return m, nil
+}
+
+// remoteOptions are the remote's gRPC options: the message size limit,
+// and with tlsPair mutual TLS on both the server and the dialled side
+// (else protoactor's default, plain).
+func remoteOptions(tlsPair *tlsConfigs) []remote.ConfigOption {
+	server := []grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessageBytes)}
+	if tlsPair == nil {
+		return []remote.ConfigOption{remote.WithServerOptions(server...)}
+	}
+	return []remote.ConfigOption{
+		remote.WithServerOptions(append(server, tlsPair.grpcServerOption())...),
+		remote.WithDialOptions(tlsPair.grpcDialOption()),
+	}
 }
 
 // startMember runs protoactor's StartMember, which panics on a listen or

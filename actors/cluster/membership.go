@@ -8,6 +8,7 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	"github.com/rs/zerolog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -37,11 +38,12 @@ type membership interface {
 	settle(ctx context.Context)
 }
 
-// newMembership builds the provider Options ask for: etcd, or
-// automanaged on the member's own membership endpoint.
-func newMembership(o Options, node func() *automanaged.NodeModel) (membership, error) {
+// newMembership builds the provider Options ask for: etcd, or the
+// static peers on the member's own membership endpoint (provider.go),
+// over mutual TLS when tlsPair is set.
+func newMembership(o Options, tlsPair *tlsConfigs, log zerolog.Logger, node func() *automanaged.NodeModel) (membership, error) {
 	if o.Etcd == nil {
-		return newLoopbackProvider(o, node)
+		return newPeersProvider(o, tlsPair, log, node)
 	}
 	cfg := o.Etcd.Config
 	if cfg.Logger == nil {
@@ -69,20 +71,18 @@ func (e *etcdMembership) withdraw()                  { _ = e.Provider.Shutdown(t
 func (e *etcdMembership) quiet() time.Duration       { return time.Second }
 func (e *etcdMembership) settle(ctx context.Context) {}
 
-// The automanaged provider (provider.go).
+// The static-peers provider (provider.go).
 
-func (p *loopbackProvider) withdraw() { p.stopServing() }
+func (p *peersProvider) withdraw() { p.stopServing() }
 
 // quiet: two polls of the others.
-func (p *loopbackProvider) quiet() time.Duration { return 2 * p.refresh }
+func (p *peersProvider) quiet() time.Duration { return 2 * p.refresh }
 
-// settle waits out automanaged's poll loop: it has no stop signal and
-// sees the provider's shutdown only after its current pause (RefreshTTL).
-func (p *loopbackProvider) settle(ctx context.Context) {
-	t := time.NewTimer(p.refresh + p.refresh/5)
-	defer t.Stop()
+// settle waits until the poll loop has returned (Shutdown ends it at
+// once), or ctx ends.
+func (p *peersProvider) settle(ctx context.Context) {
 	select {
-	case <-t.C:
+	case <-p.done:
 	case <-ctx.Done():
 	}
 }

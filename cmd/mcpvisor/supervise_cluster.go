@@ -26,6 +26,9 @@ type clusterFlags struct {
 	labels       []string
 	refresh      time.Duration
 	membership   string // "peers" (automanaged) or "etcd"
+	tlsCert      string // mutual TLS between members: this member's certificate,
+	tlsKey       string // its key,
+	tlsCA        string // and the CA that signs every member's certificate
 }
 
 func (c *clusterFlags) register(fl *pflag.FlagSet) {
@@ -36,6 +39,9 @@ func (c *clusterFlags) register(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&c.peers, "cluster-peers", nil, "with --cluster: every member's membership endpoint `HOST:PORT`, this one included (comma-separated or repeated)")
 	fl.DurationVar(&c.refresh, "cluster-refresh", time.Second, "with --cluster: how often the member re-reads the cluster-wide pool besides the changes other members push")
 	fl.StringVar(&c.membership, "cluster-membership", "peers", "with --cluster: how members find each other: `peers` (the static --cluster-peers list; tests, a local demo) or etcd (the --etcd-endpoint flags; production)")
+	fl.StringVar(&c.tlsCert, "cluster-tls-cert", "", "with --cluster: this member's certificate `FILE` (PEM) for mutual TLS between members; it must allow server and client use and name the --cluster-addr host (docs/cluster.md)")
+	fl.StringVar(&c.tlsKey, "cluster-tls-key", "", "with --cluster-tls-cert: the certificate's private key `FILE` (PEM)")
+	fl.StringVar(&c.tlsCA, "cluster-tls-ca", "", "with --cluster-tls-cert: the `FILE` (PEM) of the CA that signs every member's certificate; only members whose certificate it signed are served")
 	fl.StringArrayVar(&c.labels, "cluster-label", nil, "with --cluster: a `KEY=VALUE` label of this member (repeatable); servers whose \"nodes\" names it may run here")
 }
 
@@ -49,6 +55,16 @@ func (c *clusterFlags) options() (mcpvisor.ClusterOptions, error) {
 	p, err := strconv.Atoi(port)
 	if err != nil || p <= 0 || p > 65535 {
 		return o, usageError("--cluster-addr %q: bad port", c.addr)
+	}
+	if c.tlsCert != "" || c.tlsKey != "" || c.tlsCA != "" {
+		if c.tlsCert == "" || c.tlsKey == "" || c.tlsCA == "" {
+			return o, usageError("--cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca go together")
+		}
+		if o.TLS, err = mcpvisor.LoadClusterTLS(c.tlsCert, c.tlsKey, c.tlsCA); err != nil {
+			return o, usageError("%v", err)
+		}
+	} else if !listenIsLoopback(c.addr) {
+		return o, usageError("--cluster-addr %s is not a loopback address: it requires --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca (mutual TLS between members, docs/cluster.md)", c.addr)
 	}
 	switch c.membership {
 	case "peers":
@@ -73,7 +89,7 @@ func (c *clusterFlags) options() (mcpvisor.ClusterOptions, error) {
 		}
 		labels[k] = v
 	}
-	return mcpvisor.ClusterOptions{Name: c.name, Host: host, Port: p, ProviderPort: c.providerPort, Peers: c.peers, Labels: labels, Refresh: c.refresh}, nil
+	return mcpvisor.ClusterOptions{Name: c.name, Host: host, Port: p, ProviderPort: c.providerPort, Peers: c.peers, Labels: labels, Refresh: c.refresh, TLS: o.TLS}, nil
 }
 
 // superviseCluster is `supervise --cluster`: the process joins the

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/testpki"
 	"github.com/mcpvisor/mcpvisor/internal/testports"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
@@ -85,8 +86,9 @@ func clusterStatus(base string) (members map[string]string, ready map[string]boo
 	return
 }
 
-// Two `supervise --cluster` processes share one config of remote servers
-// (one mock serving them all): each gateway's /status shows every server
+// Two `supervise --cluster` processes, over mutual TLS (--cluster-tls-*,
+// a test CA), share one config of remote servers (one mock serving them
+// all): their membership endpoints answer no plain HTTP, each gateway's /status shows every server
 // with the member that runs it, a call through member B reaches a server
 // that runs on member A, and when that server adds a tool (the mock's
 // announce), B's event stream reports it and B's tools/list offers it.
@@ -109,10 +111,12 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 	servers["x"] = map[string]any{"type": "http", "url": "http://" + announcer + "/mcp/x", "nodes": map[string]string{"role": "a"}}
 	cfg := writeConfig(t, servers)
 	peers := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[3], ports[4])
+	pki := testpki.NewCA(t, "mcpvisor test cluster CA").WriteMember(t, dir, "member")
 	var procs []*loggedProc
 	var bases, ids []string
 	for i := range 2 {
 		flags := []string{"--cluster-addr", "127.0.0.1:" + strconv.Itoa(ports[1+i]),
+			"--cluster-tls-cert", pki.Cert, "--cluster-tls-key", pki.Key, "--cluster-tls-ca", pki.CA,
 			"--cluster-membership-port", strconv.Itoa(ports[3+i]), "--cluster-peers", peers,
 			// Only the members' pushes carry changes: no periodic re-read.
 			"--cluster-refresh", "1h"}
@@ -159,6 +163,14 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 	}
 	onA := "x"
 	require.Equal(t, idA, members[onA], "the pinned server runs on A: %v", members)
+	for _, port := range ports[3:5] {
+		resp, err := httpClient.Get(fmt.Sprintf("http://127.0.0.1:%d/_health", port))
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NotEqual(t, http.StatusOK, resp.StatusCode, "a membership endpoint answered plain HTTP: %s", b)
+		}
+	}
 
 	// A call through B reaches A's server.
 	out := statelessToolCall(b, 1, "mcp__"+onA+"__echo", `{"text":"through b"}`)
@@ -175,7 +187,7 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 	// and GET stream get it.
 	out = statelessToolCall(a, 3, "mcp__"+onA+"__announce", `{"text":"fresh"}`)
 	require.Contains(t, out, "announced fresh")
-	want := "mcp__" + onA + "__fresh"
+	want := "mcp__" + onA + "__fresh" // the pool's name, in events
 	procs[1].logs.waitFor(t, 10*time.Second, "B's tools_changed event naming "+want, func(lines []map[string]any) bool {
 		for _, m := range lines {
 			if m["message"] == "tools_changed" && strings.Contains(fmt.Sprint(m["added"]), want) {
@@ -186,10 +198,11 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 	})
 	list := mcpPostNoFail(b, `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
 		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list")
-	require.Contains(t, list, want, "B's tools/list")
+	listed := `"` + onA + `__fresh"` // the gateway's name
+	require.Contains(t, list, listed, "B's tools/list")
 	stream.waitFor(t, 10*time.Second, "notifications/tools/list_changed", "list_changed on B's GET stream")
 	list = mcpPostSession(t, b, session, `{"jsonrpc":"2.0","id":6,"method":"tools/list"}`)
-	require.Contains(t, list, want, "the session's tools/list on B")
+	require.Contains(t, list, listed, "the session's tools/list on B")
 
 	for _, p := range procs {
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))

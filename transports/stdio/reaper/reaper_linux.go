@@ -66,6 +66,7 @@ type child struct {
 	exited      bool
 	status      syscall.WaitStatus
 	cgroup      string        // its cgroup's directory, or ""
+	tempDir     string        // its private temporary directory (Landlock), removed by shutdown; or ""
 	gone        chan struct{} // closed when it has exited, for the thread that started it; nil unless spawnConfined
 
 	notedMu sync.Mutex
@@ -184,8 +185,20 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 		go r.spawnConfined(m, files, &plan) // it closes files
 		return
 	case plan.Direct:
-		// bubblewrap, with prlimit inside: started like any server.
+		// bubblewrap, with prlimit inside: started like any server;
+		// without network, with the socket filter bwrap installs on
+		// descriptor confine.BwrapSeccompFD (its argv says so).
 		path, argv = plan.Path, plan.Argv
+		if plan.NoNetwork {
+			fd, err := confine.SocketFilterFile()
+			if err != nil {
+				closeFiles(files)
+				r.fail(m, err, confine.KindSandbox)
+				return
+			}
+			defer unix.Close(fd)
+			fds = append(fds, uintptr(fd))
+		}
 	case m.Confine != nil:
 		sr, sw, err := os.Pipe()
 		if err != nil {
@@ -210,7 +223,7 @@ func (r *reaper) spawn(m *message, files []*os.File) {
 		r.fail(m, err, "")
 		return
 	}
-	c := &child{pid: pid, cgroup: cg}
+	c := &child{pid: pid, cgroup: cg, tempDir: plan.TempDir}
 	r.servers[pid] = c
 	if status == nil {
 		c.started = true
@@ -252,7 +265,7 @@ func (r *reaper) spawnConfined(m *message, files []*os.File, plan *confine.Plan)
 	r.mu.Lock()
 	cg, cgfd := r.newCgroup()
 	r.mu.Unlock()
-	if err := confine.Restrict(plan.Landlock); err != nil {
+	if err := confine.Restrict(plan); err != nil {
 		closeFiles(files)
 		if cg != "" {
 			unix.Close(cgfd)
@@ -269,7 +282,7 @@ func (r *reaper) spawnConfined(m *message, files []*os.File, plan *confine.Plan)
 		r.fail(m, err, "")
 		return
 	}
-	c := &child{pid: pid, cgroup: cg, started: true, gone: make(chan struct{})}
+	c := &child{pid: pid, cgroup: cg, started: true, gone: make(chan struct{}), tempDir: plan.TempDir}
 	r.servers[pid] = c
 	r.reply(&message{Op: opStarted, ID: m.ID, Pid: pid, Cgroup: cg != ""})
 	r.mu.Unlock()
@@ -581,6 +594,12 @@ func (r *reaper) shutdown() {
 	for _, c := range r.servers {
 		if c.cgroup != "" {
 			removeCgroup(c.cgroup, killWait)
+		}
+		// The host, which removes a server's temporary directory once
+		// the server is released, is gone (or closing): the directory
+		// would outlive it with whatever the server left there.
+		if c.tempDir != "" {
+			os.RemoveAll(c.tempDir)
 		}
 	}
 	if r.cgroups != nil {

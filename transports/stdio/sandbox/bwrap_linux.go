@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/confine"
 )
 
 // bwrapProbeTimeout bounds the trial run that tells whether bubblewrap
@@ -69,10 +71,16 @@ func probeBwrap(path string) error {
 
 // bwrapBase are the options every sandbox gets: the sandbox dies with
 // its parent (the reaper), runs in a new session (no TIOCSTI into a
-// terminal) and its own PID, IPC and UTS namespaces, and without network
-// unless allowed.
+// terminal), in its own user namespace with no capability (bwrap drops
+// them for an unprivileged user; root's are dropped by --cap-drop ALL,
+// or the server could unmount what hides the home directory), in its
+// own PID (it sees and signals only its own processes), IPC and UTS
+// namespaces, and without network unless allowed.
 func bwrapBase(network bool) []string {
-	args := []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"}
+	args := []string{"--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"}
+	if os.Getuid() == 0 {
+		args = append(args, "--cap-drop", "ALL")
+	}
 	if !network {
 		args = append(args, "--unshare-net")
 	}
@@ -80,12 +88,19 @@ func bwrapBase(network bool) []string {
 }
 
 // bwrapArgs builds bwrap's arguments around the server: the whole system
-// read-only, a private /tmp, fresh /dev and /proc, the home directory and
-// the user's runtime directory replaced by empty ones, then what the
-// server may see (read-only) and write (read-write) bound back in.
+// read-only, a private /tmp and /dev/shm, fresh /dev and /proc, the home
+// directory and the user's runtime directory replaced by empty ones, then
+// what the server may see (read-only) and write (read-write) bound back
+// in. Without network, bwrap installs the socket filter (package
+// confine) from descriptor confine.BwrapSeccompFD: the network namespace
+// stops TCP, UDP and abstract unix sockets, the filter also unix sockets
+// reached by path.
 func bwrapArgs(bwrap string, v view, network bool, cmd Command) []string {
 	args := append([]string{bwrap}, bwrapBase(network)...)
-	args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+	if !network {
+		args = append(args, "--seccomp", strconv.Itoa(confine.BwrapSeccompFD))
+	}
+	args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp")
 	emptied := []string{"/tmp"}
 	if v.home != "" && v.home != "/" && !inside("/tmp", v.home) {
 		args = append(args, "--tmpfs", v.home)

@@ -105,7 +105,6 @@ func landlockRuleset(v view, tempDir string, network bool) *Ruleset {
 	for _, d := range devices {
 		add(d.path, d.access)
 	}
-	add("/dev/shm", handled&^llNoWrite)
 	for _, p := range v.read {
 		add(p, llRead)
 	}

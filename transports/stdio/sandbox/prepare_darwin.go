@@ -39,7 +39,7 @@ func build(plan *Plan, v view, cfg *transports.Sandbox, cmd Command, opts *Optio
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	plan.tempDir = dir
+	plan.TempDir = dir
 	plan.Env = []string{"TMPDIR=" + dir, "TMP=" + dir, "TEMP=" + dir}
 	plan.Path = sandboxExec
 	plan.Argv = append([]string{sandboxExec, "-p", SeatbeltProfile(v.home, v.read, v.write, dir, cfg.Network), cmd.Path}, cmd.Argv[1:]...)

@@ -44,7 +44,7 @@ func build(plan *Plan, v view, cfg *transports.Sandbox, cmd Command, opts *Optio
 		if err != nil {
 			return err
 		}
-		plan.tempDir = dir
+		plan.TempDir = dir
 		plan.Path, plan.Argv = cmd.Path, cmd.Argv
 		plan.Env = append(tempEnv(dir), cacheEnv(v, cmd, dir)...)
 		plan.Landlock = landlockRuleset(v, dir, cfg.Network)
@@ -57,6 +57,7 @@ func build(plan *Plan, v view, cfg *transports.Sandbox, cmd Command, opts *Optio
 		plan.Argv = bwrapArgs(bwrap, v, cfg.Network, cmd)
 		plan.Env = append(tempEnv("/tmp"), cacheEnv(v, cmd, "/tmp")...) // the sandbox's own /tmp
 	}
+	plan.NoNetwork = !cfg.Network
 	if prlimit := findPrlimit(); prlimit != "" && !opts.ExecStage {
 		direct(plan, prlimit)
 	}

@@ -24,11 +24,12 @@ func TestPrepareDirectPlans(t *testing.T) {
 	// The last limits (an unprivileged user's --nproc comes first).
 	limits := []string{"--nofile=100:100", "--data=" + strconv.Itoa(64<<20) + ":" + strconv.Itoa(64<<20), "--"}
 
+	if err := checkLandlock(false); err != nil {
+		t.Skip("this kernel cannot confine by Landlock:", err)
+	}
 	cfg.Mechanism = transports.SandboxLandlock
 	p, err := Prepare(cfg, cmd, Options{})
-	if err != nil {
-		t.Skip(err)
-	}
+	require.NoError(t, err)
 	defer p.Cleanup()
 	assert.True(t, p.Direct)
 	assert.Equal(t, findPrlimit(), p.Path)
@@ -45,11 +46,13 @@ func TestPrepareDirectPlans(t *testing.T) {
 	assert.Equal(t, "/bin/cat", p.Path)
 	assert.Equal(t, []string{"cat", "-u"}, p.Argv)
 
+	if err := checkBwrap(&Options{}); err != nil {
+		t.Skip("bubblewrap cannot run here:", err)
+	}
 	cfg.Mechanism = transports.SandboxBwrap
 	p, err = Prepare(cfg, cmd, Options{})
-	if err != nil {
-		t.Skip(err)
-	}
+	require.NoError(t, err)
+	defer p.Cleanup()
 	assert.True(t, p.Direct)
 	assert.Equal(t, "bwrap", p.Argv[0][len(p.Argv[0])-5:], "bubblewrap is started directly")
 	sep = slices.Index(p.Argv, "--")

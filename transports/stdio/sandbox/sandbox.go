@@ -6,8 +6,11 @@
 // On Linux there are two mechanisms. Landlock rules and resource limits
 // are set by the exec stage on itself before it executes the server, so
 // the server never runs a single instruction unconfined; bubblewrap
-// (bwrap) builds mount, PID and network namespaces around it. Auto picks
-// bubblewrap where it works, else Landlock. On macOS a Seatbelt profile
+// (bwrap) builds user, mount, PID and network namespaces around it. Auto
+// picks bubblewrap where it works, else Landlock. Under either, the
+// server holds no capability, also when the supervisor is root, and
+// without network a seccomp filter leaves it only unix sockets it cannot
+// connect (package confine). On macOS a Seatbelt profile
 // (sandbox-exec) is built; elsewhere every mechanism is unavailable.
 //
 // A sandbox that was asked for and cannot be had is an error
@@ -126,9 +129,15 @@ type Plan struct {
 	// confine.Plan.Direct).
 	Direct bool `json:"direct,omitempty"`
 
-	// tempDir is the host-side private temporary directory, removed by
-	// Cleanup.
-	tempDir string
+	// NoNetwork: the server has no network, and the socket filter (see
+	// package confine) is installed: with Landlock by whoever applies the
+	// ruleset, with bubblewrap by bwrap itself (--seccomp).
+	NoNetwork bool `json:"noNetwork,omitempty"`
+
+	// TempDir is the host-side private temporary directory (Landlock),
+	// removed by Cleanup, or by the process helper when the supervisor
+	// died first.
+	TempDir string `json:"tempDir,omitempty"`
 }
 
 // Limits are the resource limits set before the server runs. Zero means
@@ -165,7 +174,7 @@ type Rule struct {
 // Cleanup removes what Prepare made for the plan (its private temporary
 // directory). The server and everything it started must be gone.
 func (p *Plan) Cleanup() {
-	if p != nil && p.tempDir != "" {
-		os.RemoveAll(p.tempDir)
+	if p != nil && p.TempDir != "" {
+		os.RemoveAll(p.TempDir)
 	}
 }

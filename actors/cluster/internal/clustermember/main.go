@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -47,6 +48,9 @@ func main() {
 	logInfo := flag.Bool("log", false, "log at info level on stderr")
 	labels := flag.String("labels", "", "this member's labels: k=v,k2=v2")
 	pins := flag.String("pin", "", "servers pinned by label: name:k=v,name2:k=v")
+	tlsCert := flag.String("tls-cert", "", "with -tls-key and -tls-ca: the member's certificate (PEM); mutual TLS on both endpoints")
+	tlsKey := flag.String("tls-key", "", "the member's key (PEM)")
+	tlsCA := flag.String("tls-ca", "", "the CA that signs the members' certificates (PEM)")
 	flag.Parse()
 
 	var outMu sync.Mutex
@@ -60,7 +64,16 @@ func main() {
 	if *logInfo {
 		logger = zerolog.New(os.Stderr).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 	}
+	var tlsConfig *tls.Config
+	if *tlsCert != "" || *tlsKey != "" || *tlsCA != "" {
+		var err error
+		if tlsConfig, err = cluster.LoadMutualTLS(*tlsCert, *tlsKey, *tlsCA); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	m, err := cluster.Start(cluster.Options{
+		TLS:    tlsConfig,
 		Labels: pairs(*labels),
 		Logger: logger,
 		Port:   *port, ProviderPort: *providerPort, Peers: strings.Split(*peers, ","),

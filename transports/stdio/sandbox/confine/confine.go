@@ -40,7 +40,25 @@ type Plan struct {
 	// domain and no_new_privs, and its parent-death signal would fire
 	// when that thread ended).
 	Direct bool `json:"direct,omitempty"`
+
+	// NoNetwork: the server has no network. With Landlock the socket
+	// filter (SocketFilter) is installed beside the ruleset; with
+	// bubblewrap, Argv holds "--seccomp <fd>" and whoever executes bwrap
+	// hands it the filter in a memory file at that descriptor (the
+	// process helper: descriptor 3, as Argv says; the exec stage: its own
+	// descriptor, which it writes into Argv).
+	NoNetwork bool `json:"noNetwork,omitempty"`
+
+	// TempDir is the server's private temporary directory on the host
+	// (Landlock), removed by the process helper when it ends with the
+	// server still running (the supervisor died): "" for none.
+	TempDir string `json:"tempDir,omitempty"`
 }
+
+// BwrapSeccompFD is the descriptor bubblewrap's "--seccomp" names in a
+// plan, where the process helper puts the socket filter when it starts
+// bwrap itself.
+const BwrapSeccompFD = 3
 
 // Limits are resource limits; zero means none (see sandbox.Limits).
 type Limits struct {

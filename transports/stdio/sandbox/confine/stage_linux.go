@@ -68,12 +68,20 @@ func sandboxErr(format string, args ...any) error {
 // enter confines this process by the plan and executes the plan's command
 // in its place; it returns only when that failed.
 func enter(p *Plan, env []string) error {
-	if p.Mechanism == "landlock" {
-		if p.Landlock == nil {
-			return sandboxErr("the plan has no Landlock ruleset")
-		}
-		if err := Restrict(p.Landlock); err != nil {
+	switch {
+	case p.Mechanism == "landlock":
+		if err := Restrict(p); err != nil {
 			return &sandboxError{msg: err.Error()}
+		}
+	case p.Mechanism == "bwrap" && p.NoNetwork:
+		// bwrap installs the socket filter from a descriptor of ours
+		// (left open across execve), which its argv names.
+		fd, err := SocketFilterFile()
+		if err != nil {
+			return &sandboxError{msg: err.Error()}
+		}
+		if !setSeccompFD(p.Argv, fd) {
+			return sandboxErr("the bubblewrap plan has no --seccomp")
 		}
 	}
 	// Everything execve needs is allocated before the limits: once the
@@ -146,16 +154,41 @@ func rlimits(l Limits) ([]rlimit, error) {
 }
 
 // Restrict confines the calling thread, and every process it starts from
-// now on, to the ruleset: it sets no_new_privs (no setuid binary may lift
-// the restriction; Landlock demands it of an unprivileged caller) and
-// enforces a Landlock domain. Both hold for this thread only: the caller
-// locks its goroutine to the thread and never unlocks it, so that the
-// thread ends with the goroutine.
-func Restrict(rs *Ruleset) error {
+// now on, by a Landlock plan: it sets no_new_privs (no setuid binary or
+// file capability may lift the restriction; Landlock and seccomp demand
+// it of an unprivileged caller), enforces the plan's Landlock domain,
+// installs the socket filter when the plan has no network, and drops
+// every capability (dropCapabilities). All of it holds for this thread
+// only: the caller locks its goroutine to the thread and never unlocks
+// it, so that the thread ends with the goroutine.
+func Restrict(p *Plan) error {
+	if p.Landlock == nil {
+		return errors.New("the plan has no Landlock ruleset")
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
-	return applyLandlock(rs)
+	if err := applyLandlock(p.Landlock); err != nil {
+		return err
+	}
+	if p.NoNetwork {
+		if err := installSocketFilter(); err != nil {
+			return err
+		}
+	}
+	return dropCapabilities()
+}
+
+// setSeccompFD writes fd as the value of argv's "--seccomp" (bubblewrap's
+// options, before its "--"), reporting whether there was one.
+func setSeccompFD(argv []string, fd int) bool {
+	for i := 0; i+1 < len(argv) && argv[i] != "--"; i++ {
+		if argv[i] == "--seccomp" {
+			argv[i+1] = strconv.Itoa(fd)
+			return true
+		}
+	}
+	return false
 }
 
 // UserTasks counts this user's tasks (RLIMIT_NPROC counts threads) in

@@ -29,6 +29,12 @@ const (
 	ToolConnect = "connect" // {addr}: open a TCP connection
 	ToolAlloc   = "alloc"   // {mb}: allocate and touch that many MiB
 	ToolEnv     = "env"     // {name}: the value of an environment variable
+	ToolCaps    = "caps"    // {}: the capability sets (the Cap* lines of /proc/self/status)
+	ToolRaw     = "raw"     // {}: open a raw ICMP socket
+	ToolUDP     = "udp"     // {addr}: send a datagram and wait for its echo
+	ToolUnix    = "unix"    // {addr}: connect to a unix socket (a path, or @name for an abstract one) and read a line
+	ToolSignal  = "signal"  // {pid}: send SIGCONT
+	ToolUnmount = "unmount" // {path}: detach the mount there
 )
 
 // Build compiles the probe server into dir and returns its path. It
@@ -47,6 +53,7 @@ func Build(dir string) (string, error) {
 //
 //	-marker PATH     create PATH before anything else (a test checks it never ran)
 //	-grandchildren   start two "sleep 1000": one a plain child, one in a session of its own
+//	-tmpdir PATH     write the path of its TMPDIR to PATH, and a file in the TMPDIR
 func Command(bin string, flags ...string) transports.Config {
 	return transports.Config{Command: bin, Args: flags}
 }
@@ -61,6 +68,17 @@ func Main(args []string) int {
 				i++
 				if err := os.WriteFile(args[i], []byte("ran\n"), 0o644); err != nil {
 					fmt.Fprintln(os.Stderr, "probe: marker:", err)
+				}
+			}
+		case "-tmpdir":
+			if i+1 < len(args) {
+				i++
+				tmp := os.Getenv("TMPDIR")
+				if err := os.WriteFile(filepath.Join(tmp, "left-behind"), []byte("x\n"), 0o644); err != nil {
+					fmt.Fprintln(os.Stderr, "probe: tmpdir:", err)
+				}
+				if err := os.WriteFile(args[i], []byte(tmp), 0o644); err != nil {
+					fmt.Fprintln(os.Stderr, "probe: tmpdir:", err)
 				}
 			}
 		case "-grandchildren":
@@ -149,6 +167,12 @@ func tools() []any {
 		map[string]any{"name": ToolConnect, "description": "open a TCP connection", "inputSchema": schema("addr", "string")},
 		map[string]any{"name": ToolAlloc, "description": "allocate and touch memory", "inputSchema": schema("mb", "integer")},
 		map[string]any{"name": ToolEnv, "description": "read an environment variable", "inputSchema": schema("name", "string")},
+		map[string]any{"name": ToolCaps, "description": "the capability sets", "inputSchema": map[string]any{"type": "object"}},
+		map[string]any{"name": ToolRaw, "description": "open a raw socket", "inputSchema": map[string]any{"type": "object"}},
+		map[string]any{"name": ToolUDP, "description": "a UDP echo", "inputSchema": schema("addr", "string")},
+		map[string]any{"name": ToolUnix, "description": "connect to a unix socket", "inputSchema": schema("addr", "string")},
+		map[string]any{"name": ToolSignal, "description": "send SIGCONT", "inputSchema": schema("pid", "integer")},
+		map[string]any{"name": ToolUnmount, "description": "detach a mount", "inputSchema": schema("path", "string")},
 	}
 }
 
@@ -160,6 +184,7 @@ func call(name string, raw json.RawMessage) (string, bool) {
 		Addr string `json:"addr"`
 		MB   int    `json:"mb"`
 		Name string `json:"name"`
+		Pid  int    `json:"pid"`
 	}
 	_ = json.Unmarshal(raw, &a)
 	switch name {
@@ -198,6 +223,53 @@ func call(name string, raw json.RawMessage) (string, bool) {
 		return fmt.Sprintf("allocated %d MiB", a.MB), true
 	case ToolEnv:
 		return os.Getenv(a.Name), true
+	case ToolCaps:
+		return capabilities()
+	case ToolRaw:
+		return rawSocket()
+	case ToolUDP:
+		return udpEcho(a.Addr)
+	case ToolUnix:
+		return unixLine(a.Addr)
+	case ToolSignal:
+		return signal(a.Pid)
+	case ToolUnmount:
+		return unmount(a.Path)
 	}
 	return "unknown tool " + name, false
+}
+
+// udpEcho sends a datagram to addr and waits up to 3 s for its echo.
+func udpEcho(addr string) (string, bool) {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return err.Error(), false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := c.Write([]byte("ping")); err != nil {
+		return err.Error(), false
+	}
+	buf := make([]byte, 64)
+	n, err := c.Read(buf)
+	if err != nil {
+		return err.Error(), false
+	}
+	return "echo: " + string(buf[:n]), true
+}
+
+// unixLine connects to the unix socket addr (@name: an abstract one) and
+// reads one line, for up to 3 s.
+func unixLine(addr string) (string, bool) {
+	c, err := net.DialTimeout("unix", addr, 3*time.Second)
+	if err != nil {
+		return err.Error(), false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err.Error(), false
+	}
+	return strings.TrimSpace(line), true
 }
