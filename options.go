@@ -15,8 +15,9 @@ import (
 
 // Options configure a Supervisor (Start copies them). The zero value is
 // usable: servers
-// connect 3 local and 20 remote at a time, a connect may take 30 s and a
-// call 2 minutes, and nothing is logged.
+// connect 3 local and 20 remote at a time, a connect may take 30 s, a
+// tool call about 28 hours (CallTimeout) and another request 2 minutes,
+// and nothing is logged.
 type Options struct {
 	// Logger receives everything mcpvisor logs, protoactor's own logging
 	// included. The zero value logs nothing. mcpvisor never writes to
