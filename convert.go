@@ -104,6 +104,7 @@ func (o *Options) plain() actors.Options {
 		RemoteConnectLimit:   o.RemoteConnectLimit,
 		ConnectTimeout:       o.ConnectTimeout,
 		CallTimeout:          o.CallTimeout,
+		RequestTimeout:       o.RequestTimeout,
 		Builtins:             builtins,
 		MaxDescriptionLength: o.MaxDescriptionLength,
 		DiscoverTimeout:      o.DiscoverTimeout,

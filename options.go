@@ -15,8 +15,9 @@ import (
 
 // Options configure a Supervisor (Start copies them). The zero value is
 // usable: servers
-// connect 3 local and 20 remote at a time, a connect may take 30 s and a
-// call 2 minutes, and nothing is logged.
+// connect 3 local and 20 remote at a time, a connect may take 30 s, a
+// tool call about 28 hours (CallTimeout) and another request 2 minutes,
+// and nothing is logged.
 type Options struct {
 	// Logger receives everything mcpvisor logs, protoactor's own logging
 	// included. The zero value logs nothing. mcpvisor never writes to
@@ -89,10 +90,19 @@ type Options struct {
 	// $MCP_TIMEOUT (milliseconds), else 30 s.
 	ConnectTimeout time.Duration
 
-	// CallTimeout is the default deadline of a call whose context has none
-	// and whose server sets no timeoutMs. Zero means $MCP_TOOL_TIMEOUT
-	// (milliseconds), else 2 minutes.
+	// CallTimeout is the default deadline of a tool call whose context
+	// has none and whose server sets no timeoutMs. Zero means
+	// 100,000,000 ms (about 27.8 hours, Claude Code's MCP_TOOL_TIMEOUT
+	// default; the mcpvisor command reads $MCP_TOOL_TIMEOUT): the host's
+	// own deadline or cancellation ends a call, and a hung server is
+	// found by the liveness probes. Progress reports of a call that asked
+	// for them move this default deadline (docs/supervision.md).
 	CallTimeout time.Duration
+
+	// RequestTimeout is the default deadline of every other request to a
+	// server (lists, reads, prompts) whose context has none and whose
+	// server sets no timeoutMs. Zero means 2 minutes.
+	RequestTimeout time.Duration
 
 	// Builtins are the host's own tools, offered first in the pool (sorted
 	// by name) and routed by CallTool like MCP tools. On a name collision a

@@ -53,8 +53,9 @@ type ServerConfig struct {
 	// Options.ConnectTimeout.
 	ConnectTimeoutMs int `json:"connectTimeoutMs,omitempty"`
 
-	// TimeoutMs is the default deadline of a call to this server, in
-	// milliseconds. Zero means Options.CallTimeout.
+	// TimeoutMs is the default deadline of a call (or any request) to
+	// this server, in milliseconds. Zero means Options.CallTimeout for
+	// tool calls, Options.RequestTimeout for other requests.
 	TimeoutMs int `json:"timeoutMs,omitempty"`
 
 	// Reconnect overrides fields of Options.Reconnect for this server.
@@ -153,10 +154,12 @@ type ReconnectPolicy struct {
 	// end: strikes, attempts and backoff start over. Default 60 s.
 	StableAfter Duration `json:"stableAfter,omitempty"`
 	// ProbeAfter and ProbeTimeout notice a server that stopped answering:
-	// once it has owed an answer for ProbeAfter and sent nothing at all,
-	// it gets a ping, and a ping unanswered within ProbeTimeout is a
-	// strike (ErrUnresponsive). Defaults 15 s and 10 s; a negative
-	// ProbeAfter turns the probes off.
+	// once it owes nothing but a call was given up since it last sent
+	// anything (its deadline passed, or its caller cancelled it), and it
+	// has sent nothing for ProbeAfter, it gets a ping, and a ping
+	// unanswered within ProbeTimeout is a strike (ErrUnresponsive). A
+	// server with calls in flight is at work and never probed.
+	// Defaults 15 s and 10 s; a negative ProbeAfter turns the probes off.
 	ProbeAfter   Duration `json:"probeAfter,omitempty"`
 	ProbeTimeout Duration `json:"probeTimeout,omitempty"`
 	// ListenDelay and ListenFailures govern the subscriptions/listen

@@ -91,9 +91,18 @@ func brokeMidRequest(err error) bool {
 	return false
 }
 
-// callTimeout is the default deadline of a call to the server: its
-// timeoutMs, else Options.CallTimeout.
+// callTimeout is the default deadline of a request to the server: its
+// timeoutMs, else Options.RequestTimeout.
 func (s *System) callTimeout(h *serverHandle) time.Duration {
+	if ms := h.view.Load().cfg.TimeoutMs; ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return s.opts.RequestTimeout
+}
+
+// toolCallTimeout is the default deadline of a tool call to the server:
+// its timeoutMs, else Options.CallTimeout.
+func (s *System) toolCallTimeout(h *serverHandle) time.Duration {
 	if ms := h.view.Load().cfg.TimeoutMs; ms > 0 {
 		return time.Duration(ms) * time.Millisecond
 	}
@@ -201,12 +210,13 @@ func (s *System) callTool(ctx context.Context, name string, args json.RawMessage
 	call := func(ctx context.Context, sess *session.Session) (*protocol.CallToolResult, error) {
 		return sess.CallToolWith(ctx, e.name, args, o.session())
 	}
+	// A tool call's own default deadline (one for the call and its
+	// replay); onSession's does not apply then.
+	ctx, cancel := withDefaultTimeout(ctx, s.toolCallTimeout(e.h))
+	defer cancel()
 	if !s.opts.ReplayIdempotent || !e.replayable {
 		return onSession(ctx, s, e.h, call)
 	}
-	// One deadline for the call and its replay.
-	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(e.h))
-	defer cancel()
 	res, err := onSession(ctx, s, e.h, call)
 	var lost *ConnectionLostError
 	if errors.As(err, &lost) {

@@ -56,8 +56,9 @@ type ServerConfig struct {
 	// Options.ConnectTimeout.
 	ConnectTimeoutMs int `json:"connectTimeoutMs,omitempty"`
 
-	// TimeoutMs is the default deadline of a call to this server, in
-	// milliseconds. Zero means Options.CallTimeout.
+	// TimeoutMs is the default deadline of a call (or any request) to
+	// this server, in milliseconds. Zero means Options.CallTimeout for
+	// tool calls, Options.RequestTimeout for other requests.
 	TimeoutMs int `json:"timeoutMs,omitempty"`
 
 	// Reconnect overrides fields of Options.Reconnect for this server.
@@ -231,10 +232,23 @@ type Options struct {
 	// 30 s (the mcpvisor command sets it from $MCP_TIMEOUT, milliseconds).
 	ConnectTimeout time.Duration
 
-	// CallTimeout is the default deadline of a call whose context has none
-	// and whose server sets no timeoutMs. Zero means 2 minutes
-	// (the mcpvisor command sets it from $MCP_TOOL_TIMEOUT, milliseconds).
+	// CallTimeout is the default deadline of a tool call whose context
+	// has none and whose server sets no timeoutMs. Zero means
+	// 100,000,000 ms (about 27.8 hours), the default of Claude Code's
+	// MCP_TOOL_TIMEOUT: a supervisor between a host and its servers
+	// must not end a call its host still waits for; the host's own
+	// deadline or cancellation ends it (the mcpvisor command sets it from
+	// $MCP_TOOL_TIMEOUT, milliseconds). Each progress report of a call
+	// that asked for them (CallToolWith) moves this default deadline to
+	// that long from the report. A hung server is found by the liveness
+	// probes (ReconnectPolicy.ProbeAfter), not by this deadline.
 	CallTimeout time.Duration
+
+	// RequestTimeout is the default deadline of every other request to a
+	// server (lists, reads, prompts, completions, subscriptions) whose
+	// context has none and whose server sets no timeoutMs. Zero means
+	// 2 minutes.
+	RequestTimeout time.Duration
 
 	// Builtins are the host's own tools, offered first in the pool (sorted
 	// by name) and routed by CallTool like MCP tools. On a name collision a
@@ -375,7 +389,8 @@ const (
 	defaultLocalConnectLimit  = 3
 	defaultRemoteConnectLimit = 20
 	defaultConnectTimeout     = 30 * time.Second
-	defaultCallTimeout        = 2 * time.Minute
+	defaultCallTimeout        = 100_000_000 * time.Millisecond // Claude Code's MCP_TOOL_TIMEOUT default
+	defaultRequestTimeout     = 2 * time.Minute
 )
 
 // withDefaults fills zero fields.
@@ -394,6 +409,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = defaultCallTimeout
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = defaultRequestTimeout
 	}
 	if o.MaxDescriptionLength == 0 {
 		o.MaxDescriptionLength = 2048

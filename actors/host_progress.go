@@ -51,6 +51,7 @@ type progressRoutes struct {
 type progressSink struct {
 	server string
 	ch     chan Progress
+	clock  *progressClock // moves the call's default deadline (deadline.go)
 }
 
 // deliver hands a progress notification of server to the call that owns
@@ -70,6 +71,7 @@ func (r *progressRoutes) deliver(server string, params json.RawMessage) {
 	if sink == nil || (sink.server != "" && sink.server != server) {
 		return
 	}
+	sink.clock.tick() // a report, even one dropped below, shows the call at work
 	select {
 	case sink.ch <- p:
 	default:
@@ -78,7 +80,10 @@ func (r *progressRoutes) deliver(server string, params json.RawMessage) {
 
 // CallToolWith is CallTool with options: progress reports to a callback,
 // extra _meta. Cancelling ctx (or its deadline passing) abandons the call
-// and sends the server notifications/cancelled.
+// and sends the server notifications/cancelled. With Progress set, each
+// report moves the call's default deadline (Options.CallTimeout or the
+// server's timeoutMs, when ctx has no deadline of its own) to that long
+// from the report.
 func (s *System) CallToolWith(ctx context.Context, name string, args json.RawMessage, o CallOptions) (*protocol.CallToolResult, error) {
 	meta := protocol.Meta{}
 	for k, v := range o.Meta {
@@ -99,7 +104,9 @@ func (s *System) CallToolWith(ctx context.Context, name string, args json.RawMes
 	token := "mcpvisor-" + strconv.FormatUint(routes.next.Add(1), 10)
 	key := strconv.Quote(token)
 	meta[protocol.MetaProgressToken] = json.RawMessage(key)
-	sink := &progressSink{server: server, ch: make(chan Progress, progressBuffer)}
+	clock := &progressClock{}
+	ctx = context.WithValue(ctx, progressClockKey{}, clock)
+	sink := &progressSink{server: server, ch: make(chan Progress, progressBuffer), clock: clock}
 	routes.mu.Lock()
 	routes.routes[key] = sink
 	routes.mu.Unlock()

@@ -15,15 +15,22 @@ import (
 //
 // One goroutine per System (the liveness watcher) looks at every ready
 // server's session a few times per ProbeAfter. It costs an idle server
-// nothing but that look: no timer, no goroutine, no request. A server
-// becomes suspect when it has owed an answer (a call in flight, or one
-// that timed out) for ProbeAfter and sent no frame at all meanwhile, and
-// is not waiting for the host to answer one of its own requests. A suspect
-// gets a ping probe (one at a time); a probe that is answered, or during
-// which anything arrives, clears the suspicion; one that times out with
-// nothing received is a strike, counted with the connection's other
-// strikes (Strikes in a row close it: struckOut), and the next probe
-// follows at once while the silence lasts.
+// nothing but that look: no timer, no goroutine, no request.
+//
+// A busy server is not a hung one. While calls are in flight the server
+// is at work, and a server that handles one request at a time cannot
+// answer a ping meanwhile: it is never probed then, whatever its silence;
+// each call is bounded by its own deadline (and a progress report, which
+// is a frame, shows it alive anyway). A server becomes suspect when it
+// owes nothing (no call in flight), a call was given up since the last
+// frame it sent (its deadline passed, or its caller cancelled it), it has
+// sent no frame at all for ProbeAfter, and it is not waiting for the host
+// to answer one of its own requests. A suspect gets a ping probe (one at
+// a time); a probe that is answered, or during which anything arrives,
+// clears the suspicion; one that times out with nothing received is a
+// strike, counted with the connection's other strikes (Strikes in a row
+// close it: struckOut), and the next probe follows at once while the
+// silence lasts and nothing else is in flight.
 
 // ErrUnresponsive: the server owed an answer, sent nothing for a while,
 // and did not answer a ping probe either. It is the error of the strike
@@ -49,11 +56,11 @@ func livenessTick(p ReconnectPolicy) time.Duration {
 
 // watched is what the watcher remembers of one server's session.
 type watched struct {
-	sess       *session.Session
-	frames     uint64    // Liveness.Frames when last seen to change
-	timedOut   uint64    // Liveness.TimedOut when frames last changed
-	owingSince time.Time // first look at which it owed an answer since frames last changed; zero if not owing
-	probing    bool      // a probe is in flight
+	sess        *session.Session
+	frames      uint64    // Liveness.Frames when last seen to change
+	abandoned   uint64    // Liveness.Abandoned when frames last changed
+	silentSince time.Time // the first look since frames last changed
+	probing     bool      // a probe is in flight
 }
 
 // probeResult is a finished probe, for the watcher.
@@ -97,13 +104,13 @@ func (s *System) watchLiveness(tick time.Duration, probes *sync.WaitGroup) {
 				w := state[h]
 				if w == nil || w.sess != v.sess {
 					l := v.sess.Liveness()
-					w = &watched{sess: v.sess, frames: l.Frames, timedOut: l.TimedOut}
+					w = &watched{sess: v.sess, frames: l.Frames, abandoned: l.Abandoned, silentSince: now}
 					state[h] = w
 				}
 				if w.suspect(now, v.probeAfter) {
 					w.probing = true
 					probes.Add(1)
-					since := w.owingSince
+					since := w.silentSince
 					go func() {
 						defer probes.Done()
 						r := probe(h, v)
@@ -125,22 +132,20 @@ func (s *System) watchLiveness(tick time.Duration, probes *sync.WaitGroup) {
 }
 
 // suspect updates w with a look at its session at now, and reports
-// whether a probe is due: the server has owed an answer for probeAfter
-// with nothing received, and no probe is in flight.
+// whether a probe is due: the server owes nothing, a call was given up
+// since its last frame, it has sent nothing for probeAfter, and no probe
+// is in flight. A call in flight (the probe's own ping aside) is work
+// under way, bounded by its own deadline: no probe meanwhile.
 func (w *watched) suspect(now time.Time, probeAfter time.Duration) bool {
 	l := w.sess.Liveness()
 	if l.Frames != w.frames {
-		w.frames, w.timedOut, w.owingSince = l.Frames, l.TimedOut, time.Time{}
-	}
-	owing := (l.Owed > 0 || l.TimedOut != w.timedOut) && l.Serving == 0
-	if !owing {
-		w.owingSince = time.Time{}
+		w.frames, w.abandoned, w.silentSince = l.Frames, l.Abandoned, now
 		return false
 	}
-	if w.owingSince.IsZero() {
-		w.owingSince = now
+	if w.probing || l.Owed > 0 || l.Serving > 0 || l.Abandoned == w.abandoned {
+		return false
 	}
-	return !w.probing && now.Sub(w.owingSince) >= probeAfter
+	return now.Sub(w.silentSince) >= probeAfter
 }
 
 // probe pings the server of view v once, bounded by its probe timeout.

@@ -44,17 +44,20 @@ type ReconnectPolicy struct {
 
 	// ProbeAfter and ProbeTimeout notice a server that stopped answering
 	// (deadlocked, blocked on its own upstream, no longer reading its
-	// input). When the server has owed an answer for ProbeAfter — a call
-	// in flight, or one that timed out — and sent nothing at all
-	// meanwhile, it gets a ping; a ping unanswered within ProbeTimeout
-	// with still nothing received is a strike (ErrUnresponsive), and the
-	// next probe follows at once. Any answer (even an error) or any
-	// frame from the server clears the suspicion, so a slow tool on a
-	// server that still answers pings, or sends progress, is never
-	// struck; nor is a server while the host answers one of its own
-	// requests. With the defaults (15 s, 10 s, 3 strikes) a hung server
-	// is reconnected about 45 s after it went silent. A negative
-	// ProbeAfter turns the probes off. See docs/supervision.md.
+	// input). A server with calls in flight is at work, not hung (one
+	// that handles a request at a time cannot answer a ping meanwhile):
+	// it is never probed; each call is bounded by its own deadline. When
+	// the server owes nothing, a call was given up since it last sent
+	// anything (a deadline passed, or the caller cancelled), and it has
+	// sent nothing for ProbeAfter, it gets a ping; a ping unanswered
+	// within ProbeTimeout with still nothing received is a strike
+	// (ErrUnresponsive), and the next probe follows at once. Any answer
+	// (even an error) or any frame from the server clears the
+	// suspicion; nor is a server probed while the host answers one of
+	// its own requests. With the defaults (15 s, 10 s, 3 strikes) a hung
+	// server is reconnected about 30 s after its last call ended (at
+	// most a minute). A negative ProbeAfter turns the probes off. See
+	// docs/supervision.md.
 	ProbeAfter   Duration `json:"probeAfter,omitempty"`
 	ProbeTimeout Duration `json:"probeTimeout,omitempty"`
 

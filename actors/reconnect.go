@@ -180,8 +180,9 @@ func (a *serverActor) struckOut(m strikeOut) {
 const pingTimeout = 10 * time.Second
 
 // startPinging pings the ready server at its ping interval, if any. A
-// failed ping is a strike like a failed call; an answer clears the
-// strikes; a server without ping (method not found) is left alone.
+// failed ping is a strike like a failed call, except one that timed out
+// while calls were in flight; an answer clears the strikes; a server
+// without ping (method not found) is left alone.
 func (a *serverActor) startPinging() {
 	interval := time.Duration(a.cfg.PingInterval)
 	if interval <= 0 {
@@ -201,6 +202,7 @@ func (a *serverActor) startPinging() {
 			case <-sess.Done():
 				return
 			}
+			busy := sess.Liveness().Owed > 0
 			ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
 			err := sess.Ping(ctx)
 			cancel()
@@ -213,6 +215,12 @@ func (a *serverActor) startPinging() {
 				return
 			}
 			if err != nil && rpcErr == nil {
+				if errors.Is(err, session.ErrTimeout) && (busy || sess.Liveness().Owed > 0) {
+					// A server at work on calls may not answer a ping
+					// meanwhile (one request at a time): not a strike; its
+					// calls' deadlines bound it (see liveness.go).
+					continue
+				}
 				h.strike(root, gen, limit, err)
 				continue
 			}

@@ -546,5 +546,6 @@ func TestOptionsIgnoreTheEnvironment(t *testing.T) {
 	assert.Equal(t, 3, o.LocalConnectLimit)
 	assert.Equal(t, 20, o.RemoteConnectLimit)
 	assert.Equal(t, 30*time.Second, o.ConnectTimeout)
-	assert.Equal(t, 2*time.Minute, o.CallTimeout)
+	assert.Equal(t, 100_000_000*time.Millisecond, o.CallTimeout)
+	assert.Equal(t, 2*time.Minute, o.RequestTimeout)
 }

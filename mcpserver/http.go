@@ -200,6 +200,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	stopKeepAlive := p.keepAlive()
 	if pollAfter > 0 && (s.opts.HTTP.Pollable == nil || s.opts.HTTP.Pollable(&x.req)) {
 		p.pollAfter = pollAfter
 		go s.serveRequest(x)
@@ -207,6 +208,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		s.serveRequest(x)
 	}
 	code := p.finish()
+	stopKeepAlive()
 	switch {
 	case stateless:
 		sess.Close()

@@ -44,6 +44,7 @@ type postResponse struct {
 	wake         chan struct{} // made by finish when it must wait; guarded by mu
 	stop         chan struct{} // resumable: closed by Disconnect
 	polled       *stream       // where the request's messages go once the response ended for the client to poll; guarded by mu
+	keepAliveOff bool          // keepAlive was stopped: it writes nothing more; guarded by mu
 }
 
 // wakeLocked wakes finish. Called with mu held.
@@ -117,6 +118,53 @@ func (p *postResponse) startLocked() {
 	}
 	p.started = true
 	startEventStream(p.w)
+}
+
+// keepAlive keeps the client's stream alive while the request is
+// answered (a client or proxy that sees no byte for minutes may give
+// up): every KeepAlive until the answer, the response (an event stream
+// from the first one on) gets a comment line. Not for a stateless-era
+// request, whose errors are HTTP statuses, nor a resumable stream (its
+// pump keeps it alive). The returned stop ends it; call it once finish
+// returned and before the handler does.
+func (p *postResponse) keepAlive() (stop func()) {
+	every := p.srv.opts.HTTP.KeepAlive
+	if !p.sse || p.stateless || p.resumable != nil || every <= 0 {
+		return func() {}
+	}
+	// A timer rather than a goroutine: most answers come first, and cost
+	// only the timer. It fires on a goroutine of its own; mu orders it
+	// with the answer and with stop.
+	var t *time.Timer
+	p.mu.Lock()
+	t = time.AfterFunc(every, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.keepAliveOff || p.keepAliveLocked() != nil {
+			return // stopped, or the client is gone (its context ends)
+		}
+		t.Reset(every)
+	})
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		p.keepAliveOff = true
+		p.mu.Unlock()
+		t.Stop()
+	}
+}
+
+// keepAliveLocked writes a comment line on the response, turning it
+// into an event stream first. Called with mu held, before the answer.
+func (p *postResponse) keepAliveLocked() error {
+	if p.ended || p.answered || p.abandon || p.disconnected || p.polled != nil {
+		return nil
+	}
+	p.startLocked()
+	if _, err := io.WriteString(p.w, ": keepalive\n\n"); err != nil {
+		return err
+	}
+	return http.NewResponseController(p.w).Flush()
 }
 
 // writeEventLocked writes one event with id (through Options.FrameHook).
@@ -265,7 +313,7 @@ func (p *postResponse) finishResumable() int64 {
 	}()
 	startEventStream(p.w)
 	ctx := p.r.Context()
-	if err := p.srv.pump(ctx, p.w, p.resumable, 0, stop, 0, nil); err != nil && ctx.Err() == nil {
+	if err := p.srv.pump(ctx, p.w, p.resumable, 0, stop, p.srv.opts.HTTP.KeepAlive, nil); err != nil && ctx.Err() == nil {
 		panic(http.ErrAbortHandler)
 	}
 	p.mu.Lock()

@@ -146,7 +146,10 @@ type HTTPOptions struct {
 	// server offers no standalone stream (resumption still works).
 	NoGetStream bool
 	// KeepAlive is how often an idle GET stream gets a comment line
-	// (default 25 s).
+	// (default 25 s), and so does the answer to a POST that takes longer
+	// (of a client that takes event streams, stateless era aside): it
+	// turns into an event stream, so that a client or proxy that drops a
+	// connection silent for minutes keeps it during a long tool call.
 	KeepAlive time.Duration
 	// PollAfter, when positive, makes the clients of a session that
 	// negotiated 2025-11-25 or later poll for a long answer (SSE polling,

@@ -210,9 +210,10 @@ type Session struct {
 
 	// Liveness counters (see Liveness): frames decoded from the server,
 	// calls that timed out, server requests being answered.
-	framesIn atomic.Uint64
-	timedOut atomic.Uint64
-	serving  atomic.Int64
+	framesIn  atomic.Uint64
+	timedOut  atomic.Uint64
+	abandoned atomic.Uint64
+	serving   atomic.Int64
 
 	// Streams of OpenListen (see listen.go), all guarded by mu.
 	listens  map[int64]*ListenStream // open streams, by subscription id
@@ -326,6 +327,11 @@ type Liveness struct {
 	// answer (sent or not: a write blocked by a server that does not
 	// read counts too).
 	TimedOut uint64
+	// Abandoned counts the calls given up before their answer came: a
+	// deadline that passed (TimedOut), a caller that cancelled, an
+	// answer not given within its bound. A server that owes nothing
+	// and has sent nothing since such a call is worth a probe.
+	Abandoned uint64
 	// Owed is the number of calls waiting for an answer (InFlight).
 	Owed int
 	// Serving is the number of the server's own requests the host is
@@ -335,7 +341,8 @@ type Liveness struct {
 
 // Liveness returns the session's liveness counters.
 func (s *Session) Liveness() Liveness {
-	return Liveness{Frames: s.framesIn.Load(), TimedOut: s.timedOut.Load(), Owed: s.InFlight(), Serving: s.serving.Load()}
+	return Liveness{Frames: s.framesIn.Load(), TimedOut: s.timedOut.Load(), Abandoned: s.abandoned.Load(),
+		Owed: s.InFlight(), Serving: s.serving.Load()}
 }
 
 // Stats returns counts of what the session skipped.
@@ -467,7 +474,7 @@ func (s *Session) send(ctx context.Context, id int64, method string, params any,
 		}
 		s.calls.Put(c)
 		if errors.Is(err, transports.ErrClosed) {
-			s.fail(fmt.Errorf("%w: %w", ErrConnectionClosed, err))
+			s.endOnWrite(err)
 			return nil, fmt.Errorf("%s: %w", method, s.Err())
 		}
 		if ctx.Err() != nil {
@@ -499,6 +506,7 @@ func (s *Session) send(ctx context.Context, id int64, method string, params any,
 			return r.result, nil
 		}
 		s.calls.Put(c)
+		s.abandoned.Add(1)
 		s.notifyCancelled(id, true)
 		return nil, &TimeoutError{Method: method, After: time.Since(start), Sent: true}
 	case <-ctx.Done():
@@ -512,8 +520,20 @@ func (s *Session) send(ctx context.Context, id int64, method string, params any,
 			return r.result, nil
 		}
 		s.calls.Put(c)
-		s.notifyCancelled(id, errors.Is(ctx.Err(), context.DeadlineExceeded))
+		s.notifyCancelled(id, deadlinePassed(ctx))
 		return nil, s.ctxError(ctx, method, start, true)
+	}
+}
+
+// endOnWrite ends the session on a write that found the connection
+// unusable (a partial frame, a closed pipe) and tells the handler: the
+// reader may never see an end, since a server that stopped reading its
+// input can keep its output open for ever.
+func (s *Session) endOnWrite(err error) {
+	if s.fail(fmt.Errorf("%w: %w", ErrConnectionClosed, err)) {
+		if h := s.opts.Handler; h != nil {
+			h.Closed(s.Err())
+		}
 	}
 }
 
@@ -529,11 +549,20 @@ func (s *Session) forget(id int64) bool {
 }
 
 func (s *Session) ctxError(ctx context.Context, method string, start time.Time, sent bool) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	s.abandoned.Add(1)
+	if deadlinePassed(ctx) {
 		s.timedOut.Add(1)
 		return &TimeoutError{Method: method, After: time.Since(start), Sent: sent}
 	}
 	return fmt.Errorf("%s: %w", method, context.Cause(ctx))
+}
+
+// deadlinePassed reports whether ctx ended because a deadline passed:
+// its own, or one whose cause says so (a parent's deadline that can move,
+// as the supervisor's default call deadline does with progress, cancels
+// its children with such a cause).
+func deadlinePassed(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded)
 }
 
 // notifyCancelled tells the server, in the background and bounded in
@@ -563,7 +592,7 @@ func (s *Session) Notify(ctx context.Context, method string, params any) error {
 	}
 	if err := s.conn.Send(ctx, frame); err != nil {
 		if errors.Is(err, transports.ErrClosed) {
-			s.fail(fmt.Errorf("%w: %w", ErrConnectionClosed, err))
+			s.endOnWrite(err)
 		}
 		return err
 	}

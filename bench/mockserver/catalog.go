@@ -137,6 +137,10 @@ func standardTools(o Options) []protocol.Tool {
 	if o.LogLevelTool {
 		tools = append(tools, protocol.Tool{Name: "loglevel", Description: "Answers the logging levels the client asked for.", InputSchema: schema(``)})
 	}
+	if o.BlockTool {
+		tools = append(tools, protocol.Tool{Name: "block", Description: "Sleeps for ms milliseconds reading and answering nothing meanwhile.",
+			InputSchema: schema(`"ms":{"type":"integer"}`, "ms")})
+	}
 	if o.Redescribe {
 		tools = append(tools, protocol.Tool{Name: "redescribe", Description: "Changes the description of tool to text and sends tools/list_changed.",
 			InputSchema: schema(`"tool":{"type":"string"},"text":{"type":"string"}`, "tool", "text")})
@@ -334,6 +338,10 @@ func (s *server) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 	case s.extTool(w, r, p.Name):
 	case p.Name == "fail":
 		w.Reply(protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("this tool always fails")}})
+	case p.Name == "block" && s.o.BlockTool:
+		// Inline (newServer sets it): this goroutine reads the connection.
+		time.Sleep(time.Duration(p.Arguments.Ms) * time.Millisecond)
+		w.Reply(text("blocked"))
 	case p.Name == "sleep":
 		s.later(func() {
 			time.Sleep(time.Duration(p.Arguments.Ms) * time.Millisecond)

@@ -29,7 +29,8 @@ servers down.
 
 TOOL is the qualified name from 'mcpvisor list', mcp__<server>__<tool>, or a
 tool's own name (or <server>__<tool>) when exactly one server offers it. The call
-itself is bounded by the server's timeoutMs (default 2 minutes), not --timeout.
+itself is bounded by the server's timeoutMs (default $MCP_TOOL_TIMEOUT, else
+100,000,000 ms, about 28 hours, as Claude Code), not --timeout.
 
 Exit codes:
   0  the tool succeeded

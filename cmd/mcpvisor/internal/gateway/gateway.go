@@ -181,6 +181,12 @@ type Options struct {
 	// SSERetry is the retry field of that priming event: how long the
 	// client waits before it resumes (default DefaultSSERetry).
 	SSERetry time.Duration
+	// KeepAlive is how often a client's idle event stream gets a comment
+	// line: a GET stream, and the answer to a tools/call that takes longer
+	// (it turns into an event stream), so that the client's connection
+	// stays alive through a long call. Zero means mcpserver's default
+	// (25 s).
+	KeepAlive time.Duration
 	// Dashboard configures the dashboard served at / of the HTTP
 	// listener (dashboard.go; docs/dashboard.md).
 	Dashboard DashboardOptions

@@ -72,6 +72,7 @@ func newServer(g *Gateway) *mcpserver.Server {
 			PollAfter:            max(o.SSEPollAfter, 0),
 			Pollable:             func(r *mcpserver.Request) bool { return r.Method == protocol.MethodToolsCall },
 			SSERetry:             o.SSERetry,
+			KeepAlive:            o.KeepAlive,
 			Seal:                 o.SessionSeal,
 			CheckHeaders: func(h http.Header, r *mcpserver.Request) *protocol.Error {
 				if r.Method != protocol.MethodToolsCall {
