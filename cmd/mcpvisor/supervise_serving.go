@@ -56,7 +56,7 @@ func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Optio
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
 		Token: setup.token, LocalOnly: setup.local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
-		SSEPollAfter: f.pollAfter, SessionSeal: setup.seal,
+		SSEPollAfter: f.pollAfter, SessionSeal: setup.seal, StartupWait: f.startupWait,
 	}
 }
 

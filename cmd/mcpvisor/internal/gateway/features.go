@@ -48,6 +48,12 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 		return g.waitForChannel(ctx, r.Session, p.Arguments)
 	}
 	qualified := g.qualifiedTool(p.Name)
+	if _, known := g.names().server[qualified]; !known && g.opts.BareNames && g.awaitStartup(ctx) {
+		// Maybe the bare name of a tool of a server still starting (a
+		// qualified name is waited for by the Supervisor): look again in
+		// the settled pool.
+		qualified = g.qualifiedTool(p.Name)
+	}
 	if !g.offered(qualified) {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", qualified)
 	}

@@ -176,6 +176,12 @@ type Options struct {
 	// request a downstream client sends, continuing the trace context of
 	// its params._meta (see tracing.go). Nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// StartupWait bounds how long the list requests made during start-up
+	// wait for the servers configured at start to settle, counted from
+	// ServersConfigured (see startup.go; DefaultStartupWait is a sane
+	// value). Zero or negative: lists never wait, and a client that lists
+	// early sees the servers ready by then.
+	StartupWait time.Duration
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -230,6 +236,10 @@ type Gateway struct {
 	inbox *channels.Inbox
 	// tracer makes the server spans; nil without Options.TracerProvider.
 	tracer trace.Tracer
+	// startup is the start-up gate (startup.go): nil until
+	// ServersConfigured sets it, then a channel its goroutine closes once
+	// the servers have settled or the window has passed.
+	startup atomic.Pointer[chan struct{}]
 }
 
 // eventBuffer is how many bus events the gateway's subscription holds
@@ -481,15 +491,17 @@ func rpcError(err error) *protocol.Error {
 	case errors.As(err, &lost):
 		e = protocol.NewError(CodeConnectionLost, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Server: lost.Server, Failure: kind, Retryable: true})
+	case errors.As(err, &nr):
+		// Before the timeout: a call that waited for its server until its
+		// deadline says which server, in what state, and its last error.
+		e = protocol.NewError(CodeServerNotReady, "%v", err)
+		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: retryableState(nr.State)})
 	case errors.Is(err, mcpvisor.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		e = protocol.NewError(CodeRequestTimeout, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Failure: kind, Retryable: true})
 	case errors.Is(err, mcpvisor.ErrCallDenied), errors.Is(err, mcpvisor.ErrApprovalUnavailable):
 		e = protocol.NewError(CodeCallRefused, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Failure: kind})
-	case errors.As(err, &nr):
-		e = protocol.NewError(CodeServerNotReady, "%v", err)
-		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: retryableState(nr.State)})
 	case errors.Is(err, mcpvisor.ErrServerOff), errors.Is(err, mcpvisor.ErrServerNotReady):
 		e = protocol.NewError(CodeServerNotReady, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Failure: kind})

@@ -1,0 +1,97 @@
+package gateway
+
+import (
+	"context"
+	"time"
+)
+
+// Start-up: agent hosts list the tools once, right after they connect,
+// and a host that starts the gateway itself (`supervise --stdio`) or
+// connects the moment its port answers asks while the servers are still
+// starting (an npx or uvx cold start takes seconds). So the list requests
+// made during start-up wait until the servers configured at start have
+// settled (ready, failed, needs-auth, needs-approval, disabled; lazy
+// servers, offered from the discovery cache, hold nothing) or
+// Options.StartupWait has passed, whichever comes first, and then answer
+// with the pool as it is. Servers that arrive later reach the clients by
+// list_changed as always. Calls need no gate: the Supervisor waits for the
+// server behind a name that has not listed yet (actors.System.route).
+
+// DefaultStartupWait is a sane Options.StartupWait: long enough for the
+// cold start of a server run by npx or uvx (a package download), short
+// enough for a client's first request timeout (the SDKs' is 60 s).
+const DefaultStartupWait = 30 * time.Second
+
+// Settler is implemented by a Backend that can wait until its servers
+// have settled (*mcpvisor.Supervisor's WaitSettled): every server ready,
+// failed, needs-auth, needs-approval or disabled, lazy ones excepted,
+// and the pool up to date with them. It returns nil then, or ctx's error.
+// Without it, list requests never wait (see ServersConfigured).
+type Settler interface {
+	WaitSettled(ctx context.Context) error
+}
+
+// ServersConfigured tells the gateway that the servers configured at
+// start have been handed to the Backend. From then on, until they have
+// settled (Settler) or Options.StartupWait has passed, tools/list,
+// prompts/list, resources/list and resources/templates/list wait for
+// them (each also bounded by its own request's context), so that a
+// client that lists once, as soon as it connects, sees the whole pool.
+// It does nothing when StartupWait is zero or negative or the Backend is
+// no Settler. Call it once, before serving; it returns at once (the wait
+// runs in a goroutine of its own that ends with the window or Close).
+func (g *Gateway) ServersConfigured() {
+	s, ok := g.b.(Settler)
+	if !ok || g.opts.StartupWait <= 0 {
+		return
+	}
+	gate := make(chan struct{})
+	if !g.startup.CompareAndSwap(nil, &gate) {
+		return // called before
+	}
+	start := time.Now()
+	go func() {
+		defer close(gate)
+		ctx, cancel := context.WithTimeout(context.Background(), g.opts.StartupWait)
+		defer cancel()
+		go func() {
+			select {
+			case <-g.closed:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := s.WaitSettled(ctx)
+		// The pool is the settled one now: names are indexed anew from
+		// it (Run clears the index too, once it has read the events).
+		g.index.Store(nil)
+		took := time.Since(start).Round(time.Millisecond)
+		if err != nil {
+			g.log.Warn().Stringer("after", took).Stringer("window", g.opts.StartupWait).
+				Msg("start-up window over with servers still starting: lists answer without them, and they join by list_changed")
+			return
+		}
+		g.log.Info().Stringer("after", took).Msg("the servers configured at start have settled")
+	}()
+}
+
+// awaitStartup waits, while the start-up gate is up (ServersConfigured),
+// until it opens, ctx ends or the gateway closes. It reports whether it
+// waited at all.
+func (g *Gateway) awaitStartup(ctx context.Context) bool {
+	gate := g.startup.Load()
+	if gate == nil {
+		return false
+	}
+	select {
+	case <-*gate:
+		return false
+	default:
+	}
+	select {
+	case <-*gate:
+	case <-ctx.Done():
+	case <-g.closed:
+	}
+	return true
+}

@@ -1,0 +1,138 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
+)
+
+// startingSupervisor starts a supervisor and configures servers without
+// waiting for them, as `supervise` does before it serves: the clients
+// come while the servers are still starting.
+func startingSupervisor(t *testing.T, opts mcpvisor.Options, servers map[string]mcpvisor.ServerConfig) *mcpvisor.Supervisor {
+	t.Helper()
+	ctx := context.Background()
+	opts.Logger = zerolog.Nop()
+	sup, err := mcpvisor.Start(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		assert.NoError(t, sup.Close(cctx))
+	})
+	_, err = sup.SetServers(ctx, servers)
+	require.NoError(t, err)
+	return sup
+}
+
+// toolNames lists the tools once, as an agent host does at start.
+func toolNames(t *testing.T, c *channelClient) []string {
+	t.Helper()
+	a := c.rpc(`{"jsonrpc":"2.0","id":100,"method":"tools/list"}`)
+	require.Nil(t, a.Error)
+	var res protocol.ListToolsResult
+	require.NoError(t, json.Unmarshal(a.Result, &res))
+	var out []string
+	for _, tool := range res.Tools {
+		out = append(out, tool.Name)
+	}
+	return out
+}
+
+// A client that connects while the servers are still starting and lists
+// once sees every server that gets ready within the start-up window,
+// with the servers that failed, are disabled or lazy not holding the
+// list back; with no window it sees only those ready by then (the
+// behaviour a zero StartupWait keeps). Before the window existed, a
+// client listing at once saw 1 tool of a pool of many.
+func TestAClientThatListsDuringStartUpSeesTheWholePool(t *testing.T) {
+	failing := mcpvisor.ServerConfig{Config: transports.Config{Command: "sh", Args: []string{"-c", "sleep 1; echo cannot start >&2; exit 3"}}}
+	lazy := mcpvisor.ServerConfig{Config: mockserver.Command("-name", "lazy"), Lazy: true}
+	servers := func() map[string]mcpvisor.ServerConfig {
+		return map[string]mcpvisor.ServerConfig{
+			"fast":     {Config: mockserver.Command("-name", "fast")},
+			"slow":     {Config: mockserver.Command("-name", "slow", "-init-delay", "3s")},
+			"slower":   {Config: mockserver.Command("-name", "slower", "-init-delay", "5s")},
+			"broken":   failing,
+			"disabled": {Config: mockserver.Command(), Disabled: true},
+			"lazy":     lazy,
+		}
+	}
+	opts := mcpvisor.Options{Reconnect: mcpvisor.ReconnectPolicy{MaxAttempts: -1}}
+
+	t.Run("window", func(t *testing.T) {
+		sup := startingSupervisor(t, opts, servers())
+		g, srv := serve(t, sup, gateway.Options{StartupWait: time.Minute})
+		g.ServersConfigured()
+		c := newChannelClient(t, srv.URL)
+		names := toolNames(t, c)
+		for _, want := range []string{"mcp__fast__echo", "mcp__slow__echo", "mcp__slower__echo"} {
+			assert.Contains(t, names, want, "listed once, during start-up")
+		}
+		for _, server := range []string{"fast", "slow", "slower"} {
+			res, perr := c.call("mcp__"+server+"__echo", map[string]any{"text": server})
+			require.Nil(t, perr, "%s: %+v", server, perr)
+			assert.Equal(t, server, res.Content[0].Text)
+		}
+		// Later lists answer at once; prompts and resources pass the
+		// same gate.
+		for _, method := range []string{"prompts/list", "resources/list", "resources/templates/list"} {
+			a := c.rpc(`{"jsonrpc":"2.0","id":7,"method":"` + method + `"}`)
+			require.Nil(t, a.Error, method)
+		}
+	})
+	t.Run("no window", func(t *testing.T) {
+		sup := startingSupervisor(t, opts, servers())
+		g, srv := serve(t, sup, gateway.Options{})
+		g.ServersConfigured()
+		c := newChannelClient(t, srv.URL)
+		assert.NotContains(t, toolNames(t, c), "mcp__slower__echo", "without a window the list answers at once, before a server that takes 5 s")
+	})
+}
+
+// A call to a tool of a server still starting waits for it within the
+// call's deadline (here through the gateway, before any list); a server
+// that fails to start fails the call with "server not ready" naming the
+// server, its state and its error; a name no configured server could
+// offer is "unknown tool" at once. Before, all three were "unknown tool".
+func TestACallDuringStartUpWaitsForItsServer(t *testing.T) {
+	failing := mcpvisor.ServerConfig{Config: transports.Config{Command: "sh", Args: []string{"-c", "sleep 1; echo cannot start >&2; exit 3"}}}
+	sup := startingSupervisor(t, mcpvisor.Options{Reconnect: mcpvisor.ReconnectPolicy{MaxAttempts: -1}}, map[string]mcpvisor.ServerConfig{
+		"slow":   {Config: mockserver.Command("-name", "slow", "-init-delay", "2s")},
+		"broken": failing,
+	})
+	_, srv := serve(t, sup, gateway.Options{}) // no start-up window: the call waits by itself
+	c := newChannelClient(t, srv.URL)
+
+	_, perr := c.call("mcp__nosuch__echo", map[string]any{"text": "x"})
+	require.NotNil(t, perr)
+	assert.Equal(t, int64(protocol.CodeInvalidParams), perr.Code)
+	assert.Contains(t, perr.Message, "unknown tool")
+	assert.NotEqual(t, mcpvisor.StateReady, statusOf(sup, "slow").State, "answered without waiting for the servers")
+
+	res, perr := c.call("mcp__slow__echo", map[string]any{"text": "early"})
+	require.Nil(t, perr, "%+v", perr)
+	assert.Equal(t, "early", res.Content[0].Text)
+
+	_, perr = c.call("mcp__broken__echo", map[string]any{"text": "x"})
+	require.NotNil(t, perr)
+	assert.Equal(t, int64(gateway.CodeServerNotReady), perr.Code, perr.Message)
+	assert.Contains(t, perr.Message, `server "broken" is failed`)
+	assert.Contains(t, perr.Message, "cannot start", "the server's last error")
+	var data struct {
+		Server string `json:"server"`
+	}
+	require.NoError(t, json.Unmarshal(perr.Data, &data))
+	assert.Equal(t, "broken", data.Server)
+}
