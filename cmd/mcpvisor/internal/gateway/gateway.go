@@ -237,9 +237,9 @@ type Gateway struct {
 	// tracer makes the server spans; nil without Options.TracerProvider.
 	tracer trace.Tracer
 	// startup is the start-up gate (startup.go): nil until
-	// ServersConfigured sets it, then a channel its goroutine closes once
-	// the servers have settled or the window has passed.
-	startup atomic.Pointer[chan struct{}]
+	// ServersConfigured sets it; its goroutine opens it once the servers
+	// have settled or the window has passed (Drain opens it too).
+	startup atomic.Pointer[startupGate]
 }
 
 // eventBuffer is how many bus events the gateway's subscription holds
@@ -388,6 +388,7 @@ func (g *Gateway) Drain(ctx context.Context) bool {
 	// themselves: end them now.
 	g.srv.EndListens()
 	g.endWaits()
+	g.openStartup()
 	for {
 		if g.inflight.Load() == 0 {
 			return true

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -31,40 +32,52 @@ type Settler interface {
 	WaitSettled(ctx context.Context) error
 }
 
+// startupGate is the start-up gate: done closes once, when the servers
+// have settled, the window has passed or the gateway drains.
+type startupGate struct {
+	done chan struct{}
+	once sync.Once
+}
+
+// open lets every waiting list through; calling it again does nothing.
+func (sg *startupGate) open() { sg.once.Do(func() { close(sg.done) }) }
+
 // ServersConfigured tells the gateway that the servers configured at
 // start have been handed to the Backend. From then on, until they have
 // settled (Settler) or Options.StartupWait has passed, tools/list,
 // prompts/list, resources/list and resources/templates/list wait for
-// them (each also bounded by its own request's context), so that a
-// client that lists once, as soon as it connects, sees the whole pool.
-// It does nothing when StartupWait is zero or negative or the Backend is
-// no Settler. Call it once, before serving; it returns at once (the wait
-// runs in a goroutine of its own that ends with the window or Close).
+// them (each also bounded by its own request's context, and by Drain and
+// Close), so that a client that lists once, as soon as it connects, sees
+// the whole pool. It does nothing when StartupWait is zero or negative or
+// the Backend is no Settler. Call it once, before serving; it returns at
+// once (the wait runs in a goroutine of its own that ends with the
+// window, Drain or Close).
 func (g *Gateway) ServersConfigured() {
 	s, ok := g.b.(Settler)
 	if !ok || g.opts.StartupWait <= 0 {
 		return
 	}
-	gate := make(chan struct{})
-	if !g.startup.CompareAndSwap(nil, &gate) {
+	gate := &startupGate{done: make(chan struct{})}
+	if !g.startup.CompareAndSwap(nil, gate) {
 		return // called before
 	}
 	start := time.Now()
 	go func() {
-		defer close(gate)
 		ctx, cancel := context.WithTimeout(context.Background(), g.opts.StartupWait)
 		defer cancel()
 		go func() {
 			select {
 			case <-g.closed:
-				cancel()
+			case <-gate.done: // drained
 			case <-ctx.Done():
 			}
+			cancel()
 		}()
 		err := s.WaitSettled(ctx)
 		// The pool is the settled one now: names are indexed anew from
 		// it (Run clears the index too, once it has read the events).
 		g.index.Store(nil)
+		gate.open()
 		took := time.Since(start).Round(time.Millisecond)
 		if err != nil {
 			g.log.Warn().Stringer("after", took).Stringer("window", g.opts.StartupWait).
@@ -84,14 +97,22 @@ func (g *Gateway) awaitStartup(ctx context.Context) bool {
 		return false
 	}
 	select {
-	case <-*gate:
+	case <-gate.done:
 		return false
 	default:
 	}
 	select {
-	case <-*gate:
+	case <-gate.done:
 	case <-ctx.Done():
 	case <-g.closed:
 	}
 	return true
+}
+
+// openStartup opens the start-up gate, if any (Drain: a list waiting for
+// the servers answers now rather than hold the shutdown up).
+func (g *Gateway) openStartup() {
+	if gate := g.startup.Load(); gate != nil {
+		gate.open()
+	}
 }
