@@ -3,6 +3,9 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -135,4 +139,41 @@ func TestACallDuringStartUpWaitsForItsServer(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(perr.Data, &data))
 	assert.Equal(t, "broken", data.Server)
+}
+
+// A list waiting for the servers during start-up does not hold a shutdown
+// up: Drain lets it answer with the pool as it is.
+func TestDrainAnswersAListWaitingForStartUp(t *testing.T) {
+	sup := startingSupervisor(t, mcpvisor.Options{}, map[string]mcpvisor.ServerConfig{
+		"never": {Config: mockserver.Command("-name", "never", "-init-delay", "1m")},
+	})
+	g, srv := serve(t, sup, gateway.Options{StartupWait: time.Hour})
+	g.ServersConfigured()
+	c := newChannelClient(t, srv.URL)
+	listed := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+gateway.MCPPath, strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", c.session)
+		resp, err := client.Do(req)
+		if err != nil {
+			listed <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		listed <- string(b)
+	}()
+	ctx := testwait.Context(t)
+	for g.InFlight() == 0 { // the list is being served: waiting at the gate
+		require.NoError(t, ctx.Err(), "waiting for the list to arrive")
+		time.Sleep(time.Millisecond) // testwait:ok polling a counter, bounded by ctx
+	}
+	dctx, cancel := context.WithTimeout(ctx, testwait.Patience)
+	defer cancel()
+	require.True(t, g.Drain(dctx), "the waiting list finished")
+	body := testwait.Recv(t, listed, "the list's answer")
+	assert.Contains(t, body, `"tools"`)
+	assert.NotContains(t, body, "mcp__never__echo")
 }
