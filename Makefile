@@ -70,7 +70,7 @@ run: build
 # deps installs everything the tests use: Go modules of the main module and
 # of the nested test modules, and the npm packages (into $(NPM_DIR), which
 # git ignores).
-deps: npm-deps os-deps browser-deps sandbox-deps
+deps: npm-deps os-deps browser-deps sandbox-deps etcd-deps
 	$(GO) mod download
 	cd testdata/gosdkserver && $(GO) mod download
 	cd testdata/mcpgoserver && $(GO) mod download
@@ -185,6 +185,7 @@ conformance-server: build $(CONFORMANCE)
 # The environment of the Go tests: the npm-installed peers they talk to
 # (a missing one fails the tests rather than skipping them).
 TEST_ENV = MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 MCPVISOR_REQUIRE_KEYRING=1 MCPVISOR_REQUIRE_BROWSER=1 \
+	MCPVISOR_REQUIRE_ETCD=1 \
 	MCPVISOR_OIDC_MODULES=$(abspath $(OIDC_DIR))/node_modules \
 	MCPVISOR_NODE=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin/node
 
@@ -199,7 +200,7 @@ TIMEOUT_MEDIUM  := 5m
 TIMEOUT_SHORT   := 1m
 PKGS_LONGEST := ./actors
 PKGS_LONG    := . ./cmd/mcpvisor ./cmd/mcpvisor/internal/gateway
-PKGS_MEDIUM  := ./session ./bench/mockserver ./transports/stdio ./actors/cluster ./bench/cluster
+PKGS_MEDIUM  := ./session ./bench/mockserver ./transports/stdio ./actors/cluster ./bench/cluster ./etcdstore
 MODULE       := github.com/mcpvisor/mcpvisor
 PKGS_SHORT    = $(filter-out $(patsubst .%,$(MODULE)%,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM)),$(shell $(GO) list ./...))
 
@@ -214,12 +215,13 @@ test-go:
 	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./...
 	cd testdata/gosdkclient && $(GO) vet ./... && $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./...
 
-# test-etcd runs the tests against a real etcd (the shared OAuth token
-# store and session store of package etcdstore, the refresh of two
+# test-etcd runs only the tests against a real etcd (the shared OAuth
+# token store and session store of package etcdstore, the refresh of two
 # members sharing a token through it, and gateway replicas keeping their
-# sessions in it), which make test skips when etcd is absent: it installs
-# Debian's etcd-server (apt) where etcd is missing, and fails rather than
-# skips. Each test starts its own etcd on 127.0.0.1 ports it picks.
+# sessions in it); make test runs them too, with the rest (deps installs
+# Debian's etcd-server where etcd is missing, and TEST_ENV makes a missing
+# etcd fail them rather than skip). Each test starts its own etcd on
+# 127.0.0.1 ports it picks.
 test-etcd: etcd-deps npm-deps
 	MCPVISOR_REQUIRE_ETCD=1 $(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./etcdstore/
 	MCPVISOR_REQUIRE_ETCD=1 $(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) -run 'Etcd' ./actors/ ./cmd/mcpvisor/

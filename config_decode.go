@@ -118,7 +118,7 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 		}
 		if gate != nil {
 			if sc.Disabled { // never started: nothing to approve
-				servers[name] = ServerConfig{Config: transports.Config{Type: sc.Kind()}, Disabled: true}
+				servers[name] = disabledEntry(&sc)
 				continue
 			}
 			approved, p := gate.decide(name, entries[name], &sc)
@@ -140,6 +140,10 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 			}
 		}
 		if e := expandServer(&sc, path, x); e != nil {
+			if sc.Disabled { // never started: what it would need does not matter
+				servers[name] = disabledEntry(&sc)
+				continue
+			}
 			errs = append(errs, e)
 			continue
 		}
@@ -156,12 +160,24 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 			continue
 		}
 		if err := mergeEnvFile(&sc, x.dir); err != nil {
+			if sc.Disabled {
+				servers[name] = disabledEntry(&sc)
+				continue
+			}
 			errs = append(errs, &ConfigError{Path: pathKey(path, "envFile"), Err: err})
 			continue
 		}
 		servers[name] = sc
 	}
 	return servers, pending, errs
+}
+
+// disabledEntry is a disabled entry loaded without its details: its
+// transport's kind, and disabled. It is never started, so nothing it
+// would need to start (a command, a URL, its variables, its envFile) is
+// asked of it, and nothing of it is expanded.
+func disabledEntry(sc *ServerConfig) ServerConfig {
+	return ServerConfig{Config: transports.Config{Type: sc.Kind()}, Disabled: true}
 }
 
 // validateHeld validates an entry held for approval, which is not

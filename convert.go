@@ -172,6 +172,15 @@ func setResultOf(r actors.SetResult) SetResult {
 		Unchanged: r.Unchanged, Errors: r.Errors, Settled: r.Settled, Unsettled: r.Unsettled}
 }
 
+// errorOf is a status's Error: its last error unless it is ready (a
+// ready server keeps its last error in LastError for the record).
+func errorOf(state State, lastError string) string {
+	if state == StateReady {
+		return ""
+	}
+	return lastError
+}
+
 func latencyOf(l actors.LatencyStats) LatencyStats {
 	return LatencyStats{Calls: l.Calls, Errors: l.Errors, P50: l.P50, P99: l.P99, Sum: l.Sum, Counts: l.Counts}
 }
@@ -197,6 +206,7 @@ func statusOf(st actors.ServerStatus, tools []ToolInfo) ServerStatus {
 		Resources:       st.Resources,
 		Prompts:         st.Prompts,
 		InFlight:        st.InFlight,
+		Error:           errorOf(State(st.State), st.LastError),
 		LastError:       st.LastError,
 		LastErrorClass:  st.LastErrorClass,
 		LastFailure:     FailureKind(st.LastFailure),

@@ -68,7 +68,9 @@ type SetResult struct {
 	Reconnected []string `json:"reconnected,omitempty"`
 	Unchanged   []string `json:"unchanged"`
 	// Errors holds the servers whose config was rejected: a new one was
-	// not started, a running one keeps its old config.
+	// not started, a running one keeps its old config. In JSON it is
+	// "errors", each server's name with its error's message (see
+	// MarshalJSON).
 	Errors map[string]error `json:"-"`
 	// Settled is set when the caller asked to wait and every server
 	// settled in time; Unsettled then names those still pending or

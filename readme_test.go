@@ -16,7 +16,7 @@ import (
 // the two the same, and go test runs it against a real server.
 func Example_embedding() {
 	ctx := context.Background()
-	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{}) // mcpvisor.HelperMain() runs first in main
+	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{}) // stdio servers need no call in main (docs/processes.md)
 	if err != nil {
 		panic(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // Redacted replaces a secret in a StatusConfig.
@@ -13,8 +15,9 @@ const Redacted = "[redacted]"
 // StatusConfig is a server's config entry as a status shows it: what
 // reaches the server, with every value that may be a secret replaced by
 // Redacted. Env and header names stay, their values never do; so do the
-// password of a URL and its query values, and the value of an argument
-// whose flag names a secret (--token=…, --api-key …; see secretFlag).
+// user info of a URL (name and password) and its query values, and the value of an argument
+// whose flag names a secret (--token=…, --api-key …; see
+// transports.SecretName).
 // OAuth settings are not shown.
 type StatusConfig struct {
 	Type    string            `json:"type"`
@@ -40,29 +43,16 @@ func redact(sc ServerConfig) StatusConfig {
 			case strings.HasPrefix(a, "-") && strings.Contains(a, "="):
 				flag, _, _ := strings.Cut(a, "=")
 				out.Args[i] = a
-				if secretFlag(flag) {
+				if transports.SecretName(flag) {
 					out.Args[i] = flag + "=" + Redacted
 				}
 			default:
 				out.Args[i] = a
-				secretNext = strings.HasPrefix(a, "-") && secretFlag(a)
+				secretNext = strings.HasPrefix(a, "-") && transports.SecretName(a)
 			}
 		}
 	}
 	return out
-}
-
-// secretFlag reports whether a command-line flag names a secret: its name
-// holds token, secret, password, key (api-key, apikey, …), auth or
-// credential.
-func secretFlag(flag string) bool {
-	f := strings.ToLower(strings.TrimLeft(flag, "-"))
-	for _, w := range []string{"token", "secret", "password", "passwd", "key", "auth", "credential"} {
-		if strings.Contains(f, w) {
-			return true
-		}
-	}
-	return false
 }
 
 func redactValues(m map[string]string) map[string]string {
@@ -76,8 +66,8 @@ func redactValues(m map[string]string) map[string]string {
 	return out
 }
 
-// redactURL hides a URL's password and query values. A URL that does not
-// parse is hidden whole.
+// redactURL hides a URL's user info (name and password) and query
+// values. A URL that does not parse is hidden whole.
 func redactURL(raw string) string {
 	if raw == "" {
 		return ""
@@ -88,11 +78,9 @@ func redactURL(raw string) string {
 	}
 	var user string
 	if u.User != nil {
-		user = u.User.Username()
-		if _, has := u.User.Password(); has {
-			user += ":" + Redacted
-		}
-		user += "@"
+		// A user name is often a token (https://ghp_…@host), so neither
+		// part of the user info is shown.
+		user = Redacted + "@"
 		u.User = nil
 	}
 	keys := slices.Sorted(maps.Keys(u.Query()))

@@ -12,8 +12,8 @@ func TestRedactHidesSecretsAndKeepsTheRest(t *testing.T) {
 	for _, tt := range []struct{ url, want string }{
 		{"", ""},
 		{"https://example.com/mcp", "https://example.com/mcp"},
-		{"https://bob:pw@example.com/mcp?key=k&b=2#top", "https://bob:[redacted]@example.com/mcp?b=[redacted]&key=[redacted]#top"},
-		{"https://bob@example.com/x=y", "https://bob@example.com/x=y"},
+		{"https://bob:pw@example.com/mcp?key=k&b=2#top", "https://[redacted]@example.com/mcp?b=[redacted]&key=[redacted]#top"},
+		{"https://ghp_token@example.com/x=y", "https://[redacted]@example.com/x=y"},
 		{"mailto:secret", Redacted},
 	} {
 		assert.Equal(t, tt.want, redactURL(tt.url), tt.url)

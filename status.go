@@ -1,6 +1,8 @@
 package mcpvisor
 
 import (
+	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/oauth"
@@ -82,12 +84,17 @@ type ServerStatus struct {
 	ServerInfo      protocol.Implementation `json:"serverInfo"`
 	// ToolCount, Resources and Prompts count what the server lists;
 	// OfferedTools counts its tools in the pool (len(Tools)).
-	ToolCount    int    `json:"toolCount"`
-	OfferedTools int    `json:"offeredTools"`
-	Resources    int    `json:"resources"`
-	Prompts      int    `json:"prompts"`
-	InFlight     int    `json:"inFlight"`
-	LastError    string `json:"lastError,omitempty"`
+	ToolCount    int `json:"toolCount"`
+	OfferedTools int `json:"offeredTools"`
+	Resources    int `json:"resources"`
+	Prompts      int `json:"prompts"`
+	InFlight     int `json:"inFlight"`
+	// Error is why the server is not connected, for a failed,
+	// needs-auth, reconnecting or pending server that failed before: the
+	// field an agent SDK's status (McpServerStatus.error) carries. It is
+	// LastError while the server is not ready, empty while it is.
+	Error     string `json:"error,omitempty"`
+	LastError string `json:"lastError,omitempty"`
 	// LastErrorClass classifies LastError (transports.Class): refused,
 	// reset, timeout, dns, tls, auth, session-expired, http-4xx,
 	// http-5xx, config, closed, canceled or other.
@@ -173,4 +180,51 @@ func toolInfo(t Tool) ToolInfo {
 		info.Annotations = &ToolAnnotations{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
 	}
 	return info
+}
+
+// setResultJSON is SetResult on the wire: its fields, and Errors as
+// messages.
+type setResultJSON struct {
+	setResultFields
+	Errors map[string]string `json:"errors,omitempty"`
+}
+
+// setResultFields is SetResult without its methods, so that encoding it
+// does not call them again.
+type setResultFields SetResult
+
+// MarshalJSON encodes the result with "errors": each rejected server's
+// name and its error's message (omitted when none was rejected).
+func (r SetResult) MarshalJSON() ([]byte, error) {
+	out := setResultJSON{setResultFields: setResultFields(r)}
+	if len(r.Errors) > 0 {
+		out.Errors = make(map[string]string, len(r.Errors))
+		for name, err := range r.Errors {
+			msg := "<nil>"
+			if err != nil {
+				msg = err.Error()
+			}
+			out.Errors[name] = msg
+		}
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON decodes what MarshalJSON wrote; each error comes back as
+// its message (an error of its own, no longer matching the original's
+// type).
+func (r *SetResult) UnmarshalJSON(b []byte) error {
+	var in setResultJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*r = SetResult(in.setResultFields)
+	r.Errors = nil
+	if len(in.Errors) > 0 {
+		r.Errors = make(map[string]error, len(in.Errors))
+		for name, msg := range in.Errors {
+			r.Errors[name] = errors.New(msg)
+		}
+	}
+	return nil
 }

@@ -109,12 +109,14 @@ type ToolFilter struct {
 }
 
 // Validate reports the first problem that makes the config unusable. A
-// held config (NeedsApproval set) is valid: it is never started.
+// held config (NeedsApproval set) is valid: it is never started. A
+// disabled one needs no command or URL, for the same reason (its other
+// fields are still checked).
 func (c *ServerConfig) Validate() error {
 	if c.NeedsApproval != "" {
 		return nil
 	}
-	if err := c.Config.Validate(); err != nil {
+	if err := c.Config.Validate(); err != nil && !c.Disabled {
 		return err
 	}
 	if c.EnvFile != "" && c.Kind() != transports.TypeStdio {

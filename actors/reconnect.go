@@ -99,8 +99,7 @@ func (a *serverActor) afterFailure(err error, lost bool) {
 func (a *serverActor) park(state State, err error) {
 	a.recovering = false
 	a.nextRetry = time.Time{}
-	a.log.Warn().Str("failure", string(ClassifyFailure(err))).Msg("parked until woken by a call, Reconnect or a config change")
-	a.setState(state, err)
+	a.setState(state, err) // logs the warning that says why, with err
 }
 
 // retry handles a reconnect timer: the server goes back to pending, and

@@ -169,9 +169,16 @@ func (a *serverActor) setState(s State, err error) {
 		a.since = time.Now()
 	}
 	a.state, a.err = s, err
+	// A warning once per failure episode: its first reconnect, and when
+	// it is parked; the later attempts of an episode are info.
 	ev := a.log.Info()
-	if s.Parked() || s == StateReconnecting {
+	if s.Parked() || s == StateReconnecting && a.attempt <= 1 {
 		ev = a.log.Warn()
+	}
+	if s.Parked() {
+		// Parked: it makes no request until woken by a call, Reconnect
+		// or a config change; this line is how a host's log says why.
+		ev.Str("failure", string(ClassifyFailure(err)))
 	}
 	if s != prev && prev != "" {
 		ev.Str("from", string(prev)).Str("to", string(s)).AnErr("error", err).Msg("server state")

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // ResourceMetadata is OAuth 2.0 protected resource metadata (RFC 9728
@@ -66,10 +68,10 @@ func contains(list []string, s string) bool {
 func CanonicalResource(serverURL string) (string, error) {
 	u, err := url.Parse(serverURL)
 	if err != nil {
-		return "", fmt.Errorf("oauth: server URL: %w", err)
+		return "", fmt.Errorf("oauth: server URL: %w", transports.RedactURLError(err))
 	}
 	if u.Scheme == "" || u.Host == "" {
-		return "", fmt.Errorf("oauth: server URL %q is not absolute", serverURL)
+		return "", fmt.Errorf("oauth: server URL %q is not absolute", transports.SafeURLString(serverURL))
 	}
 	u.Scheme = httpScheme(strings.ToLower(u.Scheme))
 	u.Host = strings.ToLower(u.Host)
@@ -241,7 +243,7 @@ func DiscoverResource(ctx context.Context, client *http.Client, serverURL, fromC
 		}
 		md.URL = u
 		if md.Resource == "" || !resourceMatches(md.Resource, canonical) {
-			return nil, fmt.Errorf("%w: %q names %q, the server is %q", ErrResourceMismatch, u, md.Resource, canonical)
+			return nil, fmt.Errorf("%w: %q names %q, the server is %q", ErrResourceMismatch, u, transports.SafeURLString(md.Resource), transports.SafeURLString(canonical))
 		}
 		if len(md.AuthorizationServers) == 0 {
 			return nil, fmt.Errorf("%w: %s lists no authorization_servers", ErrNoAuthServer, u)

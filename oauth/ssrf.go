@@ -24,9 +24,9 @@ import (
 // a service on the user's own machine. So, unless the MCP server is itself
 // on a private network, the client of that traffic connects only to
 // public addresses, and it checks the address it connects to, after
-// resolution (a name that resolves to 127.0.0.1 is refused like 127.0.0.1
-// itself, and the address checked is the address dialled: a second
-// lookup cannot rebind it).
+// resolution (a name that resolves to 127.0.0.1, even beside a public
+// address, is refused like 127.0.0.1 itself, and the address checked is
+// the address dialled: a second lookup cannot rebind it).
 
 // ErrForbiddenAddress: the authorization traffic of an MCP server on a
 // public address was about to go to a private, loopback, link-local or
@@ -94,13 +94,17 @@ type GuardOptions struct {
 // *AddressError, to connect to an internal one: loopback, private
 // (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (169.254/16,
 // fe80::/10), shared (100.64/10), unspecified, multicast or otherwise not
-// global unicast. When the MCP server is itself on such an address (or
-// its name resolves to one), everything is allowed: its authorization
-// server is likely a neighbour. Redirects are checked like any request.
+// global unicast, and the IPv6 forms that carry such an IPv4 address
+// (see Internal). A host name is resolved once per connection and refused
+// when any of its addresses is internal; the connection dials the checked
+// addresses, never the name. When the MCP server is itself on such an
+// address (every address of its name is one), everything is allowed: its
+// authorization server is likely a neighbour. Redirects are checked like
+// any request.
 func NewGuardedClient(serverURL string, o GuardOptions) (*http.Client, error) {
 	u, err := url.Parse(serverURL)
 	if err != nil || u.Hostname() == "" {
-		return nil, fmt.Errorf("oauth: server URL %q: no host", serverURL)
+		return nil, errors.New("oauth: the server URL has no host")
 	}
 	if o.Resolver == nil {
 		o.Resolver = net.DefaultResolver
@@ -191,34 +195,40 @@ func (g *guard) dial(ctx context.Context, network, addr string) (net.Conn, error
 	return nil, errors.Join(errs...)
 }
 
-// allowed resolves host and returns the addresses the traffic may reach,
-// or an *AddressError when there are none.
+// allowed resolves host once and returns its addresses, every one of
+// them checked: when any of them is internal (and the MCP server is not
+// itself internal) it returns an *AddressError naming them instead. A name
+// with a public and an internal address is refused whole, not trimmed to
+// its public addresses: a resolver under an attacker's control answers
+// what it likes, and the caller dials only what this returned.
 func (g *guard) allowed(ctx context.Context, host string) ([]netip.Addr, error) {
 	addrs, err := g.lookup(ctx, host)
 	if err != nil {
 		return nil, err
 	}
-	var public []netip.Addr
+	var internal []netip.Addr
 	for _, a := range addrs {
-		if !Internal(a) {
-			public = append(public, a)
+		if Internal(a) {
+			internal = append(internal, a)
 		}
 	}
-	if len(public) > 0 {
-		return public, nil
-	}
-	internal, err := g.serverInternal(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w (and the MCP server's own address is unknown: %w)", &AddressError{Host: host, Addrs: addrs}, err)
-	}
-	if internal {
+	if len(internal) == 0 {
 		return addrs, nil
 	}
-	return nil, &AddressError{Host: host, Addrs: addrs}
+	serverInternal, err := g.serverInternal(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w (and the MCP server's own address is unknown: %w)", &AddressError{Host: host, Addrs: internal}, err)
+	}
+	if serverInternal {
+		return addrs, nil
+	}
+	return nil, &AddressError{Host: host, Addrs: internal}
 }
 
 // serverInternal reports whether the MCP server is on an internal
-// address (any of its name's addresses).
+// address: every address of its name is internal. A name with a public
+// address is a public server, whatever else it resolves to, so that a
+// public name that also resolves to 127.0.0.1 cannot turn the guard off.
 func (g *guard) serverInternal(ctx context.Context) (bool, error) {
 	g.mu.Lock()
 	if g.decided {
@@ -230,9 +240,9 @@ func (g *guard) serverInternal(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	internal := false
+	internal := true
 	for _, a := range addrs {
-		internal = internal || Internal(a)
+		internal = internal && Internal(a)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -262,11 +272,75 @@ func (g *guard) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
 // some clouds serve their metadata there).
 var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
 
+// The IPv6 ranges that carry an IPv4 address, which a dial may reach
+// through a translator or tunnel: such an address is judged by the IPv4
+// address inside (see embeddedIPv4).
+var (
+	nat64Prefix      = netip.MustParsePrefix("64:ff9b::/96")   // RFC 6052 well-known NAT64 prefix: IPv4 in the last 32 bits
+	nat64LocalPrefix = netip.MustParsePrefix("64:ff9b:1::/48") // RFC 8215 local-use NAT64: the IPv4's place depends on the operator's prefix length
+	sixToFourPrefix  = netip.MustParsePrefix("2002::/16")      // RFC 3056 6to4: IPv4 in bits 16-47
+	compatPrefix     = netip.MustParsePrefix("::/96")          // RFC 4291 IPv4-compatible (deprecated): IPv4 in the last 32 bits
+	teredoPrefix     = netip.MustParsePrefix("2001::/32")      // RFC 4380 Teredo: server IPv4 in bits 32-63, client IPv4 inverted in the last 32
+)
+
+// embeddedIPv4 returns the IPv4 addresses an IPv6 address a carries, in
+// the forms a connection may be translated or tunnelled to: IPv4-mapped,
+// IPv4-compatible, NAT64 (well-known prefix), 6to4 and Teredo (both the
+// server and the client address). ok is false when a is not such an
+// address; local reports a local-use NAT64 address, whose IPv4 cannot be
+// told without the operator's prefix length.
+func embeddedIPv4(a netip.Addr) (v4 []netip.Addr, local, ok bool) {
+	if !a.Is6() {
+		return nil, false, false
+	}
+	b := a.As16()
+	last := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	switch {
+	case a.Is4In6():
+		return []netip.Addr{last}, false, true
+	case compatPrefix.Contains(a), nat64Prefix.Contains(a):
+		return []netip.Addr{last}, false, true
+	case nat64LocalPrefix.Contains(a):
+		return nil, true, true
+	case sixToFourPrefix.Contains(a):
+		return []netip.Addr{netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})}, false, true
+	case teredoPrefix.Contains(a):
+		server := netip.AddrFrom4([4]byte{b[4], b[5], b[6], b[7]})
+		client := netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
+		return []netip.Addr{server, client}, false, true
+	}
+	return nil, false, false
+}
+
 // Internal reports whether a is an address the authorization traffic of
 // a public MCP server must not reach: anything but a global unicast
-// address, and the private, shared and link-local ranges.
+// address, and the private, shared and link-local ranges. An IPv6 address
+// that carries an IPv4 one (IPv4-mapped ::ffff:a.b.c.d, IPv4-compatible
+// ::a.b.c.d, NAT64 64:ff9b::a.b.c.d, 6to4 2002:aabb:ccdd::, Teredo) is
+// judged by the IPv4 inside: internal when any of them is; a local-use
+// NAT64 address (64:ff9b:1::/48) is always internal.
 func Internal(a netip.Addr) bool {
-	a = a.Unmap()
+	if a.Zone() != "" {
+		return true // scoped to a link
+	}
+	if v4s, local, ok := embeddedIPv4(a); ok {
+		if local {
+			return true
+		}
+		for _, v4 := range v4s {
+			if internalAddr(v4) {
+				return true
+			}
+		}
+		if a.Is4In6() {
+			return false // the IPv4 address is the whole of it
+		}
+	}
+	return internalAddr(a)
+}
+
+// internalAddr is Internal without looking inside IPv6 addresses.
+func internalAddr(a netip.Addr) bool {
 	return !a.IsGlobalUnicast() || a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() ||
 		sharedAddressSpace.Contains(a) || a.Zone() != ""
 }

@@ -109,6 +109,11 @@ var world = fakeDNS{
 	"metadata.example.com":    addrs("169.254.169.254"),
 	"v6-local.example.com":    addrs("fe80::1"),
 	"mapped.example.com":      addrs("::ffff:192.168.1.1"),
+	"nat64.example.com":       addrs("64:ff9b::a9fe:a9fe"),             // NAT64 of 169.254.169.254
+	"sixtofour.example.com":   addrs("2002:7f00:1::1"),                 // 6to4 of 127.0.0.1
+	"compat.example.com":      addrs("::a00:5"),                        // IPv4-compatible 10.0.0.5
+	"mixed-mcp.example.com":   addrs("203.0.113.11", "127.0.0.1"),      // a public MCP server's name that also resolves to loopback
+	"mixed-v6.example.com":    addrs("198.51.100.9", "64:ff9b::a00:1"), // a public address beside a NAT64 private one
 }
 
 // A public MCP server's metadata cannot send mcpvisor to an internal
@@ -129,7 +134,15 @@ func TestGuardRefusesInternalAuthServers(t *testing.T) {
 		{"IPv4-mapped private", "https://mapped.example.com", true},
 		{"loopback literal", "https://127.0.0.1", true},
 		{"a public server", "https://as.example.com", false},
-		{"a name with a public and a private address: only the public one is dialled", "https://mixed.example.com", false},
+		{"a name with a public and a private address", "https://mixed.example.com", true},
+		{"a name with a public and a NAT64 private address", "https://mixed-v6.example.com", true},
+		{"NAT64 of the metadata address", "https://nat64.example.com", true},
+		{"6to4 of loopback", "https://sixtofour.example.com", true},
+		{"IPv4-compatible private", "https://compat.example.com", true},
+		{"NAT64 literal of loopback", "https://[64:ff9b::7f00:1]", true},
+		{"6to4 literal of 10/8", "https://[2002:a00:1::1]", true},
+		{"IPv4-compatible literal of the metadata address", "https://[::a9fe:a9fe]", true},
+		{"IPv4-mapped literal of loopback", "https://[::ffff:127.0.0.1]", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := ssrfBackend(t, tc.issuer, "as.example.com")
@@ -155,6 +168,66 @@ func TestGuardRefusesInternalAuthServers(t *testing.T) {
 			assert.NotEmpty(t, ae.Addrs)
 		})
 	}
+}
+
+// A public MCP server whose name also resolves to an internal address is
+// still a public server: the guard stays on, and its metadata cannot send
+// mcpvisor to loopback.
+func TestGuardMixedServerNameKeepsTheGuard(t *testing.T) {
+	srv := ssrfBackend(t, "https://evil.example.com", "as.example.com")
+	client, dialer := guardedFor(t, srv, world, "https://mixed-mcp.example.com/mcp")
+	_, err := DiscoverServer(ctx(t), client, "https://evil.example.com")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrForbiddenAddress)
+	_, err = DiscoverResource(ctx(t), client, "https://mixed-mcp.example.com/mcp", "")
+	assert.ErrorIs(t, err, ErrForbiddenAddress, "the server's own name has an internal address")
+	assert.Empty(t, dialer.addrs())
+
+	// A server whose every address is internal keeps its neighbours.
+	client, _ = guardedFor(t, srv, fakeDNS{"lab.example.com": addrs("10.0.0.2", "127.0.0.1"), "evil.example.com": addrs("127.0.0.1")}, "https://lab.example.com/mcp")
+	_, err = DiscoverServer(ctx(t), client, "https://evil.example.com")
+	require.NoError(t, err)
+}
+
+// rebindingDNS answers a public address to the first lookup of a name
+// and loopback to every later one, counting them: a guard that checked
+// one answer and dialled another would reach loopback.
+type rebindingDNS struct {
+	mu      sync.Mutex
+	lookups map[string]int
+}
+
+func (d *rebindingDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lookups[host]++
+	if d.lookups[host] == 1 {
+		return addrs("198.51.100.20"), nil
+	}
+	return addrs("127.0.0.1"), nil
+}
+
+// Each connection resolves its host once and dials the address it
+// checked: a name that rebinds to loopback after the check is never
+// dialled there, and a new connection to it (which resolves again) is
+// refused.
+func TestGuardDialsTheCheckedAddress(t *testing.T) {
+	srv := ssrfBackend(t, "https://as.example.com", "as.example.com")
+	dns := &rebindingDNS{lookups: map[string]int{}}
+	d := &routingDialer{backend: srv.Listener.Addr().String()}
+	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	client, err := NewGuardedClient("https://203.0.113.10/mcp", GuardOptions{Resolver: dns, Dialer: d, TLS: &tls.Config{RootCAs: roots},
+		Proxy: func(*http.Request) (*url.URL, error) { return nil, nil }})
+	require.NoError(t, err)
+	_, err = DiscoverServer(ctx(t), client, "https://rebind.example.com")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"198.51.100.20:443"}, d.addrs(), "the checked address, not the name")
+	assert.Equal(t, 1, dns.lookups["rebind.example.com"], "one resolution per connection")
+
+	client.CloseIdleConnections()
+	_, err = DiscoverServer(ctx(t), client, "https://rebind.example.com")
+	assert.ErrorIs(t, err, ErrForbiddenAddress)
+	assert.Equal(t, []string{"198.51.100.20:443"}, d.addrs(), "loopback is never dialled")
 }
 
 // A token request is refused the same way: a public authorization
@@ -231,10 +304,14 @@ func TestGuardLookupFailuresAndOff(t *testing.T) {
 
 func TestInternalAddresses(t *testing.T) {
 	for _, a := range []string{"127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.0.1", "169.254.169.254", "100.64.0.1", "100.100.100.200",
-		"0.0.0.0", "255.255.255.255", "224.0.0.1", "::1", "::", "fe80::1", "fc00::1", "fd12::1", "::ffff:10.0.0.1", "ff02::1"} {
+		"0.0.0.0", "255.255.255.255", "224.0.0.1", "::1", "::", "fe80::1", "fc00::1", "fd12::1", "::ffff:10.0.0.1", "ff02::1",
+		"64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b::a00:1", "64:ff9b:1::808:808", "2002:a00:1::1", "2002:7f00:1::",
+		"2002:a9fe:a9fe:1::1", "::7f00:1", "::a00:1", "::ffff:127.0.0.1", "::ffff:169.254.169.254",
+		"2001:0:4136:e378:8000:63bf:f5ff:fffe", "2001:0:a00:1::1", "::ffff:8.8.8.8%eth0", "2001:4860::1%eth0"} {
 		assert.True(t, Internal(netip.MustParseAddr(a)), a)
 	}
-	for _, a := range []string{"8.8.8.8", "1.1.1.1", "198.51.100.7", "203.0.113.10", "2001:4860:4860::8888", "::ffff:8.8.8.8"} {
+	for _, a := range []string{"8.8.8.8", "1.1.1.1", "198.51.100.7", "203.0.113.10", "2001:4860:4860::8888", "::ffff:8.8.8.8",
+		"64:ff9b::808:808", "2002:808:808::1", "::808:808", "2001:0:4136:e378:8000:63bf:3fff:fdd2"} {
 		assert.False(t, Internal(netip.MustParseAddr(a)), a)
 	}
 }

@@ -71,9 +71,12 @@ func (e *HTTPStatusError) Error() string {
 const maxErrorBody = 1 << 10
 
 // NewHTTPStatusError builds an HTTPStatusError from a response, reading
-// (and quoting) at most 1 KiB of its body. It does not close the body.
+// (and quoting) at most 1 KiB of its body, with what the request carried
+// that may be secret (RequestSecrets: an error page may quote the
+// request) replaced by Scrubbed. It does not close the body.
 func NewHTTPStatusError(resp *http.Response) *HTTPStatusError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	body = Scrub(body, RequestSecrets(resp.Request))
 	method := ""
 	if resp.Request != nil {
 		method = resp.Request.Method

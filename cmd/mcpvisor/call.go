@@ -27,7 +27,8 @@ server has settled, at most --timeout), calls it with ARGS_JSON (a JSON object,
 default {}), prints the CallToolResult as indented JSON on stdout, and shuts the
 servers down.
 
-TOOL is the qualified name from 'mcpvisor list': mcp__<server>__<tool>. The call
+TOOL is the qualified name from 'mcpvisor list', mcp__<server>__<tool>, or a
+tool's own name (or <server>__<tool>) when exactly one server offers it. The call
 itself is bounded by the server's timeoutMs (default 2 minutes), not --timeout.
 
 Exit codes:
@@ -119,8 +120,14 @@ func (a *app) callOn(ctx context.Context, sup *mcpvisor.Supervisor, tool string,
 		a.log.Warn().Msg("no servers configured")
 	}
 	if !a.waitForTool(ctx, sup, events, tool, timeout) && !ofLazyServer(sup, tool) {
-		a.logUnknownTool(sup, tool)
-		return nil, false
+		// Every server has settled (or the timeout passed): a short name
+		// that exactly one tool of the pool has is that tool.
+		q, ok := uniqueTool(sup, tool)
+		if !ok {
+			a.logUnknownTool(sup, tool)
+			return nil, false
+		}
+		tool = q
 	}
 	unsubscribe()
 
@@ -135,6 +142,22 @@ func (a *app) callOn(ctx context.Context, sup *mcpvisor.Supervisor, tool string,
 		return result, false
 	}
 	return result, true
+}
+
+// uniqueTool returns the pool name of the one tool whose own name, or
+// <server>__<name> (the gateway's short name), is name; false when none
+// or several are.
+func uniqueTool(sup *mcpvisor.Supervisor, name string) (string, bool) {
+	var found []string
+	for _, t := range sup.Tools() {
+		if !t.Builtin && (t.Definition.Name == name || sanitizeName(t.Server)+"__"+sanitizeName(t.Definition.Name) == name) {
+			found = append(found, t.Name)
+		}
+	}
+	if len(found) != 1 {
+		return "", false
+	}
+	return found[0], true
 }
 
 // ofLazyServer reports whether tool is named after a lazy server not yet

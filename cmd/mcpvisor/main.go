@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,8 +27,10 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/oauth/secretstore"
+	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/toolcache"
 	"github.com/mcpvisor/mcpvisor/trust"
 )
@@ -298,6 +301,14 @@ func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...fu
 		a.log.Info().Str("token_store", a.storeInfo.String()).Msg("OAuth token store")
 	}
 	opts := mcpvisor.Options{Logger: a.libLog, OAuth: oo}
+	// One identity towards servers: every command presents the client
+	// capabilities supervise's gateway does, so that a server offers
+	// list, call and supervise the same tools and one set of pins holds
+	// for all three. Without a client behind it (list, call), a server's
+	// request is answered with an error; supervise's Forwarder routes
+	// them to its clients.
+	opts.Capabilities = gateway.ClientCapabilities()
+	opts.Requests = noClientToAnswer
 	// Landlock's private temporary directories go to the runtime
 	// directory when it is a private tmpfs (the library reads no
 	// environment variable; empty means /run/user/<uid>).
@@ -323,6 +334,12 @@ func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...fu
 		return nil, err
 	}
 	return sup, nil
+}
+
+// noClientToAnswer answers a server's request (sampling, elicitation,
+// roots) in a command that has no client to put it to.
+func noClientToAnswer(_ context.Context, server, method string, _ json.RawMessage) (any, error) {
+	return nil, protocol.NewError(protocol.CodeMethodNotFound, "mcpvisor: no client is connected to answer %s", method)
 }
 
 // closeSupervisor closes sup within closeTimeout and logs a failure.

@@ -424,6 +424,18 @@ func TestListTimeout(t *testing.T) {
 	assert.Less(t, time.Since(start), 10*time.Second, "the close is bounded")
 }
 
+// A short name two servers offer is not guessed: call names both.
+func TestCallAShortNameTwoServersOffer(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, map[string]any{"one": mock(binPath), "two": mock(binPath)})
+	r := cli(t, "call", "--config", cfg, "echo", `{"text":"x"}`)
+	assert.Equal(t, 1, r.code)
+	assert.Empty(t, r.stdout)
+	assert.Contains(t, r.stderr, "unknown tool")
+	assert.Contains(t, r.stderr, "mcp__one__echo")
+	assert.Contains(t, r.stderr, "mcp__two__echo")
+}
+
 func TestCall(t *testing.T) {
 	t.Parallel()
 	cfg := writeConfig(t, map[string]any{
@@ -451,13 +463,20 @@ func TestCall(t *testing.T) {
 		assert.JSONEq(t, `{"content":[{"type":"text","text":"this tool always fails"}],"isError":true}`, r.stdout)
 		assert.Contains(t, r.stderr, "isError")
 	})
+	t.Run("short name", func(t *testing.T) {
+		t.Parallel()
+		for _, name := range []string{"echo", "calc__echo"} {
+			r := cli(t, "call", "--config", cfg, name, `{"text":"short"}`)
+			require.Equal(t, 0, r.code, "%s: exactly one server offers it; stderr: %s", name, r.stderr)
+			assert.JSONEq(t, `{"content":[{"type":"text","text":"short"}]}`, r.stdout)
+		}
+	})
 	t.Run("unknown tool", func(t *testing.T) {
 		t.Parallel()
-		r := cli(t, "call", "--config", cfg, "echo")
+		r := cli(t, "call", "--config", cfg, "nope")
 		assert.Equal(t, 1, r.code)
 		assert.Empty(t, r.stdout)
 		assert.Contains(t, r.stderr, "unknown tool")
-		assert.Contains(t, r.stderr, "mcp__calc__echo", "suggests the qualified name")
 	})
 	t.Run("server not ready", func(t *testing.T) {
 		t.Parallel()

@@ -124,7 +124,7 @@ func TestTwoProcessesShareOAuthTokensThroughEtcd(t *testing.T) {
 				wg.Go(func() {
 					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 					defer cancel()
-					res, err := h.CallTool(ctx, "mcp__gw__mcp__r__echo", map[string]any{"text": "shared"})
+					res, err := h.CallTool(ctx, "mcp__gw__r__echo", map[string]any{"text": "shared"})
 					if err == nil && res.IsError {
 						err = errorString(res.Content[0].Text)
 					}

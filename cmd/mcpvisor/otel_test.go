@@ -206,7 +206,7 @@ func TestSuperviseExportsTraces(t *testing.T) {
 			defer cancel()
 			var res *protocol.CallToolResult
 			for ctx.Err() == nil { // the gateway's pool may lag its servers' readiness
-				res, err = host.CallToolWith(ctx, "mcp__gw__mcp__a__echo", map[string]any{"text": "hi"}, mcpvisor.CallOptions{
+				res, err = host.CallToolWith(ctx, "mcp__gw__a__echo", map[string]any{"text": "hi"}, mcpvisor.CallOptions{
 					Meta: protocol.Meta{"traceparent": json.RawMessage(`"00-` + traceID + `-` + parentSpan + `-01"`)},
 				})
 				if err == nil {
@@ -230,7 +230,7 @@ func TestSuperviseExportsTraces(t *testing.T) {
 					byName[s.GetName()] = s
 				}
 			}
-			server, client := byName["tools/call mcp__a__echo"], byName["tools/call echo"]
+			server, client := byName["tools/call a__echo"], byName["tools/call echo"]
 			require.NotNil(t, server, "the gateway's server span of the caller's trace among %v", names)
 			require.NotNil(t, client, "the supervisor's client span of the caller's trace among %v", names)
 			assert.Equal(t, parentSpan, hexOf(server.GetParentSpanId()))

@@ -34,6 +34,8 @@ type superviseFlags struct {
 	allowTools   []string
 	denyTools    []string
 	bareNames    bool
+	toolNames    string
+	nameBudget   int
 	mgmtTools    bool
 	watch        bool
 	watchEvery   time.Duration
@@ -54,8 +56,8 @@ func (a *app) superviseCommand() *cobra.Command {
 		Use:   "supervise",
 		Short: "Serve every configured server as one MCP endpoint (a gateway), with an admin API, until SIGINT or SIGTERM",
 		Long: `supervise starts every configured server, keeps them connected, and serves them
-to MCP hosts as one MCP server: their tools and prompts under qualified names
-(mcp__<server>__<name>), their resources under their own URIs, calls routed to
+to MCP hosts as one MCP server: their tools and prompts under
+<server>__<name> (see --tool-names), their resources under their own URIs, calls routed to
 the server behind each name, and list_changed notifications when the pool
 changes. Every state change is logged to stderr.
 
@@ -120,8 +122,15 @@ Host is not a loopback name, and browser requests whose Origin is not loopback
 or an --allow-origin (DNS rebinding). With --token-file every HTTP request
 needs "Authorization: Bearer <token>"; a non-loopback --listen requires one.
 --allow-tools/--deny-tools filter the tools offered downstream by qualified
-name (globs), after each server's own tools filter. --bare-names offers a tool
-or prompt under its server's own name when that name is unique in the pool.
+name (globs), after each server's own tools filter.
+
+Names: a tool or prompt is offered as <server>__<name>, leaving room for the
+prefix a host adds (Claude Code: mcp__<gateway>__); one longer than
+--name-budget is cut and ends in a hash (the same on every start and cluster
+member; _meta "io.mcpvisor/original" names the original). --tool-names
+qualified offers the pool's names (mcp__<server>__<name>); --tool-names bare
+(or --bare-names) a tool or prompt under its server's own name when that name
+is unique in the pool. A call may always use the pool's name.
 
 Live reload: SIGHUP (and, with --watch, a change of a config file or of the
 approvals and tool pins in the state directory, polled and debounced) re-reads
@@ -155,7 +164,11 @@ Exit codes:
 	fl.StringArrayVar(&f.allowTools, "allow-tools", nil, "offer only tools whose qualified name matches `GLOB` (repeatable)")
 	fl.StringArrayVar(&f.denyTools, "deny-tools", nil, "never offer tools whose qualified name matches `GLOB` (repeatable)")
 	fl.BoolVar(&f.mgmtTools, "management-tools", false, "also offer the management tools (ListMcpResources, ReadMcpResource, SubscribeMcpResource, UnsubscribeMcpResource, SubscribePolling, UnsubscribePolling, ListMcpResourceTemplates, connect_mcp)")
-	fl.BoolVar(&f.bareNames, "bare-names", false, "offer each tool and prompt under its server's own name when no other server has one by that name")
+	fl.BoolVar(&f.bareNames, "bare-names", false, "the same as --tool-names bare")
+	fl.StringVar(&f.toolNames, "tool-names", string(gateway.NamesShort),
+		"offer tools and prompts as `STYLE`: short (<server>__<name>), qualified (mcp__<server>__<name>) or bare (the server's own name where unique)")
+	fl.IntVar(&f.nameBudget, "name-budget", gateway.DefaultNameBudget,
+		"with --tool-names short, cut names longer than `N` characters (64, the model APIs' limit, less the prefix a host adds)")
 	fl.BoolVar(&f.watch, "watch", false, "reload when a config file changes (polled)")
 	fl.DurationVar(&f.watchEvery, "watch-interval", time.Second, "how often --watch polls the config files")
 	fl.DurationVar(&f.grace, "grace", 10*time.Second, "how long shutdown waits for calls in flight")
@@ -206,6 +219,9 @@ func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, erro
 		if _, err := filepath.Match(g, ""); err != nil {
 			return gatewaySetup{}, usageError("bad tools glob %q: %v", g, err)
 		}
+	}
+	if _, ok := gateway.ParseNameStyle(f.toolNames); !ok {
+		return gatewaySetup{}, usageError("--tool-names %q: want short, qualified or bare", f.toolNames)
 	}
 	var token string
 	if f.tokenFile != "" {
@@ -557,10 +573,11 @@ func (a *app) logEvents(events <-chan mcpvisor.Event) {
 			a.log.Warn().Uint64("seq", h.Seq).Str("kind", c.Kind).Str("name", c.Name).Str("holder", c.Holder).
 				Str("server", c.Server).Str("original", c.Original).Str("renamed", c.Renamed).Msg("name collision")
 		case *mcpvisor.ToolDefinitionChangedEvent:
+			// The library has logged it, with its diff, through a.libLog;
+			// this line adds only what to do about it.
 			c := ev.ToolChange
-			a.log.Warn().Uint64("seq", h.Seq).Str("server", h.Server).Str("tool", c.Tool).Str("change", c.Change).
-				Str("action", string(c.Action)).Str("diff", c.Diff).
-				Msg("tool definition not pinned (" + string(c.Action) + "); run 'mcpvisor trust' to review it")
+			a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server).Str("tool", c.Tool).Str("action", string(c.Action)).
+				Msg("run 'mcpvisor trust' to review it")
 		case *mcpvisor.ServerToggledEvent:
 			a.log.Info().Uint64("seq", h.Seq).Str("server", h.Server).Bool("off", ev.ToggledOff).Msg("server toggled")
 		case *mcpvisor.LogMessageEvent:

@@ -93,7 +93,7 @@ func TestSuperviseClusterKillAMember(t *testing.T) {
 
 	// A session on the victim.
 	session := initSession(t, victim)
-	require.Contains(t, mcpPostSession(t, victim, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`), "mcp__r00__echo")
+	require.Contains(t, mcpPostSession(t, victim, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`), "r00__echo")
 
 	// Client workers through member 0.
 	type outcome struct {
@@ -137,7 +137,7 @@ func TestSuperviseClusterKillAMember(t *testing.T) {
 
 	// The session goes on on member 2, with no new initialize.
 	answer := mcpPostSession(t, other, session, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
-	require.Contains(t, answer, "mcp__r00__echo", "member 2 answers member 1's session")
+	require.Contains(t, answer, "r00__echo", "member 2 answers member 1's session")
 
 	var rehomed time.Time
 	waitStatus(t, front, 30*time.Second, "every server of member 1 ready on a survivor", func(members map[string]string, ready map[string]bool) bool {

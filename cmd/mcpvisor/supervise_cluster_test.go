@@ -175,7 +175,7 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 	// and GET stream get it.
 	out = statelessToolCall(a, 3, "mcp__"+onA+"__announce", `{"text":"fresh"}`)
 	require.Contains(t, out, "announced fresh")
-	want := "mcp__" + onA + "__fresh"
+	want := "mcp__" + onA + "__fresh" // the pool's name, in events
 	procs[1].logs.waitFor(t, 10*time.Second, "B's tools_changed event naming "+want, func(lines []map[string]any) bool {
 		for _, m := range lines {
 			if m["message"] == "tools_changed" && strings.Contains(fmt.Sprint(m["added"]), want) {
@@ -186,10 +186,11 @@ func TestSuperviseClusterServesTheClusterWidePool(t *testing.T) {
 	})
 	list := mcpPostNoFail(b, `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
 		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list")
-	require.Contains(t, list, want, "B's tools/list")
+	listed := `"` + onA + `__fresh"` // the gateway's name
+	require.Contains(t, list, listed, "B's tools/list")
 	stream.waitFor(t, 10*time.Second, "notifications/tools/list_changed", "list_changed on B's GET stream")
 	list = mcpPostSession(t, b, session, `{"jsonrpc":"2.0","id":6,"method":"tools/list"}`)
-	require.Contains(t, list, want, "the session's tools/list on B")
+	require.Contains(t, list, listed, "the session's tools/list on B")
 
 	for _, p := range procs {
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))

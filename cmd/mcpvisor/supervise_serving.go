@@ -52,9 +52,14 @@ func (a *app) startEventLog(events <-chan mcpvisor.Event) (wait func()) {
 // gatewayOptions are the gateway's options that come from the flags and
 // the set-up, the same in both modes.
 func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Options {
+	names, _ := gateway.ParseNameStyle(f.toolNames) // checked by gatewaySetup
+	if f.bareNames {
+		names = gateway.NamesBare
+	}
 	return gateway.Options{
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
-		Token: setup.token, LocalOnly: setup.local, AllowedOrigins: f.allowOrigins, BareNames: f.bareNames,
+		Token: setup.token, LocalOnly: setup.local, AllowedOrigins: f.allowOrigins,
+		Names: names, NameBudget: f.nameBudget,
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
 		SSEPollAfter: f.pollAfter, SessionSeal: setup.seal, StartupWait: f.startupWait,
 	}

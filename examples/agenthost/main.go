@@ -40,9 +40,9 @@ import (
 )
 
 func main() {
-	// mcpvisor starts stdio servers through a helper, this binary started
-	// again in a helper mode: serve it first (see mcpvisor.HelperMain).
-	mcpvisor.HelperMain()
+	// (mcpvisor starts stdio servers through a helper, this binary started
+	// again in a helper mode; the library serves it before main runs, so
+	// there is nothing to call here.)
 	// The bundled config runs "${AGENTHOST_BIN} mock ...": this program,
 	// serving as a mock MCP server over stdin and stdout. (A mock started
 	// the mockserver.Command way, or its -grandchild, is marked by

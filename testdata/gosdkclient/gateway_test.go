@@ -134,15 +134,15 @@ func exercise(t *testing.T, transport func() mcp.Transport, version string) {
 		for _, tl := range res.Tools {
 			tools = append(tools, tl.Name)
 		}
-		if slices.Contains(tools, "mcp__a__echo") && slices.Contains(tools, "mcp__b__add") || time.Now().After(deadline) {
+		if slices.Contains(tools, "a__echo") && slices.Contains(tools, "b__add") || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond) // the servers behind are still connecting
 	}
-	if !slices.Contains(tools, "mcp__a__echo") || !slices.Contains(tools, "mcp__b__add") {
+	if !slices.Contains(tools, "a__echo") || !slices.Contains(tools, "b__add") {
 		t.Fatalf("tools %v lack the servers' tools", tools)
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__b__add", Arguments: map[string]any{"a": 20, "b": 22}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "b__add", Arguments: map[string]any{"a": 20, "b": 22}})
 	if err != nil {
 		t.Fatalf("tools/call: %v", err)
 	}
@@ -154,7 +154,7 @@ func exercise(t *testing.T, transport func() mcp.Transport, version string) {
 		<-changed // testwait:ok draining what is buffered: len > 0, and no other reader
 	}
 	name := fmt.Sprintf("late_%d", seq.Add(1))
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__a__announce", Arguments: map[string]any{"text": name}}); err != nil {
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__announce", Arguments: map[string]any{"text": name}}); err != nil {
 		t.Fatalf("announce: %v", err)
 	}
 	// A list_changed sent before the announce (the coalesced news of a
@@ -166,13 +166,13 @@ func exercise(t *testing.T, transport func() mcp.Transport, version string) {
 		select {
 		case <-changed:
 		case <-timeout:
-			t.Fatalf("no tools/list_changed after which mcp__a__%s is listed", name)
+			t.Fatalf("no tools/list_changed after which a__%s is listed", name)
 		}
 		lr, err := cs.ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if slices.ContainsFunc(lr.Tools, func(tl *mcp.Tool) bool { return tl.Name == "mcp__a__"+name }) {
+		if slices.ContainsFunc(lr.Tools, func(tl *mcp.Tool) bool { return tl.Name == "a__"+name }) {
 			return
 		}
 	}

@@ -222,7 +222,7 @@ func TestSealedSessionSurvivesKill9(t *testing.T) {
 	}
 	add := func(x, y int) {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__b__add", Arguments: map[string]any{"a": x, "b": y}})
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "b__add", Arguments: map[string]any{"a": x, "b": y}})
 		if err != nil {
 			t.Fatalf("tools/call: %v", err)
 		}
@@ -265,7 +265,7 @@ func TestSealedSessionSurvivesKill9(t *testing.T) {
 		<-changed // testwait:ok draining what is buffered: len > 0, and no other reader
 	}
 	name := fmt.Sprintf("late_%d", seq.Add(1))
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__a__announce", Arguments: map[string]any{"text": name}}); err != nil {
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__announce", Arguments: map[string]any{"text": name}}); err != nil {
 		t.Fatalf("announce: %v", err)
 	}
 	timeout := time.After(20 * time.Second)
@@ -273,13 +273,13 @@ func TestSealedSessionSurvivesKill9(t *testing.T) {
 		select {
 		case <-changed:
 		case <-timeout:
-			t.Fatalf("no tools/list_changed on B's GET stream after which mcp__a__%s is listed", name)
+			t.Fatalf("no tools/list_changed on B's GET stream after which a__%s is listed", name)
 		}
 		lr, err := cs.ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		found = slices.ContainsFunc(lr.Tools, func(tl *mcp.Tool) bool { return tl.Name == "mcp__a__"+name })
+		found = slices.ContainsFunc(lr.Tools, func(tl *mcp.Tool) bool { return tl.Name == "a__"+name })
 	}
 	if n := lb.initializes.Load(); n != 1 {
 		t.Fatalf("%d initialize requests", n)

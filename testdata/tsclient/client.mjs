@@ -30,33 +30,33 @@ check(client.getServerVersion()?.name === "mcpvisor", `connected over ${mode}, s
 let names = [];
 for (let i = 0; i < 200; i++) {
   names = (await client.listTools()).tools.map((t) => t.name);
-  if (names.includes("mcp__a__echo") && names.includes("mcp__b__add")) break;
+  if (names.includes("a__echo") && names.includes("b__add")) break;
   await new Promise((r) => setTimeout(r, 50));
 }
-check(names.includes("mcp__a__echo") && names.includes("mcp__b__add"), `tools/list: ${names.length} tools`);
+check(names.includes("a__echo") && names.includes("b__add"), `tools/list: ${names.length} tools`);
 
-const res = await client.callTool({ name: "mcp__b__add", arguments: { a: 20, b: 22 } });
-check(res.content?.[0]?.text === "42", `tools/call mcp__b__add: ${JSON.stringify(res.content)}`);
+const res = await client.callTool({ name: "b__add", arguments: { a: 20, b: 22 } });
+check(res.content?.[0]?.text === "42", `tools/call b__add: ${JSON.stringify(res.content)}`);
 
 const late = `late_ts_${mode}`;
 // A list_changed says only that something changed: one sent for the servers
 // that were still connecting may arrive after the call below. Each one is
 // answered by listing again, until the added tool is listed or 10 s pass.
 changed = 0;
-await client.callTool({ name: "mcp__a__announce", arguments: { text: late } });
+await client.callTool({ name: "a__announce", arguments: { text: late } });
 let seen = 0;
 let listed = false;
 for (let i = 0; i < 200 && !listed; i++) {
   if (changed > seen) {
     seen = changed;
     names = (await client.listTools()).tools.map((t) => t.name);
-    listed = names.includes(`mcp__a__${late}`);
+    listed = names.includes(`a__${late}`);
   } else {
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 check(changed > 0, "tools/list_changed received");
-check(listed, `the added tool mcp__a__${late} is listed after a list_changed`);
+check(listed, `the added tool a__${late} is listed after a list_changed`);
 
 await client.close();
 clearTimeout(deadline);

@@ -64,6 +64,7 @@ func New(cfg transports.Config, opts Options) (*http.Client, error) {
 	if opts.Proxy == nil {
 		opts.Proxy = http.ProxyFromEnvironment
 	}
+	opts.Proxy = quietProxy(opts.Proxy)
 	dialer := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
 	maxConns := opts.MaxConnsPerHost
 	if opts.Unlimited {
@@ -96,9 +97,27 @@ func New(cfg transports.Config, opts Options) (*http.Client, error) {
 		// A redirect would carry the session id and credentials to
 		// another origin: MCP endpoints do not redirect, so refuse.
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			return fmt.Errorf("refusing to follow a redirect to %s", req.URL.Redacted())
+			return fmt.Errorf("refusing to follow a redirect to %s", transports.SafeURL(req.URL))
 		},
 	}, nil
+}
+
+// ErrProxy means the proxy of a request could not be chosen: most often
+// HTTPS_PROXY or HTTP_PROXY is not a valid URL. The error does not say
+// more, since the proxy's URL may hold its credentials.
+var ErrProxy = errors.New("httpclient: choosing a proxy failed (is HTTPS_PROXY or HTTP_PROXY a valid URL?)")
+
+// quietProxy returns proxy with its errors replaced by ErrProxy (a
+// *transports.ConfigError): net/http's own quotes the proxy setting,
+// user:password included.
+func quietProxy(proxy func(*http.Request) (*url.URL, error)) func(*http.Request) (*url.URL, error) {
+	return func(req *http.Request) (*url.URL, error) {
+		u, err := proxy(req)
+		if err != nil {
+			return nil, &transports.ConfigError{Err: ErrProxy}
+		}
+		return u, nil
+	}
 }
 
 // TLS builds a *tls.Config from a server's TLS settings; nil settings give
@@ -153,15 +172,17 @@ func Header(cfg transports.Config, userAgent string) http.Header {
 }
 
 // ParseURL checks a server URL: absolute, with one of the given schemes.
+// Its errors name the URL without user info or query
+// (transports.SafeURL).
 func ParseURL(raw string, schemes ...string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, &transports.ConfigError{Err: fmt.Errorf("url: %w", err)}
+		return nil, &transports.ConfigError{Err: fmt.Errorf("url: %w", transports.RedactURLError(err))}
 	}
 	for _, s := range schemes {
 		if u.Scheme == s && u.Host != "" {
 			return u, nil
 		}
 	}
-	return nil, &transports.ConfigError{Err: fmt.Errorf("url %q: want an absolute %v URL", u.Redacted(), schemes)}
+	return nil, &transports.ConfigError{Err: fmt.Errorf("url %q: want an absolute %v URL", transports.SafeURL(u), schemes)}
 }

@@ -183,7 +183,7 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 		// Whatever broke when time had run out broke because of that.
 		switch {
 		case ctx.Err() != nil:
-			err = fmt.Errorf("sse: connecting to %s: %w", safeURL(u), ctx.Err())
+			err = fmt.Errorf("sse: connecting to %s: %w", transports.SafeURL(u), ctx.Err())
 		case waitCtx.Err() != nil:
 			err = context.Cause(waitCtx) // EndpointTimeout's own error
 		}
@@ -196,14 +196,14 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 
 	req, err := http.NewRequestWithContext(connCtx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return fail(&transports.ConfigError{Err: fmt.Errorf("url: %w", err)})
+		return fail(&transports.ConfigError{Err: fmt.Errorf("url: %w", transports.RedactURLError(err))})
 	}
 	req.Header = c.header.Clone()
 	req.Header.Set("Accept", contentEventStream)
 	req.Header.Set("Cache-Control", "no-cache")
 	resp, err := client.Do(req)
 	if err != nil {
-		return fail(fmt.Errorf("sse: GET %s: %w", safeURL(u), bareURLError(err)))
+		return fail(fmt.Errorf("sse: GET %s: %w", transports.SafeURL(u), transports.RedactURLError(err)))
 	}
 	if resp.StatusCode/100 != 2 {
 		herr := transports.NewHTTPStatusError(resp)
@@ -213,7 +213,7 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		if mt, _, _ := mime.ParseMediaType(ct); mt != contentEventStream {
 			resp.Body.Close()
-			return fail(&transports.ConfigError{Err: fmt.Errorf("%s answered with Content-Type %q, not an event stream: is it a legacy SSE endpoint?", safeURL(u), ct)})
+			return fail(&transports.ConfigError{Err: fmt.Errorf("%s answered with Content-Type %q, not an event stream: is it a legacy SSE endpoint?", transports.SafeURL(u), ct)})
 		}
 	}
 	er := eventstream.NewReader(resp.Body, o.MaxFrameSize)
@@ -226,7 +226,7 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 		resp.Body.Close()
 		return fail(context.Cause(connCtx))
 	}
-	c.endpoint, c.safeEP = ep.String(), safeURL(ep)
+	c.endpoint, c.safeEP = ep.String(), transports.SafeURL(ep)
 	c.log.Debug().Str("endpoint", c.safeEP).Msg("legacy SSE endpoint received")
 	routine.Go("sse.read", func() { c.read(resp.Body, er) })
 	return c, nil
@@ -259,7 +259,7 @@ func (c *Conn) awaitEndpoint(base *url.URL, er *eventstream.Reader) (*url.URL, e
 func resolveEndpoint(base *url.URL, data string) (*url.URL, error) {
 	ref, err := url.Parse(strings.TrimSpace(data))
 	if err != nil {
-		return nil, fmt.Errorf("sse: the endpoint event is not a URI reference: %w", err)
+		return nil, fmt.Errorf("sse: the endpoint event is not a URI reference: %w", transports.RedactURLError(err))
 	}
 	ep := base.ResolveReference(ref)
 	ep.Fragment, ep.RawFragment = "", ""
@@ -287,24 +287,6 @@ func origin(u *url.URL) string {
 		host = "[" + host + "]"
 	}
 	return scheme + "://" + host + ":" + port
-}
-
-// safeURL is a URL for errors and logs: no user info, no query (which
-// may hold a token or the session id).
-func safeURL(u *url.URL) string {
-	s := *u
-	s.User, s.RawQuery, s.ForceQuery, s.Fragment, s.RawFragment = nil, "", false, "", ""
-	return s.String()
-}
-
-// bareURLError strips the *url.Error that net/http wraps around a request
-// failure, since its message quotes the whole URL, query included.
-func bareURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 // read delivers the stream's message events until it ends, then reports
@@ -416,7 +398,7 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 		case c.ctx.Err() != nil:
 			return closedErr(c.endedBy())
 		}
-		return fmt.Errorf("sse: POST %s: %w", c.safeEP, bareURLError(err))
+		return fmt.Errorf("sse: POST %s: %w", c.safeEP, transports.RedactURLError(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 == 2 {

@@ -161,6 +161,10 @@ type Conn struct {
 	// (Close calls it); the reading closes stderrDone when it ends.
 	stopStderr func()
 	errlog     *ring
+	// secrets are the config's values a server may repeat on stderr
+	// (transports.ConfigSecrets), scrubbed from what is kept and logged;
+	// read-only after Dial.
+	secrets []string
 
 	// stdinRaw is stdin's syscall.RawConn, for Send's first write
 	// attempt; nil if the platform has none.
@@ -206,6 +210,7 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 		opts:       o,
 		recv:       recv,
 		errlog:     newRing(o.StderrBufferSize),
+		secrets:    transports.ConfigSecrets(cfg),
 		wlock:      make(chan struct{}, 1),
 		exited:     make(chan struct{}),
 		readerDone: make(chan struct{}),
@@ -267,7 +272,13 @@ func (c *Conn) Pid() int { return c.pgid }
 func (c *Conn) Sandbox() transports.SandboxMechanism { return c.proc.sandbox() }
 
 // StderrTail returns the last lines the server wrote to stderr.
-func (c *Conn) StderrTail(maxLines int) string { return c.errlog.Tail(maxLines) }
+func (c *Conn) StderrTail(maxLines int) string { return c.stderrTail(maxLines) }
+
+// stderrTail is the ring's last lines, scrubbed again as a whole: a
+// secret that straddled two reads of stderr is caught here.
+func (c *Conn) stderrTail(maxLines int) string {
+	return string(transports.Scrub([]byte(c.errlog.Tail(maxLines)), c.secrets))
+}
 
 // Send writes frame and a newline to the server's stdin in one write.
 func (c *Conn) Send(ctx context.Context, frame []byte) error {
@@ -454,7 +465,7 @@ func (c *Conn) wait() {
 	case <-c.stderrDone:
 	case <-time.After(drain):
 	}
-	pe.Stderr = c.errlog.Tail(5)
+	pe.Stderr = c.stderrTail(5)
 	if c.proc.sandbox() != "" {
 		// A runtime's crash report follows its reason (Go prints every
 		// goroutine's stack after "fatal error: runtime: out of memory"):
@@ -474,8 +485,11 @@ func (c *Conn) wait() {
 
 // stderrWrite keeps bytes the server wrote to stderr in the ring and,
 // at debug level, logs them line by line (a line split across reads is
-// logged in pieces).
+// logged in pieces), with the config's secrets scrubbed from both (a
+// secret split across two reads is caught again by stderrTail, not in
+// the log).
 func (c *Conn) stderrWrite(b []byte) {
+	b = transports.Scrub(b, c.secrets)
 	c.errlog.Write(b)
 	e := c.opts.Logger.Debug()
 	if !e.Enabled() {

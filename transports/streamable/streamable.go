@@ -276,7 +276,7 @@ func (c *Conn) Send(ctx context.Context, frame []byte) error {
 
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.url, bytes.NewReader(frame))
 	if err != nil {
-		return &transports.ConfigError{Err: err}
+		return &transports.ConfigError{Err: transports.RedactURLError(err)}
 	}
 	// A map sized for what is set here, and shared value slices for the
 	// constant headers: the keys are canonical already, so Header.Set's
@@ -376,12 +376,14 @@ func (c *Conn) setHeaders(h http.Header, out outgoing) {
 	}
 }
 
-// requestError wraps a failed round trip. A connection that was closed
+// requestError wraps a failed round trip, its URL without user info or
+// query (transports.RedactURLError). A connection that was closed
 // underneath the request says so. In the stateless era a request whose
 // connection failed after it was dialled (the server may have it, but
 // its answer is lost) also matches transports.ErrStreamBroken: the era
 // has no resumption, and the session layer may re-issue it.
 func (c *Conn) requestError(ctx context.Context, err error, out outgoing) error {
+	err = transports.RedactURLError(err)
 	switch {
 	case c.ctx.Err() != nil:
 		return transports.ErrClosed
@@ -574,7 +576,7 @@ func (c *Conn) retryDelay(er *eventstream.Reader) time.Duration {
 func (c *Conn) get(ctx context.Context, out outgoing, lastEventID string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
 	if err != nil {
-		return nil, err
+		return nil, transports.RedactURLError(err)
 	}
 	c.setHeaders(req.Header, out)
 	req.Header.Set("Accept", contentEventStream)
@@ -583,7 +585,7 @@ func (c *Conn) get(ctx context.Context, out outgoing, lastEventID string) (*http
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, transports.RedactURLError(err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -751,7 +753,7 @@ func (c *Conn) deleteSession(ctx context.Context, sid, version string) {
 	c.setHeaders(req.Header, outgoing{session: sid, version: version})
 	resp, err := c.client.Do(req)
 	if err != nil {
-		c.opts.Logger.Debug().Err(err).Msg("DELETE of the session failed")
+		c.opts.Logger.Debug().Err(transports.RedactURLError(err)).Msg("DELETE of the session failed")
 		return
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))

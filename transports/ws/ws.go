@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -200,9 +199,9 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 			return fail(transports.NewHTTPStatusError(resp))
 		}
 		if ctx.Err() != nil {
-			return fail(fmt.Errorf("ws: dialing %s: %w", safeURL(u), ctx.Err()))
+			return fail(fmt.Errorf("ws: dialing %s: %w", transports.SafeURL(u), ctx.Err()))
 		}
-		return fail(fmt.Errorf("ws: dialing %s: %w", safeURL(u), bareURLError(err)))
+		return fail(fmt.Errorf("ws: dialing %s: %w", transports.SafeURL(u), transports.RedactURLError(err)))
 	}
 	if p := wsc.Subprotocol(); p != Subprotocol {
 		wsc.CloseNow()
@@ -231,24 +230,6 @@ func Dial(ctx context.Context, cfg transports.Config, opts Options, recv transpo
 	routine.Go("ws.read", c.read)
 	routine.Go("ws.ping", c.ping)
 	return c, nil
-}
-
-// safeURL is a URL for errors and logs: no user info, no query (which
-// may hold a token).
-func safeURL(u *url.URL) string {
-	s := *u
-	s.User, s.RawQuery, s.ForceQuery, s.Fragment, s.RawFragment = nil, "", false, "", ""
-	return s.String()
-}
-
-// bareURLError strips the *url.Error that net/http wraps around a request
-// failure, since its message quotes the whole URL, query included.
-func bareURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 // end records the first reason the connection ends. It reports whether

@@ -18,41 +18,46 @@ const (
 	modeExec   = confine.ModeExec // the exec stage (package confine, run from its init); status pipe on descriptor 3
 )
 
-// ErrNotInstalled means HelperMain has not run in this process, so a
-// server cannot be started with the guarantee that nothing it starts
-// outlives the host. The message says what to do.
-var ErrNotInstalled = errors.New("mcpvisor: the process helper is not installed: call mcpvisor.HelperMain() " +
-	"first thing in main (and in TestMain of tests that start stdio servers); see docs/processes.md")
+// ErrNotInstalled means the helper is not available in this process, so
+// a server cannot be started with the guarantee that nothing it starts
+// outlives the host. The package's init installs it in every program
+// that links it; only a test that withdraws it meets this error.
+var ErrNotInstalled = errors.New("mcpvisor: the process helper is not installed; see docs/processes.md")
 
 // ErrHelperDied means the reaper process ended while the host still ran
 // (someone killed it). Its servers were killed with it (they have a
 // parent-death signal); a new one is started for the next server.
 var ErrHelperDied = errors.New("mcpvisor: the process helper ended unexpectedly")
 
-// installed is set by HelperMain when the process is not a helper.
+// installed is set by this package's init when the process is not a
+// helper (and again by HelperMain).
 var installed atomic.Bool
 
-// HelperMain runs this process as mcpvisor's process helper when its
-// arguments say it was started as one (the reaper, or a server's exec
-// stage), and then exits; otherwise it returns at once, and from then on
-// Spawn may start servers. Call it first thing in main, before anything
-// that starts goroutines or reads the command line, and in TestMain of
-// test packages that start stdio servers:
-//
-//	func main() {
-//		mcpvisor.HelperMain()
-//		…
-//	}
-//
-// The mode is selected by the arguments only (argv[0] "mcpvisor-helper"
-// and argv[1] the mode), never by the environment.
-func HelperMain() {
+// init runs this process as a helper when its arguments say it was
+// started as one, before the host's main and before any init of a
+// package that imports this one: a host need not call anything for its
+// stdio servers to start. Any other process returns at once, and Spawn
+// may start servers from then on.
+func init() { serveIfHelper() }
+
+// serveIfHelper runs the helper mode named by the arguments and exits,
+// or marks the helper installed.
+func serveIfHelper() {
 	if len(os.Args) >= 2 && os.Args[0] == helperArg0 {
 		exit(runHelper(os.Args[1], os.Args[2:]))
 	}
 	installed.Store(true)
 }
 
-// Installed reports whether HelperMain has run in this process (and
-// returned: this process is not a helper).
+// HelperMain is kept for hosts written before the helper ran from this
+// package's init: the helper modes are served before main now, so it
+// only returns. Calling it first thing in main (or TestMain) stays
+// correct.
+//
+// The mode is selected by the arguments only (argv[0] "mcpvisor-helper"
+// and argv[1] the mode), never by the environment.
+func HelperMain() { serveIfHelper() }
+
+// Installed reports whether this process may start servers: it is not a
+// helper, and this package's init has run.
 func Installed() bool { return installed.Load() }

@@ -17,6 +17,31 @@ import (
 // a server they start works confined with no extra configuration.
 var launcherCaches = []string{".npm", ".cache/uv", ".local/share/uv", ".cache/pip"}
 
+// toolchainRoots are the directories, relative to the home directory,
+// of the version managers and installers that put interpreters and
+// package runners under the home: a shim or launcher there runs code
+// from elsewhere in the same tree (pyenv's shims run libexec/pyenv, which
+// picks versions/<v>/bin/python3; asdf's and rbenv's likewise; nvm, fnm
+// and volta keep whole Node installations; cargo and rustup binaries).
+// When a server's command lives in one, the whole tree is made readable;
+// the rest of the home stays hidden.
+var toolchainRoots = []string{
+	".pyenv", ".asdf", ".rbenv", ".nodenv", ".goenv", ".jenv", ".plenv", ".sdkman",
+	".nvm", ".fnm", ".local/share/fnm", ".volta", ".bun", ".deno",
+	".local/share/mise", ".local/share/rtx", ".local/share/pnpm",
+	".local/share/uv", ".local/pipx", ".cargo", ".rustup",
+}
+
+// toolchainFiles are the files in the home directory where version
+// managers keep the global choice of version (asdf and mise:
+// .tool-versions; pyenv, nodenv, rbenv, goenv: .<lang>-version; nvm:
+// .nvmrc). A shim reads them to pick what to run; they are made readable
+// (and nothing else of the home) when the command is in a toolchain.
+var toolchainFiles = []string{
+	".tool-versions", ".python-version", ".node-version", ".nvmrc", ".ruby-version", ".go-version", ".java-version",
+	".config/mise/config.toml",
+}
+
 // privateCaches are the launcher caches that the launchers also write to
 // (npx installs a package into its cache, uvx builds an environment in
 // its cache, npm writes its cache even when a package is there already),
@@ -190,10 +215,22 @@ func visibility(cfg *transports.Sandbox, cmd Command, home string) view {
 	if cmd.Dir != "" {
 		add(&v.read, cmd.Dir, "working directory")
 	}
+	toolchain := false
 	for _, dir := range commandDirs(cmd) {
 		add(&v.read, dir, "command directory")
 		if filepath.Base(dir) == "bin" {
 			add(&v.read, filepath.Dir(dir), "command installation")
+		}
+		if root := toolchainRoot(home, dir); root != "" {
+			add(&v.read, root, "command toolchain")
+			toolchain = true
+		}
+	}
+	if toolchain {
+		for _, f := range toolchainFiles {
+			if p := filepath.Join(home, f); isExisting(p) {
+				add(&v.read, p, "toolchain version file")
+			}
 		}
 	}
 	for _, c := range launcherCaches {
@@ -217,6 +254,22 @@ next:
 		}
 		v.links = append(v.links, l)
 	}
+}
+
+// toolchainRoot returns the toolchain tree of home (toolchainRoots)
+// that holds dir, or "". dir is as named or resolved; home is resolved,
+// so dir is resolved for the comparison too.
+func toolchainRoot(home, dir string) string {
+	if home == "" || home == "/" {
+		return ""
+	}
+	real, _ := resolve(dir)
+	for _, r := range toolchainRoots {
+		if root := filepath.Join(home, r); inside(real, root) || inside(filepath.Clean(dir), root) {
+			return root
+		}
+	}
+	return ""
 }
 
 // commandDirs are the directories of the server's executable, absolute:

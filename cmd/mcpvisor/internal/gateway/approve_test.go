@@ -63,7 +63,7 @@ func TestGatewayAsksTheCallingClientToApprove(t *testing.T) {
 	}
 
 	// Approved: the call goes through; the user saw what and why.
-	res, err := capable.CallTool(t.Context(), "mcp__gw__mcp__fx__add", add)
+	res, err := capable.CallTool(t.Context(), "mcp__gw__fx__add", add)
 	require.NoError(t, err)
 	assert.Equal(t, "3", res.Content[0].Text)
 	msgs := takeAsked()
@@ -76,7 +76,7 @@ func TestGatewayAsksTheCallingClientToApprove(t *testing.T) {
 	mu.Lock()
 	answer = false
 	mu.Unlock()
-	_, err = capable.CallTool(t.Context(), "mcp__gw__mcp__wary__echo", map[string]any{"text": "x"})
+	_, err = capable.CallTool(t.Context(), "mcp__gw__wary__echo", map[string]any{"text": "x"})
 	var pe *protocol.Error
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, int64(gateway.CodeCallRefused), pe.Code)
@@ -87,7 +87,7 @@ func TestGatewayAsksTheCallingClientToApprove(t *testing.T) {
 
 	// A client without elicitation cannot approve: refused, and the
 	// capable client is not asked in its place.
-	_, err = plain.CallTool(t.Context(), "mcp__gw__mcp__fx__add", add)
+	_, err = plain.CallTool(t.Context(), "mcp__gw__fx__add", add)
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, int64(gateway.CodeCallRefused), pe.Code)
 	assert.Contains(t, pe.Message, "declared no elicitation")
@@ -115,13 +115,13 @@ func TestGatewayAsksTheCallingClientToApprove(t *testing.T) {
 		"gw": {Config: httpConfig(srv.URL), ProtocolVersion: protocol.Version20260728},
 	}, mcpvisor.AwaitSettled(30*time.Second))
 	require.NoError(t, err)
-	res, err = stateless.CallTool(t.Context(), "mcp__gw__mcp__fx__add", add)
+	res, err = stateless.CallTool(t.Context(), "mcp__gw__fx__add", add)
 	require.NoError(t, err)
 	assert.Equal(t, "3", res.Content[0].Text)
 	assert.Len(t, takeAsked(), 1)
 
 	// What needs no approval asks nobody.
-	res, err = plain.CallTool(t.Context(), "mcp__gw__mcp__fx__echo", map[string]any{"text": "free"})
+	res, err = plain.CallTool(t.Context(), "mcp__gw__fx__echo", map[string]any{"text": "free"})
 	require.NoError(t, err)
 	assert.Equal(t, "free", res.Content[0].Text)
 	assert.Empty(t, takeAsked())

@@ -162,7 +162,7 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 			host := benchSupervisor(b, map[string]mcpvisor.ServerConfig{
 				"gw": {Config: httpConfig(srv.URL), ProtocolVersion: version},
 			})
-			run(b, host, "mcp__gw__mcp__m__echo")
+			run(b, host, "mcp__gw__m__echo")
 		})
 	}
 }

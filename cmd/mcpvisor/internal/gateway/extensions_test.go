@@ -41,7 +41,7 @@ func taskOf(t *testing.T, c *statelessClient, id, want string) map[string]json.R
 // methods and for a tool that only runs as a task. Handshake-era
 // sessions have no such methods.
 func TestTasksExtensionPassesThrough(t *testing.T) {
-	_, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{BareNames: true})
+	_, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{Names: gateway.NamesBare})
 	c := newStatelessClient(t, url, withTasks)
 	disc := c.call(protocol.MethodDiscover, `{}`).result(t)
 	assert.Contains(t, string(disc["capabilities"]), `"io.modelcontextprotocol/tasks":{}`)

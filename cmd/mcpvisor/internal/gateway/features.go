@@ -15,13 +15,17 @@ import (
 // qualified names, then the gateway's own wait_for_channel_message.
 func (g *Gateway) listTools() protocol.ListToolsResult {
 	pool := g.b.Tools()
+	idx := g.freshNames(pool)
 	out := make([]protocol.Tool, 0, len(pool)+1)
 	for _, t := range pool {
 		if !g.offered(t.Name) {
 			continue
 		}
 		def := t.Definition
-		def.Name = g.toolName(t)
+		def.Name = idx.downstreamTool(t.Name)
+		if idx.shortened[t.Name] {
+			def.Meta = withOriginal(def.Meta, t.Server, t.Definition.Name)
+		}
 		out = append(out, def)
 	}
 	if g.inbox != nil && g.offered(waitToolName) {
@@ -48,11 +52,9 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 		return g.waitForChannel(ctx, r.Session, p.Arguments)
 	}
 	qualified := g.qualifiedTool(p.Name)
-	if _, known := g.names().server[qualified]; !known && g.opts.BareNames && g.awaitStartup(ctx) {
-		// Maybe the bare name of a tool of a server still starting (a
-		// qualified name is waited for by the Supervisor): look again in
-		// the settled pool.
-		qualified = g.qualifiedTool(p.Name)
+	if _, known := g.names().server[qualified]; !known {
+		// Maybe a tool of a server still starting (startup.go).
+		qualified = g.notYetListed(ctx, p.Name, qualified)
 	}
 	if !g.offered(qualified) {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", qualified)
@@ -198,12 +200,23 @@ func callMeta(raw json.RawMessage) (protocol.Meta, bool) {
 
 func (g *Gateway) listPrompts() protocol.ListPromptsResult {
 	ps, _ := g.b.ListPrompts("")
+	idx := g.names()
+	for _, p := range ps {
+		if !idx.prompts[p.Name] { // a prompt added since the index was built
+			g.index.Store(nil)
+			idx = g.names()
+			break
+		}
+	}
 	out := make([]protocol.Prompt, 0, len(ps))
 	for _, p := range ps {
 		def := p.Prompt
 		def.Name = p.Name
-		if n, ok := g.names().promptOut[p.Name]; ok {
+		if n, ok := idx.promptOut[p.Name]; ok {
 			def.Name = n
+		}
+		if idx.shortened[p.Name] {
+			def.Meta = withOriginal(def.Meta, p.Server, p.Prompt.Name)
 		}
 		out = append(out, def)
 	}

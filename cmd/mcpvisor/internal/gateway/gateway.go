@@ -112,11 +112,12 @@ type Options struct {
 	// Token, when set, is the bearer token every HTTP request (MCP and
 	// admin) must carry.
 	Token string
-	// BareNames offers each tool and prompt under the server's own name
-	// when no other server offers one by that name (else under its
-	// qualified name), for hosts that qualify names themselves or front
-	// a single server.
-	BareNames bool
+	// Names is the style of the names under which tools and prompts are
+	// offered downstream; the zero value is NamesShort.
+	Names NameStyle
+	// NameBudget is the longest name NamesShort offers; zero means
+	// DefaultNameBudget. A longer name is cut and given a hash suffix.
+	NameBudget int
 	// LocalOnly is set when the HTTP listener is on loopback: then every
 	// request's Host header must name a loopback host (DNS rebinding
 	// protection).
@@ -522,10 +523,15 @@ func rpcError(err error) *protocol.Error {
 // nameIndex maps pool names (qualified) to what downstream sees and back.
 type nameIndex struct {
 	server    map[string]string // qualified tool name → server
-	toolOut   map[string]string // qualified → downstream (BareNames only)
-	toolIn    map[string]string // downstream → qualified (BareNames only)
+	toolOut   map[string]string // qualified → downstream, where they differ
+	toolIn    map[string]string // downstream → qualified, where they differ
 	promptOut map[string]string
 	promptIn  map[string]string
+	// prompts holds the pool names of the prompts indexed.
+	prompts map[string]bool
+	// shortened holds the qualified names whose downstream name was cut
+	// to the budget (their definition carries the original in _meta).
+	shortened map[string]bool
 	// params holds the x-mcp-header annotations of the tools that have
 	// some, by qualified name (see headers.go).
 	params map[string][]paramHeader
@@ -537,7 +543,8 @@ func (g *Gateway) names() *nameIndex {
 		return idx
 	}
 	idx := &nameIndex{server: map[string]string{}, toolOut: map[string]string{}, toolIn: map[string]string{},
-		promptOut: map[string]string{}, promptIn: map[string]string{}, params: map[string][]paramHeader{}}
+		promptOut: map[string]string{}, promptIn: map[string]string{}, prompts: map[string]bool{}, shortened: map[string]bool{},
+		params: map[string][]paramHeader{}}
 	tools := g.b.Tools()
 	count := map[string]int{}
 	for _, t := range tools {
@@ -547,42 +554,85 @@ func (g *Gateway) names() *nameIndex {
 			idx.params[t.Name] = ph
 		}
 	}
-	if g.opts.BareNames {
-		for _, t := range tools {
-			if t.Builtin || count[t.Definition.Name] != 1 || t.Definition.Name == waitToolName {
-				continue
-			}
-			if _, clash := idx.server[t.Definition.Name]; clash && t.Definition.Name != t.Name {
-				continue // another entry's qualified name
-			}
-			idx.toolOut[t.Name], idx.toolIn[t.Definition.Name] = t.Definition.Name, t.Name
-		}
-		prompts, _ := g.b.ListPrompts("")
-		pcount := map[string]int{}
-		for _, p := range prompts {
-			pcount[p.Prompt.Name]++
-		}
-		for _, p := range prompts {
-			if pcount[p.Prompt.Name] == 1 {
-				idx.promptOut[p.Name], idx.promptIn[p.Prompt.Name] = p.Prompt.Name, p.Name
-			}
-		}
+	prompts, _ := g.b.ListPrompts("")
+	for _, p := range prompts {
+		idx.prompts[p.Name] = true
+	}
+	switch g.opts.Names {
+	case NamesQualified:
+	case NamesBare:
+		bareNames(idx, tools, prompts, count)
+	default:
+		g.shortNames(idx, tools, prompts)
 	}
 	g.index.Store(idx)
 	return idx
 }
 
-// toolName returns the downstream name of a pool tool.
-func (g *Gateway) toolName(t mcpvisor.Tool) string {
-	if n, ok := g.names().toolOut[t.Name]; ok {
-		return n
+// bareNames maps every tool and prompt whose own name no other server
+// offers to that name (NamesBare).
+func bareNames(idx *nameIndex, tools []mcpvisor.Tool, prompts []mcpvisor.Prompt, count map[string]int) {
+	for _, t := range tools {
+		if t.Builtin || count[t.Definition.Name] != 1 || t.Definition.Name == waitToolName {
+			continue
+		}
+		if _, clash := idx.server[t.Definition.Name]; clash && t.Definition.Name != t.Name {
+			continue // another entry's qualified name
+		}
+		idx.toolOut[t.Name], idx.toolIn[t.Definition.Name] = t.Definition.Name, t.Name
 	}
-	return t.Name
+	pcount := map[string]int{}
+	for _, p := range prompts {
+		pcount[p.Prompt.Name]++
+	}
+	for _, p := range prompts {
+		if pcount[p.Prompt.Name] == 1 {
+			idx.promptOut[p.Name], idx.promptIn[p.Prompt.Name] = p.Prompt.Name, p.Name
+		}
+	}
 }
 
-// qualifiedTool maps a downstream tool name to the pool's name.
+// freshNames returns the name index, rebuilt first when tools (read
+// from the pool) holds a tool the index has not seen: the pool can
+// change before the event that drops the index reaches Run, and a tool
+// missing from the index would be offered under its pool name.
+func (g *Gateway) freshNames(tools []mcpvisor.Tool) *nameIndex {
+	idx := g.names()
+	for _, t := range tools {
+		if _, ok := idx.server[t.Name]; !ok {
+			g.index.Store(nil)
+			return g.names()
+		}
+	}
+	return idx
+}
+
+// toolName returns the downstream name of a pool tool.
+func (g *Gateway) toolName(t mcpvisor.Tool) string {
+	return g.freshNames([]mcpvisor.Tool{t}).downstreamTool(t.Name)
+}
+
+// downstreamTool returns the downstream name of the pool tool named
+// qualified.
+func (idx *nameIndex) downstreamTool(qualified string) string {
+	if n, ok := idx.toolOut[qualified]; ok {
+		return n
+	}
+	return qualified
+}
+
+// qualifiedTool maps a downstream tool name (or a pool name) to the
+// pool's name.
 func (g *Gateway) qualifiedTool(name string) string {
-	if q, ok := g.names().toolIn[name]; ok {
+	idx := g.names()
+	if q, ok := idx.toolIn[name]; ok {
+		return q
+	}
+	if _, ok := idx.server[name]; ok {
+		return name // a pool name
+	}
+	// A name the index does not know may be of a tool added since.
+	if q, ok := g.freshNames(g.b.Tools()).toolIn[name]; ok {
 		return q
 	}
 	return name

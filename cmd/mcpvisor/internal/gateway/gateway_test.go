@@ -121,12 +121,12 @@ func TestGatewayEras(t *testing.T) {
 				assert.Equal(t, version, st[0].ProtocolVersion)
 			}
 			// The host qualifies the gateway's qualified names once more.
-			assert.Contains(t, names(host.Tools()), "mcp__gw__mcp__a__echo")
-			assert.Contains(t, names(host.Tools()), "mcp__gw__mcp__b__add")
+			assert.Contains(t, names(host.Tools()), "mcp__gw__a__echo")
+			assert.Contains(t, names(host.Tools()), "mcp__gw__b__add")
 			assert.Contains(t, names(host.Tools()), "mcp__gw__wait_for_channel_message")
 
 			ctx := testwait.Context(t)
-			res, err := host.CallTool(ctx, "mcp__gw__mcp__b__add", map[string]any{"a": 2, "b": 40})
+			res, err := host.CallTool(ctx, "mcp__gw__b__add", map[string]any{"a": 2, "b": 40})
 			require.NoError(t, err)
 			require.Len(t, res.Content, 1)
 			assert.Equal(t, "42", res.Content[0].Text)
@@ -148,7 +148,7 @@ func TestGatewayEras(t *testing.T) {
 			_, err = sup.CallTool(ctx, "mcp__a__announce", map[string]any{"text": "late"})
 			require.NoError(t, err)
 			require.Eventually(t, func() bool {
-				return contains(names(host.Tools()), "mcp__gw__mcp__a__late")
+				return contains(names(host.Tools()), "mcp__gw__a__late")
 			}, 10*time.Second, 10*time.Millisecond)
 		})
 	}
@@ -242,8 +242,8 @@ func TestGatewaySecurity(t *testing.T) {
 	c.header = http.Header{"Authorization": {"Bearer s3cret"}}
 	c.initialize()
 	_, body := c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	assert.Contains(t, body, `"mcp__a__echo"`)
-	assert.NotContains(t, body, `"mcp__a__fail"`)
+	assert.Contains(t, body, `"a__echo"`)
+	assert.NotContains(t, body, `"a__fail"`)
 	_, body = c.post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp__a__fail","arguments":{}}}`)
 	assert.Contains(t, body, `"code":-32602`, "a denied tool is not callable")
 
@@ -506,7 +506,7 @@ func TestGatewayBareNames(t *testing.T) {
 		"a": {Config: mockserver.Command("-name", "a", "-conformance")},
 		"b": {Config: mockserver.Command("-name", "b")},
 	})
-	_, srv := serve(t, sup, gateway.Options{BareNames: true})
+	_, srv := serve(t, sup, gateway.Options{Names: gateway.NamesBare})
 	c := &rawClient{t: t, url: srv.URL}
 	c.initialize()
 	_, body := c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)

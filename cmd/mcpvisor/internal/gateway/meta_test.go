@@ -27,7 +27,7 @@ func TestCallerMetaIsForwarded(t *testing.T) {
 	_, gw := statelessGateway(t, map[string]mcpvisor.ServerConfig{
 		"modern": {Config: transports.Config{URL: url}},
 		"old":    {Config: testserver.Command(), ProtocolVersion: protocol.Version20251125},
-	}, gateway.Options{BareNames: false})
+	}, gateway.Options{Names: gateway.NamesQualified})
 
 	const callerMeta = `"progressToken":"p1","com.example/trace":"abc","x":{"y":[1,2]}`
 	check := func(t *testing.T, server, text string) {

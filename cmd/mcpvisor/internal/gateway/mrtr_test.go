@@ -116,12 +116,12 @@ func TestInputRequiredFromAStatelessServerReachesEveryEra(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := newAnsweringHost(t, url, version)
 			assert.Equal(t, "Hello Ada-name: Paris (roots: file:///work)",
-				callText(t, h, "mcp__gw__mcp__fx__test_input_required_result_multiple_inputs", map[string]any{}))
-			assert.Equal(t, "Ada-name likes Ada-color", callText(t, h, "mcp__gw__mcp__fx__test_input_required_result_multi_round", map[string]any{}))
-			assert.Contains(t, callText(t, h, "mcp__gw__mcp__fx__test_input_required_result_request_state", map[string]any{}), "state-ok")
+				callText(t, h, "mcp__gw__fx__test_input_required_result_multiple_inputs", map[string]any{}))
+			assert.Equal(t, "Ada-name likes Ada-color", callText(t, h, "mcp__gw__fx__test_input_required_result_multi_round", map[string]any{}))
+			assert.Contains(t, callText(t, h, "mcp__gw__fx__test_input_required_result_request_state", map[string]any{}), "state-ok")
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			pr, err := h.sup.GetPrompt(ctx, "mcp__gw__mcp__fx__test_input_required_result_prompt", nil)
+			pr, err := h.sup.GetPrompt(ctx, "mcp__gw__fx__test_input_required_result_prompt", nil)
 			require.NoError(t, err)
 			require.Len(t, pr.Messages, 1)
 			assert.Equal(t, "Use this context: Ada-context", pr.Messages[0].Content.Text)
@@ -138,8 +138,8 @@ func TestServerRequestsReachAStatelessClientAsInputRequired(t *testing.T) {
 	_, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures("-versions", protocol.Version20251125)}, gateway.Options{})
 	h := newAnsweringHost(t, url, "")
 	assert.Equal(t, `Elicitation completed: action=accept, content={"email":"Ada-email","username":"Ada-username"}`,
-		callText(t, h, "mcp__gw__mcp__fx__test_elicitation", map[string]string{"message": "who?"}))
-	assert.Equal(t, "LLM response: Paris", callText(t, h, "mcp__gw__mcp__fx__test_sampling", map[string]string{"prompt": "capital?"}))
+		callText(t, h, "mcp__gw__fx__test_elicitation", map[string]string{"message": "who?"}))
+	assert.Equal(t, "LLM response: Paris", callText(t, h, "mcp__gw__fx__test_sampling", map[string]string{"prompt": "capital?"}))
 	assert.Equal(t, []string{"elicitation", "sampling"}, h.questions())
 }
 
@@ -148,7 +148,7 @@ func TestServerRequestsReachAStatelessClientAsInputRequired(t *testing.T) {
 // that expired (the call behind it then cancelled). Answers given in
 // advance are used; malformed ones are -32602.
 func TestInputRequiredRequestStateIsTheGatewaysOwn(t *testing.T) {
-	g, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{BareNames: true, InputWait: time.Hour})
+	g, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{Names: gateway.NamesBare, InputWait: time.Hour})
 	c := newStatelessClient(t, url, `{"elicitation":{},"sampling":{}}`)
 	const tool = `"name":"test_input_required_result_elicitation","arguments":{}`
 	first := c.call(protocol.MethodToolsCall, `{`+tool+`}`).result(t)
@@ -192,7 +192,7 @@ func TestInputRequiredRequestStateIsTheGatewaysOwn(t *testing.T) {
 // A round nobody answers: after InputWait its state is forgotten and the
 // call behind it cancelled.
 func TestInputRequiredRoundExpires(t *testing.T) {
-	g, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{BareNames: true, InputWait: 50 * time.Millisecond})
+	g, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{Names: gateway.NamesBare, InputWait: 50 * time.Millisecond})
 	c := newStatelessClient(t, url, `{"elicitation":{}}`)
 	const tool = `"name":"test_input_required_result_elicitation","arguments":{}`
 	first := c.call(protocol.MethodToolsCall, `{`+tool+`}`).result(t)
@@ -212,7 +212,7 @@ func TestInputRequiredRoundExpires(t *testing.T) {
 // call, to a client that declared the capability, or fails with
 // -32601 when none did.
 func TestAClientThatDeclaredNoInputIsNotAskedForIt(t *testing.T) {
-	g, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{BareNames: true, InputWait: time.Hour})
+	g, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{Names: gateway.NamesBare, InputWait: time.Hour})
 	c := newStatelessClient(t, url, `{}`)
 	const tool = `{"name":"test_input_required_result_elicitation","arguments":{}}`
 

@@ -142,7 +142,7 @@ func TestPolledCallThroughAClient(t *testing.T) {
 	host := downstream(t, srv.URL, protocol.Version20251125)
 	ctx, cancel := context.WithTimeout(testwait.Context(t), 30*time.Second)
 	defer cancel()
-	res, err := host.CallTool(ctx, "mcp__gw__mcp__t__sleep", map[string]any{"ms": 400})
+	res, err := host.CallTool(ctx, "mcp__gw__t__sleep", map[string]any{"ms": 400})
 	require.NoError(t, err)
 	require.Len(t, res.Content, 1)
 	assert.Equal(t, "slept", res.Content[0].Text)

@@ -154,7 +154,7 @@ func nextMethod(t *testing.T, events <-chan protocol.Message, method string) pro
 // subscription id; a stream ended by the gateway gets a result naming
 // its subscription.
 func TestListenStreamGetsListChanges(t *testing.T) {
-	g, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{BareNames: true})
+	g, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{Names: gateway.NamesBare})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	events := listenEvents(t, ctx, url, `{"toolsListChanged":true,"promptsListChanged":true}`)

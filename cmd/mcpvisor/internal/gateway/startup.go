@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,7 +17,9 @@ import (
 // Options.StartupWait has passed, whichever comes first, and then answer
 // with the pool as it is. Servers that arrive later reach the clients by
 // list_changed as always. Calls need no gate: the Supervisor waits for the
-// server behind a name that has not listed yet (actors.System.route).
+// server behind a pool name that has not listed yet (actors.System.route),
+// and notYetListed gives it the pool name of a downstream name the index
+// cannot know yet.
 
 // DefaultStartupWait is a sane Options.StartupWait: long enough for the
 // cold start of a server run by npx or uvx (a package download), short
@@ -115,4 +118,28 @@ func (g *Gateway) openStartup() {
 	if gate := g.startup.Load(); gate != nil {
 		gate.open()
 	}
+}
+
+// notYetListed returns the pool name to call for downstream name, which
+// the name index does not know (qualified is what qualifiedTool made of
+// it): maybe a tool of a server that has not listed yet. A short name
+// (NamesShort, <server>__<tool>) of a configured server is that pool name
+// without its mcp__: the Supervisor waits for the server behind it. Any
+// other unknown name (a bare or a cut one) is looked up again once the
+// start-up gate has opened, if it was up. Otherwise qualified is
+// returned, and the Supervisor says "unknown tool" at once.
+func (g *Gateway) notYetListed(ctx context.Context, name, qualified string) string {
+	if g.opts.Names == NamesShort || g.opts.Names == "" {
+		if !strings.HasPrefix(name, "mcp__") {
+			for _, st := range g.b.Status() {
+				if strings.HasPrefix(name, nameChars(st.Name)+"__") {
+					return "mcp__" + name
+				}
+			}
+		}
+	}
+	if g.awaitStartup(ctx) {
+		return g.qualifiedTool(name)
+	}
+	return qualified
 }

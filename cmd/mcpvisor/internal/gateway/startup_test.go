@@ -81,11 +81,11 @@ func TestAClientThatListsDuringStartUpSeesTheWholePool(t *testing.T) {
 		g.ServersConfigured()
 		c := newChannelClient(t, srv.URL)
 		names := toolNames(t, c)
-		for _, want := range []string{"mcp__fast__echo", "mcp__slow__echo", "mcp__slower__echo"} {
+		for _, want := range []string{"fast__echo", "slow__echo", "slower__echo"} {
 			assert.Contains(t, names, want, "listed once, during start-up")
 		}
 		for _, server := range []string{"fast", "slow", "slower"} {
-			res, perr := c.call("mcp__"+server+"__echo", map[string]any{"text": server})
+			res, perr := c.call(server+"__echo", map[string]any{"text": server})
 			require.Nil(t, perr, "%s: %+v", server, perr)
 			assert.Equal(t, server, res.Content[0].Text)
 		}
@@ -101,7 +101,7 @@ func TestAClientThatListsDuringStartUpSeesTheWholePool(t *testing.T) {
 		g, srv := serve(t, sup, gateway.Options{})
 		g.ServersConfigured()
 		c := newChannelClient(t, srv.URL)
-		assert.NotContains(t, toolNames(t, c), "mcp__slower__echo", "without a window the list answers at once, before a server that takes 5 s")
+		assert.NotContains(t, toolNames(t, c), "slower__echo", "without a window the list answers at once, before a server that takes 5 s")
 	})
 }
 
@@ -119,17 +119,23 @@ func TestACallDuringStartUpWaitsForItsServer(t *testing.T) {
 	_, srv := serve(t, sup, gateway.Options{}) // no start-up window: the call waits by itself
 	c := newChannelClient(t, srv.URL)
 
-	_, perr := c.call("mcp__nosuch__echo", map[string]any{"text": "x"})
-	require.NotNil(t, perr)
-	assert.Equal(t, int64(protocol.CodeInvalidParams), perr.Code)
-	assert.Contains(t, perr.Message, "unknown tool")
+	for _, name := range []string{"nosuch__echo", "mcp__nosuch__echo"} {
+		_, perr := c.call(name, map[string]any{"text": "x"})
+		require.NotNil(t, perr, name)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), perr.Code, name)
+		assert.Contains(t, perr.Message, "unknown tool", name)
+	}
 	assert.NotEqual(t, mcpvisor.StateReady, statusOf(sup, "slow").State, "answered without waiting for the servers")
 
-	res, perr := c.call("mcp__slow__echo", map[string]any{"text": "early"})
+	// By its downstream (short) name, and by its pool name.
+	res, perr := c.call("slow__echo", map[string]any{"text": "early"})
 	require.Nil(t, perr, "%+v", perr)
 	assert.Equal(t, "early", res.Content[0].Text)
+	res, perr = c.call("mcp__slow__add", map[string]any{"a": 1, "b": 2})
+	require.Nil(t, perr, "%+v", perr)
+	assert.Equal(t, "3", res.Content[0].Text)
 
-	_, perr = c.call("mcp__broken__echo", map[string]any{"text": "x"})
+	_, perr = c.call("broken__echo", map[string]any{"text": "x"})
 	require.NotNil(t, perr)
 	assert.Equal(t, int64(gateway.CodeServerNotReady), perr.Code, perr.Message)
 	assert.Contains(t, perr.Message, `server "broken" is failed`)
@@ -175,5 +181,5 @@ func TestDrainAnswersAListWaitingForStartUp(t *testing.T) {
 	require.True(t, g.Drain(dctx), "the waiting list finished")
 	body := testwait.Recv(t, listed, "the list's answer")
 	assert.Contains(t, body, `"tools"`)
-	assert.NotContains(t, body, "mcp__never__echo")
+	assert.NotContains(t, body, "never__echo")
 }

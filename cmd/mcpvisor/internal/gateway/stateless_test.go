@@ -171,7 +171,7 @@ func fixtures(args ...string) mcpvisor.ServerConfig {
 // methods are 404. Every error echoes the request's id. A handshake-era
 // session is not affected.
 func TestStatelessRequestsAreValidated(t *testing.T) {
-	_, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{BareNames: true})
+	_, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{Names: gateway.NamesBare})
 	c := newStatelessClient(t, url, `{}`)
 
 	ok := c.call(protocol.MethodDiscover, `{}`)
@@ -248,7 +248,7 @@ func TestStatelessRequestsAreValidated(t *testing.T) {
 // Tool arguments marked x-mcp-header are mirrored in Mcp-Param-*
 // headers: the gateway checks them against the body, decoding Base64.
 func TestMcpParamHeadersMustMatchTheArguments(t *testing.T) {
-	_, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{BareNames: true})
+	_, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{Names: gateway.NamesBare})
 	c := newStatelessClient(t, url, `{}`)
 	b64 := func(s string) string { return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=" }
 	for name, tc := range map[string]struct {

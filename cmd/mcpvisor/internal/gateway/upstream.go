@@ -173,14 +173,20 @@ type Forwarder struct {
 // it does not pass on downstream roots/list_changed (the servers ask again
 // when they need to).
 func (f *Forwarder) Configure(o *mcpvisor.Options) {
-	empty := json.RawMessage(`{}`)
-	elicit := json.RawMessage(`{"form":{},"url":{}}`)
-	o.Capabilities.Sampling = &empty
-	o.Capabilities.Elicitation = &elicit
-	o.Capabilities.Roots = &protocol.RootsCapability{}
+	o.Capabilities = ClientCapabilities()
 	o.Requests = f.Handle
 	o.Inputs = f.Inputs
 	o.ApproveCall = f.ApproveCall
+}
+
+// ClientCapabilities are the client capabilities the gateway presents to
+// every server: sampling, elicitation (form and URL) and roots. Every
+// command that connects to servers presents these same ones, so that a
+// server offers each of them the same tools and its pins agree.
+func ClientCapabilities() protocol.ClientCapabilities {
+	empty := json.RawMessage(`{}`)
+	elicit := json.RawMessage(`{"form":{},"url":{}}`)
+	return protocol.ClientCapabilities{Sampling: &empty, Elicitation: &elicit, Roots: &protocol.RootsCapability{}}
 }
 
 // Attach makes g the gateway whose clients answer.

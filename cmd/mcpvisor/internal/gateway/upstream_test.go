@@ -67,7 +67,7 @@ func TestGatewayProgressPassthrough(t *testing.T) {
 	h := host(t, url, mcpvisor.Options{})
 	var mu sync.Mutex
 	var got []float64
-	res, err := h.CallToolWith(t.Context(), "mcp__gw__mcp__fx__progress", map[string]int{"steps": 4, "ms": 5}, mcpvisor.CallOptions{
+	res, err := h.CallToolWith(t.Context(), "mcp__gw__fx__progress", map[string]int{"steps": 4, "ms": 5}, mcpvisor.CallOptions{
 		Progress: func(p protocol.ProgressParams) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -88,7 +88,7 @@ func TestGatewayForwardsServerRequests(t *testing.T) {
 	_, url, _ := fixtureGateway(t)
 
 	plain := host(t, url, mcpvisor.Options{})
-	res, err := plain.CallTool(t.Context(), "mcp__gw__mcp__fx__test_sampling", map[string]string{"prompt": "hi"})
+	res, err := plain.CallTool(t.Context(), "mcp__gw__fx__test_sampling", map[string]string{"prompt": "hi"})
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
 	assert.Contains(t, res.Content[0].Text, "no downstream client")
@@ -111,14 +111,14 @@ func TestGatewayForwardsServerRequests(t *testing.T) {
 			return &protocol.ElicitResult{Action: protocol.ElicitAccept, Content: map[string]json.RawMessage{"username": json.RawMessage(`"u"`)}}, nil
 		},
 	})
-	res, err = capable.CallTool(t.Context(), "mcp__gw__mcp__fx__test_sampling", map[string]string{"prompt": "hi"})
+	res, err = capable.CallTool(t.Context(), "mcp__gw__fx__test_sampling", map[string]string{"prompt": "hi"})
 	require.NoError(t, err)
 	require.False(t, res.IsError, res.Content[0].Text)
 	assert.Equal(t, "LLM response: sampled", res.Content[0].Text)
 
 	// The SEP-1034 form: the downstream host (an mcpvisor) fills in the
 	// defaults of what it did not answer.
-	res, err = capable.CallTool(t.Context(), "mcp__gw__mcp__fx__test_elicitation_sep1034_defaults", nil)
+	res, err = capable.CallTool(t.Context(), "mcp__gw__fx__test_elicitation_sep1034_defaults", nil)
 	require.NoError(t, err)
 	require.False(t, res.IsError, res.Content[0].Text)
 	assert.Contains(t, res.Content[0].Text, "action=accept")
