@@ -77,7 +77,9 @@ func TestAHeldServerIsShownAndNeverStarted(t *testing.T) {
 	assert.NoFileExists(t, marker, "the held command never ran")
 
 	// Approved: it starts.
-	require.NoError(t, store.Approve(ctx, cfg.Pending["innocent"].Approval()))
+	approval, err := cfg.Approval("innocent")
+	require.NoError(t, err)
+	require.NoError(t, store.Approve(ctx, approval))
 	res, err = sup.SetServers(ctx, load().Servers, mcpvisor.AwaitSettled(30*time.Second))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"innocent"}, res.Reconnected)

@@ -84,6 +84,13 @@ type Config struct {
 	// trustedEntries holds the latest entry of each server from a trusted
 	// layer: the ceiling of an untrusted layer's entry (lowerUntrusted).
 	trustedEntries map[string]ServerConfig
+	// approvedEntries holds, for each server whose winning entry is of an
+	// untrusted layer and approved as written, what to hold it with
+	// should its launch not be approved (checkLaunches).
+	approvedEntries map[string]PendingServer
+	// loadedWith is the options c was loaded with (LoadConfig), for
+	// Approval; nil for LoadConfigFiles.
+	loadedWith *LoadOptions
 }
 
 // Check reports whether a server may run under every policy in
@@ -179,7 +186,9 @@ type LoadOptions struct {
 
 	// Approvals says which entries of untrusted layers (the project and
 	// local layers, and host layers not marked Trusted) the user
-	// approved; the others are held (Config.Pending). Nil approves
+	// approved, as written and, when it implements LaunchApprovals (as
+	// *trust.Store does), as launched; the others are held
+	// (Config.Pending). Nil approves
 	// nothing: every server of an untrusted layer is held. Files named
 	// in Files, the user layer and the managed file are trusted.
 	Approvals Approvals
@@ -210,9 +219,12 @@ type LoadOptions struct {
 //
 // The servers of an untrusted layer (project, local, or a host layer not
 // marked Trusted) start only once the user approved their entry as
-// written, in this project directory (opts.Approvals): the others are
-// held — in Servers with NeedsApproval set, unexpanded, and in Pending
-// with what to show the user. A disabled entry of an untrusted layer is
+// written, in this project directory (opts.Approvals), and, once it is
+// loaded with every default, layer and policy applied and its paths
+// resolved to real paths, what it launches (LaunchApprovals; see
+// Config.Approval and docs/trust.md): the others are held — in Servers
+// with NeedsApproval set, unexpanded, and in Pending with what to show
+// the user. A disabled entry of an untrusted layer is
 // loaded disabled, unexpanded, without approval.
 //
 // Last, the policies: the managed file's, then opts.Policy. Each server
@@ -302,7 +314,7 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 			e.File = managed
 			errs = append(errs, e)
 		}
-		cfg.addFile(layerFile{LayerManaged, managed, true}, servers, nil)
+		cfg.addFile(layerFile{LayerManaged, managed, true}, servers, nil, nil)
 	case len(opts.Layers) > 0:
 		layers := make([]layerFile, len(opts.Layers))
 		for i, l := range opts.Layers {
@@ -365,6 +377,9 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 			}
 		}
 	}
+	cfg.checkLaunches(opts.Approvals, lookup)
+	loaded := opts
+	cfg.loadedWith = &loaded
 	return cfg, nil
 }
 
@@ -428,8 +443,9 @@ func (c *Config) exclude(name, reason string) {
 }
 
 // addFile records that the file of layer l was loaded and defines
-// servers, of which pending are held.
-func (c *Config) addFile(l layerFile, servers map[string]ServerConfig, pending map[string]PendingServer) {
+// servers, of which pending are held and approved are approved as
+// written (their launch is checked last: checkLaunches).
+func (c *Config) addFile(l layerFile, servers map[string]ServerConfig, pending, approved map[string]PendingServer) {
 	c.Files = append(c.Files, l.path)
 	for name, sc := range servers {
 		sc.Scope = l.layer
@@ -462,6 +478,14 @@ func (c *Config) addFile(l layerFile, servers map[string]ServerConfig, pending m
 			c.Pending[name] = p
 		} else {
 			delete(c.Pending, name) // a later layer's entry wins, whole
+		}
+		if p, ok := approved[name]; ok {
+			if c.approvedEntries == nil {
+				c.approvedEntries = map[string]PendingServer{}
+			}
+			c.approvedEntries[name] = p
+		} else {
+			delete(c.approvedEntries, name)
 		}
 	}
 }
@@ -515,6 +539,7 @@ func (ld *loader) load(files []layerFile, layered bool) (*Config, []error) {
 			continue
 		}
 		var gate *approvalGate
+		var approved map[string]PendingServer
 		if !l.trusted {
 			gate = &approvalGate{layer: l.layer, file: file, project: ld.project, approvals: ld.approvals, workspace: ld.workspaceOnly}
 		}
@@ -524,7 +549,10 @@ func (ld *loader) load(files []layerFile, layered bool) (*Config, []error) {
 		}
 		switch {
 		case len(fileErrs) == 0:
-			cfg.addFile(l, servers, pending)
+			if gate != nil {
+				approved = gate.approved
+			}
+			cfg.addFile(l, servers, pending, approved)
 			cfg.addPermissions(perms, l.trusted)
 		case layered:
 			cfg.skip(l, fileErrs...)

@@ -2,12 +2,9 @@ package mcpvisor
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -22,6 +19,10 @@ const maxEnvFile = 1 << 20
 // cannot be read or parsed. Messages name lines and variables, never
 // values.
 var ErrEnvFile = errors.New("envFile")
+
+// ErrEnvFileNotRegular is wrapped with ErrEnvFile when an envFile is not
+// a regular file (a FIFO, a device, a directory, a socket).
+var ErrEnvFileNotRegular = errors.New("not a regular file")
 
 // envFilePath resolves a server's envFile (already expanded) against the
 // directory of the config file that names it.
@@ -46,16 +47,30 @@ func readEnvFile(path string) (map[string]string, []byte, error) {
 	return vars, data, nil
 }
 
-// readEnvFileBytes reads an env file, at most maxEnvFile bytes.
+// readEnvFileBytes reads an env file, at most maxEnvFile bytes. It must
+// be a regular file (a symbolic link to one is followed): a FIFO, a
+// device or /dev/stdin would block the loader or read what is not a
+// file, so it is opened without blocking (openNonBlocking) and refused
+// unless what was opened is a regular file.
 func readEnvFileBytes(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openNonBlocking(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrEnvFile, path, fileError(err))
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrEnvFile, path, fileError(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w %s: %w", ErrEnvFile, path, ErrEnvFileNotRegular)
+	}
+	if fi.Size() > maxEnvFile {
+		return nil, fmt.Errorf("%w %s: larger than %d bytes", ErrEnvFile, path, maxEnvFile)
+	}
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(io.LimitReader(f, maxEnvFile+1)); err != nil {
-		return nil, fmt.Errorf("%w %s: %w", ErrEnvFile, path, err)
+		return nil, fmt.Errorf("%w %s: %w", ErrEnvFile, path, fileError(err))
 	}
 	if buf.Len() > maxEnvFile {
 		return nil, fmt.Errorf("%w %s: larger than %d bytes", ErrEnvFile, path, maxEnvFile)
@@ -188,22 +203,4 @@ func mergeEnvFile(sc *ServerConfig, dir string) error {
 	}
 	sc.Env = env
 	return nil
-}
-
-// envFileDigest identifies what an untrusted entry's envFile holds, for
-// its approval (see approvalGate.decide): "sha256:<hex>" of the file, or
-// a word saying why there is none ("missing", "unresolved").
-func envFileDigest(path string) string {
-	if path == "" {
-		return "unresolved"
-	}
-	data, err := readEnvFileBytes(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "missing"
-		}
-		return "unreadable"
-	}
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -101,10 +101,12 @@ func TestProjectEnvFileNeedsApproval(t *testing.T) {
 	p := cfg.Pending["app"]
 	assert.Equal(t, filepath.Join(dir, ".env"), p.EnvFile)
 	assert.Equal(t, []string{"API_URL"}, p.EnvFileVariables, "the names it sets are shown, not the values")
-	entryOnly, err := trust.EntryHash(p.Entry)
+	approval, err := cfg.Approval("app")
 	require.NoError(t, err)
-	assert.NotEqual(t, entryOnly, p.Hash, "the approval covers the file too")
-	require.NoError(t, store.Approve(ctx, p.Approval()))
+	require.NotNil(t, approval.Launch, "the approval covers what the entry launches: the file too")
+	assert.Contains(t, approval.Launch.Fields, `env["API_URL"]`)
+	assert.NotContains(t, approval.Launch.Fields[`env["API_URL"]`], "api.example.com", "values are kept as digests")
+	require.NoError(t, store.Approve(ctx, approval))
 
 	cfg = load()
 	assert.Empty(t, cfg.Pending)
@@ -116,4 +118,5 @@ func TestProjectEnvFileNeedsApproval(t *testing.T) {
 	assert.True(t, cfg.Pending["app"].Changed)
 	assert.Empty(t, cfg.Servers["app"].Env)
 	assert.Equal(t, []string{"API_URL", "NODE_OPTIONS"}, cfg.Pending["app"].EnvFileVariables)
+	assert.Contains(t, strings.Join(cfg.Pending["app"].LaunchChanges, "\n"), `env["NODE_OPTIONS"]: added`)
 }

@@ -67,9 +67,9 @@ type PendingServer struct {
 	Project string
 	// Entry is the entry as written in File, before ${VAR} expansion.
 	Entry json.RawMessage
-	// Hash is what an approval covers: trust.EntryHash(Entry), or, for an
-	// entry with an envFile, the hash of the entry with the digest of the
-	// file's contents (see EnvFile).
+	// Hash is trust.EntryHash(Entry): the approval of the entry as
+	// written. An approval covers what the entry launches too
+	// (Config.Approval, LaunchChanges).
 	Hash string
 	// Variables are the ${VAR} references of the entry's expanded members
 	// (command, args, env values, cwd, url, header values, tls): the
@@ -79,8 +79,9 @@ type PendingServer struct {
 	Variables []string
 	// EnvFile is the entry's envFile, resolved (empty when it has none, or
 	// when its path needs a variable other than ${workspaceFolder}), and
-	// EnvFileVariables the names (never the values) the file sets. The
-	// approval covers the file's contents too (Hash): a changed file
+	// EnvFileVariables the names (never the values) the file sets, read
+	// only when it is a regular file. The approval covers the file's
+	// contents too (its launch, whose env holds them): a changed file
 	// needs a new approval, since its variables (PATH, NODE_OPTIONS,
 	// LD_PRELOAD…) decide what the server runs.
 	EnvFile          string
@@ -90,21 +91,28 @@ type PendingServer struct {
 	// top-level default (stdio servers), else the default sandbox when a
 	// policy requires one (SandboxRequiredBy). Its paths are as written,
 	// not expanded: ~, ${VAR} and relative paths are resolved when the
-	// entry is approved and loaded.
+	// entry is approved and loaded. For an entry held because what it
+	// launches changed (LaunchChanges), it is the sandbox it would now
+	// run under, its paths resolved.
 	Sandbox *transports.Sandbox
 	// SandboxRequiredBy is the Source of the policy that requires the
 	// server to run confined (requireSandbox), empty when none does.
 	SandboxRequiredBy string
 	// Changed is set when another version of the entry was approved: the
-	// entry changed since.
+	// entry changed since, or what it launches did (LaunchChanges).
 	Changed bool
+	// LaunchChanges lists, when the entry as written is the one approved
+	// but what it launches is not (an env file, a symbolic link, the
+	// file's default sandbox, the executable found in PATH, a ${VAR}
+	// changed), what differs, one line per member (trust.DiffLaunch:
+	// values that may be secrets show as digests).
+	LaunchChanges []string
+	// shownLaunch is the digest of the launch LaunchChanges describes
+	// (empty when there is none): Config.Approval approves that launch
+	// and no other.
+	shownLaunch string
 	// Reason is why the server is held, as its status reports it.
 	Reason string
-}
-
-// Approval returns the approval of p, for trust.Store.Approve.
-func (p PendingServer) Approval() trust.Approval {
-	return trust.Approval{Project: p.Project, Server: p.Name, Hash: p.Hash, Entry: p.Entry}
 }
 
 // DefaultStateDir is the directory that keeps the user's trust decisions
@@ -153,6 +161,9 @@ type approvalGate struct {
 	// workspace resolves ${workspaceFolder} alone, for the envFile of an
 	// entry not yet approved (whose other references are not expanded).
 	workspace func(string) (string, bool)
+	// approved holds what would be pending of each entry whose text is
+	// approved: checkLaunches holds it when its launch is not.
+	approved map[string]PendingServer
 }
 
 // decide reports whether the entry raw of server name is approved, and
@@ -160,8 +171,8 @@ type approvalGate struct {
 func (g *approvalGate) decide(name string, raw json.RawMessage, sc *ServerConfig) (bool, *PendingServer) {
 	p := &PendingServer{Name: name, Layer: g.layer, File: g.file, Project: g.project, Entry: raw, Variables: variables(sc)}
 	hash, err := trust.EntryHash(raw)
-	if err == nil && sc.EnvFile != "" {
-		hash, err = g.withEnvFile(p, raw, sc.EnvFile)
+	if sc.EnvFile != "" {
+		g.withEnvFile(p, sc.EnvFile)
 	}
 	if err != nil { // cannot happen: the entry decoded
 		p.Reason = fmt.Sprintf("%q layer entry (%s) cannot be identified for approval: %v", g.layer, g.file, err)
@@ -177,6 +188,10 @@ func (g *approvalGate) decide(name string, raw json.RawMessage, sc *ServerConfig
 	case err != nil:
 		p.Reason = fmt.Sprintf("%q layer entry (%s) is not approved: the approvals cannot be read: %v", g.layer, g.file, err)
 	case approved:
+		if g.approved == nil {
+			g.approved = map[string]PendingServer{}
+		}
+		g.approved[name] = *p // for checkLaunches, should the launch differ
 		return true, nil
 	case changed:
 		p.Changed = true
@@ -187,9 +202,12 @@ func (g *approvalGate) decide(name string, raw json.RawMessage, sc *ServerConfig
 	return false, p
 }
 
-// withEnvFile fills p's EnvFile members and returns the hash of the entry
-// raw together with the digest of its envFile's contents.
-func (g *approvalGate) withEnvFile(p *PendingServer, raw json.RawMessage, envFile string) (string, error) {
+// withEnvFile fills p's EnvFile members: the file's path when it needs no
+// variable but ${workspaceFolder}, and the names it sets when it is a
+// regular file that parses (see readEnvFileBytes). The approval of the
+// entry as written does not cover the file: the launch does, once the
+// text is approved (see checkLaunches).
+func (g *approvalGate) withEnvFile(p *PendingServer, envFile string) {
 	lookup := g.workspace
 	if lookup == nil {
 		lookup = func(string) (string, bool) { return "", false }
@@ -200,14 +218,6 @@ func (g *approvalGate) withEnvFile(p *PendingServer, raw json.RawMessage, envFil
 			p.EnvFileVariables = slices.Sorted(maps.Keys(vars))
 		}
 	}
-	both, err := json.Marshal(struct {
-		Entry   json.RawMessage `json:"entry"`
-		EnvFile string          `json:"envFile"`
-	}{raw, envFileDigest(p.EnvFile)})
-	if err != nil {
-		return "", err
-	}
-	return trust.EntryHash(both)
 }
 
 // heldConfig is what the supervisor gets of an entry held for approval:

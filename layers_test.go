@@ -108,7 +108,9 @@ func TestAnApprovalCoversOneEntryAsWrittenInOneProject(t *testing.T) {
 
 	cfg := load(dir)
 	require.Contains(t, cfg.Pending, "innocent")
-	require.NoError(t, store.Approve(ctx, cfg.Pending["innocent"].Approval()))
+	approval, err := cfg.Approval("innocent")
+	require.NoError(t, err)
+	require.NoError(t, store.Approve(ctx, approval))
 
 	cfg = load(dir)
 	assert.Empty(t, cfg.Pending)

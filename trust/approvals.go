@@ -26,6 +26,11 @@ type Approval struct {
 	// Entry is the entry as written (before ${VAR} expansion), for the
 	// user to see what was approved.
 	Entry json.RawMessage `json:"entry,omitempty"`
+	// Launch is what the server launched with when the user approved it:
+	// the entry after every default, layer and expansion, with its env
+	// files read and its paths resolved. Nil (an approval recorded before
+	// launches were covered) approves no launch: the entry asks again.
+	Launch *Launch `json:"launch,omitempty"`
 	// ApprovedAt is when the user approved it.
 	ApprovedAt time.Time `json:"approvedAt"`
 }
@@ -61,6 +66,23 @@ func (s *Store) Approved(project, server, hash string) (approved, changed bool, 
 		}
 	}
 	return false, false, nil
+}
+
+// ApprovedLaunch reports whether the approval of server in project
+// covers launch (the same Digest). When not, recorded is the launch the
+// approval covers (nil when there is none, or the approval predates
+// launches), to show what changed (DiffLaunch).
+func (s *Store) ApprovedLaunch(project, server string, launch Launch) (approved bool, recorded *Launch, err error) {
+	all, err := s.Approvals()
+	if err != nil {
+		return false, nil, err
+	}
+	for _, a := range all {
+		if a.Project == project && a.Server == server {
+			return a.Launch != nil && a.Launch.Digest == launch.Digest, a.Launch, nil
+		}
+	}
+	return false, nil, nil
 }
 
 // Approve records a, replacing any earlier approval of the same server in

@@ -240,3 +240,36 @@ func TestConcurrentChecksPinOnce(t *testing.T) {
 	testwait.Call(t, "the concurrent tool checks", wg.Wait)
 	assert.Equal(t, map[string]int{"s0": 1, "s1": 1, "s2": 1, "s3": 1}, firstSeen)
 }
+
+// An approval's launch is compared by digest, and the difference is shown
+// member by member; an approval without one approves no launch.
+func TestApprovedLaunchAndItsDifference(t *testing.T) {
+	ctx := testCtx(t)
+	s := NewStore(filepath.Join(t.TempDir(), "state"), fixedNow)
+	was := NewLaunch(map[string]string{"command": "srv", "sandbox.network": "false", `env["A"]`: HiddenValue("1")})
+	now := NewLaunch(map[string]string{"command": "srv", "sandbox.network": "true", `env["B"]`: HiddenValue("2")})
+	assert.NotEqual(t, was.Digest, now.Digest)
+	assert.Equal(t, was.Digest, NewLaunch(map[string]string{"command": "srv", "sandbox.network": "false", `env["A"]`: HiddenValue("1")}).Digest)
+	assert.NotEqual(t, NewLaunch(map[string]string{"a": "bc"}).Digest, NewLaunch(map[string]string{"ab": "c"}).Digest, "no two field sets share an encoding")
+
+	require.NoError(t, s.Approve(ctx, Approval{Project: "/p", Server: "srv", Hash: "h"}))
+	ok, rec, err := s.ApprovedLaunch("/p", "srv", was)
+	require.NoError(t, err)
+	assert.False(t, ok, "no launch recorded: none approved")
+	assert.Nil(t, rec)
+
+	require.NoError(t, s.Approve(ctx, Approval{Project: "/p", Server: "srv", Hash: "h", Launch: &was}))
+	ok, _, err = s.ApprovedLaunch("/p", "srv", was)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, rec, err = s.ApprovedLaunch("/p", "srv", now)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	require.NotNil(t, rec)
+	assert.Equal(t, []string{
+		`env["A"]: removed (was ` + HiddenValue("1") + `)`,
+		`env["B"]: added (` + HiddenValue("2") + `)`,
+		"sandbox.network: false → true",
+	}, DiffLaunch(rec, now))
+	assert.NotContains(t, HiddenValue("secret"), "secret")
+}

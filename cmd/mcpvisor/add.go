@@ -162,7 +162,11 @@ func (a *app) reportAdded(ctx context.Context, name string, s scopeFile, mine []
 		if store == nil {
 			return failed(errors.New("--approve: no state directory to keep approvals in: set --state-dir or $" + envStateDir))
 		}
-		if err := store.Approve(ctx, st.Pending.Approval()); err != nil {
+		approval, err := cfg.Approval(name)
+		if err != nil {
+			return failed(fmt.Errorf("--approve: %w", err))
+		}
+		if err := store.Approve(ctx, approval); err != nil {
 			return failed(fmt.Errorf("--approve: recording the approval: %w", err))
 		}
 		fmt.Fprintf(a.stdout, "Approved %q for %s. A running 'mcpvisor supervise' applies approvals on SIGHUP, or by itself with --watch.\n",

@@ -482,3 +482,39 @@ func TestAddConcurrent(t *testing.T) {
 	}
 	assert.Len(t, entries(t, e.userFile()), n)
 }
+
+// A project's config file that is a symbolic link (committed, pointing at
+// the user's own ~/.mcp.json, say) is not written through: add fails with
+// a clear error and the file it points to is unchanged. The user's own
+// files may be links.
+func TestAddDoesNotWriteThroughAProjectLink(t *testing.T) {
+	t.Parallel()
+	e := newAddEnv(t)
+	const mine = `{"mcpServers": {"mine": {"command": "x"}}}`
+	require.NoError(t, os.WriteFile(e.userFile(), []byte(mine), 0o600))
+	for _, scope := range []string{"local", "project"} {
+		link := e.localFile()
+		if scope == "project" {
+			link = e.projectFile()
+		}
+		require.NoError(t, os.Symlink(e.userFile(), link))
+		r := e.run(t, "add", "--scope", scope, "evil", "--", "sh", "-c", "touch /tmp/x")
+		assert.Equal(t, 1, r.code, r.stdout)
+		assert.Contains(t, r.stderr, link+": is a symbolic link in the project directory")
+		got, err := os.ReadFile(e.userFile())
+		require.NoError(t, err)
+		assert.Equal(t, mine, string(got), "the file the link points to is unchanged")
+		r = e.run(t, "remove", "--scope", scope, "mine")
+		assert.Equal(t, 1, r.code, r.stdout)
+		require.NoError(t, os.Remove(link))
+	}
+
+	// The user's own file, linked from elsewhere, is still written where
+	// it points.
+	dotfiles := filepath.Join(realTempDir(t), "mcp.json")
+	require.NoError(t, os.Rename(e.userFile(), dotfiles))
+	require.NoError(t, os.Symlink(dotfiles, e.userFile()))
+	r := e.run(t, "add", "--scope", "user", "ok", "--", "sh")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, entries(t, dotfiles), "ok")
+}

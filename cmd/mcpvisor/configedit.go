@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -21,13 +23,28 @@ const editLockWait = 10 * time.Second
 // edit lock for longer than editLockWait.
 var errEditLocked = errors.New("another mcpvisor is editing this config file")
 
+// errProjectLink is returned when a config file of the project directory
+// (the project and local scopes) is a symbolic link: whoever wrote the
+// project chose where it points (the user's own ~/.mcp.json, say), and
+// mcpvisor never wrote it, so it does not write through it.
+var errProjectLink = errors.New("is a symbolic link in the project directory, which mcpvisor did not create: it does not write through it (replace the link by a file to edit it here)")
+
 // editConfig applies change to the config file of s and writes the
 // result atomically (mcpfile.Replace), under a lock that mcpvisor
 // processes editing the same file share (kept in the state directory,
 // never beside the file), so that two concurrent adds both land. It
 // returns the file written (s.path with its links resolved) and what was
 // written to it.
+//
+// A file of the project directory (project and local scopes) that is a
+// symbolic link is refused (errProjectLink); the user's own files may be
+// links (dotfiles kept elsewhere), and are written where they point.
 func (a *app) editConfig(ctx context.Context, s scopeFile, change func(*mcpfile.File) ([]byte, error)) (string, []byte, error) {
+	if !s.trusted() {
+		if fi, err := os.Lstat(s.path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return "", nil, errProjectLink
+		}
+	}
 	target, err := mcpfile.Target(s.path)
 	if err != nil {
 		return "", nil, err

@@ -73,7 +73,10 @@ type pendingServerJSON struct {
 	EnvFile   *envFileJSON    `json:"envFile,omitempty"`
 	Sandbox   *sandboxJSON    `json:"sandbox"`
 	Changed   bool            `json:"changed"`
-	Reason    string          `json:"reason"`
+	// LaunchChanges: what the entry launches that differs from what was
+	// approved (its text being the one approved).
+	LaunchChanges []string `json:"launchChanges,omitempty"`
+	Reason        string   `json:"reason"`
 }
 
 // envFileJSON is a pending entry's envFile: its path and the names it
@@ -156,7 +159,13 @@ func (a *app) trust(ctx context.Context, names []string, listOnly, asJSON, yes b
 		if !approve(fmt.Sprintf("Approve server %q for %s?", p.Name, p.Project)) {
 			continue
 		}
-		if err := store.Approve(ctx, p.Approval()); err != nil {
+		approval, err := cfg.Approval(p.Name)
+		if err != nil {
+			a.log.Error().Err(err).Str("server", p.Name).Msg("approving")
+			failures++
+			continue
+		}
+		if err := store.Approve(ctx, approval); err != nil {
 			a.log.Error().Err(err).Str("server", p.Name).Msg("recording the approval")
 			failures++
 			continue
@@ -218,6 +227,12 @@ func (a *app) printPendingServer(p mcpvisor.PendingServer) {
 		}
 		fmt.Fprintf(a.stdout, "  Its envFile %s sets: %s (approving covers the file as it is now)\n", p.EnvFile, sets)
 	}
+	if len(p.LaunchChanges) > 0 {
+		fmt.Fprintln(a.stdout, "  The entry is the one you approved, but what it launches changed:")
+		for _, l := range p.LaunchChanges {
+			fmt.Fprintf(a.stdout, "    %s\n", l)
+		}
+	}
 }
 
 func (a *app) printPendingTool(p trust.PendingTool) {
@@ -239,7 +254,7 @@ func (a *app) printTrustJSON(servers []mcpvisor.PendingServer, tools []trust.Pen
 			vars = []string{}
 		}
 		ps := pendingServerJSON{Name: p.Name, Layer: p.Layer, File: p.File, Project: p.Project,
-			Entry: p.Entry, Hash: p.Hash, Variables: vars, Sandbox: pendingSandbox(p), Changed: p.Changed, Reason: p.Reason}
+			Entry: p.Entry, Hash: p.Hash, Variables: vars, Sandbox: pendingSandbox(p), Changed: p.Changed, LaunchChanges: p.LaunchChanges, Reason: p.Reason}
 		if p.EnvFile != "" {
 			ps.EnvFile = &envFileJSON{Path: p.EnvFile, Variables: append([]string{}, p.EnvFileVariables...)}
 		}

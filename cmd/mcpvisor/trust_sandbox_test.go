@@ -60,3 +60,39 @@ func TestTrustShowsTheSandbox(t *testing.T) {
 	}
 	assert.Contains(t, r.stdout, `"sandbox": null`, "no sandbox is null, not absent")
 }
+
+// The approval covers the file's default sandbox: turning it off after
+// approval holds the server again, and trust shows what changed.
+func TestTrustShowsWhatTheLaunchChanged(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/etc/mcpvisor/managed-mcp.json"); err == nil {
+		t.Skip("a managed config file exists on this machine and would win")
+	}
+	home, project, state := t.TempDir(), realTempDir(t), t.TempDir()
+	env := []string{"HOME=" + home, envStateDir + "=" + state}
+	write := func(top string) {
+		t.Helper()
+		require.NoError(t, os.WriteFile(filepath.Join(project, ".mcp.json"),
+			[]byte(`{`+top+`"mcpServers": {"s": {"command": "sh", "args": ["-c", "exit 3"]}}}`), 0o600))
+	}
+	write(`"sandbox": {"write": ["./out"]}, `)
+	r := cliIn(t, project, env, "trust", "--yes")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Approved 1 of 1.")
+	r = cliIn(t, project, env, "trust", "--list")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Nothing waits for approval.")
+
+	write(`"sandbox": false, `)
+	r = cliIn(t, project, env, "trust", "--list")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "changed since you approved it")
+	assert.Contains(t, r.stdout, "what it launches changed:")
+	assert.Contains(t, r.stdout, "sandbox.enabled: true → false")
+	r = cliIn(t, project, env, "list", "--json")
+	assert.Equal(t, 1, r.code)
+	out := decodeList(t, r.stdout)
+	require.Len(t, out.Servers, 1)
+	assert.Equal(t, "needs-approval", out.Servers[0].State)
+	assert.Contains(t, out.Servers[0].Error, "what it launches differs (sandbox.enabled")
+}
