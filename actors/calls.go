@@ -126,12 +126,13 @@ func (s *System) recordOutcome(h *serverHandle, v *serverView, err error) {
 // awaitReady returns the server's view once it is ready with a session
 // other than old. A server connecting or reconnecting is waited for, up to
 // ctx's end (unless Options.FailFast; a session being renewed after
-// expiry is always waited for). A parked server is woken, and the call
-// waits for that one fresh attempt. Disabled, stopped and held servers
-// fail at once.
+// expiry is always waited for). A server parked when the wait begins is
+// woken, and the call waits for that one fresh attempt; one that parks
+// while the call waits has just failed its attempts, and the call fails
+// with it. Disabled, stopped and held servers fail at once.
 func (s *System) awaitReady(ctx context.Context, h *serverHandle, old *session.Session) (*serverView, error) {
 	woken, wokenAt := false, uint64(0)
-	for {
+	for first := true; ; first = false {
 		changed := h.changed.next()
 		v := h.view.Load()
 		switch {
@@ -144,8 +145,10 @@ func (s *System) awaitReady(ctx context.Context, h *serverHandle, old *session.S
 		case v.state == StateDisabled || v.state == StateStopped || v.state == StateNeedsApproval:
 			return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
 		case v.state.Parked():
-			if woken && v.gen > wokenAt {
-				return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err} // the fresh attempt failed
+			if woken && v.gen > wokenAt || !first && !woken {
+				// The fresh attempt failed, or the server parked while
+				// the call waited for it.
+				return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
 			}
 			if s.opts.FailFast {
 				return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
@@ -226,13 +229,29 @@ func (s *System) callTool(ctx context.Context, name string, args json.RawMessage
 	return res, err
 }
 
-// route finds the pool entry of a qualified name with find. A name no
-// entry has may belong to a lazy server not yet connected (its tools are
-// unknown until then): the name's mcp__<server>__ prefix wakes it, and
-// the name is looked up again once it is ready. It may also belong to a
-// server that has just become ready: its status says so a moment before
-// the registry folds its lists into the pool (rebuilds are spaced), and
-// the name is looked up again once the pool has them.
+// route finds the pool entry of a qualified name with find. It is the
+// one place where the library's calls (CallTool, CallServerTool,
+// GetPrompt) and the gateway's find the server behind a name, and so the
+// one place that waits for a server whose names are not known yet.
+//
+// A name no entry has may belong, by its mcp__<server>__ prefix, to:
+//   - a lazy server not yet connected (its tools are unknown until then):
+//     the call wakes it;
+//   - a server that has just become ready: its status says so a moment
+//     before the registry folds its lists into the pool (rebuilds are
+//     spaced);
+//   - a server that has not listed yet: still pending or connecting (a
+//     host that calls as soon as it starts), reconnecting after a failed
+//     first connect, or parked before it ever listed (the call wakes it
+//     for one fresh attempt, as a call to a parked server's tool does).
+//
+// Then the call waits for that server to be ready (awaitReady, within
+// ctx or the server's call deadline) and looks the name up again once the
+// pool has its lists; a server that does not get ready in time fails the
+// call with its *NotReadyError (state and last error), never
+// ErrUnknownTool. ErrUnknownTool is kept for names no configured server
+// could offer: no server has the prefix, or the server is ready and
+// pooled without such a name.
 func (s *System) route(ctx context.Context, name string, find func(*pool) (poolEntry, bool)) (poolEntry, error) {
 	p := s.pool.Load()
 	if e, ok := find(p); ok {
@@ -244,6 +263,12 @@ func (s *System) route(ctx context.Context, name string, find func(*pool) (poolE
 	h := s.lazyServerOf(name)
 	if h == nil {
 		h = s.unfoldedServerOf(name)
+	}
+	if h == nil {
+		h = s.unlistedServerOf(name)
+		if h != nil && p.off.Has(h.name) {
+			return poolEntry{}, fmt.Errorf("%w (server %q)", ErrServerOff, h.name)
+		}
 	}
 	if h == nil {
 		// The pool may have folded the server's lists in since it was
@@ -311,6 +336,30 @@ func (s *System) unfoldedServerOf(name string) *serverHandle {
 		if h.view.Load().state == StateReady && !s.poolHas(h) {
 			best, bestLen = h, len(prefix)
 		}
+	}
+	return best
+}
+
+// unlistedServerOf returns the configured server whose qualified names
+// start like name (the longest such prefix) when none of its names are in
+// the pool because it has not listed them: it is not ready, and offers
+// no tools (neither recovered nor cached) and routes no hidden ones. nil
+// when the server with the longest such prefix has its names in the
+// pool, or no server has the prefix.
+func (s *System) unlistedServerOf(name string) *serverHandle {
+	var best *serverHandle
+	bestLen := 0
+	for _, h := range *s.handles.Load() {
+		prefix := "mcp__" + sanitize(h.name) + "__"
+		if strings.HasPrefix(name, prefix) && len(prefix) > bestLen {
+			best, bestLen = h, len(prefix)
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	if v := best.view.Load(); v.state == StateReady || v.offersTools() || v.routesHiddenTools() {
+		return nil
 	}
 	return best
 }

@@ -47,6 +47,7 @@ type superviseFlags struct {
 	bodyTimeout  time.Duration
 	channelQueue int
 	pollAfter    time.Duration
+	startupWait  time.Duration
 	sessionKeys  string
 	sessionStore string
 	cluster      clusterFlags
@@ -94,6 +95,16 @@ gateway's tool wait_for_channel_message (for clients without push): at most
 --channel-queue messages per server (default 1000; the oldest is dropped, and
 counted in /status, /metrics and on the next message delivered). The queue
 starts with the gateway and survives reloads.
+
+Start-up: a client that connects while the servers are still starting (a host
+that runs 'supervise --stdio' itself, or connects as soon as the port answers)
+and lists at once gets its tools/list, prompts/list and resources/list answered
+once the servers configured at start have settled (ready, failed, needs-auth,
+needs-approval, disabled; lazy servers excepted), or after --startup-wait
+(default 30s; 0: at once). Servers that get ready later reach the clients by
+list_changed. A call to a tool of a server still connecting waits for it within
+the call's deadline, then fails with "server not ready" (-32050), never
+"unknown tool".
 
 Long calls: with --sse-poll-after D (e.g. 30s, behind a proxy that cuts idle
 responses), the event stream answering a tools/call of a 2025-11-25 session
@@ -178,6 +189,8 @@ Exit codes:
 		"keep at most `N` channel messages per server for wait_for_channel_message (the oldest is dropped and counted)")
 	fl.DurationVar(&f.pollAfter, "sse-poll-after", 0,
 		"end the POST event stream of a tools/call still running after `D`, e.g. 30s (2025-11-25 sessions; the client resumes it with Last-Event-ID, SEP-1699); 0: never")
+	fl.DurationVar(&f.startupWait, "startup-wait", gateway.DefaultStartupWait,
+		"during start-up, have tools/list, prompts/list and resources/list wait up to `D` for the configured servers to settle (ready or failed), so that a client that lists once at start sees the whole pool; 0: answer at once")
 	fl.StringVar(&f.sessionKeys, "session-keys", "",
 		"seal each HTTP session into its Mcp-Session-Id with the keys in `FILE`, so that every gateway sharing them (replicas, or this one restarted) serves it (docs/sessions.md)")
 	fl.StringVar(&f.sessionStore, "session-store", "",
@@ -332,6 +345,9 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		return failed(nil)
 	}
 	a.logApplied(cfg, res, "supervising")
+	// Clients that list during start-up wait for these servers (up to
+	// --startup-wait).
+	gw.ServersConfigured()
 	if len(cfg.Servers) == 0 {
 		a.log.Warn().Msg("no servers configured")
 	}

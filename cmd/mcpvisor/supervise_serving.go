@@ -62,7 +62,7 @@ func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Optio
 		Names: names, NameBudget: f.nameBudget,
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
 		MaxSessionState: f.maxState, MaxSessionMemory: f.maxMemory, BodyTimeout: f.bodyTimeout,
-		SSEPollAfter: f.pollAfter, SessionSeal: setup.seal,
+		SSEPollAfter: f.pollAfter, SessionSeal: setup.seal, StartupWait: f.startupWait,
 	}
 }
 

@@ -52,6 +52,10 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 		return g.waitForChannel(ctx, r.Session, p.Arguments)
 	}
 	qualified := g.qualifiedTool(p.Name)
+	if _, known := g.names().server[qualified]; !known {
+		// Maybe a tool of a server still starting (startup.go).
+		qualified = g.notYetListed(ctx, p.Name, qualified)
+	}
 	if !g.offered(qualified) {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", qualified)
 	}

@@ -204,6 +204,12 @@ type Options struct {
 	// request a downstream client sends, continuing the trace context of
 	// its params._meta (see tracing.go). Nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// StartupWait bounds how long the list requests made during start-up
+	// wait for the servers configured at start to settle, counted from
+	// ServersConfigured (see startup.go; DefaultStartupWait is a sane
+	// value). Zero or negative: lists never wait, and a client that lists
+	// early sees the servers ready by then.
+	StartupWait time.Duration
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -258,6 +264,10 @@ type Gateway struct {
 	inbox *channels.Inbox
 	// tracer makes the server spans; nil without Options.TracerProvider.
 	tracer trace.Tracer
+	// startup is the start-up gate (startup.go): nil until
+	// ServersConfigured sets it; its goroutine opens it once the servers
+	// have settled or the window has passed (Drain opens it too).
+	startup atomic.Pointer[startupGate]
 }
 
 // eventBuffer is how many bus events the gateway's subscription holds
@@ -409,6 +419,7 @@ func (g *Gateway) Drain(ctx context.Context) bool {
 	// themselves: end them now.
 	g.srv.EndListens()
 	g.endWaits()
+	g.openStartup()
 	for {
 		if g.inflight.Load() == 0 {
 			return true
@@ -512,15 +523,17 @@ func rpcError(err error) *protocol.Error {
 	case errors.As(err, &lost):
 		e = protocol.NewError(CodeConnectionLost, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Server: lost.Server, Failure: kind, Retryable: true})
+	case errors.As(err, &nr):
+		// Before the timeout: a call that waited for its server until its
+		// deadline says which server, in what state, and its last error.
+		e = protocol.NewError(CodeServerNotReady, "%v", err)
+		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: retryableState(nr.State)})
 	case errors.Is(err, mcpvisor.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		e = protocol.NewError(CodeRequestTimeout, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Failure: kind, Retryable: true})
 	case errors.Is(err, mcpvisor.ErrCallDenied), errors.Is(err, mcpvisor.ErrApprovalUnavailable):
 		e = protocol.NewError(CodeCallRefused, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Failure: kind})
-	case errors.As(err, &nr):
-		e = protocol.NewError(CodeServerNotReady, "%v", err)
-		e.Data, _ = json.Marshal(errorData{Server: nr.Server, Failure: kind, Retryable: retryableState(nr.State)})
 	case errors.Is(err, mcpvisor.ErrServerOff), errors.Is(err, mcpvisor.ErrServerNotReady):
 		e = protocol.NewError(CodeServerNotReady, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Failure: kind})

@@ -30,6 +30,12 @@ func (g *Gateway) ServeMCP(ctx context.Context, w mcpserver.ResponseWriter, r *m
 // serve serves request r.
 func (g *Gateway) serve(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) (any, *protocol.Error) {
 	switch r.Method {
+	case protocol.MethodToolsList, protocol.MethodPromptsList, protocol.MethodResourcesList, protocol.MethodResourcesTemplatesList:
+		// During start-up a list waits for the servers configured at
+		// start (startup.go).
+		g.awaitStartup(ctx)
+	}
+	switch r.Method {
 	case protocol.MethodToolsList:
 		return g.listTools(), nil
 	case protocol.MethodToolsCall:
