@@ -232,16 +232,22 @@ the error that ends the command is a JSON line too.
 		"keep approvals and tool pins in `DIR` (default $"+envStateDir+", else ~/.local/state/mcpvisor)")
 	root.PersistentFlags().BoolVar(&a.trustProject, "trust-project", false,
 		"start the servers of the project's config files without approval, for this run (nothing is recorded)")
-	root.PersistentFlags().StringVar(&a.tokenBackend, "token-store", "",
-		"where OAuth tokens are kept: `STORE` auto, file, "+strings.Join(secretstore.Names()[2:], ", ")+", etcd (shared by a deployment: --etcd-endpoint)"+
-			" (default $"+envTokenStoreBackend+", else auto: the OS secret store where one works)")
-	a.etcd.register(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 
-	root.AddCommand(a.listCommand(), a.callCommand(), a.superviseCommand(), a.statusCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), a.authCommand(), a.trustCommand(), a.addCommand(), a.removeCommand(), a.getCommand())
+	list, call, supervise, auth := a.listCommand(), a.callCommand(), a.superviseCommand(), a.authCommand()
+	// --token-store and --etcd-* only where they are used: the commands
+	// that open the OAuth token store (--token-store etcd), among them
+	// supervise (also --session-store etcd, --cluster-membership etcd).
+	for _, c := range []*cobra.Command{list, call, supervise, auth} {
+		c.PersistentFlags().StringVar(&a.tokenBackend, "token-store", "",
+			"where OAuth tokens are kept: `STORE` auto, file, "+strings.Join(secretstore.Names()[2:], ", ")+", etcd (shared by a deployment: --etcd-endpoint)"+
+				" (default $"+envTokenStoreBackend+", else auto: the OS secret store where one works)")
+		a.etcd.register(c.PersistentFlags())
+	}
+	root.AddCommand(list, call, supervise, a.statusCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), auth, a.trustCommand(), a.addCommand(), a.removeCommand(), a.getCommand())
 	return root
 }
 
