@@ -834,9 +834,18 @@ func TestMock(t *testing.T) {
 		for _, args := range [][]string{{"mock", "-h"}, {"mock", "--help"}, {"help", "mock"}} {
 			r := cli(t, args...)
 			require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
-			for _, name := range []string{"latency", "exit-after", "grandchild", "versions"} {
-				assert.Contains(t, r.stdout, "  -"+name, "%v documents -%s", args, name)
+			// The layout of every other command: --name TYPE, in a column.
+			for _, name := range []string{"latency duration", "exit-after int", "grandchild", "versions string"} {
+				assert.Regexp(t, `(?m)^      --`+name+`\s{2,}\S`, r.stdout, "%v documents --%s", args, name)
 			}
+			assert.NotRegexp(t, `(?m)^\s*-[a-z]`, r.stdout, "no flag documented with one dash")
+			assert.NotContains(t, r.stdout, " -channel", "usages name flags with two dashes")
+		}
+	})
+	t.Run("both flag styles", func(t *testing.T) {
+		t.Parallel()
+		for _, args := range [][]string{{"mock", "--exit-at-start"}, {"mock", "-exit-at-start"}, {"mock", "--name", "x", "--exit-at-start"}, {"mock", "-name=x", "-exit-at-start"}} {
+			assert.Equal(t, 4, cli(t, args...).code, "%v", args)
 		}
 	})
 	t.Run("bad flag", func(t *testing.T) {
