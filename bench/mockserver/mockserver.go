@@ -302,6 +302,11 @@ func ParseFlags(args []string) (Options, error) {
 	return o, nil
 }
 
+// FlagSet returns a new flag set of the flags ParseFlags accepts, bound
+// to values nobody reads: for a host that documents them in its own
+// layout.
+func FlagSet() *flag.FlagSet { return flagSet(new(Options), new(string)) }
+
 // Usage describes the flags ParseFlags accepts.
 func Usage() string {
 	var b strings.Builder

@@ -178,6 +178,7 @@ func ofLazyServer(sup *mcpvisor.Supervisor, tool string) bool {
 func (a *app) waitForTool(ctx context.Context, sup *mcpvisor.Supervisor, events <-chan mcpvisor.Event, tool string, timeout time.Duration) bool {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer a.reportWaiting(sup)()
 	settled := make(chan error, 1)
 	go func() { settled <- sup.WaitSettled(wctx) }() // ends with wctx at the latest
 	for {

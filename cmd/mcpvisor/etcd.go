@@ -27,8 +27,8 @@ const (
 	envEtcdPassword = "MCPVISOR_ETCD_PASSWORD"
 )
 
-// etcdFlags are the etcd client's flags (global: auth, supervise, list
-// and call all reach the token store).
+// etcdFlags are the etcd client's flags, on the commands that can reach
+// an etcd: auth, list and call (the token store) and supervise.
 type etcdFlags struct {
 	endpoints []string
 	prefix    string

@@ -136,7 +136,10 @@ func decidesExit(st mcpvisor.ServerStatus) bool {
 func (a *app) waitSettled(ctx context.Context, sup *mcpvisor.Supervisor, timeout time.Duration) {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := sup.WaitSettled(wctx); err != nil {
+	stopReport := a.reportWaiting(sup)
+	err := sup.WaitSettled(wctx)
+	stopReport()
+	if err != nil {
 		switch {
 		case ctx.Err() != nil:
 			a.log.Warn().Msg("interrupted while the servers were connecting")

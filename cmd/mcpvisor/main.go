@@ -99,6 +99,7 @@ type app struct {
 
 	configFiles    []string
 	logLevel       string
+	logFormat      string       // --log-format: auto, text or json
 	stateDir       string       // --state-dir
 	trustProject   bool         // --trust-project
 	approvals      *trust.Store // see trustStore
@@ -115,6 +116,8 @@ type app struct {
 
 // run executes the command line args and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	// The CLI owns the process: its logs carry milliseconds.
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 	a := &app{stdin: os.Stdin, stdout: stdout, stderr: stderr, log: zerolog.Nop(), libLog: zerolog.Nop()}
 	root := a.rootCommand()
 	root.SetArgs(args)
@@ -129,15 +132,63 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ee = &exitError{code: exitUsage, err: err} // cobra's own: unknown command, bad flag or arguments
 	}
 	if ee.err != nil {
-		fmt.Fprintf(stderr, "mcpvisor: %v\n", ee.err)
+		hint := ""
 		if ee.code == exitUsage {
 			if cmd == nil {
 				cmd = root
 			}
-			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+			hint = fmt.Sprintf("Run '%s --help' for usage.", cmd.CommandPath())
 		}
+		a.reportError(ee.err, ee.code, hint)
 	}
 	return ee.code
+}
+
+// reportError writes the error that ends the process to stderr, in the
+// stream's one format: a JSON log line (level error, with the exit code
+// and the usage hint) when the logs are JSON, else the plain sentence
+// "mcpvisor: <err>" and the hint on its own line. It is written whatever
+// --log-level says: it is the command's answer.
+func (a *app) reportError(err error, code int, hint string) {
+	if a.jsonLogs() {
+		l := zerolog.New(a.stderr).With().Timestamp().Logger()
+		ev := l.WithLevel(zerolog.ErrorLevel).Int("exit_code", code)
+		if hint != "" {
+			ev = ev.Str("hint", hint)
+		}
+		ev.Msg(err.Error())
+		return
+	}
+	fmt.Fprintf(a.stderr, "mcpvisor: %v\n", err)
+	if hint != "" {
+		fmt.Fprintln(a.stderr, hint)
+	}
+}
+
+// Log formats (--log-format).
+const (
+	logFormatAuto = "auto" // text on a terminal, JSON otherwise
+	logFormatText = "text" // zerolog's console writer
+	logFormatJSON = "json" // one JSON object a line
+)
+
+// jsonLogs reports whether stderr carries JSON lines: --log-format json,
+// or auto (also an unparsable value, for the final error of a bad flag)
+// with stderr not a terminal.
+func (a *app) jsonLogs() bool {
+	switch strings.ToLower(strings.TrimSpace(a.logFormat)) {
+	case logFormatJSON:
+		return true
+	case logFormatText:
+		return false
+	}
+	return !isTerminal(a.stderr)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -160,8 +211,9 @@ run. Tool definitions are pinned when a server is first seen; a changed
 definition, or a new tool, is withheld until approved ('mcpvisor trust'), except
 on servers marked "trust": "trusted". Decisions are kept in --state-dir.
 
-Results go to stdout; logs and errors go to stderr (console format on a terminal,
-JSON lines otherwise).
+Results go to stdout; logs and errors go to stderr, in one format: --log-format
+auto (the default) is plain text on a terminal and JSON lines otherwise, where
+the error that ends the command is a JSON line too.
 
 ` + exitCodesHelp,
 		SilenceErrors: true,
@@ -174,25 +226,34 @@ JSON lines otherwise).
 		"config `FILE` to load (repeatable; later files win per server name); default: layered discovery")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info",
 		"log `LEVEL`: trace, debug, info, warn, error or disabled")
+	root.PersistentFlags().StringVar(&a.logFormat, "log-format", logFormatAuto,
+		"log `FORMAT` on stderr: auto (text on a terminal, else json), text or json; errors follow it")
 	root.PersistentFlags().StringVar(&a.stateDir, "state-dir", "",
 		"keep approvals and tool pins in `DIR` (default $"+envStateDir+", else ~/.local/state/mcpvisor)")
 	root.PersistentFlags().BoolVar(&a.trustProject, "trust-project", false,
 		"start the servers of the project's config files without approval, for this run (nothing is recorded)")
-	root.PersistentFlags().StringVar(&a.tokenBackend, "token-store", "",
-		"where OAuth tokens are kept: `STORE` auto, file, "+strings.Join(secretstore.Names()[2:], ", ")+", etcd (shared by a deployment: --etcd-endpoint)"+
-			" (default $"+envTokenStoreBackend+", else auto: the OS secret store where one works)")
-	a.etcd.register(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 
-	root.AddCommand(a.listCommand(), a.callCommand(), a.superviseCommand(), a.statusCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), a.authCommand(), a.trustCommand(), a.addCommand(), a.removeCommand(), a.getCommand())
+	list, call, supervise, auth := a.listCommand(), a.callCommand(), a.superviseCommand(), a.authCommand()
+	// --token-store and --etcd-* only where they are used: the commands
+	// that open the OAuth token store (--token-store etcd), among them
+	// supervise (also --session-store etcd, --cluster-membership etcd).
+	for _, c := range []*cobra.Command{list, call, supervise, auth} {
+		c.PersistentFlags().StringVar(&a.tokenBackend, "token-store", "",
+			"where OAuth tokens are kept: `STORE` auto, file, "+strings.Join(secretstore.Names()[2:], ", ")+", etcd (shared by a deployment: --etcd-endpoint)"+
+				" (default $"+envTokenStoreBackend+", else auto: the OS secret store where one works)")
+		a.etcd.register(c.PersistentFlags())
+	}
+	root.AddCommand(list, call, supervise, a.statusCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), auth, a.trustCommand(), a.addCommand(), a.removeCommand(), a.getCommand())
 	return root
 }
 
-// setUpLogging builds the loggers from --log-level. The CLI logs to
-// stderr: console format on a terminal, JSON lines otherwise.
+// setUpLogging builds the loggers from --log-level and --log-format. The
+// CLI logs to stderr: with --log-format auto, console format on a
+// terminal, JSON lines otherwise.
 //
 // The supervisor gets the same logger, except at level info, where it
 // gets warn: its info messages are state changes, which the commands
@@ -204,11 +265,16 @@ func (a *app) setUpLogging() error {
 	if err != nil || a.logLevel == "" || level == zerolog.NoLevel {
 		return usageError("--log-level %q: want trace, debug, info, warn, error or disabled", a.logLevel)
 	}
-	// The CLI owns the process: its logs carry milliseconds.
-	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
+	switch f := strings.ToLower(strings.TrimSpace(a.logFormat)); f {
+	case logFormatAuto, logFormatText, logFormatJSON:
+		a.logFormat = f
+	default:
+		a.logFormat = logFormatAuto // the error below is reported in auto's format
+		return usageError("--log-format %q: want auto, text or json", f)
+	}
 	out := a.stderr
-	if f, ok := out.(*os.File); ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
-		out = zerolog.ConsoleWriter{Out: f, TimeFormat: "15:04:05.000"}
+	if !a.jsonLogs() {
+		out = zerolog.ConsoleWriter{Out: a.stderr, TimeFormat: "15:04:05.000", NoColor: !isTerminal(a.stderr)}
 	}
 	a.log = zerolog.New(out).Level(level).With().Timestamp().Logger()
 	a.libLog = a.log
@@ -298,7 +364,7 @@ func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...fu
 		return nil, err
 	}
 	if !oneShot {
-		a.log.Info().Str("token_store", a.storeInfo.String()).Msg("OAuth token store")
+		a.logTokenStore()
 	}
 	opts := mcpvisor.Options{Logger: a.libLog, OAuth: oo}
 	// One identity towards servers: every command presents the client
@@ -340,6 +406,19 @@ func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...fu
 // roots) in a command that has no client to put it to.
 func noClientToAnswer(_ context.Context, server, method string, _ json.RawMessage) (any, error) {
 	return nil, protocol.NewError(protocol.CodeMethodNotFound, "mcpvisor: no client is connected to answer %s", method)
+}
+
+// logTokenStore says where OAuth tokens are kept. The file store chosen
+// because no OS secret store works (usual on a server or in a container)
+// is an expected condition: one plain line, with why at debug level.
+func (a *app) logTokenStore() {
+	in := a.storeInfo
+	if in.Fallback == "" {
+		a.log.Info().Str("token_store", in.String()).Msg("OAuth token store")
+		return
+	}
+	a.log.Info().Msgf("OAuth tokens are kept in %s: no OS secret store works here", in.Where)
+	a.log.Debug().Str("reason", in.Fallback).Msg("no OS secret store")
 }
 
 // closeSupervisor closes sup within closeTimeout and logs a failure.

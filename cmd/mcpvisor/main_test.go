@@ -89,7 +89,35 @@ func cliEnv(extra ...string) []string {
 
 type result struct {
 	stdout, stderr string
-	code           int
+	// rawStderr is stderr as written; in stderr, the JSON line of the
+	// error that ends the command reads as in text mode ("mcpvisor:
+	// <err>" and the hint), so that tests of what an error says need not
+	// unescape it.
+	rawStderr string
+	code      int
+}
+
+// plainFinalError rewrites the JSON line of the final error (the one with
+// an exit_code) as text mode writes it; the other lines are kept.
+func plainFinalError(stderr string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(stderr, "\n") {
+		var m struct {
+			Level    string `json:"level"`
+			Message  string `json:"message"`
+			Hint     string `json:"hint"`
+			ExitCode *int   `json:"exit_code"`
+		}
+		if json.Unmarshal([]byte(line), &m) != nil || m.ExitCode == nil || m.Level != "error" {
+			b.WriteString(line)
+			continue
+		}
+		b.WriteString("mcpvisor: " + m.Message + "\n")
+		if m.Hint != "" {
+			b.WriteString(m.Hint + "\n")
+		}
+	}
+	return b.String()
 }
 
 // cli runs the binary under test to completion (at most 30 s).
@@ -118,7 +146,7 @@ func cliIn(t *testing.T, dir string, env []string, args ...string) result {
 		require.NoError(t, err)
 	}
 	require.NoError(t, ctx.Err(), "mcpvisor %v did not finish in time; stderr:\n%s", args, stderr.String())
-	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+	return result{stdout: stdout.String(), stderr: plainFinalError(stderr.String()), rawStderr: stderr.String(), code: code}
 }
 
 // mock is a config entry for a mock server run by bin's mock command.
@@ -806,9 +834,18 @@ func TestMock(t *testing.T) {
 		for _, args := range [][]string{{"mock", "-h"}, {"mock", "--help"}, {"help", "mock"}} {
 			r := cli(t, args...)
 			require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
-			for _, name := range []string{"latency", "exit-after", "grandchild", "versions"} {
-				assert.Contains(t, r.stdout, "  -"+name, "%v documents -%s", args, name)
+			// The layout of every other command: --name TYPE, in a column.
+			for _, name := range []string{"latency duration", "exit-after int", "grandchild", "versions string"} {
+				assert.Regexp(t, `(?m)^      --`+name+`\s{2,}\S`, r.stdout, "%v documents --%s", args, name)
 			}
+			assert.NotRegexp(t, `(?m)^\s*-[a-z]`, r.stdout, "no flag documented with one dash")
+			assert.NotContains(t, r.stdout, " -channel", "usages name flags with two dashes")
+		}
+	})
+	t.Run("both flag styles", func(t *testing.T) {
+		t.Parallel()
+		for _, args := range [][]string{{"mock", "--exit-at-start"}, {"mock", "-exit-at-start"}, {"mock", "--name", "x", "--exit-at-start"}, {"mock", "-name=x", "-exit-at-start"}} {
+			assert.Equal(t, 4, cli(t, args...).code, "%v", args)
 		}
 	})
 	t.Run("bad flag", func(t *testing.T) {

@@ -37,9 +37,9 @@ const EnvWorkDir = "MCPVISOR_BENCH_WD"
 const usage = `Usage: mcpvisor bench [flags]
 
 Runs load and supervision benchmarks against mcpvisor's mock server and
-writes results.json, summary.md and PNG plots to -out.
+writes results.json, summary.md and PNG plots to --out.
 
-Scenarios (-scenarios, comma-separated; default all):
+Scenarios (--scenarios, comma-separated; default all):
   call     round trip of tools/call per client (mcpvisor, gosdk, mcpgo),
            transport (stdio, http = Streamable HTTP, ws = WebSocket, mcpvisor
            only) and era, sequentially and with calls in flight, for each
@@ -50,7 +50,7 @@ Scenarios (-scenarios, comma-separated; default all):
   servers  the stdio round trip per client against servers no one here
            wrote, beside the mock: testdata/gosdkserver (built with the
            official Go SDK) and server-everything (npm, from make deps;
-           -everything overrides), sequential and 32 in flight, pinned to
+           --everything overrides), sequential and 32 in flight, pinned to
            2025-11-25: calls/s, client and server CPU per call
   connect  N stdio servers and N HTTP sessions to all-ready per client, and
            a bare spawn of N processes: time, peak RSS, goroutines, heap and
@@ -64,16 +64,39 @@ Scenarios (-scenarios, comma-separated; default all):
            sequential calls to one confined server against one unconfined
 
 Profiles: the default (full) runs every size but 1,000 stdio servers
-(-large adds them: a thousand live processes, several GiB); -quick is
+(--large adds them: a thousand live processes, several GiB); --quick is
 make bench's, about three minutes on 2 vCPUs. The flags below override
 the profile's sizes.
 
-Flags:
+Flags (a single dash, -quick, works too):
 `
 
 func main() {
 	mcpvisor.HelperMain() // the process helper of mcpvisor's stdio servers
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// printFlags lays out fs's flags as mcpvisor's other commands do (cobra's
+// layout): "--name TYPE" in one column, the usage aligned beside it.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	type row struct{ left, usage string }
+	var rows []row
+	width := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		typ, use := flag.UnquoteUsage(f)
+		left := "      --" + f.Name
+		if typ != "" {
+			left += " " + typ
+		}
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
+			use += fmt.Sprintf(" (default %q)", f.DefValue)
+		}
+		rows = append(rows, row{left, use})
+		width = max(width, len(left))
+	})
+	for _, r := range rows {
+		fmt.Fprintf(w, "%-*s   %s\n", width, r.left, r.usage)
+	}
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -110,10 +133,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, usage)
-			fs.PrintDefaults()
+			printFlags(stderr, fs)
 			return 0
 		}
-		fmt.Fprintln(stderr, "Run 'mcpvisor bench -h' for usage.")
+		fmt.Fprintln(stderr, "Run 'mcpvisor bench --help' for usage.")
 		return 2
 	}
 	if fs.NArg() > 0 {

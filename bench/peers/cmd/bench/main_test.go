@@ -139,3 +139,31 @@ func TestRunnerSmoke(t *testing.T) {
 		t.Errorf("stdout: %q", stdout.String())
 	}
 }
+
+// The help lays flags out as mcpvisor's other commands do (--name TYPE,
+// the usage in a column), and both --flag and -flag are accepted.
+func TestHelpLayout(t *testing.T) {
+	for _, h := range []string{"-h", "--help"} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{h}, &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: exit %d: %s", h, code, stderr.String())
+		}
+		help := stderr.String()
+		for _, want := range []string{"\n      --quick ", "\n      --out directory ", "\n      --calls N ", "--scenarios, comma-separated"} {
+			if !strings.Contains(help, want) {
+				t.Errorf("%s: help lacks %q:\n%s", h, want, help)
+			}
+		}
+		for _, line := range strings.Split(help, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "-") && !strings.HasPrefix(strings.TrimSpace(line), "--") {
+				t.Errorf("%s: a flag documented with one dash: %q", h, line)
+			}
+		}
+	}
+	for _, args := range [][]string{{"--calls", "x"}, {"-calls", "x"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "invalid value \"x\" for flag -calls") {
+			t.Errorf("%v: exit %d, want 2 and the flag named: %s", args, code, stderr.String())
+		}
+	}
+}

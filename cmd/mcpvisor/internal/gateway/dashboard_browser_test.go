@@ -603,3 +603,54 @@ func TestDashboardLogResumes(t *testing.T) {
 		`[...document.querySelectorAll("#events tr")].length > 0 && [...document.querySelectorAll("#events tr")].every((tr) => tr.children[3].textContent.startsWith("api-0"))`)
 	errs.check(t)
 }
+
+// At 1,280 px wide the servers table fits without sideways scrolling,
+// its actions column in sight; every column name explains itself on hover
+// (a title); and each tab opens from its own #hash (#tools the tools tab).
+func TestDashboardFitsAndExplains(t *testing.T) {
+	f := startFleet(t, fleetOptions{})
+	ctx := browser(t)
+	errs := watchErrors(ctx)
+	require.NoError(t, chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900)))
+	openDashboard(t, ctx, f.url)
+	waitJS(t, ctx, 15*time.Second, "api-01 ready", rowState("api-01")+` === "ready"`)
+
+	var fit struct {
+		MainScroll, MainClient, DocScroll, DocClient int
+		ActionsLeft, ActionsRight, ViewWidth         float64
+		Untitled                                     []string
+	}
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`(() => {
+		const main = document.querySelector("main"), doc = document.documentElement;
+		const cell = document.querySelector('#servers tr[data-server="api-01"] td.actions');
+		const r = cell.getBoundingClientRect();
+		const button = cell.querySelector("button").getBoundingClientRect();
+		return {MainScroll: main.scrollWidth, MainClient: main.clientWidth, DocScroll: doc.scrollWidth, DocClient: doc.clientWidth,
+			ActionsLeft: r.left, ActionsRight: Math.max(r.right, button.right), ViewWidth: doc.clientWidth,
+			Untitled: [...document.querySelectorAll("table.servers th")].filter((th) => !th.title).map((th) => th.textContent)};
+	})()`, &fit)))
+	assert.LessOrEqual(t, fit.MainScroll, fit.MainClient, "the servers tab scrolls sideways at 1,280 px")
+	assert.LessOrEqual(t, fit.DocScroll, fit.DocClient, "the page scrolls sideways at 1,280 px")
+	assert.GreaterOrEqual(t, fit.ActionsLeft, 0.0)
+	assert.LessOrEqual(t, fit.ActionsRight, fit.ViewWidth, "the actions column is out of sight")
+	assert.Empty(t, fit.Untitled, "column names without an explanation")
+
+	var eraTitle, strikesTitle string
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Evaluate(`[...document.querySelectorAll("table.servers th")].find((th) => th.textContent === "Era").title`, &eraTitle),
+		chromedp.Evaluate(`[...document.querySelectorAll("table.servers th")].find((th) => th.textContent === "Strikes").title`, &strikesTitle)))
+	assert.Contains(t, eraTitle, "protocol version")
+	assert.Contains(t, strikesTitle, "transient transport errors")
+
+	for hash, section := range map[string]string{"#tools": "tab-tools", "#pool": "tab-tools", "#events": "tab-events", "#channels": "tab-channels", "#servers": "tab-servers"} {
+		require.NoError(t, chromedp.Run(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(f.url+"/"+hash)))
+		waitJS(t, ctx, 10*time.Second, hash+" shows "+section, `(() => {
+			const shown = [...document.querySelectorAll("section.tab")].filter((s) => !s.hidden).map((s) => s.id);
+			return shown.length === 1 && shown[0] === `+jsString(section)+`;
+		})()`)
+	}
+	// A link to another tab's hash switches tabs on the page.
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`location.hash = "#tools"`, nil)))
+	waitJS(t, ctx, 10*time.Second, "the tools tab after a hash change", `!document.getElementById("tab-tools").hidden && document.querySelector('.tabs button[data-tab="tools"]').getAttribute("aria-selected") === "true"`)
+	errs.check(t)
+}

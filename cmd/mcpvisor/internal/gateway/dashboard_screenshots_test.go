@@ -89,7 +89,7 @@ func TestDashboardScreenshots(t *testing.T) {
 	shot("dashboard-dark.png")
 
 	require.NoError(t, chromedp.Run(ctx, scheme("light"),
-		chromedp.Click(`.tabs button[data-tab="pool"]`, chromedp.ByQuery),
+		chromedp.Click(`.tabs button[data-tab="tools"]`, chromedp.ByQuery),
 		chromedp.SendKeys(`#pool-filter`, "echo", chromedp.ByQuery)))
 	waitJS(t, ctx, 10*time.Second, "a renamed tool listed", `!!document.querySelector("#pool-tools li .badge.warn")`)
 	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`[...document.querySelectorAll("#pool-tools li")].find((li) => li.querySelector(".badge.warn")).click()`, nil)))

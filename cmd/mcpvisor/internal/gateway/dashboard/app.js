@@ -96,7 +96,7 @@
     tab = name;
     for (const b of document.querySelectorAll(".tabs button")) b.setAttribute("aria-selected", String(b.dataset.tab === name));
     for (const s of document.querySelectorAll("section.tab")) s.hidden = s.id !== "tab-" + name;
-    if (name === "pool") loadPool();
+    if (name === "tools") loadPool();
     if (name === "channels") loadChannels();
     if (name === "events") dirty.log = true;
     if (name === "servers") dirty.all = true;
@@ -344,7 +344,7 @@
     }
     if (dirty.log && tab === "events") { renderLog(); dirty.log = false; }
     $("count-events").textContent = log.length ? String(log.length) : "";
-    if (dirty.pool) { dirty.pool = false; poolStale = true; if (tab === "pool") loadPoolSoon(); }
+    if (dirty.pool) { dirty.pool = false; poolStale = true; if (tab === "tools") loadPoolSoon(); }
     if (dirty.channels) { dirty.channels = false; channelsStale = true; loadChannelsSoon(); }
     if (dirty.channelList && tab === "channels") { dirty.channelList = false; renderChannelMessages(); }
     renderGateway();
@@ -823,8 +823,14 @@
   // ---- start -------------------------------------------------------------
   restore();
   dirty.log = true;
-  const start = (location.hash || "#servers").slice(1);
-  showTab(["servers", "pool", "events", "channels"].includes(start) ? start : "servers");
+  // Every tab has its own #hash (#pool, the tools tab's former name, too).
+  const tabOf = (hash) => {
+    const h = hash.replace(/^#/, "");
+    if (h === "pool") return "tools";
+    return ["servers", "tools", "events", "channels"].includes(h) ? h : "servers";
+  };
+  showTab(tabOf(location.hash));
+  window.addEventListener("hashchange", () => { if (tabOf(location.hash) !== tab) showTab(tabOf(location.hash)); });
   connect();
   // For tests and the curious: what the page holds.
   window.mcpvisorDashboard = { servers, log: () => log, cursor: () => cursor, hist, stats };
