@@ -375,10 +375,15 @@ func (r *registry) serverChanged(m serverChanged) {
 	if v.state != StateConnecting {
 		r.admission.settled(m.name, v.admitted)
 	}
-	if v.state == StatePending && e.eager() {
+	if v.state == StatePending && e.eager() && v.admitted == e.h.admitted.Load() {
 		// A server back in pending (its actor restarted after a crash, or
 		// its config changed) waits for a slot again. Idempotent: a server
-		// already queued or admitted is left where it is.
+		// already queued or admitted is left where it is. A pending view
+		// older than the server's last admission is not: the actor's
+		// first view, published when it started, can reach the registry
+		// only after the connect SetServers queued was admitted, ran and
+		// freed its slot, and queueing it then connected the server a
+		// second time.
 		r.enqueue(m.name, e)
 	}
 	var prevState State // empty for a server's first event
