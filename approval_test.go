@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/config"
 	"github.com/mcpvisor/mcpvisor/trust"
 )
 
@@ -39,9 +40,9 @@ func TestAHeldServerIsShownAndNeverStarted(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "PWNED")
 	dir := markerProject(t, marker, "-name=v1")
 	store := trust.NewStore(t.TempDir(), nil)
-	load := func() *mcpvisor.Config {
+	load := func() *config.Config {
 		t.Helper()
-		cfg, err := mcpvisor.LoadConfig(mcpvisor.LoadOptions{Home: t.TempDir(), Dir: dir,
+		cfg, err := config.Load(config.Options{Home: t.TempDir(), Dir: dir,
 			ManagedFile: filepath.Join(t.TempDir(), "none"), Approvals: store})
 		require.NoError(t, err)
 		return cfg

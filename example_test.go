@@ -33,7 +33,7 @@ func Example() {
 	}
 	defer sup.Close(ctx)
 
-	// In a real host the servers come from mcpvisor.LoadConfig; here, one
+	// In a real host the servers come from config.Load; here, one
 	// test server (a stdio subprocess).
 	res, err := sup.SetServers(ctx, map[string]mcpvisor.ServerConfig{
 		"calc": {Config: testserver.Command()},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/config"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
@@ -180,10 +181,10 @@ func TestLoadConfigSetsScope(t *testing.T) {
 	home, dir := t.TempDir(), t.TempDir()
 	writeConfig(t, home, ".mcp.json", `{"mcpServers": {"u": {"command": "u"}}}`)
 	writeConfig(t, dir, ".mcp.local.json", `{"mcpServers": {"l": {"command": "l"}}}`)
-	cfg, err := mcpvisor.LoadConfig(mcpvisor.LoadOptions{Home: home, Dir: dir, ManagedFile: dir + "/none.json"})
+	cfg, err := config.Load(config.Options{Home: home, Dir: dir, ManagedFile: dir + "/none.json"})
 	require.NoError(t, err)
-	assert.Equal(t, mcpvisor.LayerUser, cfg.Servers["u"].Scope)
-	assert.Equal(t, mcpvisor.LayerLocal, cfg.Servers["l"].Scope)
+	assert.Equal(t, config.LayerUser, cfg.Servers["u"].Scope)
+	assert.Equal(t, config.LayerLocal, cfg.Servers["l"].Scope)
 }
 
 func TestStatusOfEveryState(t *testing.T) {

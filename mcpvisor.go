@@ -7,7 +7,7 @@
 // and routes the model's calls with CallTool:
 //
 //	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{Logger: log})
-//	cfg, err := mcpvisor.LoadConfig(mcpvisor.LoadOptions{})
+//	cfg, err := config.Load(config.Options{}) // github.com/mcpvisor/mcpvisor/config
 //	res, err := sup.SetServers(ctx, cfg.Servers, mcpvisor.AwaitSettled(10*time.Second))
 //	for _, t := range sup.Tools() { ... t.Name, t.Definition.InputSchema ... }
 //	out, err := sup.CallTool(ctx, "mcp__github__create_issue", args)

@@ -22,8 +22,9 @@ func Example_embedding() {
 	}
 	defer sup.Close(ctx) // stops every server
 
-	// A host applies its config with SetServers (from mcpvisor.LoadConfig) or adds
-	// servers one at a time; here, the bundled mock on stdio.
+	// A host applies its .mcp.json files with SetServers (config.Load, from
+	// github.com/mcpvisor/mcpvisor/config, reads them) or adds servers one
+	// at a time; here, the bundled mock on stdio.
 	st, err := sup.Connect(ctx, "calc", mcpvisor.ServerConfig{Config: mockserver.Command()})
 	if err != nil {
 		panic(err)

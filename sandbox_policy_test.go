@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/config"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/sandboxtest"
 )
@@ -28,7 +29,7 @@ func (approveEvery) Approved(string, string, string) (approved, changed bool, er
 // loadProbeProject loads a project whose .mcp.json runs the probe server
 // with args and no "sandbox", under a managed file holding policy ("" for
 // none), every entry approved.
-func loadProbeProject(t *testing.T, bin, policy string, args ...string) *mcpvisor.Config {
+func loadProbeProject(t *testing.T, bin, policy string, args ...string) *config.Config {
 	t.Helper()
 	project := t.TempDir()
 	entry, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"probe": map[string]any{"command": bin, "args": args}}})
@@ -38,7 +39,7 @@ func loadProbeProject(t *testing.T, bin, policy string, args ...string) *mcpviso
 	if policy != "" {
 		require.NoError(t, os.WriteFile(managed, []byte(policy), 0o600))
 	}
-	cfg, err := mcpvisor.LoadConfig(mcpvisor.LoadOptions{Home: t.TempDir(), Dir: project, ManagedFile: managed, Approvals: approveEvery{}})
+	cfg, err := config.Load(config.Options{Home: t.TempDir(), Dir: project, ManagedFile: managed, Approvals: approveEvery{}})
 	require.NoError(t, err)
 	require.Contains(t, cfg.Servers, "probe", "excluded: %v", cfg.Excluded)
 	return cfg
@@ -46,7 +47,7 @@ func loadProbeProject(t *testing.T, bin, policy string, args ...string) *mcpviso
 
 // startProbe runs the servers of cfg in a new supervisor until settled
 // and returns the probe's status.
-func startProbe(t *testing.T, cfg *mcpvisor.Config, opts mcpvisor.Options) (*mcpvisor.Supervisor, mcpvisor.ServerStatus) {
+func startProbe(t *testing.T, cfg *config.Config, opts mcpvisor.Options) (*mcpvisor.Supervisor, mcpvisor.ServerStatus) {
 	t.Helper()
 	ctx := context.Background()
 	sup, err := mcpvisor.Start(ctx, opts)

@@ -25,7 +25,7 @@ type ServerConfig struct {
 	// never approved). A held server is never started, not even by a
 	// call, Reconnect or Toggle: it stays in StateNeedsApproval, with
 	// this reason as its error, until a config without NeedsApproval
-	// replaces this one (SetServers). The loader sets it (LoadConfig)
+	// replaces this one (SetServers). The loader sets it (config.Load)
 	// and leaves the entry unexpanded: only Type is meaningful then.
 	NeedsApproval string `json:"-"`
 
@@ -42,7 +42,7 @@ type ServerConfig struct {
 	// server runs confined, as with "sandbox": true), or empty (the
 	// default: none of these). Another value is a config error. A project
 	// layer cannot raise it above what the user's config says (see
-	// LoadConfig).
+	// config.Load).
 	Trust string `json:"trust,omitempty"`
 
 	// Tools filters the tools offered from this server by glob.
@@ -78,7 +78,7 @@ type ServerConfig struct {
 
 	// EnvFile (VS Code's "envFile") names a file of environment variables
 	// for a stdio server, in the .env format. The config loader
-	// (LoadConfig) reads it — relative to the config file's directory —
+	// (config.Load) reads it — relative to the config file's directory —
 	// and merges it into Env, under the entry's own env members, leaving
 	// here the file's absolute path; the supervisor itself never reads
 	// it.
@@ -86,7 +86,7 @@ type ServerConfig struct {
 
 	// Scope names where the entry came from, for status: the config
 	// layer (user, project, local, managed, file, or a host's own layer
-	// name). LoadConfig sets it; a host that builds entries itself may.
+	// name). config.Load sets it; a host that builds entries itself may.
 	// It never reaches the server, and changing it alone changes nothing
 	// but the status.
 	Scope string `json:"-"`

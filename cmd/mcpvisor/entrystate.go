@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/config"
 )
 
 // What the loader makes of one server entry of one file: the status add
@@ -29,23 +29,23 @@ type entryState struct {
 	Status string
 	Reason string // why, for every status but enabled and disabled
 	// Pending is what to approve, with entryNeedsApproval.
-	Pending *mcpvisor.PendingServer
+	Pending *config.PendingServer
 }
 
 // loadForState loads the configuration as the other commands do, with
 // the recorded approvals (and never --trust-project's blanket one: the
 // status says what a plain run would do).
-func (a *app) loadForState() (*mcpvisor.Config, error) {
-	opts := mcpvisor.LoadOptions{Files: a.configFiles}
+func (a *app) loadForState() (*config.Config, error) {
+	opts := config.Options{Files: a.configFiles}
 	if store := a.trustStore(); store != nil {
 		opts.Approvals = store
 	}
-	return mcpvisor.LoadConfig(opts)
+	return config.Load(opts)
 }
 
 // stateOf is the status of the entry of server name in file, given what
 // the loader returned.
-func stateOf(cfg *mcpvisor.Config, loadErr error, name string, file scopeFile, mapName string) entryState {
+func stateOf(cfg *config.Config, loadErr error, name string, file scopeFile, mapName string) entryState {
 	if loadErr != nil {
 		if reason, ok := entryProblems(splitErrors(loadErr), file, mapName, name); ok {
 			return entryState{Status: entryInvalid, Reason: reason}
@@ -90,7 +90,7 @@ func stateOf(cfg *mcpvisor.Config, loadErr error, name string, file scopeFile, m
 func entryProblems(errs []error, file scopeFile, mapName, name string) (reason string, ok bool) {
 	var mine []string
 	for _, e := range errs {
-		var ce *mcpvisor.ConfigError
+		var ce *config.Error
 		if errors.As(e, &ce) && samePath(ce.File, file.path) && entryError(ce.Path, mapName, name) {
 			mine = append(mine, ce.Err.Error())
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/config"
 )
 
 func (a *app) listCommand() *cobra.Command {
@@ -175,7 +176,7 @@ type skippedJSON struct {
 
 // skippedErrors are the messages of sk's problems, without the file name
 // (the file is beside them).
-func skippedErrors(sk mcpvisor.SkippedLayer) []string {
+func skippedErrors(sk config.SkippedLayer) []string {
 	out := make([]string, len(sk.Errors))
 	for i, e := range sk.Errors {
 		out[i] = strings.TrimPrefix(e.Error(), sk.File+": ")
@@ -200,7 +201,7 @@ type toolJSON struct {
 	Annotations json.RawMessage `json:"annotations"`
 }
 
-func printListJSON(w io.Writer, statuses []mcpvisor.ServerStatus, tools []mcpvisor.Tool, skipped []mcpvisor.SkippedLayer) error {
+func printListJSON(w io.Writer, statuses []mcpvisor.ServerStatus, tools []mcpvisor.Tool, skipped []config.SkippedLayer) error {
 	counts := poolCounts(tools)
 	out := listJSON{Servers: []serverJSON{}, Tools: []toolJSON{}, Skipped: []skippedJSON{}}
 	for _, sk := range skipped {
@@ -238,7 +239,7 @@ func printListJSON(w io.Writer, statuses []mcpvisor.ServerStatus, tools []mcpvis
 	return enc.Encode(out)
 }
 
-func printListTables(w io.Writer, statuses []mcpvisor.ServerStatus, tools []mcpvisor.Tool, skipped []mcpvisor.SkippedLayer) error {
+func printListTables(w io.Writer, statuses []mcpvisor.ServerStatus, tools []mcpvisor.Tool, skipped []config.SkippedLayer) error {
 	counts := poolCounts(tools)
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)

@@ -28,6 +28,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/config"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/oauth/secretstore"
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -201,7 +202,7 @@ it starts them, speaks their protocol era, notices failure, and reports what cha
 Servers come from .mcp.json files. With --config (repeatable; later files win per
 server name) exactly those files are read. Without it the layers are read, lowest
 precedence first: ~/.mcp.json, ./.mcp.json, ./.mcp.local.json; when the managed
-file ` + mcpvisor.DefaultManagedFile + ` exists it is the only file read.
+file ` + config.DefaultManagedFile + ` exists it is the only file read.
 
 The servers of ./.mcp.json and ./.mcp.local.json (the project's files, which
 whoever can write to the project chose) are not started until you approve each
@@ -289,15 +290,15 @@ func (a *app) setUpLogging() error {
 // with --trust-project, approving every entry). A layer file that does
 // not load is left out with a warning on the log (a --config file that
 // does not load fails instead).
-func (a *app) loadConfig() (*mcpvisor.Config, error) {
-	opts := mcpvisor.LoadOptions{Files: a.configFiles}
+func (a *app) loadConfig() (*config.Config, error) {
+	opts := config.Options{Files: a.configFiles}
 	switch {
 	case a.trustProject:
 		opts.Approvals = approveEverything{}
 	case a.trustStore() != nil:
 		opts.Approvals = a.trustStore()
 	}
-	cfg, err := mcpvisor.LoadConfig(opts)
+	cfg, err := config.Load(opts)
 	if err == nil {
 		a.warnSkipped(cfg)
 	}
@@ -305,7 +306,7 @@ func (a *app) loadConfig() (*mcpvisor.Config, error) {
 }
 
 // warnSkipped logs each problem of each config layer the loader left out.
-func (a *app) warnSkipped(cfg *mcpvisor.Config) {
+func (a *app) warnSkipped(cfg *config.Config) {
 	for _, sk := range cfg.Skipped {
 		for _, e := range sk.Errors {
 			a.log.Warn().Str("layer", sk.Layer).Str("file", sk.File).Err(e).Msg("config file skipped: it does not load; its servers are not started")
@@ -330,13 +331,13 @@ func (a *app) logConfigError(err error) {
 // every problem (unloadable files, rejected servers) on the log and
 // returns false when there was any. A config that fails to load gives sup
 // no servers.
-func (a *app) applyConfig(ctx context.Context, sup *mcpvisor.Supervisor) (*mcpvisor.Config, mcpvisor.SetResult, bool) {
+func (a *app) applyConfig(ctx context.Context, sup *mcpvisor.Supervisor) (*config.Config, mcpvisor.SetResult, bool) {
 	ok := true
 	cfg, err := a.loadConfig()
 	if err != nil {
 		a.logConfigError(err)
 		ok = false
-		cfg = &mcpvisor.Config{Servers: map[string]mcpvisor.ServerConfig{}, Sources: map[string]string{}}
+		cfg = &config.Config{Servers: map[string]mcpvisor.ServerConfig{}, Sources: map[string]string{}}
 	}
 	if err := sup.SetPermissions(cfg.Permissions); err != nil { // validated by the loader: cannot fail
 		a.log.Error().Err(err).Msg("permission rules")

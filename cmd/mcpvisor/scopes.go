@@ -8,19 +8,19 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/mcpfile"
+	"github.com/mcpvisor/mcpvisor/config"
 )
 
 // The scopes of add, remove and get: the layer files of the loader, named
 // as `claude mcp add --scope` names them. (Claude Code keeps its user and
 // local scopes in ~/.claude.json; mcpvisor's loader reads these files.)
 const (
-	scopeUser    = mcpvisor.LayerUser    // <Home>/.mcp.json
-	scopeProject = mcpvisor.LayerProject // ./.mcp.json
-	scopeLocal   = mcpvisor.LayerLocal   // ./.mcp.local.json
-	scopeConfig  = mcpvisor.LayerFile    // a --config file
-	scopeManaged = mcpvisor.LayerManaged // the managed file: read, never edited
+	scopeUser    = config.LayerUser    // <Home>/.mcp.json
+	scopeProject = config.LayerProject // ./.mcp.json
+	scopeLocal   = config.LayerLocal   // ./.mcp.local.json
+	scopeConfig  = config.LayerFile    // a --config file
+	scopeManaged = config.LayerManaged // the managed file: read, never edited
 )
 
 // defaultScope is where add writes without --scope: local, as with
@@ -175,7 +175,7 @@ func describeScopes(scopes []scopeFile) string {
 // managedScope is the managed file when it exists and holds a server
 // map: then it is the only file the loader reads (besides --config).
 func managedScope() (scopeFile, bool) {
-	data, err := mcpfile.Read(mcpvisor.DefaultManagedFile)
+	data, err := mcpfile.Read(config.DefaultManagedFile)
 	if err != nil || data == nil {
 		return scopeFile{}, false
 	}
@@ -183,5 +183,5 @@ func managedScope() (scopeFile, bool) {
 	if err != nil || f.MapName() == "" {
 		return scopeFile{}, false
 	}
-	return scopeFile{scopeManaged, mcpvisor.DefaultManagedFile}, true
+	return scopeFile{scopeManaged, config.DefaultManagedFile}, true
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"os"
 
-	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/config"
 	"github.com/mcpvisor/mcpvisor/trust"
 )
 
@@ -11,7 +11,7 @@ import (
 const envStateDir = "MCPVISOR_STATE_DIR"
 
 // stateDirPath is the directory of the user's trust decisions: --state-dir,
-// else $MCPVISOR_STATE_DIR, else mcpvisor.DefaultStateDir.
+// else $MCPVISOR_STATE_DIR, else config.DefaultStateDir.
 func (a *app) stateDirPath() (string, error) {
 	if a.stateDir != "" {
 		return a.stateDir, nil
@@ -19,7 +19,7 @@ func (a *app) stateDirPath() (string, error) {
 	if d := os.Getenv(envStateDir); d != "" {
 		return d, nil
 	}
-	return mcpvisor.DefaultStateDir()
+	return config.DefaultStateDir()
 }
 
 // trustStore returns the store of the state directory, or nil (logged

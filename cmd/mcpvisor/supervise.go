@@ -19,6 +19,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/channels"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/config"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
 )
 
@@ -415,7 +416,7 @@ loop:
 }
 
 // logApplied logs what a SetServers did.
-func (a *app) logApplied(cfg *mcpvisor.Config, res mcpvisor.SetResult, msg string) {
+func (a *app) logApplied(cfg *config.Config, res mcpvisor.SetResult, msg string) {
 	disabled := 0
 	for _, sc := range cfg.Servers {
 		if sc.Disabled {
@@ -499,7 +500,7 @@ func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.
 // and signals on the returned channel once a change has been quiet for
 // one interval (debounce). Missing files are watched too (a layer created
 // later counts as a change).
-func (a *app) watchConfig(ctx context.Context, cfg *mcpvisor.Config, interval time.Duration) <-chan struct{} {
+func (a *app) watchConfig(ctx context.Context, cfg *config.Config, interval time.Duration) <-chan struct{} {
 	if interval <= 0 {
 		interval = time.Second
 	}
@@ -509,7 +510,7 @@ func (a *app) watchConfig(ctx context.Context, cfg *mcpvisor.Config, interval ti
 		if home, err := os.UserHomeDir(); err == nil {
 			files = append(files, filepath.Join(home, ".mcp.json"))
 		}
-		files = append(files, ".mcp.json", ".mcp.local.json", mcpvisor.DefaultManagedFile)
+		files = append(files, ".mcp.json", ".mcp.local.json", config.DefaultManagedFile)
 	}
 	if store := a.trustStore(); store != nil {
 		// Approvals ('mcpvisor trust' in another process) apply by

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/config"
 )
 
 // clusterFlags are the flags of `supervise --cluster` (docs/cluster.md).
@@ -239,7 +240,7 @@ loop:
 // warnTokenStore warns when a cluster member keeps OAuth tokens in a
 // per-machine store while servers may use OAuth: a server that moves to
 // another member would find no token there (use --token-store etcd).
-func (a *app) warnTokenStore(cfg *mcpvisor.Config) {
+func (a *app) warnTokenStore(cfg *config.Config) {
 	if a.storeInfo.Backend == backendEtcd {
 		return
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/config"
 	"github.com/mcpvisor/mcpvisor/trust"
 )
 
@@ -104,7 +104,7 @@ func (a *app) trust(ctx context.Context, names []string, listOnly, asJSON, yes b
 	if store == nil {
 		return failed(errors.New("no state directory to keep approvals in: set --state-dir or $" + envStateDir))
 	}
-	cfg, err := mcpvisor.LoadConfig(mcpvisor.LoadOptions{Files: a.configFiles, Approvals: store})
+	cfg, err := config.Load(config.Options{Files: a.configFiles, Approvals: store})
 	if err != nil {
 		a.logConfigError(err)
 		return failed(nil)
@@ -113,7 +113,7 @@ func (a *app) trust(ctx context.Context, names []string, listOnly, asJSON, yes b
 	if err != nil {
 		return failed(fmt.Errorf("reading the tool pins: %w", err))
 	}
-	servers := make([]mcpvisor.PendingServer, 0, len(cfg.Pending))
+	servers := make([]config.PendingServer, 0, len(cfg.Pending))
 	for _, name := range sortedNames(cfg.Pending) {
 		servers = append(servers, cfg.Pending[name])
 	}
@@ -122,10 +122,10 @@ func (a *app) trust(ctx context.Context, names []string, listOnly, asJSON, yes b
 		for _, n := range names {
 			want[n] = true
 		}
-		servers = slices.DeleteFunc(servers, func(p mcpvisor.PendingServer) bool { return !want[p.Name] })
+		servers = slices.DeleteFunc(servers, func(p config.PendingServer) bool { return !want[p.Name] })
 		tools = slices.DeleteFunc(tools, func(p trust.PendingTool) bool { return !want[p.Server] })
 		for _, n := range names {
-			if !slices.ContainsFunc(servers, func(p mcpvisor.PendingServer) bool { return p.Name == n }) &&
+			if !slices.ContainsFunc(servers, func(p config.PendingServer) bool { return p.Name == n }) &&
 				!slices.ContainsFunc(tools, func(p trust.PendingTool) bool { return p.Server == n }) {
 				return failed(fmt.Errorf("nothing of server %q waits for approval", n))
 			}
@@ -194,7 +194,7 @@ func (a *app) trust(ctx context.Context, names []string, listOnly, asJSON, yes b
 	return nil
 }
 
-func (a *app) printPendingServer(p mcpvisor.PendingServer) {
+func (a *app) printPendingServer(p config.PendingServer) {
 	what := "not approved"
 	if p.Changed {
 		what = "changed since you approved it"
@@ -246,7 +246,7 @@ func (a *app) printPendingTool(p trust.PendingTool) {
 	}
 }
 
-func (a *app) printTrustJSON(servers []mcpvisor.PendingServer, tools []trust.PendingTool) error {
+func (a *app) printTrustJSON(servers []config.PendingServer, tools []trust.PendingTool) error {
 	out := trustJSON{Servers: []pendingServerJSON{}, Tools: []pendingToolJSON{}}
 	for _, p := range servers {
 		vars := p.Variables

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/config"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -28,7 +29,7 @@ type sandboxJSON struct {
 
 // pendingSandbox returns what trust --json shows of p's sandbox: nil for
 // none.
-func pendingSandbox(p mcpvisor.PendingServer) *sandboxJSON {
+func pendingSandbox(p config.PendingServer) *sandboxJSON {
 	sb := p.Sandbox
 	if sb == nil || !sb.Enabled {
 		return nil
@@ -49,7 +50,7 @@ func mechanismOf(sb *transports.Sandbox) transports.SandboxMechanism {
 
 // runsHere reports whether p's entry starts a process here (a stdio
 // server), the only kind a sandbox confines.
-func runsHere(p mcpvisor.PendingServer) bool {
+func runsHere(p config.PendingServer) bool {
 	var sc mcpvisor.ServerConfig
 	if json.Unmarshal(p.Entry, &sc) != nil {
 		return true // validated when loaded; say the safe thing
@@ -59,7 +60,7 @@ func runsHere(p mcpvisor.PendingServer) bool {
 
 // describeSandbox is the one line trust shows of p's sandbox, as in
 // "auto; write ./out, ~/.npm; read none; no network; memory 512 MB".
-func describeSandbox(p mcpvisor.PendingServer) string {
+func describeSandbox(p config.PendingServer) string {
 	sb := pendingSandbox(p)
 	if sb == nil {
 		if p.Sandbox != nil {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/config"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -92,7 +93,7 @@ func run(ctx context.Context, stdout io.Writer, args []string) (err error) {
 	// keeps the answers (trust.Store, as `mcpvisor trust` does); this
 	// example approves its own bundled project only, so that -dir pointing
 	// at another project shows that project's servers held, not running.
-	cfg, err := mcpvisor.LoadConfig(mcpvisor.LoadOptions{
+	cfg, err := config.Load(config.Options{
 		Home:      *home,
 		Dir:       *dir,
 		Approvals: bundledProjectOnly{},
@@ -104,7 +105,7 @@ func run(ctx context.Context, stdout io.Writer, args []string) (err error) {
 		},
 	})
 	if err != nil {
-		return err // every problem, each a *mcpvisor.ConfigError naming file and path
+		return err // every problem, each a *config.Error naming file and path
 	}
 	out.printf("config layers: %s\n", strings.Join(cfg.Files, ", "))
 	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {

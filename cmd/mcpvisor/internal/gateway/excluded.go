@@ -6,7 +6,7 @@ import (
 )
 
 // ExcludedReport is a server of the configuration that a managed policy
-// keeps from running (mcpvisor.Config.Excluded), with the policy's
+// keeps from running (config.Config.Excluded), with the policy's
 // reason, as GET /status lists it. The supervisor never had it.
 type ExcludedReport struct {
 	Name   string `json:"name"`

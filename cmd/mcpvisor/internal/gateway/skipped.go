@@ -4,11 +4,11 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/config"
 )
 
 // SkippedReport is a config layer file the loader left out because it
-// does not load (mcpvisor.Config.Skipped), as GET /status shows it.
+// does not load (config.Config.Skipped), as GET /status shows it.
 type SkippedReport struct {
 	// Layer is the file's layer (user, project, local, or a host's own).
 	Layer string `json:"layer"`
@@ -29,7 +29,7 @@ type skippedLayers struct {
 // SetSkipped records the config layers the latest load of the
 // configuration skipped; GET /status lists them until the next call.
 // Safe for concurrent use.
-func (g *Gateway) SetSkipped(skipped []mcpvisor.SkippedLayer) {
+func (g *Gateway) SetSkipped(skipped []config.SkippedLayer) {
 	out := make([]SkippedReport, len(skipped))
 	for i, sk := range skipped {
 		out[i] = SkippedReport{Layer: sk.Layer, File: sk.File, Errors: make([]string, len(sk.Errors))}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/config"
 )
 
 type entry struct {
@@ -26,11 +26,11 @@ var stdioEntry = entry{Type: "stdio", Command: "npx", Args: []string{"-y", "srv"
 
 // loads checks that mcpvisor's loader reads data and finds the servers
 // named, and returns what it found.
-func loads(t *testing.T, data []byte, names ...string) *mcpvisor.Config {
+func loads(t *testing.T, data []byte, names ...string) *config.Config {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "mcp.json")
 	require.NoError(t, os.WriteFile(path, data, 0o600))
-	cfg, err := mcpvisor.LoadConfigFiles(path)
+	cfg, err := config.LoadFiles(path)
 	require.NoError(t, err, "the loader reads the result:\n%s", data)
 	for _, n := range names {
 		assert.Contains(t, cfg.Servers, n)

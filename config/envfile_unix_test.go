@@ -1,6 +1,6 @@
 //go:build unix
 
-package mcpvisor
+package config
 
 import (
 	"errors"
@@ -45,7 +45,7 @@ func TestAnEnvFileThatIsNotARegularFileNeverBlocks(t *testing.T) {
 	}
 
 	r := within(func() (*Config, error) {
-		return LoadConfig(LoadOptions{Home: lp.home, Dir: lp.dir, ManagedFile: noManaged(t), LookupEnv: fakeEnv(nil), Approvals: lp.store})
+		return Load(Options{Home: lp.home, Dir: lp.dir, ManagedFile: noManaged(t), LookupEnv: fakeEnv(nil), Approvals: lp.store})
 	})
 	require.NoError(t, r.err)
 	require.Contains(t, r.cfg.Pending, "s")
@@ -53,7 +53,7 @@ func TestAnEnvFileThatIsNotARegularFileNeverBlocks(t *testing.T) {
 	assert.Empty(t, r.cfg.Pending["s"].EnvFileVariables)
 
 	r = within(func() (*Config, error) {
-		return LoadConfig(LoadOptions{Files: []string{filepath.Join(lp.dir, ".mcp.json")}, ManagedFile: noManaged(t)})
+		return Load(Options{Files: []string{filepath.Join(lp.dir, ".mcp.json")}, ManagedFile: noManaged(t)})
 	})
 	require.Error(t, r.err)
 	assert.True(t, errors.Is(r.err, ErrEnvFile))
@@ -61,7 +61,7 @@ func TestAnEnvFileThatIsNotARegularFileNeverBlocks(t *testing.T) {
 	assert.Contains(t, r.err.Error(), "not a regular file")
 
 	held := within(func() (*Config, error) {
-		return LoadConfig(LoadOptions{Home: lp.home, Dir: lp.dir, ManagedFile: noManaged(t), LookupEnv: fakeEnv(nil), Approvals: lp.store})
+		return Load(Options{Home: lp.home, Dir: lp.dir, ManagedFile: noManaged(t), LookupEnv: fakeEnv(nil), Approvals: lp.store})
 	})
 	require.NoError(t, held.err)
 	errc := make(chan error, 1)

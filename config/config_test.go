@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"encoding/json"
@@ -14,10 +14,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
-// fakeEnv is an injectable environment for LoadOptions.LookupEnv.
+// fakeEnv is an injectable environment for Options.LookupEnv.
 func fakeEnv(vars map[string]string) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		v, ok := vars[name]
@@ -45,8 +46,8 @@ func writeFile(t *testing.T, dir, name, content string) string {
 	return p
 }
 
-func stdio(command string, args ...string) ServerConfig {
-	return ServerConfig{Config: transports.Config{Command: command, Args: args}}
+func stdio(command string, args ...string) mcpvisor.ServerConfig {
+	return mcpvisor.ServerConfig{Config: transports.Config{Command: command, Args: args}}
 }
 
 func TestLoadConfigShapes(t *testing.T) {
@@ -54,13 +55,13 @@ func TestLoadConfigShapes(t *testing.T) {
 		name string
 		file string
 		env  map[string]string
-		want map[string]ServerConfig
+		want map[string]mcpvisor.ServerConfig
 	}{
 		{
 			name: "Claude Desktop mcpServers",
 			file: "testdata/config/claude_desktop.json",
 			env:  map[string]string{"HOME": "/home/ada", "GITHUB_TOKEN": "ghp_secret"},
-			want: map[string]ServerConfig{
+			want: map[string]mcpvisor.ServerConfig{
 				"filesystem": stdio("npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/ada/Desktop", "/tmp/downloads"),
 				"github": {Config: transports.Config{
 					Command: "docker",
@@ -73,7 +74,7 @@ func TestLoadConfigShapes(t *testing.T) {
 			name: "VS Code servers with stdio, http and sse types",
 			file: "testdata/config/vscode.json",
 			env:  map[string]string{"PROJECT_DIR": "/src/app", "API_KEY": "k123", "PORT": ""},
-			want: map[string]ServerConfig{
+			want: map[string]mcpvisor.ServerConfig{
 				"memory": {Config: transports.Config{
 					Type: transports.TypeStdio, Command: "npx",
 					Args: []string{"-y", "@modelcontextprotocol/server-memory"},
@@ -90,11 +91,11 @@ func TestLoadConfigShapes(t *testing.T) {
 		{
 			name: "unknown members ignored, null means absent, names case-sensitive",
 			file: "testdata/config/unknown_members.json",
-			want: map[string]ServerConfig{
+			want: map[string]mcpvisor.ServerConfig{
 				"future": {
 					Config: transports.Config{Command: "future-server"},
 					Trust:  "trusted",
-					Tools:  ToolFilter{Allow: []string{"read_*"}},
+					Tools:  mcpvisor.ToolFilter{Allow: []string{"read_*"}},
 					OAuth:  []byte(`{"clientId": "abc", "scopes": ["repo"]}`),
 				},
 			},
@@ -102,7 +103,7 @@ func TestLoadConfigShapes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := LoadConfig(LoadOptions{Files: []string{tt.file}, LookupEnv: fakeEnv(tt.env)})
+			cfg, err := Load(Options{Files: []string{tt.file}, LookupEnv: fakeEnv(tt.env)})
 			require.NoError(t, err)
 			for name, sc := range tt.want {
 				sc.Scope = LayerFile // the layer of a file named to the loader
@@ -119,13 +120,13 @@ func TestLoadConfigShapes(t *testing.T) {
 }
 
 func TestLoadConfigFilesLaterFileWins(t *testing.T) {
-	cfg, err := LoadConfigFiles("testdata/config/base.json", "testdata/config/override.json")
+	cfg, err := LoadFiles("testdata/config/base.json", "testdata/config/override.json")
 	require.NoError(t, err)
 
 	// beta is replaced whole: nothing of base.json's entry survives.
 	gamma := stdio("gamma-server")
 	gamma.Scope = LayerFile
-	assert.Equal(t, map[string]ServerConfig{
+	assert.Equal(t, map[string]mcpvisor.ServerConfig{
 		"alpha": {Config: transports.Config{Command: "alpha-server", Args: []string{"--verbose"}, Env: map[string]string{"LEVEL": "debug"}}, Lazy: true, Scope: LayerFile},
 		"beta":  {Config: transports.Config{Type: transports.TypeHTTP, URL: "https://beta.example.com/mcp"}, Scope: LayerFile},
 		"gamma": gamma,
@@ -138,7 +139,7 @@ func TestLoadConfigFilesLaterFileWins(t *testing.T) {
 	assert.Equal(t, []string{"testdata/config/base.json", "testdata/config/override.json"}, cfg.Files)
 
 	// The other order: base.json wins.
-	cfg, err = LoadConfigFiles("testdata/config/override.json", "testdata/config/base.json")
+	cfg, err = LoadFiles("testdata/config/override.json", "testdata/config/base.json")
 	require.NoError(t, err)
 	assert.Equal(t, "beta-server", cfg.Servers["beta"].Command)
 	assert.Equal(t, 5000, cfg.Servers["beta"].TimeoutMs)
@@ -149,13 +150,13 @@ func TestLoadConfigFilesUsesProcessEnvironment(t *testing.T) {
 	t.Setenv("MCPVISOR_TEST_TOKEN", "from-env")
 	dir := t.TempDir()
 	f := writeFile(t, dir, ".mcp.json", `{"mcpServers": {"s": {"command": "x", "env": {"T": "${MCPVISOR_TEST_TOKEN}"}}}}`)
-	cfg, err := LoadConfigFiles(f)
+	cfg, err := LoadFiles(f)
 	require.NoError(t, err)
 	assert.Equal(t, "from-env", cfg.Servers["s"].Env["T"])
 }
 
 func TestLoadConfigFilesEmpty(t *testing.T) {
-	cfg, err := LoadConfigFiles()
+	cfg, err := LoadFiles()
 	require.NoError(t, err)
 	assert.NotNil(t, cfg.Servers)
 	assert.NotNil(t, cfg.Sources)
@@ -163,25 +164,25 @@ func TestLoadConfigFilesEmpty(t *testing.T) {
 	assert.Empty(t, cfg.Files)
 
 	f := writeFile(t, t.TempDir(), "mcp.json", `{"servers": {}}`)
-	cfg, err = LoadConfigFiles(f)
+	cfg, err = LoadFiles(f)
 	require.NoError(t, err)
 	assert.Empty(t, cfg.Servers)
 	assert.Equal(t, []string{f}, cfg.Files)
 }
 
 func TestConfigErrorMessage(t *testing.T) {
-	_, err := LoadConfigFiles("testdata/config/bad_args.json")
+	_, err := LoadFiles("testdata/config/bad_args.json")
 	require.Error(t, err)
 	assert.EqualError(t, err, "testdata/config/bad_args.json: mcpServers.github.args[2]: want string, got number")
 
-	var ce *ConfigError
+	var ce *Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "testdata/config/bad_args.json", ce.File)
 	assert.Equal(t, "mcpServers.github.args[2]", ce.Path)
 	assert.EqualError(t, ce.Unwrap(), "want string, got number")
 
 	// A whole-file problem has no path.
-	assert.EqualError(t, &ConfigError{File: "a.json", Err: errors.New("boom")}, "a.json: boom")
+	assert.EqualError(t, &Error{File: "a.json", Err: errors.New("boom")}, "a.json: boom")
 }
 
 func TestLoadConfigErrors(t *testing.T) {
@@ -190,7 +191,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		name     string
 		content  string
 		wantPath string
-		wantErr  string // substring of the ConfigError's Err
+		wantErr  string // substring of the Error's Err
 		wantIs   error  // optional errors.Is target
 	}{
 		// File shape.
@@ -288,11 +289,11 @@ func TestLoadConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := writeFile(t, t.TempDir(), ".mcp.json", tt.content)
-			cfg, err := LoadConfig(LoadOptions{Files: []string{file}, LookupEnv: fakeEnv(env)})
+			cfg, err := Load(Options{Files: []string{file}, LookupEnv: fakeEnv(env)})
 			require.Error(t, err)
 			assert.Nil(t, cfg)
 
-			var ce *ConfigError
+			var ce *Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, file, ce.File)
 			assert.Equal(t, tt.wantPath, ce.Path)
@@ -320,7 +321,7 @@ func TestLoadConfigErrorsAreCollected(t *testing.T) {
 	b := writeFile(t, dir, "b.json", `{"servers": {"bad3": {"url": "${NOPE}"}}}`)
 	missing := filepath.Join(dir, "missing.json")
 
-	cfg, err := LoadConfig(LoadOptions{Files: []string{a, missing, b}, LookupEnv: fakeEnv(nil)})
+	cfg, err := Load(Options{Files: []string{a, missing, b}, LookupEnv: fakeEnv(nil)})
 	require.Error(t, err)
 	assert.Nil(t, cfg)
 	msg := err.Error()
@@ -332,7 +333,7 @@ func TestLoadConfigErrorsAreCollected(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnsetVariable)
 	assert.NotContains(t, msg, "mcpServers.ok")
 
-	var ce *ConfigError
+	var ce *Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "mcpServers.bad1.command", ce.Path, "errors.As finds the first, in file then name order")
 }
@@ -349,7 +350,7 @@ func TestLoadConfigExpansionScope(t *testing.T) {
 		}
 	}}`)
 	env := fakeEnv(map[string]string{"NAME": "n", "BIN": "bin", "KEY": "k", "VAL": "val", "TOOL": "x", "H": "h"})
-	cfg, err := LoadConfig(LoadOptions{Files: []string{file}, LookupEnv: env})
+	cfg, err := Load(Options{Files: []string{file}, LookupEnv: env})
 	require.NoError(t, err)
 	require.Contains(t, cfg.Servers, "${NAME}")
 	sc := cfg.Servers["${NAME}"]
@@ -462,14 +463,14 @@ func TestLoadConfigLayers(t *testing.T) {
 
 	tests := []struct {
 		name        string
-		opts        LoadOptions
+		opts        Options
 		wantFiles   []string
 		wantCommand map[string]string // server → command (or url for remote servers)
 		wantSources map[string]string
 	}{
 		{
 			name:      "user, project and local, lowest first",
-			opts:      LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: absent},
+			opts:      Options{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: absent},
 			wantFiles: []string{userFile, projectFile, localFile},
 			wantCommand: map[string]string{
 				"shared":       "from-local",
@@ -480,42 +481,42 @@ func TestLoadConfigLayers(t *testing.T) {
 		},
 		{
 			name:        "missing user layer skipped",
-			opts:        LoadOptions{Approvals: approveAll{}, Home: empty, Dir: project, ManagedFile: absent},
+			opts:        Options{Approvals: approveAll{}, Home: empty, Dir: project, ManagedFile: absent},
 			wantFiles:   []string{projectFile, localFile},
 			wantCommand: map[string]string{"shared": "from-local", "project-only": "https://project.example.com/mcp"},
 			wantSources: map[string]string{"shared": localFile, "project-only": projectFile},
 		},
 		{
 			name:        "missing project and local layers skipped",
-			opts:        LoadOptions{Approvals: approveAll{}, Home: home, Dir: empty, ManagedFile: absent},
+			opts:        Options{Approvals: approveAll{}, Home: home, Dir: empty, ManagedFile: absent},
 			wantFiles:   []string{userFile},
 			wantCommand: map[string]string{"shared": "from-home", "home-only": "home-server"},
 			wantSources: map[string]string{"shared": userFile, "home-only": userFile},
 		},
 		{
 			name:        "no files at all",
-			opts:        LoadOptions{Approvals: approveAll{}, Home: empty, Dir: empty, ManagedFile: absent},
+			opts:        Options{Approvals: approveAll{}, Home: empty, Dir: empty, ManagedFile: absent},
 			wantFiles:   nil,
 			wantCommand: map[string]string{},
 			wantSources: map[string]string{},
 		},
 		{
 			name:        "home equal to dir loads the file once",
-			opts:        LoadOptions{Approvals: approveAll{}, Home: home, Dir: home + "/", ManagedFile: absent},
+			opts:        Options{Approvals: approveAll{}, Home: home, Dir: home + "/", ManagedFile: absent},
 			wantFiles:   []string{userFile},
 			wantCommand: map[string]string{"shared": "from-home", "home-only": "home-server"},
 			wantSources: map[string]string{"shared": userFile, "home-only": userFile},
 		},
 		{
 			name:        "managed file is exclusive",
-			opts:        LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: managed},
+			opts:        Options{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: managed},
 			wantFiles:   []string{managed},
 			wantCommand: map[string]string{"policy": "https://mcp.corp.example.com/infra"},
 			wantSources: map[string]string{"policy": managed},
 		},
 		{
 			name:        "explicit files bypass layers and the managed file",
-			opts:        LoadOptions{Files: []string{localFile, userFile}, Home: home, Dir: project, ManagedFile: managed},
+			opts:        Options{Files: []string{localFile, userFile}, Home: home, Dir: project, ManagedFile: managed},
 			wantFiles:   []string{localFile, userFile},
 			wantCommand: map[string]string{"shared": "from-home", "home-only": "home-server"},
 			wantSources: map[string]string{"shared": userFile, "home-only": userFile},
@@ -525,7 +526,7 @@ func TestLoadConfigLayers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := tt.opts
 			opts.LookupEnv = env
-			cfg, err := LoadConfig(opts)
+			cfg, err := Load(opts)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantFiles, cfg.Files)
 			got := map[string]string{}
@@ -540,7 +541,7 @@ func TestLoadConfigLayers(t *testing.T) {
 
 func TestLoadConfigLayerUsesLookupEnv(t *testing.T) {
 	const project = "testdata/config/layers/project"
-	cfg, err := LoadConfig(LoadOptions{Approvals: approveAll{},
+	cfg, err := Load(Options{Approvals: approveAll{},
 		Home: t.TempDir(), Dir: project, ManagedFile: noManaged(t),
 		LookupEnv: fakeEnv(map[string]string{"LOCAL_TOKEN": "tok"}),
 	})
@@ -554,7 +555,7 @@ func TestLoadConfigLayerErrors(t *testing.T) {
 		writeFile(t, home, ".mcp.json", `{"mcpServers": {"mine": {"command": "m"}}}`)
 		project := writeFile(t, dir, ".mcp.json", `{"mcpServers": {"p": {"command": "p"}}}`)
 		local := writeFile(t, dir, ".mcp.local.json", `{"mcpServers": {"a": {"command": ["x"]}, "b": {"command": "b"}}}`)
-		cfg, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: home, Dir: dir, ManagedFile: noManaged(t)})
+		cfg, err := Load(Options{Approvals: approveAll{}, Home: home, Dir: dir, ManagedFile: noManaged(t)})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"mine", "p"}, slices.Sorted(maps.Keys(cfg.Servers)),
 			"the broken file's good entry b is left out with it")
@@ -565,7 +566,7 @@ func TestLoadConfigLayerErrors(t *testing.T) {
 		assert.Equal(t, local, sk.File)
 		require.Len(t, sk.Errors, 1)
 		assert.Equal(t, "mcpServers.a.command", sk.Errors[0].Path)
-		var ce *ConfigError
+		var ce *Error
 		require.ErrorAs(t, sk.Err(), &ce)
 		assert.Equal(t, local, ce.File)
 		assert.Contains(t, sk.Err().Error(), local)
@@ -574,7 +575,7 @@ func TestLoadConfigLayerErrors(t *testing.T) {
 		home, dir := t.TempDir(), t.TempDir()
 		writeFile(t, home, ".mcp.json", `{"mcpServers": {"mine": {"command": "m"}}}`)
 		project := writeFile(t, dir, ".mcp.json", `{"mcpServers": {`)
-		cfg, err := LoadConfig(LoadOptions{Home: home, Dir: dir, ManagedFile: noManaged(t)})
+		cfg, err := Load(Options{Home: home, Dir: dir, ManagedFile: noManaged(t)})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"mine"}, slices.Sorted(maps.Keys(cfg.Servers)))
 		require.Len(t, cfg.Skipped, 1)
@@ -585,7 +586,7 @@ func TestLoadConfigLayerErrors(t *testing.T) {
 		dir := t.TempDir()
 		good := writeFile(t, dir, "good.json", `{"mcpServers": {"g": {"command": "g"}}}`)
 		bad := writeFile(t, dir, "bad.json", `[]`)
-		cfg, err := LoadConfig(LoadOptions{Dir: dir, ManagedFile: noManaged(t), Layers: []ConfigLayer{
+		cfg, err := Load(Options{Dir: dir, ManagedFile: noManaged(t), Layers: []Layer{
 			{Name: "host", File: good, Trusted: true}, {Name: "extra", File: bad, Trusted: true}}})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"g"}, slices.Sorted(maps.Keys(cfg.Servers)))
@@ -596,30 +597,30 @@ func TestLoadConfigLayerErrors(t *testing.T) {
 		dir := t.TempDir()
 		good := writeFile(t, dir, "good.json", `{"mcpServers": {"g": {"command": "g"}}}`)
 		bad := writeFile(t, dir, "bad.json", `{"mcpServers": {`)
-		_, err := LoadConfig(LoadOptions{Files: []string{good, bad}, ManagedFile: noManaged(t)})
-		var ce *ConfigError
+		_, err := Load(Options{Files: []string{good, bad}, ManagedFile: noManaged(t)})
+		var ce *Error
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, bad, ce.File)
 	})
 	t.Run("broken managed file fails the load", func(t *testing.T) {
 		managed := writeFile(t, t.TempDir(), "managed-mcp.json", `{"servers": {"a": {}}}`)
-		_, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed})
-		var ce *ConfigError
+		_, err := Load(Options{Approvals: approveAll{}, Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed})
+		var ce *Error
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, managed, ce.File)
 		assert.Equal(t, "servers.a", ce.Path)
 	})
 	t.Run("unreadable managed file is not ignored", func(t *testing.T) {
 		managed := t.TempDir() // a directory: it exists but cannot be read as a file
-		_, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed})
-		var ce *ConfigError
+		_, err := Load(Options{Approvals: approveAll{}, Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed})
+		var ce *Error
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, managed, ce.File)
 	})
 	t.Run("unreadable layer is skipped and reported", func(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.Mkdir(filepath.Join(dir, ".mcp.json"), 0o700))
-		cfg, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
+		cfg, err := Load(Options{Approvals: approveAll{}, Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
 		require.NoError(t, err)
 		require.Len(t, cfg.Skipped, 1)
 		assert.Equal(t, filepath.Join(dir, ".mcp.json"), cfg.Skipped[0].File)
@@ -635,7 +636,7 @@ func TestLoadConfigDefaultHomeAndDir(t *testing.T) {
 	t.Setenv("MCPVISOR_TEST_CMD", "p")
 	t.Chdir(dir)
 
-	cfg, err := LoadConfig(LoadOptions{Approvals: approveAll{}, ManagedFile: noManaged(t)})
+	cfg, err := Load(Options{Approvals: approveAll{}, ManagedFile: noManaged(t)})
 	require.NoError(t, err)
 	assert.Equal(t, "u", cfg.Servers["user"].Command)
 	assert.Equal(t, "p", cfg.Servers["project"].Command, "nil LookupEnv reads the process environment")
@@ -644,7 +645,7 @@ func TestLoadConfigDefaultHomeAndDir(t *testing.T) {
 }
 
 // TestLoadConfigDecodeValueTypes covers the decoder on member types that
-// ServerConfig does not use yet, so that a member added later decodes as
+// mcpvisor.ServerConfig does not use yet, so that a member added later decodes as
 // encoding/json would.
 func TestLoadConfigDecodeValueTypes(t *testing.T) {
 	type inner struct {
@@ -714,7 +715,7 @@ func TestLoadConfigDecodeValueTypes(t *testing.T) {
 
 func TestLoadConfigFilesMissingFile(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope.json")
-	_, err := LoadConfigFiles(missing)
+	_, err := LoadFiles(missing)
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	assert.EqualError(t, err, missing+": no such file or directory")
 }
@@ -729,7 +730,7 @@ func TestLoadConfigRemoteServerWithTLS(t *testing.T) {
 		}
 	}}`)
 	env := fakeEnv(map[string]string{"HOST": "mcp.example.com", "TOKEN": "t0k", "CERTS": "/etc/certs"})
-	cfg, err := LoadConfig(LoadOptions{Files: []string{file}, LookupEnv: env})
+	cfg, err := Load(Options{Files: []string{file}, LookupEnv: env})
 	require.NoError(t, err)
 	sc := cfg.Servers["api"]
 	assert.Equal(t, "https://mcp.example.com/mcp", sc.URL)
@@ -738,15 +739,15 @@ func TestLoadConfigRemoteServerWithTLS(t *testing.T) {
 	assert.Equal(t, transports.TLSConfig{CAFile: "/etc/certs/ca.pem", CertFile: "/etc/certs/client.pem", KeyFile: "/etc/certs/client.key", ServerName: "mcp.internal"}, *sc.TLS)
 
 	bad := writeFile(t, t.TempDir(), ".mcp.json", `{"mcpServers": {"api": {"url": "https://h", "tls": {"caFile": "${NOPE}"}}}}`)
-	_, err = LoadConfig(LoadOptions{Files: []string{bad}, LookupEnv: env})
-	var ce *ConfigError
+	_, err = Load(Options{Files: []string{bad}, LookupEnv: env})
+	var ce *Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "mcpServers.api.tls.caFile", ce.Path)
 	assert.ErrorIs(t, err, ErrUnsetVariable)
 }
 
-func remote(typ transports.Type, url string) ServerConfig {
-	return ServerConfig{Config: transports.Config{Type: typ, URL: url}}
+func remote(typ transports.Type, url string) mcpvisor.ServerConfig {
+	return mcpvisor.ServerConfig{Config: transports.Config{Type: typ, URL: url}}
 }
 
 // allow makes an allow list; allow() is the empty one.
@@ -764,14 +765,14 @@ func TestServerPolicyMatching(t *testing.T) {
 	exact := func(argv ...string) PolicyEntry { return PolicyEntry{ServerCommand: CommandPattern{Exact: argv}} }
 	glob := func(p string) PolicyEntry { return PolicyEntry{ServerCommand: CommandPattern{Glob: p}} }
 	byURL := func(p string) PolicyEntry { return PolicyEntry{ServerURL: p} }
-	https := func(u string) ServerConfig { return remote(transports.TypeHTTP, u) }
-	sdk := ServerConfig{Config: transports.Config{Type: transports.TypeSDK}}
+	https := func(u string) mcpvisor.ServerConfig { return remote(transports.TypeHTTP, u) }
+	sdk := mcpvisor.ServerConfig{Config: transports.Config{Type: transports.TypeSDK}}
 
 	tests := []struct {
 		name   string
 		entry  PolicyEntry
 		server string
-		sc     ServerConfig
+		sc     mcpvisor.ServerConfig
 		want   bool
 	}{
 		// serverName: path.Match on the name, whatever the transport.
@@ -794,7 +795,7 @@ func TestServerPolicyMatching(t *testing.T) {
 		{"command exact has no wildcards", exact("npx", "*"), "s", stdio("npx", "pkg"), false},
 		{"command exact compares as written", exact("npx"), "s", stdio("/usr/bin/npx"), false},
 		{"command exact, no args", exact("server"), "s", stdio("server"), true},
-		{"command with explicit stdio type", exact("server"), "s", ServerConfig{Config: transports.Config{Type: "STDIO", Command: "server"}}, true},
+		{"command with explicit stdio type", exact("server"), "s", mcpvisor.ServerConfig{Config: transports.Config{Type: "STDIO", Command: "server"}}, true},
 
 		// serverCommand as a string: '*' over the command line joined by spaces.
 		{"command glob", glob("npx -y @corp/*"), "s", stdio("npx", "-y", "@corp/tools"), true},
@@ -847,7 +848,7 @@ func TestServerPolicyMatching(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := ServerPolicy{Denied: []PolicyEntry{tt.entry}}
+			p := Policy{Denied: []PolicyEntry{tt.entry}}
 			require.NoError(t, p.Validate())
 			ok, reason := p.Check(tt.server, tt.sc)
 			assert.Equal(t, tt.want, !ok, "denied; reason %q", reason)
@@ -885,51 +886,51 @@ func TestWildcardMatch(t *testing.T) {
 func TestServerPolicyCheck(t *testing.T) {
 	github := stdio("npx", "-y", "@modelcontextprotocol/server-github")
 	docs := remote(transports.TypeHTTP, "https://docs.corp.example.com/mcp")
-	inproc := ServerConfig{Config: transports.Config{Type: transports.TypeSDK}}
+	inproc := mcpvisor.ServerConfig{Config: transports.Config{Type: transports.TypeSDK}}
 
 	tests := []struct {
 		name       string
-		policy     *ServerPolicy
+		policy     *Policy
 		server     string
-		sc         ServerConfig
+		sc         mcpvisor.ServerConfig
 		wantReason string // empty: allowed
 	}{
 		{name: "nil policy allows", policy: nil, server: "github", sc: github},
-		{name: "zero policy allows", policy: &ServerPolicy{}, server: "github", sc: github},
+		{name: "zero policy allows", policy: &Policy{}, server: "github", sc: github},
 		{name: "absent allow list allows what is not denied",
-			policy: &ServerPolicy{Denied: []PolicyEntry{{ServerName: "other"}}}, server: "github", sc: github},
+			policy: &Policy{Denied: []PolicyEntry{{ServerName: "other"}}}, server: "github", sc: github},
 		{name: "empty allow list allows nothing",
-			policy: &ServerPolicy{Allowed: allow()}, server: "github", sc: github,
+			policy: &Policy{Allowed: allow()}, server: "github", sc: github,
 			wantReason: "allowedMcpServers is empty: no server may run"},
 		{name: "empty allow list allows nothing, in-process servers included",
-			policy: &ServerPolicy{Allowed: allow()}, server: "inproc", sc: inproc,
+			policy: &Policy{Allowed: allow()}, server: "inproc", sc: inproc,
 			wantReason: "allowedMcpServers is empty: no server may run"},
 		{name: "allowed by name",
-			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "git*"})}, server: "github", sc: github},
+			policy: &Policy{Allowed: allow(PolicyEntry{ServerName: "git*"})}, server: "github", sc: github},
 		{name: "not allowed by name",
-			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "sentry"})}, server: "github", sc: github,
+			policy: &Policy{Allowed: allow(PolicyEntry{ServerName: "sentry"})}, server: "github", sc: github,
 			wantReason: "no allowedMcpServers serverName entry matches its name"},
 		{name: "deny beats allow",
-			policy: &ServerPolicy{
+			policy: &Policy{
 				Allowed: allow(PolicyEntry{ServerName: "github"}),
 				Denied:  []PolicyEntry{{ServerName: "sentry"}, {ServerCommand: CommandPattern{Glob: "npx *"}}},
 			},
 			server: "github", sc: github,
 			wantReason: `deniedMcpServers[1] (serverCommand "npx *")`},
 		{name: "the first denying entry is named",
-			policy: &ServerPolicy{Denied: []PolicyEntry{{ServerName: "*"}, {ServerName: "github"}}},
+			policy: &Policy{Denied: []PolicyEntry{{ServerName: "*"}, {ServerName: "github"}}},
 			server: "github", sc: github,
 			wantReason: `deniedMcpServers[0] (serverName "*")`},
 		{name: "deny by exact command is reported as an array",
-			policy: &ServerPolicy{Denied: []PolicyEntry{{ServerCommand: CommandPattern{Exact: []string{"npx", "-y", "@modelcontextprotocol/server-github"}}}}},
+			policy: &Policy{Denied: []PolicyEntry{{ServerCommand: CommandPattern{Exact: []string{"npx", "-y", "@modelcontextprotocol/server-github"}}}}},
 			server: "github", sc: github,
 			wantReason: `deniedMcpServers[0] (serverCommand ["npx","-y","@modelcontextprotocol/server-github"])`},
 		{name: "deny by url",
-			policy: &ServerPolicy{Denied: []PolicyEntry{{ServerURL: "https://*.corp.example.com/*"}}},
+			policy: &Policy{Denied: []PolicyEntry{{ServerURL: "https://*.corp.example.com/*"}}},
 			server: "docs", sc: docs,
 			wantReason: `deniedMcpServers[0] (serverUrl "https://*.corp.example.com/*")`},
 		{name: "deny by name applies to a server the allow list admits by command",
-			policy: &ServerPolicy{
+			policy: &Policy{
 				Allowed: allow(PolicyEntry{ServerCommand: CommandPattern{Glob: "npx *"}}),
 				Denied:  []PolicyEntry{{ServerName: "github"}},
 			},
@@ -939,39 +940,39 @@ func TestServerPolicyCheck(t *testing.T) {
 		// pins stdio servers by command or remote servers by URL, a name
 		// entry does not admit a server of that kind.
 		{name: "stdio server must match a command entry when there is one",
-			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "github"}, PolicyEntry{ServerCommand: CommandPattern{Exact: []string{"approved"}}})},
+			policy: &Policy{Allowed: allow(PolicyEntry{ServerName: "github"}, PolicyEntry{ServerCommand: CommandPattern{Exact: []string{"approved"}}})},
 			server: "github", sc: github,
 			wantReason: "no allowedMcpServers serverCommand entry matches its command line (a stdio server must match one when the list has any)"},
 		{name: "stdio server matching a command entry",
-			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "other"}, PolicyEntry{ServerCommand: CommandPattern{Glob: "npx -y @modelcontextprotocol/*"}})},
+			policy: &Policy{Allowed: allow(PolicyEntry{ServerName: "other"}, PolicyEntry{ServerCommand: CommandPattern{Glob: "npx -y @modelcontextprotocol/*"}})},
 			server: "github", sc: github},
 		{name: "url entries do not pin stdio servers",
-			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "github"}, PolicyEntry{ServerURL: "https://*/*"})},
+			policy: &Policy{Allowed: allow(PolicyEntry{ServerName: "github"}, PolicyEntry{ServerURL: "https://*/*"})},
 			server: "github", sc: github},
 		{name: "remote server must match a url entry when there is one",
-			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "docs"}, PolicyEntry{ServerURL: "https://mcp.example.com/*"})},
+			policy: &Policy{Allowed: allow(PolicyEntry{ServerName: "docs"}, PolicyEntry{ServerURL: "https://mcp.example.com/*"})},
 			server: "docs", sc: docs,
 			wantReason: "no allowedMcpServers serverUrl entry matches its url (a remote server must match one when the list has any)"},
 		{name: "remote server matching a url entry",
-			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://*.corp.example.com/*"})},
+			policy: &Policy{Allowed: allow(PolicyEntry{ServerURL: "https://*.corp.example.com/*"})},
 			server: "docs", sc: docs},
 		{name: "command entries do not pin remote servers",
-			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "docs"}, PolicyEntry{ServerCommand: CommandPattern{Glob: "*"}})},
+			policy: &Policy{Allowed: allow(PolicyEntry{ServerName: "docs"}, PolicyEntry{ServerCommand: CommandPattern{Glob: "*"}})},
 			server: "docs", sc: docs},
 		{name: "remote server with only command entries is not allowed",
-			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerCommand: CommandPattern{Glob: "*"}})},
+			policy: &Policy{Allowed: allow(PolicyEntry{ServerCommand: CommandPattern{Glob: "*"}})},
 			server: "docs", sc: docs,
 			wantReason: "no allowedMcpServers serverName entry matches its name"},
 		{name: "in-process server is allowed by name only",
-			policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "inproc"}, PolicyEntry{ServerCommand: CommandPattern{Glob: "*"}}, PolicyEntry{ServerURL: "*://*/*"})},
+			policy: &Policy{Allowed: allow(PolicyEntry{ServerName: "inproc"}, PolicyEntry{ServerCommand: CommandPattern{Glob: "*"}}, PolicyEntry{ServerURL: "*://*/*"})},
 			server: "inproc", sc: inproc},
 
 		{name: "source prefixes the reason",
-			policy: &ServerPolicy{Denied: []PolicyEntry{{ServerName: "github"}}, Source: "/etc/mcpvisor/managed-mcp.json"},
+			policy: &Policy{Denied: []PolicyEntry{{ServerName: "github"}}, Source: "/etc/mcpvisor/managed-mcp.json"},
 			server: "github", sc: github,
 			wantReason: `/etc/mcpvisor/managed-mcp.json: deniedMcpServers[0] (serverName "github")`},
 		{name: "malformed policy allows nothing",
-			policy: &ServerPolicy{Denied: []PolicyEntry{{}}, Source: "host"},
+			policy: &Policy{Denied: []PolicyEntry{{}}, Source: "host"},
 			server: "github", sc: github,
 			wantReason: `host: malformed policy: deniedMcpServers[0]: entry needs one of "serverName", "serverCommand" or "serverUrl"`},
 	}
@@ -985,8 +986,8 @@ func TestServerPolicyCheck(t *testing.T) {
 }
 
 func TestServerPolicyCheckDoesNotEchoSecrets(t *testing.T) {
-	p := &ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://ok.example.com/*"}, PolicyEntry{ServerCommand: CommandPattern{Glob: "ok"}})}
-	for _, sc := range []ServerConfig{
+	p := &Policy{Allowed: allow(PolicyEntry{ServerURL: "https://ok.example.com/*"}, PolicyEntry{ServerCommand: CommandPattern{Glob: "ok"}})}
+	for _, sc := range []mcpvisor.ServerConfig{
 		remote(transports.TypeHTTP, "https://evil.example.com/mcp?token=sk-live-secret"),
 		stdio("server", "--token", "sk-live-secret"),
 	} {
@@ -999,42 +1000,42 @@ func TestServerPolicyCheckDoesNotEchoSecrets(t *testing.T) {
 func TestServerPolicyValidate(t *testing.T) {
 	tests := []struct {
 		name     string
-		policy   ServerPolicy
+		policy   Policy
 		wantPath string
 		wantErr  string
 	}{
-		{name: "entry with no member", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "a"}, PolicyEntry{})},
+		{name: "entry with no member", policy: Policy{Allowed: allow(PolicyEntry{ServerName: "a"}, PolicyEntry{})},
 			wantPath: "allowedMcpServers[1]", wantErr: `entry needs one of "serverName", "serverCommand" or "serverUrl"`},
-		{name: "entry with two members", policy: ServerPolicy{Denied: []PolicyEntry{{ServerName: "a", ServerURL: "https://h/"}}},
+		{name: "entry with two members", policy: Policy{Denied: []PolicyEntry{{ServerName: "a", ServerURL: "https://h/"}}},
 			wantPath: "deniedMcpServers[0]", wantErr: `entry has "serverName" and "serverUrl"; an entry has exactly one`},
-		{name: "entry with three members", policy: ServerPolicy{Denied: []PolicyEntry{{ServerName: "a", ServerCommand: CommandPattern{Glob: "x"}, ServerURL: "https://h/"}}},
+		{name: "entry with three members", policy: Policy{Denied: []PolicyEntry{{ServerName: "a", ServerCommand: CommandPattern{Glob: "x"}, ServerURL: "https://h/"}}},
 			wantPath: "deniedMcpServers[0]", wantErr: `entry has "serverName" and "serverCommand" and "serverUrl"`},
-		{name: "malformed name pattern", policy: ServerPolicy{Denied: []PolicyEntry{{ServerName: "[a-"}}},
+		{name: "malformed name pattern", policy: Policy{Denied: []PolicyEntry{{ServerName: "[a-"}}},
 			wantPath: "deniedMcpServers[0].serverName", wantErr: `malformed pattern "[a-"`},
-		{name: "command with both forms", policy: ServerPolicy{Denied: []PolicyEntry{{ServerCommand: CommandPattern{Exact: []string{"a"}, Glob: "a"}}}},
+		{name: "command with both forms", policy: Policy{Denied: []PolicyEntry{{ServerCommand: CommandPattern{Exact: []string{"a"}, Glob: "a"}}}},
 			wantPath: "deniedMcpServers[0].serverCommand", wantErr: "both Exact and Glob are set"},
-		{name: "empty exact command", policy: ServerPolicy{Denied: []PolicyEntry{{ServerCommand: CommandPattern{Exact: []string{}}}}},
+		{name: "empty exact command", policy: Policy{Denied: []PolicyEntry{{ServerCommand: CommandPattern{Exact: []string{}}}}},
 			wantPath: "deniedMcpServers[0].serverCommand", wantErr: "command must not be empty"},
-		{name: "url without scheme", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "*.example.com/*"})},
+		{name: "url without scheme", policy: Policy{Allowed: allow(PolicyEntry{ServerURL: "*.example.com/*"})},
 			wantPath: "allowedMcpServers[0].serverUrl", wantErr: `malformed URL pattern "*.example.com/*": no scheme`},
-		{name: "url without host", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https:///mcp"})},
+		{name: "url without host", policy: Policy{Allowed: allow(PolicyEntry{ServerURL: "https:///mcp"})},
 			wantPath: "allowedMcpServers[0].serverUrl", wantErr: "no host"},
-		{name: "url with user information", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://*@h/*"})},
+		{name: "url with user information", policy: Policy{Allowed: allow(PolicyEntry{ServerURL: "https://*@h/*"})},
 			wantPath: "allowedMcpServers[0].serverUrl", wantErr: "user information"},
-		{name: "url with fragment", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://h/#x"})},
+		{name: "url with fragment", policy: Policy{Allowed: allow(PolicyEntry{ServerURL: "https://h/#x"})},
 			wantPath: "allowedMcpServers[0].serverUrl", wantErr: "fragment"},
-		{name: "url with bad port", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://h:http/"})},
+		{name: "url with bad port", policy: Policy{Allowed: allow(PolicyEntry{ServerURL: "https://h:http/"})},
 			wantPath: "allowedMcpServers[0].serverUrl", wantErr: "a port is digits or '*'"},
-		{name: "url with empty port", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://h:/"})},
+		{name: "url with empty port", policy: Policy{Allowed: allow(PolicyEntry{ServerURL: "https://h:/"})},
 			wantPath: "allowedMcpServers[0].serverUrl", wantErr: "a port is digits or '*'"},
-		{name: "url with unclosed ipv6 host", policy: ServerPolicy{Allowed: allow(PolicyEntry{ServerURL: "https://[::1/"})},
+		{name: "url with unclosed ipv6 host", policy: Policy{Allowed: allow(PolicyEntry{ServerURL: "https://[::1/"})},
 			wantPath: "allowedMcpServers[0].serverUrl", wantErr: "unclosed '['"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.policy.Source = "host policy"
 			err := tt.policy.Validate()
-			var ce *ConfigError
+			var ce *Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, "host policy", ce.File)
 			assert.Equal(t, tt.wantPath, ce.Path)
@@ -1044,10 +1045,10 @@ func TestServerPolicyValidate(t *testing.T) {
 	}
 
 	t.Run("valid and nil policies", func(t *testing.T) {
-		var nilPolicy *ServerPolicy
+		var nilPolicy *Policy
 		assert.NoError(t, nilPolicy.Validate())
-		assert.NoError(t, (&ServerPolicy{Allowed: allow()}).Validate())
-		assert.NoError(t, (&ServerPolicy{Allowed: allow(
+		assert.NoError(t, (&Policy{Allowed: allow()}).Validate())
+		assert.NoError(t, (&Policy{Allowed: allow(
 			PolicyEntry{ServerName: "*"},
 			PolicyEntry{ServerCommand: CommandPattern{Exact: []string{"a", ""}}},
 			PolicyEntry{ServerURL: "*://*"},
@@ -1055,28 +1056,28 @@ func TestServerPolicyValidate(t *testing.T) {
 		)}).Validate())
 	})
 	t.Run("errors are collected, without a Source", func(t *testing.T) {
-		err := (&ServerPolicy{Allowed: allow(PolicyEntry{}), Denied: []PolicyEntry{{ServerURL: "x"}}}).Validate()
+		err := (&Policy{Allowed: allow(PolicyEntry{}), Denied: []PolicyEntry{{ServerURL: "x"}}}).Validate()
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "allowedMcpServers[0]: entry needs one of")
 		assert.Contains(t, err.Error(), "\ndeniedMcpServers[0].serverUrl: malformed URL pattern")
 	})
 }
 
-// TestServerPolicyJSON: the managed file's lists decode into a ServerPolicy
+// TestServerPolicyJSON: the managed file's lists decode into a Policy
 // with encoding/json, and round-trip, absent and empty allow lists
 // included.
 func TestServerPolicyJSON(t *testing.T) {
 	tests := []struct {
 		name string
 		json string
-		want ServerPolicy
+		want Policy
 	}{
 		{name: "absent allow list", json: `{"deniedMcpServers":[{"serverName":"x"}]}`,
-			want: ServerPolicy{Denied: []PolicyEntry{{ServerName: "x"}}}},
+			want: Policy{Denied: []PolicyEntry{{ServerName: "x"}}}},
 		{name: "empty allow list", json: `{"allowedMcpServers":[]}`,
-			want: ServerPolicy{Allowed: allow()}},
+			want: Policy{Allowed: allow()}},
 		{name: "every kind of entry", json: `{"allowedMcpServers":[{"serverName":"a"},{"serverCommand":["npx","-y","p"]},{"serverCommand":"npx *"},{"serverUrl":"https://*/*"}]}`,
-			want: ServerPolicy{Allowed: allow(
+			want: Policy{Allowed: allow(
 				PolicyEntry{ServerName: "a"},
 				PolicyEntry{ServerCommand: CommandPattern{Exact: []string{"npx", "-y", "p"}}},
 				PolicyEntry{ServerCommand: CommandPattern{Glob: "npx *"}},
@@ -1085,7 +1086,7 @@ func TestServerPolicyJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got ServerPolicy
+			var got Policy
 			require.NoError(t, json.Unmarshal([]byte(tt.json), &got))
 			assert.Equal(t, tt.want, got)
 			out, err := json.Marshal(got)
@@ -1095,13 +1096,13 @@ func TestServerPolicyJSON(t *testing.T) {
 	}
 
 	var none []PolicyEntry // an allow list a program built empty
-	out, err := json.Marshal(ServerPolicy{Allowed: &none})
+	out, err := json.Marshal(Policy{Allowed: &none})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"allowedMcpServers":[]}`, string(out), "allows nothing, in JSON too")
-	ok, _ := (&ServerPolicy{Allowed: &none}).Check("s", stdio("x"))
+	ok, _ := (&Policy{Allowed: &none}).Check("s", stdio("x"))
 	assert.False(t, ok)
 
-	var p ServerPolicy
+	var p Policy
 	err = json.Unmarshal([]byte(`{"deniedMcpServers":[{"serverCommand":3}]}`), &p)
 	assert.ErrorContains(t, err, "serverCommand: want array or string, got number")
 	require.NoError(t, json.Unmarshal([]byte(`{"allowedMcpServers":null}`), &p))
@@ -1123,7 +1124,7 @@ func TestLoadConfigPolicy(t *testing.T) {
 
 	tests := []struct {
 		name         string
-		opts         LoadOptions
+		opts         Options
 		wantServers  []string
 		wantExcluded map[string]string
 		wantFiles    []string
@@ -1131,7 +1132,7 @@ func TestLoadConfigPolicy(t *testing.T) {
 	}{
 		{
 			name: "managed file with only a policy: the layers load, filtered",
-			opts: LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: policyOnly},
+			opts: Options{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: policyOnly},
 			// github and corp-tools match an allowed command, docs an allowed URL.
 			wantServers: []string{"corp-tools", "docs", "github"},
 			wantExcluded: map[string]string{
@@ -1146,7 +1147,7 @@ func TestLoadConfigPolicy(t *testing.T) {
 		},
 		{
 			name:        "managed file with servers and a policy: exclusive, and filtered",
-			opts:        LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: serversPolicy},
+			opts:        Options{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: serversPolicy},
 			wantServers: []string{"corp-docs"},
 			wantExcluded: map[string]string{
 				"corp-legacy": serversPolicy + ": no allowedMcpServers serverUrl entry matches its url (a remote server must match one when the list has any)",
@@ -1157,14 +1158,14 @@ func TestLoadConfigPolicy(t *testing.T) {
 		},
 		{
 			name:         "managed file with servers only: exclusive, no policy",
-			opts:         LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: serversNoPol},
+			opts:         Options{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: serversNoPol},
 			wantServers:  []string{"policy"},
 			wantExcluded: map[string]string{},
 			wantFiles:    []string{serversNoPol},
 		},
 		{
 			name:        "explicit files skip the managed servers but not the managed policy",
-			opts:        LoadOptions{Files: []string{projectFile}, ManagedFile: serversPolicy},
+			opts:        Options{Files: []string{projectFile}, ManagedFile: serversPolicy},
 			wantServers: []string{"docs"},
 			wantExcluded: map[string]string{
 				"github":       serversPolicy + ": no allowedMcpServers serverName entry matches its name",
@@ -1177,21 +1178,21 @@ func TestLoadConfigPolicy(t *testing.T) {
 			wantPolicies: []string{serversPolicy},
 		},
 		{
-			name:        "LoadOptions.Policy alone",
-			opts:        LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: noManaged(t), Policy: &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "*"}), Denied: []PolicyEntry{{ServerName: "*e*"}}}},
+			name:        "Options.Policy alone",
+			opts:        Options{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: noManaged(t), Policy: &Policy{Allowed: allow(PolicyEntry{ServerName: "*"}), Denied: []PolicyEntry{{ServerName: "*e*"}}}},
 			wantServers: []string{"corp-tools", "docs", "github"},
 			wantExcluded: map[string]string{
-				"sneaky":       `LoadOptions.Policy: deniedMcpServers[0] (serverName "*e*")`,
-				"renamed-evil": `LoadOptions.Policy: deniedMcpServers[0] (serverName "*e*")`,
-				"tracker":      `LoadOptions.Policy: deniedMcpServers[0] (serverName "*e*")`,
-				"local-notes":  `LoadOptions.Policy: deniedMcpServers[0] (serverName "*e*")`,
+				"sneaky":       `config.Options.Policy: deniedMcpServers[0] (serverName "*e*")`,
+				"renamed-evil": `config.Options.Policy: deniedMcpServers[0] (serverName "*e*")`,
+				"tracker":      `config.Options.Policy: deniedMcpServers[0] (serverName "*e*")`,
+				"local-notes":  `config.Options.Policy: deniedMcpServers[0] (serverName "*e*")`,
 			},
 			wantFiles:    []string{userFile, projectFile},
 			wantPolicies: []string{PolicyOptionSource},
 		},
 		{
-			name: "managed policy and LoadOptions.Policy: a server must pass both, the managed file is checked first",
-			opts: LoadOptions{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: policyOnly, Policy: &ServerPolicy{
+			name: "managed policy and Options.Policy: a server must pass both, the managed file is checked first",
+			opts: Options{Approvals: approveAll{}, Home: home, Dir: project, ManagedFile: policyOnly, Policy: &Policy{
 				Source: "host", Denied: []PolicyEntry{{ServerName: "github"}, {ServerName: "tracker"}},
 			}},
 			wantServers: []string{"corp-tools", "docs"},
@@ -1210,7 +1211,7 @@ func TestLoadConfigPolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := tt.opts
 			opts.LookupEnv = env
-			cfg, err := LoadConfig(opts)
+			cfg, err := Load(opts)
 			require.NoError(t, err)
 			got := slices.Sorted(maps.Keys(cfg.Servers))
 			if got == nil {
@@ -1234,7 +1235,7 @@ func TestLoadConfigPolicyOnlyInManagedFile(t *testing.T) {
 	dir := t.TempDir()
 	// In a layer, the lists are unknown top-level members: ignored.
 	layer := writeFile(t, dir, ".mcp.json", `{"mcpServers": {"a": {"command": "x"}}, "deniedMcpServers": [{"serverName": "*"}], "allowedMcpServers": []}`)
-	cfg, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
+	cfg, err := Load(Options{Approvals: approveAll{}, Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
 	require.NoError(t, err)
 	assert.Contains(t, cfg.Servers, "a")
 	assert.Empty(t, cfg.Excluded)
@@ -1242,14 +1243,14 @@ func TestLoadConfigPolicyOnlyInManagedFile(t *testing.T) {
 
 	// A policy alone does not make a server file.
 	policyOnly := writeFile(t, dir, "policy.json", `{"deniedMcpServers": [{"serverName": "*"}]}`)
-	_, err = LoadConfig(LoadOptions{Files: []string{layer, policyOnly}, ManagedFile: noManaged(t)})
-	var ce *ConfigError
+	_, err = Load(Options{Files: []string{layer, policyOnly}, ManagedFile: noManaged(t)})
+	var ce *Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, policyOnly, ce.File)
 	assert.EqualError(t, ce.Err, `no "mcpServers" or "servers" member`)
 
-	// LoadConfigFiles applies no policy.
-	cfg, err = LoadConfigFiles(layer)
+	// LoadFiles applies no policy.
+	cfg, err = LoadFiles(layer)
 	require.NoError(t, err)
 	assert.Contains(t, cfg.Servers, "a")
 	assert.NotNil(t, cfg.Excluded)
@@ -1309,13 +1310,13 @@ func TestLoadConfigPolicyErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			managed := writeFile(t, t.TempDir(), "managed-mcp.json", tt.managed)
-			for _, opts := range []LoadOptions{
+			for _, opts := range []Options{
 				{Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed},
 				{Files: []string{writeFile(t, t.TempDir(), "a.json", `{"servers": {}}`)}, ManagedFile: managed},
 			} {
-				cfg, err := LoadConfig(opts)
+				cfg, err := Load(opts)
 				assert.Nil(t, cfg)
-				var ce *ConfigError
+				var ce *Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, managed, ce.File)
 				assert.Equal(t, tt.wantPath, ce.Path)
@@ -1327,7 +1328,7 @@ func TestLoadConfigPolicyErrors(t *testing.T) {
 	t.Run("every malformed entry is reported", func(t *testing.T) {
 		managed := writeFile(t, t.TempDir(), "managed-mcp.json",
 			`{"allowedMcpServers": [{}, {"serverName": "ok"}, {"serverUrl": "x"}], "deniedMcpServers": [{"serverName": 1}]}`)
-		_, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed})
+		_, err := Load(Options{Approvals: approveAll{}, Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: managed})
 		require.Error(t, err)
 		for _, want := range []string{
 			managed + ": allowedMcpServers[0]: entry needs one of",
@@ -1340,7 +1341,7 @@ func TestLoadConfigPolicyErrors(t *testing.T) {
 	t.Run("a broken server map of the managed file does not matter to explicit files", func(t *testing.T) {
 		managed := writeFile(t, t.TempDir(), "managed-mcp.json", `{"mcpServers": {"a": {"command": "${UNSET}"}}, "deniedMcpServers": [{"serverName": "b"}]}`)
 		file := writeFile(t, t.TempDir(), "a.json", `{"servers": {"b": {"command": "b"}, "c": {"command": "c"}}}`)
-		cfg, err := LoadConfig(LoadOptions{Files: []string{file}, ManagedFile: managed, LookupEnv: fakeEnv(nil)})
+		cfg, err := Load(Options{Files: []string{file}, ManagedFile: managed, LookupEnv: fakeEnv(nil)})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"c"}, slices.Sorted(maps.Keys(cfg.Servers)))
 		assert.Equal(t, map[string]string{"b": managed + `: deniedMcpServers[0] (serverName "b")`}, cfg.Excluded)
@@ -1348,28 +1349,28 @@ func TestLoadConfigPolicyErrors(t *testing.T) {
 	t.Run("unreadable managed file fails explicit files too", func(t *testing.T) {
 		managed := t.TempDir() // a directory
 		file := writeFile(t, t.TempDir(), "a.json", `{"servers": {}}`)
-		_, err := LoadConfig(LoadOptions{Files: []string{file}, ManagedFile: managed})
-		var ce *ConfigError
+		_, err := Load(Options{Files: []string{file}, ManagedFile: managed})
+		var ce *Error
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, managed, ce.File)
 	})
-	t.Run("malformed LoadOptions.Policy", func(t *testing.T) {
-		policy := &ServerPolicy{Allowed: allow(PolicyEntry{ServerName: "a"}, PolicyEntry{ServerName: "b", ServerURL: "https://h/"})}
-		_, err := LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: noManaged(t), Policy: policy})
-		var ce *ConfigError
+	t.Run("malformed Options.Policy", func(t *testing.T) {
+		policy := &Policy{Allowed: allow(PolicyEntry{ServerName: "a"}, PolicyEntry{ServerName: "b", ServerURL: "https://h/"})}
+		_, err := Load(Options{Approvals: approveAll{}, Home: t.TempDir(), Dir: t.TempDir(), ManagedFile: noManaged(t), Policy: policy})
+		var ce *Error
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, PolicyOptionSource, ce.File)
 		assert.Equal(t, "allowedMcpServers[1]", ce.Path)
-		assert.EqualError(t, err, `LoadOptions.Policy: allowedMcpServers[1]: entry has "serverName" and "serverUrl"; an entry has exactly one`)
-		assert.Empty(t, policy.Source, "LoadConfig does not modify the caller's policy")
+		assert.EqualError(t, err, `config.Options.Policy: allowedMcpServers[1]: entry has "serverName" and "serverUrl"; an entry has exactly one`)
+		assert.Empty(t, policy.Source, "Load does not modify the caller's policy")
 	})
 }
 
 func TestConfigCheck(t *testing.T) {
-	cfg, err := LoadConfig(LoadOptions{Approvals: approveAll{},
+	cfg, err := Load(Options{Approvals: approveAll{},
 		Home: "testdata/config/policy/home", Dir: "testdata/config/policy/project",
 		ManagedFile: "testdata/config/policy/managed-policy-only.json",
-		Policy:      &ServerPolicy{Source: "host", Denied: []PolicyEntry{{ServerName: "blocked"}}},
+		Policy:      &Policy{Source: "host", Denied: []PolicyEntry{{ServerName: "blocked"}}},
 	})
 	require.NoError(t, err)
 
@@ -1391,40 +1392,40 @@ func TestConfigCheck(t *testing.T) {
 func TestLoadConfigVSCodeVariables(t *testing.T) {
 	const file = "testdata/config/vscode_variables.json"
 	dir := t.TempDir()
-	cfg, err := LoadConfig(LoadOptions{Files: []string{file}, Dir: dir, LookupEnv: fakeEnv(map[string]string{"workspaceFolder": "/from/env"})})
+	cfg, err := Load(Options{Files: []string{file}, Dir: dir, LookupEnv: fakeEnv(map[string]string{"workspaceFolder": "/from/env"})})
 	require.NoError(t, err)
 	sc := cfg.Servers["files"]
-	assert.Equal(t, dir+"/bin/files-server", sc.Command, "${workspaceFolder} is LoadOptions.Dir, whatever the environment says")
+	assert.Equal(t, dir+"/bin/files-server", sc.Command, "${workspaceFolder} is Options.Dir, whatever the environment says")
 	assert.Equal(t, []string{"--root", dir}, sc.Args)
 	assert.Equal(t, dir, sc.Cwd)
 
 	// A relative Dir is made absolute, as VS Code's variable is.
-	cfg, err = LoadConfig(LoadOptions{Files: []string{file}, Dir: "testdata/config/policy/project"})
+	cfg, err = Load(Options{Files: []string{file}, Dir: "testdata/config/policy/project"})
 	require.NoError(t, err)
 	abs, err := filepath.Abs("testdata/config/policy/project")
 	require.NoError(t, err)
 	assert.Equal(t, abs, cfg.Servers["files"].Cwd)
 
-	// No Dir: the working directory; also for LoadConfigFiles.
+	// No Dir: the working directory; also for LoadFiles.
 	wd := t.TempDir()
 	t.Chdir(wd)
 	moved := writeFile(t, wd, "mcp.json", `{"servers": {"files": {"command": "x", "cwd": "${workspaceFolder}/sub"}}}`)
-	cfg, err = LoadConfig(LoadOptions{Files: []string{moved}})
+	cfg, err = Load(Options{Files: []string{moved}})
 	require.NoError(t, err)
 	assert.Equal(t, wd+"/sub", cfg.Servers["files"].Cwd)
-	cfg, err = LoadConfigFiles(moved)
+	cfg, err = LoadFiles(moved)
 	require.NoError(t, err)
 	assert.Equal(t, wd+"/sub", cfg.Servers["files"].Cwd)
 
 	// The layers' project directory.
 	writeFile(t, wd, ".mcp.json", `{"servers": {"files": {"command": "x", "cwd": "${workspaceFolder}"}}}`)
-	cfg, err = LoadConfig(LoadOptions{Approvals: approveAll{}, Home: t.TempDir(), ManagedFile: noManaged(t)})
+	cfg, err = Load(Options{Approvals: approveAll{}, Home: t.TempDir(), ManagedFile: noManaged(t)})
 	require.NoError(t, err)
 	assert.Equal(t, wd, cfg.Servers["files"].Cwd)
 
 	// Input variables have no one to prompt.
 	bad := writeFile(t, t.TempDir(), "mcp.json", `{"servers": {"api": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${input:api-key}"}}}}`)
-	_, err = LoadConfig(LoadOptions{Files: []string{bad}})
+	_, err = Load(Options{Files: []string{bad}})
 	assert.ErrorIs(t, err, ErrInputVariable)
 	assert.EqualError(t, err, bad+`: servers.api.headers.Authorization: ${input:api-key}: VS Code input variables are not supported; set the value in env or the file`)
 }

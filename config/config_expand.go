@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"errors"
@@ -9,15 +9,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
-// ErrUnsetVariable is wrapped (inside a *ConfigError) when a ${VAR}
+// ErrUnsetVariable is wrapped (inside a *Error) when a ${VAR}
 // reference without a default names a variable that is not set. The
 // message names the variable.
 var ErrUnsetVariable = errors.New("environment variable is not set")
 
-// ErrInputVariable is wrapped (inside a *ConfigError) when a value holds a
+// ErrInputVariable is wrapped (inside a *Error) when a value holds a
 // VS Code input variable, ${input:id}: mcpvisor has no one to prompt. The
 // message names the reference.
 var ErrInputVariable = errors.New("VS Code input variables are not supported; set the value in env or the file")
@@ -71,16 +72,16 @@ func userHome(given string) string {
 }
 
 // expandServer expands references in the members that allow them.
-func expandServer(sc *ServerConfig, path string, x expander) *ConfigError {
+func expandServer(sc *mcpvisor.ServerConfig, path string, x expander) *Error {
 	if sc.Sandbox != nil {
 		if e := x.sandbox(sc.Sandbox, pathKey(path, "sandbox")); e != nil {
 			return e
 		}
 	}
-	return walkExpandable(sc, path, func(s *string, p string) *ConfigError {
+	return walkExpandable(sc, path, func(s *string, p string) *Error {
 		v, err := expand(*s, x.lookup)
 		if err != nil {
-			return &ConfigError{Path: p, Err: err}
+			return &Error{Path: p, Err: err}
 		}
 		*s = v
 		return nil
@@ -90,8 +91,8 @@ func expandServer(sc *ServerConfig, path string, x expander) *ConfigError {
 // walkExpandable calls one on every member of sc that ${VAR} references
 // may appear in (command, args, env values, cwd, envFile, url, the tls
 // members, header values), with its path, and stops at the first error.
-func walkExpandable(sc *ServerConfig, path string, one func(s *string, path string) *ConfigError) *ConfigError {
-	mapValues := func(m map[string]string, p string) *ConfigError {
+func walkExpandable(sc *mcpvisor.ServerConfig, path string, one func(s *string, path string) *Error) *Error {
+	mapValues := func(m map[string]string, p string) *Error {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			v := m[k]
 			if e := one(&v, pathKey(p, k)); e != nil {
@@ -138,7 +139,7 @@ func walkExpandable(sc *ServerConfig, path string, one func(s *string, path stri
 // sandbox expands the paths of a sandbox found at path: ${VAR}
 // references, a leading ~ (the home directory), and relative paths, made
 // relative to the file's directory.
-func (x expander) sandbox(sb *transports.Sandbox, path string) *ConfigError {
+func (x expander) sandbox(sb *transports.Sandbox, path string) *Error {
 	for _, list := range []struct {
 		name  string
 		paths []string
@@ -147,12 +148,12 @@ func (x expander) sandbox(sb *transports.Sandbox, path string) *ConfigError {
 			at := pathIndex(pathKey(path, list.name), i)
 			v, err := expand(p, x.lookup)
 			if err != nil {
-				return &ConfigError{Path: at, Err: err}
+				return &Error{Path: at, Err: err}
 			}
 			switch {
 			case v == "~" || strings.HasPrefix(v, "~/"):
 				if x.home == "" {
-					return &ConfigError{Path: at, Err: errors.New("~ names the home directory, which is unknown")}
+					return &Error{Path: at, Err: errors.New("~ names the home directory, which is unknown")}
 				}
 				v = filepath.Join(x.home, v[1:])
 			case v != "" && !filepath.IsAbs(v):

@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"encoding/json"
@@ -8,12 +8,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/trust"
 )
 
-// The layer names LoadConfig reports (Config.Layers).
-// A host's own layers (LoadOptions.Layers) are reported by their Name.
+// The layer names Load reports (Config.Layers).
+// A host's own layers (Options.Layers) are reported by their Name.
 const (
 	// LayerUser is <Home>/.mcp.json: the user's own servers. Trusted.
 	LayerUser = "user"
@@ -26,21 +27,21 @@ const (
 	LayerLocal = "local"
 	// LayerManaged is the managed (administrator) file. Trusted.
 	LayerManaged = "managed"
-	// LayerFile is a file named explicitly (LoadOptions.Files, the CLI's
+	// LayerFile is a file named explicitly (Options.Files, the CLI's
 	// --config). Trusted: the user chose it.
 	LayerFile = "file"
 )
 
-// ConfigLayer is one config file a host has LoadConfig read instead of
-// the standard layers (LoadOptions.Layers).
-type ConfigLayer struct {
-	// Name is the layer's name as LoadConfig reports it (Config.Layers).
+// Layer is one config file a host has Load read instead of
+// the standard layers (Options.Layers).
+type Layer struct {
+	// Name is the layer's name as Load reports it (Config.Layers).
 	Name string
 	// File is the file; a layer whose file does not exist is skipped.
 	File string
 	// Trusted layers' servers start as configured. The servers of an
 	// untrusted layer (the zero value: the safe default) are held until
-	// the user approves their entries (LoadOptions.Approvals).
+	// the user approves their entries (Options.Approvals).
 	Trusted bool
 }
 
@@ -62,7 +63,7 @@ type PendingServer struct {
 	Name  string
 	Layer string
 	File  string
-	// Project is the directory the approval is for: LoadOptions.Dir (or
+	// Project is the directory the approval is for: Options.Dir (or
 	// the working directory), absolute, symbolic links resolved.
 	Project string
 	// Entry is the entry as written in File, before ${VAR} expansion.
@@ -118,7 +119,7 @@ type PendingServer struct {
 // DefaultStateDir is the directory that keeps the user's trust decisions
 // (approvals of project servers, tool pins) when a host names none; see
 // trust.DefaultDir. A host opens it with trust.NewStore and passes the
-// store as LoadOptions.Approvals and Options.ToolPins.Store.
+// store as Options.Approvals and mcpvisor.Options.ToolPins.Store.
 func DefaultStateDir() (string, error) { return trust.DefaultDir() }
 
 // layerFile is one file to load, with its layer.
@@ -168,7 +169,7 @@ type approvalGate struct {
 
 // decide reports whether the entry raw of server name is approved, and
 // when not, what is pending. sc is the entry decoded, not expanded.
-func (g *approvalGate) decide(name string, raw json.RawMessage, sc *ServerConfig) (bool, *PendingServer) {
+func (g *approvalGate) decide(name string, raw json.RawMessage, sc *mcpvisor.ServerConfig) (bool, *PendingServer) {
 	p := &PendingServer{Name: name, Layer: g.layer, File: g.file, Project: g.project, Entry: raw, Variables: variables(sc)}
 	hash, err := trust.EntryHash(raw)
 	if sc.EnvFile != "" {
@@ -223,14 +224,14 @@ func (g *approvalGate) withEnvFile(p *PendingServer, envFile string) {
 // heldConfig is what the supervisor gets of an entry held for approval:
 // its transport type (for status), the reason, and nothing that would
 // start or reach anything.
-func heldConfig(sc *ServerConfig, reason string) ServerConfig {
-	return ServerConfig{Config: transports.Config{Type: sc.Kind()}, NeedsApproval: reason}
+func heldConfig(sc *mcpvisor.ServerConfig, reason string) mcpvisor.ServerConfig {
+	return mcpvisor.ServerConfig{Config: transports.Config{Type: sc.Kind()}, NeedsApproval: reason}
 }
 
 // variables lists the ${VAR} references of sc's expanded members.
-func variables(sc *ServerConfig) []string {
+func variables(sc *mcpvisor.ServerConfig) []string {
 	var out []string
-	_ = walkExpandable(sc, "", func(s *string, _ string) *ConfigError {
+	_ = walkExpandable(sc, "", func(s *string, _ string) *Error {
 		rest := *s
 		for {
 			i := strings.Index(rest, "${")

@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -27,7 +28,7 @@ func TestLoadConfigSandbox(t *testing.T) {
 				"write": ["./out", "~/.npm", "${DATA}/w"], "read": ["~/work/data", "/abs/r"],
 				"network": false, "memoryMB": 512, "processes": 64, "openFiles": 256, "mechanism": "landlock"}}
 		}}`)
-	cfg, err := LoadConfig(LoadOptions{Files: []string{file}, Home: "/home/ada", ManagedFile: noManaged(t),
+	cfg, err := Load(Options{Files: []string{file}, Home: "/home/ada", ManagedFile: noManaged(t),
 		LookupEnv: fakeEnv(map[string]string{"DATA": "/srv/data"})})
 	require.NoError(t, err)
 
@@ -95,9 +96,9 @@ func TestLoadConfigSandboxErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := writeFile(t, t.TempDir(), ".mcp.json", tt.content)
-			_, err := LoadConfig(LoadOptions{Files: []string{file}, ManagedFile: noManaged(t), LookupEnv: fakeEnv(nil)})
+			_, err := Load(Options{Files: []string{file}, ManagedFile: noManaged(t), LookupEnv: fakeEnv(nil)})
 			require.Error(t, err)
-			var ce *ConfigError
+			var ce *Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tt.wantPath, ce.Path)
 			assert.Contains(t, ce.Err.Error(), tt.wantErr)
@@ -108,10 +109,10 @@ func TestLoadConfigSandboxErrors(t *testing.T) {
 	}
 }
 
-// A program that builds a ServerConfig itself must give absolute paths:
+// A program that builds a mcpvisor.ServerConfig itself must give absolute paths:
 // there is no file to be relative to.
 func TestServerConfigSandboxNeedsAbsolutePaths(t *testing.T) {
-	sc := ServerConfig{Config: transports.Config{Command: "x",
+	sc := mcpvisor.ServerConfig{Config: transports.Config{Command: "x",
 		Sandbox: &transports.Sandbox{Enabled: true, Write: []string{"out"}}}}
 	err := sc.Validate()
 	require.ErrorIs(t, err, transports.ErrInvalidSandbox)

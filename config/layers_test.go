@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func TestProjectServersAreHeldUnexpandedUntilApproved(t *testing.T) {
 	localFile := writeFile(t, dir, ".mcp.local.json", `{"mcpServers": {"loc": {"command": "local-server"}}}`)
 	env := &recordingEnv{vars: map[string]string{"GITHUB_TOKEN": "ghp_secret", "TOOLS_ARG": "a"}}
 
-	cfg, err := LoadConfig(LoadOptions{Home: home, Dir: dir, ManagedFile: noManaged(t), LookupEnv: env.lookup})
+	cfg, err := Load(Options{Home: home, Dir: dir, ManagedFile: noManaged(t), LookupEnv: env.lookup})
 	require.NoError(t, err, "no Approvals: the safe default, not an error")
 
 	assert.False(t, env.wasAsked("GITHUB_TOKEN"), "a held entry is never expanded")
@@ -101,7 +101,7 @@ func TestAnApprovalCoversOneEntryAsWrittenInOneProject(t *testing.T) {
 	env := fakeEnv(map[string]string{"WHO": "me"})
 	load := func(dir string) *Config {
 		t.Helper()
-		cfg, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t), LookupEnv: env, Approvals: store})
+		cfg, err := Load(Options{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t), LookupEnv: env, Approvals: store})
 		require.NoError(t, err)
 		return cfg
 	}
@@ -136,7 +136,7 @@ func TestAnApprovalCoversOneEntryAsWrittenInOneProject(t *testing.T) {
 func TestExplicitFilesAndTrustedLayersNeedNoApproval(t *testing.T) {
 	dir := t.TempDir()
 	file := writeFile(t, dir, ".mcp.json", `{"mcpServers": {"a": {"command": "x"}}}`)
-	cfg, err := LoadConfig(LoadOptions{Files: []string{file}, ManagedFile: noManaged(t)})
+	cfg, err := Load(Options{Files: []string{file}, ManagedFile: noManaged(t)})
 	require.NoError(t, err)
 	assert.Empty(t, cfg.Servers["a"].NeedsApproval, "a file named to the loader (--config) is trusted")
 	assert.Equal(t, LayerFile, cfg.Layers["a"])
@@ -144,7 +144,7 @@ func TestExplicitFilesAndTrustedLayersNeedNoApproval(t *testing.T) {
 	// A host's own layers: untrusted unless marked.
 	shared := writeFile(t, dir, "shared.json", `{"mcpServers": {"s": {"command": "s"}}}`)
 	team := writeFile(t, dir, "team.json", `{"mcpServers": {"t": {"command": "t"}}}`)
-	cfg, err = LoadConfig(LoadOptions{Dir: dir, ManagedFile: noManaged(t), Layers: []ConfigLayer{
+	cfg, err = Load(Options{Dir: dir, ManagedFile: noManaged(t), Layers: []Layer{
 		{Name: "workspace", File: shared},
 		{Name: "team", File: team, Trusted: true},
 		{Name: "absent", File: filepath.Join(dir, "none.json")},
@@ -162,7 +162,7 @@ func TestManagedPolicyCanForbidProjectServers(t *testing.T) {
 	writeFile(t, dir, ".mcp.json", `{"mcpServers": {"p": {"command": "p"}}}`)
 	writeFile(t, dir, ".mcp.local.json", `{"mcpServers": {"l": {"command": "l"}}}`)
 	managed := writeFile(t, t.TempDir(), "managed-mcp.json", `{"projectServers": "deny"}`)
-	cfg, err := LoadConfig(LoadOptions{Home: home, Dir: dir, ManagedFile: managed, Approvals: approveAll{}})
+	cfg, err := Load(Options{Home: home, Dir: dir, ManagedFile: managed, Approvals: approveAll{}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"mine"}, keys(cfg.Servers))
 	assert.Empty(t, cfg.Pending)
@@ -172,20 +172,20 @@ func TestManagedPolicyCanForbidProjectServers(t *testing.T) {
 	assert.Equal(t, ProjectServersDeny, cfg.Policies[0].ProjectServers)
 
 	// Held ones too: nothing is left waiting for an approval that cannot help.
-	cfg, err = LoadConfig(LoadOptions{Home: home, Dir: dir, ManagedFile: managed})
+	cfg, err = Load(Options{Home: home, Dir: dir, ManagedFile: managed})
 	require.NoError(t, err)
 	assert.Empty(t, cfg.Pending)
 	assert.Len(t, cfg.Excluded, 2)
 
 	for _, bad := range []string{`{"projectServers": "allow"}`, `{"projectServers": true}`} {
 		managed := writeFile(t, t.TempDir(), "managed-mcp.json", bad)
-		_, err := LoadConfig(LoadOptions{Home: home, Dir: dir, ManagedFile: managed})
-		var ce *ConfigError
+		_, err := Load(Options{Home: home, Dir: dir, ManagedFile: managed})
+		var ce *Error
 		require.ErrorAs(t, err, &ce, bad)
 		assert.Equal(t, "projectServers", ce.Path)
 	}
-	_, err = LoadConfig(LoadOptions{Home: home, Dir: dir, ManagedFile: noManaged(t), Policy: &ServerPolicy{ProjectServers: "maybe"}})
-	var ce *ConfigError
+	_, err = Load(Options{Home: home, Dir: dir, ManagedFile: noManaged(t), Policy: &Policy{ProjectServers: "maybe"}})
+	var ce *Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, PolicyOptionSource, ce.File)
 }
@@ -200,7 +200,7 @@ func (brokenApprovals) Approved(string, string, string) (bool, bool, error) {
 func TestUnreadableApprovalsHoldTheServerWithTheReason(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, ".mcp.json", `{"mcpServers": {"p": {"command": "p"}}}`)
-	cfg, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t), Approvals: brokenApprovals{}})
+	cfg, err := Load(Options{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t), Approvals: brokenApprovals{}})
 	require.NoError(t, err, "the user's trusted servers still load")
 	assert.Contains(t, cfg.Servers["p"].NeedsApproval, "the approvals cannot be read: disk on fire")
 }
@@ -208,12 +208,12 @@ func TestUnreadableApprovalsHoldTheServerWithTheReason(t *testing.T) {
 func TestAHeldEntryIsStillValidated(t *testing.T) {
 	dir := t.TempDir()
 	file := writeFile(t, dir, ".mcp.json", `{"mcpServers": {"p": {"command": "p", "timeoutMs": -1}, "q": {"args": ["x"]}}}`)
-	cfg, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
+	cfg, err := Load(Options{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t)})
 	require.NoError(t, err, "a project file that does not load is skipped, not fatal")
 	assert.Empty(t, cfg.Servers)
 	require.Len(t, cfg.Skipped, 1)
 	err = cfg.Skipped[0].Err()
-	var ce *ConfigError
+	var ce *Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, file, ce.File)
 	assert.Contains(t, err.Error(), "mcpServers.p: timeoutMs must not be negative")

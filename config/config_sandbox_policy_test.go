@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"errors"
@@ -8,13 +8,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // sandboxPolicyLayers writes a user and a project layer with servers
 // that set no sandbox, "sandbox": false and a sandbox of their own, and
 // a managed file holding policy; it returns the options loading them.
-func sandboxPolicyLayers(t *testing.T, policy string, approvals Approvals) LoadOptions {
+func sandboxPolicyLayers(t *testing.T, policy string, approvals Approvals) Options {
 	t.Helper()
 	home, project := t.TempDir(), t.TempDir()
 	writeFile(t, home, ".mcp.json", `{"sandbox": false, "mcpServers": {
@@ -30,7 +31,7 @@ func sandboxPolicyLayers(t *testing.T, policy string, approvals Approvals) LoadO
 	if policy != "" {
 		managed = writeFile(t, t.TempDir(), "managed-mcp.json", policy)
 	}
-	return LoadOptions{Home: home, Dir: project, ManagedFile: managed, Approvals: approvals}
+	return Options{Home: home, Dir: project, ManagedFile: managed, Approvals: approvals}
 }
 
 // requireSandbox "project": a project server without a sandbox gets the
@@ -41,8 +42,8 @@ func sandboxPolicyLayers(t *testing.T, policy string, approvals Approvals) LoadO
 func TestRequireSandboxProject(t *testing.T) {
 	t.Parallel()
 	opts := sandboxPolicyLayers(t, `{"requireSandbox": "project"}`, approveAll{})
-	opts.Policy = &ServerPolicy{} // a host's policy requiring nothing lifts nothing
-	cfg, err := LoadConfig(opts)
+	opts.Policy = &Policy{} // a host's policy requiring nothing lifts nothing
+	cfg, err := Load(opts)
 	require.NoError(t, err)
 
 	assert.Equal(t, &transports.Sandbox{Enabled: true}, cfg.Servers["plain"].Sandbox, "the default sandbox")
@@ -59,7 +60,7 @@ func TestRequireSandboxProject(t *testing.T) {
 
 	// The control: without the policy nothing is confined or excluded.
 	opts.ManagedFile = noManaged(t)
-	cfg, err = LoadConfig(opts)
+	cfg, err = Load(opts)
 	require.NoError(t, err)
 	assert.Nil(t, cfg.Servers["plain"].Sandbox)
 	assert.Equal(t, &transports.Sandbox{}, cfg.Servers["off"].Sandbox)
@@ -67,12 +68,12 @@ func TestRequireSandboxProject(t *testing.T) {
 }
 
 // requireSandbox "all" covers the user's servers too; a host's
-// LoadOptions.Policy can require it by itself.
+// Options.Policy can require it by itself.
 func TestRequireSandboxAll(t *testing.T) {
 	t.Parallel()
 	opts := sandboxPolicyLayers(t, "", approveAll{})
-	opts.Policy = &ServerPolicy{RequireSandbox: RequireSandboxAll}
-	cfg, err := LoadConfig(opts)
+	opts.Policy = &Policy{RequireSandbox: RequireSandboxAll}
+	cfg, err := Load(opts)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"local-default-off", "off", "user-off", "user-plain"}, sortedKeys(cfg.Excluded))
 	assert.Contains(t, cfg.Excluded["user-off"], PolicyOptionSource+`: requireSandbox is "all"`)
@@ -86,7 +87,7 @@ func TestRequireSandboxAll(t *testing.T) {
 func TestRequireSandboxHeld(t *testing.T) {
 	t.Parallel()
 	opts := sandboxPolicyLayers(t, `{"requireSandbox": "project"}`, nil)
-	cfg, err := LoadConfig(opts)
+	cfg, err := Load(opts)
 	require.NoError(t, err)
 	require.Contains(t, cfg.Pending, "plain")
 	assert.Equal(t, &transports.Sandbox{Enabled: true}, cfg.Pending["plain"].Sandbox)
@@ -102,7 +103,7 @@ func TestRequireSandboxHeld(t *testing.T) {
 	// Without the policy a held entry shows its own sandbox, or its
 	// file's default, as written.
 	opts.ManagedFile = noManaged(t)
-	cfg, err = LoadConfig(opts)
+	cfg, err = Load(opts)
 	require.NoError(t, err)
 	assert.Nil(t, cfg.Pending["plain"].Sandbox)
 	assert.Equal(t, &transports.Sandbox{}, cfg.Pending["off"].Sandbox)
@@ -117,13 +118,13 @@ func TestRequireSandboxInvalid(t *testing.T) {
 		{`{"requireSandbox": true}`, `requireSandbox: want string, got boolean`},
 	} {
 		opts := sandboxPolicyLayers(t, tt.policy, approveAll{})
-		_, err := LoadConfig(opts)
-		var ce *ConfigError
+		_, err := Load(opts)
+		var ce *Error
 		require.True(t, errors.As(err, &ce), "%v", err)
 		assert.Equal(t, opts.ManagedFile, ce.File)
 		assert.Contains(t, err.Error(), tt.want)
 	}
-	err := (&ServerPolicy{RequireSandbox: "some"}).Validate()
+	err := (&Policy{RequireSandbox: "some"}).Validate()
 	assert.ErrorContains(t, err, `requireSandbox: "some"`)
 }
 
@@ -145,15 +146,15 @@ func TestHeldEntryWithSandboxPaths(t *testing.T) {
 	project := t.TempDir()
 	writeFile(t, project, ".mcp.json", `{"mcpServers": {"p": {"command": "p",
 		"sandbox": {"write": ["./out", "~/.npm", "${OUT}/x"], "read": ["data"]}}}}`)
-	opts := LoadOptions{Home: t.TempDir(), Dir: project, ManagedFile: noManaged(t)}
-	cfg, err := LoadConfig(opts)
+	opts := Options{Home: t.TempDir(), Dir: project, ManagedFile: noManaged(t)}
+	cfg, err := Load(opts)
 	require.NoError(t, err)
 	require.Contains(t, cfg.Pending, "p")
 	assert.Equal(t, &transports.Sandbox{Enabled: true, Write: []string{"./out", "~/.npm", "${OUT}/x"}, Read: []string{"data"}},
 		cfg.Pending["p"].Sandbox, "as written")
 
 	writeFile(t, project, ".mcp.json", `{"mcpServers": {"p": {"command": "p", "sandbox": {"write": ["./out", ""]}}}}`)
-	cfg, err = LoadConfig(opts)
+	cfg, err = Load(opts)
 	require.NoError(t, err, "a project file that does not load is skipped, not fatal")
 	require.Len(t, cfg.Skipped, 1, "the project file is skipped and says why")
 	assert.ErrorIs(t, cfg.Skipped[0].Err(), transports.ErrInvalidSandbox)
@@ -165,7 +166,7 @@ func TestHeldEntryWithSandboxPaths(t *testing.T) {
 // unconfined stdio server under requireSandbox "all".
 func TestCheckRequireSandboxAll(t *testing.T) {
 	t.Parallel()
-	cfg := &Config{Policies: []ServerPolicy{{RequireSandbox: RequireSandboxAll, Source: "host"}}}
+	cfg := &Config{Policies: []Policy{{RequireSandbox: RequireSandboxAll, Source: "host"}}}
 	ok, reason := cfg.Check("x", stdio("x"))
 	assert.False(t, ok)
 	assert.Equal(t, `host: requireSandbox is "all": a stdio server must have an enabled "sandbox"`, reason)
@@ -173,10 +174,10 @@ func TestCheckRequireSandboxAll(t *testing.T) {
 	confined.Sandbox = &transports.Sandbox{Enabled: true}
 	ok, _ = cfg.Check("x", confined)
 	assert.True(t, ok)
-	remote := ServerConfig{Config: transports.Config{URL: "http://127.0.0.1:1/mcp"}}
+	remote := mcpvisor.ServerConfig{Config: transports.Config{URL: "http://127.0.0.1:1/mcp"}}
 	ok, _ = cfg.Check("r", remote)
 	assert.True(t, ok, "a remote server runs nothing here")
-	project := &Config{Policies: []ServerPolicy{{RequireSandbox: RequireSandboxProject}}}
+	project := &Config{Policies: []Policy{{RequireSandbox: RequireSandboxProject}}}
 	ok, _ = project.Check("x", stdio("x"))
 	assert.True(t, ok, `"project" concerns layers, which Check does not see`)
 }

@@ -1,23 +1,24 @@
-package mcpvisor
+package config
 
 import (
 	"fmt"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // validRequireSandbox checks a requireSandbox value.
-func validRequireSandbox(v string) *ConfigError {
+func validRequireSandbox(v string) *Error {
 	switch v {
 	case "", RequireSandboxProject, RequireSandboxAll:
 		return nil
 	}
-	return &ConfigError{Path: "requireSandbox", Err: fmt.Errorf("%q: want %q or %q", v, RequireSandboxProject, RequireSandboxAll)}
+	return &Error{Path: "requireSandbox", Err: fmt.Errorf("%q: want %q or %q", v, RequireSandboxProject, RequireSandboxAll)}
 }
 
 // requiresSandbox reports whether p requires the server, of an untrusted
 // layer or not, configured as sc, to run confined.
-func (p *ServerPolicy) requiresSandbox(untrusted bool, sc ServerConfig) bool {
+func (p *Policy) requiresSandbox(untrusted bool, sc mcpvisor.ServerConfig) bool {
 	if sc.Kind() != transports.TypeStdio {
 		return false
 	}
@@ -36,7 +37,7 @@ func (p *ServerPolicy) requiresSandbox(untrusted bool, sc ServerConfig) bool {
 // that has no sandbox gets the default one, and one whose sandbox is
 // disabled is refused with the reason. It changes *sc or *pending only
 // when the server is not refused.
-func requireSandbox(policies []ServerPolicy, name, layer string, untrusted bool, sc *ServerConfig, pending *PendingServer) (refused bool, reason string) {
+func requireSandbox(policies []Policy, name, layer string, untrusted bool, sc *mcpvisor.ServerConfig, pending *PendingServer) (refused bool, reason string) {
 	for i := range policies {
 		p := &policies[i]
 		if !p.requiresSandbox(untrusted, *sc) {

@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestEnvFileIsReadRelativeToTheConfigFile(t *testing.T) {
 		"app": {"type": "stdio", "command": "app", "envFile": "secrets/app.env", "env": {"MODE": "from-entry"}},
 		"abs": {"command": "app", "envFile": "${workspaceFolder}/conf/secrets/app.env"}
 	}}`)
-	cfg, err := LoadConfig(LoadOptions{Files: []string{file}, Dir: dir, ManagedFile: noManaged(t), LookupEnv: fakeEnv(nil)})
+	cfg, err := Load(Options{Files: []string{file}, Dir: dir, ManagedFile: noManaged(t), LookupEnv: fakeEnv(nil)})
 	require.NoError(t, err)
 	app := cfg.Servers["app"]
 	assert.Equal(t, map[string]string{
@@ -49,7 +49,7 @@ func TestEnvFileIsReadRelativeToTheConfigFile(t *testing.T) {
 	assert.Equal(t, filepath.Join(dir, "conf", "secrets", "app.env"), cfg.Servers["abs"].EnvFile)
 }
 
-// A missing or malformed envFile fails the load with a *ConfigError at
+// A missing or malformed envFile fails the load with a *Error at
 // the entry's envFile that names the line, never a value; envFile on a
 // remote server is an error.
 func TestEnvFileErrors(t *testing.T) {
@@ -65,9 +65,9 @@ func TestEnvFileErrors(t *testing.T) {
 		{`{"url": "https://example.com/mcp", "envFile": "bad.env"}`, "envFile applies to stdio servers only"},
 	} {
 		file := writeFile(t, dir, "mcp.json", `{"mcpServers": {"s": `+tc.entry+`}}`)
-		_, err := LoadConfig(LoadOptions{Files: []string{file}, ManagedFile: noManaged(t)})
+		_, err := Load(Options{Files: []string{file}, ManagedFile: noManaged(t)})
 		require.Error(t, err, tc.entry)
-		var ce *ConfigError
+		var ce *Error
 		require.ErrorAs(t, err, &ce)
 		assert.Contains(t, err.Error(), tc.want)
 		assert.NotContains(t, err.Error(), "sup3r", "no value is quoted")
@@ -90,7 +90,7 @@ func TestProjectEnvFileNeedsApproval(t *testing.T) {
 	writeFile(t, dir, ".mcp.json", `{"mcpServers": {"app": {"command": "app", "envFile": "${workspaceFolder}/.env"}}}`)
 	load := func() *Config {
 		t.Helper()
-		cfg, err := LoadConfig(LoadOptions{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t), LookupEnv: fakeEnv(nil), Approvals: store})
+		cfg, err := Load(Options{Home: t.TempDir(), Dir: dir, ManagedFile: noManaged(t), LookupEnv: fakeEnv(nil), Approvals: store})
 		require.NoError(t, err)
 		return cfg
 	}

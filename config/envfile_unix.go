@@ -1,6 +1,6 @@
 //go:build unix
 
-package mcpvisor
+package config
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/trust"
 )
@@ -32,7 +33,7 @@ import (
 //     differs holds the server again, and the pending entry says what
 //     changed (PendingServer.LaunchChanges).
 //
-// launchOf walks ServerConfig by reflection, so a member added later is
+// launchOf walks mcpvisor.ServerConfig by reflection, so a member added later is
 // covered without being named here; launchSkipped lists the only members
 // it leaves out.
 
@@ -51,7 +52,7 @@ type LaunchApprovals interface {
 // wait for approval.
 var ErrNotPending = errors.New("mcpvisor: the server does not wait for approval")
 
-// launchSkipped are the ServerConfig members that never reach the server:
+// launchSkipped are the mcpvisor.ServerConfig members that never reach the server:
 // NeedsApproval (set by the loader on held entries) and Scope (status
 // only).
 var launchSkipped = map[string]bool{"NeedsApproval": true, "Scope": true}
@@ -63,7 +64,7 @@ var launchHidden = map[string]bool{"env": true, "headers": true, "args": true, "
 // launchOf returns the launch of sc, whose paths resolveLaunch resolved:
 // every member of sc (by reflection) and the real path of the executable
 // a stdio server runs (exe).
-func launchOf(sc ServerConfig, exe string) trust.Launch {
+func launchOf(sc mcpvisor.ServerConfig, exe string) trust.Launch {
 	fields := map[string]string{}
 	flattenLaunch(reflect.ValueOf(sc), "", false, fields)
 	if sc.Kind() == transports.TypeStdio {
@@ -151,7 +152,7 @@ func flattenLaunch(v reflect.Value, path string, hidden bool, fields map[string]
 // to the working directory, one without in PATH (lookup's). The
 // confined server then gets exactly the paths approved. The slices of
 // sc.Sandbox are replaced, never written through.
-func resolveLaunch(sc *ServerConfig, lookup func(string) (string, bool)) (exe string) {
+func resolveLaunch(sc *mcpvisor.ServerConfig, lookup func(string) (string, bool)) (exe string) {
 	if sc.Kind() != transports.TypeStdio {
 		return ""
 	}
@@ -288,7 +289,7 @@ func (c *Config) Approval(name string) (trust.Approval, error) {
 	opts := *c.loadedWith
 	once := &approveOnce{inner: opts.Approvals, project: p.Project, server: name, hash: p.Hash}
 	opts.Approvals = once
-	again, err := LoadConfig(opts)
+	again, err := Load(opts)
 	if err != nil {
 		return trust.Approval{}, err
 	}

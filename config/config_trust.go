@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -32,26 +33,26 @@ import (
 
 // parsePermissions decodes the top-level "permissions" member of a file
 // (absent: no rules). The error lacks File.
-func parsePermissions(top map[string]json.RawMessage) (PermissionRules, *ConfigError) {
+func parsePermissions(top map[string]json.RawMessage) (mcpvisor.PermissionRules, *Error) {
 	raw, ok := top["permissions"]
 	if !ok || jsonKind(raw) == "null" {
-		return PermissionRules{}, nil
+		return mcpvisor.PermissionRules{}, nil
 	}
-	var r PermissionRules
+	var r mcpvisor.PermissionRules
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		return PermissionRules{}, &ConfigError{Path: "permissions", Err: fmt.Errorf(`want {"allow": [...], "ask": [...], "deny": [...]} of glob patterns: %w`, err)}
+		return mcpvisor.PermissionRules{}, &Error{Path: "permissions", Err: fmt.Errorf(`want {"allow": [...], "ask": [...], "deny": [...]} of glob patterns: %w`, err)}
 	}
 	if err := r.Validate(); err != nil {
-		return PermissionRules{}, &ConfigError{Path: "permissions", Err: err}
+		return mcpvisor.PermissionRules{}, &Error{Path: "permissions", Err: err}
 	}
 	return r, nil
 }
 
 // addPermissions merges a layer's rules into the config's: all of a
 // trusted layer's, the ask and deny rules of an untrusted one.
-func (c *Config) addPermissions(r PermissionRules, trusted bool) {
+func (c *Config) addPermissions(r mcpvisor.PermissionRules, trusted bool) {
 	if trusted {
 		c.Permissions.Allow = append(c.Permissions.Allow, r.Allow...)
 	}
@@ -62,7 +63,7 @@ func (c *Config) addPermissions(r PermissionRules, trusted bool) {
 // lowerUntrusted applies the trusted layers' entry base (nil: none) to the
 // entry sc of an untrusted layer (see above), and records in
 // c.Lowered what it changed.
-func (c *Config) lowerUntrusted(name string, sc *ServerConfig, base *ServerConfig) {
+func (c *Config) lowerUntrusted(name string, sc *mcpvisor.ServerConfig, base *mcpvisor.ServerConfig) {
 	if sc.NeedsApproval != "" || sc.Disabled {
 		return // never started: nothing to lower
 	}
@@ -72,9 +73,9 @@ func (c *Config) lowerUntrusted(name string, sc *ServerConfig, base *ServerConfi
 	}
 	var why []string
 	t := actors.LeastTrusted(sc.Trust, ceiling)
-	if t == TrustSandbox && sc.Kind() != transports.TypeStdio {
+	if t == mcpvisor.TrustSandbox && sc.Kind() != transports.TypeStdio {
 		// A remote server cannot be confined: every call asks instead.
-		t = TrustUntrusted
+		t = mcpvisor.TrustUntrusted
 	}
 	if t != sc.Trust {
 		why = append(why, fmt.Sprintf("trust %q lowered to %q", sc.Trust, t))
@@ -86,7 +87,7 @@ func (c *Config) lowerUntrusted(name string, sc *ServerConfig, base *ServerConfi
 		sc.Sandbox = &sb
 		why = append(why, "the user's sandbox kept")
 	}
-	if sc.Trust == TrustSandbox && sc.Sandbox == nil && sc.Kind() == transports.TypeStdio {
+	if sc.Trust == mcpvisor.TrustSandbox && sc.Sandbox == nil && sc.Kind() == transports.TypeStdio {
 		sc.Sandbox = &transports.Sandbox{Enabled: true}
 	}
 	if len(why) > 0 {
@@ -98,7 +99,7 @@ func (c *Config) lowerUntrusted(name string, sc *ServerConfig, base *ServerConfi
 }
 
 // confined reports whether a trusted entry runs its server confined.
-func confined(sc *ServerConfig) bool {
+func confined(sc *mcpvisor.ServerConfig) bool {
 	return sc.Kind() == transports.TypeStdio && sc.Sandbox != nil && sc.Sandbox.Enabled
 }
 

@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"encoding/json"
@@ -12,17 +12,18 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
-// PolicyOptionSource is the Source LoadConfig gives LoadOptions.Policy
+// PolicyOptionSource is the Source Load gives Options.Policy
 // when the caller left it empty: it names that policy in exclusion
-// reasons and is the File of the *ConfigError for a problem in it.
-const PolicyOptionSource = "LoadOptions.Policy"
+// reasons and is the File of the *Error for a problem in it.
+const PolicyOptionSource = "config.Options.Policy"
 
-// ServerPolicy is an administrator's rule on which servers may run, as
+// Policy is an administrator's rule on which servers may run, as
 // the "allowedMcpServers" and "deniedMcpServers" members of the managed
-// file (the JSON form of this type) or LoadOptions.Policy.
+// file (the JSON form of this type) or Options.Policy.
 //
 // A server that matches an entry of Denied never runs, whatever Allowed
 // says. With Allowed nil every other server runs; otherwise a server must
@@ -37,7 +38,7 @@ const PolicyOptionSource = "LoadOptions.Policy"
 //
 // Policy entries are matched against the server entry after ${VAR}
 // expansion; they are never expanded themselves.
-type ServerPolicy struct {
+type Policy struct {
 	// Allowed, when not nil, lists the servers allowed to run. Nil (the
 	// JSON member absent or null) allows every server that Denied does not
 	// deny; a pointer to an empty list (JSON []) allows none. A pointer,
@@ -59,7 +60,7 @@ type ServerPolicy struct {
 	// RequireSandbox says which stdio servers must run confined (see
 	// docs/sandbox.md): RequireSandboxProject the servers of untrusted
 	// layers, RequireSandboxAll every stdio server; empty (the default)
-	// none. LoadConfig gives such a server without a "sandbox" the
+	// none. Load gives such a server without a "sandbox" the
 	// default sandbox ("sandbox": true) and excludes one whose entry (or
 	// file) sets "sandbox": false, so that it never runs unconfined; a
 	// sandbox that cannot be had then fails the server as any other.
@@ -68,18 +69,18 @@ type ServerPolicy struct {
 	RequireSandbox string `json:"requireSandbox,omitempty"`
 
 	// Source names the policy in the reasons Check gives and is the File
-	// of the errors Validate returns: LoadConfig sets it to the managed
+	// of the errors Validate returns: Load sets it to the managed
 	// file's path, or PolicyOptionSource. Empty names nothing.
 	Source string `json:"-"`
 }
 
-// The values of ServerPolicy.ProjectServers.
+// The values of Policy.ProjectServers.
 const (
 	ProjectServersApprove = "approve"
 	ProjectServersDeny    = "deny"
 )
 
-// The values of ServerPolicy.RequireSandbox.
+// The values of Policy.RequireSandbox.
 const (
 	RequireSandboxProject = "project"
 	RequireSandboxAll     = "all"
@@ -88,8 +89,8 @@ const (
 // MarshalJSON writes the policy as the managed file holds it. A non-nil
 // Allowed is written as an array even when it points to a nil slice, so
 // that "allows nothing" survives the round trip.
-func (p ServerPolicy) MarshalJSON() ([]byte, error) {
-	type plain ServerPolicy // without this method
+func (p Policy) MarshalJSON() ([]byte, error) {
+	type plain Policy // without this method
 	q := plain(p)
 	if q.Allowed != nil && *q.Allowed == nil {
 		q.Allowed = &[]PolicyEntry{}
@@ -97,7 +98,7 @@ func (p ServerPolicy) MarshalJSON() ([]byte, error) {
 	return json.Marshal(q)
 }
 
-// PolicyEntry is one entry of a ServerPolicy list. Exactly one of its
+// PolicyEntry is one entry of a Policy list. Exactly one of its
 // members is set.
 type PolicyEntry struct {
 	// ServerName matches the server's name (its key in the server map) as
@@ -204,11 +205,11 @@ func (e PolicyEntry) String() string {
 }
 
 // Validate reports every malformed entry: one without exactly one member,
-// or whose pattern is malformed. Each problem is a *ConfigError with File
+// or whose pattern is malformed. Each problem is a *Error with File
 // p.Source and Path locating the entry (allowedMcpServers[2]) or its
 // member (deniedMcpServers[0].serverUrl); several are joined with
 // errors.Join. A nil policy is valid.
-func (p *ServerPolicy) Validate() error {
+func (p *Policy) Validate() error {
 	errs := p.validate()
 	if len(errs) == 0 {
 		return nil
@@ -220,11 +221,11 @@ func (p *ServerPolicy) Validate() error {
 	return errors.Join(joined...)
 }
 
-func (p *ServerPolicy) validate() []*ConfigError {
+func (p *Policy) validate() []*Error {
 	if p == nil {
 		return nil
 	}
-	var errs []*ConfigError
+	var errs []*Error
 	list := func(name string, entries []PolicyEntry) {
 		for i, e := range entries {
 			path := pathIndex(name, i)
@@ -250,16 +251,16 @@ func (p *ServerPolicy) validate() []*ConfigError {
 }
 
 // validProjectServers checks a projectServers value.
-func validProjectServers(v string) *ConfigError {
+func validProjectServers(v string) *Error {
 	switch v {
 	case "", ProjectServersApprove, ProjectServersDeny:
 		return nil
 	}
-	return &ConfigError{Path: "projectServers", Err: fmt.Errorf("%q: want %q or %q", v, ProjectServersApprove, ProjectServersDeny)}
+	return &Error{Path: "projectServers", Err: fmt.Errorf("%q: want %q or %q", v, ProjectServersApprove, ProjectServersDeny)}
 }
 
-// validate checks an entry found at the ConfigError path at.
-func (e PolicyEntry) validate(at string) *ConfigError {
+// validate checks an entry found at the Error path at.
+func (e PolicyEntry) validate(at string) *Error {
 	var set []string
 	if e.ServerName != "" {
 		set = append(set, `"serverName"`)
@@ -272,24 +273,24 @@ func (e PolicyEntry) validate(at string) *ConfigError {
 	}
 	switch {
 	case len(set) == 0:
-		return &ConfigError{Path: at, Err: errEntryNeedsOne}
+		return &Error{Path: at, Err: errEntryNeedsOne}
 	case len(set) > 1:
-		return &ConfigError{Path: at, Err: fmt.Errorf("entry has %s; an entry has exactly one", strings.Join(set, " and "))}
+		return &Error{Path: at, Err: fmt.Errorf("entry has %s; an entry has exactly one", strings.Join(set, " and "))}
 	}
 	switch c := e.ServerCommand; {
 	case e.ServerName != "":
 		if _, err := path.Match(e.ServerName, ""); err != nil {
-			return &ConfigError{Path: pathKey(at, "serverName"), Err: fmt.Errorf("malformed pattern %q: %w", e.ServerName, err)}
+			return &Error{Path: pathKey(at, "serverName"), Err: fmt.Errorf("malformed pattern %q: %w", e.ServerName, err)}
 		}
 	case c.Exact != nil && c.Glob != "":
-		return &ConfigError{Path: pathKey(at, "serverCommand"), Err: errors.New("both Exact and Glob are set; set one")}
+		return &Error{Path: pathKey(at, "serverCommand"), Err: errors.New("both Exact and Glob are set; set one")}
 	case c.Exact != nil:
 		if len(c.Exact) == 0 || c.Exact[0] == "" {
-			return &ConfigError{Path: pathKey(at, "serverCommand"), Err: errors.New("command must not be empty")}
+			return &Error{Path: pathKey(at, "serverCommand"), Err: errors.New("command must not be empty")}
 		}
 	case e.ServerURL != "":
 		if _, err := parseURLPattern(e.ServerURL); err != nil {
-			return &ConfigError{Path: pathKey(at, "serverUrl"), Err: err}
+			return &Error{Path: pathKey(at, "serverUrl"), Err: err}
 		}
 	}
 	return nil
@@ -298,7 +299,7 @@ func (e PolicyEntry) validate(at string) *ConfigError {
 var errEntryNeedsOne = errors.New(`entry needs one of "serverName", "serverCommand" or "serverUrl"`)
 
 // Check reports whether the server named name, configured as sc, may run
-// under the policy (see ServerPolicy for the rules). A nil policy allows
+// under the policy (see Policy for the rules). A nil policy allows
 // every server. When ok is false, reason names the rule, prefixed by
 // Source and ": " when Source is set: the denying entry, as in
 // `deniedMcpServers[1] (serverUrl "https://*.evil.com/*")`, or why no
@@ -307,13 +308,13 @@ var errEntryNeedsOne = errors.New(`entry needs one of "serverName", "serverComma
 // which may hold secrets after expansion; they are empty when ok is true.
 //
 // Under requireSandbox "all" a stdio server without an enabled Sandbox
-// fails (LoadConfig gives the servers it loads the default sandbox
+// fails (Load gives the servers it loads the default sandbox
 // first); "project" concerns layers, which Check does not see.
 //
 // Check pins what starts or where it connects, not how: a command match
 // says nothing of the server's env or cwd, a URL match nothing of its
 // headers.
-func (p *ServerPolicy) Check(name string, sc ServerConfig) (ok bool, reason string) {
+func (p *Policy) Check(name string, sc mcpvisor.ServerConfig) (ok bool, reason string) {
 	if p == nil {
 		return true, ""
 	}
@@ -326,7 +327,7 @@ func (p *ServerPolicy) Check(name string, sc ServerConfig) (ok bool, reason stri
 }
 
 // check is Check on a policy already validated.
-func (p *ServerPolicy) check(name string, sc ServerConfig) (ok bool, reason string) {
+func (p *Policy) check(name string, sc mcpvisor.ServerConfig) (ok bool, reason string) {
 	if p.RequireSandbox == RequireSandboxAll && p.requiresSandbox(false, sc) && (sc.Sandbox == nil || !sc.Sandbox.Enabled) {
 		return false, p.reason(`requireSandbox is "all": a stdio server must have an enabled "sandbox"`)
 	}
@@ -367,7 +368,7 @@ func (p *ServerPolicy) check(name string, sc ServerConfig) (ok bool, reason stri
 	return false, p.reason("no allowedMcpServers serverName entry matches its name")
 }
 
-func (p *ServerPolicy) reason(r string) string {
+func (p *Policy) reason(r string) string {
 	if p.Source == "" {
 		return r
 	}
@@ -395,7 +396,7 @@ type serverIdentity struct {
 	url     *url.URL // a remote server's parsed URL; nil if it does not parse
 }
 
-func identify(name string, sc ServerConfig) serverIdentity {
+func identify(name string, sc mcpvisor.ServerConfig) serverIdentity {
 	id := serverIdentity{name: name}
 	switch sc.Kind() {
 	case transports.TypeStdio:
@@ -558,7 +559,7 @@ func wildcardMatch(pattern, s string) bool {
 // parsePolicy decodes the policy members of a managed file's top-level
 // object. has reports whether either list is present (not null). Errors
 // lack File; there is at most one per entry.
-func parsePolicy(top map[string]json.RawMessage) (policy ServerPolicy, has bool, errs []*ConfigError) {
+func parsePolicy(top map[string]json.RawMessage) (policy Policy, has bool, errs []*Error) {
 	list := func(name string) (entries []PolicyEntry, present bool) {
 		raw, ok := top[name]
 		if !ok || jsonKind(raw) == "null" {
@@ -570,7 +571,7 @@ func parsePolicy(top map[string]json.RawMessage) (policy ServerPolicy, has bool,
 		}
 		var elems []json.RawMessage
 		if err := json.Unmarshal(raw, &elems); err != nil {
-			errs = append(errs, &ConfigError{Path: name, Err: err})
+			errs = append(errs, &Error{Path: name, Err: err})
 			return nil, true
 		}
 		entries = make([]PolicyEntry, 0, len(elems))
@@ -594,7 +595,7 @@ func parsePolicy(top map[string]json.RawMessage) (policy ServerPolicy, has bool,
 		policy.Allowed = &allowed
 	}
 	policy.Denied = denied
-	word := func(name string, into *string, valid func(string) *ConfigError) (present bool) {
+	word := func(name string, into *string, valid func(string) *Error) (present bool) {
 		raw, ok := top[name]
 		if !ok || jsonKind(raw) == "null" {
 			return false
@@ -602,7 +603,7 @@ func parsePolicy(top map[string]json.RawMessage) (policy ServerPolicy, has bool,
 		if k := jsonKind(raw); k != "string" {
 			errs = append(errs, typeError(name, "string", k))
 		} else if err := json.Unmarshal(raw, into); err != nil {
-			errs = append(errs, &ConfigError{Path: name, Err: err})
+			errs = append(errs, &Error{Path: name, Err: err})
 		} else if e := valid(*into); e != nil {
 			errs = append(errs, e)
 		}
@@ -616,14 +617,14 @@ func parsePolicy(top map[string]json.RawMessage) (policy ServerPolicy, has bool,
 // decodePolicyEntry decodes one list element. Unlike a server entry, a
 // policy entry may hold no unknown member: a misspelt key must not quietly
 // widen what the entry allows or narrow what it denies.
-func decodePolicyEntry(raw json.RawMessage, path string) (PolicyEntry, *ConfigError) {
+func decodePolicyEntry(raw json.RawMessage, path string) (PolicyEntry, *Error) {
 	var e PolicyEntry
 	if k := jsonKind(raw); k != "object" {
 		return e, typeError(path, "object", k)
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &members); err != nil {
-		return e, &ConfigError{Path: path, Err: err}
+		return e, &Error{Path: path, Err: err}
 	}
 	present := 0
 	var both []string
@@ -641,10 +642,10 @@ func decodePolicyEntry(raw json.RawMessage, path string) (PolicyEntry, *ConfigEr
 			}
 			var s string
 			if err := json.Unmarshal(v, &s); err != nil {
-				return e, &ConfigError{Path: p, Err: err}
+				return e, &Error{Path: p, Err: err}
 			}
 			if s == "" {
-				return e, &ConfigError{Path: p, Err: errors.New("must not be empty")}
+				return e, &Error{Path: p, Err: errors.New("must not be empty")}
 			}
 			if k == "serverName" {
 				e.ServerName = s
@@ -655,10 +656,10 @@ func decodePolicyEntry(raw json.RawMessage, path string) (PolicyEntry, *ConfigEr
 			switch kind {
 			case "string":
 				if err := json.Unmarshal(v, &e.ServerCommand.Glob); err != nil {
-					return e, &ConfigError{Path: p, Err: err}
+					return e, &Error{Path: p, Err: err}
 				}
 				if e.ServerCommand.Glob == "" {
-					return e, &ConfigError{Path: p, Err: errors.New("must not be empty")}
+					return e, &Error{Path: p, Err: errors.New("must not be empty")}
 				}
 			case "array":
 				if ce := decodeValue(reflect.ValueOf(&e.ServerCommand.Exact).Elem(), v, p); ce != nil {
@@ -668,13 +669,13 @@ func decodePolicyEntry(raw json.RawMessage, path string) (PolicyEntry, *ConfigEr
 				return e, typeError(p, "array or string", kind)
 			}
 		default:
-			return e, &ConfigError{Path: p, Err: fmt.Errorf(`unknown member %q: an entry has one of "serverName", "serverCommand" or "serverUrl"`, k)}
+			return e, &Error{Path: p, Err: fmt.Errorf(`unknown member %q: an entry has one of "serverName", "serverCommand" or "serverUrl"`, k)}
 		}
 		present++
 		both = append(both, strconv.Quote(k))
 	}
 	if present > 1 {
-		return e, &ConfigError{Path: path, Err: fmt.Errorf("entry has %s; an entry has exactly one", strings.Join(both, " and "))}
+		return e, &Error{Path: path, Err: fmt.Errorf("entry has %s; an entry has exactly one", strings.Join(both, " and "))}
 	}
 	return e, nil
 }

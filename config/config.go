@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"encoding/json"
@@ -9,13 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/mcpvisor/mcpvisor"
 )
 
 // Config is the set of servers read from one or more config files.
 type Config struct {
 	// Servers maps a server name to its entry, after ${VAR} expansion and
 	// validation. It is never nil.
-	Servers map[string]ServerConfig
+	Servers map[string]mcpvisor.ServerConfig
 
 	// Sources maps each server name to the file whose entry won (the last
 	// loaded file that defines it), as named to the loader. It is never nil
@@ -24,7 +26,7 @@ type Config struct {
 
 	// Layers maps each server name to the layer of that file: LayerUser,
 	// LayerProject, LayerLocal, LayerManaged, LayerFile, or the Name of a
-	// host's ConfigLayer. It is never nil and has exactly the keys of
+	// host's Layer. It is never nil and has exactly the keys of
 	// Servers.
 	Layers map[string]string
 
@@ -33,7 +35,7 @@ type Config struct {
 	// NeedsApproval set and nothing else but its Type: its entry is not
 	// expanded, so that a project file cannot have the user's secrets
 	// sent anywhere before the user saw it, and the supervisor never
-	// starts it (StateNeedsApproval). It is never nil; its keys are in
+	// starts it (mcpvisor.StateNeedsApproval). It is never nil; its keys are in
 	// Servers.
 	Pending map[string]PendingServer
 
@@ -44,23 +46,23 @@ type Config struct {
 	Files []string
 
 	// Excluded maps each server that a policy removed to the reason, which
-	// names the rule (see ServerPolicy.Check). It is never nil, and its
+	// names the rule (see Policy.Check). It is never nil, and its
 	// keys are in neither Servers nor Sources: an excluded server is never
 	// started.
 	Excluded map[string]string
 
 	// Policies are the server policies that were applied, in the order
-	// they were checked: the managed file's, then LoadOptions.Policy. A
+	// they were checked: the managed file's, then Options.Policy. A
 	// server had to pass every one to stay in Servers. Empty means no
 	// policy.
-	Policies []ServerPolicy
+	Policies []Policy
 
 	// Skipped lists the layer files that exist but do not load (cannot
 	// be read, are not JSON, or hold an entry the loader rejects), in
 	// load order. A skipped file contributes no server, not even its good
 	// entries; the other layers load as if it were missing. Only the
-	// standard layers and a host's LoadOptions.Layers are skipped: a file
-	// named in LoadOptions.Files, and the managed file, fail the load
+	// standard layers and a host's Options.Layers are skipped: a file
+	// named in Options.Files, and the managed file, fail the load
 	// instead. A host shows these to the user (the CLI warns on stderr).
 	Skipped []SkippedLayer
 
@@ -68,8 +70,8 @@ type Config struct {
 	// top-level "permissions" member), in load order: every rule of a
 	// trusted layer, the ask and deny rules of an untrusted one (its
 	// allow rules are dropped), and the managed file's. A host passes
-	// them as Options.Permissions (or SetPermissions on a reload).
-	Permissions PermissionRules
+	// them as mcpvisor.Options.Permissions (or Supervisor.SetPermissions on a reload).
+	Permissions mcpvisor.PermissionRules
 
 	// Lowered maps each server whose entry, from an untrusted layer, asked
 	// for more trust than the trusted layers give it to what was lowered
@@ -83,22 +85,22 @@ type Config struct {
 	untrusted map[string]bool
 	// trustedEntries holds the latest entry of each server from a trusted
 	// layer: the ceiling of an untrusted layer's entry (lowerUntrusted).
-	trustedEntries map[string]ServerConfig
+	trustedEntries map[string]mcpvisor.ServerConfig
 	// approvedEntries holds, for each server whose winning entry is of an
 	// untrusted layer and approved as written, what to hold it with
 	// should its launch not be approved (checkLaunches).
 	approvedEntries map[string]PendingServer
-	// loadedWith is the options c was loaded with (LoadConfig), for
-	// Approval; nil for LoadConfigFiles.
-	loadedWith *LoadOptions
+	// loadedWith is the options c was loaded with (Load), for
+	// Approval; nil for LoadFiles.
+	loadedWith *Options
 }
 
 // Check reports whether a server may run under every policy in
-// c.Policies, as LoadConfig decided for the servers it loaded: a host
+// c.Policies, as Load decided for the servers it loaded: a host
 // vets a server it adds at runtime with it. When ok is false, reason is
-// the first failing policy's (see ServerPolicy.Check). With no policies
+// the first failing policy's (see Policy.Check). With no policies
 // every server may run.
-func (c *Config) Check(name string, sc ServerConfig) (ok bool, reason string) {
+func (c *Config) Check(name string, sc mcpvisor.ServerConfig) (ok bool, reason string) {
 	for i := range c.Policies {
 		if ok, reason := c.Policies[i].Check(name, sc); !ok {
 			return false, reason
@@ -107,14 +109,14 @@ func (c *Config) Check(name string, sc ServerConfig) (ok bool, reason string) {
 	return true, ""
 }
 
-// ConfigError reports a problem in one config file. Every error that
-// LoadConfig and LoadConfigFiles return for a file's content or for reading
-// it is a *ConfigError (several are combined with errors.Join; errors.As
+// Error reports a problem in one config file. Every error that
+// Load and LoadFiles return for a file's content or for reading
+// it is a *Error (several are combined with errors.Join; errors.As
 // finds the first).
-type ConfigError struct {
+type Error struct {
 	// File is the file as named to the loader. For a problem in a
-	// programmatic ServerPolicy it is the policy's Source
-	// (PolicyOptionSource for LoadOptions.Policy), which may be empty; the
+	// programmatic Policy it is the policy's Source
+	// (PolicyOptionSource for Options.Policy), which may be empty; the
 	// message then starts with Path.
 	File string
 
@@ -130,7 +132,7 @@ type ConfigError struct {
 	Err error
 }
 
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	msg := e.Err.Error()
 	if e.Path != "" {
 		msg = e.Path + ": " + msg
@@ -142,12 +144,12 @@ func (e *ConfigError) Error() string {
 }
 
 // Unwrap returns Err.
-func (e *ConfigError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// LoadOptions select the files LoadConfig reads, how it expands them and
+// Options select the files Load reads, how it expands them and
 // the policy it applies. The zero value does the standard layered
 // discovery with the process environment.
-type LoadOptions struct {
+type Options struct {
 	// Files, when not empty, are the only files whose servers are loaded,
 	// in order (later files win); each must exist. Home and Dir are then
 	// ignored, and so is the managed file's server map, but not its
@@ -171,18 +173,18 @@ type LoadOptions struct {
 	ManagedFile string
 
 	// Policy, when not nil, is a server policy applied in addition to the
-	// managed file's: a server must pass both (see ServerPolicy.Check).
-	// LoadConfig does not modify it. Its Source, if empty, becomes
+	// managed file's: a server must pass both (see Policy.Check).
+	// Load does not modify it. Its Source, if empty, becomes
 	// PolicyOptionSource in Config.Policies. A malformed entry fails the
-	// load with a *ConfigError whose File is that Source.
-	Policy *ServerPolicy
+	// load with a *Error whose File is that Source.
+	Policy *Policy
 
 	// Layers, when not empty, are read instead of the standard user,
 	// project and local layers, lowest precedence first (ignored when
 	// Files is set or the managed file holds a server map). Home is then
 	// not used; Dir still names the project (approvals, and
 	// ${workspaceFolder}).
-	Layers []ConfigLayer
+	Layers []Layer
 
 	// Approvals says which entries of untrusted layers (the project and
 	// local layers, and host layers not marked Trusted) the user
@@ -197,12 +199,12 @@ type LoadOptions struct {
 	LookupEnv func(name string) (value string, ok bool)
 }
 
-// LoadConfig loads the servers a host should run.
+// Load loads the servers a host should run.
 //
 // The managed file is read first, if it exists (a managed file that exists
 // but cannot be read is an error, never skipped). It is a JSON object
 // holding a server map ("mcpServers" or "servers"), a server policy
-// ("allowedMcpServers", "deniedMcpServers"; see ServerPolicy), or both; a
+// ("allowedMcpServers", "deniedMcpServers"; see Policy), or both; a
 // managed file with neither is an error.
 //
 // Then the servers. With opts.Files set it loads exactly those files.
@@ -232,17 +234,17 @@ type LoadOptions struct {
 // reason; Config.Policies holds the policies for Config.Check. A held
 // server is checked once approved (its entry is expanded only then),
 // except against projectServers "deny", which excludes every server of
-// an untrusted layer. A policy's requireSandbox (see ServerPolicy) is
+// an untrusted layer. A policy's requireSandbox (see Policy) is
 // applied first: a stdio server it covers gets the default sandbox when
 // it has none (a held one in its PendingServer.Sandbox), and is excluded
 // when its sandbox is disabled. Policy lists in files other than the managed file
 // are ignored like any other unknown top-level member.
 //
-// Files are read as described at LoadConfigFiles. On error the Config is
-// nil and the error holds every problem found, each a *ConfigError (the
+// Files are read as described at LoadFiles. On error the Config is
+// nil and the error holds every problem found, each a *Error (the
 // one exception: failing to find the working directory when Dir is empty
 // and the layers are loaded).
-func LoadConfig(opts LoadOptions) (*Config, error) {
+func Load(opts Options) (*Config, error) {
 	lookup := opts.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -250,7 +252,7 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 	lookup = withWorkspace(lookup, opts.Dir)
 
 	var errs []error
-	var policies []ServerPolicy
+	var policies []Policy
 
 	managed := opts.ManagedFile
 	if managed == "" {
@@ -273,7 +275,7 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 		_, hasMCP := top["mcpServers"]
 		_, hasVS := top["servers"]
 		if !hasPolicy && !hasMCP && !hasVS {
-			errs = append(errs, &ConfigError{File: managed, Err: errors.New(
+			errs = append(errs, &Error{File: managed, Err: errors.New(
 				`no "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers", "projectServers" or "requireSandbox" member`)})
 		}
 		if hasPolicy {
@@ -283,7 +285,7 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 		managedTop = top
 	case !errors.Is(err, fs.ErrNotExist):
 		// A policy file we cannot see must not be silently ignored.
-		errs = append(errs, &ConfigError{File: managed, Err: fileError(err)})
+		errs = append(errs, &Error{File: managed, Err: fileError(err)})
 	}
 
 	if opts.Policy != nil {
@@ -383,7 +385,7 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 	return cfg, nil
 }
 
-// LoadConfigFiles loads the named files in order, expanding references
+// LoadFiles loads the named files in order, expanding references
 // from the process environment. Every file must exist. It reads no
 // managed file and applies no policy: Config.Excluded is empty.
 //
@@ -406,19 +408,19 @@ func LoadConfig(opts LoadOptions) (*Config, error) {
 // reference: a lone "$" and "$$" are literal. Names are letters, digits
 // and '_', not starting with a digit; defaults may contain anything but
 // "}" and "${". Two VS Code variables are understood: ${workspaceFolder}
-// is the project directory, absolute (LoadOptions.Dir, or the working
+// is the project directory, absolute (Options.Dir, or the working
 // directory), whatever the environment says; ${input:id} is an error
 // (ErrInputVariable). A sandbox path may also start with ~ (the home
-// directory: LoadOptions.Home, else the user's), and a relative one is
+// directory: Options.Home, else the user's), and a relative one is
 // relative to the directory of its file. A top-level "sandbox" member
 // (true, false or an object, as in an entry) is the default of the
 // file's stdio servers that have no "sandbox" of their own ("sandbox":
 // false in an entry opts out). Each entry is then checked with
-// ServerConfig.Validate; the empty server name is rejected.
+// mcpvisor.ServerConfig.Validate; the empty server name is rejected.
 //
 // On error the Config is nil and the error holds every problem found (at
-// most one per server entry), each a *ConfigError.
-func LoadConfigFiles(paths ...string) (*Config, error) {
+// most one per server entry), each a *Error.
+func LoadFiles(paths ...string) (*Config, error) {
 	ld := &loader{lookup: withWorkspace(os.LookupEnv, ""), home: userHome("")}
 	cfg, errs := ld.load(explicitFiles(paths), false)
 	if len(errs) > 0 {
@@ -429,7 +431,7 @@ func LoadConfigFiles(paths ...string) (*Config, error) {
 
 // newConfig returns an empty Config with its maps made.
 func newConfig() *Config {
-	return &Config{Servers: map[string]ServerConfig{}, Sources: map[string]string{}, Layers: map[string]string{},
+	return &Config{Servers: map[string]mcpvisor.ServerConfig{}, Sources: map[string]string{}, Layers: map[string]string{},
 		Pending: map[string]PendingServer{}, Excluded: map[string]string{}}
 }
 
@@ -445,18 +447,18 @@ func (c *Config) exclude(name, reason string) {
 // addFile records that the file of layer l was loaded and defines
 // servers, of which pending are held and approved are approved as
 // written (their launch is checked last: checkLaunches).
-func (c *Config) addFile(l layerFile, servers map[string]ServerConfig, pending, approved map[string]PendingServer) {
+func (c *Config) addFile(l layerFile, servers map[string]mcpvisor.ServerConfig, pending, approved map[string]PendingServer) {
 	c.Files = append(c.Files, l.path)
 	for name, sc := range servers {
 		sc.Scope = l.layer
 		if l.trusted {
 			if c.trustedEntries == nil {
-				c.trustedEntries = map[string]ServerConfig{}
+				c.trustedEntries = map[string]mcpvisor.ServerConfig{}
 			}
 			c.trustedEntries[name] = sc
 			delete(c.Lowered, name)
 		} else {
-			var base *ServerConfig
+			var base *mcpvisor.ServerConfig
 			if b, ok := c.trustedEntries[name]; ok {
 				base = &b
 			}
@@ -532,9 +534,9 @@ func (ld *loader) load(files []layerFile, layered bool) (*Config, []error) {
 			switch {
 			case layered && errors.Is(err, fs.ErrNotExist):
 			case layered:
-				cfg.skip(l, &ConfigError{File: file, Err: fileError(err)})
+				cfg.skip(l, &Error{File: file, Err: fileError(err)})
 			default:
-				errs = append(errs, &ConfigError{File: file, Err: fileError(err)})
+				errs = append(errs, &Error{File: file, Err: fileError(err)})
 			}
 			continue
 		}
@@ -576,7 +578,7 @@ func (ld *loader) workspaceOnly(name string) (string, bool) {
 	return ld.lookup(name)
 }
 
-// fileError drops the file name from an *fs.PathError, which ConfigError
+// fileError drops the file name from an *fs.PathError, which Error
 // already names; errors.Is(err, fs.ErrNotExist) still holds.
 func fileError(err error) error {
 	var pe *fs.PathError

@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/trust"
 )
 
@@ -34,7 +35,7 @@ func newLaunchProject(t *testing.T) *launchProject {
 
 func (lp *launchProject) load(t *testing.T) *Config {
 	t.Helper()
-	cfg, err := LoadConfig(LoadOptions{Home: lp.home, Dir: lp.dir, ManagedFile: noManaged(t),
+	cfg, err := Load(Options{Home: lp.home, Dir: lp.dir, ManagedFile: noManaged(t),
 		LookupEnv: fakeEnv(lp.env), Approvals: lp.store})
 	require.NoError(t, err)
 	require.Empty(t, cfg.Skipped)
@@ -204,11 +205,11 @@ func TestApprovalIsOfTheEntryShown(t *testing.T) {
 }
 
 // Every member of the config the launcher consumes is part of the launch:
-// the cases come from ServerConfig's type, so a member added later is
+// the cases come from mcpvisor.ServerConfig's type, so a member added later is
 // covered, or this test fails.
 func TestEveryMemberOfTheLaunchIsCovered(t *testing.T) {
-	typ := reflect.TypeFor[ServerConfig]()
-	var base ServerConfig
+	typ := reflect.TypeFor[mcpvisor.ServerConfig]()
+	var base mcpvisor.ServerConfig
 	fillLaunch(t, reflect.ValueOf(&base).Elem())
 	want := launchOf(base, "/usr/bin/srv").Digest
 
@@ -217,7 +218,7 @@ func TestEveryMemberOfTheLaunchIsCovered(t *testing.T) {
 	skipped := 0
 	for _, idx := range paths {
 		name := fieldName(typ, idx)
-		var mut ServerConfig
+		var mut mcpvisor.ServerConfig
 		fillLaunch(t, reflect.ValueOf(&mut).Elem())
 		changeLeaf(t, reflect.ValueOf(&mut).Elem(), idx)
 		got := launchOf(mut, "/usr/bin/srv").Digest
@@ -233,7 +234,7 @@ func TestEveryMemberOfTheLaunchIsCovered(t *testing.T) {
 	assert.NotEqual(t, launchOf(base, "/usr/bin/srv").Digest, launchOf(base, "/opt/other/srv").Digest, "the executable found")
 
 	// Empty and none differ.
-	var a, b ServerConfig
+	var a, b mcpvisor.ServerConfig
 	fillLaunch(t, reflect.ValueOf(&a).Elem())
 	fillLaunch(t, reflect.ValueOf(&b).Elem())
 	b.Args = []string{}

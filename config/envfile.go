@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"bytes"
@@ -7,15 +7,17 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/mcpvisor/mcpvisor"
 )
 
 // VS Code's "envFile": a stdio server entry may name a file of
-// environment variables, which LoadConfig reads when it loads the entry.
+// environment variables, which Load reads when it loads the entry.
 
 // maxEnvFile bounds an envFile's size.
 const maxEnvFile = 1 << 20
 
-// ErrEnvFile is wrapped (inside a *ConfigError) when a server's envFile
+// ErrEnvFile is wrapped (inside a *Error) when a server's envFile
 // cannot be read or parsed. Messages name lines and variables, never
 // values.
 var ErrEnvFile = errors.New("envFile")
@@ -182,7 +184,7 @@ func isEnvKey(s string) bool {
 // mergeEnvFile reads sc's envFile (resolved against dir) into sc.Env,
 // under the entry's own env (which wins), and sets sc.EnvFile to the
 // file's path.
-func mergeEnvFile(sc *ServerConfig, dir string) error {
+func mergeEnvFile(sc *mcpvisor.ServerConfig, dir string) error {
 	if sc.EnvFile == "" {
 		return nil
 	}

@@ -1,10 +1,12 @@
-package mcpvisor
+package config
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor"
 )
 
 // A project layer (approved) may add servers and rules, but cannot make
@@ -36,18 +38,18 @@ func TestProjectLayerCannotRaiseTrust(t *testing.T) {
 	}`)
 	writeFile(t, dir, ".mcp.local.json", `{"mcpServers": {"wary": {"command": "w", "trust": "sandbox"}}}`)
 
-	cfg, err := LoadConfig(LoadOptions{Home: home, Dir: dir, ManagedFile: noManaged(t), Approvals: approveAll{}})
+	cfg, err := Load(Options{Home: home, Dir: dir, ManagedFile: noManaged(t), Approvals: approveAll{}})
 	require.NoError(t, err)
 	trustOf := func(name string) string { return cfg.Servers[name].Trust }
 
 	// Trust: at most the user's.
 	assert.Equal(t, "", trustOf("boxed"), `the user gave "boxed" the default level`)
-	assert.Equal(t, TrustSandbox, trustOf("bytrust"), "the project's entry has no trust; the user's sandbox level is the ceiling")
-	assert.Equal(t, TrustUntrusted, trustOf("wary"), "the local layer cannot lift the user's untrusted either")
+	assert.Equal(t, mcpvisor.TrustSandbox, trustOf("bytrust"), "the project's entry has no trust; the user's sandbox level is the ceiling")
+	assert.Equal(t, mcpvisor.TrustUntrusted, trustOf("wary"), "the local layer cannot lift the user's untrusted either")
 	assert.Equal(t, "", trustOf("plain"))
-	assert.Equal(t, TrustTrusted, trustOf("vetted"), "what the user trusts stays trusted")
+	assert.Equal(t, mcpvisor.TrustTrusted, trustOf("vetted"), "what the user trusts stays trusted")
 	assert.Equal(t, "", trustOf("newcomer"), "a project cannot mark its own new server trusted")
-	assert.Equal(t, TrustUntrusted, trustOf("remote"), "lowering is fine")
+	assert.Equal(t, mcpvisor.TrustUntrusted, trustOf("remote"), "lowering is fine")
 	for _, name := range []string{"boxed", "wary", "plain", "newcomer"} {
 		assert.Contains(t, cfg.Lowered, name)
 	}
@@ -72,9 +74,9 @@ func TestProjectLayerCannotRaiseTrust(t *testing.T) {
 	assert.Equal(t, []string{"mcp__*__drop_*", "mcp__wary__*"}, cfg.Permissions.Deny)
 
 	// Without the project files the user's entries are as written.
-	cfg, err = LoadConfig(LoadOptions{Home: home, Dir: t.TempDir(), ManagedFile: noManaged(t)})
+	cfg, err = Load(Options{Home: home, Dir: t.TempDir(), ManagedFile: noManaged(t)})
 	require.NoError(t, err)
-	assert.Equal(t, TrustSandbox, cfg.Servers["bytrust"].Trust)
+	assert.Equal(t, mcpvisor.TrustSandbox, cfg.Servers["bytrust"].Trust)
 	require.NotNil(t, cfg.Servers["bytrust"].Sandbox, `trust "sandbox" is "sandbox": true`)
 	assert.True(t, cfg.Servers["bytrust"].Sandbox.Enabled)
 	assert.Empty(t, cfg.Lowered)
@@ -92,9 +94,9 @@ func TestTrustAndPermissionsAreValidated(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			file := writeFile(t, t.TempDir(), "c.json", tc.file)
-			_, err := LoadConfig(LoadOptions{Files: []string{file}, ManagedFile: noManaged(t)})
+			_, err := Load(Options{Files: []string{file}, ManagedFile: noManaged(t)})
 			require.Error(t, err)
-			var ce *ConfigError
+			var ce *Error
 			require.ErrorAs(t, err, &ce)
 			assert.Contains(t, err.Error(), tc.want)
 		})

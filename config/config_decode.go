@@ -1,4 +1,4 @@
-package mcpvisor
+package config
 
 import (
 	"bytes"
@@ -13,16 +13,17 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // parseFile decodes, expands and validates one file's servers; with a
 // gate (an untrusted layer), the entries it does not approve are held
 // instead, unexpanded. The errors it returns lack File.
-func parseFile(data []byte, x expander, gate *approvalGate) (map[string]ServerConfig, map[string]PendingServer, PermissionRules, []*ConfigError) {
+func parseFile(data []byte, x expander, gate *approvalGate) (map[string]mcpvisor.ServerConfig, map[string]PendingServer, mcpvisor.PermissionRules, []*Error) {
 	top, e := decodeTop(data, false)
 	if e != nil {
-		return nil, nil, PermissionRules{}, []*ConfigError{e}
+		return nil, nil, mcpvisor.PermissionRules{}, []*Error{e}
 	}
 	servers, pending, errs := parseServers(top, x, gate)
 	perms, e := parsePermissions(top)
@@ -33,7 +34,7 @@ func parseFile(data []byte, x expander, gate *approvalGate) (map[string]ServerCo
 }
 
 // decodeTop decodes a file's top-level object. The error lacks File.
-func decodeTop(data []byte, managed bool) (map[string]json.RawMessage, *ConfigError) {
+func decodeTop(data []byte, managed bool) (map[string]json.RawMessage, *Error) {
 	want := `want a JSON object with "mcpServers" or "servers"`
 	if managed {
 		want = `want a JSON object with "mcpServers", "servers", "allowedMcpServers", "deniedMcpServers", "projectServers" or "requireSandbox"`
@@ -43,12 +44,12 @@ func decodeTop(data []byte, managed bool) (map[string]json.RawMessage, *ConfigEr
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
 			line, col := lineCol(data, syn.Offset-1) // Offset counts the bad byte
-			return nil, &ConfigError{Err: fmt.Errorf("invalid JSON at line %d, column %d: %w", line, col, err)}
+			return nil, &Error{Err: fmt.Errorf("invalid JSON at line %d, column %d: %w", line, col, err)}
 		}
-		return nil, &ConfigError{Err: fmt.Errorf("%s, got %s", want, jsonKind(data))}
+		return nil, &Error{Err: fmt.Errorf("%s, got %s", want, jsonKind(data))}
 	}
 	if top == nil { // the file is "null"
-		return nil, &ConfigError{Err: fmt.Errorf("%s, got null", want)}
+		return nil, &Error{Err: fmt.Errorf("%s, got null", want)}
 	}
 	return top, nil
 }
@@ -59,20 +60,20 @@ func decodeTop(data []byte, managed bool) (map[string]json.RawMessage, *ConfigEr
 // an entry it does not approve is held: it is validated unexpanded and
 // returned as heldConfig, and pending says what to approve; a disabled
 // entry is returned disabled, unexpanded. The errors it returns lack File.
-func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate) (servers map[string]ServerConfig, pending map[string]PendingServer, errs []*ConfigError) {
+func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate) (servers map[string]mcpvisor.ServerConfig, pending map[string]PendingServer, errs []*Error) {
 	mcpServers, hasMCP := top["mcpServers"]
 	vsServers, hasVS := top["servers"]
 	var root string
 	var rawServers json.RawMessage
 	switch {
 	case hasMCP && hasVS:
-		return nil, nil, []*ConfigError{{Err: errors.New(`has both "mcpServers" and "servers"; use one`)}}
+		return nil, nil, []*Error{{Err: errors.New(`has both "mcpServers" and "servers"; use one`)}}
 	case hasMCP:
 		root, rawServers = "mcpServers", mcpServers
 	case hasVS:
 		root, rawServers = "servers", vsServers
 	default:
-		return nil, nil, []*ConfigError{{Err: errors.New(`no "mcpServers" or "servers" member`)}}
+		return nil, nil, []*Error{{Err: errors.New(`no "mcpServers" or "servers" member`)}}
 	}
 
 	// The file's default sandbox, for its stdio servers that set none.
@@ -81,37 +82,37 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 	if raw, ok := top["sandbox"]; ok && jsonKind(raw) != "null" {
 		var sb transports.Sandbox
 		if err := json.Unmarshal(raw, &sb); err != nil {
-			return nil, nil, []*ConfigError{{Path: "sandbox", Err: err}}
+			return nil, nil, []*Error{{Path: "sandbox", Err: err}}
 		}
 		written := sb
 		written.Write, written.Read = slices.Clone(sb.Write), slices.Clone(sb.Read)
 		writtenSandbox = &written
 		if e := x.sandbox(&sb, "sandbox"); e != nil {
-			return nil, nil, []*ConfigError{e}
+			return nil, nil, []*Error{e}
 		}
 		if err := sb.Validate(); err != nil {
-			return nil, nil, []*ConfigError{{Path: "sandbox", Err: err}}
+			return nil, nil, []*Error{{Path: "sandbox", Err: err}}
 		}
 		defaultSandbox = &sb
 	}
 
 	var entries map[string]json.RawMessage
 	if k := jsonKind(rawServers); k != "object" {
-		return nil, nil, []*ConfigError{{Path: root, Err: fmt.Errorf("want object, got %s", k)}}
+		return nil, nil, []*Error{{Path: root, Err: fmt.Errorf("want object, got %s", k)}}
 	}
 	if err := json.Unmarshal(rawServers, &entries); err != nil {
-		return nil, nil, []*ConfigError{{Path: root, Err: err}}
+		return nil, nil, []*Error{{Path: root, Err: err}}
 	}
 
-	servers = make(map[string]ServerConfig, len(entries))
+	servers = make(map[string]mcpvisor.ServerConfig, len(entries))
 	pending = map[string]PendingServer{}
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		path := pathKey(root, name)
 		if name == "" {
-			errs = append(errs, &ConfigError{Path: path, Err: errors.New("server name must not be empty")})
+			errs = append(errs, &Error{Path: path, Err: errors.New("server name must not be empty")})
 			continue
 		}
-		var sc ServerConfig
+		var sc mcpvisor.ServerConfig
 		if e := decodeValue(reflect.ValueOf(&sc).Elem(), entries[name], path); e != nil {
 			errs = append(errs, e)
 			continue
@@ -124,7 +125,7 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 			approved, p := gate.decide(name, entries[name], &sc)
 			if !approved {
 				if err := validateHeld(sc); err != nil {
-					errs = append(errs, &ConfigError{Path: path, Err: err})
+					errs = append(errs, &Error{Path: path, Err: err})
 					continue
 				}
 				servers[name] = heldConfig(&sc, p.Reason)
@@ -132,7 +133,7 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 				if p.Sandbox == nil && writtenSandbox != nil && sc.Kind() == transports.TypeStdio {
 					p.Sandbox = writtenSandbox
 				}
-				if p.Sandbox == nil && sc.Trust == TrustSandbox && sc.Kind() == transports.TypeStdio {
+				if p.Sandbox == nil && sc.Trust == mcpvisor.TrustSandbox && sc.Kind() == transports.TypeStdio {
 					p.Sandbox = &transports.Sandbox{Enabled: true}
 				}
 				pending[name] = *p
@@ -152,11 +153,11 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 			sb.Write, sb.Read = slices.Clone(sb.Write), slices.Clone(sb.Read)
 			sc.Sandbox = &sb
 		}
-		if sc.Sandbox == nil && sc.Trust == TrustSandbox && sc.Kind() == transports.TypeStdio {
+		if sc.Sandbox == nil && sc.Trust == mcpvisor.TrustSandbox && sc.Kind() == transports.TypeStdio {
 			sc.Sandbox = &transports.Sandbox{Enabled: true} // trust "sandbox" is "sandbox": true
 		}
 		if err := sc.Validate(); err != nil {
-			errs = append(errs, &ConfigError{Path: path, Err: err})
+			errs = append(errs, &Error{Path: path, Err: err})
 			continue
 		}
 		if err := mergeEnvFile(&sc, x.dir); err != nil {
@@ -164,7 +165,7 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 				servers[name] = disabledEntry(&sc)
 				continue
 			}
-			errs = append(errs, &ConfigError{Path: pathKey(path, "envFile"), Err: err})
+			errs = append(errs, &Error{Path: pathKey(path, "envFile"), Err: err})
 			continue
 		}
 		servers[name] = sc
@@ -176,15 +177,15 @@ func parseServers(top map[string]json.RawMessage, x expander, gate *approvalGate
 // transport's kind, and disabled. It is never started, so nothing it
 // would need to start (a command, a URL, its variables, its envFile) is
 // asked of it, and nothing of it is expanded.
-func disabledEntry(sc *ServerConfig) ServerConfig {
-	return ServerConfig{Config: transports.Config{Type: sc.Kind()}, Disabled: true}
+func disabledEntry(sc *mcpvisor.ServerConfig) mcpvisor.ServerConfig {
+	return mcpvisor.ServerConfig{Config: transports.Config{Type: sc.Kind()}, Disabled: true}
 }
 
 // validateHeld validates an entry held for approval, which is not
 // expanded: its sandbox paths are still as written (~/x, ./out,
 // ${VAR}/y), so they are checked for everything but being absolute,
 // which expansion makes them.
-func validateHeld(sc ServerConfig) error {
+func validateHeld(sc mcpvisor.ServerConfig) error {
 	if sb := sc.Sandbox; sb != nil {
 		written := *sb
 		rooted := func(paths []string) []string {
@@ -203,7 +204,7 @@ func validateHeld(sc ServerConfig) error {
 	return sc.Validate()
 }
 
-// pathKey appends member key to a ConfigError path.
+// pathKey appends member key to a Error path.
 func pathKey(path, key string) string {
 	plain := key != ""
 	for _, c := range []byte(key) {
@@ -221,25 +222,25 @@ func pathKey(path, key string) string {
 	return path + "." + key
 }
 
-// pathIndex appends array index i to a ConfigError path.
+// pathIndex appends array index i to a Error path.
 func pathIndex(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
 // decodeValue decodes the JSON value raw into v, which must be settable.
-// It does what encoding/json does for the types a ServerConfig is made of,
+// It does what encoding/json does for the types a mcpvisor.ServerConfig is made of,
 // but reports the path of a member of the wrong type (encoding/json names
 // the struct field, not the array index or map key), ignores unknown
 // members, matches member names case-sensitively, and rejects null array
 // elements and map values. Walking the type by reflection keeps the
-// decoder in step with ServerConfig as members are added. Types with their
+// decoder in step with mcpvisor.ServerConfig as members are added. Types with their
 // own JSON or text decoding (json.RawMessage) are handed to encoding/json.
-func decodeValue(v reflect.Value, raw json.RawMessage, path string) *ConfigError {
+func decodeValue(v reflect.Value, raw json.RawMessage, path string) *Error {
 	t := v.Type()
 	pt := reflect.PointerTo(t)
 	if pt.Implements(jsonUnmarshalerType) || pt.Implements(textUnmarshalerType) ||
 		t.Kind() == reflect.Interface || (t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8) ||
 		(t.Kind() == reflect.Map && t.Key().Kind() != reflect.String) {
 		if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
-			return &ConfigError{Path: path, Err: err}
+			return &Error{Path: path, Err: err}
 		}
 		return nil
 	}
@@ -264,7 +265,7 @@ func decodeValue(v reflect.Value, raw json.RawMessage, path string) *ConfigError
 		}
 		var members map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &members); err != nil {
-			return &ConfigError{Path: path, Err: err}
+			return &Error{Path: path, Err: err}
 		}
 		for _, f := range structMembers(t) {
 			m, ok := members[f.name]
@@ -283,7 +284,7 @@ func decodeValue(v reflect.Value, raw json.RawMessage, path string) *ConfigError
 		}
 		var elems []json.RawMessage
 		if err := json.Unmarshal(raw, &elems); err != nil {
-			return &ConfigError{Path: path, Err: err}
+			return &Error{Path: path, Err: err}
 		}
 		s := reflect.MakeSlice(t, len(elems), len(elems))
 		for i, e := range elems {
@@ -300,7 +301,7 @@ func decodeValue(v reflect.Value, raw json.RawMessage, path string) *ConfigError
 		}
 		var members map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &members); err != nil {
-			return &ConfigError{Path: path, Err: err}
+			return &Error{Path: path, Err: err}
 		}
 		m := reflect.MakeMapWithSize(t, len(members))
 		for _, k := range slices.Sorted(maps.Keys(members)) {
@@ -330,9 +331,9 @@ func decodeValue(v reflect.Value, raw json.RawMessage, path string) *ConfigError
 	if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
 		if want == "integer" {
 			// A fraction, or out of range: say so without the Go type.
-			return &ConfigError{Path: path, Err: fmt.Errorf("want integer, got %s", raw)}
+			return &Error{Path: path, Err: fmt.Errorf("want integer, got %s", raw)}
 		}
-		return &ConfigError{Path: path, Err: err}
+		return &Error{Path: path, Err: err}
 	}
 	return nil
 }
@@ -342,8 +343,8 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-func typeError(path, want, got string) *ConfigError {
-	return &ConfigError{Path: path, Err: fmt.Errorf("want %s, got %s", want, got)}
+func typeError(path, want, got string) *Error {
+	return &Error{Path: path, Err: fmt.Errorf("want %s, got %s", want, got)}
 }
 
 // member is one JSON member of a struct: its name and the field's index.
