@@ -20,6 +20,12 @@ CONFORMANCE_RESULTS := $(DEPS)/conformance-results
 OIDC_DIR     := $(DEPS)/npm-oidc
 OIDC_VERSION := 9.13.3
 OIDC         := $(OIDC_DIR)/node_modules/oidc-provider/package.json
+# The Claude Agent SDK, whose sdk-tools.d.ts declares the shapes the
+# management tools follow (management's TestManagementToolShapes). 0.2.76
+# still declares the subscribing tools; later releases dropped them.
+AGENT_SDK_VERSION := 0.2.76
+AGENT_SDK_DIR     := $(DEPS)/npm-agentsdk-$(AGENT_SDK_VERSION)
+AGENT_SDK_TOOLS   := $(AGENT_SDK_DIR)/node_modules/@anthropic-ai/claude-agent-sdk/sdk-tools.d.ts
 # The scenarios that must pass: every client scenario of the pinned suite
 # (testdata/conformance/baseline.yml, the expected failures, is empty);
 # check.mjs asserts that each ran and passed. sep-2322-client-request-state
@@ -77,7 +83,7 @@ deps: npm-deps os-deps browser-deps sandbox-deps etcd-deps
 	cd bench/peers && $(GO) mod download
 	cd testdata/gosdkclient && $(GO) mod download
 
-npm-deps: $(EVERYTHING) $(TS_SDK) $(CONFORMANCE) $(OIDC)
+npm-deps: $(EVERYTHING) $(TS_SDK) $(CONFORMANCE) $(OIDC) $(AGENT_SDK_TOOLS)
 
 # os-deps installs the services the secret-store tests run against
 # (oauth/secretstore): Debian's gnome-keyring (the Secret Service) started
@@ -182,11 +188,17 @@ conformance-server: build $(CONFORMANCE)
 			$(CONFORMANCE_SERVER_RESULTS)/$$name $(CONFORMANCE_SERVER_UNEXERCISED) || exit 1; \
 	done
 
+$(AGENT_SDK_TOOLS):
+	mkdir -p $(AGENT_SDK_DIR)
+	cd $(AGENT_SDK_DIR) && { [ -f package.json ] || npm init -y >/dev/null; } && \
+		npm install --no-audit --no-fund --loglevel=error --omit=optional --ignore-scripts @anthropic-ai/claude-agent-sdk@$(AGENT_SDK_VERSION)
+
 # The environment of the Go tests: the npm-installed peers they talk to
 # (a missing one fails the tests rather than skipping them).
 TEST_ENV = MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 MCPVISOR_REQUIRE_KEYRING=1 MCPVISOR_REQUIRE_BROWSER=1 \
 	MCPVISOR_REQUIRE_ETCD=1 \
 	MCPVISOR_OIDC_MODULES=$(abspath $(OIDC_DIR))/node_modules \
+	MCPVISOR_AGENT_SDK_TOOLS=$(abspath $(AGENT_SDK_TOOLS)) \
 	MCPVISOR_NODE=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin/node
 
 # How long one run of a package's tests may take (go test -timeout, which

@@ -78,3 +78,10 @@ type SetResult struct {
 	Settled   bool     `json:"settled,omitempty"`
 	Unsettled []string `json:"unsettled,omitempty"`
 }
+
+// PoolReflects reports whether the tool pool (Tools) reflects the current
+// state of the server called name: a server's status says it is ready a
+// moment before its lists are folded into the pool (rebuilds are spaced),
+// so a host that waits for a server's tools waits for this too. False for
+// a name that is not configured. Safe to call from any goroutine.
+func (s *Supervisor) PoolReflects(name string) bool { return s.sys.PoolReflects(name) }

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/channels"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
 	"github.com/mcpvisor/mcpvisor/config"
+	"github.com/mcpvisor/mcpvisor/management"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
 )
 
@@ -296,7 +297,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	var managed atomic.Pointer[mcpvisor.Supervisor]
 	if f.mgmtTools {
 		configure = append(configure, func(o *mcpvisor.Options) {
-			o.Builtins = append(o.Builtins, mcpvisor.ManagementTools(managed.Load)...)
+			o.Builtins = append(o.Builtins, management.Tools(managed.Load)...)
 		})
 	}
 	// The permission rules of the config; the calls that need approval

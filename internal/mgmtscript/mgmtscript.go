@@ -1,5 +1,5 @@
 // Package mgmtscript runs the management tools' scripted conversation
-// (testdata/management/script.json) for the golden tests of the library
+// (management/testdata/script.json) for the golden tests of the library
 // and of the gateway, and renders what the tools answered, so that both
 // paths are pinned by the same files: definitions.golden.json (the
 // tools' definitions) and answers.golden.json (each step's output).
@@ -17,7 +17,7 @@ import (
 
 // Dir is the directory of the script and the golden files, relative to
 // the module's root.
-const Dir = "testdata/management"
+const Dir = "management/testdata"
 
 // Step is one call of the script.
 type Step struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/mgmtscript"
+	"github.com/mcpvisor/mcpvisor/management"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -26,7 +27,7 @@ const moduleRoot = "../../../.."
 // The management tools through the gateway (as `supervise
 // --management-tools` offers them): a host connected to the gateway, in
 // the stateless era and in a handshake one, sees the definitions and gets
-// the outputs that the library's TestManagementToolShapes pins, from the
+// the outputs that the library's TestManagementToolAnswers pins, from the
 // same golden files.
 func TestGatewayManagementTools(t *testing.T) {
 	for _, version := range []string{"", protocol.Version20250618} {
@@ -37,7 +38,7 @@ func TestGatewayManagementTools(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			var managed atomic.Pointer[mcpvisor.Supervisor]
-			sup, err := mcpvisor.Start(ctx, mcpvisor.Options{Logger: zerolog.Nop(), Builtins: mcpvisor.ManagementTools(managed.Load)})
+			sup, err := mcpvisor.Start(ctx, mcpvisor.Options{Logger: zerolog.Nop(), Builtins: management.Tools(managed.Load)})
 			require.NoError(t, err)
 			managed.Store(sup)
 			t.Cleanup(func() {
@@ -61,7 +62,7 @@ func TestGatewayManagementTools(t *testing.T) {
 				byName[tool.Name] = tool.Definition
 			}
 			var defs []protocol.Tool
-			for _, d := range mcpvisor.ManagementToolDefinitions() {
+			for _, d := range management.Definitions() {
 				got, ok := byName["mcp__gw__"+d.Name]
 				require.True(t, ok, "the gateway offers %s", d.Name)
 				defs = append(defs, got)

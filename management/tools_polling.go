@@ -1,4 +1,4 @@
-package mcpvisor
+package management
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor"
 )
 
 // The polling tools: SubscribePolling and UnsubscribePolling.
@@ -22,41 +24,41 @@ type pollingArgs struct {
 	Reason     string          `json:"reason"`
 }
 
-// spec checks the arguments and turns them into a PollSpec. A tool is
+// spec checks the arguments and turns them into a mcpvisor.PollSpec. A tool is
 // named as its server names it (toolName), or by its qualified name.
-func (a pollingArgs) spec(s *Supervisor) (PollSpec, error) {
+func (a pollingArgs) spec(s *mcpvisor.Supervisor) (mcpvisor.PollSpec, error) {
 	if err := required("server", a.Server); err != nil {
-		return PollSpec{}, err
+		return mcpvisor.PollSpec{}, err
 	}
-	interval := DefaultPollInterval
+	interval := mcpvisor.DefaultPollInterval
 	if a.IntervalMs != nil {
 		if *a.IntervalMs < 0 || math.IsNaN(*a.IntervalMs) || *a.IntervalMs > float64(24*time.Hour/time.Millisecond) {
-			return PollSpec{}, fmt.Errorf("intervalMs %v is out of range", *a.IntervalMs)
+			return mcpvisor.PollSpec{}, fmt.Errorf("intervalMs %v is out of range", *a.IntervalMs)
 		}
-		interval = max(time.Duration(*a.IntervalMs)*time.Millisecond, MinPollInterval)
+		interval = max(time.Duration(*a.IntervalMs)*time.Millisecond, mcpvisor.MinPollInterval)
 	}
 	switch a.Type {
 	case "tool":
 		if err := required("toolName", a.ToolName); err != nil {
-			return PollSpec{}, err
+			return mcpvisor.PollSpec{}, err
 		}
 		name, ok := qualifiedToolName(s, a.Server, a.ToolName)
 		if !ok {
-			return PollSpec{}, fmt.Errorf("%w: server %q offers no tool %q", ErrUnknownTool, a.Server, a.ToolName)
+			return mcpvisor.PollSpec{}, fmt.Errorf("%w: server %q offers no tool %q", mcpvisor.ErrUnknownTool, a.Server, a.ToolName)
 		}
-		return PollSpec{Tool: name, Args: a.Arguments, Interval: interval}, nil
+		return mcpvisor.PollSpec{Tool: name, Args: a.Arguments, Interval: interval}, nil
 	case "resource":
 		if err := required("uri", a.URI); err != nil {
-			return PollSpec{}, err
+			return mcpvisor.PollSpec{}, err
 		}
-		return PollSpec{Server: a.Server, URI: a.URI, Interval: interval}, nil
+		return mcpvisor.PollSpec{Server: a.Server, URI: a.URI, Interval: interval}, nil
 	}
-	return PollSpec{}, fmt.Errorf(`argument "type" must be "tool" or "resource", not %q`, a.Type)
+	return mcpvisor.PollSpec{}, fmt.Errorf(`argument "type" must be "tool" or "resource", not %q`, a.Type)
 }
 
 // qualifiedToolName finds the pool's name of server's tool: toolName as
 // the server names it, or already qualified.
-func qualifiedToolName(s *Supervisor, server, toolName string) (string, bool) {
+func qualifiedToolName(s *mcpvisor.Supervisor, server, toolName string) (string, bool) {
 	for _, t := range s.Tools() {
 		if t.Server == server && (t.Definition.Name == toolName || t.Name == toolName) {
 			return t.Name, true
@@ -65,7 +67,7 @@ func qualifiedToolName(s *Supervisor, server, toolName string) (string, bool) {
 	return "", false
 }
 
-func subscribePollingTool(_ context.Context, s *Supervisor, args json.RawMessage) (any, error) {
+func subscribePollingTool(_ context.Context, s *mcpvisor.Supervisor, args json.RawMessage) (any, error) {
 	var a pollingArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err
@@ -91,7 +93,7 @@ type unpollArgs struct {
 // unsubscribePollingTool stops the poll named by subscriptionId, or every
 // poll of server (of target only, a tool or resource URI, when given).
 // Nothing to stop is {unsubscribed: false}.
-func unsubscribePollingTool(_ context.Context, s *Supervisor, args json.RawMessage) (any, error) {
+func unsubscribePollingTool(_ context.Context, s *mcpvisor.Supervisor, args json.RawMessage) (any, error) {
 	var a unpollArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err
@@ -113,7 +115,7 @@ func unsubscribePollingTool(_ context.Context, s *Supervisor, args json.RawMessa
 }
 
 // matches reports whether poll id (spec) is one a names.
-func (a unpollArgs) matches(s *Supervisor, id string, spec PollSpec) bool {
+func (a unpollArgs) matches(s *mcpvisor.Supervisor, id string, spec mcpvisor.PollSpec) bool {
 	if a.SubscriptionID != "" && id != a.SubscriptionID {
 		return false
 	}
@@ -130,7 +132,7 @@ func (a unpollArgs) matches(s *Supervisor, id string, spec PollSpec) bool {
 	}
 	// The tool is out of the pool (its server is down): its default name.
 	if a.Target != "" {
-		return spec.Tool == QualifiedName(a.Server, a.Target) || spec.Tool == a.Target
+		return spec.Tool == mcpvisor.QualifiedName(a.Server, a.Target) || spec.Tool == a.Target
 	}
 	return strings.HasPrefix(spec.Tool, "mcp__"+a.Server+"__")
 }

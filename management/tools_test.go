@@ -1,4 +1,4 @@
-package mcpvisor_test
+package management
 
 import (
 	"context"
@@ -12,12 +12,24 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/internal/mgmtscript"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
+
+// TestMain serves the mock server and the stdio helper when the test
+// binary is started as one (bench/mockserver's fork/exec), and checks that
+// the tests leak no goroutine.
+func TestMain(m *testing.M) {
+	mcpvisor.HelperMain()
+	if mockserver.IsRequested() {
+		os.Exit(mockserver.Main(os.Args[1:]))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files of the tests that have them")
 
@@ -28,9 +40,9 @@ func managedSupervisor(t *testing.T) *mcpvisor.Supervisor {
 	t.Helper()
 	ctx := t.Context()
 	var sup atomic.Pointer[mcpvisor.Supervisor]
-	tools := mcpvisor.ManagementTools(sup.Load)
+	tools := Tools(sup.Load)
 	_, err := tools[0].Call(ctx, nil)
-	require.ErrorIs(t, err, mcpvisor.ErrNotStarted, "a tool called before Start")
+	require.ErrorIs(t, err, ErrNotStarted, "a tool called before Start")
 	s, err := mcpvisor.Start(ctx, mcpvisor.Options{Builtins: tools})
 	require.NoError(t, err)
 	sup.Store(s)
@@ -51,7 +63,7 @@ func managedSupervisor(t *testing.T) *mcpvisor.Supervisor {
 // tools (rewritten with -update).
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join(mgmtscript.Dir, name)
+	path := filepath.Join("..", mgmtscript.Dir, name)
 	if *updateGolden {
 		require.NoError(t, os.WriteFile(path, got, 0o644))
 	}
@@ -61,20 +73,19 @@ func checkGolden(t *testing.T, name string, got []byte) {
 }
 
 // The management tools' definitions and, step by step through the
-// script, their outputs are pinned: the shapes of sdk-tools.d.ts
-// (ListMcpResources → [{uri, name, mimeType?, description?, server}],
-// ReadMcpResource → {contents: [{uri, mimeType?, text?}]}, the
-// subscribing tools → {subscribed, subscriptionId} and {unsubscribed}),
-// and connect_mcp bringing a lazy server's tools into the pool.
-// gateway's TestGatewayManagementTools pins the same through the
-// gateway, against the same files.
-func TestManagementToolShapes(t *testing.T) {
-	defs, err := mgmtscript.Render(mcpvisor.ManagementToolDefinitions())
+// script, their outputs are pinned word for word (TestManagementToolShapes
+// checks their shapes against the SDK's): the golden files are shared with
+// the gateway's TestGatewayManagementTools, which pins the same through
+// the gateway, so that the library and the gateway answer alike. The
+// script ends with connect_mcp bringing a lazy server's tools into the
+// pool.
+func TestManagementToolAnswers(t *testing.T) {
+	defs, err := mgmtscript.Render(Definitions())
 	require.NoError(t, err)
 	checkGolden(t, "definitions.golden.json", defs)
 
 	s := managedSupervisor(t)
-	steps, err := mgmtscript.Load(".")
+	steps, err := mgmtscript.Load("..")
 	require.NoError(t, err)
 	var answers []mgmtscript.Answer
 	for _, step := range steps {
@@ -110,17 +121,17 @@ func TestManagementToolsDeliverEvents(t *testing.T) {
 		require.NoError(t, json.Unmarshal(res.StructuredContent, &out))
 		return out
 	}
-	sub := call(mcpvisor.ToolSubscribeMcpResource, `{"server":"m","uri":"mock://resource/1"}`)
+	sub := call(ToolSubscribeMcpResource, `{"server":"m","uri":"mock://resource/1"}`)
 	assert.Equal(t, true, sub["subscribed"])
 	assert.Equal(t, []string{"mock://resource/1"}, s.ResourceSubscriptions("m"))
 	_, err := s.CallTool(ctx, "mcp__m__touch", map[string]string{"uri": "mock://resource/1"})
 	require.NoError(t, err)
 	awaitEvent(t, events, mcpvisor.EventResourceUpdated, func(ev mcpvisor.Event) bool { return ev.(*mcpvisor.ResourceUpdatedEvent).URI == "mock://resource/1" })
 
-	poll := call(mcpvisor.ToolSubscribePolling, `{"type":"resource","server":"m","uri":"mock://resource/1","intervalMs":1000}`)
+	poll := call(ToolSubscribePolling, `{"type":"resource","server":"m","uri":"mock://resource/1","intervalMs":1000}`)
 	awaitEvent(t, events, mcpvisor.EventPollChanged, func(ev mcpvisor.Event) bool { return ev.(*mcpvisor.PollChangedEvent).PollID == poll["subscriptionId"] })
 	assert.Equal(t, mcpvisor.MinPollInterval, s.Polls()[poll["subscriptionId"].(string)].Interval)
-	out := call(mcpvisor.ToolUnsubscribePolling, `{"subscriptionId":"`+poll["subscriptionId"].(string)+`"}`)
+	out := call(ToolUnsubscribePolling, `{"subscriptionId":"`+poll["subscriptionId"].(string)+`"}`)
 	assert.Equal(t, true, out["unsubscribed"])
 	assert.Empty(t, s.Polls())
 }
@@ -128,7 +139,7 @@ func TestManagementToolsDeliverEvents(t *testing.T) {
 // A blob is described, not dumped: server-everything's binary resources.
 func TestReadMcpResourceDescribesBlobs(t *testing.T) {
 	var sup atomic.Pointer[mcpvisor.Supervisor]
-	s, err := mcpvisor.Start(t.Context(), mcpvisor.Options{Builtins: mcpvisor.ManagementTools(sup.Load)})
+	s, err := mcpvisor.Start(t.Context(), mcpvisor.Options{Builtins: Tools(sup.Load)})
 	require.NoError(t, err)
 	sup.Store(s)
 	t.Cleanup(func() {
@@ -141,7 +152,7 @@ func TestReadMcpResourceDescribesBlobs(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	res, err := s.CallTool(ctx, mcpvisor.ToolReadMcpResource, map[string]string{"server": "everything", "uri": "demo://resource/dynamic/blob/1"})
+	res, err := s.CallTool(ctx, ToolReadMcpResource, map[string]string{"server": "everything", "uri": "demo://resource/dynamic/blob/1"})
 	require.NoError(t, err)
 	require.False(t, res.IsError, res.Content[0].Text)
 	var out struct {
@@ -185,4 +196,24 @@ func awaitEvent(t *testing.T, events <-chan mcpvisor.Event, typ mcpvisor.EventTy
 			t.Fatalf("no %s event within 10 s", typ)
 		}
 	}
+}
+
+// everything returns the path of server-everything's binary (make test
+// installs it and sets MCPVISOR_SERVER_EVERYTHING), or skips the test
+// (fails it under MCPVISOR_REQUIRE_INTEROP, as in make test).
+func everything(t *testing.T) string {
+	t.Helper()
+	if path := os.Getenv("MCPVISOR_SERVER_EVERYTHING"); path != "" {
+		if abs, err := filepath.Abs(path); err == nil {
+			if _, err := os.Stat(abs); err == nil {
+				return abs
+			}
+		}
+	}
+	msg := "MCPVISOR_SERVER_EVERYTHING does not name server-everything (make npm-deps installs it)"
+	if os.Getenv("MCPVISOR_REQUIRE_INTEROP") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
 }

@@ -1,4 +1,4 @@
-package mcpvisor
+package management
 
 import (
 	"context"
@@ -7,17 +7,12 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
-// The management tools let a host's model see and follow MCP resources
-// and bring configured servers in and out of the pool itself. The six
-// resource tools take and return the shapes of the Claude Agent SDK's
-// sdk-tools.d.ts (ListMcpResourcesInput/Output and so on: the same
-// members, more optional ones at most); ListMcpResourceTemplates and
-// connect_mcp are mcpvisor's own. They are BuiltinTools, so they join the
-// tool pool through Options.Builtins (and so `mcpvisor supervise
-// --management-tools` offers them through the gateway).
+// The names of the management tools. ListMcpResourceTemplates and
+// connect_mcp are mcpvisor's own; the others are the Claude Agent SDK's.
 const (
 	ToolListMcpResources         = "ListMcpResources"
 	ToolListMcpResourceTemplates = "ListMcpResourceTemplates"
@@ -32,12 +27,12 @@ const (
 // ErrNotStarted: a management tool ran before its supervisor existed.
 var ErrNotStarted = errors.New("mcpvisor: management tool called before the supervisor started")
 
-// ManagementTools returns the management tools as built-ins for
-// Options.Builtins. sup returns the supervisor they act on; it is called
+// Tools returns the management tools as built-ins for
+// mcpvisor.Options.Builtins. sup returns the supervisor they act on; it is called
 // on each call, so the tools can be registered before Start:
 //
 //	var sup atomic.Pointer[mcpvisor.Supervisor]
-//	opts.Builtins = append(opts.Builtins, mcpvisor.ManagementTools(sup.Load)...)
+//	opts.Builtins = append(opts.Builtins, management.Tools(sup.Load)...)
 //	s, err := mcpvisor.Start(ctx, opts)
 //	sup.Store(s)
 //
@@ -47,11 +42,11 @@ var ErrNotStarted = errors.New("mcpvisor: management tool called before the supe
 // handshake eras cannot hold). A tool that fails (bad arguments, unknown
 // server, a server error) returns a result with IsError set and the
 // reason as text, which a model can read; the error return is kept for
-// ErrNotStarted. The tools of one ManagementTools call share the
+// ErrNotStarted. The tools of one Tools call share the
 // resource subscription ids they hand out.
-func ManagementTools(sup func() *Supervisor) []BuiltinTool {
+func Tools(sup func() *mcpvisor.Supervisor) []mcpvisor.BuiltinTool {
 	m := &mgmt{byID: map[string]resourceSub{}, byKey: map[resourceSub]string{}}
-	run := map[string]func(context.Context, *Supervisor, json.RawMessage) (any, error){
+	run := map[string]func(context.Context, *mcpvisor.Supervisor, json.RawMessage) (any, error){
 		ToolListMcpResources:         listResourcesTool,
 		ToolListMcpResourceTemplates: listTemplatesTool,
 		ToolReadMcpResource:          readResourceTool,
@@ -61,11 +56,11 @@ func ManagementTools(sup func() *Supervisor) []BuiltinTool {
 		ToolUnsubscribePolling:       unsubscribePollingTool,
 		ToolConnectMcp:               connectTool,
 	}
-	defs := ManagementToolDefinitions()
-	out := make([]BuiltinTool, 0, len(defs))
+	defs := Definitions()
+	out := make([]mcpvisor.BuiltinTool, 0, len(defs))
 	for _, d := range defs {
 		f := run[d.Name]
-		out = append(out, BuiltinTool{Definition: d, Call: func(ctx context.Context, args json.RawMessage) (*protocol.CallToolResult, error) {
+		out = append(out, mcpvisor.BuiltinTool{Definition: d, Call: func(ctx context.Context, args json.RawMessage) (*protocol.CallToolResult, error) {
 			s := sup()
 			if s == nil {
 				return nil, ErrNotStarted
@@ -93,7 +88,7 @@ func toolOutput(v any) (*protocol.CallToolResult, error) {
 	return res, nil
 }
 
-// mgmt is the state the management tools of one ManagementTools call
+// mgmt is the state the management tools of one Tools call
 // share: the ids of resource subscriptions (the supervisor keeps
 // subscriptions by server and URI, the SDK's tools name them by id).
 //

@@ -1,4 +1,4 @@
-package mcpvisor
+package management
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/mcpvisor/mcpvisor"
 )
 
 // The resource tools: ListMcpResources, ListMcpResourceTemplates,
@@ -34,7 +36,7 @@ type templateItem struct {
 	Server      string `json:"server"`
 }
 
-func listResourcesTool(_ context.Context, s *Supervisor, args json.RawMessage) (any, error) {
+func listResourcesTool(_ context.Context, s *mcpvisor.Supervisor, args json.RawMessage) (any, error) {
 	var a serverArg
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err
@@ -51,7 +53,7 @@ func listResourcesTool(_ context.Context, s *Supervisor, args json.RawMessage) (
 	return out, nil
 }
 
-func listTemplatesTool(_ context.Context, s *Supervisor, args json.RawMessage) (any, error) {
+func listTemplatesTool(_ context.Context, s *mcpvisor.Supervisor, args json.RawMessage) (any, error) {
 	var a serverArg
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err
@@ -96,7 +98,7 @@ type contentItem struct {
 	BlobBytes *int   `json:"blobBytes,omitempty"`
 }
 
-func readResourceTool(ctx context.Context, s *Supervisor, args json.RawMessage) (any, error) {
+func readResourceTool(ctx context.Context, s *mcpvisor.Supervisor, args json.RawMessage) (any, error) {
 	var a resourceArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err
@@ -143,7 +145,7 @@ type unsubscribeOutput struct {
 
 // subscribeResource serves SubscribeMcpResource. The same resource
 // subscribed again keeps its id.
-func (m *mgmt) subscribeResource(ctx context.Context, s *Supervisor, args json.RawMessage) (any, error) {
+func (m *mgmt) subscribeResource(ctx context.Context, s *mcpvisor.Supervisor, args json.RawMessage) (any, error) {
 	var a resourceArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err
@@ -176,7 +178,7 @@ type unsubscribeArgs struct {
 // unsubscribeResource serves UnsubscribeMcpResource: by subscriptionId,
 // or by server and uri. A subscription that does not exist is
 // {unsubscribed: false}.
-func (m *mgmt) unsubscribeResource(ctx context.Context, s *Supervisor, args json.RawMessage) (any, error) {
+func (m *mgmt) unsubscribeResource(ctx context.Context, s *mcpvisor.Supervisor, args json.RawMessage) (any, error) {
 	var a unsubscribeArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err

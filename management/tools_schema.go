@@ -1,4 +1,4 @@
-package mcpvisor
+package management
 
 import (
 	"encoding/json"
@@ -6,11 +6,11 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
-// ManagementToolDefinitions returns the management tools' definitions
+// Definitions returns the management tools' definitions
 // (name, description, input schema, annotations), for hosts that run
 // them themselves. The input schemas are those of sdk-tools.d.ts: the
 // same members, required as there.
-func ManagementToolDefinitions() []protocol.Tool {
+func Definitions() []protocol.Tool {
 	schema := func(props string, required ...string) json.RawMessage {
 		req, _ := json.Marshal(append([]string{}, required...)) // [] rather than null: strict validators reject null
 		return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `,"additionalProperties":false}`)

@@ -1,4 +1,4 @@
-package mcpvisor
+package management
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor"
 )
 
 // connect_mcp, the tool of a host that connects servers on demand: the
@@ -32,14 +34,14 @@ type connectArgs struct {
 // connectOutput is connect_mcp's output: the server's state and the
 // qualified names of its tools in the pool.
 type connectOutput struct {
-	Server    string   `json:"server"`
-	Connected bool     `json:"connected"`
-	State     State    `json:"state"`
-	Tools     []string `json:"tools"`
-	Error     string   `json:"error,omitempty"`
+	Server    string         `json:"server"`
+	Connected bool           `json:"connected"`
+	State     mcpvisor.State `json:"state"`
+	Tools     []string       `json:"tools"`
+	Error     string         `json:"error,omitempty"`
 }
 
-func connectTool(ctx context.Context, s *Supervisor, args json.RawMessage) (any, error) {
+func connectTool(ctx context.Context, s *mcpvisor.Supervisor, args json.RawMessage) (any, error) {
 	var a connectArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err
@@ -53,7 +55,7 @@ func connectTool(ctx context.Context, s *Supervisor, args json.RawMessage) (any,
 		for _, st := range s.Status() {
 			names = append(names, st.Name)
 		}
-		return nil, fmt.Errorf("%w: %q (configured: %v)", ErrUnknownServer, a.Server, names)
+		return nil, fmt.Errorf("%w: %q (configured: %v)", mcpvisor.ErrUnknownServer, a.Server, names)
 	}
 	switch a.Action {
 	case "", "connect":
@@ -76,7 +78,7 @@ func connectTool(ctx context.Context, s *Supervisor, args json.RawMessage) (any,
 			return nil, err
 		}
 	}
-	if st.State != StateReady {
+	if st.State != mcpvisor.StateReady {
 		if err := s.Reconnect(ctx, a.Server); err != nil {
 			return nil, err
 		}
@@ -87,15 +89,15 @@ func connectTool(ctx context.Context, s *Supervisor, args json.RawMessage) (any,
 		st, _ = serverStatus(s, a.Server)
 		tools := poolNamesOf(s, a.Server)
 		switch {
-		case st.State == StateReady && s.sys.PoolReflects(a.Server):
+		case st.State == mcpvisor.StateReady && s.PoolReflects(a.Server):
 			return connectOutput{Server: a.Server, Connected: true, State: st.State, Tools: tools}, nil
-		case st.State.Parked() && st.StateSince.After(asked), st.State == StateDisabled:
+		case st.State.Parked() && st.StateSince.After(asked), st.State == mcpvisor.StateDisabled:
 			return connectOutput{Server: a.Server, State: st.State, Tools: tools, Error: st.LastError}, nil
 		}
 		select {
 		case _, open := <-events:
 			if !open {
-				return nil, ErrClosed
+				return nil, mcpvisor.ErrClosed
 			}
 		case <-poolRetry.C:
 			// The pool's fold of a ready server publishes no event when
@@ -107,18 +109,18 @@ func connectTool(ctx context.Context, s *Supervisor, args json.RawMessage) (any,
 }
 
 // serverStatus returns the status of the server called name.
-func serverStatus(s *Supervisor, name string) (ServerStatus, bool) {
+func serverStatus(s *mcpvisor.Supervisor, name string) (mcpvisor.ServerStatus, bool) {
 	for _, st := range s.Status() {
 		if st.Name == name {
 			return st, true
 		}
 	}
-	return ServerStatus{}, false
+	return mcpvisor.ServerStatus{}, false
 }
 
 // poolNamesOf returns the qualified names of server's tools in the pool,
 // sorted.
-func poolNamesOf(s *Supervisor, server string) []string {
+func poolNamesOf(s *mcpvisor.Supervisor, server string) []string {
 	out := []string{}
 	for _, t := range s.Tools() {
 		if t.Server == server {
