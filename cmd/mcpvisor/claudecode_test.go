@@ -128,6 +128,7 @@ func (n *netns) do(t *testing.T, f func() error) error {
 type modelStandIn struct {
 	pick  func(tools []modelTool) (name string, input map[string]any)
 	token string // the text the final answer quotes the result with
+	sum   string // what the tool asked for answers (for the test)
 
 	mu       sync.Mutex
 	requests []string    // method and path of every request
@@ -310,13 +311,14 @@ func runClaudeCode(t *testing.T, supervise ...string) claudeCodeRun {
 		"fast":     mock(bin, "--name", "fast"),
 		longServer: mock(bin, "--name", "kb", "--init-delay", "2s"),
 	})
-	token := fmt.Sprintf("interop-%d", time.Now().UnixNano())
-	model := &modelStandIn{token: token, pick: func(tools []modelTool) (string, map[string]any) {
-		// The long-named server's echo, as Claude Code offers it.
+	// The model asks the long-named server to add two numbers: only the
+	// server computes their sum.
+	a := 100000 + time.Now().UnixNano()%900000
+	model := &modelStandIn{token: "the sum", sum: fmt.Sprint(a + 424242), pick: func(tools []modelTool) (string, map[string]any) {
 		for _, tool := range tools {
 			if strings.HasPrefix(tool.Name, "mcp__gw__") && strings.Contains(tool.Name, longServer[:8]) &&
-				strings.HasPrefix(tool.Description, "Echoes its text") {
-				return tool.Name, map[string]any{"text": "echoed " + token}
+				tool.Description == "Adds two numbers." {
+				return tool.Name, map[string]any{"a": a, "b": 424242}
 			}
 		}
 		return "", nil
@@ -354,7 +356,7 @@ func runClaudeCode(t *testing.T, supervise ...string) claudeCodeRun {
 	var stdout, stderr strings.Builder
 	require.NoError(t, ns.do(t, func() error {
 		cmd = exec.CommandContext(testwait.Context(t), claude, "-p",
-			"Call the knowledge base's echo tool, then tell me what it said.",
+			"Add 424242 with the knowledge base's add tool, then tell me the sum.",
 			"--bare", "--output-format", "json",
 			"--mcp-config", mcpConfig, "--strict-mcp-config",
 			"--allowedTools", "mcp__gw", "--model", "claude-sonnet-4-5")
@@ -414,17 +416,21 @@ func TestClaudeCodeThroughTheGateway(t *testing.T) {
 	}
 	t.Logf("the gateway's tools as Claude Code sent them to the model: %v", names)
 	for _, s := range []string{"fast", longServer[:8]} {
-		found := false
-		for _, n := range names {
-			found = found || strings.Contains(n, s) && strings.Contains(n, "echo")
+		for _, tool := range []string{"echo", "add", "fail", "sleep", "announce"} {
+			found := false
+			for _, n := range names {
+				found = found || strings.HasPrefix(n, "mcp__gw__"+s) && strings.Contains(n, "__"+tool)
+			}
+			assert.True(t, found, "Claude Code sent the model the tool %s of server %s", tool, s)
 		}
-		assert.True(t, found, "Claude Code sent the model the echo of server %s", s)
 	}
 	for _, tool := range m.offered {
 		assert.Regexp(t, modelToolName, tool.Name, "every tool name sent to the model fits the model APIs (%d characters)", len(tool.Name))
 	}
-	require.NotEmpty(t, m.asked, "the model was offered the long-named server's echo")
-	assert.Contains(t, m.result, "echoed "+m.token, "the tool_result came from the server")
+	require.NotEmpty(t, m.asked, "the model was offered the long-named server's add")
+	t.Logf("the model asked for %s (%d characters); the tool_result: %q", m.asked, len(m.asked), m.result)
+	// Claude Code passes the structured result ({"sum":N}) where there is one.
+	assert.Contains(t, m.result, m.sum, "the tool_result is the server's answer")
 
 	var out struct {
 		Result  string `json:"result"`
@@ -432,6 +438,6 @@ func TestClaudeCodeThroughTheGateway(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(run.out), &out), "claude --output-format json: %s", run.out)
 	assert.False(t, out.IsError)
-	assert.Contains(t, out.Result, "echoed "+m.token, "the final answer quotes the tool's result")
+	assert.Equal(t, m.token+": "+m.result, out.Result, "the final answer quotes the tool's result")
 	t.Logf("Claude Code's run took %v", time.Since(start).Round(time.Millisecond))
 }
