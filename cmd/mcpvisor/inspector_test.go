@@ -178,7 +178,10 @@ func TestInspectorCLIAtStartUp(t *testing.T) {
 	// environment, and those of -e.
 	gorace := "GORACE=atexit_sleep_ms=0 halt_on_error=1"
 
+	// The two runs wait for servers to start more than they work: side by
+	// side, they take the time of the longer.
 	t.Run("stdio", func(t *testing.T) {
+		t.Parallel()
 		cfg, servers := inspectorServers(t, bin)
 		t0 := time.Now()
 		listed := checkInspector(t, node, script, t0, servers, "-e", gorace, "--",
@@ -187,6 +190,7 @@ func TestInspectorCLIAtStartUp(t *testing.T) {
 			listed.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	})
 	t.Run("http", func(t *testing.T) {
+		t.Parallel()
 		cfg, servers := inspectorServers(t, bin)
 		addr := freePort(t)
 		t0 := time.Now()
