@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -66,13 +67,21 @@ func errorsOf(errs ...error) error {
 	return nil
 }
 
+// inspectorPatience bounds one run of the Inspector: twice
+// testwait.Patience, since a run is node's start (seconds under load),
+// then over stdio the start of supervise and of the servers it waits for,
+// and three such runs go side by side.
+const inspectorPatience = 2 * testwait.Patience
+
 // inspectorRun runs `mcp-inspector --cli` with args (its options, then the
 // server: a URL, or `--` and a command) and decodes its stdout, which
 // must be one JSON value, into out. It returns why not: a run that fails
 // (the Inspector exits non-zero on an error) or prints something else.
-// It may be called from any goroutine.
+// It may be called from any goroutine. A run is given inspectorPatience.
 func inspectorRun(t *testing.T, node, script string, out any, args ...string) error {
-	cmd := exec.CommandContext(testwait.Context(t), node, append([]string{script, "--cli"}, args...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), inspectorPatience)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{script, "--cli"}, args...)...)
 	// The Inspector keeps a catalog under the home; give it its own.
 	cmd.Env = cliEnv("HOME=" + t.TempDir())
 	cmd.WaitDelay = time.Second
@@ -151,7 +160,7 @@ func checkInspector(t *testing.T, node, script string, t0 time.Time, servers []s
 				"--tool-name", s + "__echo", "--tool-arg", "text=hello " + s}, server...)...)
 		})
 	}
-	testwait.Call(t, "the Inspector's calls", wg.Wait)
+	testwait.CallWithin(t, inspectorPatience+5*time.Second, "the Inspector's calls", wg.Wait)
 	for i, s := range servers {
 		require.NoError(t, errs[i])
 		require.Len(t, results[i].Content, 1, "tools/call %s__echo: %+v", s, results[i])
