@@ -348,7 +348,7 @@ func runClaudeCode(t *testing.T, supervise ...string) claudeCodeRun {
 	})
 	url := gatewayURL(t, gw.logs) + "/mcp"
 
-	home := t.TempDir()
+	home, tmp := t.TempDir(), t.TempDir()
 	mcpConfig := filepath.Join(home, "mcp.json")
 	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"gw": map[string]any{"type": "http", "url": url}}})
 	require.NoError(t, err)
@@ -362,7 +362,10 @@ func runClaudeCode(t *testing.T, supervise ...string) claudeCodeRun {
 			"--allowedTools", "mcp__gw", "--model", "claude-sonnet-4-5")
 		cmd.Dir = home
 		cmd.Env = []string{
-			"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TERM=dumb",
+			// Its state in the temporary home, its scratch files in a
+			// temporary directory (not /tmp/claude-<uid>).
+			"HOME=" + home, "TMPDIR=" + tmp, "CLAUDE_CODE_TMPDIR=" + tmp,
+			"PATH=" + os.Getenv("PATH"), "TERM=dumb",
 			"ANTHROPIC_BASE_URL=http://" + ln.Addr().String(),
 			"ANTHROPIC_API_KEY=sk-ant-standin-not-a-key",
 			// Nothing leaves the namespace anyway; these keep Claude Code
