@@ -26,6 +26,15 @@ OIDC         := $(OIDC_DIR)/node_modules/oidc-provider/package.json
 AGENT_SDK_VERSION := 0.2.76
 AGENT_SDK_DIR     := $(DEPS)/npm-agentsdk-$(AGENT_SDK_VERSION)
 AGENT_SDK_TOOLS   := $(AGENT_SDK_DIR)/node_modules/@anthropic-ai/claude-agent-sdk/sdk-tools.d.ts
+# The MCP Inspector's CLI and Claude Code, which the interop tests of
+# cmd/mcpvisor drive against the gateway (Claude Code in a network
+# namespace, its model a stand-in on loopback).
+INSPECTOR_VERSION := 2.12.0
+INSPECTOR_DIR     := $(DEPS)/npm-inspector-$(INSPECTOR_VERSION)
+INSPECTOR         := $(INSPECTOR_DIR)/node_modules/.bin/mcp-inspector
+CLAUDE_VERSION    := 2.1.332
+CLAUDE_DIR        := $(DEPS)/npm-claude-$(CLAUDE_VERSION)
+CLAUDE            := $(CLAUDE_DIR)/node_modules/.bin/claude
 # The scenarios that must pass: every client scenario of the pinned suite
 # (testdata/conformance/baseline.yml, the expected failures, is empty);
 # check.mjs asserts that each ran and passed. sep-2322-client-request-state
@@ -83,7 +92,7 @@ deps: npm-deps os-deps browser-deps sandbox-deps etcd-deps
 	cd bench/peers && $(GO) mod download
 	cd testdata/gosdkclient && $(GO) mod download
 
-npm-deps: $(EVERYTHING) $(TS_SDK) $(CONFORMANCE) $(OIDC) $(AGENT_SDK_TOOLS)
+npm-deps: $(EVERYTHING) $(TS_SDK) $(CONFORMANCE) $(OIDC) $(AGENT_SDK_TOOLS) $(INSPECTOR) $(CLAUDE)
 
 # os-deps installs the services the secret-store tests run against
 # (oauth/secretstore): Debian's gnome-keyring (the Secret Service) started
@@ -144,6 +153,16 @@ $(OIDC):
 	cd $(OIDC_DIR) && { [ -f package.json ] || npm init -y >/dev/null; } && \
 		npm install --no-audit --no-fund --loglevel=error oidc-provider@$(OIDC_VERSION)
 
+$(INSPECTOR):
+	mkdir -p $(INSPECTOR_DIR)
+	cd $(INSPECTOR_DIR) && { [ -f package.json ] || npm init -y >/dev/null; } && \
+		npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/inspector@$(INSPECTOR_VERSION)
+
+$(CLAUDE):
+	mkdir -p $(CLAUDE_DIR)
+	cd $(CLAUDE_DIR) && { [ -f package.json ] || npm init -y >/dev/null; } && \
+		npm install --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@$(CLAUDE_VERSION)
+
 # conformance runs the official suite (all scenarios, in parallel) against
 # `mcpvisor conformance`, with the known failures as the baseline, then
 # checks that the required scenarios really ran and passed.
@@ -199,7 +218,8 @@ TEST_ENV = MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_
 	MCPVISOR_REQUIRE_ETCD=1 \
 	MCPVISOR_OIDC_MODULES=$(abspath $(OIDC_DIR))/node_modules \
 	MCPVISOR_AGENT_SDK_TOOLS=$(abspath $(AGENT_SDK_TOOLS)) \
-	MCPVISOR_NODE=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin/node
+	MCPVISOR_NODE=$(abspath $(CONFORMANCE_DIR))/node_modules/.bin/node \
+	MCPVISOR_INSPECTOR=$(abspath $(INSPECTOR)) MCPVISOR_CLAUDE_CODE=$(abspath $(CLAUDE))
 
 # How long one run of a package's tests may take (go test -timeout, which
 # applies to each test binary): about three times the slowest run measured

@@ -95,13 +95,25 @@ func (l *Loopback) Authorize(ctx context.Context, authURL string) (url.Values, e
 	}
 }
 
-// OpenBrowser opens authURL in the user's browser (xdg-open, open, or
-// rundll32 — executed directly, never through a shell) and prints it to
-// stderr as well. It does not look for a graphical session (the library
-// reads no environment variable): a caller on a machine without one
-// uses PrintURL instead.
+// OpenBrowser opens authURL in the user's browser (LaunchBrowser) and
+// prints it to stderr as well. It does not look for a graphical session
+// (the library reads no environment variable): a caller on a machine
+// without one uses PrintURL instead.
 func OpenBrowser(ctx context.Context, authURL string) error {
-	u, err := printURL(authURL)
+	if _, err := printURL(authURL); err != nil {
+		return err
+	}
+	return LaunchBrowser(ctx, authURL)
+}
+
+// LaunchBrowser opens authURL in the user's browser (xdg-open, open, or
+// rundll32 — executed directly, never through a shell, and given at most
+// 10 s to hand it over) and prints nothing: for a caller that shows the
+// URL itself. A URL other than http(s) is refused with
+// ErrInsecureEndpoint; a missing or failing opener is not an error (the
+// user still has the URL the caller showed).
+func LaunchBrowser(ctx context.Context, authURL string) error {
+	u, err := checkAuthURL(authURL)
 	if err != nil {
 		return err
 	}
@@ -135,10 +147,29 @@ func PrintURL(_ context.Context, authURL string) error {
 
 // printURL checks that authURL is an http(s) URL and prints it to stderr.
 func printURL(authURL string) (*url.URL, error) {
+	u, err := checkAuthURL(authURL)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "Open this URL to authorize:\n\n  %s\n\n", authURL)
+	return u, nil
+}
+
+// CheckAuthorizationURL refuses, with ErrInsecureEndpoint, an
+// authorization URL that OpenBrowser, LaunchBrowser and PrintURL would
+// refuse: anything but an http(s) URL. For an opener that shows the URL
+// its own way.
+func CheckAuthorizationURL(authURL string) error {
+	_, err := checkAuthURL(authURL)
+	return err
+}
+
+// checkAuthURL parses authURL and refuses anything but http(s) with
+// ErrInsecureEndpoint.
+func checkAuthURL(authURL string) (*url.URL, error) {
 	u, err := url.Parse(authURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
 		return nil, fmt.Errorf("%w: authorization URL %q", ErrInsecureEndpoint, authURL)
 	}
-	fmt.Fprintf(os.Stderr, "Open this URL to authorize:\n\n  %s\n\n", authURL)
 	return u, nil
 }

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/mcpvisor/mcpvisor"
@@ -106,12 +107,34 @@ func (a *app) oauthOptions(ctx context.Context) (mcpvisor.OAuthOptions, error) {
 		return mcpvisor.OAuthOptions{}, err
 	}
 	return mcpvisor.OAuthOptions{
-		Store: st,
-		OpenURL: func(ctx context.Context, server, authURL string) error {
-			a.log.Info().Str("server", server).Msg("authorization needed; opening the browser")
-			return browserOpener(runtime.GOOS, os.Getenv)(ctx, authURL)
-		},
+		Store:   st,
+		OpenURL: a.authURLOpener(hasBrowser(runtime.GOOS, os.Getenv)),
 	}, nil
+}
+
+// authURLOpener is how the command shows a login's authorization URL:
+// written to stderr in the stream's one format — a JSON log line (level
+// info, the URL in url, the server in server) when the logs are JSON,
+// else a sentence and the URL on its own line — whatever --log-level
+// says, since the user has to act on it; then, when browser is true,
+// opened in the browser. A URL other than http(s) is refused with
+// oauth.ErrInsecureEndpoint and shown nowhere.
+func (a *app) authURLOpener(browser bool) func(ctx context.Context, server, authURL string) error {
+	return func(ctx context.Context, server, authURL string) error {
+		if err := oauth.CheckAuthorizationURL(authURL); err != nil {
+			return err
+		}
+		if a.jsonLogs() {
+			l := zerolog.New(a.stderr).With().Timestamp().Logger()
+			l.WithLevel(zerolog.InfoLevel).Str("server", server).Str("url", authURL).Msg("open this URL to authorize")
+		} else {
+			fmt.Fprintf(a.stderr, "Open this URL to authorize %s:\n\n  %s\n\n", server, authURL)
+		}
+		if !browser {
+			return nil
+		}
+		return oauth.LaunchBrowser(ctx, authURL)
+	}
 }
 
 func (a *app) authCommand() *cobra.Command {
@@ -193,14 +216,10 @@ browser when there is one (--no-browser: printed only). Servers configured with
 			if settings != nil {
 				host, port = settings.CallbackHost, settings.CallbackPort
 			}
-			open := browserOpener(runtime.GOOS, os.Getenv)
-			if noBrowser {
-				open = func(_ context.Context, u string) error {
-					fmt.Fprintf(a.stderr, "Open this URL to authorize:\n\n  %s\n\n", u)
-					return nil
-				}
-			}
-			lb, err := oauth.NewLoopback(host, port, open)
+			show := a.authURLOpener(!noBrowser && hasBrowser(runtime.GOOS, os.Getenv))
+			lb, err := oauth.NewLoopback(host, port, func(ctx context.Context, u string) error {
+				return show(ctx, args[0], u)
+			})
 			if err != nil {
 				return failed(err)
 			}

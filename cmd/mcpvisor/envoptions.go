@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"strconv"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor"
-	"github.com/mcpvisor/mcpvisor/oauth"
 )
 
 // applyEnvOptions sets the supervisor options that Claude Code's
@@ -35,13 +33,11 @@ func applyEnvOptions(o *mcpvisor.Options, getenv func(string) string) {
 	}
 }
 
-// browserOpener is how the command shows an authorization URL: in the
-// user's browser when there is a graphical session to open it in, else
-// printed for the user to open elsewhere. The library takes the opener
-// as an option and looks at no environment variable.
-func browserOpener(goos string, getenv func(string) string) func(ctx context.Context, authURL string) error {
-	if goos == "darwin" || goos == "windows" || getenv("DISPLAY") != "" || getenv("WAYLAND_DISPLAY") != "" {
-		return oauth.OpenBrowser
-	}
-	return oauth.PrintURL
+// hasBrowser reports whether an authorization URL can be opened in the
+// user's browser: there is a graphical session to open it in. Without
+// one the URL is only printed, for the user to open elsewhere. The
+// library takes the opener as an option and looks at no environment
+// variable.
+func hasBrowser(goos string, getenv func(string) string) bool {
+	return goos == "darwin" || goos == "windows" || getenv("DISPLAY") != "" || getenv("WAYLAND_DISPLAY") != ""
 }
