@@ -96,7 +96,7 @@ os-deps:
 	fi
 
 # browser-deps installs Debian's chromium for the dashboard's browser tests
-# (cmd/mcpvisor/internal/gateway/dashboard_browser_test.go, driven by
+# (gateway/dashboard_browser_test.go, driven by
 # chromedp) when no chromium is on PATH.
 browser-deps:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
@@ -199,7 +199,7 @@ TIMEOUT_LONG    := 7m
 TIMEOUT_MEDIUM  := 5m
 TIMEOUT_SHORT   := 1m
 PKGS_LONGEST := ./actors
-PKGS_LONG    := . ./cmd/mcpvisor ./cmd/mcpvisor/internal/gateway
+PKGS_LONG    := . ./cmd/mcpvisor ./gateway
 PKGS_MEDIUM  := ./session ./bench/mockserver ./transports/stdio ./actors/cluster ./bench/cluster ./etcdstore
 MODULE       := github.com/mcpvisor/mcpvisor
 PKGS_SHORT    = $(filter-out $(patsubst .%,$(MODULE)%,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM)),$(shell $(GO) list ./...))

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor"
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/gateway"
 )
 
 // What supervise does the same in single-node and cluster mode: the

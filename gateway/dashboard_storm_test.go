@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -30,7 +30,7 @@ const envStorm = "MCPVISOR_DASHBOARD_STORM"
 // page must show every row ready again, and stay responsive (a click on
 // a tab works right after).
 //
-//	MCPVISOR_DASHBOARD_STORM=1 go test -run TestDashboardReconnectStorm -v ./cmd/mcpvisor/internal/gateway/
+//	MCPVISOR_DASHBOARD_STORM=1 go test -run TestDashboardReconnectStorm -v ./gateway/
 func TestDashboardReconnectStorm(t *testing.T) {
 	if os.Getenv(envStorm) == "" {
 		t.Skip("set " + envStorm + "=1 to measure the dashboard under a reconnect storm of 1,000 servers")

@@ -18,7 +18,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/channels"
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 

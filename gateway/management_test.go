@@ -14,14 +14,14 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/mgmtscript"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // moduleRoot is the repository's root, from this package's directory.
-const moduleRoot = "../../../.."
+const moduleRoot = ".."
 
 // The management tools through the gateway (as `supervise
 // --management-tools` offers them): a host connected to the gateway, in

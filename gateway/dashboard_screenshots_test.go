@@ -26,7 +26,7 @@ const envScreenshots = "MCPVISOR_DASHBOARD_SCREENSHOTS"
 // for half a minute, one server's process killed (reconnecting), in the
 // light and the dark theme; the pool with a renamed tool; the event log.
 //
-//	MCPVISOR_DASHBOARD_SCREENSHOTS=$PWD/docs/images go test -run TestDashboardScreenshots ./cmd/mcpvisor/internal/gateway/
+//	MCPVISOR_DASHBOARD_SCREENSHOTS=$PWD/docs/images go test -run TestDashboardScreenshots ./gateway/
 func TestDashboardScreenshots(t *testing.T) {
 	dir := os.Getenv(envScreenshots)
 	if dir == "" {

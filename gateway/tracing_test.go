@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpvisor/mcpvisor"
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/testserver"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -220,7 +220,7 @@ func attributes(s sdktrace.ReadOnlySpan) map[string]string {
 // with MCPVISOR_REQUIRE_INTEROP=1).
 func tsModules(t *testing.T) string {
 	t.Helper()
-	dir, _ := filepath.Abs("../../../../.deps/npm/node_modules")
+	dir, _ := filepath.Abs("../.deps/npm/node_modules")
 	if v := os.Getenv("MCPVISOR_NODE_MODULES"); v != "" {
 		dir = v
 	}
@@ -239,7 +239,7 @@ func everythingBin(t *testing.T) string {
 	t.Helper()
 	path := os.Getenv("MCPVISOR_SERVER_EVERYTHING")
 	if path == "" {
-		path = "../../../../.deps/npm/node_modules/.bin/mcp-server-everything"
+		path = "../.deps/npm/node_modules/.bin/mcp-server-everything"
 	}
 	abs, err := filepath.Abs(path)
 	if err == nil {
@@ -265,7 +265,7 @@ func interopMissing(t *testing.T, msg string) {
 func runNode(t *testing.T, modules, script string, args ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	src, err := os.ReadFile(filepath.Join("../../../../testdata/tsclient", script))
+	src, err := os.ReadFile(filepath.Join("../testdata/tsclient", script))
 	require.NoError(t, err)
 	require.NoError(t, os.Symlink(modules, filepath.Join(dir, "node_modules")))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, script), src, 0o644))
