@@ -11,18 +11,30 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
-// listTools lists the pool's tools (after Allow/Deny) under their
-// qualified names, then the gateway's own wait_for_channel_message.
+// listTools lists the host's tools, then the pool's (after Allow/Deny)
+// under their downstream names, then the gateway's own
+// wait_for_channel_message.
 func (g *Gateway) listTools() protocol.ListToolsResult {
 	pool := g.b.Tools()
 	idx := g.freshNames(pool)
-	out := make([]protocol.Tool, 0, len(pool)+1)
+	host := g.features.toolList()
+	out := make([]protocol.Tool, 0, len(host)+len(pool)+1)
+	hidden := map[string]bool{} // the host's names hide the pool's
+	for _, def := range host {
+		hidden[def.Name] = true
+		if g.offered(def.Name) {
+			out = append(out, def)
+		}
+	}
 	for _, t := range pool {
 		if !g.offered(t.Name) {
 			continue
 		}
 		def := t.Definition
 		def.Name = idx.downstreamTool(t.Name)
+		if hidden[def.Name] {
+			continue
+		}
 		if idx.shortened[t.Name] {
 			def.Meta = withOriginal(def.Meta, t.Server, t.Definition.Name)
 		}
@@ -47,6 +59,12 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 	}
 	if p.Name == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "tools/call: want {name, arguments}")
+	}
+	if t, ok := g.features.tool(p.Name); ok {
+		if !g.offered(p.Name) {
+			return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", p.Name)
+		}
+		return callHostTool(ctx, t, p.Arguments)
 	}
 	if p.Name == waitToolName && g.inbox != nil && g.offered(waitToolName) {
 		return g.waitForChannel(ctx, r.Session, p.Arguments)
@@ -198,6 +216,8 @@ func callMeta(raw json.RawMessage) (protocol.Meta, bool) {
 	return m, ok
 }
 
+// listPrompts lists the host's prompts, then the pool's under their
+// downstream names.
 func (g *Gateway) listPrompts() protocol.ListPromptsResult {
 	ps, _ := g.b.ListPrompts("")
 	idx := g.names()
@@ -208,12 +228,21 @@ func (g *Gateway) listPrompts() protocol.ListPromptsResult {
 			break
 		}
 	}
-	out := make([]protocol.Prompt, 0, len(ps))
+	host := g.features.promptList()
+	out := make([]protocol.Prompt, 0, len(host)+len(ps))
+	hidden := map[string]bool{} // the host's names hide the pool's
+	for _, def := range host {
+		hidden[def.Name] = true
+		out = append(out, def)
+	}
 	for _, p := range ps {
 		def := p.Prompt
 		def.Name = p.Name
 		if n, ok := idx.promptOut[p.Name]; ok {
 			def.Name = n
+		}
+		if hidden[def.Name] {
+			continue
 		}
 		if idx.shortened[p.Name] {
 			def.Meta = withOriginal(def.Meta, p.Server, p.Prompt.Name)
@@ -230,6 +259,16 @@ func (g *Gateway) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *
 	var p protocol.GetPromptParams
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "prompts/get: want {name, arguments}")
+	}
+	if hp, ok := g.features.prompt(p.Name); ok {
+		res, err := hp.Handler(ctx, p.Arguments)
+		if err != nil {
+			return nil, rpcError(err)
+		}
+		if res == nil || res.Messages == nil {
+			return nil, errorf(protocol.CodeInternalError, "prompt %q rendered no messages", p.Name)
+		}
+		return res, nil
 	}
 	name := p.Name
 	if q, ok := g.names().promptIn[name]; ok {
@@ -270,13 +309,18 @@ func (g *Gateway) serverOfPrompt(name string) string {
 	return ""
 }
 
-// listResources lists every server's resources with their own URIs. When
-// two servers list the same URI, the first by server name is listed (and
-// read).
+// listResources lists the host's resources, then every server's with
+// their own URIs. When two list the same URI, the host's, else the first
+// by server name, is listed (and read).
 func (g *Gateway) listResources() protocol.ListResourcesResult {
 	rs, _, _ := g.b.ListResources("")
-	out := make([]protocol.Resource, 0, len(rs))
+	host := g.features.resourceList()
+	out := make([]protocol.Resource, 0, len(host)+len(rs))
 	seen := map[string]bool{}
+	for _, r := range host {
+		seen[r.URI] = true
+		out = append(out, r)
+	}
 	for _, r := range rs {
 		if seen[r.Resource.URI] {
 			continue
@@ -323,6 +367,16 @@ func (g *Gateway) readResource(ctx context.Context, w mcpserver.ResponseWriter, 
 	var p protocol.ReadResourceParams
 	if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "resources/read: want {uri}")
+	}
+	if hr, ok := g.features.resource(p.URI); ok {
+		res, err := hr.Handler(ctx, p.URI)
+		if err != nil {
+			return nil, rpcError(err)
+		}
+		if res == nil || res.Contents == nil {
+			return nil, errorf(protocol.CodeInternalError, "resource %q read no contents", p.URI)
+		}
+		return res, nil
 	}
 	server := g.serverOfResource(p.URI)
 	if server == "" {

@@ -210,6 +210,9 @@ type Options struct {
 	// value). Zero or negative: lists never wait, and a client that lists
 	// early sees the servers ready by then.
 	StartupWait time.Duration
+	// Features are the host's own tools, resources and prompts, served
+	// beside the pool's (see Features). Nil: the pool's only.
+	Features *Features
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -268,6 +271,20 @@ type Gateway struct {
 	// ServersConfigured sets it; its goroutine opens it once the servers
 	// have settled or the window has passed (Drain opens it too).
 	startup atomic.Pointer[startupGate]
+	// features are the host's (Options.Features; may be nil).
+	// hostChanged holds the list_changed methods its changes made due
+	// (bits of hostListBits), hostSignal wakes Run to send them.
+	features    *Features
+	hostChanged atomic.Uint32
+	hostSignal  chan struct{}
+}
+
+// hostListBits numbers the list_changed methods a change of the host's
+// Features makes due, for Gateway.hostChanged.
+var hostListBits = [...]string{
+	protocol.NotificationToolsListChanged,
+	protocol.NotificationPromptsListChanged,
+	protocol.NotificationResourcesListChanged,
 }
 
 // eventBuffer is how many bus events the gateway's subscription holds
@@ -319,7 +336,11 @@ func New(b Backend, opts Options) *Gateway {
 		closed:  make(chan struct{}),
 		started: time.Now(),
 		tracer:  newServerTracer(opts.TracerProvider),
+
+		features:   opts.Features,
+		hostSignal: make(chan struct{}, 1),
 	}
+	opts.Features.watch(g.hostListChanged)
 	g.workers = newCallWorkers(g.closed)
 	g.srv = newServer(g)
 	g.metrics.init()
@@ -399,11 +420,36 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 				g.broadcastListChanged(method)
 			}
 			clear(pending)
+		case <-g.hostSignal:
+			bits := g.hostChanged.Swap(0)
+			for i, m := range hostListBits {
+				if bits&(1<<i) != 0 {
+					pending[m] = true
+				}
+			}
+			if len(pending) > 0 && timer == nil {
+				timer = time.After(debounce)
+			}
 		case now := <-expiry.C:
 			g.srv.ExpireIdle(now, g.opts.SessionIdle)
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// hostListChanged records that the host's list named by method changed
+// and wakes Run (a Features watcher: called on the host's goroutine,
+// never blocks).
+func (g *Gateway) hostListChanged(method string) {
+	for i, m := range hostListBits {
+		if m == method {
+			g.hostChanged.Or(1 << i)
+		}
+	}
+	select {
+	case g.hostSignal <- struct{}{}:
+	default:
 	}
 }
 
