@@ -17,8 +17,8 @@
 // caching hints (results.go), metrics, the admin API and the dashboard.
 //
 // The same listener serves the admin API (GET /status, /metrics, /events;
-// see admin.go) and the dashboard at / with its endpoints under /admin/
-// (see dashboard.go).
+// see admin.go) and the Parts a host adds (Options.Parts: the dashboard
+// of package gateway/dashboard, at / with its endpoints under /admin/).
 //
 // Concurrency: a Gateway is safe for concurrent use. Each downstream
 // session is an mcpserver.Session, which guards its own state; the
@@ -187,9 +187,10 @@ type Options struct {
 	// stays alive through a long call. Zero means mcpserver's default
 	// (25 s).
 	KeepAlive time.Duration
-	// Dashboard configures the dashboard served at / of the HTTP
-	// listener (dashboard.go; docs/dashboard.md).
-	Dashboard DashboardOptions
+	// Parts are served by the HTTP handler beside the MCP endpoint and
+	// the admin API: the dashboard (gateway/dashboard.New) is one. Nil:
+	// none.
+	Parts []Part
 	// ChannelQueue bounds the channel messages kept per server for
 	// wait_for_channel_message (default 1,000; the oldest is dropped and
 	// counted). See ChannelSource.
@@ -260,7 +261,8 @@ type Gateway struct {
 	// when the pool changes, and it is rebuilt on demand.
 	index   atomic.Pointer[nameIndex]
 	started time.Time
-	dash    *dashboard // the dashboard at / (dashboard.go)
+	// site is the Parts' way to the gateway (part.go).
+	site *Site
 	// inbox queues the servers' channel messages for
 	// wait_for_channel_message (nil without a ChannelSource); it closes
 	// with Close.
@@ -346,7 +348,7 @@ func New(b Backend, opts Options) *Gateway {
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())
 	g.events, g.stopEvents = b.Subscribe(ctx, mcpvisor.BufferSize(eventBuffer)), cancel
-	g.dash = newDashboard(g, opts.Dashboard)
+	g.site = &Site{g: g}
 	if src, ok := b.(ChannelSource); ok {
 		// Open now, before any client: messages pushed meanwhile wait.
 		g.inbox = src.OpenChannelInbox(context.Background(), channels.InboxOptions{Capacity: opts.ChannelQueue})

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/subtle"
 	"io"
 	"net"
 	"net/http"
@@ -15,16 +16,20 @@ import (
 const MCPPath = "/mcp"
 
 // Handler returns the HTTP handler: the MCP endpoint at /mcp (POST, GET,
-// DELETE), the admin API (GET /status, /metrics, /events) and the
-// dashboard (/, /ui/, /admin/…, /login, /logout), all behind the security
-// checks (see guard).
+// DELETE), the admin API (GET /status, /metrics, /events) and the Parts
+// (Options.Parts; the dashboard: /, /ui/, /admin/…, /login, /logout),
+// all behind the security checks (see guard). A host mounts it where it
+// likes (it routes on the full path); it is safe for concurrent use, and
+// serves until Close.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, g.srv.HTTPHandler())
 	mux.HandleFunc("GET /status", g.serveStatus)
 	mux.HandleFunc("GET /metrics", g.serveMetrics)
 	mux.HandleFunc("GET /events", g.serveEvents)
-	g.dash.routes(mux)
+	for _, p := range g.opts.Parts {
+		p.Mount(mux, g.site)
+	}
 	return g.guard(mux)
 }
 
@@ -34,9 +39,10 @@ func (g *Gateway) Handler() http.Handler {
 //     header, when present, must be a loopback origin or one of
 //     Options.AllowedOrigins. Either failure is 403.
 //   - Options.Token: every request must carry "Authorization: Bearer
-//     <token>" (401 with WWW-Authenticate otherwise); the dashboard's
-//     login cookie stands for it outside /mcp, and the dashboard's page
-//     and token form need neither (see admitted).
+//     <token>" (401 with WWW-Authenticate otherwise); a Part's login
+//     (the dashboard's cookie) stands for it outside /mcp, and what a Part
+//     calls public (the dashboard's page and token form) needs neither
+//     (see admitted).
 func (g *Gateway) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if g.opts.LocalOnly && !loopbackHost(r.Host) {
@@ -50,7 +56,7 @@ func (g *Gateway) guard(next http.Handler) http.Handler {
 			return
 		}
 		if g.opts.Token != "" {
-			if !g.admitted(r) { // the bearer token, or the dashboard's login cookie (dashboard_auth.go)
+			if !g.admitted(r) { // the bearer token, or a Part's login
 				g.metrics.rejected.Add(1)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcpvisor"`)
 				httpError(w, http.StatusUnauthorized, "unauthorized: a bearer token is required")
@@ -133,6 +139,31 @@ func (g *Gateway) bodyDeadline(w http.ResponseWriter) (clear func()) {
 		}
 	}
 	return func() {}
+}
+
+// bearerOK reports whether r carries the gateway's token as a bearer
+// token.
+func (g *Gateway) bearerOK(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(g.opts.Token)) == 1
+}
+
+// admitted decides the token check of guard (Options.Token set): the
+// request carries the bearer token; or, outside MCPPath, a Part's login
+// or a request a Part calls public.
+func (g *Gateway) admitted(r *http.Request) bool {
+	if g.bearerOK(r) {
+		return true
+	}
+	if r.URL.Path == MCPPath {
+		return false
+	}
+	for _, p := range g.opts.Parts {
+		if p.Authenticated(r) || p.Public(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // flush sends what w holds.

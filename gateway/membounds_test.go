@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -17,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -26,7 +24,6 @@ import (
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
-	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // heapInUse returns the bytes of live heap objects after a full
@@ -240,46 +237,6 @@ func TestGatewayBodyTimeout(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, body, `"slept"`)
 	assert.Equal(t, 1.0, metric(t, srv.URL, "mcpvisor_gateway_body_timeouts_total"))
-}
-
-// The dashboard's login of a server held for approval answers 409 with
-// why, and contacts nothing of the server (before, it answered 500, and
-// a remote server's authorization was attempted).
-func TestDashboardLoginOfHeldServer(t *testing.T) {
-	var hits atomic.Int64
-	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="http://127.0.0.1:1/.well-known/oauth-protected-resource"`)
-		w.WriteHeader(http.StatusUnauthorized)
-	}))
-	t.Cleanup(remote.Close)
-	logins := &gateway.LoginRelay{}
-	opts := mcpvisor.Options{Logger: zerolog.Nop()}
-	logins.Configure(&opts)
-	sup, err := mcpvisor.Start(context.Background(), opts)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		assert.NoError(t, sup.Close(ctx))
-	})
-	_, err = sup.SetServers(context.Background(), map[string]mcpvisor.ServerConfig{
-		"held-remote": {Config: transports.Config{Type: "http", URL: remote.URL + "/mcp"}, NeedsApproval: "project server not approved"},
-		"held-stdio":  {Config: mockserver.Command("-name", "held-stdio"), NeedsApproval: "project server not approved"},
-	}, mcpvisor.AwaitSettled(15*time.Second))
-	require.NoError(t, err)
-	_, gsrv := serve(t, sup, gateway.Options{Dashboard: gateway.DashboardOptions{Logins: logins}})
-
-	for _, name := range []string{"held-remote", "held-stdio"} {
-		code, body := do(t, http.MethodPost, gsrv.URL+"/admin/servers/"+name+"/login", "", nil)
-		assert.Equal(t, http.StatusConflict, code, "%s: %s", name, body)
-		assert.Contains(t, body, "needs approval", name)
-		assert.Contains(t, body, "approve it before logging in", name)
-	}
-	assert.Zero(t, hits.Load(), "the held remote server was contacted")
-	for _, st := range sup.Status() {
-		assert.Equal(t, mcpvisor.StateNeedsApproval, st.State, st.Name)
-	}
 }
 
 // A POST whose Content-Length passes the message limit is refused 413 at

@@ -125,7 +125,7 @@ func TestACallDuringStartUpWaitsForItsServer(t *testing.T) {
 		assert.Equal(t, int64(protocol.CodeInvalidParams), perr.Code, name)
 		assert.Contains(t, perr.Message, "unknown tool", name)
 	}
-	assert.NotEqual(t, mcpvisor.StateReady, statusOf(sup, "slow").State, "answered without waiting for the servers")
+	assert.NotEqual(t, mcpvisor.StateReady, statusNamed(sup, "slow").State, "answered without waiting for the servers")
 
 	// By its downstream (short) name, and by its pool name.
 	res, perr := c.call("slow__echo", map[string]any{"text": "early"})

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/channels"
 	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/gateway/dashboard"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
 )
 
@@ -289,7 +290,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	// roots) go to a downstream client of the gateway.
 	var fwd gateway.Forwarder
 	// Logins the dashboard starts hand their URL to its page.
-	var logins gateway.LoginRelay
+	var logins dashboard.LoginRelay
 	configure := []func(*mcpvisor.Options){fwd.Configure, logins.Configure}
 	// The management tools act on the supervisor, known once started.
 	var managed atomic.Pointer[mcpvisor.Supervisor]
@@ -327,7 +328,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	reloads := make(chan chan error)
 	gopts := a.gatewayOptions(f, setup)
 	gopts.TracerProvider = tr.tracerProvider()
-	gopts.Dashboard = gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins}
+	gopts.Parts = []gateway.Part{dashboard.New(dashboard.Options{Reload: reloadVia(reloads), Logins: &logins})}
 	gw := gateway.New(sup, gopts)
 	fwd.Attach(gw)
 	gw.SetSkipped(cfg.Skipped)

@@ -1,4 +1,4 @@
-package gateway_test
+package dashboard_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/gateway/dashboard"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -56,7 +57,7 @@ func TestDashboardReconnectStorm(t *testing.T) {
 	})
 	_, err = sup.SetServers(context.Background(), servers, mcpvisor.AwaitSettled(2*time.Minute))
 	require.NoError(t, err)
-	_, gsrv := serve(t, sup, gateway.Options{LocalOnly: true})
+	_, gsrv := serve(t, sup, gateway.Options{LocalOnly: true}, dashboard.Options{})
 
 	ctx := browser(t)
 	errs := watchErrors(ctx)

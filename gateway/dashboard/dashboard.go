@@ -1,17 +1,34 @@
-package gateway
+// Package dashboard is the gateway's web dashboard (docs/dashboard.md):
+// a live view of the pool's servers, their calls and events, the
+// channel messages and permission requests, and actions on them
+// (reconnect, toggle, log in, reload, answer). It is a gateway.Part: a
+// host adds it with gateway.Options{Parts: []gateway.Part{dashboard.New(o)}},
+// and a host that does not links none of it.
+//
+// Its page, script and style sheet are plain files embedded in the
+// binary (static/), served with a strict Content-Security-Policy; the
+// page talks to the gateway over one event stream (GET /admin/stream)
+// and JSON actions (POST /admin/…), which the gateway's checks guard
+// (Host, Origin, token or login cookie) and which take only same-origin
+// JSON bodies.
+package dashboard
 
 import (
 	"context"
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor/gateway"
 )
 
 // The dashboard's page, script and style sheet: plain HTML, JavaScript
 // and CSS, served as they are (no build step, nothing from the network).
 //
-//go:embed dashboard
+//go:embed static
 var dashboardFiles embed.FS
 
 // dashboardCSP is the Content-Security-Policy of every dashboard page:
@@ -20,12 +37,12 @@ var dashboardFiles embed.FS
 const dashboardCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// DashboardOptions configure the dashboard the admin listener serves at
-// / (see docs/dashboard.md). The zero value serves a read-only view of
-// the Backend plus the actions the Backend implements (Controller,
+// Options configure the dashboard (see docs/dashboard.md). The zero
+// value serves a read-only view of the gateway's Backend plus the
+// actions the Backend implements (Controller,
 // PermissionAnswerer, LoginStarter); Reload, when set, adds the reload
 // button.
-type DashboardOptions struct {
+type Options struct {
 	// Reload re-reads the configuration and applies it, as SIGHUP does
 	// (POST /admin/reload). Nil: the dashboard has no reload action.
 	Reload func(ctx context.Context) error
@@ -44,7 +61,7 @@ type DashboardOptions struct {
 	Now func() time.Time
 }
 
-// Controller is implemented by a Backend whose servers the dashboard may
+// Controller is implemented by a gateway.Backend whose servers the dashboard may
 // reconnect and toggle (*mcpvisor.Supervisor does).
 type Controller interface {
 	Reconnect(ctx context.Context, name string) error
@@ -52,19 +69,26 @@ type Controller interface {
 	Toggle(ctx context.Context, name string, on bool) error
 }
 
-// dashboard holds the dashboard's state: its feed of status samples and
-// its login sessions.
+// Dashboard is the gateway's web dashboard: a gateway.Part to give a
+// gateway in Options.Parts. It holds its feed of status samples and its
+// login sessions, and serves one gateway (the first that mounts it).
 //
-// Concurrency: safe for concurrent use; the feed and the cookie sessions
-// have their own locks.
-type dashboard struct {
-	g      *Gateway
-	opts   DashboardOptions
-	feed   *dashFeed
+// Concurrency: safe for concurrent use. site is set once, by the first
+// Mount (once); the feed and the cookie sessions have their own locks;
+// the feed's one sampling goroutine starts with the first stream and
+// ends when the gateway closes.
+type Dashboard struct {
+	opts   Options
 	logins *cookieSessions
+	once   sync.Once
+	site   *gateway.Site // set by the first Mount
+	feed   *dashFeed     // made by the first Mount
 }
 
-func newDashboard(g *Gateway, o DashboardOptions) *dashboard {
+var _ gateway.Part = (*Dashboard)(nil)
+
+// New returns a dashboard with options o (the zero value is fine).
+func New(o Options) *Dashboard {
 	if o.SampleInterval <= 0 {
 		o.SampleInterval = time.Second
 	}
@@ -74,14 +98,44 @@ func newDashboard(g *Gateway, o DashboardOptions) *dashboard {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	d := &dashboard{g: g, opts: o, logins: newCookieSessions(o.Now)}
-	d.feed = newDashFeed(g, o)
-	return d
+	return &Dashboard{opts: o, logins: newCookieSessions(o.Now)}
+}
+
+// Mount registers the dashboard's pages and its admin endpoints (a
+// gateway.Part): /, /ui/, /login, /logout and /admin/…. The first site
+// mounted is the one it serves.
+func (d *Dashboard) Mount(mux *http.ServeMux, site *gateway.Site) {
+	d.once.Do(func() {
+		d.site = site
+		d.feed = newDashFeed(site, d.opts)
+	})
+	d.routes(mux)
+}
+
+// Authenticated reports whether r carries a live login cookie, which the
+// token form hands out in exchange for the gateway's token (a
+// gateway.Part; the gateway counts it outside its MCP endpoint only).
+func (d *Dashboard) Authenticated(r *http.Request) bool {
+	c, err := r.Cookie(loginCookie)
+	return err == nil && d.logins.valid(c.Value)
+}
+
+// Public reports whether r asks for what anybody may see (a
+// gateway.Part): the dashboard's page, which shows the token form to a
+// stranger, its script and style sheet, and the form's POST.
+func (d *Dashboard) Public(r *http.Request) bool {
+	switch {
+	case r.Method == http.MethodGet && (r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/")):
+		return true
+	case r.Method == http.MethodPost && r.URL.Path == "/login":
+		return true
+	}
+	return false
 }
 
 // routes registers the dashboard's pages and its admin endpoints.
-func (d *dashboard) routes(mux *http.ServeMux) {
-	static, _ := fs.Sub(dashboardFiles, "dashboard")
+func (d *Dashboard) routes(mux *http.ServeMux) {
+	static, _ := fs.Sub(dashboardFiles, "static")
 	files := http.FileServerFS(static)
 	mux.HandleFunc("GET /{$}", d.serveIndex)
 	mux.Handle("GET /ui/", withCSP(http.StripPrefix("/ui/", files)))
@@ -100,12 +154,12 @@ func (d *dashboard) routes(mux *http.ServeMux) {
 
 // serveIndex serves the dashboard, or the token form when the gateway
 // has a token and the request carries neither it nor a login cookie.
-func (d *dashboard) serveIndex(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) serveIndex(w http.ResponseWriter, r *http.Request) {
 	page := "index.html"
-	if d.g.opts.Token != "" && !d.g.authenticated(r) {
+	if d.site.TokenRequired() && !d.site.TokenMatches(bearer(r)) && !d.Authenticated(r) {
 		page = "login.html"
 	}
-	b, err := dashboardFiles.ReadFile("dashboard/" + page)
+	b, err := dashboardFiles.ReadFile("static/" + page)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, err.Error())
 		return

@@ -1,4 +1,4 @@
-package gateway
+package dashboard
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 // started to the page that asked for it, which opens it in the user's
 // browser, instead of a browser on the gateway's machine. Logins nobody
 // waits for go to the OpenURL the supervisor was configured with.
-// Wire it like Forwarder: Configure the supervisor's Options with it,
-// and give it to DashboardOptions.Logins.
+// Wire it like gateway.Forwarder: Configure the supervisor's Options with it,
+// and give it to Options.Logins.
 //
 // Concurrency: safe for concurrent use (mu guards waiting).
 type LoginRelay struct {
@@ -23,7 +23,7 @@ type LoginRelay struct {
 
 // ErrLoginInProgress: the dashboard already started a login of that
 // server, and it has not ended.
-var ErrLoginInProgress = errors.New("gateway: a login of this server is in progress")
+var ErrLoginInProgress = errors.New("dashboard: a login of this server is in progress")
 
 // Configure makes o's OAuthOptions.OpenURL deliver URLs to the dashboard
 // logins that wait for them, and pass the others to the OpenURL o had.
@@ -34,7 +34,7 @@ func (l *LoginRelay) Configure(o *mcpvisor.Options) {
 			return nil
 		}
 		if inner == nil {
-			return errors.New("gateway: no way to show the authorization URL")
+			return errors.New("dashboard: no way to show the authorization URL")
 		}
 		return inner(ctx, server, authURL)
 	}

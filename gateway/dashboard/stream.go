@@ -1,4 +1,4 @@
-package gateway
+package dashboard
 
 import (
 	"encoding/json"
@@ -56,7 +56,7 @@ type streamStatus struct {
 // server rows: a "snapshot" frame first, then a "status" frame whenever
 // rows changed or a sample tick passed. The snapshot and status frames
 // carry no id, so they do not move the browser's resume cursor.
-func (d *dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
 	opts := []mcpvisor.SubscribeOption{mcpvisor.BufferSize(4096)}
 	cursor := r.Header.Get("Last-Event-ID")
 	if cursor == "" {
@@ -71,7 +71,7 @@ func (d *dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
 		opts = append(opts, mcpvisor.FromSequence(seq))
 	}
 	d.feed.start()
-	events := d.g.b.Subscribe(r.Context(), opts...)
+	events := d.site.Backend().Subscribe(r.Context(), opts...)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -155,7 +155,7 @@ func (d *dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
 			flush(w)
 		case <-r.Context().Done():
 			return
-		case <-d.g.closed:
+		case <-d.site.Done():
 			return
 		}
 	}
@@ -163,7 +163,7 @@ func (d *dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
 
 // writeEvents writes one "events" frame; false when the events cannot be
 // encoded (never, for the supervisor's events).
-func (d *dashboard) writeEvents(w io.Writer, batch []mcpvisor.Event) bool {
+func (d *Dashboard) writeEvents(w io.Writer, batch []mcpvisor.Event) bool {
 	data, err := json.Marshal(batch)
 	if err != nil {
 		return false
@@ -180,7 +180,7 @@ func (d *dashboard) writeEvents(w io.Writer, batch []mcpvisor.Event) bool {
 	return true
 }
 
-func (d *dashboard) writeFrame(w io.Writer, name string, v any) {
+func (d *Dashboard) writeFrame(w io.Writer, name string, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return
@@ -188,26 +188,41 @@ func (d *dashboard) writeFrame(w io.Writer, name string, v any) {
 	writeNamedEvent(w, "", name, data)
 }
 
-func (d *dashboard) gatewayInfo() streamGateway {
-	g := d.g
-	info := streamGateway{Version: g.opts.Version, Started: g.started, InFlight: g.inflight.Load()}
-	info.Sessions = g.srv.Stats().Sessions
-	for _, t := range g.b.Tools() {
-		if g.offered(t.Name) {
-			info.Tools++
-		}
-	}
-	return info
+func (d *Dashboard) gatewayInfo() streamGateway {
+	s := d.site.Summary()
+	return streamGateway{Version: s.Version, Started: s.Started, Sessions: s.Sessions, InFlight: s.InFlight, Tools: s.Tools}
 }
 
 // actions says which actions the dashboard offers, by what the Backend
 // implements and what the options configure.
-func (d *dashboard) actions() map[string]bool {
-	_, ctl := d.g.b.(Controller)
-	_, perm := d.g.b.(PermissionAnswerer)
-	_, login := d.g.b.(LoginStarter)
+func (d *Dashboard) actions() map[string]bool {
+	_, ctl := d.site.Backend().(Controller)
+	_, perm := d.site.Backend().(PermissionAnswerer)
+	_, login := d.site.Backend().(LoginStarter)
 	return map[string]bool{
 		"reconnect": ctl, "toggle": ctl, "permissions": perm, "login": login,
-		"reload": d.opts.Reload != nil, "logout": d.g.opts.Token != "",
+		"reload": d.opts.Reload != nil, "logout": d.site.TokenRequired(),
 	}
+}
+
+// writeNamedEvent writes one server-sent event (with an id when id is
+// not empty).
+func writeNamedEvent(w io.Writer, id, name string, data []byte) {
+	b := make([]byte, 0, len(data)+64)
+	if id != "" {
+		b = append(b, "id: "...)
+		b = append(b, id...)
+		b = append(b, '\n')
+	}
+	b = append(b, "event: "...)
+	b = append(b, name...)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	_, _ = w.Write(b)
+}
+
+// flush sends what w holds.
+func flush(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).Flush()
 }

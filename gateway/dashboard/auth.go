@@ -1,8 +1,7 @@
-package gateway
+package dashboard
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"mime"
 	"net/http"
@@ -84,79 +83,20 @@ func (c *cookieSessions) revoke(id string) {
 	c.mu.Unlock()
 }
 
-// bearerOK reports whether r carries the gateway's token as a bearer
-// token.
-func (g *Gateway) bearerOK(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(g.opts.Token)) == 1
-}
-
-// cookieOK reports whether r carries a live dashboard login cookie. The
-// cookie counts for the dashboard and the admin API only, never for the
-// MCP endpoint.
-func (g *Gateway) cookieOK(r *http.Request) bool {
-	if r.URL.Path == MCPPath {
-		return false
-	}
-	c, err := r.Cookie(loginCookie)
-	return err == nil && g.dash.logins.valid(c.Value)
-}
-
-// authenticated reports whether r proves it knows the token: the bearer
-// token, or a dashboard login cookie.
-func (g *Gateway) authenticated(r *http.Request) bool {
-	return g.bearerOK(r) || g.cookieOK(r)
-}
-
-// admitted decides the token check of guard (Options.Token set): the
-// request is authenticated, or it asks for what anybody may see (the
-// dashboard's page, which shows the token form to a stranger, its
-// script and style sheet, and the form's POST).
-func (g *Gateway) admitted(r *http.Request) bool {
-	if g.authenticated(r) {
-		return true
-	}
-	switch {
-	case r.Method == http.MethodGet && (r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/")):
-		return true
-	case r.Method == http.MethodPost && r.URL.Path == "/login":
-		return true
-	}
-	return false
-}
-
-// sameOrigin checks a state-changing request against cross-site request
-// forgery: a browser's request must come from this very origin (Origin
-// http://<Host>, or one of Options.AllowedOrigins), not merely from
-// another loopback port, and not from another site (Sec-Fetch-Site). A
-// request without Origin (not a browser's: curl, a script) passes.
-func (g *Gateway) sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return false
-	}
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	if strings.EqualFold(o, "http://"+r.Host) || strings.EqualFold(o, "https://"+r.Host) {
-		return true
-	}
-	for _, a := range g.opts.AllowedOrigins {
-		if strings.EqualFold(strings.TrimSuffix(a, "/"), o) {
-			return true
-		}
-	}
-	return false
+// bearer returns the bearer token r carries, or "".
+func bearer(r *http.Request) string {
+	got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return got
 }
 
 // mutating wraps a state-changing admin endpoint: same origin only (see
-// sameOrigin), and a JSON body (or none), which a cross-origin form
+// gateway.Site.SameOrigin), and a JSON body (or none), which a cross-origin form
 // cannot send without a CORS preflight the gateway never grants. The
 // token (or login cookie) was checked by guard.
-func (d *dashboard) mutating(next http.HandlerFunc) http.HandlerFunc {
+func (d *Dashboard) mutating(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !d.g.sameOrigin(r) {
-			d.g.metrics.rejected.Add(1)
+		if !d.site.SameOrigin(r) {
+			d.site.Rejected()
 			httpError(w, http.StatusForbidden, "forbidden: cross-origin request")
 			return
 		}
@@ -177,18 +117,18 @@ func (d *dashboard) mutating(next http.HandlerFunc) http.HandlerFunc {
 // field "token"): the right token gets a login cookie and a redirect to
 // the dashboard; a wrong one 401 and the form again. Cross-origin posts
 // are refused (login CSRF).
-func (d *dashboard) serveLogin(w http.ResponseWriter, r *http.Request) {
-	if !d.g.sameOrigin(r) {
-		d.g.metrics.rejected.Add(1)
+func (d *Dashboard) serveLogin(w http.ResponseWriter, r *http.Request) {
+	if !d.site.SameOrigin(r) {
+		d.site.Rejected()
 		httpError(w, http.StatusForbidden, "forbidden: cross-origin request")
 		return
 	}
-	if d.g.opts.Token == "" {
+	if !d.site.TokenRequired() {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
-	done := d.g.bodyDeadline(w)
+	done := d.site.BodyDeadline(w)
 	err := r.ParseForm()
 	if err == nil {
 		done()
@@ -198,8 +138,8 @@ func (d *dashboard) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	got := strings.TrimSpace(r.PostForm.Get("token"))
-	if subtle.ConstantTimeCompare([]byte(got), []byte(d.g.opts.Token)) != 1 {
-		d.g.metrics.rejected.Add(1)
+	if !d.site.TokenMatches(got) {
+		d.site.Rejected()
 		http.Redirect(w, r, "/?denied=1", http.StatusSeeOther)
 		return
 	}
@@ -212,7 +152,7 @@ func (d *dashboard) serveLogin(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveLogout ends the request's login.
-func (d *dashboard) serveLogout(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) serveLogout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(loginCookie); err == nil {
 		d.logins.revoke(c.Value)
 	}

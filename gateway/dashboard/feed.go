@@ -1,4 +1,4 @@
-package gateway
+package dashboard
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/gateway"
 )
 
 // feedPokeGap is the least time between two samples that events asked
@@ -30,8 +31,8 @@ const maxChannelLog = 200
 // Concurrency: safe for concurrent use. One goroutine (run) samples; mu
 // guards the latest snapshot, the changed channel and the channel log.
 type dashFeed struct {
-	g    *Gateway
-	opts DashboardOptions
+	site *gateway.Site
+	opts Options
 	once sync.Once
 
 	mu       sync.Mutex
@@ -44,11 +45,11 @@ type dashFeed struct {
 // feedSnapshot is one sample. It is never modified once published.
 type feedSnapshot struct {
 	at      time.Time
-	number  uint64                  // samples taken so far
-	names   []string                // sorted
-	reports map[string]ServerReport // by server
-	encoded map[string][]byte       // each report as JSON, by server
-	version map[string]uint64       // sample number at which encoded last changed, by server
+	number  uint64                          // samples taken so far
+	names   []string                        // sorted
+	reports map[string]gateway.ServerReport // by server
+	encoded map[string][]byte               // each report as JSON, by server
+	version map[string]uint64               // sample number at which encoded last changed, by server
 	// history holds each server's [calls, errors] per SampleInterval,
 	// oldest first, at most History points.
 	history map[string][][2]uint64
@@ -69,8 +70,8 @@ type channelRecord struct {
 	Meta    json.RawMessage `json:"meta,omitempty"`
 }
 
-func newDashFeed(g *Gateway, o DashboardOptions) *dashFeed {
-	return &dashFeed{g: g, opts: o, changed: make(chan struct{}), poke: make(chan struct{}, 1)}
+func newDashFeed(site *gateway.Site, o Options) *dashFeed {
+	return &dashFeed{site: site, opts: o, changed: make(chan struct{}), poke: make(chan struct{}, 1)}
 }
 
 // start takes the first sample (so that a stream has a snapshot at once)
@@ -79,9 +80,9 @@ func (f *dashFeed) start() {
 	f.once.Do(func() {
 		f.sample(true)
 		ctx, cancel := context.WithCancel(context.Background())
-		events := f.g.b.Subscribe(ctx, mcpvisor.BufferSize(4096))
+		events := f.site.Backend().Subscribe(ctx, mcpvisor.BufferSize(4096))
 		go func() {
-			<-f.g.closed
+			<-f.site.Done()
 			cancel()
 		}()
 		go f.run(ctx, events)
@@ -140,13 +141,13 @@ func (f *dashFeed) run(ctx context.Context, events <-chan mcpvisor.Event) {
 // sample takes the servers' status and publishes it; tick adds a point
 // to each server's history.
 func (f *dashFeed) sample(tick bool) {
-	rep := f.g.Status()
+	rep := f.site.Status()
 	f.mu.Lock()
 	prev := f.snap
 	f.mu.Unlock()
 	s := &feedSnapshot{
 		at: f.opts.Now(), tick: tick,
-		reports: make(map[string]ServerReport, len(rep.Servers)),
+		reports: make(map[string]gateway.ServerReport, len(rep.Servers)),
 		encoded: make(map[string][]byte, len(rep.Servers)),
 		version: make(map[string]uint64, len(rep.Servers)),
 		history: make(map[string][][2]uint64, len(rep.Servers)),
@@ -226,14 +227,14 @@ func (f *dashFeed) channelLog() []channelRecord {
 // dashServer is one server's row as the dashboard gets it: the status
 // report less the latency histogram (the percentiles and counters stay).
 type dashServer struct {
-	ServerReport
+	gateway.ServerReport
 	Latency struct {
 		Calls  uint64 `json:"calls"`
 		Errors uint64 `json:"errors"`
 	} `json:"latency"`
 }
 
-func dashRow(r ServerReport) dashServer {
+func dashRow(r gateway.ServerReport) dashServer {
 	d := dashServer{ServerReport: r}
 	d.Latency.Calls, d.Latency.Errors = r.Latency.Calls, r.Latency.Errors
 	return d

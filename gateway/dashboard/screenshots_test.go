@@ -1,4 +1,4 @@
-package gateway_test
+package dashboard_test
 
 import (
 	"context"

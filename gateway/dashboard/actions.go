@@ -1,4 +1,4 @@
-package gateway
+package dashboard
 
 import (
 	"context"
@@ -71,8 +71,8 @@ func actionError(w http.ResponseWriter, err error) {
 
 // decodeBody reads a small JSON body into v; an empty body leaves v as
 // it is.
-func (d *dashboard) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	done := d.g.bodyDeadline(w)
+func (d *Dashboard) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	done := d.site.BodyDeadline(w)
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxActionBody+1))
 	if err == nil {
 		done()
@@ -91,8 +91,8 @@ func (d *dashboard) decodeBody(w http.ResponseWriter, r *http.Request, v any) bo
 	return true
 }
 
-func (d *dashboard) controller(w http.ResponseWriter) Controller {
-	c, ok := d.g.b.(Controller)
+func (d *Dashboard) controller(w http.ResponseWriter) Controller {
+	c, ok := d.site.Backend().(Controller)
 	if !ok {
 		httpError(w, http.StatusNotImplemented, "this gateway's backend cannot reconnect or toggle servers")
 	}
@@ -100,7 +100,7 @@ func (d *dashboard) controller(w http.ResponseWriter) Controller {
 }
 
 // serveReconnect: POST /admin/servers/{name}/reconnect.
-func (d *dashboard) serveReconnect(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) serveReconnect(w http.ResponseWriter, r *http.Request) {
 	c := d.controller(w)
 	if c == nil {
 		return
@@ -115,7 +115,7 @@ func (d *dashboard) serveReconnect(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveReconnectAll: POST /admin/reconnect.
-func (d *dashboard) serveReconnectAll(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) serveReconnectAll(w http.ResponseWriter, r *http.Request) {
 	c := d.controller(w)
 	if c == nil {
 		return
@@ -130,7 +130,7 @@ func (d *dashboard) serveReconnectAll(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveToggle: POST /admin/servers/{name}/toggle {"on": bool}.
-func (d *dashboard) serveToggle(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) serveToggle(w http.ResponseWriter, r *http.Request) {
 	c := d.controller(w)
 	if c == nil {
 		return
@@ -155,7 +155,7 @@ func (d *dashboard) serveToggle(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveReload: POST /admin/reload.
-func (d *dashboard) serveReload(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) serveReload(w http.ResponseWriter, r *http.Request) {
 	if d.opts.Reload == nil {
 		httpError(w, http.StatusNotImplemented, "this gateway cannot reload its configuration")
 		return
@@ -170,8 +170,8 @@ func (d *dashboard) serveReload(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveAnswer: POST /admin/permissions/{id} {"allow": bool}.
-func (d *dashboard) serveAnswer(w http.ResponseWriter, r *http.Request) {
-	pa, ok := d.g.b.(PermissionAnswerer)
+func (d *Dashboard) serveAnswer(w http.ResponseWriter, r *http.Request) {
+	pa, ok := d.site.Backend().(PermissionAnswerer)
 	if !ok {
 		httpError(w, http.StatusNotImplemented, "this gateway's backend has no permission relay")
 		return
@@ -198,8 +198,8 @@ func (d *dashboard) serveAnswer(w http.ResponseWriter, r *http.Request) {
 // for the page to open (the login then waits up to loginTimeout for the
 // browser's redirect); without one, the supervisor's OpenURL shows it.
 // A machine grant needs no URL: the answer comes when it is done.
-func (d *dashboard) serveLoginServer(w http.ResponseWriter, r *http.Request) {
-	ls, ok := d.g.b.(LoginStarter)
+func (d *Dashboard) serveLoginServer(w http.ResponseWriter, r *http.Request) {
+	ls, ok := d.site.Backend().(LoginStarter)
 	if !ok {
 		httpError(w, http.StatusNotImplemented, "this gateway's backend cannot log in")
 		return
@@ -223,7 +223,7 @@ func (d *dashboard) serveLoginServer(w http.ResponseWriter, r *http.Request) {
 	}()
 	go func() {
 		select {
-		case <-d.g.closed:
+		case <-d.site.Done():
 			cancel()
 		case <-ctx.Done():
 		}
@@ -254,4 +254,11 @@ func (d *dashboard) serveLoginServer(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		cancel()
 	}
+}
+
+// httpError answers a request with status and a plain-text message.
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, msg+"\n")
 }

@@ -1,8 +1,11 @@
-package gateway_test
+package dashboard_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/gateway/dashboard"
 	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -33,7 +37,7 @@ func TestDashboardOAuthLogin(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(as.Close)
 
-	logins := &gateway.LoginRelay{}
+	logins := &dashboard.LoginRelay{}
 	opts := mcpvisor.Options{Logger: zerolog.Nop()}
 	logins.Configure(&opts)
 	sup, err := mcpvisor.Start(context.Background(), opts)
@@ -48,7 +52,7 @@ func TestDashboardOAuthLogin(t *testing.T) {
 	}, mcpvisor.AwaitSettled(15*time.Second))
 	require.NoError(t, err)
 	require.Equal(t, mcpvisor.StateNeedsAuth, sup.Status()[0].State, sup.Status()[0].LastError)
-	_, gsrv := serve(t, sup, gateway.Options{LocalOnly: true, Dashboard: gateway.DashboardOptions{Logins: logins}})
+	_, gsrv := serve(t, sup, gateway.Options{LocalOnly: true}, dashboard.Options{Logins: logins})
 
 	ctx := browser(t)
 	errs := watchErrors(ctx)
@@ -65,4 +69,44 @@ func TestDashboardOAuthLogin(t *testing.T) {
 	}
 	assert.True(t, authorized, "the browser visited the authorization endpoint: %v", as.Requests())
 	errs.check(t)
+}
+
+// The dashboard's login of a server held for approval answers 409 with
+// why, and contacts nothing of the server (before, it answered 500, and
+// a remote server's authorization was attempted).
+func TestDashboardLoginOfHeldServer(t *testing.T) {
+	var hits atomic.Int64
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="http://127.0.0.1:1/.well-known/oauth-protected-resource"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(remote.Close)
+	logins := &dashboard.LoginRelay{}
+	opts := mcpvisor.Options{Logger: zerolog.Nop()}
+	logins.Configure(&opts)
+	sup, err := mcpvisor.Start(context.Background(), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		assert.NoError(t, sup.Close(ctx))
+	})
+	_, err = sup.SetServers(context.Background(), map[string]mcpvisor.ServerConfig{
+		"held-remote": {Config: transports.Config{Type: "http", URL: remote.URL + "/mcp"}, NeedsApproval: "project server not approved"},
+		"held-stdio":  {Config: mockserver.Command("-name", "held-stdio"), NeedsApproval: "project server not approved"},
+	}, mcpvisor.AwaitSettled(15*time.Second))
+	require.NoError(t, err)
+	_, gsrv := serve(t, sup, gateway.Options{}, dashboard.Options{Logins: logins})
+
+	for _, name := range []string{"held-remote", "held-stdio"} {
+		code, body := do(t, http.MethodPost, gsrv.URL+"/admin/servers/"+name+"/login", "", nil)
+		assert.Equal(t, http.StatusConflict, code, "%s: %s", name, body)
+		assert.Contains(t, body, "needs approval", name)
+		assert.Contains(t, body, "approve it before logging in", name)
+	}
+	assert.Zero(t, hits.Load(), "the held remote server was contacted")
+	for _, st := range sup.Status() {
+		assert.Equal(t, mcpvisor.StateNeedsApproval, st.State, st.Name)
+	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package dashboard
 
 import (
 	"net/http"
@@ -57,17 +57,17 @@ type poolTemplate struct {
 }
 
 // servePool: GET /admin/pool.
-func (d *dashboard) servePool(w http.ResponseWriter, _ *http.Request) {
-	g := d.g
+func (d *Dashboard) servePool(w http.ResponseWriter, _ *http.Request) {
+	site, b := d.site, d.site.Backend()
 	rep := poolReport{Tools: []poolTool{}, Prompts: []poolPrompt{}, Resources: []poolResource{}, Templates: []poolTemplate{}}
-	tools := g.b.Tools()
+	tools := b.Tools()
 	holder := make(map[string]mcpvisor.Tool, len(tools))
 	for _, t := range tools {
 		holder[t.Name] = t
 	}
 	for _, t := range tools {
-		pt := poolTool{Name: g.toolName(t), Qualified: t.Name, Server: t.Server, Builtin: t.Builtin, Trusted: t.Trusted,
-			Offered: g.offered(t.Name), Definition: t.Definition}
+		pt := poolTool{Name: site.ToolName(t), Qualified: t.Name, Server: t.Server, Builtin: t.Builtin, Trusted: t.Trusted,
+			Offered: site.Offered(t.Name), Definition: t.Definition}
 		if !t.Builtin {
 			if q := mcpvisor.QualifiedName(t.Server, t.Definition.Name); q != t.Name {
 				pt.RenamedFrom = q
@@ -81,7 +81,7 @@ func (d *dashboard) servePool(w http.ResponseWriter, _ *http.Request) {
 		}
 		rep.Tools = append(rep.Tools, pt)
 	}
-	if prompts, err := g.b.ListPrompts(""); err == nil {
+	if prompts, err := b.ListPrompts(""); err == nil {
 		for _, p := range prompts {
 			pp := poolPrompt{Name: p.Name, Server: p.Server, Prompt: p.Prompt}
 			if q := mcpvisor.QualifiedName(p.Server, p.Prompt.Name); q != p.Name {
@@ -90,7 +90,7 @@ func (d *dashboard) servePool(w http.ResponseWriter, _ *http.Request) {
 			rep.Prompts = append(rep.Prompts, pp)
 		}
 	}
-	if res, tpls, err := g.b.ListResources(""); err == nil {
+	if res, tpls, err := b.ListResources(""); err == nil {
 		for _, r := range res {
 			rep.Resources = append(rep.Resources, poolResource{Server: r.Server, Resource: r.Resource})
 		}
@@ -98,7 +98,7 @@ func (d *dashboard) servePool(w http.ResponseWriter, _ *http.Request) {
 			rep.Templates = append(rep.Templates, poolTemplate{Server: t.Server, Template: t.Template})
 		}
 	}
-	for _, s := range g.b.Status() {
+	for _, s := range b.Status() {
 		if len(s.WithheldTools) > 0 {
 			if rep.Withheld == nil {
 				rep.Withheld = map[string][]string{}
@@ -132,13 +132,13 @@ type permissionReport struct {
 }
 
 // serveChannels: GET /admin/channels.
-func (d *dashboard) serveChannels(w http.ResponseWriter, _ *http.Request) {
+func (d *Dashboard) serveChannels(w http.ResponseWriter, _ *http.Request) {
 	d.feed.start()
 	rep := channelsReport{Permissions: []permissionReport{}, Messages: d.feed.channelLog()}
 	if rep.Messages == nil {
 		rep.Messages = []channelRecord{}
 	}
-	if pa, ok := d.g.b.(PermissionAnswerer); ok {
+	if pa, ok := d.site.Backend().(PermissionAnswerer); ok {
 		for _, p := range pa.PendingPermissions() {
 			rep.Permissions = append(rep.Permissions, permissionReport{
 				ID: p.ID, Server: p.Server, ToolName: p.Request.ToolName, Description: p.Request.Description,
@@ -146,8 +146,6 @@ func (d *dashboard) serveChannels(w http.ResponseWriter, _ *http.Request) {
 			})
 		}
 	}
-	d.g.mu.Lock()
-	rep.Waiting = len(d.g.waits)
-	d.g.mu.Unlock()
+	rep.Waiting = d.site.ChannelWaits()
 	writeJSON(w, http.StatusOK, rep)
 }

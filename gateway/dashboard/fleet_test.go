@@ -1,4 +1,4 @@
-package gateway_test
+package dashboard_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/gateway/dashboard"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/trust"
@@ -33,7 +34,7 @@ type fleet struct {
 	sup    *mcpvisor.Supervisor
 	g      *gateway.Gateway
 	url    string // the gateway's base URL
-	logins *gateway.LoginRelay
+	logins *dashboard.LoginRelay
 	// edge is the process of the server fleetEdge, on edgeAddr.
 	edge     *exec.Cmd
 	edgeAddr string
@@ -109,7 +110,7 @@ func startFleet(t *testing.T, fo fleetOptions) *fleet {
 	servers["lazy-docs"] = mcpvisor.ServerConfig{Config: httpMock("lazy-docs", mockserver.Options{}), Lazy: true, Trust: "trusted"}
 	require.Len(t, servers, fleetSize)
 
-	logins := &gateway.LoginRelay{}
+	logins := &dashboard.LoginRelay{}
 	opts := mcpvisor.Options{Logger: zerolog.Nop()}
 	opts.ToolPins.Store = trust.NewStore(t.TempDir(), time.Now)
 	opts.OAuth.Store = nil
@@ -143,8 +144,8 @@ func startFleet(t *testing.T, fo fleetOptions) *fleet {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	g, srv := serve(t, sup, gateway.Options{Token: fo.Token, LocalOnly: true,
-		Dashboard: gateway.DashboardOptions{SampleInterval: fo.Interval, History: fo.History, Reload: fo.Reload, Logins: logins}})
+	g, srv := serve(t, sup, gateway.Options{Token: fo.Token, LocalOnly: true},
+		dashboard.Options{SampleInterval: fo.Interval, History: fo.History, Reload: fo.Reload, Logins: logins})
 	return &fleet{sup: sup, g: g, url: srv.URL, logins: logins, edge: edge, edgeAddr: edgeAddr}
 }
 
