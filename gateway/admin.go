@@ -43,7 +43,7 @@ type ServerReport struct {
 func (g *Gateway) Status() StatusReport {
 	st := g.b.Status()
 	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.inflight.Load(), Servers: make([]ServerReport, 0, len(st)),
-		Channels: g.channelReport(), Skipped: g.skippedReports()}
+		Channels: g.chans.report(), Skipped: g.skippedReports()}
 	rep.Sessions = g.srv.Stats().Sessions
 	g.mu.Lock()
 	rep.Excluded = g.excluded // replaced whole by SetExcluded, never changed in place

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor"
@@ -162,38 +164,61 @@ func (g *Gateway) forwardChannel(ev *mcpvisor.ChannelMessageEvent) {
 	})
 }
 
-// waitForChannel serves wait_for_channel_message for session s: the
-// oldest queued messages the arguments select, at once, or the next one
-// to arrive within the timeout.
-func (g *Gateway) waitForChannel(ctx context.Context, s *mcpserver.Session, args json.RawMessage) (any, *protocol.Error) {
+// channelWaits are the gateway's queue of channel messages (the inbox)
+// and the wait_for_channel_message calls waiting on it, one at most per
+// session.
+//
+// Concurrency: safe for concurrent use; mu guards waits. The inbox has
+// its own lock; it is nil without a ChannelSource, and closes with the
+// gateway.
+type channelWaits struct {
+	inbox    *channels.Inbox
+	capacity int          // Options.ChannelQueue
+	draining *atomic.Bool // the gateway's: set, no new wait starts
+
+	mu    sync.Mutex
+	waits map[*mcpserver.Session]context.CancelCauseFunc // one per session; guarded by mu
+}
+
+// count returns the number of calls waiting.
+func (cw *channelWaits) count() int {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	return len(cw.waits)
+}
+
+// wait serves wait_for_channel_message for session s: the oldest queued
+// messages the arguments select, at once, or the next one to arrive
+// within the timeout.
+func (cw *channelWaits) wait(ctx context.Context, s *mcpserver.Session, args json.RawMessage) (any, *protocol.Error) {
 	a, perr := parseWaitArgs(args)
 	if perr != nil {
 		return nil, perr
 	}
-	if g.inbox == nil {
+	if cw.inbox == nil {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", waitToolName)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	g.mu.Lock()
-	if _, busy := g.waits[s]; busy {
-		g.mu.Unlock()
+	cw.mu.Lock()
+	if _, busy := cw.waits[s]; busy {
+		cw.mu.Unlock()
 		return nil, errorf(CodeWaitInProgress, "%s: another call of this session is already waiting; one waits at a time per session", waitToolName)
 	}
-	g.waits[s] = cancel
-	g.mu.Unlock()
+	cw.waits[s] = cancel
+	cw.mu.Unlock()
 	defer func() {
-		g.mu.Lock()
-		delete(g.waits, s)
-		g.mu.Unlock()
+		cw.mu.Lock()
+		delete(cw.waits, s)
+		cw.mu.Unlock()
 	}()
-	if g.draining.Load() {
+	if cw.draining.Load() {
 		return nil, errorf(CodeShuttingDown, "%v", errDraining)
 	}
 
 	start := time.Now()
 	wctx, stop := context.WithTimeout(ctx, a.timeout)
-	msgs, err := g.inbox.WaitN(wctx, a.filter(), a.max)
+	msgs, err := cw.inbox.WaitN(wctx, a.filter(), a.max)
 	stop()
 	res := waitResult{Status: waitReceived, Messages: msgs, WaitedSeconds: time.Since(start).Seconds()}
 	switch {
@@ -207,7 +232,7 @@ func (g *Gateway) waitForChannel(ctx context.Context, s *mcpserver.Session, args
 	default: // the inbox closed: the supervisor is shutting down
 		return nil, errorf(CodeShuttingDown, "%v", errDraining)
 	}
-	res.Queued = g.inbox.Stats().Queued
+	res.Queued = cw.inbox.Stats().Queued
 	if res.Messages == nil {
 		res.Messages = []channels.Message{}
 	}
@@ -234,11 +259,11 @@ func (g *Gateway) waitForChannel(ctx context.Context, s *mcpserver.Session, args
 	}, nil
 }
 
-// endWaits ends every wait_for_channel_message call (Drain).
-func (g *Gateway) endWaits() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, cancel := range g.waits {
+// endAll ends every wait_for_channel_message call (Drain).
+func (cw *channelWaits) endAll() {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	for _, cancel := range cw.waits {
 		cancel(errDraining)
 	}
 }
@@ -253,10 +278,10 @@ type ChannelReport struct {
 	Servers []channels.ServerStats `json:"servers"`
 }
 
-// channelReport returns the channel queue's report, or nil without one.
-func (g *Gateway) channelReport() *ChannelReport {
-	if g.inbox == nil {
+// report returns the channel queue's report, or nil without one.
+func (cw *channelWaits) report() *ChannelReport {
+	if cw.inbox == nil {
 		return nil
 	}
-	return &ChannelReport{Capacity: g.opts.ChannelQueue, Stats: g.inbox.Stats(), Servers: g.inbox.ServerStats()}
+	return &ChannelReport{Capacity: cw.capacity, Stats: cw.inbox.Stats(), Servers: cw.inbox.ServerStats()}
 }

@@ -16,7 +16,7 @@ import (
 // wait_for_channel_message.
 func (g *Gateway) listTools() protocol.ListToolsResult {
 	pool := g.b.Tools()
-	idx := g.freshNames(pool)
+	idx := g.naming.fresh(pool)
 	host := g.features.toolList()
 	out := make([]protocol.Tool, 0, len(host)+len(pool)+1)
 	hidden := map[string]bool{} // the host's names hide the pool's
@@ -40,7 +40,7 @@ func (g *Gateway) listTools() protocol.ListToolsResult {
 		}
 		out = append(out, def)
 	}
-	if g.inbox != nil && g.offered(waitToolName) {
+	if g.chans.inbox != nil && g.offered(waitToolName) {
 		out = append(out, waitTool)
 	}
 	return protocol.ListToolsResult{Tools: out}
@@ -66,11 +66,11 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 		}
 		return callHostTool(ctx, t, p.Arguments)
 	}
-	if p.Name == waitToolName && g.inbox != nil && g.offered(waitToolName) {
-		return g.waitForChannel(ctx, r.Session, p.Arguments)
+	if p.Name == waitToolName && g.chans.inbox != nil && g.offered(waitToolName) {
+		return g.chans.wait(ctx, r.Session, p.Arguments)
 	}
-	qualified := g.qualifiedTool(p.Name)
-	if _, known := g.names().server[qualified]; !known {
+	qualified := g.naming.qualifiedTool(p.Name)
+	if _, known := g.naming.current().server[qualified]; !known {
 		// Maybe a tool of a server still starting (startup.go).
 		qualified = g.notYetListed(ctx, p.Name, qualified)
 	}
@@ -89,7 +89,7 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 // runCall calls tool name (qualified) with p's arguments, declaring the
 // client's capabilities to the server, and passes progress reports on.
 func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request, name string, p protocol.CallToolParams) (any, *protocol.Error) {
-	server := g.serverOfTool(name)
+	server := g.naming.serverOfTool(name)
 	c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx)}
 	ctx = context.WithValue(ctx, callKey{}, c)
 	g.callStarted(c)
@@ -220,11 +220,11 @@ func callMeta(raw json.RawMessage) (protocol.Meta, bool) {
 // downstream names.
 func (g *Gateway) listPrompts() protocol.ListPromptsResult {
 	ps, _ := g.b.ListPrompts("")
-	idx := g.names()
+	idx := g.naming.current()
 	for _, p := range ps {
 		if !idx.prompts[p.Name] { // a prompt added since the index was built
-			g.index.Store(nil)
-			idx = g.names()
+			g.naming.reset()
+			idx = g.naming.current()
 			break
 		}
 	}
@@ -271,7 +271,7 @@ func (g *Gateway) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *
 		return res, nil
 	}
 	name := p.Name
-	if q, ok := g.names().promptIn[name]; ok {
+	if q, ok := g.naming.current().promptIn[name]; ok {
 		name = q
 	}
 	run := func(ctx context.Context) (any, *protocol.Error) {

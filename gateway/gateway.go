@@ -36,7 +36,6 @@ import (
 	"errors"
 	"path"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -234,9 +233,6 @@ type Gateway struct {
 	inputCalls atomic.Int64            // stateless clients' calls that may need input, running (see mrtr.go)
 	workers    *callWorkers            // where those calls run
 	reqSeq     atomic.Uint64           // numbers the input requests asked of stateless-era clients
-	// waits holds the wait_for_channel_message calls, one per session;
-	// guarded by mu.
-	waits map[*mcpserver.Session]context.CancelCauseFunc
 	// excluded are the servers a managed policy keeps from running, by
 	// name (SetExcluded); guarded by mu.
 	excluded []ExcludedReport
@@ -244,8 +240,7 @@ type Gateway struct {
 	closed    chan struct{} // closed by Close: the admin and dashboard streams end
 	closeOnce sync.Once
 
-	subMu   sync.Mutex         // serializes upstream (un)subscriptions
-	subRefs map[string]*subRef // upstream resource subscriptions by URI; guarded by subMu
+	subs *resourceSubs // upstream resource subscriptions (upstream.go)
 
 	// events is the bus subscription New takes; Run reads it.
 	// stopEvents ends it (Close, or Run returning).
@@ -257,16 +252,15 @@ type Gateway struct {
 	idle     chan struct{} // signalled when inflight drops to zero
 	draining atomic.Bool   // set by Drain: new requests are refused
 	metrics  metrics       // counters; see metrics.go
-	// index maps names between the pool and downstream; Run clears it
-	// when the pool changes, and it is rebuilt on demand.
-	index   atomic.Pointer[nameIndex]
+	// naming maps names between the pool and downstream; Run resets it
+	// when the pool changes (names.go).
+	naming  *namer
 	started time.Time
 	// site is the Parts' way to the gateway (part.go).
 	site *Site
-	// inbox queues the servers' channel messages for
-	// wait_for_channel_message (nil without a ChannelSource); it closes
-	// with Close.
-	inbox *channels.Inbox
+	// chans are the channel messages queued for wait_for_channel_message
+	// and the calls waiting for them (channels.go).
+	chans *channelWaits
 	// tracer makes the server spans; nil without Options.TracerProvider.
 	tracer trace.Tracer
 	// startup is the start-up gate (startup.go): nil until
@@ -330,10 +324,8 @@ func New(b Backend, opts Options) *Gateway {
 		b:       b,
 		opts:    opts,
 		log:     opts.Logger,
-		waits:   map[*mcpserver.Session]context.CancelCauseFunc{},
 		calls:   map[*call]struct{}{},
 		parked:  map[string]*parkedRound{},
-		subRefs: map[string]*subRef{},
 		idle:    make(chan struct{}, 1),
 		closed:  make(chan struct{}),
 		started: time.Now(),
@@ -344,6 +336,9 @@ func New(b Backend, opts Options) *Gateway {
 	}
 	opts.Features.watch(g.hostListChanged)
 	g.workers = newCallWorkers(g.closed)
+	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}}
+	g.naming = &namer{b: b, style: opts.Names, budget: opts.NameBudget}
+	g.subs = newResourceSubs(b, opts.Logger, g.serverOfResource)
 	g.srv = newServer(g)
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -351,7 +346,7 @@ func New(b Backend, opts Options) *Gateway {
 	g.site = &Site{g: g}
 	if src, ok := b.(ChannelSource); ok {
 		// Open now, before any client: messages pushed meanwhile wait.
-		g.inbox = src.OpenChannelInbox(context.Background(), channels.InboxOptions{Capacity: opts.ChannelQueue})
+		g.chans.inbox = src.OpenChannelInbox(context.Background(), channels.InboxOptions{Capacity: opts.ChannelQueue})
 	}
 	return g
 }
@@ -380,17 +375,17 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 			g.metrics.event(ev)
 			switch ev := ev.(type) {
 			case *mcpvisor.ToolsChangedEvent:
-				g.index.Store(nil)
+				g.naming.reset()
 				pending[protocol.NotificationToolsListChanged] = true
 			case *mcpvisor.ListChangedEvent:
 				if ev.Type == mcpvisor.EventPromptsChanged {
-					g.index.Store(nil)
+					g.naming.reset()
 					pending[protocol.NotificationPromptsListChanged] = true
 				} else {
 					pending[protocol.NotificationResourcesListChanged] = true
 				}
 			case *mcpvisor.ServerToggledEvent:
-				g.index.Store(nil)
+				g.naming.reset()
 				pending[protocol.NotificationToolsListChanged] = true
 				pending[protocol.NotificationPromptsListChanged] = true
 				pending[protocol.NotificationResourcesListChanged] = true
@@ -401,7 +396,7 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 			case *mcpvisor.ChannelMessageEvent:
 				g.forwardChannel(ev)
 			case *mcpvisor.GapEvent:
-				g.index.Store(nil)
+				g.naming.reset()
 				// Lost events may have been list changes: tell everyone.
 				pending[protocol.NotificationToolsListChanged] = true
 				pending[protocol.NotificationPromptsListChanged] = true
@@ -466,7 +461,7 @@ func (g *Gateway) Drain(ctx context.Context) bool {
 	// Listen streams and channel waits are requests that never finish by
 	// themselves: end them now.
 	g.srv.EndListens()
-	g.endWaits()
+	g.chans.endAll()
 	g.openStartup()
 	for {
 		if g.inflight.Load() == 0 {
@@ -506,8 +501,8 @@ func (g *Gateway) end() {
 func (g *Gateway) Close() {
 	g.closeOnce.Do(func() { close(g.closed) })
 	g.stopEvents()
-	if g.inbox != nil {
-		g.inbox.Close()
+	if g.chans.inbox != nil {
+		g.chans.inbox.Close()
 	}
 	g.srv.Close()
 	g.cancelParked()
@@ -596,138 +591,6 @@ func rpcError(err error) *protocol.Error {
 		e.Data, _ = json.Marshal(errorData{Failure: kind})
 	}
 	return e
-}
-
-// nameIndex maps pool names (qualified) to what downstream sees and back.
-type nameIndex struct {
-	server    map[string]string // qualified tool name → server
-	toolOut   map[string]string // qualified → downstream, where they differ
-	toolIn    map[string]string // downstream → qualified, where they differ
-	promptOut map[string]string
-	promptIn  map[string]string
-	// prompts holds the pool names of the prompts indexed.
-	prompts map[string]bool
-	// shortened holds the qualified names whose downstream name was cut
-	// to the budget (their definition carries the original in _meta).
-	shortened map[string]bool
-	// params holds the x-mcp-header annotations of the tools that have
-	// some, by qualified name (see headers.go).
-	params map[string][]paramHeader
-}
-
-// names returns the current index, rebuilding it after a pool change.
-func (g *Gateway) names() *nameIndex {
-	if idx := g.index.Load(); idx != nil {
-		return idx
-	}
-	idx := &nameIndex{server: map[string]string{}, toolOut: map[string]string{}, toolIn: map[string]string{},
-		promptOut: map[string]string{}, promptIn: map[string]string{}, prompts: map[string]bool{}, shortened: map[string]bool{},
-		params: map[string][]paramHeader{}}
-	tools := g.b.Tools()
-	count := map[string]int{}
-	for _, t := range tools {
-		idx.server[t.Name] = t.Server
-		count[t.Definition.Name]++
-		if ph := paramHeadersOf(t.Definition.InputSchema); ph != nil {
-			idx.params[t.Name] = ph
-		}
-	}
-	prompts, _ := g.b.ListPrompts("")
-	for _, p := range prompts {
-		idx.prompts[p.Name] = true
-	}
-	switch g.opts.Names {
-	case NamesQualified:
-	case NamesBare:
-		bareNames(idx, tools, prompts, count)
-	default:
-		g.shortNames(idx, tools, prompts)
-	}
-	g.index.Store(idx)
-	return idx
-}
-
-// bareNames maps every tool and prompt whose own name no other server
-// offers to that name (NamesBare).
-func bareNames(idx *nameIndex, tools []mcpvisor.Tool, prompts []mcpvisor.Prompt, count map[string]int) {
-	for _, t := range tools {
-		if t.Builtin || count[t.Definition.Name] != 1 || t.Definition.Name == waitToolName {
-			continue
-		}
-		if _, clash := idx.server[t.Definition.Name]; clash && t.Definition.Name != t.Name {
-			continue // another entry's qualified name
-		}
-		idx.toolOut[t.Name], idx.toolIn[t.Definition.Name] = t.Definition.Name, t.Name
-	}
-	pcount := map[string]int{}
-	for _, p := range prompts {
-		pcount[p.Prompt.Name]++
-	}
-	for _, p := range prompts {
-		if pcount[p.Prompt.Name] == 1 {
-			idx.promptOut[p.Name], idx.promptIn[p.Prompt.Name] = p.Prompt.Name, p.Name
-		}
-	}
-}
-
-// freshNames returns the name index, rebuilt first when tools (read
-// from the pool) holds a tool the index has not seen: the pool can
-// change before the event that drops the index reaches Run, and a tool
-// missing from the index would be offered under its pool name.
-func (g *Gateway) freshNames(tools []mcpvisor.Tool) *nameIndex {
-	idx := g.names()
-	for _, t := range tools {
-		if _, ok := idx.server[t.Name]; !ok {
-			g.index.Store(nil)
-			return g.names()
-		}
-	}
-	return idx
-}
-
-// toolName returns the downstream name of a pool tool.
-func (g *Gateway) toolName(t mcpvisor.Tool) string {
-	return g.freshNames([]mcpvisor.Tool{t}).downstreamTool(t.Name)
-}
-
-// downstreamTool returns the downstream name of the pool tool named
-// qualified.
-func (idx *nameIndex) downstreamTool(qualified string) string {
-	if n, ok := idx.toolOut[qualified]; ok {
-		return n
-	}
-	return qualified
-}
-
-// qualifiedTool maps a downstream tool name (or a pool name) to the
-// pool's name.
-func (g *Gateway) qualifiedTool(name string) string {
-	idx := g.names()
-	if q, ok := idx.toolIn[name]; ok {
-		return q
-	}
-	if _, ok := idx.server[name]; ok {
-		return name // a pool name
-	}
-	// A name the index does not know may be of a tool added since.
-	if q, ok := g.freshNames(g.b.Tools()).toolIn[name]; ok {
-		return q
-	}
-	return name
-}
-
-// serverOfTool returns the server behind a qualified tool name, for
-// metrics.
-func (g *Gateway) serverOfTool(name string) string {
-	if s, ok := g.names().server[name]; ok {
-		return s
-	}
-	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
-		if i := strings.Index(rest, "__"); i > 0 {
-			return rest[:i]
-		}
-	}
-	return ""
 }
 
 func errorf(code int64, format string, args ...any) *protocol.Error {

@@ -81,7 +81,7 @@ func (g *Gateway) subscribe(ctx context.Context, s *mcpserver.Session, on bool, 
 	}
 	if !on {
 		s.Unsubscribe(p.URI)
-		if perr := g.releaseResource(ctx, s, p.URI); perr != nil {
+		if perr := g.subs.release(ctx, s, p.URI); perr != nil {
 			return nil, perr
 		}
 		return struct{}{}, nil
@@ -89,11 +89,11 @@ func (g *Gateway) subscribe(ctx context.Context, s *mcpserver.Session, on bool, 
 	if err := s.CheckSubscribe(p.URI); err != nil { // within the session's bound, before anything upstream
 		return nil, subscribeError(err)
 	}
-	if perr := g.acquireResource(ctx, s, p.URI); perr != nil {
+	if perr := g.subs.acquire(ctx, s, p.URI); perr != nil {
 		return nil, perr
 	}
 	if err := s.Subscribe(p.URI); err != nil {
-		g.releaseAll(s, []string{p.URI}) // closed meanwhile, or refused at the session's byte bound
+		g.subs.releaseAll(s, []string{p.URI}) // closed meanwhile, or refused at the session's byte bound
 		return nil, subscribeError(err)
 	}
 	return struct{}{}, nil
@@ -109,20 +109,20 @@ func subscribeError(err error) *protocol.Error {
 	return errorf(protocol.CodeInvalidRequest, "%v", err)
 }
 
-// holdResources subscribes upstream the resources a listen stream
-// selected, and returns what releases them when the stream ends.
-func (g *Gateway) holdResources(ctx context.Context, uris []string) func() {
+// hold subscribes upstream the resources a listen stream selected, and
+// returns what releases them when the stream ends.
+func (rs *resourceSubs) hold(ctx context.Context, uris []string) func() {
 	if len(uris) == 0 {
 		return nil
 	}
 	owner := new(listenOwner)
 	var held []string
 	for _, uri := range uris {
-		if g.acquireResource(ctx, owner, uri) == nil {
+		if rs.acquire(ctx, owner, uri) == nil {
 			held = append(held, uri)
 		}
 	}
-	return func() { g.releaseAll(owner, held) }
+	return func() { rs.releaseAll(owner, held) }
 }
 
 // listenOwner stands for one listen stream among the owners of an

@@ -69,7 +69,7 @@ func (g *Gateway) checkParamHeaders(h http.Header, params json.RawMessage) *prot
 		}
 		name = n.Name
 	}
-	annotated := g.names().params[g.qualifiedTool(name)]
+	annotated := g.naming.current().params[g.naming.qualifiedTool(name)]
 	if len(annotated) == 0 {
 		return nil
 	}

@@ -196,16 +196,16 @@ func (g *Gateway) writeMetrics(w io.Writer) {
 	p.sample("mcpvisor_gateway_listen_streams", float64(srv.Listens))
 	p.help("mcpvisor_gateway_in_flight", "gauge", "Downstream requests being served.")
 	p.sample("mcpvisor_gateway_in_flight", float64(g.inflight.Load()))
-	g.writeChannelMetrics(p)
+	g.chans.writeMetrics(p)
 }
 
-// writeChannelMetrics writes the counters of the channel message queue
+// writeMetrics writes the counters of the channel message queue
 // (wait_for_channel_message), per server.
-func (g *Gateway) writeChannelMetrics(p *promWriter) {
-	if g.inbox == nil {
+func (cw *channelWaits) writeMetrics(p *promWriter) {
+	if cw.inbox == nil {
 		return
 	}
-	servers := g.inbox.ServerStats()
+	servers := cw.inbox.ServerStats()
 	p.help("mcpvisor_gateway_channel_messages_total", "counter",
 		"Channel messages per server by outcome: queued (received), delivered (taken by wait_for_channel_message), dropped (the server's queue was full; oldest first).")
 	for _, s := range servers {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -70,8 +71,8 @@ func ParseNameStyle(s string) (NameStyle, bool) {
 // its short name, cut to the budget where longer. The gateway's own
 // tools keep their names, and no short name equals another entry's pool
 // name, so that a call by either name reaches one tool.
-func (g *Gateway) shortNames(idx *nameIndex, tools []mcpvisor.Tool, prompts []mcpvisor.Prompt) {
-	budget := max(g.opts.NameBudget, 0)
+func (n *namer) shortNames(idx *nameIndex, tools []mcpvisor.Tool, prompts []mcpvisor.Prompt) {
+	budget := max(n.budget, 0)
 	if budget == 0 {
 		budget = DefaultNameBudget
 	}
@@ -169,4 +170,152 @@ func withOriginal(m protocol.Meta, server, name string) protocol.Meta {
 	}
 	out[MetaOriginalName], _ = json.Marshal(map[string]string{"server": server, "name": name})
 	return out
+}
+
+// nameIndex maps pool names (qualified) to what downstream sees and back.
+type nameIndex struct {
+	server    map[string]string // qualified tool name → server
+	toolOut   map[string]string // qualified → downstream, where they differ
+	toolIn    map[string]string // downstream → qualified, where they differ
+	promptOut map[string]string
+	promptIn  map[string]string
+	// prompts holds the pool names of the prompts indexed.
+	prompts map[string]bool
+	// shortened holds the qualified names whose downstream name was cut
+	// to the budget (their definition carries the original in _meta).
+	shortened map[string]bool
+	// params holds the x-mcp-header annotations of the tools that have
+	// some, by qualified name (see headers.go).
+	params map[string][]paramHeader
+}
+
+// namer maps names between the pool and downstream: it keeps the name
+// index, dropped when the pool changes (reset) and rebuilt on demand.
+//
+// Concurrency: safe for concurrent use; index is an atomic pointer to an
+// index never modified once stored (two rebuilds may race: either wins,
+// both are right).
+type namer struct {
+	b      Backend
+	style  NameStyle
+	budget int
+	index  atomic.Pointer[nameIndex]
+}
+
+// reset drops the index after a change of the pool.
+func (n *namer) reset() { n.index.Store(nil) }
+
+// current returns the current index, rebuilding it after a pool change.
+func (n *namer) current() *nameIndex {
+	if idx := n.index.Load(); idx != nil {
+		return idx
+	}
+	idx := &nameIndex{server: map[string]string{}, toolOut: map[string]string{}, toolIn: map[string]string{},
+		promptOut: map[string]string{}, promptIn: map[string]string{}, prompts: map[string]bool{}, shortened: map[string]bool{},
+		params: map[string][]paramHeader{}}
+	tools := n.b.Tools()
+	count := map[string]int{}
+	for _, t := range tools {
+		idx.server[t.Name] = t.Server
+		count[t.Definition.Name]++
+		if ph := paramHeadersOf(t.Definition.InputSchema); ph != nil {
+			idx.params[t.Name] = ph
+		}
+	}
+	prompts, _ := n.b.ListPrompts("")
+	for _, p := range prompts {
+		idx.prompts[p.Name] = true
+	}
+	switch n.style {
+	case NamesQualified:
+	case NamesBare:
+		bareNames(idx, tools, prompts, count)
+	default:
+		n.shortNames(idx, tools, prompts)
+	}
+	n.index.Store(idx)
+	return idx
+}
+
+// bareNames maps every tool and prompt whose own name no other server
+// offers to that name (NamesBare).
+func bareNames(idx *nameIndex, tools []mcpvisor.Tool, prompts []mcpvisor.Prompt, count map[string]int) {
+	for _, t := range tools {
+		if t.Builtin || count[t.Definition.Name] != 1 || t.Definition.Name == waitToolName {
+			continue
+		}
+		if _, clash := idx.server[t.Definition.Name]; clash && t.Definition.Name != t.Name {
+			continue // another entry's qualified name
+		}
+		idx.toolOut[t.Name], idx.toolIn[t.Definition.Name] = t.Definition.Name, t.Name
+	}
+	pcount := map[string]int{}
+	for _, p := range prompts {
+		pcount[p.Prompt.Name]++
+	}
+	for _, p := range prompts {
+		if pcount[p.Prompt.Name] == 1 {
+			idx.promptOut[p.Name], idx.promptIn[p.Prompt.Name] = p.Prompt.Name, p.Name
+		}
+	}
+}
+
+// fresh returns the name index, rebuilt first when tools (read
+// from the pool) holds a tool the index has not seen: the pool can
+// change before the event that drops the index reaches Run, and a tool
+// missing from the index would be offered under its pool name.
+func (n *namer) fresh(tools []mcpvisor.Tool) *nameIndex {
+	idx := n.current()
+	for _, t := range tools {
+		if _, ok := idx.server[t.Name]; !ok {
+			n.index.Store(nil)
+			return n.current()
+		}
+	}
+	return idx
+}
+
+// toolName returns the downstream name of a pool tool.
+func (n *namer) toolName(t mcpvisor.Tool) string {
+	return n.fresh([]mcpvisor.Tool{t}).downstreamTool(t.Name)
+}
+
+// downstreamTool returns the downstream name of the pool tool named
+// qualified.
+func (idx *nameIndex) downstreamTool(qualified string) string {
+	if n, ok := idx.toolOut[qualified]; ok {
+		return n
+	}
+	return qualified
+}
+
+// qualifiedTool maps a downstream tool name (or a pool name) to the
+// pool's name.
+func (n *namer) qualifiedTool(name string) string {
+	idx := n.current()
+	if q, ok := idx.toolIn[name]; ok {
+		return q
+	}
+	if _, ok := idx.server[name]; ok {
+		return name // a pool name
+	}
+	// A name the index does not know may be of a tool added since.
+	if q, ok := n.fresh(n.b.Tools()).toolIn[name]; ok {
+		return q
+	}
+	return name
+}
+
+// serverOfTool returns the server behind a qualified tool name, for
+// metrics.
+func (n *namer) serverOfTool(name string) string {
+	if s, ok := n.current().server[name]; ok {
+		return s
+	}
+	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
+		if i := strings.Index(rest, "__"); i > 0 {
+			return rest[:i]
+		}
+	}
+	return ""
 }

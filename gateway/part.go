@@ -61,7 +61,7 @@ func (s *Site) Summary() StatusReport {
 
 // ToolName returns the name under which downstream clients call pool
 // tool t.
-func (s *Site) ToolName(t mcpvisor.Tool) string { return s.g.toolName(t) }
+func (s *Site) ToolName(t mcpvisor.Tool) string { return s.g.naming.toolName(t) }
 
 // Offered reports whether Options.Allow and Deny let the tool named
 // qualified (a pool or host name) be offered downstream.
@@ -70,9 +70,7 @@ func (s *Site) Offered(qualified string) bool { return s.g.offered(qualified) }
 // ChannelWaits returns the number of wait_for_channel_message calls
 // waiting now.
 func (s *Site) ChannelWaits() int {
-	s.g.mu.Lock()
-	defer s.g.mu.Unlock()
-	return len(s.g.waits)
+	return s.g.chans.count()
 }
 
 // Done returns a channel closed when the gateway closes: a part's

@@ -56,11 +56,11 @@ func newServer(g *Gateway) *mcpserver.Server {
 		Handler:      g,
 		Middleware:   g.middleware(),
 		Subscriptions: func(ctx context.Context, _ *mcpserver.Request, want protocol.NotificationSubscriptions) (protocol.NotificationSubscriptions, func()) {
-			return want, g.holdResources(ctx, want.ResourceSubscriptions)
+			return want, g.subs.hold(ctx, want.ResourceSubscriptions)
 		},
 		ModernResult:      func(r *mcpserver.Request, result any) any { return g.modernResult(r.Method, result) },
-		OnSessionClosed:   func(s *mcpserver.Session) { g.releaseAll(s, s.Subscriptions()) },
-		OnSessionRestored: g.restoreSubscriptions,
+		OnSessionClosed:   func(s *mcpserver.Session) { g.subs.releaseAll(s, s.Subscriptions()) },
+		OnSessionRestored: g.subs.restore,
 		Logger:            g.log,
 		MaxSessionState:   o.MaxSessionState,
 		MaxRetained:       o.MaxSessionMemory,
@@ -84,11 +84,11 @@ func newServer(g *Gateway) *mcpserver.Server {
 	})
 }
 
-// restoreSubscriptions subscribes upstream again to the resources a
+// restore subscribes upstream again to the resources a
 // sealed session that this gateway takes up from its id had subscribed
 // to on the replica before (OnSessionRestored). It runs aside, bounded:
 // the session's request does not wait for the servers.
-func (g *Gateway) restoreSubscriptions(s *mcpserver.Session) {
+func (rs *resourceSubs) restore(s *mcpserver.Session) {
 	uris := s.Subscriptions()
 	if len(uris) == 0 {
 		return
@@ -97,12 +97,12 @@ func (g *Gateway) restoreSubscriptions(s *mcpserver.Session) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for _, uri := range uris {
-			if e := g.acquireResource(ctx, s, uri); e != nil {
-				g.log.Debug().Str("uri", uri).Str("error", e.Message).Msg("subscribing upstream for a restored session")
+			if e := rs.acquire(ctx, s, uri); e != nil {
+				rs.log.Debug().Str("uri", uri).Str("error", e.Message).Msg("subscribing upstream for a restored session")
 			}
 		}
 		if s.Closed() { // closed meanwhile: OnSessionClosed may have released before we held
-			g.releaseAll(s, uris)
+			rs.releaseAll(s, uris)
 		}
 	}()
 }

@@ -79,7 +79,7 @@ func (g *Gateway) ServersConfigured() {
 		err := s.WaitSettled(ctx)
 		// The pool is the settled one now: names are indexed anew from
 		// it (Run clears the index too, once it has read the events).
-		g.index.Store(nil)
+		g.naming.reset()
 		gate.open()
 		took := time.Since(start).Round(time.Millisecond)
 		if err != nil {
@@ -139,7 +139,7 @@ func (g *Gateway) notYetListed(ctx context.Context, name, qualified string) stri
 		}
 	}
 	if g.awaitStartup(ctx) {
-		return g.qualifiedTool(name)
+		return g.naming.qualifiedTool(name)
 	}
 	return qualified
 }

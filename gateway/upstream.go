@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
@@ -26,26 +29,46 @@ type subRef struct {
 	owners map[any]struct{} // *mcpserver.Session or *listenOwner
 }
 
-// acquireResource records that owner wants updates of uri, subscribing
-// upstream when it is the first. Subscriptions are serialized by subMu,
+// resourceSubs are the gateway's upstream resource subscriptions: a URI
+// is subscribed on its server while any downstream session or listen
+// stream wants it.
+//
+// Concurrency: safe for concurrent use; mu guards refs and serializes
+// the upstream calls.
+type resourceSubs struct {
+	b   Backend
+	log zerolog.Logger
+	// serverOf returns the server that offers a URI ("" for none).
+	serverOf func(uri string) string
+
+	mu   sync.Mutex         // serializes upstream (un)subscriptions
+	refs map[string]*subRef // upstream resource subscriptions by URI; guarded by mu
+}
+
+func newResourceSubs(b Backend, log zerolog.Logger, serverOf func(string) string) *resourceSubs {
+	return &resourceSubs{b: b, log: log, serverOf: serverOf, refs: map[string]*subRef{}}
+}
+
+// acquire records that owner wants updates of uri, subscribing
+// upstream when it is the first. Subscriptions are serialized by mu,
 // upstream calls included, so that a subscribe and an unsubscribe of the
 // same URI never cross on the way to the server.
-func (g *Gateway) acquireResource(ctx context.Context, owner any, uri string) *protocol.Error {
-	rs, ok := g.b.(ResourceSubscriber)
+func (rs *resourceSubs) acquire(ctx context.Context, owner any, uri string) *protocol.Error {
+	sub, ok := rs.b.(ResourceSubscriber)
 	if !ok {
 		return nil
 	}
-	g.subMu.Lock()
-	defer g.subMu.Unlock()
-	if ref := g.subRefs[uri]; ref != nil {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if ref := rs.refs[uri]; ref != nil {
 		ref.owners[owner] = struct{}{}
 		return nil
 	}
-	server := g.serverOfResource(uri)
+	server := rs.serverOf(uri)
 	if server == "" {
 		return errorf(protocol.CodeInvalidParams, "no server offers resource %q", uri)
 	}
-	if err := rs.SubscribeResource(ctx, server, uri); err != nil {
+	if err := sub.SubscribeResource(ctx, server, uri); err != nil {
 		if errors.Is(err, mcpvisor.ErrSubscribeUnsupported) {
 			return errorf(protocol.CodeInvalidParams, "resource %q: server %q does not offer subscriptions", uri, server)
 		}
@@ -54,20 +77,20 @@ func (g *Gateway) acquireResource(ctx context.Context, owner any, uri string) *p
 		}
 		return rpcError(err)
 	}
-	g.subRefs[uri] = &subRef{server: server, owners: map[any]struct{}{owner: {}}}
+	rs.refs[uri] = &subRef{server: server, owners: map[any]struct{}{owner: {}}}
 	return nil
 }
 
-// releaseResource forgets that owner wants uri, unsubscribing upstream
-// when nobody else does.
-func (g *Gateway) releaseResource(ctx context.Context, owner any, uri string) *protocol.Error {
-	rs, ok := g.b.(ResourceSubscriber)
+// release forgets that owner wants uri, unsubscribing upstream when
+// nobody else does.
+func (rs *resourceSubs) release(ctx context.Context, owner any, uri string) *protocol.Error {
+	sub, ok := rs.b.(ResourceSubscriber)
 	if !ok {
 		return nil
 	}
-	g.subMu.Lock()
-	defer g.subMu.Unlock()
-	ref := g.subRefs[uri]
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	ref := rs.refs[uri]
 	if ref == nil {
 		return nil
 	}
@@ -75,8 +98,8 @@ func (g *Gateway) releaseResource(ctx context.Context, owner any, uri string) *p
 	if len(ref.owners) > 0 {
 		return nil
 	}
-	delete(g.subRefs, uri)
-	if err := rs.UnsubscribeResource(ctx, ref.server, uri); err != nil {
+	delete(rs.refs, uri)
+	if err := sub.UnsubscribeResource(ctx, ref.server, uri); err != nil {
 		return rpcError(err)
 	}
 	return nil
@@ -85,7 +108,7 @@ func (g *Gateway) releaseResource(ctx context.Context, owner any, uri string) *p
 // releaseAll releases every URI of an owner that went away (a closed
 // session, an ended listen stream), in the background: the caller may be
 // the event loop or a request's cleanup.
-func (g *Gateway) releaseAll(owner any, uris []string) {
+func (rs *resourceSubs) releaseAll(owner any, uris []string) {
 	if len(uris) == 0 {
 		return
 	}
@@ -93,8 +116,8 @@ func (g *Gateway) releaseAll(owner any, uris []string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for _, uri := range uris {
-			if e := g.releaseResource(ctx, owner, uri); e != nil {
-				g.log.Debug().Str("uri", uri).Str("error", e.Message).Msg("unsubscribing upstream")
+			if e := rs.release(ctx, owner, uri); e != nil {
+				rs.log.Debug().Str("uri", uri).Str("error", e.Message).Msg("unsubscribing upstream")
 			}
 		}
 	}()
@@ -103,10 +126,11 @@ func (g *Gateway) releaseAll(owner any, uris []string) {
 // UpstreamSubscriptions returns the resource URIs the gateway holds
 // subscribed upstream, by server, for tests and status.
 func (g *Gateway) UpstreamSubscriptions() map[string][]string {
-	g.subMu.Lock()
-	defer g.subMu.Unlock()
+	rs := g.subs
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
 	out := map[string][]string{}
-	for uri, ref := range g.subRefs {
+	for uri, ref := range rs.refs {
 		out[ref.server] = append(out[ref.server], uri)
 	}
 	return out
@@ -314,7 +338,7 @@ func (g *Gateway) complete(ctx context.Context, params json.RawMessage) (any, *p
 	switch p.Ref.Type {
 	case protocol.RefPrompt:
 		name := p.Ref.Name
-		if q, ok := g.names().promptIn[name]; ok {
+		if q, ok := g.naming.current().promptIn[name]; ok {
 			name = q
 		}
 		prompts, _ := g.b.ListPrompts("")
