@@ -81,7 +81,7 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 		return g.runCall(ctx, w, r, qualified, p)
 	}
 	if requestOf(ctx) != nil {
-		return g.serveInput(ctx, protocol.MethodToolsCall, p.Name, params, run)
+		return g.inputs.serve(ctx, protocol.MethodToolsCall, p.Name, params, run)
 	}
 	return run(ctx)
 }
@@ -293,7 +293,7 @@ func (g *Gateway) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *
 		return res, nil
 	}
 	if requestOf(ctx) != nil {
-		return g.serveInput(ctx, protocol.MethodPromptsGet, p.Name, params, run)
+		return g.inputs.serve(ctx, protocol.MethodPromptsGet, p.Name, params, run)
 	}
 	return run(ctx)
 }
@@ -407,7 +407,7 @@ func (g *Gateway) readResource(ctx context.Context, w mcpserver.ResponseWriter, 
 		return res, nil
 	}
 	if requestOf(ctx) != nil {
-		return g.serveInput(ctx, protocol.MethodResourcesRead, p.URI, params, run)
+		return g.inputs.serve(ctx, protocol.MethodResourcesRead, p.URI, params, run)
 	}
 	return run(ctx)
 }

@@ -226,13 +226,13 @@ type Gateway struct {
 	// the gateway is its Handler (server.go).
 	srv *mcpserver.Server
 
-	mu         sync.Mutex
-	calls      map[*call]struct{}      // tools/call, prompts/get, resources/read in flight; guarded by mu
-	callSeq    uint64                  // numbers calls, newest highest; guarded by mu
-	parked     map[string]*parkedRound // input rounds waiting for a retry, by requestState; guarded by mu
-	inputCalls atomic.Int64            // stateless clients' calls that may need input, running (see mrtr.go)
-	workers    *callWorkers            // where those calls run
-	reqSeq     atomic.Uint64           // numbers the input requests asked of stateless-era clients
+	mu      sync.Mutex
+	calls   map[*call]struct{} // tools/call, prompts/get, resources/read in flight; guarded by mu
+	callSeq uint64             // numbers calls, newest highest; guarded by mu
+	// inputs are the stateless-era clients' calls that may need input
+	// (mrtr.go).
+	inputs *inputRounds
+	reqSeq atomic.Uint64 // numbers the input requests asked of stateless-era clients
 	// excluded are the servers a managed policy keeps from running, by
 	// name (SetExcluded); guarded by mu.
 	excluded []ExcludedReport
@@ -325,7 +325,6 @@ func New(b Backend, opts Options) *Gateway {
 		opts:    opts,
 		log:     opts.Logger,
 		calls:   map[*call]struct{}{},
-		parked:  map[string]*parkedRound{},
 		idle:    make(chan struct{}, 1),
 		closed:  make(chan struct{}),
 		started: time.Now(),
@@ -335,11 +334,11 @@ func New(b Backend, opts Options) *Gateway {
 		hostSignal: make(chan struct{}, 1),
 	}
 	opts.Features.watch(g.hostListChanged)
-	g.workers = newCallWorkers(g.closed)
 	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}}
 	g.naming = &namer{b: b, style: opts.Names, budget: opts.NameBudget}
 	g.subs = newResourceSubs(b, opts.Logger, g.serverOfResource)
 	g.srv = newServer(g)
+	g.inputs = &inputRounds{srv: g.srv, log: opts.Logger, wait: opts.InputWait, workers: newCallWorkers(g.closed), parked: map[string]*parkedRound{}}
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())
 	g.events, g.stopEvents = b.Subscribe(ctx, mcpvisor.BufferSize(eventBuffer)), cancel
@@ -505,7 +504,7 @@ func (g *Gateway) Close() {
 		g.chans.inbox.Close()
 	}
 	g.srv.Close()
-	g.cancelParked()
+	g.inputs.cancelAll()
 }
 
 // offered reports whether the qualified tool name passes Allow and Deny.

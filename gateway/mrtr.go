@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -115,12 +118,30 @@ type mrtrParams struct {
 	RequestState   *string         `json:"requestState"`
 }
 
-// serveInput serves a stateless-era tools/call, prompts/get or
+// inputRounds are the stateless-era clients' calls that may need input:
+// the calls running on the workers, and the rounds of input parked until
+// the client's retry brings the answers.
+//
+// Concurrency: safe for concurrent use; mu guards parked, calls is
+// atomic. Each call runs on a worker goroutine (workers), its rounds
+// pass to the client's requests over the call's channels.
+type inputRounds struct {
+	srv     *mcpserver.Server // holds each call's bytes in the sessions' bound
+	log     zerolog.Logger
+	wait    time.Duration // Options.InputWait
+	workers *callWorkers  // where the calls run
+	calls   atomic.Int64  // calls running
+
+	mu     sync.Mutex
+	parked map[string]*parkedRound // rounds waiting for a retry, by requestState; guarded by mu
+}
+
+// serve serves a stateless-era tools/call, prompts/get or
 // resources/read (name: its tool, prompt or URI), started by run on the
 // context it is given, through as many input rounds as it needs. A first
 // attempt of a client that declared nothing it could be asked with
 // (asksInput) runs on the caller's goroutine: it has no rounds.
-func (g *Gateway) serveInput(ctx context.Context, method, name string, params json.RawMessage, run func(context.Context) (any, *protocol.Error)) (any, *protocol.Error) {
+func (in *inputRounds) serve(ctx context.Context, method, name string, params json.RawMessage, run func(context.Context) (any, *protocol.Error)) (any, *protocol.Error) {
 	var p mrtrParams
 	_, hasAnswers, ok1 := protocol.RawMember(params, "inputResponses")
 	_, hasState, ok2 := protocol.RawMember(params, "requestState")
@@ -143,7 +164,7 @@ func (g *Gateway) serveInput(ctx context.Context, method, name string, params js
 	}
 	var call *inputCall
 	if p.RequestState != nil {
-		pk := g.takeParked(*p.RequestState, method, name)
+		pk := in.takeParked(*p.RequestState, method, name)
 		if pk == nil {
 			return nil, errorf(protocol.CodeInvalidParams, "requestState is not one the gateway issued for this %s, or was used or has expired", method)
 		}
@@ -156,16 +177,16 @@ func (g *Gateway) serveInput(ctx context.Context, method, name string, params js
 		// The call and its params are kept while it waits for input
 		// (up to InputWait per round): counted in the sessions' byte
 		// bound until it ends.
-		release, perr := g.srv.Hold(method, int64(len(params))+inputCallOverhead)
+		release, perr := in.srv.Hold(method, int64(len(params))+inputCallOverhead)
 		if perr != nil {
 			return nil, perr
 		}
-		call = g.startInput(ctx, method, name, answers, run)
+		call = in.start(ctx, method, name, answers, run)
 		call.setRelease(release)
 	}
 	select {
 	case r := <-call.rounds:
-		return protocol.InputRequiredResult{ResultType: protocol.ResultInputRequired, InputRequests: r.reqs, RequestState: g.park(call, r)}, nil
+		return protocol.InputRequiredResult{ResultType: protocol.ResultInputRequired, InputRequests: r.reqs, RequestState: in.park(call, r)}, nil
 	case <-call.done:
 		return call.result, call.err
 	case <-ctx.Done():
@@ -190,9 +211,9 @@ func asksInput(m *mcpserver.Meta) bool {
 	return c.Sampling != nil || c.Elicitation != nil || c.Roots != nil
 }
 
-// startInput starts a call that may need input, on a context of its own
+// start starts a call that may need input, on a context of its own
 // (which keeps ctx's values: what the client's _meta said).
-func (g *Gateway) startInput(ctx context.Context, method, name string, first protocol.InputResponses, run func(context.Context) (any, *protocol.Error)) *inputCall {
+func (in *inputRounds) start(ctx context.Context, method, name string, first protocol.InputResponses, run func(context.Context) (any, *protocol.Error)) *inputCall {
 	call := &inputCall{method: method, name: name, rounds: make(chan *inputRound), done: make(chan struct{}), first: first}
 	if meta := requestOf(ctx); meta != nil {
 		call.caps = meta.ClientCapabilities
@@ -200,9 +221,9 @@ func (g *Gateway) startInput(ctx context.Context, method, name string, first pro
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	call.cancel = cancel
 	cctx = context.WithValue(cctx, inputCallKey{}, call)
-	g.inputCalls.Add(1)
-	g.workers.run(func() {
-		defer g.inputCalls.Add(-1)
+	in.calls.Add(1)
+	in.workers.run(func() {
+		defer in.calls.Add(-1)
 		defer cancel()
 		call.result, call.err = run(cctx)
 		close(call.done)
@@ -219,19 +240,19 @@ func (g *Gateway) startInput(ctx context.Context, method, name string, first pro
 
 // park presents round r of call to the client: it returns the
 // requestState of the retry, good for Options.InputWait.
-func (g *Gateway) park(call *inputCall, r *inputRound) string {
+func (in *inputRounds) park(call *inputCall, r *inputRound) string {
 	token := "mcpvisor-" + randomToken()
 	pk := &parkedRound{call: call, round: r}
-	g.mu.Lock()
-	g.parked[token] = pk
-	g.mu.Unlock()
-	pk.timer = time.AfterFunc(g.opts.InputWait, func() {
-		g.mu.Lock()
-		_, waiting := g.parked[token]
-		delete(g.parked, token)
-		g.mu.Unlock()
+	in.mu.Lock()
+	in.parked[token] = pk
+	in.mu.Unlock()
+	pk.timer = time.AfterFunc(in.wait, func() {
+		in.mu.Lock()
+		_, waiting := in.parked[token]
+		delete(in.parked, token)
+		in.mu.Unlock()
 		if waiting {
-			g.log.Debug().Str("method", call.method).Str("name", call.name).Msg("no retry brought the input asked for: the call is cancelled")
+			in.log.Debug().Str("method", call.method).Str("name", call.name).Msg("no retry brought the input asked for: the call is cancelled")
 			call.cancel()
 		}
 	})
@@ -241,38 +262,39 @@ func (g *Gateway) park(call *inputCall, r *inputRound) string {
 // InputsWaiting returns the number of input rounds waiting for a
 // stateless-era client's retry (for status and tests).
 func (g *Gateway) InputsWaiting() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.parked)
+	in := g.inputs
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.parked)
 }
 
 // InputCalls returns the number of stateless-era clients' calls running
 // behind the gateway that may need input (for status and tests).
-func (g *Gateway) InputCalls() int64 { return g.inputCalls.Load() }
+func (g *Gateway) InputCalls() int64 { return g.inputs.calls.Load() }
 
 // takeParked returns (and forgets) the round token names, if it belongs
 // to method and name.
-func (g *Gateway) takeParked(token, method, name string) *parkedRound {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	pk := g.parked[token]
+func (in *inputRounds) takeParked(token, method, name string) *parkedRound {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	pk := in.parked[token]
 	if pk == nil || pk.call.method != method || pk.call.name != name {
 		return nil
 	}
-	delete(g.parked, token)
+	delete(in.parked, token)
 	pk.timer.Stop()
 	return pk
 }
 
-// cancelParked cancels every call waiting for a retry (Close).
-func (g *Gateway) cancelParked() {
-	g.mu.Lock()
-	parked := make([]*parkedRound, 0, len(g.parked))
-	for token, pk := range g.parked {
+// cancelAll cancels every call waiting for a retry (Close).
+func (in *inputRounds) cancelAll() {
+	in.mu.Lock()
+	parked := make([]*parkedRound, 0, len(in.parked))
+	for token, pk := range in.parked {
 		parked = append(parked, pk)
-		delete(g.parked, token)
+		delete(in.parked, token)
 	}
-	g.mu.Unlock()
+	in.mu.Unlock()
 	for _, pk := range parked {
 		pk.timer.Stop()
 		pk.call.cancel()
