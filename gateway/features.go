@@ -92,8 +92,8 @@ func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 	server := g.naming.serverOfTool(name)
 	c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx)}
 	ctx = context.WithValue(ctx, callKey{}, c)
-	g.callStarted(c)
-	defer g.callEnded(c)
+	g.calls.started(c)
+	defer g.calls.ended(c)
 	start := time.Now()
 	var res *protocol.CallToolResult
 	var err error
@@ -277,8 +277,8 @@ func (g *Gateway) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *
 	run := func(ctx context.Context) (any, *protocol.Error) {
 		c := &call{w: w, s: r.Session, server: g.serverOfPrompt(name), input: inputCallOf(ctx)}
 		ctx = context.WithValue(ctx, callKey{}, c)
-		g.callStarted(c)
-		defer g.callEnded(c)
+		g.calls.started(c)
+		defer g.calls.ended(c)
 		var res *protocol.GetPromptResult
 		var err error
 		if ob, ok := g.b.(OptionsBackend); ok {
@@ -391,8 +391,8 @@ func (g *Gateway) readResource(ctx context.Context, w mcpserver.ResponseWriter, 
 	run := func(ctx context.Context) (any, *protocol.Error) {
 		c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx)}
 		ctx = context.WithValue(ctx, callKey{}, c)
-		g.callStarted(c)
-		defer g.callEnded(c)
+		g.calls.started(c)
+		defer g.calls.ended(c)
 		var res *protocol.ReadResourceResult
 		var err error
 		if ob, ok := g.b.(OptionsBackend); ok {

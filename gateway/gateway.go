@@ -21,9 +21,12 @@
 // of package gateway/dashboard, at / with its endpoints under /admin/).
 //
 // Concurrency: a Gateway is safe for concurrent use. Each downstream
-// session is an mcpserver.Session, which guards its own state; the
-// gateway's mu guards its tables of calls, input rounds and channel
-// waits. The gateway's one event goroutine (Run) reads the Supervisor's
+// session is an mcpserver.Session, which guards its own state; each job
+// of the gateway is a type that owns its state under its own lock: the
+// calls in flight (callTable), the input rounds (inputRounds), the
+// channel waits (channelWaits), the upstream resource subscriptions
+// (resourceSubs), the name index (namer), the start-up gate
+// (startupGate), and the host's Features. The gateway's one event goroutine (Run) reads the Supervisor's
 // event bus and fans out notifications; it never blocks on a slow client
 // (every session's stream is bounded and drops the oldest event). The bus subscription is taken
 // by New, before any client can connect, so no event published while a
@@ -226,13 +229,13 @@ type Gateway struct {
 	// the gateway is its Handler (server.go).
 	srv *mcpserver.Server
 
-	mu      sync.Mutex
-	calls   map[*call]struct{} // tools/call, prompts/get, resources/read in flight; guarded by mu
-	callSeq uint64             // numbers calls, newest highest; guarded by mu
+	calls callTable // the downstream calls in flight (upstream.go)
 	// inputs are the stateless-era clients' calls that may need input
 	// (mrtr.go).
 	inputs *inputRounds
 	reqSeq atomic.Uint64 // numbers the input requests asked of stateless-era clients
+
+	mu sync.Mutex
 	// excluded are the servers a managed policy keeps from running, by
 	// name (SetExcluded); guarded by mu.
 	excluded []ExcludedReport
@@ -324,7 +327,6 @@ func New(b Backend, opts Options) *Gateway {
 		b:       b,
 		opts:    opts,
 		log:     opts.Logger,
-		calls:   map[*call]struct{}{},
 		idle:    make(chan struct{}, 1),
 		closed:  make(chan struct{}),
 		started: time.Now(),

@@ -165,18 +165,33 @@ func (c *call) answers(method string, wantURL bool) bool {
 	return canAnswer(c.s, method, wantURL)
 }
 
-func (g *Gateway) callStarted(c *call) {
-	g.mu.Lock()
-	g.callSeq++
-	c.seq = g.callSeq
-	g.calls[c] = struct{}{}
-	g.mu.Unlock()
+// callTable holds the downstream calls in flight, for the servers'
+// requests to find the client whose call they serve.
+//
+// Concurrency: safe for concurrent use; mu guards every field.
+type callTable struct {
+	mu    sync.Mutex
+	calls map[*call]struct{} // tools/call, prompts/get, resources/read in flight; guarded by mu
+	seq   uint64             // numbers calls, newest highest; guarded by mu
 }
 
-func (g *Gateway) callEnded(c *call) {
-	g.mu.Lock()
-	delete(g.calls, c)
-	g.mu.Unlock()
+// started records that c is in flight.
+func (t *callTable) started(c *call) {
+	t.mu.Lock()
+	t.seq++
+	c.seq = t.seq
+	if t.calls == nil {
+		t.calls = map[*call]struct{}{}
+	}
+	t.calls[c] = struct{}{}
+	t.mu.Unlock()
+}
+
+// ended forgets c.
+func (t *callTable) ended(c *call) {
+	t.mu.Lock()
+	delete(t.calls, c)
+	t.mu.Unlock()
 }
 
 // Forwarder answers the servers' requests to their client
@@ -243,7 +258,7 @@ func (g *Gateway) ClientRequest(ctx context.Context, server, method string, para
 	}
 	c := callOf(ctx)
 	if c == nil || c.server != server || !c.answers(method, wantURL) {
-		c = g.pickCall(server, method, wantURL)
+		c = g.calls.pick(server, method, wantURL)
 	}
 	if c != nil && c.input != nil {
 		g.metrics.clientRequests.Add(1)
@@ -282,13 +297,13 @@ func (g *Gateway) ClientRequest(ctx context.Context, server, method string, para
 	return nil, protocol.NewError(protocol.CodeInternalError, "mcpvisor gateway: no answer from the downstream client to %s: %v", method, context.Cause(ctx))
 }
 
-// pickCall chooses the call in flight on server whose client can answer
+// pick chooses the call in flight on server whose client can answer
 // method: the newest.
-func (g *Gateway) pickCall(server, method string, wantURL bool) *call {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+func (t *callTable) pick(server, method string, wantURL bool) *call {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	var best *call
-	for c := range g.calls {
+	for c := range t.calls {
 		if c.server == server && (best == nil || c.seq > best.seq) && c.answers(method, wantURL) {
 			best = c
 		}
