@@ -126,7 +126,7 @@ func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 		return nil, rpcError(err)
 	}
 	if res.ResultType == protocol.ResultTask {
-		return g.taskCreated(server, res), nil
+		return g.pool.taskCreated(server, res), nil
 	}
 	if enc, ok := appendTextResult(nil, res); ok {
 		return enc, nil
@@ -218,17 +218,17 @@ func callMeta(raw json.RawMessage) (protocol.Meta, bool) {
 
 // listPrompts lists the host's prompts, then the pool's under their
 // downstream names.
-func (g *Gateway) listPrompts() protocol.ListPromptsResult {
-	ps, _ := g.b.ListPrompts("")
-	idx := g.naming.current()
+func (pl *pool) listPrompts() protocol.ListPromptsResult {
+	ps, _ := pl.b.ListPrompts("")
+	idx := pl.naming.current()
 	for _, p := range ps {
 		if !idx.prompts[p.Name] { // a prompt added since the index was built
-			g.naming.reset()
-			idx = g.naming.current()
+			pl.naming.reset()
+			idx = pl.naming.current()
 			break
 		}
 	}
-	host := g.features.promptList()
+	host := pl.features.promptList()
 	out := make([]protocol.Prompt, 0, len(host)+len(ps))
 	hidden := map[string]bool{} // the host's names hide the pool's
 	for _, def := range host {
@@ -275,7 +275,7 @@ func (g *Gateway) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *
 		name = q
 	}
 	run := func(ctx context.Context) (any, *protocol.Error) {
-		c := &call{w: w, s: r.Session, server: g.serverOfPrompt(name), input: inputCallOf(ctx)}
+		c := &call{w: w, s: r.Session, server: g.pool.serverOfPrompt(name), input: inputCallOf(ctx)}
 		ctx = context.WithValue(ctx, callKey{}, c)
 		g.calls.started(c)
 		defer g.calls.ended(c)
@@ -299,8 +299,8 @@ func (g *Gateway) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *
 }
 
 // serverOfPrompt returns the server behind a prompt's qualified name.
-func (g *Gateway) serverOfPrompt(name string) string {
-	prompts, _ := g.b.ListPrompts("")
+func (pl *pool) serverOfPrompt(name string) string {
+	prompts, _ := pl.b.ListPrompts("")
 	for _, p := range prompts {
 		if p.Name == name {
 			return p.Server
@@ -312,9 +312,9 @@ func (g *Gateway) serverOfPrompt(name string) string {
 // listResources lists the host's resources, then every server's with
 // their own URIs. When two list the same URI, the host's, else the first
 // by server name, is listed (and read).
-func (g *Gateway) listResources() protocol.ListResourcesResult {
-	rs, _, _ := g.b.ListResources("")
-	host := g.features.resourceList()
+func (pl *pool) listResources() protocol.ListResourcesResult {
+	rs, _, _ := pl.b.ListResources("")
+	host := pl.features.resourceList()
 	out := make([]protocol.Resource, 0, len(host)+len(rs))
 	seen := map[string]bool{}
 	for _, r := range host {
@@ -331,8 +331,8 @@ func (g *Gateway) listResources() protocol.ListResourcesResult {
 	return protocol.ListResourcesResult{Resources: out}
 }
 
-func (g *Gateway) listTemplates() protocol.ListResourceTemplatesResult {
-	_, ts, _ := g.b.ListResources("")
+func (pl *pool) listTemplates() protocol.ListResourceTemplatesResult {
+	_, ts, _ := pl.b.ListResources("")
 	out := make([]protocol.ResourceTemplate, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, t.Template)
@@ -342,8 +342,8 @@ func (g *Gateway) listTemplates() protocol.ListResourceTemplatesResult {
 
 // serverOfResource finds the server that offers uri: one listing it, else
 // one whose template's literal prefix it starts with (the longest).
-func (g *Gateway) serverOfResource(uri string) string {
-	rs, ts, _ := g.b.ListResources("")
+func (pl *pool) serverOfResource(uri string) string {
+	rs, ts, _ := pl.b.ListResources("")
 	for _, r := range rs {
 		if r.Resource.URI == uri {
 			return r.Server
@@ -378,7 +378,7 @@ func (g *Gateway) readResource(ctx context.Context, w mcpserver.ResponseWriter, 
 		}
 		return res, nil
 	}
-	server := g.serverOfResource(p.URI)
+	server := g.pool.serverOfResource(p.URI)
 	if server == "" {
 		code := int64(protocol.CodeResourceNotFound)
 		if requestOf(ctx) != nil {

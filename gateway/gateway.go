@@ -257,7 +257,12 @@ type Gateway struct {
 	metrics  metrics       // counters; see metrics.go
 	// naming maps names between the pool and downstream; Run resets it
 	// when the pool changes (names.go).
-	naming  *namer
+	naming *namer
+	// pool lists and finds what is served, and passes the extensions'
+	// requests on (pool.go).
+	pool *pool
+	// front checks every HTTP request (http.go).
+	front   *front
 	started time.Time
 	// site is the Parts' way to the gateway (part.go).
 	site *Site
@@ -338,7 +343,9 @@ func New(b Backend, opts Options) *Gateway {
 	opts.Features.watch(g.hostListChanged)
 	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}}
 	g.naming = &namer{b: b, style: opts.Names, budget: opts.NameBudget}
-	g.subs = newResourceSubs(b, opts.Logger, g.serverOfResource)
+	g.front = &front{opts: opts, metrics: &g.metrics}
+	g.pool = &pool{b: b, opts: opts, log: opts.Logger, naming: g.naming, features: opts.Features}
+	g.subs = newResourceSubs(b, opts.Logger, g.pool.serverOfResource)
 	g.srv = newServer(g)
 	g.inputs = &inputRounds{srv: g.srv, log: opts.Logger, wait: opts.InputWait, workers: newCallWorkers(g.closed), parked: map[string]*parkedRound{}}
 	g.metrics.init()

@@ -41,23 +41,23 @@ func (g *Gateway) serve(ctx context.Context, w mcpserver.ResponseWriter, r *mcps
 	case protocol.MethodToolsCall:
 		return g.callTool(ctx, w, r)
 	case protocol.MethodPromptsList:
-		return g.listPrompts(), nil
+		return g.pool.listPrompts(), nil
 	case protocol.MethodPromptsGet:
 		return g.getPrompt(ctx, w, r)
 	case protocol.MethodResourcesList:
-		return g.listResources(), nil
+		return g.pool.listResources(), nil
 	case protocol.MethodResourcesTemplatesList:
-		return g.listTemplates(), nil
+		return g.pool.listTemplates(), nil
 	case protocol.MethodResourcesRead:
 		return g.readResource(ctx, w, r)
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
 		return g.subscribe(ctx, r.Session, r.Method == protocol.MethodResourcesSubscribe, r.Params)
 	case protocol.MethodCompletionComplete:
-		return g.complete(ctx, r.Params)
+		return g.pool.complete(ctx, r.Params)
 	case protocol.MethodTasksGet, protocol.MethodTasksUpdate, protocol.MethodTasksCancel:
-		return g.taskRequest(ctx, r)
+		return g.pool.taskRequest(ctx, r)
 	case protocol.MethodSkillsList, protocol.MethodSkillsGet, protocol.MethodResourcesDirectoryRead:
-		return g.skillsRequest(ctx, r)
+		return g.pool.skillsRequest(ctx, r)
 	}
 	return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", r.Method)
 }

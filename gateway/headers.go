@@ -56,7 +56,7 @@ func paramHeadersOf(schema json.RawMessage) []paramHeader {
 // checkParamHeaders validates the Mcp-Param-* headers of a tools/call
 // against its arguments: each annotated argument present (and not null)
 // needs its header, whose value (decoded when Base64) must equal it.
-func (g *Gateway) checkParamHeaders(h http.Header, params json.RawMessage) *protocol.Error {
+func (pl *pool) checkParamHeaders(h http.Header, params json.RawMessage) *protocol.Error {
 	// Most tools annotate no argument: the name alone says so, and the
 	// arguments are only read for those that do.
 	name, ok := protocol.PlainStringMember(params, "name")
@@ -69,7 +69,7 @@ func (g *Gateway) checkParamHeaders(h http.Header, params json.RawMessage) *prot
 		}
 		name = n.Name
 	}
-	annotated := g.naming.current().params[g.naming.qualifiedTool(name)]
+	annotated := pl.naming.current().params[pl.naming.qualifiedTool(name)]
 	if len(annotated) == 0 {
 		return nil
 	}

@@ -30,7 +30,7 @@ func (g *Gateway) Handler() http.Handler {
 	for _, p := range g.opts.Parts {
 		p.Mount(mux, g.site)
 	}
-	return g.guard(mux)
+	return g.front.guard(mux)
 }
 
 // guard enforces the HTTP security rules before any handler:
@@ -43,21 +43,21 @@ func (g *Gateway) Handler() http.Handler {
 //     (the dashboard's cookie) stands for it outside /mcp, and what a Part
 //     calls public (the dashboard's page and token form) needs neither
 //     (see admitted).
-func (g *Gateway) guard(next http.Handler) http.Handler {
+func (f *front) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.opts.LocalOnly && !loopbackHost(r.Host) {
-			g.metrics.rejected.Add(1)
+		if f.opts.LocalOnly && !loopbackHost(r.Host) {
+			f.metrics.rejected.Add(1)
 			httpError(w, http.StatusForbidden, "forbidden: Host "+strconv.Quote(r.Host)+" is not a loopback host")
 			return
 		}
-		if o := r.Header.Get("Origin"); o != "" && !g.originAllowed(o) {
-			g.metrics.rejected.Add(1)
+		if o := r.Header.Get("Origin"); o != "" && !f.originAllowed(o) {
+			f.metrics.rejected.Add(1)
 			httpError(w, http.StatusForbidden, "forbidden: Origin "+strconv.Quote(o)+" is not allowed")
 			return
 		}
-		if g.opts.Token != "" {
-			if !g.admitted(r) { // the bearer token, or a Part's login
-				g.metrics.rejected.Add(1)
+		if f.opts.Token != "" {
+			if !f.admitted(r) { // the bearer token, or a Part's login
+				f.metrics.rejected.Add(1)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcpvisor"`)
 				httpError(w, http.StatusUnauthorized, "unauthorized: a bearer token is required")
 				return
@@ -82,7 +82,7 @@ func loopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (g *Gateway) originAllowed(origin string) bool {
+func (f *front) originAllowed(origin string) bool {
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" {
 		return false
@@ -90,7 +90,7 @@ func (g *Gateway) originAllowed(origin string) bool {
 	if loopbackHost(u.Host) {
 		return true
 	}
-	for _, o := range g.opts.AllowedOrigins {
+	for _, o := range f.opts.AllowedOrigins {
 		if strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
 			return true
 		}
@@ -131,8 +131,8 @@ func (g *Gateway) Serve(ctx context.Context, l net.Listener) error {
 // Options.BodyTimeout has passed, so that a body that never arrives holds
 // nothing; the returned func, called once it was read (not after a
 // failed read: then the connection is to close), clears the deadline.
-func (g *Gateway) bodyDeadline(w http.ResponseWriter) (clear func()) {
-	if d := g.opts.BodyTimeout; d > 0 {
+func (f *front) bodyDeadline(w http.ResponseWriter) (clear func()) {
+	if d := f.opts.BodyTimeout; d > 0 {
 		rc := http.NewResponseController(w)
 		if rc.SetReadDeadline(time.Now().Add(d)) == nil {
 			return func() { _ = rc.SetReadDeadline(time.Time{}) }
@@ -143,22 +143,22 @@ func (g *Gateway) bodyDeadline(w http.ResponseWriter) (clear func()) {
 
 // bearerOK reports whether r carries the gateway's token as a bearer
 // token.
-func (g *Gateway) bearerOK(r *http.Request) bool {
+func (f *front) bearerOK(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(g.opts.Token)) == 1
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(f.opts.Token)) == 1
 }
 
 // admitted decides the token check of guard (Options.Token set): the
 // request carries the bearer token; or, outside MCPPath, a Part's login
 // or a request a Part calls public.
-func (g *Gateway) admitted(r *http.Request) bool {
-	if g.bearerOK(r) {
+func (f *front) admitted(r *http.Request) bool {
+	if f.bearerOK(r) {
 		return true
 	}
 	if r.URL.Path == MCPPath {
 		return false
 	}
-	for _, p := range g.opts.Parts {
+	for _, p := range f.opts.Parts {
 		if p.Authenticated(r) || p.Public(r) {
 			return true
 		}
@@ -169,4 +169,13 @@ func (g *Gateway) admitted(r *http.Request) bool {
 // flush sends what w holds.
 func flush(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).Flush()
+}
+
+// front is the HTTP listener's security checks (guard) and bounds.
+//
+// Concurrency: safe for concurrent use; opts is fixed at New, metrics
+// are atomic counters.
+type front struct {
+	opts    Options
+	metrics *metrics
 }

@@ -119,4 +119,4 @@ func (s *Site) Rejected() { s.g.metrics.rejected.Add(1) }
 // Options.BodyTimeout has passed; the returned func, called once it was
 // read (not after a failed read: the connection is to close), clears the
 // deadline.
-func (s *Site) BodyDeadline(w http.ResponseWriter) (clear func()) { return s.g.bodyDeadline(w) }
+func (s *Site) BodyDeadline(w http.ResponseWriter) (clear func()) { return s.g.front.bodyDeadline(w) }

@@ -36,15 +36,15 @@ var cacheableMethods = []string{
 }
 
 // ceiling is the loosest hint the gateway gives.
-func (g *Gateway) ceiling() protocol.CacheHint {
-	return protocol.CacheHint{TTLMs: g.opts.MaxCacheTTL.Milliseconds(), Public: true}
+func (pl *pool) ceiling() protocol.CacheHint {
+	return protocol.CacheHint{TTLMs: pl.opts.MaxCacheTTL.Milliseconds(), Public: true}
 }
 
 // listHint is the caching hint of the gateway's answer to method (a list,
 // or server/discover): the strictest of the ready servers' (see above).
-func (g *Gateway) listHint(method string) protocol.CacheHint {
-	h := g.ceiling()
-	for _, st := range g.b.Status() {
+func (pl *pool) listHint(method string) protocol.CacheHint {
+	h := pl.ceiling()
+	for _, st := range pl.b.Status() {
 		if st.State != mcpvisor.StateReady || st.ToggledOff {
 			continue
 		}
@@ -76,7 +76,7 @@ func (g *Gateway) listHint(method string) protocol.CacheHint {
 // resultType, and for a complete result of a cacheable method, with
 // ttlMs and cacheScope (those result already has, from the server that
 // answered, are kept when stricter).
-func (g *Gateway) modernResult(method string, result any) any {
+func (pl *pool) modernResult(method string, result any) any {
 	var raw []byte
 	switch r := result.(type) {
 	case protocol.ValidJSON:
@@ -115,9 +115,9 @@ func (g *Gateway) modernResult(method string, result any) any {
 	_ = json.Unmarshal(raw, &own)
 	var hint protocol.CacheHint
 	if method == protocol.MethodResourcesRead {
-		hint = protocol.HintOf(own.TTLMs, own.CacheScope).Stricter(g.ceiling())
+		hint = protocol.HintOf(own.TTLMs, own.CacheScope).Stricter(pl.ceiling())
 	} else {
-		hint = g.listHint(method)
+		hint = pl.listHint(method)
 	}
 	obj["resultType"] = json.RawMessage(`"complete"`)
 	obj["ttlMs"], _ = json.Marshal(hint.TTLMs)

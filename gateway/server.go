@@ -58,7 +58,7 @@ func newServer(g *Gateway) *mcpserver.Server {
 		Subscriptions: func(ctx context.Context, _ *mcpserver.Request, want protocol.NotificationSubscriptions) (protocol.NotificationSubscriptions, func()) {
 			return want, g.subs.hold(ctx, want.ResourceSubscriptions)
 		},
-		ModernResult:      func(r *mcpserver.Request, result any) any { return g.modernResult(r.Method, result) },
+		ModernResult:      func(r *mcpserver.Request, result any) any { return g.pool.modernResult(r.Method, result) },
 		OnSessionClosed:   func(s *mcpserver.Session) { g.subs.releaseAll(s, s.Subscriptions()) },
 		OnSessionRestored: g.subs.restore,
 		Logger:            g.log,
@@ -78,7 +78,7 @@ func newServer(g *Gateway) *mcpserver.Server {
 				if r.Method != protocol.MethodToolsCall {
 					return nil
 				}
-				return g.checkParamHeaders(h, r.Params)
+				return g.pool.checkParamHeaders(h, r.Params)
 			},
 		},
 	})
@@ -138,7 +138,7 @@ func (g *Gateway) capabilitiesFor(r *mcpserver.Request) protocol.ServerCapabilit
 		return caps
 	}
 	caps.Extensions = map[string]json.RawMessage{protocol.ExtensionTasks: json.RawMessage(`{}`)}
-	if _, settings := g.skillServers(); settings != nil {
+	if _, settings := g.pool.skillServers(); settings != nil {
 		caps.Extensions[protocol.ExtensionSkills] = settings
 	}
 	return caps

@@ -24,9 +24,9 @@ const maxSkillPages = 100
 
 // skillServers returns the ready servers that declare the extension, and
 // the settings to declare for the gateway.
-func (g *Gateway) skillServers() (servers []string, settings json.RawMessage) {
+func (pl *pool) skillServers() (servers []string, settings json.RawMessage) {
 	directoryRead := false
-	for _, st := range g.b.Status() {
+	for _, st := range pl.b.Status() {
 		if st.State != mcpvisor.StateReady || st.ToggledOff || st.Capabilities == nil {
 			continue
 		}
@@ -53,9 +53,9 @@ func (g *Gateway) skillServers() (servers []string, settings json.RawMessage) {
 
 // skillsRequest serves skills/list, skills/get and
 // resources/directory/read for a stateless-era client.
-func (g *Gateway) skillsRequest(ctx context.Context, m *mcpserver.Request) (any, *protocol.Error) {
-	ob, ok := g.b.(OptionsBackend)
-	servers, _ := g.skillServers()
+func (pl *pool) skillsRequest(ctx context.Context, m *mcpserver.Request) (any, *protocol.Error) {
+	ob, ok := pl.b.(OptionsBackend)
+	servers, _ := pl.skillServers()
 	if requestOf(ctx) == nil || !ok || len(servers) == 0 {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", m.Method)
 	}
@@ -77,7 +77,7 @@ func (g *Gateway) skillsRequest(ctx context.Context, m *mcpserver.Request) (any,
 				}
 				raw, err := ob.Request(ctx, server, m.Method, p, o)
 				if err != nil {
-					g.log.Debug().Err(err).Str("server", server).Msg("skills/list")
+					pl.log.Debug().Err(err).Str("server", server).Msg("skills/list")
 					break
 				}
 				var page struct {

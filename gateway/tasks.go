@@ -54,7 +54,7 @@ func withTaskID(raw json.RawMessage, to func(string) string) (json.RawMessage, e
 
 // taskCreated returns a server's CreateTaskResult with the task id the
 // client sees.
-func (g *Gateway) taskCreated(server string, res *protocol.CallToolResult) any {
+func (pl *pool) taskCreated(server string, res *protocol.CallToolResult) any {
 	raw, err := json.Marshal(res)
 	if err == nil {
 		raw, err = withTaskID(raw, func(id string) string { return gatewayTaskID(server, id) })
@@ -76,8 +76,8 @@ func missingTasks(method string) *protocol.Error {
 
 // taskRequest passes tasks/get, tasks/update or tasks/cancel of a
 // stateless-era client to the server that runs the task.
-func (g *Gateway) taskRequest(ctx context.Context, m *mcpserver.Request) (any, *protocol.Error) {
-	ob, ok := g.b.(OptionsBackend)
+func (pl *pool) taskRequest(ctx context.Context, m *mcpserver.Request) (any, *protocol.Error) {
+	ob, ok := pl.b.(OptionsBackend)
 	if requestOf(ctx) == nil || !ok {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", m.Method)
 	}
@@ -91,7 +91,7 @@ func (g *Gateway) taskRequest(ctx context.Context, m *mcpserver.Request) (any, *
 		return nil, errorf(protocol.CodeInvalidParams, "%s: want {taskId}", m.Method)
 	}
 	server, taskID, ok := splitTaskID(id)
-	if !ok || !g.knownServer(server) {
+	if !ok || !pl.knownServer(server) {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown task %q", id)
 	}
 	params["taskId"], _ = json.Marshal(taskID)
@@ -111,8 +111,8 @@ func (g *Gateway) taskRequest(ctx context.Context, m *mcpserver.Request) (any, *
 }
 
 // knownServer reports whether the supervisor has a server by that name.
-func (g *Gateway) knownServer(name string) bool {
-	for _, st := range g.b.Status() {
+func (pl *pool) knownServer(name string) bool {
+	for _, st := range pl.b.Status() {
 		if st.Name == name {
 			return true
 		}

@@ -340,8 +340,8 @@ func canAnswer(s *mcpserver.Session, method string, wantURL bool) bool {
 // complete serves completion/complete: a prompt's argument (the prompt by
 // its downstream name) or a resource template's (by its URI template) is
 // completed by the server that offers it.
-func (g *Gateway) complete(ctx context.Context, params json.RawMessage) (any, *protocol.Error) {
-	c, ok := g.b.(Completer)
+func (pl *pool) complete(ctx context.Context, params json.RawMessage) (any, *protocol.Error) {
+	c, ok := pl.b.(Completer)
 	if !ok {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", protocol.MethodCompletionComplete)
 	}
@@ -353,10 +353,10 @@ func (g *Gateway) complete(ctx context.Context, params json.RawMessage) (any, *p
 	switch p.Ref.Type {
 	case protocol.RefPrompt:
 		name := p.Ref.Name
-		if q, ok := g.naming.current().promptIn[name]; ok {
+		if q, ok := pl.naming.current().promptIn[name]; ok {
 			name = q
 		}
-		prompts, _ := g.b.ListPrompts("")
+		prompts, _ := pl.b.ListPrompts("")
 		for _, pr := range prompts {
 			if pr.Name == name {
 				server, p.Ref.Name = pr.Server, pr.Prompt.Name
@@ -364,7 +364,7 @@ func (g *Gateway) complete(ctx context.Context, params json.RawMessage) (any, *p
 			}
 		}
 	case protocol.RefResource:
-		_, ts, _ := g.b.ListResources("")
+		_, ts, _ := pl.b.ListResources("")
 		for _, t := range ts {
 			if t.Template.URITemplate == p.Ref.URI {
 				server = t.Server
@@ -372,7 +372,7 @@ func (g *Gateway) complete(ctx context.Context, params json.RawMessage) (any, *p
 			}
 		}
 		if server == "" {
-			server = g.serverOfResource(p.Ref.URI)
+			server = pl.serverOfResource(p.Ref.URI)
 		}
 	}
 	if server == "" {
