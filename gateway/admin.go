@@ -10,6 +10,11 @@ import (
 	"github.com/mcpvisor/mcpvisor"
 )
 
+// admin serves the admin API: GET /status, /metrics and /events. It
+// reads the gateway's state through the gateway's own accessors and
+// keeps none of its own.
+type admin struct{ g *Gateway }
+
 // StatusReport is the body of GET /status.
 type StatusReport struct {
 	Version  string         `json:"version"`
@@ -42,8 +47,8 @@ type ServerReport struct {
 // Status returns what GET /status serves.
 func (g *Gateway) Status() StatusReport {
 	st := g.b.Status()
-	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.inflight.Load(), Servers: make([]ServerReport, 0, len(st)),
-		Channels: g.chans.report(), Skipped: g.skippedReports()}
+	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.requests.inflight.Load(), Servers: make([]ServerReport, 0, len(st)),
+		Channels: g.chans.report(), Skipped: g.skipped.reports()}
 	rep.Sessions = g.srv.Stats().Sessions
 	g.mu.Lock()
 	rep.Excluded = g.excluded // replaced whole by SetExcluded, never changed in place
@@ -63,17 +68,17 @@ func (g *Gateway) Status() StatusReport {
 	return rep
 }
 
-func (g *Gateway) serveStatus(w http.ResponseWriter, _ *http.Request) {
+func (a *admin) serveStatus(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	_ = enc.Encode(g.Status())
+	_ = enc.Encode(a.g.Status())
 }
 
-func (g *Gateway) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+func (a *admin) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	g.writeMetrics(w)
+	a.writeMetrics(w)
 }
 
 // serveEvents streams the supervisor's event bus as server-sent events:
@@ -81,7 +86,7 @@ func (g *Gateway) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 // With Last-Event-ID (header, or ?after=) the stream resumes after that
 // sequence number (a gap event says when some are no longer remembered);
 // without it, it starts with the next event.
-func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
+func (a *admin) serveEvents(w http.ResponseWriter, r *http.Request) {
 	opts := []mcpvisor.SubscribeOption{mcpvisor.BufferSize(1024)}
 	cursor := r.Header.Get("Last-Event-ID")
 	if cursor == "" {
@@ -95,7 +100,7 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		opts = append(opts, mcpvisor.FromSequence(seq))
 	}
-	events := g.b.Subscribe(r.Context(), opts...)
+	events := a.g.b.Subscribe(r.Context(), opts...)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -127,7 +132,7 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
 			flush(w)
 		case <-r.Context().Done():
 			return
-		case <-g.closed:
+		case <-a.g.closed:
 			return
 		}
 	}

@@ -144,7 +144,7 @@ const CodeWaitInProgress = -32053
 // forwardChannel delivers a server's channel message to the sessions that
 // declared the channel capability. (The gateway's inbox has it already,
 // for wait_for_channel_message: see ChannelSource.)
-func (g *Gateway) forwardChannel(ev *mcpvisor.ChannelMessageEvent) {
+func (fo *fanout) forwardChannel(ev *mcpvisor.ChannelMessageEvent) {
 	var p struct {
 		Content string                     `json:"content"`
 		Meta    map[string]json.RawMessage `json:"meta,omitempty"`
@@ -158,7 +158,7 @@ func (g *Gateway) forwardChannel(ev *mcpvisor.ChannelMessageEvent) {
 	if _, ok := p.Meta["server"]; !ok {
 		p.Meta["server"], _ = json.Marshal(ev.Server)
 	}
-	g.srv.NotifySessions(protocol.NotificationChannel, p, func(s *mcpserver.Session) bool {
+	fo.srv.NotifySessions(protocol.NotificationChannel, p, func(s *mcpserver.Session) bool {
 		_, wants := s.Capabilities().Experimental[channelCapability]
 		return wants
 	})

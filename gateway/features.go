@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -72,7 +74,7 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 	qualified := g.naming.qualifiedTool(p.Name)
 	if _, known := g.naming.current().server[qualified]; !known {
 		// Maybe a tool of a server still starting (startup.go).
-		qualified = g.notYetListed(ctx, p.Name, qualified)
+		qualified = g.startup.notYetListed(ctx, p.Name, qualified)
 	}
 	if !g.offered(qualified) {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", qualified)
@@ -412,18 +414,30 @@ func (g *Gateway) readResource(ctx context.Context, w mcpserver.ResponseWriter, 
 	return run(ctx)
 }
 
+// fanout sends what the bus carries to the downstream sessions: list
+// changes, log messages, resource updates and channel messages.
+//
+// Concurrency: called by Run's goroutine only; the MCP server (srv)
+// queues each notification on every session's bounded stream, never
+// blocking on a slow client.
+type fanout struct {
+	srv     *mcpserver.Server
+	metrics *metrics
+	log     zerolog.Logger
+}
+
 // broadcastListChanged sends a list_changed notification to every
 // session and every listen stream that selected it.
-func (g *Gateway) broadcastListChanged(method string) {
-	n := g.srv.ListChanged(method)
-	g.metrics.notified(method, n)
-	g.log.Debug().Str("method", method).Int("recipients", n).Msg("list changed sent downstream")
+func (fo *fanout) broadcastListChanged(method string) {
+	n := fo.srv.ListChanged(method)
+	fo.metrics.notified(method, n)
+	fo.log.Debug().Str("method", method).Int("recipients", n).Msg("list changed sent downstream")
 }
 
 // forwardLog sends a server's log message to the sessions whose level it
 // reaches, as notifications/message with logger = the server's name (and
 // to the listen streams whose _meta asked for that level).
-func (g *Gateway) forwardLog(ev *mcpvisor.LogMessageEvent) {
+func (fo *fanout) forwardLog(ev *mcpvisor.LogMessageEvent) {
 	var p protocol.LoggingMessageParams
 	if json.Unmarshal(ev.Data, &p) != nil {
 		return
@@ -434,11 +448,11 @@ func (g *Gateway) forwardLog(ev *mcpvisor.LogMessageEvent) {
 	} else {
 		p.Logger = ev.Server + "/" + p.Logger
 	}
-	g.srv.Log(p)
+	fo.srv.Log(p)
 }
 
 // forwardResourceUpdated tells the sessions and listen streams
 // subscribed to the resource.
-func (g *Gateway) forwardResourceUpdated(ev *mcpvisor.ResourceUpdatedEvent) {
-	g.srv.ResourceUpdated(ev.URI)
+func (fo *fanout) forwardResourceUpdated(ev *mcpvisor.ResourceUpdatedEvent) {
+	fo.srv.ResourceUpdated(ev.URI)
 }

@@ -250,17 +250,20 @@ type Gateway struct {
 	events     <-chan mcpvisor.Event
 	stopEvents context.CancelFunc
 
-	skipped  skippedLayers // the config layers the latest load skipped (SetSkipped)
-	inflight atomic.Int64  // downstream requests being served
-	idle     chan struct{} // signalled when inflight drops to zero
-	draining atomic.Bool   // set by Drain: new requests are refused
-	metrics  metrics       // counters; see metrics.go
+	skipped skippedLayers // the config layers the latest load skipped (SetSkipped)
+	metrics metrics       // counters; see metrics.go
 	// naming maps names between the pool and downstream; Run resets it
 	// when the pool changes (names.go).
 	naming *namer
 	// pool lists and finds what is served, and passes the extensions'
 	// requests on (pool.go).
 	pool *pool
+	// requests counts the requests being served, for Drain.
+	requests *requestCount
+	// admin serves the admin API (admin.go).
+	admin *admin
+	// fanout sends the bus's events downstream (features.go).
+	fanout *fanout
 	// front checks every HTTP request (http.go).
 	front   *front
 	started time.Time
@@ -271,10 +274,10 @@ type Gateway struct {
 	chans *channelWaits
 	// tracer makes the server spans; nil without Options.TracerProvider.
 	tracer trace.Tracer
-	// startup is the start-up gate (startup.go): nil until
-	// ServersConfigured sets it; its goroutine opens it once the servers
-	// have settled or the window has passed (Drain opens it too).
-	startup atomic.Pointer[startupGate]
+	// startup is the start-up wait (startup.go): lists wait at its
+	// gate from ServersConfigured until the servers have settled or the
+	// window has passed (Drain opens it too).
+	startup *startupWait
 	// features are the host's (Options.Features; may be nil).
 	// hostChanged holds the list_changed methods its changes made due
 	// (bits of hostListBits), hostSignal wakes Run to send them.
@@ -332,7 +335,6 @@ func New(b Backend, opts Options) *Gateway {
 		b:       b,
 		opts:    opts,
 		log:     opts.Logger,
-		idle:    make(chan struct{}, 1),
 		closed:  make(chan struct{}),
 		started: time.Now(),
 		tracer:  newServerTracer(opts.TracerProvider),
@@ -341,12 +343,16 @@ func New(b Backend, opts Options) *Gateway {
 		hostSignal: make(chan struct{}, 1),
 	}
 	opts.Features.watch(g.hostListChanged)
-	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}}
+	g.requests = &requestCount{idle: make(chan struct{}, 1)}
+	g.admin = &admin{g: g}
+	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}}
 	g.naming = &namer{b: b, style: opts.Names, budget: opts.NameBudget}
 	g.front = &front{opts: opts, metrics: &g.metrics}
+	g.startup = &startupWait{b: b, opts: opts, log: opts.Logger, naming: g.naming, closed: g.closed}
 	g.pool = &pool{b: b, opts: opts, log: opts.Logger, naming: g.naming, features: opts.Features}
 	g.subs = newResourceSubs(b, opts.Logger, g.pool.serverOfResource)
 	g.srv = newServer(g)
+	g.fanout = &fanout{srv: g.srv, metrics: &g.metrics, log: opts.Logger}
 	g.inputs = &inputRounds{srv: g.srv, log: opts.Logger, wait: opts.InputWait, workers: newCallWorkers(g.closed), parked: map[string]*parkedRound{}}
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -398,11 +404,11 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 				pending[protocol.NotificationPromptsListChanged] = true
 				pending[protocol.NotificationResourcesListChanged] = true
 			case *mcpvisor.LogMessageEvent:
-				g.forwardLog(ev)
+				g.fanout.forwardLog(ev)
 			case *mcpvisor.ResourceUpdatedEvent:
-				g.forwardResourceUpdated(ev)
+				g.fanout.forwardResourceUpdated(ev)
 			case *mcpvisor.ChannelMessageEvent:
-				g.forwardChannel(ev)
+				g.fanout.forwardChannel(ev)
 			case *mcpvisor.GapEvent:
 				g.naming.reset()
 				// Lost events may have been list changes: tell everyone.
@@ -422,7 +428,7 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 					}
 				}
 			}) {
-				g.broadcastListChanged(method)
+				g.fanout.broadcastListChanged(method)
 			}
 			clear(pending)
 		case <-g.hostSignal:
@@ -459,45 +465,55 @@ func (g *Gateway) hostListChanged(method string) {
 }
 
 // InFlight returns the number of downstream requests being served.
-func (g *Gateway) InFlight() int64 { return g.inflight.Load() }
+func (g *Gateway) InFlight() int64 { return g.requests.inflight.Load() }
 
 // Drain refuses new downstream requests (with a JSON-RPC error, or 503
 // over HTTP) and waits until the requests being served have finished, or
 // ctx ends. It reports whether they all finished.
 func (g *Gateway) Drain(ctx context.Context) bool {
-	g.draining.Store(true)
+	g.requests.draining.Store(true)
 	// Listen streams and channel waits are requests that never finish by
 	// themselves: end them now.
 	g.srv.EndListens()
 	g.chans.endAll()
-	g.openStartup()
+	g.startup.open()
 	for {
-		if g.inflight.Load() == 0 {
+		if g.requests.inflight.Load() == 0 {
 			return true
 		}
 		select {
-		case <-g.idle:
+		case <-g.requests.idle:
 		case <-time.After(50 * time.Millisecond):
 		case <-ctx.Done():
-			return g.inflight.Load() == 0
+			return g.requests.inflight.Load() == 0
 		}
 	}
 }
 
+// requestCount counts the downstream requests being served, for Drain.
+//
+// Concurrency: safe for concurrent use: atomic counters, and idle, a
+// channel of capacity 1 signalled when the count drops to zero.
+type requestCount struct {
+	inflight atomic.Int64  // downstream requests being served
+	idle     chan struct{} // signalled when inflight drops to zero
+	draining atomic.Bool   // set by Drain: new requests are refused
+}
+
 // begin counts a request in; it returns false while draining.
-func (g *Gateway) begin() bool {
-	g.inflight.Add(1)
-	if g.draining.Load() {
-		g.end()
+func (rc *requestCount) begin() bool {
+	rc.inflight.Add(1)
+	if rc.draining.Load() {
+		rc.end()
 		return false
 	}
 	return true
 }
 
-func (g *Gateway) end() {
-	if g.inflight.Add(-1) == 0 {
+func (rc *requestCount) end() {
+	if rc.inflight.Add(-1) == 0 {
 		select {
-		case g.idle <- struct{}{}:
+		case rc.idle <- struct{}{}:
 		default:
 		}
 	}

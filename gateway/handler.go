@@ -33,7 +33,7 @@ func (g *Gateway) serve(ctx context.Context, w mcpserver.ResponseWriter, r *mcps
 	case protocol.MethodToolsList, protocol.MethodPromptsList, protocol.MethodResourcesList, protocol.MethodResourcesTemplatesList:
 		// During start-up a list waits for the servers configured at
 		// start (startup.go).
-		g.awaitStartup(ctx)
+		g.startup.await(ctx)
 	}
 	switch r.Method {
 	case protocol.MethodToolsList:

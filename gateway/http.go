@@ -24,9 +24,9 @@ const MCPPath = "/mcp"
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, g.srv.HTTPHandler())
-	mux.HandleFunc("GET /status", g.serveStatus)
-	mux.HandleFunc("GET /metrics", g.serveMetrics)
-	mux.HandleFunc("GET /events", g.serveEvents)
+	mux.HandleFunc("GET /status", g.admin.serveStatus)
+	mux.HandleFunc("GET /metrics", g.admin.serveMetrics)
+	mux.HandleFunc("GET /events", g.admin.serveEvents)
 	for _, p := range g.opts.Parts {
 		p.Mount(mux, g.site)
 	}

@@ -76,8 +76,8 @@ var allStates = []mcpvisor.State{mcpvisor.StatePending, mcpvisor.StateConnecting
 
 // writeMetrics writes every metric in the Prometheus text exposition
 // format (version 0.0.4).
-func (g *Gateway) writeMetrics(w io.Writer) {
-	st := g.b.Status()
+func (a *admin) writeMetrics(w io.Writer) {
+	st := a.g.b.Status()
 	p := &promWriter{w: w}
 
 	p.help("mcpvisor_server_state", "gauge", "1 for the state each server is in.")
@@ -129,12 +129,12 @@ func (g *Gateway) writeMetrics(w io.Writer) {
 		p.sample("mcpvisor_server_request_duration_seconds_count", float64(s.Latency.Calls), "server", s.Name)
 	}
 
-	g.metrics.mu.Lock()
-	calls := maps.Clone(g.metrics.calls)
-	reconnects := maps.Clone(g.metrics.reconnects)
-	states := maps.Clone(g.metrics.states)
-	notes := maps.Clone(g.metrics.notes)
-	g.metrics.mu.Unlock()
+	a.g.metrics.mu.Lock()
+	calls := maps.Clone(a.g.metrics.calls)
+	reconnects := maps.Clone(a.g.metrics.reconnects)
+	states := maps.Clone(a.g.metrics.states)
+	notes := maps.Clone(a.g.metrics.notes)
+	a.g.metrics.mu.Unlock()
 
 	p.help("mcpvisor_gateway_tool_calls_total", "counter",
 		"Downstream tools/call by server and outcome: ok, or the error's failure class (transient, closed, session-expired, auth, config, protocol, call).")
@@ -154,24 +154,24 @@ func (g *Gateway) writeMetrics(w io.Writer) {
 		p.sample("mcpvisor_gateway_notifications_total", float64(notes[k]), "method", k)
 	}
 	p.help("mcpvisor_events_total", "counter", "Events the gateway read from the supervisor's event bus.")
-	p.sample("mcpvisor_events_total", float64(g.metrics.eventsSeen.Load()))
+	p.sample("mcpvisor_events_total", float64(a.g.metrics.eventsSeen.Load()))
 	p.help("mcpvisor_events_dropped_total", "counter", "Events the gateway's bus subscription lost (reported by gap events).")
-	p.sample("mcpvisor_events_dropped_total", float64(g.metrics.eventsDropped.Load()))
+	p.sample("mcpvisor_events_dropped_total", float64(a.g.metrics.eventsDropped.Load()))
 	p.help("mcpvisor_gateway_rejected_requests_total", "counter", "HTTP requests refused (Host, Origin or token).")
-	p.sample("mcpvisor_gateway_rejected_requests_total", float64(g.metrics.rejected.Load()))
-	srv := g.srv.Stats()
+	p.sample("mcpvisor_gateway_rejected_requests_total", float64(a.g.metrics.rejected.Load()))
+	srv := a.g.srv.Stats()
 	p.help("mcpvisor_gateway_cancelled_requests_total", "counter", "Downstream requests the client cancelled.")
 	p.sample("mcpvisor_gateway_cancelled_requests_total", float64(srv.Cancelled))
 	p.help("mcpvisor_gateway_sse_polls_total", "counter", "Long calls whose POST event stream was closed for the client to resume with Last-Event-ID (SEP-1699).")
 	p.sample("mcpvisor_gateway_sse_polls_total", float64(srv.Polled))
 	p.help("mcpvisor_gateway_server_requests_total", "counter", "Server requests to the client (sampling, elicitation, roots) by outcome: forwarded to a downstream client, or refused for want of one.")
-	p.sample("mcpvisor_gateway_server_requests_total", float64(g.metrics.clientRequests.Load()), "outcome", "forwarded")
-	p.sample("mcpvisor_gateway_server_requests_total", float64(g.metrics.clientRefused.Load()), "outcome", "refused")
-	parked := g.InputsWaiting()
+	p.sample("mcpvisor_gateway_server_requests_total", float64(a.g.metrics.clientRequests.Load()), "outcome", "forwarded")
+	p.sample("mcpvisor_gateway_server_requests_total", float64(a.g.metrics.clientRefused.Load()), "outcome", "refused")
+	parked := a.g.InputsWaiting()
 	p.help("mcpvisor_gateway_input_rounds_waiting", "gauge", "input_required answers given to 2026-07-28 clients whose retry has not come yet.")
 	p.sample("mcpvisor_gateway_input_rounds_waiting", float64(parked))
 	p.help("mcpvisor_gateway_input_calls", "gauge", "Calls of 2026-07-28 clients running behind the gateway that may need their input.")
-	p.sample("mcpvisor_gateway_input_calls", float64(g.inputs.calls.Load()))
+	p.sample("mcpvisor_gateway_input_calls", float64(a.g.inputs.calls.Load()))
 	p.help("mcpvisor_gateway_sessions", "gauge", "Downstream sessions (HTTP and stdio).")
 	p.sample("mcpvisor_gateway_sessions", float64(srv.Sessions))
 	p.help("mcpvisor_gateway_sessions_evicted_total", "counter", "HTTP sessions evicted, longest idle first, to stay within the session cap.")
@@ -193,8 +193,8 @@ func (g *Gateway) writeMetrics(w io.Writer) {
 	p.help("mcpvisor_gateway_listen_streams", "gauge", "Open subscriptions/listen streams (2026-07-28 clients).")
 	p.sample("mcpvisor_gateway_listen_streams", float64(srv.Listens))
 	p.help("mcpvisor_gateway_in_flight", "gauge", "Downstream requests being served.")
-	p.sample("mcpvisor_gateway_in_flight", float64(g.inflight.Load()))
-	g.chans.writeMetrics(p)
+	p.sample("mcpvisor_gateway_in_flight", float64(a.g.requests.inflight.Load()))
+	a.g.chans.writeMetrics(p)
 }
 
 // writeMetrics writes the counters of the channel message queue

@@ -50,7 +50,7 @@ func (s *Site) Status() StatusReport { return s.g.Status() }
 // Backend for its servers' status.
 func (s *Site) Summary() StatusReport {
 	g := s.g
-	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.inflight.Load(), Sessions: g.srv.Stats().Sessions}
+	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.requests.inflight.Load(), Sessions: g.srv.Stats().Sessions}
 	for _, t := range g.b.Tools() {
 		if g.offered(t.Name) {
 			rep.Tools++

@@ -50,11 +50,11 @@ const SuggestedSSEPollAfter = 30 * time.Second
 func newServer(g *Gateway) *mcpserver.Server {
 	o := g.opts
 	return mcpserver.New(mcpserver.Options{
-		Info:         g.serverInfo(),
+		Info:         serverInfo(o.Version),
 		Instructions: instructions,
 		Capabilities: g.capabilitiesFor,
 		Handler:      g,
-		Middleware:   g.middleware(),
+		Middleware:   middleware(g.tracer, g.requests),
 		Subscriptions: func(ctx context.Context, _ *mcpserver.Request, want protocol.NotificationSubscriptions) (protocol.NotificationSubscriptions, func()) {
 			return want, g.subs.hold(ctx, want.ResourceSubscriptions)
 		},
@@ -109,13 +109,13 @@ func (rs *resourceSubs) restore(s *mcpserver.Session) {
 
 // counted is the middleware that counts the requests being served (for
 // Drain) and refuses new ones while the gateway drains.
-func (g *Gateway) counted(next mcpserver.Handler) mcpserver.Handler {
+func (rc *requestCount) counted(next mcpserver.Handler) mcpserver.Handler {
 	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
-		if !g.begin() {
+		if !rc.begin() {
 			w.Error(errorf(CodeShuttingDown, "mcpvisor gateway is shutting down"))
 			return
 		}
-		defer g.end()
+		defer rc.end()
 		next.ServeMCP(ctx, w, r)
 	})
 }
@@ -133,7 +133,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) erro
 // the extensions too (tasks, passed on to the servers that support it;
 // skills while a server offers them).
 func (g *Gateway) capabilitiesFor(r *mcpserver.Request) protocol.ServerCapabilities {
-	caps := g.capabilities()
+	caps := capabilities()
 	if r.Method != protocol.MethodDiscover {
 		return caps
 	}
@@ -145,7 +145,7 @@ func (g *Gateway) capabilitiesFor(r *mcpserver.Request) protocol.ServerCapabilit
 }
 
 // capabilities is what the gateway offers downstream.
-func (g *Gateway) capabilities() protocol.ServerCapabilities {
+func capabilities() protocol.ServerCapabilities {
 	empty := json.RawMessage(`{}`)
 	return protocol.ServerCapabilities{
 		Tools:        &protocol.ListChangedCapability{ListChanged: true},
@@ -160,6 +160,7 @@ func (g *Gateway) capabilities() protocol.ServerCapabilities {
 const instructions = "mcpvisor gateway: the tools, prompts and resources of every server it supervises. " +
 	"Tool and prompt names are mcp__<server>__<name>."
 
-func (g *Gateway) serverInfo() protocol.Implementation {
-	return protocol.Implementation{Name: "mcpvisor", Title: "mcpvisor gateway", Version: g.opts.Version}
+// serverInfo is what the gateway says it is (serverInfo), at version.
+func serverInfo(version string) protocol.Implementation {
+	return protocol.Implementation{Name: "mcpvisor", Title: "mcpvisor gateway", Version: version}
 }

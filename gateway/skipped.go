@@ -40,9 +40,9 @@ func (g *Gateway) SetSkipped(skipped []mcpvisor.SkippedLayer) {
 	g.skipped.p.Store(&out)
 }
 
-// skippedReports returns what SetSkipped recorded (nil if nothing).
-func (g *Gateway) skippedReports() []SkippedReport {
-	if p := g.skipped.p.Load(); p != nil && len(*p) > 0 {
+// reports returns what SetSkipped recorded (nil if nothing).
+func (sl *skippedLayers) reports() []SkippedReport {
+	if p := sl.p.Load(); p != nil && len(*p) > 0 {
 		return *p
 	}
 	return nil

@@ -4,7 +4,10 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // Start-up: agent hosts list the tools once, right after they connect,
@@ -45,6 +48,20 @@ type startupGate struct {
 // open lets every waiting list through; calling it again does nothing.
 func (sg *startupGate) open() { sg.once.Do(func() { close(sg.done) }) }
 
+// startupWait is the gateway's start-up wait: the gate the list requests
+// wait at, from ServersConfigured until the servers have settled.
+//
+// Concurrency: safe for concurrent use; gate is set once (atomically),
+// and opened once, by the goroutine ServersConfigured starts or by Drain.
+type startupWait struct {
+	b      Backend
+	opts   Options
+	log    zerolog.Logger
+	naming *namer
+	closed <-chan struct{} // the gateway's: closed by Close
+	gate   atomic.Pointer[startupGate]
+}
+
 // ServersConfigured tells the gateway that the servers configured at
 // start have been handed to the Backend. From then on, until they have
 // settled (Settler) or Options.StartupWait has passed, tools/list,
@@ -55,22 +72,25 @@ func (sg *startupGate) open() { sg.once.Do(func() { close(sg.done) }) }
 // the Backend is no Settler. Call it once, before serving; it returns at
 // once (the wait runs in a goroutine of its own that ends with the
 // window, Drain or Close).
-func (g *Gateway) ServersConfigured() {
-	s, ok := g.b.(Settler)
-	if !ok || g.opts.StartupWait <= 0 {
+func (g *Gateway) ServersConfigured() { g.startup.configured() }
+
+// configured starts the wait (Gateway.ServersConfigured).
+func (sw *startupWait) configured() {
+	s, ok := sw.b.(Settler)
+	if !ok || sw.opts.StartupWait <= 0 {
 		return
 	}
 	gate := &startupGate{done: make(chan struct{})}
-	if !g.startup.CompareAndSwap(nil, gate) {
+	if !sw.gate.CompareAndSwap(nil, gate) {
 		return // called before
 	}
 	start := time.Now()
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), g.opts.StartupWait)
+		ctx, cancel := context.WithTimeout(context.Background(), sw.opts.StartupWait)
 		defer cancel()
 		go func() {
 			select {
-			case <-g.closed:
+			case <-sw.closed:
 			case <-gate.done: // drained
 			case <-ctx.Done():
 			}
@@ -79,23 +99,23 @@ func (g *Gateway) ServersConfigured() {
 		err := s.WaitSettled(ctx)
 		// The pool is the settled one now: names are indexed anew from
 		// it (Run clears the index too, once it has read the events).
-		g.naming.reset()
+		sw.naming.reset()
 		gate.open()
 		took := time.Since(start).Round(time.Millisecond)
 		if err != nil {
-			g.log.Warn().Stringer("after", took).Stringer("window", g.opts.StartupWait).
+			sw.log.Warn().Stringer("after", took).Stringer("window", sw.opts.StartupWait).
 				Msg("start-up window over with servers still starting: lists answer without them, and they join by list_changed")
 			return
 		}
-		g.log.Info().Stringer("after", took).Msg("the servers configured at start have settled")
+		sw.log.Info().Stringer("after", took).Msg("the servers configured at start have settled")
 	}()
 }
 
-// awaitStartup waits, while the start-up gate is up (ServersConfigured),
+// await waits, while the start-up gate is up (ServersConfigured),
 // until it opens, ctx ends or the gateway closes. It reports whether it
 // waited at all.
-func (g *Gateway) awaitStartup(ctx context.Context) bool {
-	gate := g.startup.Load()
+func (sw *startupWait) await(ctx context.Context) bool {
+	gate := sw.gate.Load()
 	if gate == nil {
 		return false
 	}
@@ -107,15 +127,15 @@ func (g *Gateway) awaitStartup(ctx context.Context) bool {
 	select {
 	case <-gate.done:
 	case <-ctx.Done():
-	case <-g.closed:
+	case <-sw.closed:
 	}
 	return true
 }
 
-// openStartup opens the start-up gate, if any (Drain: a list waiting for
+// open opens the start-up gate, if any (Drain: a list waiting for
 // the servers answers now rather than hold the shutdown up).
-func (g *Gateway) openStartup() {
-	if gate := g.startup.Load(); gate != nil {
+func (sw *startupWait) open() {
+	if gate := sw.gate.Load(); gate != nil {
 		gate.open()
 	}
 }
@@ -128,18 +148,18 @@ func (g *Gateway) openStartup() {
 // other unknown name (a bare or a cut one) is looked up again once the
 // start-up gate has opened, if it was up. Otherwise qualified is
 // returned, and the Supervisor says "unknown tool" at once.
-func (g *Gateway) notYetListed(ctx context.Context, name, qualified string) string {
-	if g.opts.Names == NamesShort || g.opts.Names == "" {
+func (sw *startupWait) notYetListed(ctx context.Context, name, qualified string) string {
+	if sw.opts.Names == NamesShort || sw.opts.Names == "" {
 		if !strings.HasPrefix(name, "mcp__") {
-			for _, st := range g.b.Status() {
+			for _, st := range sw.b.Status() {
 				if strings.HasPrefix(name, nameChars(st.Name)+"__") {
 					return "mcp__" + name
 				}
 			}
 		}
 	}
-	if g.awaitStartup(ctx) {
-		return g.naming.qualifiedTool(name)
+	if sw.await(ctx) {
+		return sw.naming.qualifiedTool(name)
 	}
 	return qualified
 }

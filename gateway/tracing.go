@@ -35,21 +35,27 @@ func newServerTracer(tp trace.TracerProvider) trace.Tracer {
 }
 
 // middleware returns the gateway's mcpserver middleware: the server span
-// (when tracing) around the request count.
-func (g *Gateway) middleware() []mcpserver.Middleware {
-	if g.tracer == nil {
-		return []mcpserver.Middleware{g.counted}
+// (when tracer is not nil) around the request count.
+func middleware(tracer trace.Tracer, requests *requestCount) []mcpserver.Middleware {
+	if tracer == nil {
+		return []mcpserver.Middleware{requests.counted}
 	}
-	return []mcpserver.Middleware{g.traced, g.counted}
+	return []mcpserver.Middleware{traced(tracer), requests.counted}
 }
 
-// traced is the middleware that serves each request under its server
-// span.
-func (g *Gateway) traced(next mcpserver.Handler) mcpserver.Handler {
+// traced returns the middleware that serves each request under its
+// server span.
+func traced(tracer trace.Tracer) mcpserver.Middleware {
+	return func(next mcpserver.Handler) mcpserver.Handler {
+		return tracedHandler(tracer, next)
+	}
+}
+
+func tracedHandler(tracer trace.Tracer, next mcpserver.Handler) mcpserver.Handler {
 	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
 		ctx = mcptrace.Extract(ctx, r.Params)
 		name, attrs := serverSpanStart(r)
-		ctx, span := g.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+		ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 		defer span.End()
 		rw := &answerRecorder{ResponseWriter: w}
 		next.ServeMCP(ctx, rw, r)
