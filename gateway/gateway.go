@@ -1,10 +1,20 @@
-// Package gateway serves a Supervisor's pool as one MCP server: the
-// downstream side of `mcpvisor supervise`. Downstream clients (agent
-// hosts) connect over stdio (ServeStdio) or Streamable HTTP (Handler, at
-// /mcp), see the aggregated tools, prompts and resources under their
-// qualified names, and have their calls routed to the server behind each
-// name by the Supervisor. Changes of the pool reach them as list_changed
-// notifications.
+// Package gateway serves a pool as one MCP server: the downstream side
+// of `mcpvisor supervise`, and what a host embeds to serve its own pool.
+// Downstream clients (agent hosts) connect over stdio (ServeStdio) or
+// Streamable HTTP (Handler, at /mcp, or the Serve convenience listener),
+// see the aggregated tools, prompts and resources under their downstream
+// names (NameStyle), and have their calls routed to the server behind
+// each name by the Backend. Changes of the pool reach them as
+// list_changed notifications.
+//
+// Embedding: New(backend, Options) over any Backend (*mcpvisor.Supervisor,
+// or a cluster member: the package takes interfaces, and imports no
+// cluster package); the host's own tools, resources and prompts in
+// Options.Features, served beside the pool's; optional HTTP parts, such
+// as the dashboard (package gateway/dashboard), in Options.Parts. The
+// host then runs Run on a goroutine of its own, serves Handler (or
+// Serve, ServeStdio), and ends with Drain and Close. Options' zero value
+// serves every tool over loopback origins, with no token.
 //
 // Eras: the handshake eras (initialize, 2024-11-05 … 2025-11-25, with
 // Mcp-Session-Id over HTTP) and the stateless era 2026-07-28
