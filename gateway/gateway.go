@@ -47,6 +47,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path"
 	"slices"
 	"sync"
@@ -635,4 +636,24 @@ func errorf(code int64, format string, args ...any) *protocol.Error {
 // in state st may succeed when retried: the server is on its way back.
 func retryableState(st mcpvisor.State) bool {
 	return !st.Parked() && st != mcpvisor.StateDisabled && st != mcpvisor.StateNeedsApproval
+}
+
+// ErrInvalidOptions is wrapped by the error Options.Validate returns.
+var ErrInvalidOptions = errors.New("gateway: invalid options")
+
+// Validate reports what of o New cannot honour: an Allow or Deny glob
+// that is not a valid path.Match pattern (it would match nothing), or an
+// unknown Names style. The error wraps ErrInvalidOptions. New does not
+// call it (a bad glob there matches nothing); a host that takes these
+// from its user calls it first, as `mcpvisor supervise` does.
+func (o Options) Validate() error {
+	for _, g := range append(slices.Clone(o.Allow), o.Deny...) {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("%w: bad tools glob %q: %v", ErrInvalidOptions, g, err)
+		}
+	}
+	if _, ok := ParseNameStyle(string(o.Names)); !ok {
+		return fmt.Errorf("%w: names %q: want short, qualified or bare", ErrInvalidOptions, o.Names)
+	}
+	return nil
 }

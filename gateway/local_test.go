@@ -131,3 +131,14 @@ func TestFeaturesRefuseInvalid(t *testing.T) {
 	assert.False(t, f.RemoveResource("x://y"))
 	assert.False(t, f.RemovePrompt("p"))
 }
+
+// Options.Validate refuses a glob that would match nothing and an
+// unknown name style, with ErrInvalidOptions; the zero value is valid.
+func TestOptionsValidate(t *testing.T) {
+	assert.NoError(t, gateway.Options{}.Validate())
+	assert.NoError(t, gateway.Options{Allow: []string{"mcp__a__*"}, Deny: []string{"x"}, Names: gateway.NamesBare}.Validate())
+	for _, o := range []gateway.Options{{Allow: []string{"["}}, {Deny: []string{"a[", "b"}}, {Names: "long"}} {
+		err := o.Validate()
+		assert.ErrorIs(t, err, gateway.ErrInvalidOptions, "%+v", o)
+	}
+}

@@ -225,10 +225,8 @@ type gatewaySetup struct {
 
 func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, error) {
 	serveHTTP := f.listen != "off" && f.listen != "" && (!f.stdio || listenSet)
-	for _, g := range append(slices.Clone(f.allowTools), f.denyTools...) {
-		if _, err := filepath.Match(g, ""); err != nil {
-			return gatewaySetup{}, usageError("bad tools glob %q: %v", g, err)
-		}
+	if err := (gateway.Options{Allow: f.allowTools, Deny: f.denyTools}).Validate(); err != nil {
+		return gatewaySetup{}, usageError("%v", err)
 	}
 	if _, ok := gateway.ParseNameStyle(f.toolNames); !ok {
 		return gatewaySetup{}, usageError("--tool-names %q: want short, qualified or bare", f.toolNames)
