@@ -24,7 +24,7 @@
 // handler.go) and keeps what is a gateway's: the pool as one server,
 // calls routed to the Supervisor, the servers' requests asked of a
 // client (upstream.go, mrtr.go), channels, tasks and skills passed on,
-// caching hints (results.go), metrics, the admin API and the dashboard.
+// caching hints (results.go), metrics and the admin API.
 //
 // The same listener serves the admin API (GET /status, /metrics, /events;
 // see admin.go) and the Parts a host adds (Options.Parts: the dashboard
