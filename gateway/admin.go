@@ -44,7 +44,8 @@ type ServerReport struct {
 	LatencyP99Ms float64 `json:"latencyP99Ms"`
 }
 
-// Status returns what GET /status serves.
+// Status returns what GET /status serves: the gateway's counts and every
+// server's status (asked of the Backend). Safe for concurrent use.
 func (g *Gateway) Status() StatusReport {
 	st := g.b.Status()
 	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.requests.inflight.Load(), Servers: make([]ServerReport, 0, len(st)),

@@ -230,7 +230,18 @@ type Options struct {
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
-// loop with Run, and serve it with Handler and/or ServeStdio.
+// loop with Run (on a goroutine of its own, once), and serve it with
+// Handler, Serve and/or ServeStdio, from as many goroutines as the host
+// likes; end it with Drain (optional) and Close.
+//
+// Concurrency: every method is safe for concurrent use. Run is the one
+// goroutine that reads the Backend's events and sends notifications
+// downstream; requests are served on the goroutines of the HTTP server
+// or of ServeStdio. Each piece of mutable state has one owner, a small
+// type with its own lock: calls (callTable), inputs (inputRounds), chans
+// (channelWaits), subs (resourceSubs), naming (namer), startup
+// (startupWait), requests (requestCount); the fields set by New are not
+// changed afterwards.
 type Gateway struct {
 	b    Backend
 	opts Options
@@ -480,7 +491,10 @@ func (g *Gateway) InFlight() int64 { return g.requests.inflight.Load() }
 
 // Drain refuses new downstream requests (with a JSON-RPC error, or 503
 // over HTTP) and waits until the requests being served have finished, or
-// ctx ends. It reports whether they all finished.
+// ctx ends. It reports whether they all finished. Listen streams and
+// channel waits, which never finish by themselves, are ended at once, and
+// lists waiting for start-up answer. It may be called from any
+// goroutine; the gateway stays draining until Close.
 func (g *Gateway) Drain(ctx context.Context) bool {
 	g.requests.draining.Store(true)
 	// Listen streams and channel waits are requests that never finish by
@@ -532,7 +546,9 @@ func (rc *requestCount) end() {
 
 // Close ends every session: GET and listen streams close, the stdio
 // session's requests are cancelled, the channel queue is dropped. It
-// also ends the bus subscription, and with it Run.
+// also ends the bus subscription, and with it Run, and the Parts'
+// streams (Site.Done). It returns at once and may be called more than
+// once, from any goroutine; it does not close the Backend.
 func (g *Gateway) Close() {
 	g.closeOnce.Do(func() { close(g.closed) })
 	g.stopEvents()
