@@ -50,8 +50,8 @@ func Example() {
 	runCtx, stopRun := context.WithCancel(ctx)
 	ran := make(chan struct{})
 	go func() { defer close(ran); gw.Run(runCtx, 0) }()
-	srv := httptest.NewServer(gw.Handler()) // or gw.Serve(ctx, listener)
-	defer func() { srv.Close(); gw.Close(); stopRun(); <-ran }()
+	srv := httptest.NewServer(gw.Handler())                      // or gw.Serve(ctx, listener)
+	defer func() { srv.Close(); gw.Close(); stopRun(); <-ran }() // testwait:ok Close ends Run at once
 
 	// A client of the gateway.
 	client, err := mcpvisor.Start(ctx, mcpvisor.Options{Logger: zerolog.Nop()})

@@ -63,7 +63,7 @@ func TestGatewayHostServesPoolAndOwnToolToTSClient(t *testing.T) {
 	select {
 	case u, ok := <-urls:
 		if !ok {
-			t.Fatalf("run ended before it listened: %v", <-done)
+			t.Fatalf("run ended before it listened: %v", testwait.Recv(t, done, "run's error"))
 		}
 		url = u
 	case <-time.After(60 * time.Second):
