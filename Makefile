@@ -111,7 +111,7 @@ os-deps:
 	fi
 
 # browser-deps installs Debian's chromium for the dashboard's browser tests
-# (cmd/mcpvisor/internal/gateway/dashboard_browser_test.go, driven by
+# (gateway/dashboard_browser_test.go, driven by
 # chromedp) when no chromium is on PATH.
 browser-deps:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
@@ -231,7 +231,7 @@ TIMEOUT_LONG    := 7m
 TIMEOUT_MEDIUM  := 5m
 TIMEOUT_SHORT   := 1m
 PKGS_LONGEST := ./actors
-PKGS_LONG    := . ./cmd/mcpvisor ./cmd/mcpvisor/internal/gateway
+PKGS_LONG    := . ./cmd/mcpvisor ./gateway ./gateway/dashboard
 PKGS_MEDIUM  := ./session ./bench/mockserver ./transports/stdio ./actors/cluster ./bench/cluster ./etcdstore
 MODULE       := github.com/mcpvisor/mcpvisor
 PKGS_SHORT    = $(filter-out $(patsubst .%,$(MODULE)%,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM)),$(shell $(GO) list ./...))
@@ -273,7 +273,7 @@ etcd-deps:
 FLAKE_COUNT ?= 20
 FLAKE_MODES ?= race,cover,shuffle
 FLAKE_PKG   ?=
-FLAKE_BUDGETS = mcpvisor/actors$$=$(TIMEOUT_LONGEST),(mcpvisor|/cmd/mcpvisor|/gateway)$$=$(TIMEOUT_LONG),(/session|/bench/mockserver|/transports/stdio|/bench/peers|/gosdkclient)$$=$(TIMEOUT_MEDIUM)
+FLAKE_BUDGETS = mcpvisor/actors$$=$(TIMEOUT_LONGEST),(mcpvisor|/cmd/mcpvisor|/gateway|/gateway/dashboard)$$=$(TIMEOUT_LONG),(/session|/bench/mockserver|/transports/stdio|/bench/peers|/gosdkclient)$$=$(TIMEOUT_MEDIUM)
 flake: deps
 	$(TEST_ENV) $(GO) run ./internal/flakerun -count $(FLAKE_COUNT) -modes $(FLAKE_MODES) -pkg '$(FLAKE_PKG)' \
 		-budget $(TIMEOUT_SHORT) -budgets '$(FLAKE_BUDGETS)' -logs $(DEPS)/flake

@@ -27,8 +27,8 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
 	"github.com/mcpvisor/mcpvisor/config"
+	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/oauth/secretstore"
 	"github.com/mcpvisor/mcpvisor/protocol"

@@ -18,8 +18,9 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/channels"
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
 	"github.com/mcpvisor/mcpvisor/config"
+	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/gateway/dashboard"
 	"github.com/mcpvisor/mcpvisor/management"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
 )
@@ -226,10 +227,8 @@ type gatewaySetup struct {
 
 func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, error) {
 	serveHTTP := f.listen != "off" && f.listen != "" && (!f.stdio || listenSet)
-	for _, g := range append(slices.Clone(f.allowTools), f.denyTools...) {
-		if _, err := filepath.Match(g, ""); err != nil {
-			return gatewaySetup{}, usageError("bad tools glob %q: %v", g, err)
-		}
+	if err := (gateway.Options{Allow: f.allowTools, Deny: f.denyTools}).Validate(); err != nil {
+		return gatewaySetup{}, usageError("%v", err)
 	}
 	if _, ok := gateway.ParseNameStyle(f.toolNames); !ok {
 		return gatewaySetup{}, usageError("--tool-names %q: want short, qualified or bare", f.toolNames)
@@ -291,7 +290,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	// roots) go to a downstream client of the gateway.
 	var fwd gateway.Forwarder
 	// Logins the dashboard starts hand their URL to its page.
-	var logins gateway.LoginRelay
+	var logins dashboard.LoginRelay
 	configure := []func(*mcpvisor.Options){fwd.Configure, logins.Configure}
 	// The management tools act on the supervisor, known once started.
 	var managed atomic.Pointer[mcpvisor.Supervisor]
@@ -329,7 +328,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	reloads := make(chan chan error)
 	gopts := a.gatewayOptions(f, setup)
 	gopts.TracerProvider = tr.tracerProvider()
-	gopts.Dashboard = gateway.DashboardOptions{Reload: reloadVia(reloads), Logins: &logins}
+	gopts.Parts = []gateway.Part{dashboard.New(dashboard.Options{Reload: reloadVia(reloads), Logins: &logins})}
 	gw := gateway.New(sup, gopts)
 	fwd.Attach(gw)
 	gw.SetSkipped(cfg.Skipped)

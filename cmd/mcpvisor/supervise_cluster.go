@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mcpvisor/mcpvisor"
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
 	"github.com/mcpvisor/mcpvisor/config"
+	"github.com/mcpvisor/mcpvisor/gateway"
 )
 
 // clusterFlags are the flags of `supervise --cluster` (docs/cluster.md).

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor"
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/gateway"
+	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/gateway/dashboard"
 )
 
 // What supervise does the same in single-node and cluster mode: the
@@ -50,7 +51,8 @@ func (a *app) startEventLog(events <-chan mcpvisor.Event) (wait func()) {
 }
 
 // gatewayOptions are the gateway's options that come from the flags and
-// the set-up, the same in both modes.
+// the set-up, the same in both modes, with the dashboard (single-node
+// mode gives it its reload button and login relay).
 func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Options {
 	names, _ := gateway.ParseNameStyle(f.toolNames) // checked by gatewaySetup
 	if f.bareNames {
@@ -63,6 +65,7 @@ func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Optio
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
 		MaxSessionState: f.maxState, MaxSessionMemory: f.maxMemory, BodyTimeout: f.bodyTimeout,
 		SSEPollAfter: f.pollAfter, SessionSeal: setup.seal, StartupWait: f.startupWait,
+		Parts: []gateway.Part{dashboard.New(dashboard.Options{})},
 	}
 }
 
