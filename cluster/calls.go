@@ -25,6 +25,11 @@ const ownerWait = 30 * time.Second
 // defaultCallTimeout is mcpvisor.Options.CallTimeout's zero value.
 const defaultCallTimeout = 100_000_000 * time.Millisecond
 
+// answerGrace is how long past the call's deadline a caller waits for
+// the owner's answer (the owner's deadline passes a moment after the
+// caller's: the request's flight).
+const answerGrace = 500 * time.Millisecond
+
 // departureGrace is how long a call in flight on a member that left the
 // topology waits for its answer before the member is taken for dead.
 const departureGrace = time.Second
@@ -139,7 +144,7 @@ func (m *engine) callOnce(ctx context.Context, server, kind, tool string, args j
 	// the caller stops waiting for it when ctx ends.
 	go func() {
 		resp, err := m.c.Request(server, kind, msg,
-			pcluster.WithTimeout(timeout),
+			pcluster.WithTimeout(timeout+answerGrace),
 			pcluster.WithRetryCount(3),
 			pcluster.WithRetryAction(retryPause),
 			pcluster.WithContext(m.sys.Root))
@@ -159,7 +164,19 @@ func (m *engine) callOnce(ctx context.Context, server, kind, tool string, args j
 	select {
 	case a = <-done:
 	case <-ctx.Done():
-		return nil, ctx.Err(), true
+		if ctx.Err() != context.DeadlineExceeded {
+			return nil, ctx.Err(), true
+		}
+		// The owner runs the call with the same deadline and answers
+		// "deadline" about when it passes here: wait a moment for that
+		// answer, so that a call that ran out of time says so.
+		grace := time.NewTimer(answerGrace)
+		defer grace.Stop()
+		select {
+		case a = <-done:
+		case <-grace.C:
+			return nil, ctx.Err(), true
+		}
 	case <-gone:
 		// A member that leaves gracefully has finished its calls before
 		// it leaves the topology and answers late ones "draining" at

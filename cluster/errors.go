@@ -56,7 +56,9 @@ func errorOf(server string, r *CallResult) error {
 	case ErrorKind_ERROR_KIND_CLOSED:
 		return fmt.Errorf("%w: %s", mcpvisor.ErrClosed, r.GetMessage())
 	case ErrorKind_ERROR_KIND_DEADLINE:
-		return fmt.Errorf("mcpvisor cluster: server %q: %w: %s", server, contextDeadline, r.GetMessage())
+		// The call ran out of time on the server's member: ErrTimeout and
+		// context.DeadlineExceeded, as on one node.
+		return fmt.Errorf("mcpvisor cluster: server %q: %w (%w): %s", server, mcpvisor.ErrTimeout, contextDeadline, r.GetMessage())
 	case ErrorKind_ERROR_KIND_DRAINING:
 		return fmt.Errorf("%w: %s", ErrDraining, r.GetMessage())
 	default:
