@@ -311,7 +311,7 @@ bench-peers:
 
 
 # proto regenerates the protobuf envelopes that cross cluster members
-# (cluster/wire.proto); the generated file is committed, so this is
+# (cluster/internal/wire/wire.proto); the generated file is committed, so this is
 # not part of `make test`. Needs protoc (apt-get install -y protobuf-compiler).
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO := $(DEPS)/bin/protoc-gen-go
@@ -321,7 +321,7 @@ $(PROTOC_GEN_GO):
 .PHONY: proto
 proto: $(PROTOC_GEN_GO)
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler" >&2; exit 1; }
-	PATH=$(abspath $(DEPS)/bin):$$PATH protoc --go_out=. --go_opt=paths=source_relative cluster/wire.proto
+	PATH=$(abspath $(DEPS)/bin):$$PATH protoc --go_out=. --go_opt=paths=source_relative cluster/internal/wire/wire.proto
 
 clean:
 	rm -rf $(BIN) $(DEPS)

@@ -10,6 +10,7 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/cluster/internal/wire"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -134,7 +135,7 @@ func (m *engine) callTimeout(server string) time.Duration {
 // outcome is one of the gaps of a re-homing (no owner answered, the
 // owner drains, the server is still connecting there).
 func (m *engine) callOnce(ctx context.Context, server, kind, tool string, args json.RawMessage, timeout time.Duration, draining map[string]bool) (*protocol.CallToolResult, error, bool) {
-	msg := &CallTool{Server: server, Tool: tool, Arguments: args, TimeoutMs: timeout.Milliseconds()}
+	msg := &wire.CallTool{Server: server, Tool: tool, Arguments: args, TimeoutMs: timeout.Milliseconds()}
 	type answer struct {
 		resp any
 		err  error
@@ -198,12 +199,12 @@ func (m *engine) callOnce(ctx context.Context, server, kind, tool string, args j
 	if a.err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoOwner, a.err), true
 	}
-	r, ok := a.resp.(*CallResult)
+	r, ok := a.resp.(*wire.CallResult)
 	if !ok {
 		return nil, fmt.Errorf("%w: unexpected answer %T", ErrNoOwner, a.resp), true
 	}
 	if err := errorOf(server, r); err != nil {
-		if r.GetKind() == ErrorKind_ERROR_KIND_DRAINING {
+		if r.GetKind() == wire.ErrorKind_ERROR_KIND_DRAINING {
 			if addr := m.addressOf(r.GetMember()); addr != "" {
 				draining[addr] = true
 			}
@@ -248,11 +249,11 @@ func (m *engine) kindHasMembers(kind string) bool {
 
 // retryable says whether a refusal is a gap of re-homing: the member
 // drains, or the server is just being placed or connected there.
-func retryable(r *CallResult) bool {
+func retryable(r *wire.CallResult) bool {
 	switch r.GetKind() {
-	case ErrorKind_ERROR_KIND_DRAINING, ErrorKind_ERROR_KIND_CLOSED:
+	case wire.ErrorKind_ERROR_KIND_DRAINING, wire.ErrorKind_ERROR_KIND_CLOSED:
 		return true
-	case ErrorKind_ERROR_KIND_NOT_READY:
+	case wire.ErrorKind_ERROR_KIND_NOT_READY:
 		switch mcpvisor.State(r.GetState()) {
 		case mcpvisor.StatePending, mcpvisor.StateConnecting, mcpvisor.StateReady:
 			return true // placed a moment ago (ready: its pool is folding in)

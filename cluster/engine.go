@@ -22,9 +22,9 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/routine"
 )
 
-// Kind is the grain kind of a supervised MCP server; a grain's identity
+// grainKind is the grain kind of a supervised MCP server; a grain's identity
 // is the server's name.
-const Kind = "mcpserver"
+const grainKind = "mcpserver"
 
 // maxMessageBytes is the largest message a member's remote accepts from
 // another member (gRPC's default is 4 MiB).

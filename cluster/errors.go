@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/cluster/internal/wire"
 )
 
 // Errors of cluster mode. Calls return the same typed errors as
@@ -36,30 +37,30 @@ var (
 )
 
 // errorOf rebuilds the typed error a CallResult carries.
-func errorOf(server string, r *CallResult) error {
+func errorOf(server string, r *wire.CallResult) error {
 	msg := errors.New(r.GetMessage())
 	switch r.GetKind() {
-	case ErrorKind_ERROR_KIND_NONE:
+	case wire.ErrorKind_ERROR_KIND_NONE:
 		return nil
-	case ErrorKind_ERROR_KIND_UNKNOWN_TOOL:
+	case wire.ErrorKind_ERROR_KIND_UNKNOWN_TOOL:
 		return fmt.Errorf("%w: %s", mcpvisor.ErrUnknownTool, r.GetMessage())
-	case ErrorKind_ERROR_KIND_UNKNOWN_SERVER:
+	case wire.ErrorKind_ERROR_KIND_UNKNOWN_SERVER:
 		return fmt.Errorf("%w: %s", mcpvisor.ErrUnknownServer, r.GetMessage())
-	case ErrorKind_ERROR_KIND_SERVER_OFF:
+	case wire.ErrorKind_ERROR_KIND_SERVER_OFF:
 		return fmt.Errorf("%w: %s", mcpvisor.ErrServerOff, r.GetMessage())
-	case ErrorKind_ERROR_KIND_NOT_READY:
+	case wire.ErrorKind_ERROR_KIND_NOT_READY:
 		return &mcpvisor.NotReadyError{Server: server, State: mcpvisor.State(r.GetState()), Cause: msg}
-	case ErrorKind_ERROR_KIND_CONNECTION_CLOSED:
+	case wire.ErrorKind_ERROR_KIND_CONNECTION_CLOSED:
 		return &mcpvisor.ConnectionLostError{Server: server, Attempt: int(r.GetAttempt()), Err: mcpvisor.ErrConnectionClosed}
-	case ErrorKind_ERROR_KIND_SERVER_RESTARTING:
+	case wire.ErrorKind_ERROR_KIND_SERVER_RESTARTING:
 		return &mcpvisor.ConnectionLostError{Server: server, Attempt: int(r.GetAttempt()), Err: mcpvisor.ErrServerRestarting}
-	case ErrorKind_ERROR_KIND_CLOSED:
+	case wire.ErrorKind_ERROR_KIND_CLOSED:
 		return fmt.Errorf("%w: %s", mcpvisor.ErrClosed, r.GetMessage())
-	case ErrorKind_ERROR_KIND_DEADLINE:
+	case wire.ErrorKind_ERROR_KIND_DEADLINE:
 		// The call ran out of time on the server's member: ErrTimeout and
 		// context.DeadlineExceeded, as on one node.
 		return fmt.Errorf("mcpvisor cluster: server %q: %w (%w): %s", server, mcpvisor.ErrTimeout, contextDeadline, r.GetMessage())
-	case ErrorKind_ERROR_KIND_DRAINING:
+	case wire.ErrorKind_ERROR_KIND_DRAINING:
 		return fmt.Errorf("%w: %s", ErrDraining, r.GetMessage())
 	default:
 		return fmt.Errorf("mcpvisor cluster: server %q: %s", server, r.GetMessage())
@@ -67,37 +68,37 @@ func errorOf(server string, r *CallResult) error {
 }
 
 // resultOf classifies a local call's error for the wire.
-func resultOf(err error) *CallResult {
-	r := &CallResult{Message: err.Error()}
+func resultOf(err error) *wire.CallResult {
+	r := &wire.CallResult{Message: err.Error()}
 	var notReady *mcpvisor.NotReadyError
 	var lost *mcpvisor.ConnectionLostError
 	switch {
 	case errors.As(err, &lost):
 		r.Attempt = int32(lost.Attempt)
-		r.Kind = ErrorKind_ERROR_KIND_CONNECTION_CLOSED
+		r.Kind = wire.ErrorKind_ERROR_KIND_CONNECTION_CLOSED
 		if errors.Is(lost.Err, mcpvisor.ErrServerRestarting) {
-			r.Kind = ErrorKind_ERROR_KIND_SERVER_RESTARTING
+			r.Kind = wire.ErrorKind_ERROR_KIND_SERVER_RESTARTING
 		}
 	case errors.As(err, &notReady):
-		r.Kind = ErrorKind_ERROR_KIND_NOT_READY
+		r.Kind = wire.ErrorKind_ERROR_KIND_NOT_READY
 		r.State = string(notReady.State)
 		if notReady.Cause != nil {
 			r.Message = notReady.Cause.Error()
 		}
 	case errors.Is(err, mcpvisor.ErrUnknownTool):
-		r.Kind = ErrorKind_ERROR_KIND_UNKNOWN_TOOL
+		r.Kind = wire.ErrorKind_ERROR_KIND_UNKNOWN_TOOL
 	case errors.Is(err, mcpvisor.ErrUnknownServer):
-		r.Kind = ErrorKind_ERROR_KIND_UNKNOWN_SERVER
+		r.Kind = wire.ErrorKind_ERROR_KIND_UNKNOWN_SERVER
 	case errors.Is(err, mcpvisor.ErrServerOff):
-		r.Kind = ErrorKind_ERROR_KIND_SERVER_OFF
+		r.Kind = wire.ErrorKind_ERROR_KIND_SERVER_OFF
 	case errors.Is(err, mcpvisor.ErrClosed):
-		r.Kind = ErrorKind_ERROR_KIND_CLOSED
+		r.Kind = wire.ErrorKind_ERROR_KIND_CLOSED
 	case errors.Is(err, contextDeadline):
-		r.Kind = ErrorKind_ERROR_KIND_DEADLINE
+		r.Kind = wire.ErrorKind_ERROR_KIND_DEADLINE
 	case errors.Is(err, ErrDraining):
-		r.Kind = ErrorKind_ERROR_KIND_DRAINING
+		r.Kind = wire.ErrorKind_ERROR_KIND_DRAINING
 	default:
-		r.Kind = ErrorKind_ERROR_KIND_OTHER
+		r.Kind = wire.ErrorKind_ERROR_KIND_OTHER
 	}
 	return r
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/mcpvisor/mcpvisor/cluster/internal/wire"
 	"github.com/mcpvisor/mcpvisor/internal/routine"
 )
 
@@ -87,7 +88,7 @@ func (r *removals) run(ctx context.Context) {
 		gone := append([]removedMember(nil), r.gone...)
 		r.mu.Unlock()
 		for _, g := range gone {
-			r.m.sys.Root.Send(actor.NewPID(g.addr, memberActorName), &Removed{Member: gossipID(g.id)})
+			r.m.sys.Root.Send(actor.NewPID(g.addr, memberActorName), &wire.Removed{Member: gossipID(g.id)})
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/cluster/internal/wire"
 	"github.com/mcpvisor/mcpvisor/internal/routine"
 )
 
@@ -71,16 +72,16 @@ func (g *grain) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopped:
 		g.m.grains.stopped(g.name, ctx.Self())
-	case *Activate:
-		ctx.Respond(&Activated{Member: g.m.id})
-	case *CallTool:
+	case *wire.Activate:
+		ctx.Respond(&wire.Activated{Member: g.m.id})
+	case *wire.CallTool:
 		g.call(ctx, msg)
 	}
 }
 
 // call runs msg on the local Supervisor on a goroutine of its own and sends
 // the CallResult to the caller's future.
-func (g *grain) call(ctx actor.Context, msg *CallTool) {
+func (g *grain) call(ctx actor.Context, msg *wire.CallTool) {
 	sender := ctx.Sender()
 	if sender == nil {
 		return // a Send, not a Request: nobody to answer
@@ -101,7 +102,7 @@ func (g *grain) call(ctx actor.Context, msg *CallTool) {
 }
 
 // runLocal calls a tool of a server this member holds.
-func (m *engine) runLocal(msg *CallTool) *CallResult {
+func (m *engine) runLocal(msg *wire.CallTool) *wire.CallResult {
 	// The caller's deadline (its context's, else the server's timeoutMs,
 	// else the supervisor's CallTimeout) travels as TimeoutMs; without
 	// one the local Supervisor applies its own default.
@@ -118,10 +119,10 @@ func (m *engine) runLocal(msg *CallTool) *CallResult {
 	if err != nil {
 		// The grain is active but the placement worker has not added the
 		// server yet: it is pending.
-		return &CallResult{Kind: ErrorKind_ERROR_KIND_NOT_READY, State: string(mcpvisor.StatePending), Message: "being placed on this member"}
+		return &wire.CallResult{Kind: wire.ErrorKind_ERROR_KIND_NOT_READY, State: string(mcpvisor.StatePending), Message: "being placed on this member"}
 	}
 	if state != mcpvisor.StateReady || !m.local.PoolReflects(msg.GetServer()) {
-		return &CallResult{Kind: ErrorKind_ERROR_KIND_NOT_READY, State: string(state), Message: "not ready on this member"}
+		return &wire.CallResult{Kind: wire.ErrorKind_ERROR_KIND_NOT_READY, State: string(state), Message: "not ready on this member"}
 	}
 	name, ok := m.local.ToolName(msg.GetServer(), msg.GetTool())
 	if !ok {
@@ -135,7 +136,7 @@ func (m *engine) runLocal(msg *CallTool) *CallResult {
 	if err != nil {
 		return resultOf(err)
 	}
-	return &CallResult{Result: b}
+	return &wire.CallResult{Result: b}
 }
 
 // placementQueue applies grain activations and stops to the local Supervisor

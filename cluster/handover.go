@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/mcpvisor/mcpvisor/cluster/internal/wire"
 	"github.com/mcpvisor/mcpvisor/internal/routine"
 )
 
@@ -75,16 +76,16 @@ type memberActor struct{ m *engine }
 
 func (a *memberActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
-	case *Release:
+	case *wire.Release:
 		a.release(ctx, msg)
-	case *Removed:
+	case *wire.Removed:
 		if msg.GetMember() == a.m.id {
 			a.m.fence()
 		}
 	}
 }
 
-func (a *memberActor) release(ctx actor.Context, msg *Release) {
+func (a *memberActor) release(ctx actor.Context, msg *wire.Release) {
 	sender := ctx.Sender()
 	if sender == nil {
 		return
@@ -93,7 +94,7 @@ func (a *memberActor) release(ctx actor.Context, msg *Release) {
 	root := m.sys.Root
 	routine.Go("cluster.release", func() {
 		held := m.release(msg.GetServer())
-		root.Send(sender, &Released{Member: m.id, Held: held})
+		root.Send(sender, &wire.Released{Member: m.id, Held: held})
 	})
 }
 
@@ -140,7 +141,7 @@ func (m *engine) handover(ctx context.Context, name string) {
 		if addr == me {
 			continue
 		}
-		f := m.sys.Root.RequestFuture(actor.NewPID(addr, memberActorName), &Release{Server: name}, handoverTimeout)
+		f := m.sys.Root.RequestFuture(actor.NewPID(addr, memberActorName), &wire.Release{Server: name}, handoverTimeout)
 		futures = append(futures, f)
 		wg.Go(func() {
 			res, err := f.Result()
@@ -149,7 +150,7 @@ func (m *engine) handover(ctx context.Context, name string) {
 				m.log.Debug().Err(err).Str("server", name).Str("member", addr).Msg("hand-over: no answer")
 				return
 			}
-			if r, ok := res.(*Released); ok && r.GetHeld() {
+			if r, ok := res.(*wire.Released); ok && r.GetHeld() {
 				m.log.Debug().Str("server", name).Str("member", r.GetMember()).Msg("hand-over: released")
 			}
 		})

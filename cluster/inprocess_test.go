@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/cluster/internal/wire"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
@@ -211,7 +212,7 @@ func TestAGrainStartedBeforeItsNameIsConfiguredGetsItsServer(t *testing.T) {
 	servers := mockFleet(t, 2)
 	m, _ := startOne(t, log)
 	defer closeAll(t, m)
-	_, err := m.e.c.Request("s01", Kind, &Activate{}, pcluster.WithTimeout(10*time.Second), pcluster.WithContext(m.e.sys.Root))
+	_, err := m.e.c.Request("s01", grainKind, &wire.Activate{}, pcluster.WithTimeout(10*time.Second), pcluster.WithContext(m.e.sys.Root))
 	require.NoError(t, err)
 	log.waitFor(t, "the grain of s01 activated", 10*time.Second, func(evs []MemberEvent) bool {
 		for _, ev := range evs {

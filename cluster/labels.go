@@ -21,7 +21,7 @@ var ErrSelector = errors.New("mcpvisor cluster: bad nodes selector")
 func kindOf(nodes map[string]string) (string, error) {
 	switch len(nodes) {
 	case 0:
-		return Kind, nil
+		return grainKind, nil
 	case 1:
 		for k, v := range nodes {
 			return labelKind(k, v)
@@ -35,12 +35,12 @@ func labelKind(k, v string) (string, error) {
 	if k == "" || strings.ContainsAny(k+v, "/=,") {
 		return "", fmt.Errorf("%w: label %q=%q", ErrSelector, k, v)
 	}
-	return Kind + "@" + k + "=" + v, nil
+	return grainKind + "@" + k + "=" + v, nil
 }
 
 // memberKinds returns the grain kinds a member with labels runs.
 func memberKinds(labels map[string]string) ([]string, error) {
-	kinds := []string{Kind}
+	kinds := []string{grainKind}
 	for k, v := range labels {
 		kind, err := labelKind(k, v)
 		if err != nil {

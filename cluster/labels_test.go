@@ -14,7 +14,7 @@ import (
 func TestASelectorIsOneLabelAndNamesAKind(t *testing.T) {
 	k, err := kindOf(nil)
 	require.NoError(t, err)
-	require.Equal(t, Kind, k)
+	require.Equal(t, grainKind, k)
 	k, err = kindOf(map[string]string{"zone": "a"})
 	require.NoError(t, err)
 	require.Equal(t, "mcpserver@zone=a", k)
@@ -29,7 +29,7 @@ func TestASelectorIsOneLabelAndNamesAKind(t *testing.T) {
 	}
 	kinds, err := memberKinds(map[string]string{"zone": "a", "cmd": "uvx"})
 	require.NoError(t, err)
-	require.Equal(t, []string{Kind, "mcpserver@cmd=uvx", "mcpserver@zone=a"}, kinds)
+	require.Equal(t, []string{grainKind, "mcpserver@cmd=uvx", "mcpserver@zone=a"}, kinds)
 	_, err = memberKinds(map[string]string{"zone": "a,b"})
 	require.ErrorIs(t, err, ErrSelector)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/cluster/internal/wire"
 )
 
 // overviewActorName names each member's overview actor: every member
@@ -41,16 +42,16 @@ type overviewActor struct{ m *engine }
 
 func (a *overviewActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
-	case *OverviewRequest:
+	case *wire.OverviewRequest:
 		ctx.Respond(a.m.snapshot())
-	case *OverviewReply:
+	case *wire.OverviewReply:
 		// Another member pushed its snapshot: its pool changed.
 		a.m.poolChanged(msg.GetMember())
 	}
 }
 
 // snapshot is this member's status and MCP tools as an OverviewReply.
-func (m *engine) snapshot() *OverviewReply {
+func (m *engine) snapshot() *wire.OverviewReply {
 	statuses, pool := m.local.StatusAndTools() // one pool: counts and tools agree
 	status, _ := json.Marshal(statuses)
 	var tools []mcpvisor.Tool
@@ -60,7 +61,7 @@ func (m *engine) snapshot() *OverviewReply {
 		}
 	}
 	toolsJSON, _ := json.Marshal(tools)
-	return &OverviewReply{Member: m.id, Address: m.sys.Address(), Status: status, Tools: toolsJSON}
+	return &wire.OverviewReply{Member: m.id, Address: m.sys.Address(), Status: status, Tools: toolsJSON}
 }
 
 // overview asks every member of the current topology what it runs, in
@@ -86,10 +87,10 @@ func (m *engine) overview(ctx context.Context) (Overview, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reply, err := m.sys.Root.RequestFuture(actor.NewPID(addr, overviewActorName), &OverviewRequest{}, timeout).Result()
+			reply, err := m.sys.Root.RequestFuture(actor.NewPID(addr, overviewActorName), &wire.OverviewRequest{}, timeout).Result()
 			mu.Lock()
 			defer mu.Unlock()
-			r, ok := reply.(*OverviewReply)
+			r, ok := reply.(*wire.OverviewReply)
 			if err != nil || !ok {
 				out.Unreachable[addr] = fmt.Sprintf("no answer: %v", err)
 				return

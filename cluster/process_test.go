@@ -561,7 +561,7 @@ func TestAMemberRefusesToActivateAServerItDoesNotOwn(t *testing.T) {
 	defer r.Shutdown(true)
 	placementOfB := actor.NewPID(fmt.Sprintf("127.0.0.1:%d", cp.ports[1]), disthash.PartitionActivatorActorName)
 	for _, name := range onA {
-		res, err := sys.Root.RequestFuture(placementOfB, &pcluster.ActivationRequest{ClusterIdentity: pcluster.NewClusterIdentity(name, Kind)}, 5*time.Second).Result()
+		res, err := sys.Root.RequestFuture(placementOfB, &pcluster.ActivationRequest{ClusterIdentity: pcluster.NewClusterIdentity(name, grainKind)}, 5*time.Second).Result()
 		require.NoError(t, err, "activation request for %s", name)
 		require.IsType(t, &pcluster.ActivationResponse{}, res)
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/mcpvisor/mcpvisor/cluster/internal/wire"
 )
 
 // reconciler makes placement active. protoactor activates grains lazily,
@@ -192,7 +194,7 @@ func (r *reconciler) activate(ctx context.Context, name string) {
 	if !ok {
 		return
 	}
-	_, err := r.m.c.Request(name, kind, &Activate{},
+	_, err := r.m.c.Request(name, kind, &wire.Activate{},
 		pcluster.WithTimeout(5*time.Second),
 		pcluster.WithRetryCount(3),
 		pcluster.WithRetryAction(retryPause),

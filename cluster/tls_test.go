@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/cluster/internal/wire"
 	"github.com/mcpvisor/mcpvisor/internal/testpki"
 )
 
@@ -164,7 +165,7 @@ func activateAndCall(t *testing.T, c *tls.Config, addr, server string) error {
 	r.Start()
 	defer r.Shutdown(true)
 	placement := actor.NewPID(addr, disthash.PartitionActivatorActorName)
-	res, err := sys.Root.RequestFuture(placement, &pcluster.ActivationRequest{ClusterIdentity: pcluster.NewClusterIdentity(server, Kind)}, 5*time.Second).Result()
+	res, err := sys.Root.RequestFuture(placement, &pcluster.ActivationRequest{ClusterIdentity: pcluster.NewClusterIdentity(server, grainKind)}, 5*time.Second).Result()
 	if err != nil {
 		return fmt.Errorf("activation request: %w", err)
 	}
@@ -172,11 +173,11 @@ func activateAndCall(t *testing.T, c *tls.Config, addr, server string) error {
 	if !ok || act.Pid == nil {
 		return fmt.Errorf("activation request: answer %T %v", res, res)
 	}
-	res, err = sys.Root.RequestFuture(act.Pid, &CallTool{Server: server, Tool: "echo", Arguments: json.RawMessage(`{"text":"hi"}`), TimeoutMs: 5000}, 10*time.Second).Result()
+	res, err = sys.Root.RequestFuture(act.Pid, &wire.CallTool{Server: server, Tool: "echo", Arguments: json.RawMessage(`{"text":"hi"}`), TimeoutMs: 5000}, 10*time.Second).Result()
 	if err != nil {
 		return fmt.Errorf("call: %w", err)
 	}
-	cr, ok := res.(*CallResult)
+	cr, ok := res.(*wire.CallResult)
 	if !ok {
 		return fmt.Errorf("call: answer %T", res)
 	}

@@ -8,9 +8,9 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: cluster/wire.proto
+// source: cluster/internal/wire/wire.proto
 
-package cluster
+package wire
 
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
@@ -86,11 +86,11 @@ func (x ErrorKind) String() string {
 }
 
 func (ErrorKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_cluster_wire_proto_enumTypes[0].Descriptor()
+	return file_cluster_internal_wire_wire_proto_enumTypes[0].Descriptor()
 }
 
 func (ErrorKind) Type() protoreflect.EnumType {
-	return &file_cluster_wire_proto_enumTypes[0]
+	return &file_cluster_internal_wire_wire_proto_enumTypes[0]
 }
 
 func (x ErrorKind) Number() protoreflect.EnumNumber {
@@ -99,7 +99,7 @@ func (x ErrorKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ErrorKind.Descriptor instead.
 func (ErrorKind) EnumDescriptor() ([]byte, []int) {
-	return file_cluster_wire_proto_rawDescGZIP(), []int{0}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{0}
 }
 
 // Activate asks a server grain to be active: the reconciler sends it to
@@ -112,7 +112,7 @@ type Activate struct {
 
 func (x *Activate) Reset() {
 	*x = Activate{}
-	mi := &file_cluster_wire_proto_msgTypes[0]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -124,7 +124,7 @@ func (x *Activate) String() string {
 func (*Activate) ProtoMessage() {}
 
 func (x *Activate) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_wire_proto_msgTypes[0]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -137,7 +137,7 @@ func (x *Activate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Activate.ProtoReflect.Descriptor instead.
 func (*Activate) Descriptor() ([]byte, []int) {
-	return file_cluster_wire_proto_rawDescGZIP(), []int{0}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{0}
 }
 
 // Activated answers Activate: the member that holds the grain.
@@ -150,7 +150,7 @@ type Activated struct {
 
 func (x *Activated) Reset() {
 	*x = Activated{}
-	mi := &file_cluster_wire_proto_msgTypes[1]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -162,7 +162,7 @@ func (x *Activated) String() string {
 func (*Activated) ProtoMessage() {}
 
 func (x *Activated) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_wire_proto_msgTypes[1]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -175,7 +175,7 @@ func (x *Activated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Activated.ProtoReflect.Descriptor instead.
 func (*Activated) Descriptor() ([]byte, []int) {
-	return file_cluster_wire_proto_rawDescGZIP(), []int{1}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Activated) GetMember() string {
@@ -200,7 +200,7 @@ type CallTool struct {
 
 func (x *CallTool) Reset() {
 	*x = CallTool{}
-	mi := &file_cluster_wire_proto_msgTypes[2]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -212,7 +212,7 @@ func (x *CallTool) String() string {
 func (*CallTool) ProtoMessage() {}
 
 func (x *CallTool) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_wire_proto_msgTypes[2]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -225,7 +225,7 @@ func (x *CallTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallTool.ProtoReflect.Descriptor instead.
 func (*CallTool) Descriptor() ([]byte, []int) {
-	return file_cluster_wire_proto_rawDescGZIP(), []int{2}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CallTool) GetServer() string {
@@ -275,7 +275,7 @@ type CallResult struct {
 
 func (x *CallResult) Reset() {
 	*x = CallResult{}
-	mi := &file_cluster_wire_proto_msgTypes[3]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -287,7 +287,7 @@ func (x *CallResult) String() string {
 func (*CallResult) ProtoMessage() {}
 
 func (x *CallResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_wire_proto_msgTypes[3]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -300,7 +300,7 @@ func (x *CallResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResult.ProtoReflect.Descriptor instead.
 func (*CallResult) Descriptor() ([]byte, []int) {
-	return file_cluster_wire_proto_rawDescGZIP(), []int{3}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CallResult) GetResult() []byte {
@@ -354,7 +354,7 @@ type OverviewRequest struct {
 
 func (x *OverviewRequest) Reset() {
 	*x = OverviewRequest{}
-	mi := &file_cluster_wire_proto_msgTypes[4]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +366,7 @@ func (x *OverviewRequest) String() string {
 func (*OverviewRequest) ProtoMessage() {}
 
 func (x *OverviewRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_wire_proto_msgTypes[4]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +379,7 @@ func (x *OverviewRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverviewRequest.ProtoReflect.Descriptor instead.
 func (*OverviewRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_wire_proto_rawDescGZIP(), []int{4}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{4}
 }
 
 // OverviewReply answers OverviewRequest: the member's local status and tools, as
@@ -396,7 +396,7 @@ type OverviewReply struct {
 
 func (x *OverviewReply) Reset() {
 	*x = OverviewReply{}
-	mi := &file_cluster_wire_proto_msgTypes[5]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -408,7 +408,7 @@ func (x *OverviewReply) String() string {
 func (*OverviewReply) ProtoMessage() {}
 
 func (x *OverviewReply) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_wire_proto_msgTypes[5]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -421,7 +421,7 @@ func (x *OverviewReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverviewReply.ProtoReflect.Descriptor instead.
 func (*OverviewReply) Descriptor() ([]byte, []int) {
-	return file_cluster_wire_proto_rawDescGZIP(), []int{5}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *OverviewReply) GetMember() string {
@@ -466,7 +466,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_cluster_wire_proto_msgTypes[6]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -478,7 +478,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_wire_proto_msgTypes[6]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -491,7 +491,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_cluster_wire_proto_rawDescGZIP(), []int{6}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Release) GetServer() string {
@@ -514,7 +514,7 @@ type Released struct {
 
 func (x *Released) Reset() {
 	*x = Released{}
-	mi := &file_cluster_wire_proto_msgTypes[7]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +526,7 @@ func (x *Released) String() string {
 func (*Released) ProtoMessage() {}
 
 func (x *Released) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_wire_proto_msgTypes[7]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +539,7 @@ func (x *Released) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Released.ProtoReflect.Descriptor instead.
 func (*Released) Descriptor() ([]byte, []int) {
-	return file_cluster_wire_proto_rawDescGZIP(), []int{7}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Released) GetMember() string {
@@ -571,7 +571,7 @@ type Removed struct {
 
 func (x *Removed) Reset() {
 	*x = Removed{}
-	mi := &file_cluster_wire_proto_msgTypes[8]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -583,7 +583,7 @@ func (x *Removed) String() string {
 func (*Removed) ProtoMessage() {}
 
 func (x *Removed) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_wire_proto_msgTypes[8]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -596,7 +596,7 @@ func (x *Removed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Removed.ProtoReflect.Descriptor instead.
 func (*Removed) Descriptor() ([]byte, []int) {
-	return file_cluster_wire_proto_rawDescGZIP(), []int{8}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Removed) GetMember() string {
@@ -606,11 +606,11 @@ func (x *Removed) GetMember() string {
 	return ""
 }
 
-var File_cluster_wire_proto protoreflect.FileDescriptor
+var File_cluster_internal_wire_wire_proto protoreflect.FileDescriptor
 
-const file_cluster_wire_proto_rawDesc = "" +
+const file_cluster_internal_wire_wire_proto_rawDesc = "" +
 	"\n" +
-	"\x12cluster/wire.proto\x12\x13mcpvisor.cluster.v1\"\n" +
+	" cluster/internal/wire/wire.proto\x12\x13mcpvisor.cluster.v1\"\n" +
 	"\n" +
 	"\bActivate\"#\n" +
 	"\tActivated\x12\x16\n" +
@@ -654,23 +654,23 @@ const file_cluster_wire_proto_rawDesc = "" +
 	"\x13ERROR_KIND_DEADLINE\x10\b\x12\x17\n" +
 	"\x13ERROR_KIND_DRAINING\x10\t\x12\x19\n" +
 	"\x15ERROR_KIND_SERVER_OFF\x10\n" +
-	"B&Z$github.com/mcpvisor/mcpvisor/clusterb\x06proto3"
+	"B4Z2github.com/mcpvisor/mcpvisor/cluster/internal/wireb\x06proto3"
 
 var (
-	file_cluster_wire_proto_rawDescOnce sync.Once
-	file_cluster_wire_proto_rawDescData []byte
+	file_cluster_internal_wire_wire_proto_rawDescOnce sync.Once
+	file_cluster_internal_wire_wire_proto_rawDescData []byte
 )
 
-func file_cluster_wire_proto_rawDescGZIP() []byte {
-	file_cluster_wire_proto_rawDescOnce.Do(func() {
-		file_cluster_wire_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_cluster_wire_proto_rawDesc), len(file_cluster_wire_proto_rawDesc)))
+func file_cluster_internal_wire_wire_proto_rawDescGZIP() []byte {
+	file_cluster_internal_wire_wire_proto_rawDescOnce.Do(func() {
+		file_cluster_internal_wire_wire_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_cluster_internal_wire_wire_proto_rawDesc), len(file_cluster_internal_wire_wire_proto_rawDesc)))
 	})
-	return file_cluster_wire_proto_rawDescData
+	return file_cluster_internal_wire_wire_proto_rawDescData
 }
 
-var file_cluster_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cluster_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
-var file_cluster_wire_proto_goTypes = []any{
+var file_cluster_internal_wire_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_cluster_internal_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_cluster_internal_wire_wire_proto_goTypes = []any{
 	(ErrorKind)(0),          // 0: mcpvisor.cluster.v1.ErrorKind
 	(*Activate)(nil),        // 1: mcpvisor.cluster.v1.Activate
 	(*Activated)(nil),       // 2: mcpvisor.cluster.v1.Activated
@@ -682,7 +682,7 @@ var file_cluster_wire_proto_goTypes = []any{
 	(*Released)(nil),        // 8: mcpvisor.cluster.v1.Released
 	(*Removed)(nil),         // 9: mcpvisor.cluster.v1.Removed
 }
-var file_cluster_wire_proto_depIdxs = []int32{
+var file_cluster_internal_wire_wire_proto_depIdxs = []int32{
 	0, // 0: mcpvisor.cluster.v1.CallResult.kind:type_name -> mcpvisor.cluster.v1.ErrorKind
 	1, // [1:1] is the sub-list for method output_type
 	1, // [1:1] is the sub-list for method input_type
@@ -691,27 +691,27 @@ var file_cluster_wire_proto_depIdxs = []int32{
 	0, // [0:1] is the sub-list for field type_name
 }
 
-func init() { file_cluster_wire_proto_init() }
-func file_cluster_wire_proto_init() {
-	if File_cluster_wire_proto != nil {
+func init() { file_cluster_internal_wire_wire_proto_init() }
+func file_cluster_internal_wire_wire_proto_init() {
+	if File_cluster_internal_wire_wire_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_wire_proto_rawDesc), len(file_cluster_wire_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_internal_wire_wire_proto_rawDesc), len(file_cluster_internal_wire_wire_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_cluster_wire_proto_goTypes,
-		DependencyIndexes: file_cluster_wire_proto_depIdxs,
-		EnumInfos:         file_cluster_wire_proto_enumTypes,
-		MessageInfos:      file_cluster_wire_proto_msgTypes,
+		GoTypes:           file_cluster_internal_wire_wire_proto_goTypes,
+		DependencyIndexes: file_cluster_internal_wire_wire_proto_depIdxs,
+		EnumInfos:         file_cluster_internal_wire_wire_proto_enumTypes,
+		MessageInfos:      file_cluster_internal_wire_wire_proto_msgTypes,
 	}.Build()
-	File_cluster_wire_proto = out.File
-	file_cluster_wire_proto_goTypes = nil
-	file_cluster_wire_proto_depIdxs = nil
+	File_cluster_internal_wire_wire_proto = out.File
+	file_cluster_internal_wire_wire_proto_goTypes = nil
+	file_cluster_internal_wire_wire_proto_depIdxs = nil
 }
