@@ -37,8 +37,15 @@ func (m *Member) signal() {
 	}
 }
 
+// minRefreshGap is the least pause between two re-reads of the pool.
+const minRefreshGap = 100 * time.Millisecond
+
 // refresher re-reads the pool on each signal and every Refresh, until
-// ctx ends. It is the view's one writer.
+// ctx ends. It is the view's one writer. After each re-read it pauses as
+// long as the re-read took (at least minRefreshGap), so that while
+// changes stream in (thousands of servers placed at once) re-reading a
+// large pool takes at most about half of one core; the signals of the
+// pause are coalesced into one re-read.
 func (m *Member) refresher(ctx context.Context) {
 	defer close(m.done)
 	t := time.NewTicker(m.opts.Refresh)
@@ -50,7 +57,15 @@ func (m *Member) refresher(ctx context.Context) {
 		case <-m.wake:
 		case <-t.C:
 		}
+		start := time.Now()
 		m.refresh(ctx)
+		pause := time.NewTimer(max(time.Since(start), minRefreshGap))
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return
+		case <-pause.C:
+		}
 	}
 }
 
