@@ -232,7 +232,7 @@ TIMEOUT_MEDIUM  := 5m
 TIMEOUT_SHORT   := 1m
 PKGS_LONGEST := ./actors
 PKGS_LONG    := . ./cmd/mcpvisor ./gateway ./gateway/dashboard
-PKGS_MEDIUM  := ./session ./bench/mockserver ./transports/stdio ./actors/cluster ./bench/cluster ./etcdstore
+PKGS_MEDIUM  := ./session ./bench/mockserver ./transports/stdio ./cluster ./bench/cluster ./cluster/etcdstore
 MODULE       := github.com/mcpvisor/mcpvisor
 PKGS_SHORT    = $(filter-out $(patsubst .%,$(MODULE)%,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM)),$(shell $(GO) list ./...))
 
@@ -248,15 +248,15 @@ test-go:
 	cd testdata/gosdkclient && $(GO) vet ./... && $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./...
 
 # test-etcd runs only the tests against a real etcd (the shared OAuth
-# token store and session store of package etcdstore, the refresh of two
+# token store and session store of package cluster/etcdstore, the refresh of two
 # members sharing a token through it, and gateway replicas keeping their
 # sessions in it); make test runs them too, with the rest (deps installs
 # Debian's etcd-server where etcd is missing, and TEST_ENV makes a missing
 # etcd fail them rather than skip). Each test starts its own etcd on
 # 127.0.0.1 ports it picks.
 test-etcd: etcd-deps npm-deps
-	MCPVISOR_REQUIRE_ETCD=1 $(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./etcdstore/
-	MCPVISOR_REQUIRE_ETCD=1 $(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) -run 'Etcd' ./actors/ ./cmd/mcpvisor/
+	MCPVISOR_REQUIRE_ETCD=1 $(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./cluster/etcdstore/
+	MCPVISOR_REQUIRE_ETCD=1 $(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) -run 'Etcd' ./cmd/mcpvisor/
 
 etcd-deps:
 	@command -v etcd >/dev/null 2>&1 || { \
@@ -343,7 +343,7 @@ bench-peers:
 
 
 # proto regenerates the protobuf envelopes that cross cluster members
-# (actors/cluster/wire.proto); the generated file is committed, so this is
+# (cluster/internal/wire/wire.proto); the generated file is committed, so this is
 # not part of `make test`. Needs protoc (apt-get install -y protobuf-compiler).
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO := $(DEPS)/bin/protoc-gen-go
@@ -353,7 +353,7 @@ $(PROTOC_GEN_GO):
 .PHONY: proto
 proto: $(PROTOC_GEN_GO)
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler" >&2; exit 1; }
-	PATH=$(abspath $(DEPS)/bin):$$PATH protoc --go_out=. --go_opt=paths=source_relative actors/cluster/wire.proto
+	PATH=$(abspath $(DEPS)/bin):$$PATH protoc --go_out=. --go_opt=paths=source_relative cluster/internal/wire/wire.proto
 
 clean:
 	rm -rf $(BIN) $(DEPS)

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/actors"
-	"github.com/mcpvisor/mcpvisor/actors/cluster"
 	"github.com/mcpvisor/mcpvisor/session"
 )
 
@@ -37,12 +36,11 @@ func TestHostTypesMatchTheActorsTypes(t *testing.T) {
 	assert.Equal(t, []string{actors.TrustTrusted, actors.TrustUntrusted, actors.TrustSandbox},
 		[]string{TrustTrusted, TrustUntrusted, TrustSandbox}, "the trust levels")
 
-	// ServerConfig: the actors' fields, and Nodes, which goes to the
-	// cluster's cluster.Server (ClusterMember.SetServers).
-	_ = cluster.Server{Nodes: ServerConfig{}.Nodes}
+	// ServerConfig: the actors' fields, and Nodes, which only package
+	// cluster reads (cluster.Member.SetServers).
 	cfgFields := append(exportedFields(reflect.TypeOf(actors.ServerConfig{})), "Nodes")
 	slices.Sort(cfgFields)
-	assert.Equal(t, cfgFields, exportedFields(reflect.TypeOf(ServerConfig{})), "ServerConfig: actors.ServerConfig and cluster.Server's Nodes")
+	assert.Equal(t, cfgFields, exportedFields(reflect.TypeOf(ServerConfig{})), "ServerConfig: actors.ServerConfig and Nodes")
 	for _, pair := range [][2]any{
 		{ReconnectPolicy{}, actors.ReconnectPolicy{}},
 		{Options{}, actors.Options{}},

@@ -75,6 +75,6 @@ func (f serverField) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 
 // ProtoactorLogger returns the slog logger mcpvisor gives a protoactor
 // actor system: protoactor's records go to log, with the attribute that
-// may carry a message's content dropped. Package actors/cluster uses it
+// may carry a message's content dropped. Package cluster uses it
 // for the cluster's own actor system.
 func ProtoactorLogger(log zerolog.Logger) *slog.Logger { return newSlogLogger(log) }

@@ -32,7 +32,7 @@ type SessionRecord struct {
 //
 // Implementations are safe for concurrent use, and honour ctx.
 // MemorySessionStore serves one process; DirSessionStore the processes
-// that share a directory; the etcd store (package etcdstore) a cluster.
+// that share a directory; the etcd store (package cluster/etcdstore) a cluster.
 type SessionStore interface {
 	// Load returns what the store knows of session id (the zero record
 	// when nothing).

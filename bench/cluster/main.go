@@ -1,4 +1,4 @@
-// Command cluster benchmarks actors/cluster with real processes on this
+// Command cluster benchmarks package cluster with real processes on this
 // machine: one mock process serving -servers virtual MCP servers
 // (/mcp/s00, /mcp/s01, …) and -members clustermember processes that
 // share them. It measures, in order:
@@ -50,7 +50,7 @@ func main() {
 	flag.StringVar(&c.jsonOut, "json", "", "also write the figures as JSON to this file")
 	flag.StringVar(&c.logs, "logs", "", "write the members' and the mock's stderr to files in this directory")
 	flag.StringVar(&c.mcpvisor, "mcpvisor", "", "mcpvisor binary (default: go build ./cmd/mcpvisor)")
-	flag.StringVar(&c.member, "member", "", "clustermember binary (default: go build ./actors/cluster/internal/clustermember)")
+	flag.StringVar(&c.member, "member", "", "clustermember binary (default: go build ./cluster/internal/clustermember)")
 	flag.Parse()
 	if c.servers < 1 || c.members < 2 || c.workers < 1 {
 		fmt.Fprintln(os.Stderr, "cluster: -servers ≥ 1, -members ≥ 2, -workers ≥ 1")

@@ -48,7 +48,7 @@ func buildBinaries(dir string) (mcpvisor, memberBin string, err error) {
 	}
 	root := filepath.Dir(strings.TrimSpace(string(out)))
 	mcpvisor, memberBin = filepath.Join(dir, "mcpvisor"), filepath.Join(dir, "clustermember")
-	for bin, pkg := range map[string]string{mcpvisor: "./cmd/mcpvisor", memberBin: "./actors/cluster/internal/clustermember"} {
+	for bin, pkg := range map[string]string{mcpvisor: "./cmd/mcpvisor", memberBin: "./cluster/internal/clustermember"} {
 		cmd := exec.Command("go", "build", "-o", bin, pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/mcpvisor/mcpvisor/etcdstore"
+	"github.com/mcpvisor/mcpvisor/cluster/etcdstore"
 )
 
 // backendEtcd names the etcd stores: --token-store etcd (OAuth

@@ -16,7 +16,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
-	"github.com/mcpvisor/mcpvisor/etcdstore"
+	"github.com/mcpvisor/mcpvisor/cluster/etcdstore"
 	"github.com/mcpvisor/mcpvisor/internal/etcdtest"
 	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"

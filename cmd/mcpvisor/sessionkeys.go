@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/etcdstore"
+	"github.com/mcpvisor/mcpvisor/cluster/etcdstore"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
 )
 

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/cluster"
 	"github.com/mcpvisor/mcpvisor/config"
 	"github.com/mcpvisor/mcpvisor/gateway"
 )
@@ -47,8 +48,8 @@ func (c *clusterFlags) register(fl *pflag.FlagSet) {
 }
 
 // options checks the flags and returns the member's options.
-func (c *clusterFlags) options() (mcpvisor.ClusterOptions, error) {
-	var o mcpvisor.ClusterOptions
+func (c *clusterFlags) options() (cluster.Options, error) {
+	var o cluster.Options
 	host, port, err := net.SplitHostPort(c.addr)
 	if err != nil {
 		return o, usageError("--cluster-addr %q: %v", c.addr, err)
@@ -61,7 +62,7 @@ func (c *clusterFlags) options() (mcpvisor.ClusterOptions, error) {
 		if c.tlsCert == "" || c.tlsKey == "" || c.tlsCA == "" {
 			return o, usageError("--cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca go together")
 		}
-		if o.TLS, err = mcpvisor.LoadClusterTLS(c.tlsCert, c.tlsKey, c.tlsCA); err != nil {
+		if o.TLS, err = cluster.LoadTLS(c.tlsCert, c.tlsKey, c.tlsCA); err != nil {
 			return o, usageError("%v", err)
 		}
 	} else if !listenIsLoopback(c.addr) {
@@ -90,7 +91,7 @@ func (c *clusterFlags) options() (mcpvisor.ClusterOptions, error) {
 		}
 		labels[k] = v
 	}
-	return mcpvisor.ClusterOptions{Name: c.name, Host: host, Port: p, ProviderPort: c.providerPort, Peers: c.peers, Labels: labels, Refresh: c.refresh, TLS: o.TLS}, nil
+	return cluster.Options{Name: c.name, Host: host, Port: p, ProviderPort: c.providerPort, Peers: c.peers, Labels: labels, Refresh: c.refresh, TLS: o.TLS}, nil
 }
 
 // superviseCluster is `supervise --cluster`: the process joins the
@@ -141,10 +142,10 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 	copts.Supervisor = mcpvisor.Options{Logger: a.libLog, OAuth: oo, Permissions: cfg.Permissions}
 	copts.Supervisor.Sandbox.RuntimeDir = os.Getenv("XDG_RUNTIME_DIR")
 	applyEnvOptions(&copts.Supervisor, os.Getenv)
-	copts.OnMemberEvent = func(e mcpvisor.MemberEvent) {
-		a.log.Info().Str("event", e.Type).Str("server", e.Server).Str("member", e.Member).Time("at", e.Time).Msg("cluster member")
+	copts.OnMemberEvent = func(e cluster.MemberEvent) {
+		a.log.Info().Str("event", string(e.Type)).Str("server", e.Server).Str("member", e.Member).Time("at", e.Time).Msg("cluster member")
 	}
-	member, err := mcpvisor.StartClusterMember(copts)
+	member, err := cluster.Start(ctx, copts)
 	if err != nil {
 		a.log.Error().Err(err).Msg("joining the cluster")
 		if ln != nil {

@@ -305,7 +305,7 @@ func (s *sseLines) waitFor(t *testing.T, timeout time.Duration, want, what strin
 // shown when the test fails. The member's race detector reports without
 // halting: protoactor's remote.BlockList is written by gossip and read
 // by the membership poll without a lock (pinned version), a race inside
-// the cluster, not in mcpvisor's code, that actors/cluster does not work
+// the cluster, not in mcpvisor's code, that package cluster does not work
 // around yet.
 func startClusterMember(t *testing.T, bin, cfg string, flags ...string) (p *loggedProc, base, id string) {
 	t.Helper()

@@ -1,0 +1,221 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/mcpvisor/mcpvisor/cluster/internal/wire"
+	"github.com/mcpvisor/mcpvisor/internal/routine"
+)
+
+// A member cut off from the others (a network partition, a paused
+// process) is dropped from their topology and its servers are re-homed;
+// protoactor blocks its id for ever. When it comes back it cannot know:
+// its own topology still holds everyone, it goes on running the servers
+// that moved, and once gossip's heartbeats expire it blocks the others
+// and activates every server (a split brain). protoactor ignores the
+// "blocked" answer its remote gets (endpoint_writer.go: "TODO: handle
+// blocked status"). So the members that saw it leave tell it: every
+// second they send Removed with its id to its address; a member that
+// receives its own id is fenced: it releases every server and leaves.
+
+// removedEvery is how often the removed members are told.
+const removedEvery = time.Second
+
+// maxRemoved bounds the removed members a member keeps telling (the
+// newest are kept).
+const maxRemoved = 64
+
+// removals keeps the members this member saw leave the topology, to tell
+// them so (a member killed for good costs one failed connection attempt
+// per second until a member reuses its address or maxRemoved newer ones
+// push it out).
+//
+// Concurrency: topologyChanged is called from protoactor's event stream;
+// run is the member's removals goroutine; mu guards gone.
+type removals struct {
+	m    *engine
+	mu   sync.Mutex
+	gone []removedMember // oldest first
+}
+
+type removedMember struct{ id, addr string }
+
+func newRemovals(m *engine) *removals { return &removals{m: m} }
+
+// topologyChanged records the members that left t and forgets those
+// whose address a member of t now uses.
+func (r *removals) topologyChanged(t *pcluster.ClusterTopology) {
+	inUse := map[string]bool{}
+	for _, member := range t.Members {
+		inUse[member.Address()] = true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, member := range t.Left {
+		r.gone = append(r.gone, removedMember{id: member.Id, addr: member.Address()})
+	}
+	kept := r.gone[:0]
+	for _, g := range r.gone {
+		if !inUse[g.addr] {
+			kept = append(kept, g)
+		}
+	}
+	r.gone = kept
+	if n := len(r.gone); n > maxRemoved {
+		r.gone = append([]removedMember(nil), r.gone[n-maxRemoved:]...)
+	}
+}
+
+// run tells every removed member, every removedEvery, until ctx ends.
+func (r *removals) run(ctx context.Context) {
+	tick := time.NewTicker(removedEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		r.mu.Lock()
+		gone := append([]removedMember(nil), r.gone...)
+		r.mu.Unlock()
+		for _, g := range gone {
+			r.m.sys.Root.Send(actor.NewPID(g.addr, memberActorName), &wire.Removed{Member: gossipID(g.id)})
+		}
+	}
+}
+
+// fence is what a member does on learning that the cluster removed it:
+// it takes no call and places nothing from now on, releases every
+// server it runs at once (their new owners run them already), leaves,
+// and closes Fenced. Its host must restart it to rejoin (a new id).
+func (m *engine) fence() {
+	m.fenceOnce.Do(func() {
+		m.log.Error().Msg("the cluster removed this member (it did not answer for a while): releasing every server and leaving; restart it to rejoin")
+		m.mu.Lock()
+		m.draining = true
+		m.mu.Unlock()
+		for _, name := range m.placement.liveNames() {
+			m.placement.push(name, false)
+		}
+		close(m.fenced)
+		m.emit(MemberFenced, "")
+		routine.Go("cluster.fence", func() {
+			ctx, cancel := context.WithTimeout(m.stopCtx, 30*time.Second)
+			defer cancel()
+			if err := m.leave(ctx); err != nil {
+				m.log.Warn().Err(err).Msg("leaving after the cluster removed this member")
+			}
+		})
+	})
+}
+
+// removedIDs returns the ids of the members this member saw leave (and
+// still keeps telling).
+func (r *removals) removedIDs() map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make(map[string]bool, len(r.gone))
+	for _, g := range r.gone {
+		ids[gossipID(g.id)] = true
+	}
+	return ids
+}
+
+// healthTimeout bounds one membership endpoint's answer in cutOff.
+const healthTimeout = time.Second
+
+// cutOff reports whether this member is on the losing side of a
+// partition, for the static peer list (automanaged) membership: the
+// members that left its topology t but still answer on their membership
+// endpoint with the same id are alive, only cut off from it (gossip's
+// heartbeats expired, and it blocked them: they blocked it too). When
+// they outnumber t's members (a tie goes to the side with the smallest
+// id), they run the cluster, and this member must not activate their
+// servers. The reconciler asks before it activates anything; Removed
+// usually fences such a member sooner.
+func (m *engine) cutOff(ctx context.Context, t *pcluster.ClusterTopology) bool {
+	if m.opts.Etcd != nil {
+		return false
+	}
+	removed := m.removed.removedIDs()
+	if len(removed) == 0 {
+		return false
+	}
+	alive := m.aliveIDs(ctx)
+	inside := map[string]bool{}
+	for _, member := range t.Members {
+		inside[gossipID(member.Id)] = true
+	}
+	var outside []string
+	for id := range removed {
+		if alive[id] && !inside[id] {
+			outside = append(outside, id)
+		}
+	}
+	if len(outside) == 0 {
+		return false
+	}
+	if len(outside) != len(inside) {
+		return len(outside) > len(inside)
+	}
+	smallest := outside[0]
+	for _, id := range outside {
+		smallest = min(smallest, id)
+	}
+	for id := range inside {
+		if id < smallest {
+			return false
+		}
+	}
+	return true
+}
+
+// aliveIDs asks every peer's membership endpoint (Options.Peers) for the
+// id of the member behind it, in parallel, each bounded by
+// healthTimeout.
+func (m *engine) aliveIDs(ctx context.Context) map[string]bool {
+	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	alive := map[string]bool{}
+	var wg sync.WaitGroup
+	for _, peer := range m.opts.Peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+peer+"/_health", nil)
+			if err != nil {
+				return
+			}
+			resp, err := healthClient.Do(req)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			var node struct {
+				ID string `json:"id"`
+			}
+			if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&node) != nil || node.ID == "" {
+				return
+			}
+			mu.Lock()
+			alive[node.ID] = true
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return alive
+}
+
+// healthClient asks the peers' membership endpoints (no proxy: they are
+// cluster-internal addresses).
+var healthClient = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
