@@ -225,6 +225,7 @@ func TestSandboxProbesUnprivileged(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux")
 	}
+	stdiotest.RequireRoot(t) // before the build, which RunUnprivileged's skip would waste
 	bin, err := sandboxtest.Build(stdiotest.SharedDir(t))
 	require.NoError(t, err)
 	stdiotest.RunUnprivileged(t, "TestSandboxProbes", envProbe+"="+bin)
