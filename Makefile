@@ -39,7 +39,7 @@ CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-default
 	sep-2640-client-no-prefetch sep-2640-client-verify-digest sep-2640-client-verify-size \
 	sep-2640-client-verify-frontmatter $(addprefix auth/,$(CONFORMANCE_AUTH))
 
-.PHONY: all build run cluster cluster-demo test test-go test-checks test-nested test-nobody go-deps apt-deps test-etcd etcd-deps flake deps npm-deps os-deps browser-deps sandbox-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
+.PHONY: all build run cluster cluster-demo test test-go test-run test-build test-nested test-nobody go-deps apt-deps test-etcd etcd-deps flake deps npm-deps os-deps browser-deps sandbox-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
 
 all: build
 
@@ -216,17 +216,18 @@ PKGS_MEDIUM  := ./session ./internal/session ./transports/stdio ./bench/cluster 
 PKGS_ORDER    = $(patsubst .%,$(MODULE)%,$(foreach d,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM),$(if $(wildcard $(d)/*_test.go),$(d))))
 PKGS_TEST     = $(PKGS_ORDER) $(filter-out $(PKGS_ORDER),$(shell $(GO) list ./...))
 
-# test runs the steps after deps two at a time (make -j2): test-go, whose
-# go test keeps both cores busy with packages' tests (many of them wait on
-# processes and timers more than they compute), beside the checks that
-# need one core: vet, the conformance runs, the nested modules' tests,
-# cross. Output is kept whole per line (-Oline); a failure of either lane
-# fails test.
+# test runs the steps after deps in three lanes at once (make -j3):
+# test-go, whose go test keeps both cores busy with packages' tests (many
+# of them wait on processes and timers more than they compute); test-run,
+# the other steps that run programs and wait on them (the conformance
+# runs, the nested modules' tests, test-nobody); test-build, which only
+# compiles (gofmt, vet, cross) and fills what the others leave idle. Output
+# is kept whole per line (-Oline); a failure of any lane fails test.
 # deps' npm installs and Go downloads run at once, beside its apt
 # installs (one at a time: apt-get holds a lock).
 test:
 	$(MAKE) --no-print-directory -j4 -Oline npm-deps go-deps apt-deps
-	$(MAKE) --no-print-directory -j2 -Oline test-go test-checks
+	$(MAKE) --no-print-directory -j3 -Oline test-go test-run test-build
 
 apt-deps:
 	$(MAKE) --no-print-directory os-deps
@@ -234,34 +235,17 @@ apt-deps:
 	$(MAKE) --no-print-directory sandbox-deps
 	$(MAKE) --no-print-directory etcd-deps
 
-# test-checks: what test runs beside test-go, one after another.
-test-checks:
-	$(MAKE) --no-print-directory vet
+# test-run: the steps of test that run programs, one after another.
+test-run:
 	$(MAKE) --no-print-directory conformance
 	$(MAKE) --no-print-directory conformance-server
 	$(MAKE) --no-print-directory test-nested
 	$(MAKE) --no-print-directory test-nobody
-	$(MAKE) --no-print-directory cross
 
-# test-nobody runs the tests whose paths depend on privilege again as the
-# user nobody (.ci/as-nobody, go test -exec), where make runs as root, as
-# CI does: test-go ran them as root (a writable cgroup, bubblewrap without
-# a user namespace, capabilities to drop, a tmpfs to mount), this runs the
-# unprivileged side. PKGS_NOBODY run whole; of the root package, the
-# sandbox tests (NOBODY_ROOT_RUN), with the probe server built here
-# (as nobody, go build has no module cache to read). Under another user
-# test-go already ran the unprivileged side, and the tests that need root
-# skipped, saying so (docs/testing.md lists them).
-PKGS_NOBODY    := ./transports/stdio ./transports/stdio/reaper ./transports/stdio/sandbox ./transports/stdio/sandbox/confine
-NOBODY_ROOT_RUN := TestSandbox|TestRequireSandbox|TestTrustSandboxRunsConfined
-test-nobody:
-	@if [ "$$(uname -s)" != Linux ]; then echo "test-nobody: the privilege-dependent tests are Linux's"; exit 0; fi; \
-	if [ "$$(id -u)" != 0 ]; then echo "test-nobody: make runs as $$(id -un), not root: the tests ran unprivileged, and those that need root skipped"; exit 0; fi; \
-	probe=$$(mktemp -d /tmp/mcpvisor-probe.XXXXXX) && trap 'rm -rf "$$probe"' EXIT && chmod 755 "$$probe" && \
-	$(GO) build -o "$$probe/sandbox-probe" ./transports/stdio/sandbox/sandboxtest/probe && \
-	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) -exec $(abspath .ci/as-nobody) $(PKGS_NOBODY) && \
-	$(TEST_ENV) MCPVISOR_TEST_PROBE="$$probe/sandbox-probe" $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) \
-		-exec $(abspath .ci/as-nobody) -run '$(NOBODY_ROOT_RUN)' .
+# test-build: the steps of test that only compile, one after another.
+test-build:
+	$(MAKE) --no-print-directory vet
+	$(MAKE) --no-print-directory cross
 
 # test-go runs the main module's Go tests alone: one go test over every
 # package, longest first (PKGS_ORDER).
