@@ -405,6 +405,9 @@ func TestServerEverythingConfined(t *testing.T) {
 func TestNpxServerConfined(t *testing.T) {
 	everything(t) // make test installs npm; the registry must be reachable
 	if _, err := exec.LookPath("npx"); err != nil {
+		if os.Getenv("MCPVISOR_REQUIRE_INTEROP") != "" {
+			t.Fatal("no npx (npm's; make test needs npm)")
+		}
 		t.Skip("no npx")
 	}
 	for _, m := range []transports.SandboxMechanism{transports.SandboxAuto, transports.SandboxLandlock} {

@@ -97,6 +97,12 @@ func TestDirectLandlockThreadsEnd(t *testing.T) {
 	require.NoError(t, err)
 	defer plan.Cleanup()
 	if !plan.Direct {
+		// Whether prlimit is installed is asked of the file system, not of
+		// Prepare (under test): with it, a plan that is not direct fails.
+		_, usr := os.Stat("/usr/bin/prlimit")
+		_, bin := os.Stat("/bin/prlimit")
+		require.True(t, usr != nil && bin != nil, "prlimit is installed, and the plan is not direct")
+		require.Empty(t, os.Getenv("MCPVISOR_REQUIRE_INTEROP"), "util-linux's prlimit is not installed (make deps installs it)")
 		t.Skip("util-linux's prlimit is not installed: the exec stage confines")
 	}
 	start := func(req Request) *Process {
