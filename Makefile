@@ -216,17 +216,21 @@ PKGS_MEDIUM  := ./session ./internal/session ./transports/stdio ./bench/cluster 
 PKGS_ORDER    = $(patsubst .%,$(MODULE)%,$(foreach d,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM),$(if $(wildcard $(d)/*_test.go),$(d))))
 PKGS_TEST     = $(PKGS_ORDER) $(filter-out $(PKGS_ORDER),$(shell $(GO) list ./...))
 
-# test runs the steps after deps in three lanes at once (make -j3):
-# test-go, whose go test keeps both cores busy with packages' tests (many
-# of them wait on processes and timers more than they compute); test-run,
-# the other steps that run programs and wait on them (the conformance
-# runs, the nested modules' tests, test-nobody); test-build, which only
-# compiles (gofmt, vet, cross) and fills what the others leave idle. Output
-# is kept whole per line (-Oline); a failure of any lane fails test.
-# deps' npm installs and Go downloads run at once, beside its apt
-# installs (one at a time: apt-get holds a lock).
+# test installs what the tests need (deps' npm installs and Go downloads
+# run at once, beside its apt installs, one at a time: apt-get holds a
+# lock), then runs the conformance suite's client scenarios alone: they
+# run all at once, and the client's 20 s deadline per scenario does not
+# hold beside the Go tests on 2 cores (62 of them timed out there). Then
+# three lanes at once (make -j3): test-go, whose go test keeps both cores
+# busy with packages' tests (many of them wait on processes and timers
+# more than they compute); test-run, the other steps that run programs
+# and wait on them (conformance-server, the nested modules' tests,
+# test-nobody); test-build, which only compiles (gofmt, vet, cross) and
+# fills what the others leave idle. Output is kept whole per line
+# (-Oline); a failure of any lane fails test.
 test:
 	$(MAKE) --no-print-directory -j4 -Oline npm-deps go-deps apt-deps
+	$(MAKE) --no-print-directory conformance
 	$(MAKE) --no-print-directory -j3 -Oline test-go test-run test-build
 
 apt-deps:
@@ -237,7 +241,6 @@ apt-deps:
 
 # test-run: the steps of test that run programs, one after another.
 test-run:
-	$(MAKE) --no-print-directory conformance
 	$(MAKE) --no-print-directory conformance-server
 	$(MAKE) --no-print-directory test-nested
 	$(MAKE) --no-print-directory test-nobody
