@@ -226,12 +226,13 @@ PKGS_TEST     = $(PKGS_ORDER) $(filter-out $(PKGS_ORDER),$(shell $(GO) list ./..
 # more than they compute); test-run, the other steps that run programs
 # and wait on them (conformance-server, the nested modules' tests,
 # test-nobody); test-build, which only compiles (gofmt, vet, cross) and
-# fills what the others leave idle. Output is kept whole per line
-# (-Oline); a failure of any lane fails test.
+# fills what the others leave idle. Their output interleaves as it comes
+# (go test prints a package's whole output when it ends; -O would hold
+# each lane's back until its step ends); a failure of any lane fails test.
 test:
-	$(MAKE) --no-print-directory -j4 -Oline npm-deps go-deps apt-deps
+	$(MAKE) --no-print-directory -j4 npm-deps go-deps apt-deps
 	$(MAKE) --no-print-directory conformance
-	$(MAKE) --no-print-directory -j3 -Oline test-go test-run test-build
+	$(MAKE) --no-print-directory -j3 test-go test-run test-build
 
 apt-deps:
 	$(MAKE) --no-print-directory os-deps
