@@ -251,6 +251,26 @@ test-build:
 	$(MAKE) --no-print-directory vet
 	$(MAKE) --no-print-directory cross
 
+# test-nobody runs the tests whose paths depend on privilege again as the
+# user nobody (.ci/as-nobody, go test -exec), where make runs as root, as
+# CI does: test-go ran them as root (a writable cgroup, bubblewrap without
+# a user namespace, capabilities to drop, a tmpfs to mount), this runs the
+# unprivileged side. PKGS_NOBODY run whole; of the root package, the
+# sandbox tests (NOBODY_ROOT_RUN), with the probe server built here
+# (as nobody, go build has no module cache to read). Under another user
+# test-go already ran the unprivileged side, and the tests that need root
+# skipped, saying so (docs/testing.md lists them).
+PKGS_NOBODY    := ./transports/stdio ./transports/stdio/reaper ./transports/stdio/sandbox ./transports/stdio/sandbox/confine
+NOBODY_ROOT_RUN := TestSandbox|TestRequireSandbox|TestTrustSandboxRunsConfined
+test-nobody:
+	@if [ "$$(uname -s)" != Linux ]; then echo "test-nobody: the privilege-dependent tests are Linux's"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "test-nobody: make runs as $$(id -un), not root: the tests ran unprivileged, and those that need root skipped"; exit 0; fi; \
+	probe=$$(mktemp -d /tmp/mcpvisor-probe.XXXXXX) && trap 'rm -rf "$$probe"' EXIT && chmod 755 "$$probe" && \
+	$(GO) build -o "$$probe/sandbox-probe" ./transports/stdio/sandbox/sandboxtest/probe && \
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) -exec $(abspath .ci/as-nobody) $(PKGS_NOBODY) && \
+	$(TEST_ENV) MCPVISOR_TEST_PROBE="$$probe/sandbox-probe" $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) \
+		-exec $(abspath .ci/as-nobody) -run '$(NOBODY_ROOT_RUN)' .
+
 # test-go runs the main module's Go tests alone: one go test over every
 # package, longest first (PKGS_ORDER).
 test-go:
