@@ -204,8 +204,8 @@ TIMEOUT_MEDIUM  := 5m
 TIMEOUT_SHORT   := 1m
 MODULE       := github.com/mcpvisor/mcpvisor
 
-# The order in which test-go starts the packages' tests: longest first (s
-# a run under -race, docs/testing.md), so that the short packages fill the
+# The order in which test-go starts the packages' tests: longest first
+# (seconds a run under -race: docs/testing.md), so that the short packages fill the
 # gaps at the end and neither core waits for a last long package. One
 # variable per group; a directory that does not exist (a package that
 # moved) is ignored, and a package no group names runs after them, in
