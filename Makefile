@@ -54,7 +54,7 @@ CONFORMANCE_REQUIRED := initialize tools_call elicitation-sep1034-client-default
 	sep-2640-client-no-prefetch sep-2640-client-verify-digest sep-2640-client-verify-size \
 	sep-2640-client-verify-frontmatter $(addprefix auth/,$(CONFORMANCE_AUTH))
 
-.PHONY: all build run cluster cluster-demo test test-go test-etcd etcd-deps flake deps npm-deps os-deps browser-deps sandbox-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
+.PHONY: all build run cluster cluster-demo test test-go test-run test-build test-nested test-nobody go-deps apt-deps test-etcd etcd-deps flake deps npm-deps os-deps browser-deps sandbox-deps lint fmt vet cross fuzz bench bench-peers conformance conformance-server clean
 
 all: build
 
@@ -85,7 +85,9 @@ run: build
 # deps installs everything the tests use: Go modules of the main module and
 # of the nested test modules, and the npm packages (into $(NPM_DIR), which
 # git ignores).
-deps: npm-deps os-deps browser-deps sandbox-deps etcd-deps
+deps: npm-deps os-deps browser-deps sandbox-deps etcd-deps go-deps
+
+go-deps:
 	$(GO) mod download
 	cd testdata/gosdkserver && $(GO) mod download
 	cd testdata/mcpgoserver && $(GO) mod download
@@ -225,27 +227,94 @@ TEST_ENV = MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_
 # applies to each test binary): about three times the slowest run measured
 # under -race on a loaded 2-vCPU machine (docs/testing.md), so that a hang
 # fails within minutes and prints every goroutine's stack (a wait inside a
-# test fails sooner: internal/testwait bounds each). Four classes:
+# test fails sooner: internal/testwait bounds each). make flake budgets
+# each package by these classes; test-go runs every package in one go test
+# (both cores busy to the end), whose one -timeout is the longest class's.
 TIMEOUT_LONGEST := 15m
 TIMEOUT_LONG    := 7m
 TIMEOUT_MEDIUM  := 5m
 TIMEOUT_SHORT   := 1m
-PKGS_LONGEST := ./actors
-PKGS_LONG    := . ./cmd/mcpvisor ./gateway ./gateway/dashboard
-PKGS_MEDIUM  := ./session ./bench/mockserver ./transports/stdio ./cluster ./bench/cluster ./cluster/etcdstore
 MODULE       := github.com/mcpvisor/mcpvisor
-PKGS_SHORT    = $(filter-out $(patsubst .%,$(MODULE)%,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM)),$(shell $(GO) list ./...))
 
-test: deps vet cross conformance conformance-server test-go
+# The order in which test-go starts the packages' tests: longest first
+# (seconds a run under -race: docs/testing.md), so that the short packages fill the
+# gaps at the end and neither core waits for a last long package. One
+# variable per group; a directory that does not exist (a package that
+# moved) is ignored, and a package no group names runs after them, in
+# `go list` order: these lists only order, they select nothing.
+PKGS_LONGEST := ./cmd/mcpvisor ./actors
+PKGS_LONG    := ./cmd/mcpvisor/internal/gateway ./gateway ./gateway/dashboard ./actors/cluster ./cluster .
+PKGS_MEDIUM  := ./session ./internal/session ./transports/stdio ./bench/cluster ./etcdstore ./cluster/etcdstore ./bench/mockserver
+PKGS_ORDER    = $(patsubst .%,$(MODULE)%,$(foreach d,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM),$(if $(wildcard $(d)/*_test.go),$(d))))
+PKGS_TEST     = $(PKGS_ORDER) $(filter-out $(PKGS_ORDER),$(shell $(GO) list ./...))
 
-# test-go runs the Go tests alone (what test runs after its other steps).
+# test installs what the tests need (deps' npm installs and Go downloads
+# run at once, beside its apt installs, one at a time: apt-get holds a
+# lock), then runs the conformance suite's client scenarios alone: they
+# run all at once, and the client's 20 s deadline per scenario does not
+# hold beside the Go tests on 2 cores (62 of them timed out there). Then
+# three lanes at once (make -j3): test-go, whose go test keeps both cores
+# busy with packages' tests (many of them wait on processes and timers
+# more than they compute); test-run, the other steps that run programs
+# and wait on them (conformance-server, the nested modules' tests,
+# test-nobody); test-build, which only compiles (gofmt, vet, cross) and
+# fills what the others leave idle. Their output interleaves as it comes
+# (go test prints a package's whole output when it ends; -O would hold
+# each lane's back until its step ends); a failure of any lane fails test.
+test:
+	$(MAKE) --no-print-directory -j4 npm-deps go-deps apt-deps
+	$(MAKE) --no-print-directory conformance
+	$(MAKE) --no-print-directory -j3 test-go test-run test-build
+
+apt-deps:
+	$(MAKE) --no-print-directory os-deps
+	$(MAKE) --no-print-directory browser-deps
+	$(MAKE) --no-print-directory sandbox-deps
+	$(MAKE) --no-print-directory etcd-deps
+
+# test-run: the steps of test that run programs, one after another.
+test-run:
+	$(MAKE) --no-print-directory conformance-server
+	$(MAKE) --no-print-directory test-nested
+	$(MAKE) --no-print-directory test-nobody
+
+# test-build: the steps of test that only compile, one after another.
+test-build:
+	$(MAKE) --no-print-directory vet
+	$(MAKE) --no-print-directory cross
+
+# test-nobody runs the tests whose paths depend on privilege again as the
+# user nobody (.ci/as-nobody, go test -exec), where make runs as root, as
+# CI does: test-go ran them as root (a writable cgroup, bubblewrap without
+# a user namespace, capabilities to drop, a tmpfs to mount), this runs the
+# unprivileged side. PKGS_NOBODY run whole; of the root package, the
+# sandbox tests (NOBODY_ROOT_RUN), with the probe server built here
+# (as nobody, go build has no module cache to read). Under another user
+# test-go already ran the unprivileged side, and the tests that need root
+# skipped, saying so (docs/testing.md lists them).
+PKGS_NOBODY    := ./transports/stdio ./transports/stdio/reaper ./transports/stdio/sandbox ./transports/stdio/sandbox/confine
+NOBODY_ROOT_RUN := TestSandbox|TestRequireSandbox|TestTrustSandboxRunsConfined
+test-nobody:
+	@if [ "$$(uname -s)" != Linux ]; then echo "test-nobody: the privilege-dependent tests are Linux's"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "test-nobody: make runs as $$(id -un), not root: the tests ran unprivileged, and those that need root skipped"; exit 0; fi; \
+	probe=$$(mktemp -d /tmp/mcpvisor-probe.XXXXXX) && trap 'rm -rf "$$probe"' EXIT && chmod 755 "$$probe" && \
+	$(GO) build -o "$$probe/sandbox-probe" ./transports/stdio/sandbox/sandboxtest/probe && \
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) -exec $(abspath .ci/as-nobody) $(PKGS_NOBODY) && \
+	$(TEST_ENV) MCPVISOR_TEST_PROBE="$$probe/sandbox-probe" $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) \
+		-exec $(abspath .ci/as-nobody) -run '$(NOBODY_ROOT_RUN)' .
+
+# test-go runs the main module's Go tests alone: one go test over every
+# package, longest first (PKGS_ORDER).
 test-go:
-	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_SHORT) $(PKGS_SHORT)
-	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) $(PKGS_MEDIUM)
-	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_LONG) $(PKGS_LONG)
-	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_LONGEST) $(PKGS_LONGEST)
-	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./...
-	cd testdata/gosdkclient && $(GO) vet ./... && $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./...
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_LONGEST) $(PKGS_TEST)
+
+# test-nested vets the nested modules (the test peers run on the host
+# only) and runs the tests of those that have some.
+test-nested:
+	cd testdata/gosdkserver && $(GO) vet ./...
+	cd testdata/mcpgoserver && $(GO) vet ./...
+	cd bench/peers && $(GO) vet ./... && $(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./...
+	cd testdata/gosdkclient && $(GO) vet ./... && $(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./...
 
 # test-etcd runs only the tests against a real etcd (the shared OAuth
 # token store and session store of package cluster/etcdstore, the refresh of two
@@ -278,21 +347,27 @@ flake: deps
 	$(TEST_ENV) $(GO) run ./internal/flakerun -count $(FLAKE_COUNT) -modes $(FLAKE_MODES) -pkg '$(FLAKE_PKG)' \
 		-budget $(TIMEOUT_SHORT) -budgets '$(FLAKE_BUDGETS)' -logs $(DEPS)/flake
 
-# cross builds and vets every package, tests included, for the six
-# targets the project supports, in the main module and the nested modules
-# (bench/peers measures with getrusage and /proc: Unix only). A row per
-# module and target; any failure fails the target after the table.
+# cross builds every package of the main module for the six targets the
+# project supports, and vets it, tests included, once per OS: the host's
+# own by vet, the two others at amd64 here (no file of the module depends
+# on the architecture: no _amd64/_arm64 file, no arch build tag, so a
+# second vet per architecture would check the same files again). Of the
+# nested modules, the test peers run on the host only (test-nested vets
+# them there); bench/peers, which is Unix only (getrusage, /proc), is also
+# built and vetted for darwin/amd64. A row per module and target; any
+# failure fails the target after the table.
 CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
-CROSS_MODULES := . testdata/gosdkserver testdata/mcpgoserver testdata/gosdkclient bench/peers
+CROSS_VET      = $(filter-out $(shell $(GO) env GOOS)/%,linux/amd64 darwin/amd64 windows/amd64)
+CROSS_NESTED  := bench/peers:darwin/amd64
 cross:
-	@fail=0; for m in $(CROSS_MODULES); do for t in $(CROSS_TARGETS); do \
-		os=$${t%/*}; arch=$${t#*/}; \
-		if [ $$m = bench/peers ] && [ $$os = windows ]; then continue; fi; \
-		b=ok; v=ok; \
+	@fail=0; for row in $(addprefix .:,$(CROSS_TARGETS)) $(CROSS_NESTED); do \
+		m=$${row%%:*}; t=$${row#*:}; os=$${t%/*}; arch=$${t#*/}; \
+		b=ok; v=-; \
 		(cd $$m && GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -o /dev/null ./... ) >$(CROSS_LOG) 2>&1 || { b=FAIL; cat $(CROSS_LOG); fail=1; }; \
-		(cd $$m && GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) vet ./... ) >$(CROSS_LOG) 2>&1 || { v=FAIL; cat $(CROSS_LOG); fail=1; }; \
+		if [ $$m != . ] || echo " $(CROSS_VET) " | grep -q " $$t "; then v=ok; \
+			(cd $$m && GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) vet ./... ) >$(CROSS_LOG) 2>&1 || { v=FAIL; cat $(CROSS_LOG); fail=1; }; fi; \
 		printf '%-22s %-14s build %-4s vet %s\n' $$m $$t $$b $$v; \
-	done; done; rm -f $(CROSS_LOG); exit $$fail
+	done; rm -f $(CROSS_LOG); exit $$fail
 CROSS_LOG = $(or $(TMPDIR),/tmp)/mcpvisor-cross.$$$$.log
 
 vet:

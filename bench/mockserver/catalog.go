@@ -43,6 +43,12 @@ type server struct {
 	payload string         // echo's answer with Options.Payload
 	wg      sync.WaitGroup // answers given later (latency, sleep, fixtures that wait)
 
+	// startedAt is when the first initialize or server/discover came (the
+	// server's start-up, InitDelay, runs from then); written once, in
+	// startOnce, which every reader passes first.
+	startOnce sync.Once
+	startedAt time.Time
+
 	dead     chan struct{} // closed when an exit fault fires
 	deadOnce sync.Once
 	code     int // the exit code; written before dead is closed

@@ -257,15 +257,19 @@ func (s *server) cutListens(next mcpserver.Handler) mcpserver.Handler {
 	})
 }
 
-// delayStart answers initialize and server/discover after InitDelay.
+// delayStart answers initialize and server/discover once InitDelay has
+// passed since the first of them came: the server takes InitDelay to
+// start, once (a client that falls back from server/discover to
+// initialize waits InitDelay in all, not twice).
 func (s *server) delayStart(next mcpserver.Handler) mcpserver.Handler {
 	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
 		if r.Method != protocol.MethodInitialize && r.Method != protocol.MethodDiscover {
 			next.ServeMCP(ctx, w, r)
 			return
 		}
+		s.startOnce.Do(func() { s.startedAt = time.Now() })
 		s.later(func() {
-			time.Sleep(s.o.InitDelay)
+			time.Sleep(time.Until(s.startedAt.Add(s.o.InitDelay)))
 			next.ServeMCP(ctx, w, r)
 		})
 	})

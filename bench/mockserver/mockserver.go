@@ -53,7 +53,7 @@ type Options struct {
 	Resources int           // resources mock://resource/1…N
 	Prompts   int           // prompts prompt_1…N
 	Latency   time.Duration // delay before answering each tools/call
-	InitDelay time.Duration // delay before answering initialize or server/discover
+	InitDelay time.Duration // start-up: initialize and server/discover are answered once this long has passed since the first of them
 	Payload   int           // echo answers with this many bytes instead of its input
 	Versions  []string      // versions served, newest first; default all
 	PageSize  int           // list page size; 0 = everything in one page
@@ -324,7 +324,7 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.IntVar(&o.Resources, "resources", 0, "resources mock://resource/1…N (and one template)")
 	fs.IntVar(&o.Prompts, "prompts", 0, "prompts prompt_1…N")
 	fs.DurationVar(&o.Latency, "latency", 0, "delay before answering each tools/call")
-	fs.DurationVar(&o.InitDelay, "init-delay", 0, "delay before answering initialize or server/discover")
+	fs.DurationVar(&o.InitDelay, "init-delay", 0, "start-up time: initialize and server/discover are answered once this long has passed since the first of them")
 	fs.IntVar(&o.Payload, "payload", 0, "echo answers with this many bytes instead of its text")
 	fs.StringVar(versions, "versions", "", "comma-separated protocol versions served, newest first (default all)")
 	fs.IntVar(&o.PageSize, "page-size", 0, "items per list page (0: one page)")

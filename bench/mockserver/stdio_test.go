@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
@@ -209,4 +210,28 @@ func TestStdioBurst(t *testing.T) {
 	if m := message(t, s.recv(t)); m.ID != protocol.Int64ID(5) {
 		t.Fatalf("got %+v, want the ping's answer", m)
 	}
+}
+
+// A server that takes InitDelay to start takes it once: a client that
+// asks server/discover first and, refused by a server of an older
+// revision, falls back to initialize waits InitDelay in all, as it would
+// for a real server slow to start (the delay applied to each of the two
+// requests, and the start-up tests of an old server waited twice). On the
+// bubble's clock, so the figure is exact.
+func TestInitDelayIsOneStartUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const delay = 5 * time.Second
+		s := runStdio(t, Options{InitDelay: delay, Versions: []string{protocol.Version20250618}})
+		began := time.Now()
+		s.send(t, encode(t, 1, protocol.MethodDiscover, modernParams(protocol.Version20260728, nil)))
+		if m := message(t, s.recv(t)); m.Error == nil {
+			t.Fatalf("a 2025-06-18 server answered server/discover: %s", m.Result)
+		}
+		s.send(t, encode(t, 2, protocol.MethodInitialize, initParams(protocol.Version20250618)))
+		var init protocol.InitializeResult
+		result(t, message(t, s.recv(t)), &init)
+		if took := time.Since(began); took != delay {
+			t.Fatalf("the handshake took %v, want %v (one start-up)", took, delay)
+		}
+	})
 }

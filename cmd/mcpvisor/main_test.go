@@ -992,7 +992,9 @@ func TestSuperviseReload(t *testing.T) {
 
 // SIGTERM drains the calls in flight up to --grace: a call that finishes
 // within it is answered and the exit is clean (0); one cut off makes the
-// exit 1.
+// exit 1. The call that finishes lasts long enough (3 s) for the status
+// polls to see it in flight on a loaded machine (a 400 ms call was missed
+// there: "Condition never satisfied" on the in-flight wait).
 func TestSuperviseDrain(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -1000,7 +1002,7 @@ func TestSuperviseDrain(t *testing.T) {
 		grace    string
 		wantCode int
 	}{
-		{"finishes", 400, "10s", 0},
+		{"finishes", 3000, "30s", 0},
 		{"cut off", 10000, "200ms", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -82,13 +82,17 @@ func TestTypeScriptSDKClientAtStartUp(t *testing.T) {
 		return m[1]
 	}
 
+	// The six runs are independent (their own configs, ports and state
+	// directories) and mostly wait for processes to start: in parallel.
 	for _, delay := range []time.Duration{time.Second, 3 * time.Second, 5 * time.Second} {
 		t.Run(fmt.Sprintf("stdio/%v", delay), func(t *testing.T) {
+			t.Parallel()
 			cfg, servers := startupServers(t, bin, delay)
 			ms := node(t, "stdio", bin, cfg, t.TempDir(), strings.Join(servers, ","))
 			t.Logf("servers starting in %v: first tools/list complete %s ms after supervise --stdio started", delay, ms)
 		})
 		t.Run(fmt.Sprintf("http/%v", delay), func(t *testing.T) {
+			t.Parallel()
 			cfg, servers := startupServers(t, bin, delay)
 			addr := freePort(t)
 			t0 := time.Now()

@@ -35,6 +35,7 @@ func inTerminal(t *testing.T, args ...string) string {
 // On a terminal, list and call say every 2 s which servers they still
 // wait for; piped, they do not.
 func TestListAndCallSayWhatTheyWaitFor(t *testing.T) {
+	t.Parallel() // four runs that wait for a server's 3 s start-up
 	cfg := writeConfig(t, map[string]any{
 		"slow":  mock(binPath, "-init-delay", "3s"),
 		"quick": mock(binPath),

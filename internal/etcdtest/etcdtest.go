@@ -17,7 +17,7 @@ import (
 )
 
 // Binary is the etcd server the tests run: $MCPVISOR_ETCD, else etcd on
-// PATH (Debian's etcd-server package; `make test-etcd` installs it).
+// PATH (Debian's etcd-server package; `make deps` installs it).
 func Binary() (string, bool) {
 	if b := os.Getenv("MCPVISOR_ETCD"); b != "" {
 		return b, true
@@ -34,9 +34,9 @@ func Start(t testing.TB) string {
 	bin, ok := Binary()
 	if !ok {
 		if os.Getenv("MCPVISOR_REQUIRE_ETCD") != "" {
-			t.Fatal("no etcd binary (make test-etcd installs etcd-server)")
+			t.Fatal("no etcd binary (make deps installs etcd-server)")
 		}
-		t.Skip("no etcd binary: run make test-etcd")
+		t.Skip("no etcd binary (make deps installs etcd-server; make test fails without it)")
 	}
 	client, peer := freePort(t), freePort(t)
 	clientURL := "http://127.0.0.1:" + client

@@ -57,7 +57,7 @@ func BenchmarkSpawn(b *testing.B) {
 						plan, err = sandbox.Prepare(&transports.Sandbox{Enabled: true, Mechanism: v.mechanism},
 							sandbox.Command{Path: req.Path, Argv: req.Argv, Dir: "/"}, sandbox.Options{ExecStage: v.execStage})
 						if err != nil {
-							b.Skip(err)
+							b.Fatal(err) // the code under test: a failure, not a skip
 						}
 						req.Confine = plan
 					}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,19 @@ const EnvUnprivileged = "MCPVISOR_TEST_UNPRIVILEGED"
 // RunUnprivileged.
 func Unprivileged() bool { return os.Getenv(EnvUnprivileged) != "" }
 
+// RequireRoot skips a test that runs another as nobody when this one is
+// not root: then the other already ran unprivileged (make test runs as
+// root, and runs these packages again as nobody: make test-nobody).
+func RequireRoot(t *testing.T) {
+	t.Helper()
+	switch {
+	case Unprivileged():
+		t.Skip("this run is the unprivileged one (make test-nobody)")
+	case os.Getuid() != 0:
+		t.Skip("runs a test as nobody, which needs root; this run is unprivileged already (uid " + strconv.Itoa(os.Getuid()) + ")")
+	}
+}
+
 // RunUnprivileged runs the test named name again, in a copy of this test
 // binary, as the user nobody: where the tests run as root (CI), this is
 // how the unprivileged paths (no writable cgroup, bubblewrap through a
@@ -40,9 +54,7 @@ func Unprivileged() bool { return os.Getenv(EnvUnprivileged) != "" }
 // when the test fails there.
 func RunUnprivileged(t *testing.T, name string, env ...string) {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("runs tests as nobody, which needs root")
-	}
+	RequireRoot(t)
 	dir, err := os.MkdirTemp("", "mcpvisor-unprivileged-")
 	if err != nil {
 		t.Fatal(err)
