@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -71,7 +70,7 @@ func (c *Config) lowerUntrusted(name string, sc *ServerConfig, base *ServerConfi
 		ceiling = base.Trust
 	}
 	var why []string
-	t := actors.LeastTrusted(sc.Trust, ceiling)
+	t := LeastTrusted(sc.Trust, ceiling)
 	if t == TrustSandbox && sc.Kind() != transports.TypeStdio {
 		// A remote server cannot be confined: every call asks instead.
 		t = TrustUntrusted

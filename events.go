@@ -301,3 +301,68 @@ type unknownEvent struct {
 
 // MarshalJSON implements json.Marshaler.
 func (e *unknownEvent) MarshalJSON() ([]byte, error) { return json.Marshal(e.raw) }
+
+// eventConverter builds the typed event of each numbered record once for
+// all the subscribers it is delivered to (the bus offers it to them one
+// after the other), so that typed events cost one allocation per event,
+// not one per subscriber; they share the value (see Event's Concurrency).
+//
+// Concurrency: convert runs on the registry actor's goroutine only
+// (subscribeAs); nothing else touches the converter.
+type eventConverter struct {
+	seq  uint64
+	last Event
+}
+
+func (c *eventConverter) convert(e eventRecord) Event {
+	if e.Seq != 0 && e.Seq == c.seq {
+		return c.last
+	}
+	ev := eventOf(e)
+	if e.Seq != 0 { // a gap (sequence number 0) is each subscriber's own
+		c.seq, c.last = e.Seq, ev
+	}
+	return ev
+}
+
+// eventOf is the typed event of a record the registry published.
+func eventOf(e eventRecord) Event {
+	h := EventHeader{Seq: e.Seq, Time: e.Time, Type: e.Type, Server: e.Server}
+	switch h.Type {
+	case EventServerState:
+		return &ServerStateEvent{EventHeader: h, State: e.State, Previous: e.Previous, Err: e.Err, Failure: e.Failure}
+	case EventServerToggled:
+		return &ServerToggledEvent{EventHeader: h, ToggledOff: e.ToggledOff}
+	case EventToolsChanged:
+		return &ToolsChangedEvent{EventHeader: h, Diff: e.Diff, Tools: e.Tools}
+	case EventPromptsChanged, EventResourcesChanged:
+		return &ListChangedEvent{EventHeader: h, Diff: e.Diff}
+	case EventResourceUpdated:
+		return &ResourceUpdatedEvent{EventHeader: h, URI: e.URI, Data: e.Data}
+	case EventLogMessage:
+		return &LogMessageEvent{EventHeader: h, Level: e.Level, Data: e.Data}
+	case EventProgress:
+		return &ProgressEvent{EventHeader: h, Data: e.Data}
+	case EventChannelMessage:
+		return &ChannelMessageEvent{EventHeader: h, Data: e.Data, ChannelSeq: e.ChannelSeq}
+	case EventPermissionRequest, EventPermissionAnswered:
+		return &PermissionEvent{EventHeader: h, Data: e.Data, PermissionID: e.PermissionID}
+	case EventPollChanged:
+		return &PollChangedEvent{EventHeader: h, URI: e.URI, Data: e.Data, PollID: e.PollID}
+	case EventTaskStatus:
+		return &TaskStatusEvent{EventHeader: h, Data: e.Data, TaskID: e.TaskID}
+	case EventToolDefinitionChanged:
+		return &ToolDefinitionChangedEvent{EventHeader: h, ToolChange: e.ToolChange}
+	case EventCollision:
+		return &CollisionEvent{EventHeader: h, Collision: e.Collision}
+	case EventAuthRequired:
+		return &AuthRequiredEvent{EventHeader: h, Data: e.Data}
+	case EventListFailed:
+		return &ListFailedEvent{EventHeader: h, List: e.List, Err: e.Err}
+	case EventGap:
+		return &GapEvent{EventHeader: h, Dropped: e.Dropped, GapReason: e.GapReason}
+	}
+	// A kind this file does not know: its header, and nothing lost
+	// silently in JSON either (the record, as it was).
+	return &unknownEvent{EventHeader: h, raw: e}
+}

@@ -1,10 +1,8 @@
 package mcpvisor
 
 import (
-	"context"
 	"encoding/json"
 
-	"github.com/mcpvisor/mcpvisor/actors"
 )
 
 // Trust levels and permission rules decide, before every call of a
@@ -55,20 +53,6 @@ type PermissionRules struct {
 	Deny []string `json:"deny,omitempty"`
 }
 
-// Validate reports the first pattern that is not a valid glob.
-func (r PermissionRules) Validate() error { return r.plain().Validate() }
-
-// Decide says what the rules decide for a call of the tool with
-// qualified name at the server's trust level: "allow", "ask" or "deny",
-// and why (the rule that matched, or the trust level; empty when
-// nothing matched and the level asks nothing).
-func (r PermissionRules) Decide(name, trust string) (decision, why string) {
-	d, why := r.plain().Decide(name, trust)
-	return string(d), why
-}
-
-func (r PermissionRules) plain() actors.PermissionRules { return actors.PermissionRules(r) }
-
 // CallApproval is one call the host is asked to approve.
 type CallApproval struct {
 	// Tool is the qualified name the model called; Server and ServerTool
@@ -79,33 +63,4 @@ type CallApproval struct {
 	// Reason says why approval is needed: the ask rule that matched, or
 	// the server's trust level.
 	Reason string
-}
-
-// Errors of the permission check.
-var (
-	// ErrCallDenied: a deny rule matched the call, or the host's approver
-	// said no.
-	ErrCallDenied = actors.ErrCallDenied
-	// ErrApprovalUnavailable: the call needs approval and none could be
-	// had: Options.ApproveCall is nil or failed (the gateway's: the
-	// client declared no elicitation, or did not answer).
-	ErrApprovalUnavailable = actors.ErrApprovalUnavailable
-)
-
-// SetPermissions replaces the permission rules (Options.Permissions);
-// calls that start afterwards are checked against the new ones (a
-// config reload, say). An invalid pattern is an error and changes
-// nothing.
-func (s *Supervisor) SetPermissions(rules PermissionRules) error {
-	return s.sys.SetPermissions(rules.plain())
-}
-
-// approveCall adapts the host's approver to the core's.
-func approveCall(f func(context.Context, CallApproval) (bool, error)) func(context.Context, actors.CallApproval) (bool, error) {
-	if f == nil {
-		return nil
-	}
-	return func(ctx context.Context, req actors.CallApproval) (bool, error) {
-		return f(ctx, CallApproval(req))
-	}
 }

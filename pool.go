@@ -1,7 +1,6 @@
 package mcpvisor
 
 import (
-	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -43,15 +42,6 @@ type Prompt struct {
 	Server string
 	Prompt protocol.Prompt
 }
-
-// QualifiedName is the pool name of a server's tool: mcp__<server>__<tool>,
-// with characters outside [A-Za-z0-9_-] replaced, shortened to
-// MaxNameLength with a stable hash when longer. (A tool whose name another
-// claimed first is renamed; an EventCollision says to what.)
-func QualifiedName(server, tool string) string { return actors.QualifiedName(server, tool) }
-
-// MaxNameLength is the longest name the tool pool offers.
-const MaxNameLength = actors.MaxNameLength
 
 // SetResult says what SetServers did. Every name given to SetServers, and
 // every name it removed, is in exactly one of Added, Removed, Changed,

@@ -98,24 +98,6 @@ type ServerConfig struct {
 	Nodes map[string]string `json:"nodes,omitempty"`
 }
 
-// Validate reports the first problem that makes the config unusable. A
-// held config (NeedsApproval set) is valid: it is never started.
-func (c *ServerConfig) Validate() error {
-	p := c.plain()
-	return p.Validate()
-}
-
-// OAuthSettings parses the server's "oauth" member (nil when absent).
-func (c *ServerConfig) OAuthSettings() (*OAuthConfig, error) {
-	p := c.plain()
-	o, err := p.OAuthSettings()
-	if o == nil {
-		return nil, err
-	}
-	cfg := OAuthConfig(*o)
-	return &cfg, err
-}
-
 // ToolFilter selects tools by name with glob patterns (path.Match syntax).
 // An empty Allow allows everything; Deny wins over Allow.
 type ToolFilter struct {
@@ -171,9 +153,6 @@ type ReconnectPolicy struct {
 	ListenDelay    Duration `json:"listenDelay,omitempty"`
 	ListenFailures int      `json:"listenFailures,omitempty"`
 }
-
-// Validate reports a policy that cannot be followed.
-func (p ReconnectPolicy) Validate() error { return p.plain().Validate() }
 
 // Duration is a time.Duration that reads from JSON either as a Go
 // duration string ("500ms", "2m") or as a number of milliseconds, and is

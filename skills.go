@@ -50,19 +50,6 @@ func (e *SkillVerificationError) Error() string {
 // Is makes errors.Is(err, ErrSkillVerification) true.
 func (e *SkillVerificationError) Is(target error) bool { return target == ErrSkillVerification }
 
-// ListSkills lists the skills server publishes (every page); ErrNoSkills
-// when it does not declare the extension. An entry whose "resources" is
-// invalid is left out (it must not be loaded).
-func (s *Supervisor) ListSkills(ctx context.Context, server string) ([]protocol.Skill, error) {
-	return hostResult(s.sys.ListSkills(ctx, server))
-}
-
-// GetSkill returns the entry of server's skill whose SKILL.md is at uri
-// (skills/get), for a skill known by its URI alone.
-func (s *Supervisor) GetSkill(ctx context.Context, server, uri string) (*protocol.Skill, error) {
-	return hostResult(s.sys.GetSkill(ctx, server, uri))
-}
-
 // LoadedSkill is a skill the host loaded: its verified SKILL.md and the
 // entry it was verified against, which bounds what ReadFile may read.
 //

@@ -87,7 +87,7 @@ func connectTool(ctx context.Context, s *Supervisor, args json.RawMessage) (any,
 		st, _ = serverStatus(s, a.Server)
 		tools := poolNamesOf(s, a.Server)
 		switch {
-		case st.State == StateReady && s.sys.PoolReflects(a.Server):
+		case st.State == StateReady && s.PoolReflects(a.Server):
 			return connectOutput{Server: a.Server, Connected: true, State: st.State, Tools: tools}, nil
 		case st.State.Parked() && st.StateSince.After(asked), st.State == StateDisabled:
 			return connectOutput{Server: a.Server, State: st.State, Tools: tools, Error: st.LastError}, nil
