@@ -106,7 +106,7 @@ func TestOAuthBearerOnEveryRequest(t *testing.T) {
 			as, u := protectedMock(t, mockserver.Options{Transport: tc.transport, Versions: tc.versions}, 3600)
 			var logs syncBuffer
 			s := start(t, authOptions(&logs, true))
-			setAndSettle(t, s, map[string]ServerConfig{"r": remote(tc.kind, u)})
+			setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(tc.kind, u)})
 			require.Equal(t, StateReady, statusOf(s, "r").State, statusOf(s, "r").LastError)
 			res, err := call(t, s, "mcp__r__echo", "hi")
 			require.NoError(t, err)
@@ -151,7 +151,7 @@ func TestOAuthNeedsAuthLoginRefreshRevoke(t *testing.T) {
 	var logs syncBuffer
 	s := start(t, authOptions(&logs, false))
 	events := s.subscribeRecords(t.Context(), false, 0, 256)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, u)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, u)})
 	st := statusOf(s, "r")
 	require.Equal(t, StateNeedsAuth, st.State)
 	require.NotNil(t, st.Auth)
@@ -231,7 +231,7 @@ func TestOAuthLoginThroughHostHook(t *testing.T) {
 		return nil
 	}
 	s := start(t, opts)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, u)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, u)})
 	require.Equal(t, StateNeedsAuth, statusOf(s, "r").State)
 	require.NoError(t, s.Login(t.Context(), "r", nil))
 	require.NoError(t, s.WaitSettled(t.Context()))
@@ -256,7 +256,7 @@ func TestOAuthSourceOnlyWhenNeeded(t *testing.T) {
 	opts := authOptions(&logs, true)
 	opts.OAuth.Store = store
 	s := start(t, opts)
-	setAndSettle(t, s, map[string]ServerConfig{"open": remote(transports.TypeHTTP, open.URL), "r": remote(transports.TypeHTTP, u)})
+	setAndSettle(t, s, map[string]ServerConfig{"open": remoteServer(transports.TypeHTTP, open.URL), "r": remoteServer(transports.TypeHTTP, u)})
 	require.Equal(t, StateReady, statusOf(s, "open").State, statusOf(s, "open").LastError)
 	require.Equal(t, StateReady, statusOf(s, "r").State, statusOf(s, "r").LastError)
 	h, err := s.handle("open")
@@ -276,7 +276,7 @@ func TestOAuthSourceOnlyWhenNeeded(t *testing.T) {
 	opts = authOptions(&logs, false)
 	opts.OAuth.Store = store
 	s = start(t, opts)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, u)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, u)})
 	require.Equal(t, StateReady, statusOf(s, "r").State, statusOf(s, "r").LastError)
 	reqs := mcpRequests(as)[before:]
 	require.NotEmpty(t, reqs)

@@ -32,7 +32,7 @@ func inBubble(t *testing.T, opts Options, servers map[string]mockserver.Options,
 				return nil
 			})
 		}
-		s, err := Start(opts)
+		s, err := Start(context.Background(), opts)
 		require.NoError(t, err)
 		test(t, s)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

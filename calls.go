@@ -173,7 +173,6 @@ func (s *Supervisor) awaitReady(ctx context.Context, h *serverHandle, old *sessi
 	}
 }
 
-
 // callTool is CallTool with the request's options.
 func (s *Supervisor) callTool(ctx context.Context, name string, args json.RawMessage, o RequestOptions) (*protocol.CallToolResult, error) {
 	p := s.pool.Load()

@@ -106,7 +106,7 @@ func TestChaos(t *testing.T) {
 	opts := testOptions
 	opts.MaxFrameSize = 1 << 20
 	opts.Reconnect = ReconnectPolicy{InitialDelay: Duration(50 * time.Millisecond), MaxDelay: Duration(time.Second), StableAfter: Duration(2 * time.Second)}
-	s, err := Start(opts)
+	s, err := Start(context.Background(), opts)
 	require.NoError(t, err)
 
 	// 50 servers: every fault at least once, the rest drawn at random.
@@ -134,7 +134,7 @@ func TestChaos(t *testing.T) {
 			proxies = append(proxies, p)
 			url = p.URL
 		}
-		servers[name] = remote(transports.TypeHTTP, url)
+		servers[name] = remoteServer(transports.TypeHTTP, url)
 	}
 	setAndSettle(t, s, servers)
 

@@ -59,7 +59,7 @@ func TestClosingManySessionsReusesConnections(t *testing.T) {
 		return dialed, deletes
 	}
 
-	s, err := Start(testOptions)
+	s, err := Start(context.Background(), testOptions)
 	require.NoError(t, err)
 	closed := false
 	t.Cleanup(func() {
@@ -71,7 +71,7 @@ func TestClosingManySessionsReusesConnections(t *testing.T) {
 	})
 	servers := map[string]ServerConfig{}
 	for i := range n {
-		servers[fmt.Sprintf("s%03d", i)] = remote(transports.TypeHTTP, srv.URL+"/mcp")
+		servers[fmt.Sprintf("s%03d", i)] = remoteServer(transports.TypeHTTP, srv.URL+"/mcp")
 	}
 	setAndSettle(t, s, servers)
 	for name := range servers {

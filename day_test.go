@@ -67,7 +67,7 @@ func TestADeadServerCostsABoundedNumberOfRequestsPerDay(t *testing.T) {
 			var sent int64
 			synctest.Test(t, func(t *testing.T) {
 				opts := Options{Reconnect: tc.policy, DiscoverTimeout: time.Second}
-				s, err := Start(opts)
+				s, err := Start(context.Background(), opts)
 				require.NoError(t, err)
 				_, err = s.SetServers(context.Background(), map[string]ServerConfig{
 					// Pinned to the session era: one request per connect

@@ -53,7 +53,7 @@ func TestEtcdTokenStoreTwoMembersRefreshOnce(t *testing.T) {
 		opts.OAuth = OAuthOptions{Store: store, RefreshMargin: time.Second}
 		return start(t, opts), store
 	}
-	cfg := map[string]ServerConfig{"r": remote(transports.TypeHTTP, rs.Resource())}
+	cfg := map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, rs.Resource())}
 	a, store := member("a")
 	setAndSettle(t, a, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -11,7 +11,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
-	"github.com/mcpvisor/mcpvisor/transports/stdio"
+	stdiot "github.com/mcpvisor/mcpvisor/transports/stdio"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 )
@@ -35,7 +35,7 @@ func ClassifyFailure(err error) FailureKind {
 	var status *transports.HTTPStatusError
 	var execErr *exec.Error
 	var tooBig *transports.FrameTooLargeError
-	var exit *stdio.ProcessExitError
+	var exit *stdiot.ProcessExitError
 	switch {
 	case errors.Is(err, sandbox.ErrUnavailable):
 		return FailureSandbox

@@ -54,7 +54,7 @@ func TestFaultModesEndCallsByTheirDeadlineAndLeaveNoProcess(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := testOptions
 			opts.MaxFrameSize = 1 << 20
-			s, err := Start(opts)
+			s, err := Start(context.Background(), opts)
 			require.NoError(t, err)
 			setAndSettle(t, s, map[string]ServerConfig{"f": mock(tt.args...)})
 			require.Equal(t, StateReady, statusOf(s, "f").State, statusOf(s, "f").LastError)

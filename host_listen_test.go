@@ -12,7 +12,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
-	"github.com/mcpvisor/mcpvisor/transports/stdio"
+	stdiot "github.com/mcpvisor/mcpvisor/transports/stdio"
 )
 
 // Resource subscriptions over stdio and Streamable HTTP, in both eras:
@@ -35,7 +35,7 @@ func TestResourceSubscriptionsAcrossErasAndTransports(t *testing.T) {
 				default:
 					o := mockserver.Options{Transport: mockserver.TransportHTTP, Subscribe: true, Resources: 2, Versions: []string{version}}
 					srv := serveMock(t, o)
-					setAndSettle(t, s, map[string]ServerConfig{"m": remote(transports.TypeHTTP, srv.URL)})
+					setAndSettle(t, s, map[string]ServerConfig{"m": remoteServer(transports.TypeHTTP, srv.URL)})
 					restart = func() { srv = restartMock(t, srv, o) }
 				}
 				require.Equal(t, version, statusOf(s, "m").ProtocolVersion)
@@ -128,7 +128,7 @@ func killStdioServer(t *testing.T, s *Supervisor, name string) {
 	require.NoError(t, err)
 	old := h.view.Load().sess
 	require.NotNil(t, old)
-	require.NoError(t, killPID(old.Conn().(*stdio.Conn).Pid()))
+	require.NoError(t, killPID(old.Conn().(*stdiot.Conn).Pid()))
 	require.Eventually(t, func() bool {
 		v := h.view.Load()
 		return v.state == StateReady && v.sess != nil && v.sess != old

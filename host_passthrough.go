@@ -15,7 +15,7 @@ func (o RequestOptions) session() session.RequestOptions {
 }
 
 // inputHandler adapts Options.Inputs to a server's session.
-func inputHandler(o *runOptions, server string) session.InputHandler {
+func inputHandler(o *Options, server string) session.InputHandler {
 	if o.Inputs == nil {
 		return nil
 	}

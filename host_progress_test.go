@@ -1,6 +1,7 @@
 package mcpvisor
 
 import (
+	"github.com/mcpvisor/mcpvisor/protocol"
 	"context"
 	"encoding/json"
 	"sync"

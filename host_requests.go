@@ -19,7 +19,7 @@ const defaultServerRequestTimeout = 2 * time.Minute
 // clientCapabilities is what the client declares: Options.Capabilities,
 // plus roots, sampling and elicitation for the handlers the host
 // registered (and only for those: a capability promises answers).
-func clientCapabilities(o *runOptions) protocol.ClientCapabilities {
+func clientCapabilities(o *Options) protocol.ClientCapabilities {
 	caps := o.Capabilities
 	if o.Roots != nil && caps.Roots == nil {
 		caps.Roots = &protocol.RootsCapability{ListChanged: true}
@@ -56,7 +56,7 @@ func requestHandler(o *runOptions, server string) session.RequestHandler {
 			}
 			return o.Sampling(ctx, server, &req)
 		case method == protocol.MethodElicitationCreate && o.Elicitation != nil:
-			return elicit(ctx, o, server, params)
+			return elicit(ctx, &o.Options, server, params)
 		case o.Requests != nil:
 			return o.Requests(ctx, server, method, params)
 		}
@@ -66,7 +66,7 @@ func requestHandler(o *runOptions, server string) session.RequestHandler {
 
 // elicit runs the host's elicitation handler and fills a form accepted
 // without values with the schema's defaults.
-func elicit(ctx context.Context, o *runOptions, server string, params json.RawMessage) (any, error) {
+func elicit(ctx context.Context, o *Options, server string, params json.RawMessage) (any, error) {
 	var req protocol.ElicitParams
 	if err := json.Unmarshal(params, &req); err != nil {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "%v", err)

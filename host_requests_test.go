@@ -126,7 +126,7 @@ func TestClientCapabilitiesFollowHandlers(t *testing.T) {
 	assert.Nil(t, caps.Sampling)
 	require.NotNil(t, caps.Elicitation)
 	assert.JSONEq(t, `{"form":{}}`, string(*caps.Elicitation))
-	_, err := (&Supervisor{opts: Options{host: newHostState(Options{})}, closed: make(chan struct{})}).SetRoots(t.Context(), nil)
+	_, err := (&Supervisor{opts: runOptions{host: newHostState(runOptions{})}, closed: make(chan struct{})}).SetRoots(t.Context(), nil)
 	assert.ErrorIs(t, err, ErrRootsNotDeclared)
 }
 

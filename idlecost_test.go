@@ -183,7 +183,7 @@ func TestIdleHTTPConnectionCost(t *testing.T) {
 			s := start(t, testOptions)
 			servers := map[string]ServerConfig{}
 			const first, more = 4, 20
-			cfg := func() ServerConfig { return remote(transports.TypeHTTP, url) }
+			cfg := func() ServerConfig { return remoteServer(transports.TypeHTTP, url) }
 			before := addIdle(t, s, servers, "a", first, cfg)
 			after := addIdle(t, s, servers, "b", more, cfg)
 			perG := float64(after.goroutines-before.goroutines) / more

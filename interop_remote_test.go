@@ -294,7 +294,7 @@ func (rc remoteCase) exercise(t *testing.T) {
 	st := statusOf(s, rc.server)
 	require.Equal(t, StateReady, st.State, "%s: %s\nserver output:\n%s", rc.server, st.LastError, rc.proc.out.String())
 	t.Logf("%s over %s: protocol %s, server %s %s, %d tools, %d resources",
-		rc.server, st.Transport, st.ProtocolVersion, st.ServerInfo.Name, st.ServerInfo.Version, st.Tools, st.Resources)
+		rc.server, st.Transport, st.ProtocolVersion, st.ServerInfo.Name, st.ServerInfo.Version, st.ToolCount, st.Resources)
 	assert.Equal(t, string(rc.cfg.Kind()), st.Transport)
 	assert.Equal(t, rc.wantVersion, st.ProtocolVersion, "negotiated protocol version")
 	assert.Equal(t, rc.wantInfo, st.ServerInfo.Name)

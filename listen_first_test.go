@@ -69,7 +69,7 @@ func TestAConnectListsOnceAfterTheListenStreamIsAcknowledged(t *testing.T) {
 			mockserver.Run(ctx, mockserver.Options{Resources: 1, Prompts: 1}, counter.tee(r), w)
 			return nil
 		})}
-		s, err := Start(opts)
+		s, err := Start(context.Background(), opts)
 		require.NoError(t, err)
 		settleInBubble(t, s, map[string]ServerConfig{"m": inProcess()})
 		synctest.Wait() // whatever the acknowledgement set off has run

@@ -1,6 +1,7 @@
 package mcpvisor
 
 import (
+	"github.com/mcpvisor/mcpvisor/protocol"
 	"context"
 	"encoding/json"
 	"errors"
@@ -181,7 +182,7 @@ func blockingServer(mute int) inproc.Server {
 // in-process servers, sets them, and waits until they settled.
 func startInBubble(t *testing.T, servers map[string]inproc.Server) *Supervisor {
 	t.Helper()
-	s, err := Start(Options{InProcess: servers})
+	s, err := Start(context.Background(), Options{InProcess: servers})
 	require.NoError(t, err)
 	cfgs := map[string]ServerConfig{}
 	for name := range servers {
@@ -277,7 +278,7 @@ func TestProgressMovesTheDefaultDeadline(t *testing.T) {
 			mockserver.Run(ctx, mockserver.Options{Progress: true}, r, w)
 			return nil
 		})
-		s, err := Start(Options{InProcess: map[string]inproc.Server{"p": srv}, CallTimeout: 10 * time.Second})
+		s, err := Start(context.Background(), Options{InProcess: map[string]inproc.Server{"p": srv}, CallTimeout: 10 * time.Second})
 		require.NoError(t, err)
 		_, err = s.SetServers(context.Background(), map[string]ServerConfig{"p": {Config: transports.Config{Type: transports.TypeSDK}}})
 		require.NoError(t, err)

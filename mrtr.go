@@ -1,7 +1,6 @@
 package mcpvisor
 
 import (
-
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/session"
 )

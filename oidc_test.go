@@ -46,7 +46,7 @@ func TestOIDCProviderFullFlow(t *testing.T) {
 		opts.OAuth = OAuthOptions{Store: &oauth.FileStore{Path: store}, RefreshMargin: time.Second}
 		return start(t, opts)
 	}
-	cfg := map[string]ServerConfig{"r": remote(transports.TypeHTTP, rs.Resource())}
+	cfg := map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, rs.Resource())}
 
 	a := newSystem("a")
 	setAndSettle(t, a, cfg)
@@ -188,7 +188,7 @@ func TestOIDCProviderDPoP(t *testing.T) {
 			return &oauth.HeadlessUserAgent{Redirect: "http://127.0.0.1:8977/callback"}
 		}}
 	s := start(t, opts)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, rs.Resource())})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, rs.Resource())})
 	require.Equal(t, StateReady, statusOf(s, "r").State, statusOf(s, "r").LastError)
 	_, err = call(t, s, "mcp__r__echo", "one")
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package mcpvisor
 
 import (
 	"encoding/json"
-
 )
 
 // Trust levels and permission rules decide, before every call of a

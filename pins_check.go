@@ -105,7 +105,7 @@ func reportPins(server string, pins *toolPins, trustLevel string, o *PinOptions,
 		return nil
 	}
 	var evs []eventRecord
-	for _, name := range sortedKeys(pins.unpinned) {
+	for _, name := range sortedKeysOf(pins.unpinned) {
 		c := pins.unpinned[name]
 		if reported[name] == c.Hash {
 			continue
@@ -119,7 +119,7 @@ func reportPins(server string, pins *toolPins, trustLevel string, o *PinOptions,
 	return evs
 }
 
-func sortedKeys[V any](m map[string]V) []string {
+func sortedKeysOf[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
@@ -141,7 +141,7 @@ func (v *serverView) withheldTools() []string {
 		return nil
 	}
 	var out []string
-	for _, name := range sortedKeys(v.lists.pins.unpinned) {
+	for _, name := range sortedKeysOf(v.lists.pins.unpinned) {
 		if v.withheld(name) {
 			out = append(out, name)
 		}

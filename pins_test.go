@@ -66,7 +66,7 @@ func TestARugPullIsWithheldUntilApproved(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnknownTool, "a withheld tool is not callable")
 	st := statusOf(s, "m")
 	assert.Equal(t, []string{"echo"}, st.WithheldTools)
-	assert.Equal(t, st.Tools-1, st.OfferedTools)
+	assert.Equal(t, st.ToolCount-1, st.OfferedTools)
 
 	// A new tool from the server follows the same policy.
 	_, err = call(t, s, "mcp__m__announce", "late")

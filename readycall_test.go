@@ -37,7 +37,7 @@ func TestACallAsSoonAsTheServerIsReadyFindsItsTool(t *testing.T) {
 // While a wave of servers connects and the registry folds them into the
 // pool in batches, every status read with its tools agrees with them: a
 // server's OfferedTools counts its tools in the list read with it
-// (StatusAndTools, PooledStatus), and a server whose pool reflects its
+// (StatusAndTools, pooledStatus), and a server whose pool reflects its
 // ready state has its tools there. Two separate reads (Status, then
 // Tools) straddled a pool update: Connect returned a ready server with 5
 // tools and OfferedTools 0, 2 runs in 30 under -race.
@@ -60,9 +60,10 @@ func TestAStatusAndItsToolsComeFromOnePool(t *testing.T) {
 		settled := true
 		for _, st := range statuses {
 			require.Equal(t, count[st.Name], st.OfferedTools, "%s: OfferedTools against its tools read with it", st.Name)
-			one, own, pooled, err := s.PooledStatus(st.Name)
+			one, pooled, err := s.pooledStatus(st.Name)
 			require.NoError(t, err)
-			require.Len(t, own, one.OfferedTools, "%s: PooledStatus's tools against its OfferedTools", st.Name)
+			own := one.Tools
+			require.Len(t, own, one.OfferedTools, "%s: pooledStatus's tools against its OfferedTools", st.Name)
 			if pooled && one.State == StateReady {
 				require.NotEmpty(t, own, "%s is ready and pooled: its tools are in the pool", st.Name)
 			}

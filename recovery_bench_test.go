@@ -56,7 +56,7 @@ func BenchmarkRecovery(b *testing.B) {
 			Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20251125}, HangOnCall: true,
 		})
 		s := startForBench(b, recoveryOptions())
-		settleForBench(b, s, map[string]ServerConfig{"victim": remote(transports.TypeHTTP, srv.url)})
+		settleForBench(b, s, map[string]ServerConfig{"victim": remoteServer(transports.TypeHTTP, srv.url)})
 		runRecovery(b, s, func() int { return int(srv.posts.Load()) }, srv.restart)
 	})
 }
@@ -218,7 +218,7 @@ func pollForBench(b *testing.B, what string, cond func() bool, state func() stri
 // the benchmark, checking that no server process survives.
 func startForBench(b *testing.B, opts Options) *Supervisor {
 	b.Helper()
-	s, err := Start(opts)
+	s, err := Start(context.Background(), opts)
 	require.NoError(b, err)
 	b.Cleanup(func() {
 		pids := serverPids(s)

@@ -1,8 +1,8 @@
 package mcpvisor
 
 import (
-	"github.com/mcpvisor/mcpvisor/actors"
 	"fmt"
+	"github.com/mcpvisor/mcpvisor/actors"
 	"reflect"
 	"sort"
 	"time"

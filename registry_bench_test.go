@@ -237,7 +237,7 @@ func reportMs(b *testing.B) {
 func connectStdio(b *testing.B, n, pool int) {
 	opts := testOptions
 	opts.LocalConnectLimit = pool
-	s, err := Start(opts)
+	s, err := Start(context.Background(), opts)
 	require.NoError(b, err)
 	servers := make(map[string]ServerConfig, n)
 	for i := range n {

@@ -185,7 +185,7 @@ func TestBuiltinsAreOfferedFirstAndRouted(t *testing.T) {
 	_, err = s.CallTool(context.Background(), "AskUser", nil)
 	assert.ErrorIs(t, err, ErrHostTool)
 
-	_, err = Start(Options{Builtins: []BuiltinTool{{Definition: protocol.Tool{Name: "x"}}, {Definition: protocol.Tool{Name: "x"}}}})
+	_, err = Start(context.Background(), Options{Builtins: []BuiltinTool{{Definition: protocol.Tool{Name: "x"}}, {Definition: protocol.Tool{Name: "x"}}}})
 	assert.Error(t, err, "two built-ins with one name are refused")
 }
 
@@ -367,5 +367,5 @@ func TestTheCallerSeesThePoolItChanged(t *testing.T) {
 	assert.Equal(t, EventServerToggled, got[0].Type, "resuming from LastSeq shows exactly what followed")
 	assert.Equal(t, seq+1, got[0].Seq)
 	assert.Equal(t, 0, statusOf(s, "a").OfferedTools)
-	assert.Equal(t, plainTools, statusOf(s, "a").Tools)
+	assert.Equal(t, plainTools, statusOf(s, "a").ToolCount)
 }

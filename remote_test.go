@@ -34,7 +34,7 @@ func serveMock(t *testing.T, o mockserver.Options) *mockserver.Server {
 	return srv
 }
 
-func remote(kind transports.Type, url string) ServerConfig {
+func remoteServer(kind transports.Type, url string) ServerConfig {
 	return ServerConfig{Config: transports.Config{Type: kind, URL: url}}
 }
 
@@ -76,7 +76,7 @@ func TestRemoteServersEndToEnd(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := serveMock(t, mockserver.Options{Transport: tc.transport, Versions: tc.versions, Resources: 2, SSEResponses: tc.name == "http-session"})
 			s := start(t, testOptions)
-			setAndSettle(t, s, map[string]ServerConfig{"r": remote(tc.kind, srv.URL)})
+			setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(tc.kind, srv.URL)})
 			st := statusOf(s, "r")
 			require.Equal(t, StateReady, st.State, st.LastError)
 			assert.Equal(t, tc.wantVer, st.ProtocolVersion)
@@ -107,7 +107,7 @@ func TestExpiredSessionIsReplacedAndTheCallRetried(t *testing.T) {
 	srv := serveMock(t, mockserver.Options{Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20251125}, ExpireSessionAfter: 2})
 	s := start(t, testOptions)
 	events := s.subscribeRecords(t.Context(), false, 0, 64)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, srv.URL)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, srv.URL)})
 
 	for i := range 6 {
 		res, err := call(t, s, "mcp__r__echo", "call")
@@ -132,7 +132,7 @@ func TestServerErrorBurstIsRetriedWithBackoff(t *testing.T) {
 	srv := serveMock(t, mockserver.Options{Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20251125}, HTTP5xx: 1})
 	s := start(t, testOptions)
 	events := s.subscribeRecords(t.Context(), false, 0, 64)
-	_, err := s.SetServers(context.Background(), map[string]ServerConfig{"r": remote(transports.TypeHTTP, srv.URL)})
+	_, err := s.SetServers(context.Background(), map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, srv.URL)})
 	require.NoError(t, err)
 
 	var failure string
@@ -159,7 +159,7 @@ func TestDroppedResponseStreamIsResumed(t *testing.T) {
 	srv := serveMock(t, mockserver.Options{Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20251125},
 		SSEResponses: true, DropStream: true, SSERetry: 20 * time.Millisecond})
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, srv.URL)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, srv.URL)})
 	res, err := call(t, s, "mcp__r__echo", "resumed")
 	require.NoError(t, err)
 	assert.Equal(t, "resumed", res.Content[0].Text)
@@ -170,7 +170,7 @@ func TestDroppedResponseStreamIsResumed(t *testing.T) {
 func TestSlowFirstByteEndsTheCallAtItsDeadline(t *testing.T) {
 	srv := serveMock(t, mockserver.Options{Transport: mockserver.TransportHTTP, FirstByteDelay: 300 * time.Millisecond})
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, srv.URL)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, srv.URL)})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -199,7 +199,7 @@ func TestStreamServersAreReconnectedAfterARestart(t *testing.T) {
 			o := mockserver.Options{Transport: tc.transport, Versions: []string{protocol.Version20251125, protocol.Version20241105}}
 			first := serveMock(t, o)
 			s := start(t, testOptions)
-			setAndSettle(t, s, map[string]ServerConfig{"r": remote(tc.kind, first.URL)})
+			setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(tc.kind, first.URL)})
 			_, err := call(t, s, "mcp__r__echo", "before")
 			require.NoError(t, err)
 
@@ -234,7 +234,7 @@ func TestStatelessServerThatGoesAwayIsReconnected(t *testing.T) {
 	opts.Reconnect.ListenDelay, opts.Reconnect.ListenFailures = Duration(10*time.Millisecond), 3
 	s := start(t, opts)
 	events := s.subscribeRecords(t.Context(), false, 0, 64)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, first.URL)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, first.URL)})
 	require.Equal(t, protocol.Version20260728, statusOf(s, "r").ProtocolVersion)
 	require.NoError(t, first.Close())
 

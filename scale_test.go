@@ -72,20 +72,20 @@ func TestTwoHundredMixedServersAllSettle(t *testing.T) {
 		{prefix: "stdio-off", n: 2, want: StateDisabled,
 			cfg: func(int) ServerConfig { c := mock(); c.Disabled = true; return c }},
 		{prefix: "http-stateless", n: 24, want: StateReady,
-			cfg: func(i int) ServerConfig { return remote(transports.TypeHTTP, stateless[i%len(stateless)]) }},
+			cfg: func(i int) ServerConfig { return remoteServer(transports.TypeHTTP, stateless[i%len(stateless)]) }},
 		{prefix: "http-session", n: 24, want: StateReady,
-			cfg: func(i int) ServerConfig { return remote(transports.TypeHTTP, sessions[i%len(sessions)]) }},
+			cfg: func(i int) ServerConfig { return remoteServer(transports.TypeHTTP, sessions[i%len(sessions)]) }},
 		{prefix: "sse", n: 12, want: StateReady,
-			cfg: func(i int) ServerConfig { return remote(transports.TypeSSE, sse[i%len(sse)]) }},
+			cfg: func(i int) ServerConfig { return remoteServer(transports.TypeSSE, sse[i%len(sse)]) }},
 		{prefix: "ws", n: 14, want: StateReady,
-			cfg: func(i int) ServerConfig { return remote(transports.TypeWS, ws[i%len(ws)]) }},
+			cfg: func(i int) ServerConfig { return remoteServer(transports.TypeWS, ws[i%len(ws)]) }},
 		{prefix: "refused", n: 4, want: StateFailed,
 			cfg: func(i int) ServerConfig {
 				return [...]ServerConfig{
-					remote(transports.TypeHTTP, "http://"+closed+"/mcp"),
-					remote(transports.TypeHTTP, "http://"+closed+"/mcp"),
-					remote(transports.TypeSSE, "http://"+closed+"/sse"),
-					remote(transports.TypeWS, "ws://"+closed+"/ws"),
+					remoteServer(transports.TypeHTTP, "http://"+closed+"/mcp"),
+					remoteServer(transports.TypeHTTP, "http://"+closed+"/mcp"),
+					remoteServer(transports.TypeSSE, "http://"+closed+"/sse"),
+					remoteServer(transports.TypeWS, "ws://"+closed+"/ws"),
 				}[i%4]
 			}},
 	}
@@ -161,8 +161,8 @@ func TestTwoHundredMixedServersAllSettle(t *testing.T) {
 		switch kind.want {
 		case StateReady:
 			assert.Empty(t, st.LastError, st.Name)
-			assert.Positive(t, st.Tools, st.Name)
-			assert.Equal(t, st.Tools, poolTools[st.Name], "%s: every tool of a ready server is in the pool", st.Name)
+			assert.Positive(t, st.ToolCount, st.Name)
+			assert.Equal(t, st.ToolCount, poolTools[st.Name], "%s: every tool of a ready server is in the pool", st.Name)
 			assert.True(t, hasTool(s, QualifiedName(st.Name, "echo")), st.Name)
 		case StateFailed:
 			assert.NotEmpty(t, st.LastError, "%s: a parked server says why", st.Name)

@@ -393,9 +393,9 @@ func listAll(ctx context.Context, sess *session.Session) (ls lists, listErrs [nu
 func (a *serverActor) sessionOptions(gen uint64) session.Options {
 	return session.Options{
 		ClientInfo:      a.opts.ClientInfo,
-		Capabilities:    clientCapabilities(a.opts),
+		Capabilities:    clientCapabilities(&a.opts.Options),
 		Requests:        requestHandler(a.opts, a.h.name),
-		Input:           inputHandler(a.opts, a.h.name),
+		Input:           inputHandler(&a.opts.Options, a.h.name),
 		RequestTimeout:  a.opts.ServerRequestTimeout,
 		ProtocolVersion: a.cfg.ProtocolVersion,
 		Memory:          &a.h.memory,

@@ -39,7 +39,7 @@ func TestARefusedListingIsRetriedOnTheLiveConnection(t *testing.T) {
 
 		st := statusOf(s, "tools")
 		require.Equal(t, StateReady, st.State, "a refused listing does not fail the connect: %s", st.LastError)
-		assert.Zero(t, st.Tools)
+		assert.Zero(t, st.ToolCount)
 		assert.False(t, hasTool(s, "mcp__tools__echo"))
 		require.Len(t, st.ListErrors, 1)
 		assert.Equal(t, "tools", st.ListErrors[0].List)
@@ -71,7 +71,7 @@ func TestARefusedListingIsRetriedOnTheLiveConnection(t *testing.T) {
 		st = statusOf(s, "tools")
 		assert.Equal(t, StateReady, st.State)
 		assert.Empty(t, st.ListErrors)
-		assert.Equal(t, 5, st.Tools)
+		assert.Equal(t, 5, st.ToolCount)
 		assert.True(t, hasTool(s, "mcp__tools__echo"))
 		assert.Equal(t, gen, h.view.Load().gen, "the same connection throughout")
 		changed := nextEvent(t, events, EventToolsChanged, "tools")

@@ -3,7 +3,6 @@ package mcpvisor
 import (
 	"encoding/json"
 	"time"
-
 )
 
 // Event is one entry of the supervisor's event stream. Seq increases by

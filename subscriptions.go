@@ -3,7 +3,6 @@ package mcpvisor
 import (
 	"encoding/json"
 	"time"
-
 )
 
 // PollSpec says what a polling subscription polls: a tool call (Tool, a

@@ -125,7 +125,7 @@ func TestThreeTransientErrorsInARowReconnect(t *testing.T) {
 	proxy := httpMockBehindProxy(t)
 	s := start(t, testOptions)
 	events := s.subscribeRecords(t.Context(), false, 0, 256)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, proxy.URL)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, proxy.URL)})
 
 	proxy.mode.Store(answer503)
 	for strike := 1; strike <= 2; strike++ {
@@ -152,7 +152,7 @@ func TestThreeTransientErrorsInARowReconnect(t *testing.T) {
 func TestASuccessfulCallClearsTheStrikes(t *testing.T) {
 	proxy := httpMockBehindProxy(t)
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, proxy.URL)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, proxy.URL)})
 	for range 3 {
 		proxy.mode.Store(answer503)
 		for range 2 {
@@ -190,7 +190,7 @@ func TestFailingPingsReconnectAnIdleServer(t *testing.T) {
 	opts.PingInterval = 20 * time.Millisecond
 	s := start(t, opts)
 	events := s.subscribeRecords(t.Context(), false, 0, 256)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, proxy.URL)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, proxy.URL)})
 
 	proxy.mode.Store(answer503)
 	ev := waitForState(t, events, "r", StateReconnecting, 5*time.Second)
@@ -233,7 +233,7 @@ func TestAPingAnsweredAfterTheIntervalIsNoStrike(t *testing.T) {
 	opts := testOptions
 	opts.PingInterval = 10 * time.Millisecond
 	s := start(t, opts)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, proxy.URL)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, proxy.URL)})
 	since := statusOf(s, "r").ConnectedSince
 	proxy.mode.Store(slowPing)
 	require.Eventually(t, func() bool { return proxy.pings.Load() >= 5 }, testwait.Patience, time.Millisecond,
@@ -250,7 +250,7 @@ func TestAServerWithoutPingIsNotPunished(t *testing.T) {
 	opts := testOptions
 	opts.PingInterval = 10 * time.Millisecond
 	s := start(t, opts)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, proxy.URL)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, proxy.URL)})
 	since := statusOf(s, "r").ConnectedSince
 	time.Sleep(200 * time.Millisecond) // testwait:ok a check that nothing happens within a while
 	st := statusOf(s, "r")
@@ -263,7 +263,7 @@ func TestAuthFailureParksTheServerInNeedsAuth(t *testing.T) {
 	proxy := httpMockBehindProxy(t)
 	s := start(t, testOptions)
 	events := s.subscribeRecords(t.Context(), false, 0, 256)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, proxy.URL)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, proxy.URL)})
 
 	proxy.mode.Store(answer401)
 	_, err := call(t, s, "mcp__r__echo", "x")
@@ -335,7 +335,7 @@ func reconnectingServer(t *testing.T, opts Options) (*Supervisor, *faultProxy) {
 	opts.Reconnect.Strikes = 1
 	s := start(t, opts)
 	events := s.subscribeRecords(t.Context(), false, 0, 256)
-	setAndSettle(t, s, map[string]ServerConfig{"r": remote(transports.TypeHTTP, proxy.URL)})
+	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, proxy.URL)})
 	proxy.mode.Store(answer503)
 	_, err := call(t, s, "mcp__r__echo", "x")
 	require.Error(t, err)
@@ -461,7 +461,7 @@ func TestADeadRemoteServerCostsABoundedNumberOfRequests(t *testing.T) {
 	proxy := httpMockBehindProxy(t)
 	proxy.mode.Store(answer503)
 	s := start(t, testOptions)
-	setAndSettle(t, s, map[string]ServerConfig{"dead": remote(transports.TypeHTTP, proxy.URL)})
+	setAndSettle(t, s, map[string]ServerConfig{"dead": remoteServer(transports.TypeHTTP, proxy.URL)})
 	require.Eventually(t, func() bool { return statusOf(s, "dead").State == StateFailed }, 10*time.Second, 10*time.Millisecond)
 	spent := proxy.posts.Load()
 	time.Sleep(500 * time.Millisecond) // testwait:ok a check that nothing happens within a while

@@ -1,10 +1,10 @@
 package mcpvisor
 
 import (
-	"github.com/mcpvisor/mcpvisor/actors"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcpvisor/mcpvisor/actors"
 	"sync"
 	"sync/atomic"
 

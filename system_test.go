@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/mcpvisor/mcpvisor/actors/admission"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
@@ -21,19 +19,11 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
-	"github.com/mcpvisor/mcpvisor/transports/stdio"
-	"github.com/mcpvisor/mcpvisor/transports/stdio/reaper"
+	stdiot "github.com/mcpvisor/mcpvisor/transports/stdio"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
 )
 
-func TestMain(m *testing.M) {
-	reaper.HelperMain()
-	testserver.Main()
-	if mockserver.IsRequested() {
-		os.Exit(mockserver.Main(os.Args[1:]))
-	}
-	goleak.VerifyTestMain(m)
-}
+// TestMain is example_test.go's (one per package and its tests).
 
 func mock(args ...string) ServerConfig {
 	return ServerConfig{Config: mockserver.Command(args...)}
@@ -62,7 +52,7 @@ var testOptions = Options{
 // that no server process survives.
 func start(t *testing.T, opts Options) *Supervisor {
 	t.Helper()
-	s, err := Start(opts)
+	s, err := Start(context.Background(), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		pids := serverPids(s)
@@ -81,7 +71,7 @@ func serverPids(s *Supervisor) []int {
 	var pids []int
 	for _, h := range *s.handles.Load() {
 		if v := h.view.Load(); v.sess != nil {
-			if c, ok := v.sess.Conn().(*stdio.Conn); ok {
+			if c, ok := v.sess.Conn().(*stdiot.Conn); ok {
 				pids = append(pids, c.Pid())
 			}
 		}
@@ -233,7 +223,7 @@ func TestDeadProcessFailsInFlightCallsAndIsRestartedAtOnce(t *testing.T) {
 	require.ErrorAs(t, err, &lost, "the in-flight call fails with a typed error")
 	assert.Equal(t, "flaky", lost.Server)
 	assert.Equal(t, 1, lost.Attempt, "the loss starts the episode's first reconnect")
-	var pe *stdio.ProcessExitError
+	var pe *stdiot.ProcessExitError
 	// Even when a write (the call's, or a re-list the session sends on its
 	// own) meets the closed pipe before the exit is seen.
 	assert.ErrorAs(t, err, &pe, "the error says how the process ended: %v", err)
@@ -292,7 +282,7 @@ func TestSetServersAppliesADiff(t *testing.T) {
 	assert.Equal(t, []string{"keep"}, res.Unchanged)
 
 	assert.Equal(t, keepSince, statusOf(s, "keep").ConnectedSince, "unchanged servers are not touched")
-	assert.Equal(t, 6, statusOf(s, "change").Tools, "the changed server reconnected with its new config")
+	assert.Equal(t, 6, statusOf(s, "change").ToolCount, "the changed server reconnected with its new config")
 	assert.NotEqual(t, changePid, pidOf(s, "change"))
 	assert.Empty(t, stdiotest.WaitGroupGone(dropPid, 5*time.Second), "a removed server's processes are gone")
 	assert.Empty(t, stdiotest.WaitGroupGone(changePid, 5*time.Second), "a replaced process is gone")
@@ -305,7 +295,7 @@ func pidOf(s *Supervisor, name string) int {
 		return 0
 	}
 	if v := h.view.Load(); v.sess != nil {
-		if c, ok := v.sess.Conn().(*stdio.Conn); ok {
+		if c, ok := v.sess.Conn().(*stdiot.Conn); ok {
 			return c.Pid()
 		}
 	}
@@ -393,7 +383,7 @@ func TestToolFilter(t *testing.T) {
 }
 
 func TestCloseEndsInFlightCallsAndEveryProcess(t *testing.T) {
-	s, err := Start(testOptions)
+	s, err := Start(context.Background(), testOptions)
 	require.NoError(t, err)
 	setAndSettle(t, s, map[string]ServerConfig{
 		"hang":      mock("-hang-on-call"),

@@ -9,7 +9,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/inproc"
 	"github.com/mcpvisor/mcpvisor/transports/sse"
-	"github.com/mcpvisor/mcpvisor/transports/stdio"
+	stdiot "github.com/mcpvisor/mcpvisor/transports/stdio"
 	"github.com/mcpvisor/mcpvisor/transports/streamable"
 	"github.com/mcpvisor/mcpvisor/transports/ws"
 )
@@ -18,7 +18,7 @@ import (
 // per-kind options, derived once from Options, and the in-process server
 // registered under the server's name, if any.
 type dialConfig struct {
-	stdio      stdio.Options
+	stdio      stdiot.Options
 	streamable streamable.Options
 	sse        sse.Options
 	ws         ws.Options
@@ -37,7 +37,7 @@ func (a *serverActor) dialConfig() dialConfig {
 	client, authErr := a.authClient(client) // auth.go: the bearer token on every request
 	return dialConfig{
 		err: authErr,
-		stdio: stdio.Options{
+		stdio: stdiot.Options{
 			MaxFrameSize:      a.opts.MaxFrameSize,
 			CloseStdinTimeout: a.opts.CloseStdinTimeout,
 			TerminateTimeout:  a.opts.TerminateTimeout,
@@ -64,7 +64,7 @@ func dialer(cfg ServerConfig, dc dialConfig) (session.DialFunc, error) {
 	switch cfg.Kind() {
 	case transports.TypeStdio:
 		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
-			return stdio.Dial(ctx, tcfg, dc.stdio, r)
+			return stdiot.Dial(ctx, tcfg, dc.stdio, r)
 		}, nil
 	case transports.TypeHTTP:
 		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {

@@ -36,4 +36,3 @@ func TestZeroLoggerLogsNothing(t *testing.T) {
 	log := newSlogLogger(zerolog.Logger{})
 	log.Error("nothing to see") // must not panic or write anywhere
 }
-
