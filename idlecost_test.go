@@ -60,7 +60,7 @@ func measureIdle(t *testing.T) idleCost {
 	require.NoError(t, err)
 	n := 0
 	for _, g := range goroutineKinds() {
-		if !strings.Contains(g.where, "warmDispatcher).worker") {
+		if !strings.Contains(g.where, "actors.(*Dispatcher).worker") {
 			n += g.count
 		}
 	}
