@@ -58,7 +58,7 @@ func TestAuthSourceTrafficIsGuarded(t *testing.T) {
 		cfg := ServerConfig{Config: transports.Config{Type: transports.TypeHTTP, URL: "https://mcp.example.com/mcp"},
 			OAuth: json.RawMessage(`{"clientId":"c","clientSecret":"s","grant":"client_credentials"}`)}
 		src, err := NewAuthSource("remote", cfg, OAuthOptions{AddressGuard: oauth.GuardOptions{Resolver: dns, Dialer: d,
-			Proxy: func(*http.Request) (*url.URL, error) { return nil, nil }}}, nil, zerolog.Nop())
+			Proxy: func(*http.Request) (*url.URL, error) { return nil, nil }}}, zerolog.Nop())
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, _, err = src.Unauthorized(ctx, http.StatusUnauthorized, []string{challenge}, "")

@@ -79,11 +79,12 @@ func authKey(cfg *ServerConfig) string {
 	return cfg.URL + "\x00" + string(cfg.OAuth)
 }
 
-// NewAuthSource builds the token source of a remote server. Its
-// authorization traffic goes through a guarded client of its own (see
-// OAuthOptions.AddressGuard and asClient), with the server's TLS
-// settings; the client argument is not used for it and may be nil.
-func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, _ *http.Client, log zerolog.Logger) (*oauth.Source, error) {
+// NewAuthSource returns the OAuth token source of a remote server, as the
+// supervisor builds it: for tools that authorize outside a supervisor
+// (mcpvisor auth login). Credentials go to o.Store. Its authorization
+// traffic goes through a guarded client of its own (see
+// OAuthOptions.AddressGuard), with the server's TLS settings.
+func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, log zerolog.Logger) (*oauth.Source, error) {
 	settings, err := cfg.OAuthSettings()
 	if err != nil {
 		return nil, err
@@ -169,18 +170,16 @@ func (sh *serverHandle) authSource(cfg *ServerConfig, o *runOptions, log zerolog
 	if h.src != nil && h.key == key {
 		return h.src, nil
 	}
-	client := o.sharedHTTP
-	if cfg.TLS != nil {
-		if h.client == nil || h.key != key {
-			c, err := httpclient.New(cfg.Config, httpclient.Options{})
-			if err != nil {
-				return nil, err
-			}
-			h.client = c
+	if cfg.TLS != nil && (h.client == nil || h.key != key) {
+		// The server's own client, for its TLS settings (its requests
+		// go through it; see httpClient).
+		c, err := httpclient.New(cfg.Config, httpclient.Options{})
+		if err != nil {
+			return nil, err
 		}
-		client = h.client
+		h.client = c
 	}
-	src, err := NewAuthSource(sh.name, *cfg, o.OAuth, client, log)
+	src, err := NewAuthSource(sh.name, *cfg, o.OAuth, log)
 	if err != nil {
 		return nil, &transports.ConfigError{Err: err}
 	}
@@ -292,7 +291,7 @@ func (h *serverHandle) lazySource(ctx context.Context, create bool, opts *runOpt
 		return ah.src, nil // created meanwhile
 	}
 	cfg := ServerConfig{Config: transports.Config{URL: url}}
-	src, err := NewAuthSource(h.name, cfg, opts.OAuth, opts.sharedHTTP, serverLogger(opts.Logger, h.name))
+	src, err := NewAuthSource(h.name, cfg, opts.OAuth, serverLogger(opts.Logger, h.name))
 	if err != nil {
 		return nil, &transports.ConfigError{Err: err}
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/session"
+	"github.com/mcpvisor/mcpvisor/internal/session"
 )
 
 // TimeoutError reports a call whose deadline passed. It matches

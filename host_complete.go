@@ -3,8 +3,8 @@ package mcpvisor
 import (
 	"context"
 
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Complete asks a server for completions of an argument of one of its

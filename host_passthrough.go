@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/session"
 )
 
 func (o RequestOptions) session() session.RequestOptions {

@@ -3,8 +3,8 @@ package mcpvisor
 import (
 	"context"
 
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // ListSkills lists the skills server publishes (every page); ErrNoSkills

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/internal/routine"
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Resource subscriptions (resources/subscribe in the handshake eras, a

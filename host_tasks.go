@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Tasks (2025-11-25): task-augmented tool calls, surfaced as a handle the

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Listening before listing (2026-07-28). A stateless-era server announces

@@ -1,11 +1,11 @@
 package mcpvisor
 
 import (
-	"github.com/mcpvisor/mcpvisor/protocol"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpvisor/mcpvisor/protocol"
 	"io"
 	"runtime"
 	"strings"
@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
-	"github.com/mcpvisor/mcpvisor/session"
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/inproc"
 )

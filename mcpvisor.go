@@ -28,8 +28,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Errors. Test with errors.Is; a server's own JSON-RPC error is a

@@ -3,8 +3,8 @@ package mcpvisor
 import (
 	"encoding/json"
 
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Messages of the server actor. Each is one intent; replies travel on a

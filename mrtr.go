@@ -1,8 +1,8 @@
 package mcpvisor
 
 import (
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Multi round-trip requests (2026-07-28, SEP-2322): a server may answer

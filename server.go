@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcpvisor/mcpvisor/internal/routine"
-	"github.com/mcpvisor/mcpvisor/session"
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 

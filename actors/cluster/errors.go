@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mcpvisor/mcpvisor/actors"
-	"github.com/mcpvisor/mcpvisor/session"
+	"github.com/mcpvisor/mcpvisor/internal/session"
 )
 
 // Errors of cluster mode. Calls return the same typed errors as
