@@ -409,7 +409,7 @@ func (s *Supervisor) Ping(ctx context.Context, server string) error {
 
 // Session returns a ready server's live session, for requests the API
 // does not wrap. It is valid until the connection ends.
-func (s *Supervisor) Session(server string) (*session.Session, error) {
+func (s *Supervisor) liveSession(server string) (*session.Session, error) {
 	h, err := s.handle(server)
 	if err != nil {
 		return nil, err

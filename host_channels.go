@@ -99,18 +99,11 @@ func clipBytes(b []byte, n int) []byte {
 	return b
 }
 
-// ChannelMessage is one channel message: what a server declaring
-// claude/channel pushed, with its source.
-type ChannelMessage = channels.Message
-
-// ChannelInbox is one subscriber's bounded queue of channel messages.
-type ChannelInbox = channels.Inbox
-
 // SubscribeChannels opens an inbox that receives every channel message
 // accepted from now on, holding at most capacity of each server's (zero
 // means 1,000) and dropping that server's oldest, counted, when full. It
 // closes when ctx ends or the supervisor closes.
-func (s *Supervisor) SubscribeChannels(ctx context.Context, capacity int) *ChannelInbox {
+func (s *Supervisor) subscribeChannels(ctx context.Context, capacity int) *channels.Inbox {
 	return s.OpenChannelInbox(ctx, channels.InboxOptions{Capacity: capacity})
 }
 
@@ -126,7 +119,7 @@ func (s *Supervisor) SubscribeChannels(ctx context.Context, capacity int) *Chann
 // out another's messages. Each inbox gets every message once; several
 // goroutines may wait on one inbox, each message going to one of them.
 // The inbox closes when ctx ends or the supervisor closes.
-func (s *Supervisor) OpenChannelInbox(ctx context.Context, o channels.InboxOptions) *ChannelInbox {
+func (s *Supervisor) OpenChannelInbox(ctx context.Context, o channels.InboxOptions) *channels.Inbox {
 	in := s.opts.host.hub.Open(o)
 	select {
 	case <-s.closed:
@@ -137,15 +130,6 @@ func (s *Supervisor) OpenChannelInbox(ctx context.Context, o channels.InboxOptio
 	return in
 }
 
-// PermissionRequest is a tool-approval prompt relayed to channel servers.
-type PermissionRequest = channels.PermissionRequest
-
-// PermissionPrompt is a permission request waiting for its answer.
-type PermissionPrompt = channels.Pending
-
-// PermissionAnswer is how a permission request was settled.
-type PermissionAnswer = channels.Answer
-
 // RequestPermission relays a tool-approval prompt to every ready channel
 // server that declared claude/channel/permission (not toggled off), as
 // notifications/claude/channel/permission_request with a fresh short ID
@@ -155,7 +139,7 @@ type PermissionAnswer = channels.Answer
 // Options.PermissionTimeout (ttl, when positive). It returns the prompt
 // and the servers it was sent to (none is not an error: the host may
 // still answer it itself).
-func (s *Supervisor) requestPermission(ctx context.Context, req PermissionRequest, ttl time.Duration) (*PermissionPrompt, []string, error) {
+func (s *Supervisor) requestPermission(ctx context.Context, req channels.PermissionRequest, ttl time.Duration) (*channels.Pending, []string, error) {
 	select {
 	case <-s.closed:
 		return nil, nil, ErrClosed
@@ -210,7 +194,7 @@ func (s *Supervisor) answerPermission(ctx context.Context, id string, allow bool
 
 // PendingPermissions returns the permission requests still waiting for an
 // answer, oldest first.
-func (s *Supervisor) PendingPermissions() []*PermissionPrompt { return s.opts.host.relay.Live() }
+func (s *Supervisor) PendingPermissions() []*channels.Pending { return s.opts.host.relay.Live() }
 
 // Errors of the permission relay; the root package re-exports them.
 var (

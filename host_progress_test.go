@@ -1,9 +1,9 @@
 package mcpvisor
 
 import (
-	"github.com/mcpvisor/mcpvisor/protocol"
 	"context"
 	"encoding/json"
+	"github.com/mcpvisor/mcpvisor/protocol"
 	"sync"
 	"testing"
 	"time"

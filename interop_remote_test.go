@@ -314,7 +314,7 @@ func (rc remoteCase) exercise(t *testing.T) {
 
 	// (5) The server dies and comes back on the same port: a call succeeds
 	// (perhaps after failing while the supervisor notices).
-	before, err := s.Session(rc.server)
+	before, err := s.liveSession(rc.server)
 	require.NoError(t, err)
 	rc.proc.restart()
 	restarted := time.Now()
@@ -337,7 +337,7 @@ func (rc remoteCase) exercise(t *testing.T) {
 	st = statusOf(s, rc.server)
 	assert.Equal(t, StateReady, st.State)
 	assert.Equal(t, rc.wantVersion, st.ProtocolVersion, "the same era after the restart")
-	after, err := s.Session(rc.server)
+	after, err := s.liveSession(rc.server)
 	require.NoError(t, err)
 	if rc.newSession {
 		assert.NotSame(t, before, after, "a new session replaced the one the restart ended")

@@ -116,7 +116,7 @@ const (
 // withDefaults fills zero fields.
 func (o Options) withDefaults() Options {
 	if o.ClientInfo.Name == "" {
-		o.ClientInfo = protocol.Implementation{Name: "mcpvisor", Version: Version}
+		o.ClientInfo = protocol.Implementation{Name: "mcpvisor", Version: clientVersion}
 	}
 	if o.LocalConnectLimit <= 0 {
 		o.LocalConnectLimit = defaultLocalConnectLimit
@@ -165,5 +165,5 @@ func (o *Options) validate() error {
 	return nil
 }
 
-// Version is mcpvisor's version, sent as clientInfo.version.
-const Version = "0.1.0"
+// clientVersion is mcpvisor's version, sent as clientInfo.version.
+const clientVersion = "0.1.0"

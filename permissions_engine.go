@@ -75,33 +75,31 @@ func (r PermissionRules) Validate() error {
 // Empty reports whether there is no rule.
 func (r PermissionRules) Empty() bool { return len(r.Allow)+len(r.Ask)+len(r.Deny) == 0 }
 
-// Decision is what the permission check decided for a call.
-type Decision string
-
-// The decisions.
+// The decisions of PermissionRules.Decide.
 const (
-	DecisionAllow Decision = "allow"
-	DecisionAsk   Decision = "ask"
-	DecisionDeny  Decision = "deny"
+	decisionAllow = "allow"
+	decisionAsk   = "ask"
+	decisionDeny  = "deny"
 )
 
-// Decide applies the rules to the qualified tool name of a server at
-// trust level trust: the decision, and why (the rule that matched, as
-// `deny "pattern"`, or the trust level).
-func (r PermissionRules) Decide(name, trust string) (Decision, string) {
+// Decide says what the rules decide for a call of the tool with
+// qualified name at the server's trust level: "allow", "ask" or "deny",
+// and why (the rule that matched, or the trust level; empty when
+// nothing matched and the level asks nothing).
+func (r PermissionRules) Decide(name, trust string) (decision, why string) {
 	if p, ok := firstMatch(r.Deny, name); ok {
-		return DecisionDeny, fmt.Sprintf("deny rule %q", p)
+		return decisionDeny, fmt.Sprintf("deny rule %q", p)
 	}
 	if p, ok := firstMatch(r.Ask, name); ok {
-		return DecisionAsk, fmt.Sprintf("ask rule %q", p)
+		return decisionAsk, fmt.Sprintf("ask rule %q", p)
 	}
 	if p, ok := firstMatch(r.Allow, name); ok {
-		return DecisionAllow, fmt.Sprintf("allow rule %q", p)
+		return decisionAllow, fmt.Sprintf("allow rule %q", p)
 	}
 	if trust == TrustUntrusted {
-		return DecisionAsk, `the server's trust is "untrusted"`
+		return decisionAsk, `the server's trust is "untrusted"`
 	}
-	return DecisionAllow, ""
+	return decisionAllow, ""
 }
 
 func firstMatch(patterns []string, name string) (string, bool) {
@@ -141,7 +139,7 @@ type permissionSet struct {
 }
 
 type decided struct {
-	decision Decision
+	decision string
 	why      string
 }
 
@@ -150,7 +148,7 @@ func newPermissionSet(r PermissionRules) *permissionSet {
 }
 
 // decide is rules.Decide, remembered.
-func (p *permissionSet) decide(name, trust string) (Decision, string) {
+func (p *permissionSet) decide(name, trust string) (decision, why string) {
 	rank := trustRank(trust)
 	if rank < 0 {
 		return p.rules.Decide(name, trust) // not a level: never configured
@@ -192,9 +190,9 @@ func (s *Supervisor) permit(ctx context.Context, name string, h *serverHandle, t
 	}
 	decision, why := set.decide(name, trust)
 	switch decision {
-	case DecisionAllow:
+	case decisionAllow:
 		return nil
-	case DecisionDeny:
+	case decisionDeny:
 		return fmt.Errorf("%w: %s (%s)", ErrCallDenied, name, why)
 	}
 	if s.opts.ApproveCall == nil {

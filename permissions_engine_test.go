@@ -20,19 +20,19 @@ func TestPermissionRulesDecide(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, trust string
-		want        Decision
+		want        string
 		why         string
 	}{
-		{"mcp__a__read", "", DecisionAllow, `allow rule "mcp__a__*"`},
-		{"mcp__a__drop", "", DecisionDeny, `deny rule "mcp__a__drop"`},                     // deny beats a broader allow
-		{"mcp__a__delete_x", "", DecisionAsk, `ask rule "mcp__*__delete_*"`},               // ask beats allow
-		{"mcp__b__delete_tmp", "", DecisionDeny, `deny rule "mcp__b__delete_tmp"`},         // deny beats an equally specific allow and ask
-		{"mcp__c__read", "", DecisionAllow, ""},                                            // no rule, default trust
-		{"mcp__c__read", TrustTrusted, DecisionAllow, ""},                                  // no rule
-		{"mcp__c__read", TrustSandbox, DecisionAllow, ""},                                  // no rule
-		{"mcp__w__read", TrustUntrusted, DecisionAsk, `the server's trust is "untrusted"`}, // no rule: trust asks
-		{"mcp__w__get_x", TrustUntrusted, DecisionAllow, `allow rule "mcp__w__get_*"`},     // an allow rule exempts
-		{"mcp__w__delete_x", TrustUntrusted, DecisionAsk, `ask rule "mcp__*__delete_*"`},
+		{"mcp__a__read", "", decisionAllow, `allow rule "mcp__a__*"`},
+		{"mcp__a__drop", "", decisionDeny, `deny rule "mcp__a__drop"`},                     // deny beats a broader allow
+		{"mcp__a__delete_x", "", decisionAsk, `ask rule "mcp__*__delete_*"`},               // ask beats allow
+		{"mcp__b__delete_tmp", "", decisionDeny, `deny rule "mcp__b__delete_tmp"`},         // deny beats an equally specific allow and ask
+		{"mcp__c__read", "", decisionAllow, ""},                                            // no rule, default trust
+		{"mcp__c__read", TrustTrusted, decisionAllow, ""},                                  // no rule
+		{"mcp__c__read", TrustSandbox, decisionAllow, ""},                                  // no rule
+		{"mcp__w__read", TrustUntrusted, decisionAsk, `the server's trust is "untrusted"`}, // no rule: trust asks
+		{"mcp__w__get_x", TrustUntrusted, decisionAllow, `allow rule "mcp__w__get_*"`},     // an allow rule exempts
+		{"mcp__w__delete_x", TrustUntrusted, decisionAsk, `ask rule "mcp__*__delete_*"`},
 	} {
 		got, why := r.Decide(tc.name, tc.trust)
 		assert.Equal(t, tc.want, got, "%s at trust %q", tc.name, tc.trust)
@@ -40,7 +40,7 @@ func TestPermissionRulesDecide(t *testing.T) {
 	}
 	var none PermissionRules
 	d, _ := none.Decide("mcp__x__y", "")
-	assert.Equal(t, DecisionAllow, d)
+	assert.Equal(t, decisionAllow, d)
 	assert.Error(t, PermissionRules{Allow: []string{"mcp__[x"}}.Validate())
 	assert.Equal(t, TrustUntrusted, LeastTrusted(TrustTrusted, TrustUntrusted))
 	assert.Equal(t, TrustSandbox, LeastTrusted("", TrustSandbox))
@@ -97,5 +97,5 @@ func TestPermissionSetRemembersConcurrently(t *testing.T) {
 	}
 	testwait.Call(t, "every concurrent decision", wg.Wait)
 	d, _ := set.decide("mcp__x__read", TrustTrusted)
-	assert.Equal(t, DecisionDeny, d)
+	assert.Equal(t, decisionDeny, d)
 }

@@ -12,18 +12,18 @@ import (
 const MaxNameLength = 64
 
 // QualifiedName returns the name under which a server's tool (or prompt)
-// is offered: mcp__<server>__<name>, with every character outside
+// is offered: mcp__<server>__<tool>, with every character outside
 // [A-Za-z0-9_-] replaced by '_'. A name longer than MaxNameLength is cut
 // and ends in '_' and eight hex digits of a hash of the server's and the
 // tool's own names, so that it stays the same from run to run and differs
 // from the shortened names of other tools. (The pool may still rename a
 // tool whose name another claimed first; see Collision.)
-func QualifiedName(server, name string) string {
-	q := fullName(server, name)
+func QualifiedName(server, tool string) string {
+	q := fullName(server, tool)
 	if len(q) <= MaxNameLength {
 		return q
 	}
-	return withSuffix(q, nameHash(server, name, 0))
+	return withSuffix(q, nameHash(server, tool, 0))
 }
 
 func fullName(server, name string) string {

@@ -587,7 +587,7 @@ func (r *registry) publishHandles() {
 }
 
 // AdmissionStats reports the connect scheduler's counters.
-type AdmissionStats struct {
+type admissionStats struct {
 	Limit   [2]int // local, remote
 	Running [2]int
 	Peak    [2]int // the most connects that ever ran at once

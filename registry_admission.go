@@ -27,10 +27,10 @@ func (r *registry) pump() {
 }
 
 type statsQuery struct {
-	reply chan AdmissionStats
+	reply chan admissionStats
 }
 
-func (r *registry) stats() AdmissionStats {
+func (r *registry) stats() admissionStats {
 	st := r.admission.stats()
-	return AdmissionStats{Limit: st.Limit, Running: st.Running, Peak: st.Peak, Queued: st.Queued}
+	return admissionStats{Limit: st.Limit, Running: st.Running, Peak: st.Peak, Queued: st.Queued}
 }

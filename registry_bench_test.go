@@ -259,7 +259,7 @@ func connectStdio(b *testing.B, n, pool int) {
 	for _, st := range sts {
 		require.Equal(b, StateReady, st.State, "%s: %s", st.Name, st.LastError)
 	}
-	stats, err := s.AdmissionStats(ctx)
+	stats, err := s.admissionStats(ctx)
 	require.NoError(b, err)
 	require.LessOrEqual(b, stats.Peak[admission.Local], pool)
 

@@ -134,7 +134,7 @@ func TestTwoHundredMixedServersAllSettle(t *testing.T) {
 
 	// The scheduler: never more than the limit at once, and the limit is
 	// used.
-	stats, err := s.AdmissionStats(ctx)
+	stats, err := s.admissionStats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, scaleLimits[:], stats.Limit[:])
 	assert.Equal(t, scaleLimits[admission.Local], stats.Peak[admission.Local], "never more local connects at once than the limit, and the limit is reached")
@@ -200,7 +200,7 @@ func TestTwoHundredMixedServersAllSettle(t *testing.T) {
 		require.Eventually(t, func() bool { return hasTool(s, QualifiedName(lazy(i), "tool_001")) }, 10*time.Second, 5*time.Millisecond,
 			"%s: the tools of a woken lazy server join the pool", lazy(i))
 	}
-	stats, err = s.AdmissionStats(ctx)
+	stats, err = s.admissionStats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, scaleLimits[admission.Local], stats.Peak[admission.Local], "nine lazy servers woken at once wait for a slot like any other")
 

@@ -325,8 +325,8 @@ func (s *Supervisor) LastSeq(ctx context.Context) (uint64, error) {
 }
 
 // AdmissionStats returns the connect scheduler's counters.
-func (s *Supervisor) AdmissionStats(ctx context.Context) (AdmissionStats, error) {
-	reply := make(chan AdmissionStats, 1)
+func (s *Supervisor) admissionStats(ctx context.Context) (admissionStats, error) {
+	reply := make(chan admissionStats, 1)
 	return ask(ctx, s, statsQuery{reply: reply}, reply)
 }
 

@@ -144,7 +144,7 @@ func TestConnectAdmissionHonoursTheLocalLimit(t *testing.T) {
 	began := time.Now()
 	setAndSettle(t, s, servers)
 	elapsed := time.Since(began)
-	stats, err := s.AdmissionStats(context.Background())
+	stats, err := s.admissionStats(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 3, stats.Peak[admission.Local], "never more than the limit at once, and the limit is used")
 	assert.Zero(t, stats.Running[admission.Local])

@@ -23,16 +23,16 @@ const instrumentationName = "github.com/mcpvisor/mcpvisor"
 // conventions', see session.Tracing).
 const (
 	// AttrServerName is the configured name of the server a span talks to.
-	AttrServerName = attribute.Key("mcpvisor.server.name")
+	attrServerName = attribute.Key("mcpvisor.server.name")
 	// AttrConnectAttempt is a connect span's attempt number in its
 	// reconnect episode: 0 for a first connect.
-	AttrConnectAttempt = attribute.Key("mcpvisor.connect.attempt")
+	attrConnectAttempt = attribute.Key("mcpvisor.connect.attempt")
 	// AttrReconnect says whether a connect span replaces a connection
 	// (the server had one, or had lost it).
-	AttrReconnect = attribute.Key("mcpvisor.reconnect")
+	attrReconnect = attribute.Key("mcpvisor.reconnect")
 	// AttrTransport is the transport kind of the server's config
 	// (stdio, http, sse, ws, sdk).
-	AttrTransport = attribute.Key("mcpvisor.transport")
+	attrTransport = attribute.Key("mcpvisor.transport")
 )
 
 // Spans named by the supervisor itself.
@@ -56,7 +56,7 @@ func serverAttributes(name string, cfg ServerConfig) []attribute.KeyValue {
 	if autoTransport(cfg) {
 		kind = transports.TypeHTTP
 	}
-	attrs := []attribute.KeyValue{AttrServerName.String(name), AttrTransport.String(string(kind))}
+	attrs := []attribute.KeyValue{attrServerName.String(name), attrTransport.String(string(kind))}
 	switch kind {
 	case transports.TypeStdio:
 		attrs = append(attrs, mcptrace.NetworkTransport.String("pipe"))
@@ -111,7 +111,7 @@ func startConnectSpan(ctx context.Context, tracer trace.Tracer, name string, cfg
 	if reconnect {
 		spanName = spanReconnect
 	}
-	attrs := append(serverAttributes(name, cfg), AttrConnectAttempt.Int(attempt), AttrReconnect.Bool(reconnect))
+	attrs := append(serverAttributes(name, cfg), attrConnectAttempt.Int(attempt), attrReconnect.Bool(reconnect))
 	return tracer.Start(ctx, spanName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 }
 
