@@ -208,7 +208,7 @@ func (r *registry) setServers(ctx actor.Context, desired map[string]ServerConfig
 		case !ok:
 			r.add(ctx, name, cfg)
 			res.Added = append(res.Added, name)
-		case reflect.DeepEqual(e.cfg, cfg) && !e.dead:
+		case sameConfig(e.cfg, cfg) && !e.dead:
 			res.Unchanged = append(res.Unchanged, name)
 		case e.dead:
 			r.respawn(ctx, name, e, cfg)
@@ -242,7 +242,15 @@ func affectsConnection(a, b ServerConfig) bool {
 		return true // the process must start confined, or unconfined
 	}
 	a.Trust, a.Tools, a.TimeoutMs, a.Lazy, a.Reconnect, a.Scope = b.Trust, b.Tools, b.TimeoutMs, b.Lazy, b.Reconnect, b.Scope
-	return !reflect.DeepEqual(a, b)
+	return !sameConfig(a, b)
+}
+
+// sameConfig reports whether a and b configure the same server. Nodes is
+// not compared: it places a server in a cluster, and a single supervisor
+// ignores it (ServerConfig.Nodes).
+func sameConfig(a, b ServerConfig) bool {
+	a.Nodes = b.Nodes
+	return reflect.DeepEqual(a, b)
 }
 
 func (r *registry) add(ctx actor.Context, name string, cfg ServerConfig) {
@@ -346,7 +354,7 @@ func (r *registry) serverChanged(m serverChanged) {
 	}
 	prev := e.view
 	e.view = v
-	if e.unconfirmed && reflect.DeepEqual(v.cfg, e.cfg) {
+	if e.unconfirmed && sameConfig(v.cfg, e.cfg) {
 		e.unconfirmed = false
 	}
 	if v.state != StateConnecting {

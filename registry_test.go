@@ -139,6 +139,24 @@ func TestAChangeThatKeepsTheConnectionIsAppliedWithoutReconnecting(t *testing.T)
 	assert.NotEqual(t, pid, pidOf(s, "m"))
 }
 
+// A single supervisor ignores a server's cluster placement (Nodes): a
+// change of it alone leaves the server unchanged, and its discovery cache
+// key (ConfigHash) the same. (The engine once saw only a copy of the
+// config without Nodes; now that it takes the host's ServerConfig, it
+// must leave Nodes out itself.)
+func TestNodesAloneChangeNothing(t *testing.T) {
+	s := start(t, testOptions)
+	setAndSettle(t, s, map[string]ServerConfig{"m": plain()})
+	pid := pidOf(s, "m")
+	placed := plain()
+	placed.Nodes = map[string]string{"cmd": "uvx"}
+	res := setAndSettle(t, s, map[string]ServerConfig{"m": placed})
+	assert.Equal(t, []string{"m"}, res.Unchanged)
+	assert.Empty(t, res.Changed)
+	assert.Equal(t, pid, pidOf(s, "m"))
+	assert.Equal(t, ConfigHash(plain()), ConfigHash(placed))
+}
+
 func TestALazyServerConnectsOnFirstUse(t *testing.T) {
 	s := start(t, testOptions)
 	lazy := plain()
