@@ -24,8 +24,9 @@ import (
 // server (transport, command, arguments, environment, directory, URL,
 // headers, TLS, OAuth, protocol version), not of the ones that only say
 // how the supervisor uses it (trust, tools filter, timeouts, laziness,
-// reconnect policy, pings, disabled, the cluster placement Nodes). A hash, so that secrets in the
-// environment or headers are not written down.
+// reconnect policy, pings, disabled, the cluster placement Nodes). A
+// hash, so that secrets in the environment or headers are not written
+// down.
 func ConfigHash(cfg ServerConfig) string {
 	cfg.Trust, cfg.Tools, cfg.TimeoutMs, cfg.ConnectTimeoutMs, cfg.Lazy = "", ToolFilter{}, 0, 0, false
 	cfg.Reconnect, cfg.PingInterval, cfg.Disabled, cfg.NeedsApproval, cfg.Nodes = ReconnectPolicy{}, 0, false, "", nil

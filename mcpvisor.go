@@ -17,6 +17,18 @@
 // server's connection; calls go straight to the live session without
 // waiting on any actor.
 //
+// The supervision engine lives in this package, beside the types it
+// works on: the registry actor (registry*.go), the server actors
+// (server*.go, reconnect.go, liveness.go), the call path (calls.go), the
+// tool pool (pool_*.go), pins, permissions, authorization (auth_source.go)
+// and what servers ask of the host (host_*.go). So every type a host
+// sees is declared once, here, and the engine uses it as it is: Go
+// forbids a package beneath this one to import it, and a package beneath
+// holding the engine would need types of its own and a conversion layer.
+// Package actors beneath holds only the actor machinery (actor system,
+// supervision strategy, dispatcher, connect scheduler); one MCP client
+// session is internal/session.
+//
 // mcpvisor never writes to stdout (a host may itself be a stdio MCP
 // server); it logs only through the zerolog logger in Options.
 package mcpvisor
