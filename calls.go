@@ -14,7 +14,7 @@ import (
 )
 
 // handle finds a configured server.
-func (s *Supervisor) handle(name string) (*serverHandle, error) {
+func (s *published) handle(name string) (*serverHandle, error) {
 	for _, h := range *s.handles.Load() {
 		if h.name == name {
 			return h, nil
@@ -295,7 +295,7 @@ func (s *Supervisor) route(ctx context.Context, name string, find func(*pool) (p
 
 // lazyServerOf returns the lazy, never-connected server whose qualified
 // names start like name (the longest such prefix), or nil.
-func (s *Supervisor) lazyServerOf(name string) *serverHandle {
+func (s *published) lazyServerOf(name string) *serverHandle {
 	var best *serverHandle
 	bestLen := 0
 	for _, h := range *s.handles.Load() {
@@ -314,7 +314,7 @@ func (s *Supervisor) lazyServerOf(name string) *serverHandle {
 // unfoldedServerOf returns the ready server whose qualified names start
 // like name (the longest such prefix) when the pool does not reflect its
 // view yet, or nil.
-func (s *Supervisor) unfoldedServerOf(name string) *serverHandle {
+func (s *published) unfoldedServerOf(name string) *serverHandle {
 	var best *serverHandle
 	bestLen := 0
 	for _, h := range *s.handles.Load() {
@@ -335,7 +335,7 @@ func (s *Supervisor) unfoldedServerOf(name string) *serverHandle {
 // no tools (neither recovered nor cached) and routes no hidden ones. nil
 // when the server with the longest such prefix has its names in the
 // pool, or no server has the prefix.
-func (s *Supervisor) unlistedServerOf(name string) *serverHandle {
+func (s *published) unlistedServerOf(name string) *serverHandle {
 	var best *serverHandle
 	bestLen := 0
 	for _, h := range *s.handles.Load() {
@@ -362,7 +362,7 @@ func (s *Supervisor) PoolReflects(name string) bool {
 }
 
 // poolHas reports whether the pool reflects server h's current view.
-func (s *Supervisor) poolHas(h *serverHandle) bool {
+func (s *published) poolHas(h *serverHandle) bool {
 	return s.pool.Load().viewOf(h).view == h.view.Load()
 }
 

@@ -55,7 +55,7 @@ func (s *Supervisor) ListPrompts(server string) ([]Prompt, error) {
 
 // offered checks that a named server's lists are in pool p: configured,
 // not toggled off, and ready (or recovering).
-func (s *Supervisor) offered(p *pool, server string) error {
+func (s *published) offered(p *pool, server string) error {
 	h, err := s.handle(server)
 	if err != nil {
 		return err
@@ -82,7 +82,7 @@ func (s *Supervisor) StatusAndTools() ([]ServerStatus, []Tool) {
 
 // statusesIn is every configured server's status with what pool p
 // records of it.
-func (s *Supervisor) statusesIn(p *pool) []ServerStatus {
+func (s *published) statusesIn(p *pool) []ServerStatus {
 	hs := *s.handles.Load()
 	byServer := make(map[string][]ToolInfo, len(hs))
 	for _, t := range p.tools {
@@ -104,7 +104,7 @@ func (s *Supervisor) statusesIn(p *pool) []ServerStatus {
 // (the registry folds changes into the pool in batches, at most every
 // 100 ms during a connect wave). Both are read from one published pool
 // and one view of the server; an unknown server is ErrUnknownServer.
-func (s *Supervisor) pooledStatus(server string) (st ServerStatus, pooled bool, err error) {
+func (s *published) pooledStatus(server string) (st ServerStatus, pooled bool, err error) {
 	h, err := s.handle(server)
 	if err != nil {
 		return ServerStatus{}, false, err

@@ -156,7 +156,9 @@ type Supervisor struct {
 	events eventConverter
 }
 
-// published is what the registry publishes for callers to read.
+// published is what the registry publishes for callers to read, and the
+// lookups over it (a server's handle, the server a name belongs to, a
+// status with what the pool records of it).
 //
 // Concurrency: the registry actor is the only writer of every field
 // (after Start stored the first values); any goroutine reads them.
