@@ -74,7 +74,7 @@ func (e *InputError) Error() string {
 // Is makes an InputError match ErrInputRequired.
 func (e *InputError) Is(target error) bool { return target == ErrInputRequired }
 
-// Unwrap returns the cause (through the core's error, when this one was
+// Unwrap returns the cause (through the session's error, when this one was
 // made from it).
 func (e *InputError) Unwrap() error {
 	if e.from != nil {

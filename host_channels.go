@@ -196,7 +196,7 @@ func (s *Supervisor) answerPermission(ctx context.Context, id string, allow bool
 // answer, oldest first.
 func (s *Supervisor) PendingPermissions() []*channels.Pending { return s.opts.host.relay.Live() }
 
-// Errors of the permission relay; the root package re-exports them.
+// Errors of the permission relay (channels' sentinels).
 var (
 	ErrUnknownPermission  = channels.ErrUnknownPermission
 	ErrPermissionExpired  = channels.ErrPermissionExpired

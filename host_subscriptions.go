@@ -22,7 +22,7 @@ import (
 // every new connection) and polling subscriptions (a tool call or
 // resource read repeated at an interval, publishing only changes).
 
-// Errors of subscriptions; the root package re-exports them.
+// Errors of subscriptions.
 var (
 	// ErrSubscribeUnsupported: the server did not declare
 	// resources.subscribe.

@@ -565,7 +565,7 @@ func (a *serverActor) maybeStop(ctx actor.Context) {
 	ctx.Stop(a.self)
 }
 
-// Errors of the supervision core. The root package re-exports them.
+// Errors of connecting a server.
 var (
 	// ErrUnsupportedTransport: the config names a transport this build
 	// cannot use.

@@ -18,7 +18,8 @@ import (
 	"github.com/mcpvisor/mcpvisor/transports/streamable"
 )
 
-// Errors of the supervision core. The root package re-exports them.
+// Errors of the supervisor. Test with errors.Is; a server's own JSON-RPC
+// error is a *protocol.Error (errors.As).
 var (
 	// ErrClosed: the supervisor has been closed.
 	ErrClosed = errors.New("mcpvisor: supervisor closed")
@@ -255,9 +256,11 @@ func (s *Supervisor) setServers(ctx context.Context, servers map[string]ServerCo
 }
 
 // PatchServers adds or replaces the servers in set and removes those
-// named in drop, leaving every other server alone: SetServers for one
-// server at a time, without a read-modify-write race between hosts. A
-// name in drop that is not configured is an ErrUnknownServer in Errors.
+// named in drop, leaving every other server alone: SetServers for some
+// servers, without a read-modify-write race between hosts (Connect,
+// Disconnect and a cluster member's placement use it). A name in drop
+// that is not configured is an ErrUnknownServer in Errors. It returns
+// once the change is applied; connects continue in the background.
 func (s *Supervisor) PatchServers(ctx context.Context, set map[string]ServerConfig, drop []string) (SetResult, error) {
 	cp := make(map[string]ServerConfig, len(set))
 	for k, v := range set {
