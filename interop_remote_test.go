@@ -110,7 +110,7 @@ func buildNested(t *testing.T, dir string) string {
 	if err != nil {
 		missingDependency(t, "the go command is not in PATH: cannot build testdata/"+dir)
 	}
-	src, err := filepath.Abs(filepath.Join("..", "testdata", dir))
+	src, err := filepath.Abs(filepath.Join("testdata", dir))
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

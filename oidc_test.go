@@ -35,7 +35,7 @@ func TestOIDCProviderFullFlow(t *testing.T) {
 	rs, err := oauthtest.NewResourceServer("http://"+mu.Host, "mcp:tools")
 	require.NoError(t, err)
 	t.Cleanup(rs.Close)
-	issuer := oauthtest.StartOIDCProvider(t, "..", rs.Resource(), ttl)
+	issuer := oauthtest.StartOIDCProvider(t, ".", rs.Resource(), ttl)
 	rs.SetIssuer(issuer)
 
 	store := filepath.Join(t.TempDir(), "tokens.json")
@@ -176,7 +176,7 @@ func TestOIDCProviderDPoP(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(rs.Close)
 	rs.SetDPoP("rs-nonce-1")
-	issuer := oauthtest.StartOIDCProvider(t, "..", rs.Resource(), ttl, "OIDC_DPOP_NONCE=1")
+	issuer := oauthtest.StartOIDCProvider(t, ".", rs.Resource(), ttl, "OIDC_DPOP_NONCE=1")
 	rs.SetIssuer(issuer)
 
 	var logs syncBuffer
