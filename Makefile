@@ -198,9 +198,9 @@ TIMEOUT_LONGEST := 15m
 TIMEOUT_LONG    := 7m
 TIMEOUT_MEDIUM  := 5m
 TIMEOUT_SHORT   := 1m
-PKGS_LONGEST := ./actors
-PKGS_LONG    := . ./cmd/mcpvisor ./cmd/mcpvisor/internal/gateway
-PKGS_MEDIUM  := ./session ./bench/mockserver ./transports/stdio ./actors/cluster ./bench/cluster ./etcdstore
+PKGS_LONGEST := .
+PKGS_LONG    := ./cmd/mcpvisor ./cmd/mcpvisor/internal/gateway
+PKGS_MEDIUM  := ./internal/session ./bench/mockserver ./transports/stdio ./actors/cluster ./bench/cluster ./etcdstore
 MODULE       := github.com/mcpvisor/mcpvisor
 PKGS_SHORT    = $(filter-out $(patsubst .%,$(MODULE)%,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM)),$(shell $(GO) list ./...))
 
@@ -224,7 +224,7 @@ test-go:
 # 127.0.0.1 ports it picks.
 test-etcd: etcd-deps npm-deps
 	MCPVISOR_REQUIRE_ETCD=1 $(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) ./etcdstore/
-	MCPVISOR_REQUIRE_ETCD=1 $(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) -run 'Etcd' ./actors/ ./cmd/mcpvisor/
+	MCPVISOR_REQUIRE_ETCD=1 $(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_MEDIUM) -run 'Etcd' . ./cmd/mcpvisor/
 
 etcd-deps:
 	@command -v etcd >/dev/null 2>&1 || { \
@@ -241,7 +241,7 @@ etcd-deps:
 FLAKE_COUNT ?= 20
 FLAKE_MODES ?= race,cover,shuffle
 FLAKE_PKG   ?=
-FLAKE_BUDGETS = mcpvisor/actors$$=$(TIMEOUT_LONGEST),(mcpvisor|/cmd/mcpvisor|/gateway)$$=$(TIMEOUT_LONG),(/session|/bench/mockserver|/transports/stdio|/bench/peers|/gosdkclient)$$=$(TIMEOUT_MEDIUM)
+FLAKE_BUDGETS = mcpvisor$$=$(TIMEOUT_LONGEST),(/cmd/mcpvisor|/gateway)$$=$(TIMEOUT_LONG),(/internal/session|/bench/mockserver|/transports/stdio|/bench/peers|/gosdkclient)$$=$(TIMEOUT_MEDIUM)
 flake: deps
 	$(TEST_ENV) $(GO) run ./internal/flakerun -count $(FLAKE_COUNT) -modes $(FLAKE_MODES) -pkg '$(FLAKE_PKG)' \
 		-budget $(TIMEOUT_SHORT) -budgets '$(FLAKE_BUDGETS)' -logs $(DEPS)/flake
