@@ -421,7 +421,7 @@ func TestServerEverythingProgressAndCancellation(t *testing.T) {
 // own go.mod, into a directory removed when t ends.
 func buildGoSDKServer(t *testing.T) string {
 	t.Helper()
-	src, err := filepath.Abs(filepath.Join("..", "testdata", "gosdkserver"))
+	src, err := filepath.Abs(filepath.Join("..", "..", "testdata", "gosdkserver"))
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "gosdkserver")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
