@@ -136,6 +136,15 @@ func TestChaos(t *testing.T) {
 		}
 		servers[name] = remoteServer(transports.TypeHTTP, url)
 	}
+	// Registered after the mock servers' cleanups, so it runs before them:
+	// when the test fails before its own Close (a wave that does not settle
+	// on a loaded machine), the servers' connections are closed first, and
+	// httptest's Close does not wait on them forever.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = s.Close(ctx) // idempotent: a no-op after the test's own Close
+	})
 	setAndSettle(t, s, servers)
 
 	// Every process group a stdio server ever had, to check after Close.
