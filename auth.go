@@ -4,9 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/oauth"
 )
 
@@ -94,23 +91,6 @@ type OAuthConfig struct {
 	DPoP string `json:"dpop,omitempty"`
 	// Disabled turns authorization off for this server: a 401 parks it.
 	Disabled bool `json:"disabled,omitempty"`
-}
-
-// Login authorizes server name and reconnects it. ua runs the user's part
-// of the authorization code flow; nil means a loopback redirect on
-// 127.0.0.1 with the URL shown through Options.OAuth.OpenURL (a browser,
-// or the host's own prompt). Servers with a machine grant
-// (client_credentials) need no user agent. A server held for approval is
-// refused with ErrNeedsApproval, and nothing of it is contacted.
-func (s *Supervisor) Login(ctx context.Context, name string, ua oauth.UserAgent) error {
-	return s.sys.Login(ctx, name, ua)
-}
-
-// NewAuthSource returns the OAuth token source of a remote server, as the
-// supervisor builds it: for tools that authorize outside a supervisor
-// (mcpvisor auth login). Credentials go to o.Store.
-func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, log zerolog.Logger) (*oauth.Source, error) {
-	return actors.NewAuthSource(name, cfg.plain(), actors.OAuthOptions(o), nil, log)
 }
 
 // ErrForbiddenAddress: the authorization traffic of a server on a public

@@ -4,36 +4,12 @@ import (
 	"context"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/channels"
 )
 
 // Channel messages, their inboxes, filters (channels.FromServer) and the
 // way a model should see them (channels.Render) are the channels
 // package's; the Supervisor opens inboxes on its servers' messages.
-
-// Errors of the permission relay.
-var (
-	ErrUnknownPermission  = actors.ErrUnknownPermission
-	ErrPermissionExpired  = actors.ErrPermissionExpired
-	ErrPermissionAnswered = actors.ErrPermissionAnswered
-)
-
-// OpenChannelInbox opens an inbox of the channel messages servers push
-// from now on (those o.Filter takes). The zero options keep every message,
-// up to channels.DefaultCapacity messages and channels.DefaultMaxBytes
-// bytes of each server. The inbox is a queue per server:
-// a message waits in it until taken (Wait, WaitN, TryTake, TakeN: the
-// oldest a filter takes first), and when a server's queue is full its
-// oldest message is dropped and counted (Stats, ServerStats, and the
-// Dropped field of that server's next message delivered), so a slow
-// subscriber never holds up a server, and a chatty server never pushes
-// out another's messages. Each inbox gets every message once; several
-// goroutines may wait on one inbox, each message going to one of them.
-// The inbox closes when ctx ends or the supervisor closes.
-func (s *Supervisor) OpenChannelInbox(ctx context.Context, o channels.InboxOptions) *channels.Inbox {
-	return s.sys.OpenChannelInbox(ctx, o)
-}
 
 // RequestPermission relays a tool-approval prompt to every ready channel
 // server that declared claude/channel/permission, under a fresh
@@ -43,7 +19,7 @@ func (s *Supervisor) OpenChannelInbox(ctx context.Context, o channels.InboxOptio
 // AnswerPermission (its local dialog). It expires after
 // Options.PermissionTimeout.
 func (s *Supervisor) RequestPermission(ctx context.Context, req channels.PermissionRequest) (*channels.Pending, []string, error) {
-	return s.sys.RequestPermission(ctx, req, 0)
+	return s.requestPermission(ctx, req, 0)
 }
 
 // AnswerPermission settles a permission request by its short ID (as the
@@ -55,9 +31,5 @@ func (s *Supervisor) RequestPermission(ctx context.Context, req channels.Permiss
 func (s *Supervisor) AnswerPermission(id string, allow bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return s.sys.AnswerPermission(ctx, id, allow)
+	return s.answerPermission(ctx, id, allow)
 }
-
-// PendingPermissions returns the permission requests still waiting for an
-// answer, oldest first.
-func (s *Supervisor) PendingPermissions() []*channels.Pending { return s.sys.PendingPermissions() }

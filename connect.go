@@ -22,11 +22,11 @@ func (s *Supervisor) Connect(ctx context.Context, name string, cfg ServerConfig)
 	if name == "" {
 		return ServerStatus{}, fmt.Errorf("%w: empty name", ErrUnknownServer)
 	}
-	seq, err := s.sys.LastSeq(ctx)
+	seq, err := s.LastSeq(ctx)
 	if err != nil {
 		return ServerStatus{}, err
 	}
-	res, err := s.sys.PatchServers(ctx, plainServers(map[string]ServerConfig{name: cfg}), nil)
+	res, err := s.PatchServers(ctx, map[string]ServerConfig{name: cfg}, nil)
 	if err != nil {
 		return ServerStatus{}, err
 	}
@@ -38,12 +38,12 @@ func (s *Supervisor) Connect(ctx context.Context, name string, cfg ServerConfig)
 	w := await{name: name}
 	if len(res.Reconnected) == 1 {
 		// The status shows the new config once the actor has applied it.
-		runs := redact(serverConfigOf(plainServers(map[string]ServerConfig{name: cfg})[name]))
+		runs := redact(cfg)
 		w.runs = &runs
 	}
 	if len(res.Unchanged) == 1 {
 		if st, err := s.ServerStatus(name); err == nil && st.State.Parked() {
-			if err := s.sys.Reconnect(ctx, name); err != nil {
+			if err := s.reconnect(ctx, name); err != nil {
 				return ServerStatus{}, err
 			}
 			w.nextState = true
@@ -143,7 +143,7 @@ func settledForHost(st ServerStatus) bool {
 // have left the pool when Disconnect returns. A name not configured is
 // ErrUnknownServer.
 func (s *Supervisor) Disconnect(ctx context.Context, name string) error {
-	res, err := s.sys.PatchServers(ctx, nil, []string{name})
+	res, err := s.PatchServers(ctx, nil, []string{name})
 	if err != nil {
 		return err
 	}
@@ -155,19 +155,4 @@ func (s *Supervisor) Disconnect(ctx context.Context, name string) error {
 func (s *Supervisor) ServerStatus(name string) (ServerStatus, error) {
 	st, _, err := s.pooledStatus(name)
 	return st, err
-}
-
-// pooledStatus is ServerStatus and whether the tool pool reflects the
-// state it shows, read from one published pool: its Tools and
-// OfferedTools agree, and are those of its State when pooled is true.
-func (s *Supervisor) pooledStatus(name string) (ServerStatus, bool, error) {
-	st, tools, pooled, err := s.sys.PooledStatus(name)
-	if err != nil {
-		return ServerStatus{}, false, err
-	}
-	infos := make([]ToolInfo, 0, len(tools))
-	for _, t := range tools {
-		infos = append(infos, toolInfo(toolOf(t)))
-	}
-	return statusOf(st, infos), pooled, nil
 }

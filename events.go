@@ -301,3 +301,130 @@ type unknownEvent struct {
 
 // MarshalJSON implements json.Marshaler.
 func (e *unknownEvent) MarshalJSON() ([]byte, error) { return json.Marshal(e.raw) }
+
+// eventConverter builds the typed event of each numbered record once for
+// all the subscribers it is delivered to (the bus offers it to them one
+// after the other), so that typed events cost one allocation per event,
+// not one per subscriber; they share the value (see Event's Concurrency).
+//
+// Concurrency: convert runs on the registry actor's goroutine only
+// (subscribeAs); nothing else touches the converter.
+type eventConverter struct {
+	seq  uint64
+	last Event
+}
+
+func (c *eventConverter) convert(e eventRecord) Event {
+	if e.Seq != 0 && e.Seq == c.seq {
+		return c.last
+	}
+	ev := eventOf(e)
+	if e.Seq != 0 { // a gap (sequence number 0) is each subscriber's own
+		c.seq, c.last = e.Seq, ev
+	}
+	return ev
+}
+
+// eventOf is the typed event of a record the registry published.
+func eventOf(e eventRecord) Event {
+	h := EventHeader{Seq: e.Seq, Time: e.Time, Type: e.Type, Server: e.Server}
+	switch h.Type {
+	case EventServerState:
+		return &ServerStateEvent{EventHeader: h, State: e.State, Previous: e.Previous, Err: e.Err, Failure: e.Failure}
+	case EventServerToggled:
+		return &ServerToggledEvent{EventHeader: h, ToggledOff: e.ToggledOff}
+	case EventToolsChanged:
+		return &ToolsChangedEvent{EventHeader: h, Diff: e.Diff, Tools: e.Tools}
+	case EventPromptsChanged, EventResourcesChanged:
+		return &ListChangedEvent{EventHeader: h, Diff: e.Diff}
+	case EventResourceUpdated:
+		return &ResourceUpdatedEvent{EventHeader: h, URI: e.URI, Data: e.Data}
+	case EventLogMessage:
+		return &LogMessageEvent{EventHeader: h, Level: e.Level, Data: e.Data}
+	case EventProgress:
+		return &ProgressEvent{EventHeader: h, Data: e.Data}
+	case EventChannelMessage:
+		return &ChannelMessageEvent{EventHeader: h, Data: e.Data, ChannelSeq: e.ChannelSeq}
+	case EventPermissionRequest, EventPermissionAnswered:
+		return &PermissionEvent{EventHeader: h, Data: e.Data, PermissionID: e.PermissionID}
+	case EventPollChanged:
+		return &PollChangedEvent{EventHeader: h, URI: e.URI, Data: e.Data, PollID: e.PollID}
+	case EventTaskStatus:
+		return &TaskStatusEvent{EventHeader: h, Data: e.Data, TaskID: e.TaskID}
+	case EventToolDefinitionChanged:
+		return &ToolDefinitionChangedEvent{EventHeader: h, ToolChange: e.ToolChange}
+	case EventCollision:
+		return &CollisionEvent{EventHeader: h, Collision: e.Collision}
+	case EventAuthRequired:
+		return &AuthRequiredEvent{EventHeader: h, Data: e.Data}
+	case EventListFailed:
+		return &ListFailedEvent{EventHeader: h, List: e.List, Err: e.Err}
+	case EventGap:
+		return &GapEvent{EventHeader: h, Dropped: e.Dropped, GapReason: e.GapReason}
+	}
+	// A kind this file does not know: its header, and nothing lost
+	// silently in JSON either (the record, as it was).
+	return &unknownEvent{EventHeader: h, raw: e}
+}
+
+// eventRecord is how the engine publishes an event: one flat record, the
+// members of every event type side by side, numbered by the registry
+// (Seq, Time) and kept in the bus's replay ring; which members are set
+// depends on Type. A subscriber receives it as its typed Event
+// (eventConverter), built once per record. Concurrency: immutable once
+// the registry published it.
+type eventRecord struct {
+	Seq    uint64    `json:"seq"`
+	Time   time.Time `json:"time"`
+	Type   EventType `json:"type"`
+	Server string    `json:"server,omitempty"`
+
+	// State, Previous (empty for a server's first event), Err and Failure
+	// (what Err means for supervision, see ClassifyFailure) describe an
+	// EventServerState.
+	State    State       `json:"state,omitempty"`
+	Previous State       `json:"previous,omitempty"`
+	Err      string      `json:"error,omitempty"`
+	Failure  FailureKind `json:"failure,omitempty"`
+
+	// ToggledOff describes an EventServerToggled.
+	ToggledOff bool `json:"toggledOff,omitempty"`
+
+	// Diff describes the *_changed events; Tools is the pool's size after
+	// an EventToolsChanged.
+	Diff  *ListDiff `json:"diff,omitempty"`
+	Tools int       `json:"tools,omitempty"`
+
+	// URI names the resource of an EventResourceUpdated.
+	URI string `json:"uri,omitempty"`
+	// Level is the severity of an EventLogMessage (debug … emergency).
+	Level string `json:"level,omitempty"`
+	// Data is the notification's params, for the events that carry one
+	// (log message, progress, channel message, permission request).
+	Data json.RawMessage `json:"data,omitempty"`
+
+	// PermissionID is the short ID of an EventPermissionRequest or
+	// EventPermissionAnswered.
+	PermissionID string `json:"permissionId,omitempty"`
+	// TaskID names the task of an EventTaskStatus.
+	TaskID string `json:"taskId,omitempty"`
+	// PollID names the polling subscription of an EventPollChanged.
+	PollID string `json:"pollId,omitempty"`
+	// ChannelSeq is the channel hub's number of an EventChannelMessage
+	// (ChannelMessage.Seq).
+	ChannelSeq uint64 `json:"channelSeq,omitempty"`
+
+	// List names the list of an EventListFailed: tools, resources or
+	// prompts.
+	List string `json:"list,omitempty"`
+
+	// Collision describes an EventCollision.
+	Collision *Collision `json:"collision,omitempty"`
+
+	// ToolChange describes an EventToolDefinitionChanged.
+	ToolChange *ToolChange `json:"toolChange,omitempty"`
+
+	// Dropped and GapReason describe an EventGap.
+	Dropped   uint64 `json:"dropped,omitempty"`
+	GapReason string `json:"gapReason,omitempty"`
+}

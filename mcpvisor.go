@@ -17,6 +17,18 @@
 // server's connection; calls go straight to the live session without
 // waiting on any actor.
 //
+// The supervision engine lives in this package, beside the types it
+// works on: the registry actor (registry*.go), the server actors
+// (server*.go, reconnect.go, liveness.go), the call path (calls.go), the
+// tool pool (pool_*.go), pins, permissions, authorization (auth_source.go)
+// and what servers ask of the host (host_*.go). So every type a host
+// sees is declared once, here, and the engine uses it as it is: Go
+// forbids a package beneath this one to import it, and a package beneath
+// holding the engine would need types of its own and a conversion layer.
+// Package actors beneath holds only the actor machinery (actor system,
+// supervision strategy, dispatcher, connect scheduler); one MCP client
+// session is internal/session.
+//
 // mcpvisor never writes to stdout (a host may itself be a stdio MCP
 // server); it logs only through the zerolog logger in Options.
 package mcpvisor
@@ -28,66 +40,19 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Errors. Test with errors.Is; a server's own JSON-RPC error is a
 // *protocol.Error (errors.As).
 var (
-	ErrClosed               = actors.ErrClosed
-	ErrUnknownTool          = actors.ErrUnknownTool
-	ErrUnknownPrompt        = actors.ErrUnknownPrompt
-	ErrUnknownServer        = actors.ErrUnknownServer
-	ErrServerNotReady       = actors.ErrServerNotReady
-	ErrServerOff            = actors.ErrServerOff
-	ErrNeedsApproval        = actors.ErrNeedsApproval
-	ErrHostTool             = actors.ErrHostTool
-	ErrUnsupportedTransport = actors.ErrUnsupportedTransport
-	ErrConnectionClosed     = session.ErrConnectionClosed
-	ErrServerRestarting     = session.ErrServerRestarting
-	ErrTimeout              = session.ErrTimeout
-	ErrVersionMismatch      = session.ErrVersionMismatch
-	ErrMalformedResponse    = session.ErrMalformedResponse
-	// ErrUnresponsive: a server owed an answer, sent nothing, and did not
-	// answer a ping probe (ReconnectPolicy.ProbeAfter); the calls failed
-	// by the reconnect that follows match it too.
-	ErrUnresponsive = actors.ErrUnresponsive
+	ErrConnectionClosed  = session.ErrConnectionClosed
+	ErrServerRestarting  = session.ErrServerRestarting
+	ErrTimeout           = session.ErrTimeout
+	ErrVersionMismatch   = session.ErrVersionMismatch
+	ErrMalformedResponse = session.ErrMalformedResponse
 )
-
-// ConfigHash identifies what runs under a server's name (the members of
-// its config that reach the server, hashed): the discovery cache's key.
-func ConfigHash(cfg ServerConfig) string { return actors.ConfigHash(cfg.plain()) }
-
-// Supervisor keeps a set of MCP servers connected.
-//
-// Concurrency: every method may be called from any goroutine at any
-// time, Close included. Calls (CallTool and friends) go straight to the
-// server's live session and wait on no actor; changes (SetServers,
-// Connect, Disconnect, Toggle, Reconnect) are messages to the registry
-// actor, applied one at a time in the order they arrive. Status, Tools
-// and the lists read snapshots the actors publish atomically: each is
-// consistent in itself, and two of them may straddle a change.
-type Supervisor struct {
-	sys *actors.System
-	// events converts the core's events for every subscription: touched
-	// only on the registry's goroutine (actors.SubscribeAs).
-	events eventConverter
-}
-
-// Start starts a Supervisor with no servers; give it some with
-// SetServers. ctx is not retained.
-func Start(ctx context.Context, opts Options) (*Supervisor, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	sys, err := actors.Start(opts.plain())
-	if err != nil {
-		return nil, err
-	}
-	return &Supervisor{sys: sys}, nil
-}
 
 // SetOption configures SetServers.
 type SetOption func(*setOptions)
@@ -119,8 +84,7 @@ func (s *Supervisor) SetServers(ctx context.Context, servers map[string]ServerCo
 	for _, f := range opts {
 		f(&o)
 	}
-	plain, err := s.sys.SetServers(ctx, plainServers(servers))
-	res := setResultOf(plain)
+	res, err := s.setServers(ctx, servers)
 	if err != nil || !o.await {
 		return res, err
 	}
@@ -130,7 +94,7 @@ func (s *Supervisor) SetServers(ctx context.Context, servers map[string]ServerCo
 		wait, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	switch err := s.sys.WaitSettled(wait); {
+	switch err := s.WaitSettled(wait); {
 	case err == nil:
 		res.Settled = true
 	case errors.Is(err, ErrClosed):
@@ -145,26 +109,6 @@ func (s *Supervisor) SetServers(ctx context.Context, servers map[string]ServerCo
 	return res, nil
 }
 
-// Toggle hides a server's tools, prompts and resources and refuses calls
-// to it with ErrServerOff (on=false), keeping its connection so that
-// toggling it on again is instant; on=true offers them again. The pool has
-// changed when Toggle returns. Each toggle publishes an
-// EventServerToggled and the pool's diffs. A server disabled in its config
-// cannot be toggled on.
-func (s *Supervisor) Toggle(ctx context.Context, name string, on bool) error {
-	return s.sys.Toggle(ctx, name, on)
-}
-
-// WaitSettled blocks until every server has reached a state that waits
-// for nothing (ready, failed, disabled; lazy servers excepted), or ctx
-// ends.
-func (s *Supervisor) WaitSettled(ctx context.Context) error { return s.sys.WaitSettled(ctx) }
-
-// Tools returns the tool pool: the host's built-ins (Options.Builtins)
-// sorted by name, then the tools of every ready server, named
-// mcp__<server>__<tool>, sorted by name. The slice is the caller's.
-func (s *Supervisor) Tools() []Tool { return toolsOf(s.sys.Tools()) }
-
 // CallTool calls a tool by its qualified name. args is the tool's
 // arguments: a json.RawMessage or []byte of a JSON object, nil, or any
 // value that encodes to one. A tool that failed is a result with IsError
@@ -177,7 +121,7 @@ func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*prot
 	if err != nil {
 		return nil, fmt.Errorf("mcpvisor: arguments of %s: %w", name, err)
 	}
-	return hostResult(s.sys.CallTool(ctx, name, raw))
+	return s.callTool(ctx, name, raw, RequestOptions{})
 }
 
 // CallServerTool calls the tool a server names tool, by the server's
@@ -186,7 +130,7 @@ func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*prot
 // the pool offers (a lazy server's is found before it connects); a tool
 // the server's tools filter drops is ErrUnknownTool.
 func (s *Supervisor) CallServerTool(ctx context.Context, server, tool string, args any) (*protocol.CallToolResult, error) {
-	name, ok := s.sys.ToolName(server, tool)
+	name, ok := s.ToolName(server, tool)
 	if !ok { // another server's tool (or a built-in) holds the name
 		return nil, fmt.Errorf("%w: %q of server %q", ErrUnknownTool, tool, server)
 	}
@@ -205,67 +149,17 @@ func encodeArgs(args any) (json.RawMessage, error) {
 	return json.Marshal(args)
 }
 
-// ListResources returns the resources and resource templates of one
-// server, or of every server when server is empty (sorted by server, then
-// URI; every page of the server's lists). A named server that is not
-// ready is a *NotReadyError; one toggled off, ErrServerOff.
-func (s *Supervisor) ListResources(server string) ([]Resource, []ResourceTemplate, error) {
-	rs, ts, err := s.sys.Resources(server)
-	res, tmpl := resourcesOf(rs, ts)
-	return res, tmpl, hostErr(err)
-}
-
-// ReadResource reads the resource at uri from server.
-func (s *Supervisor) ReadResource(ctx context.Context, server, uri string) (*protocol.ReadResourceResult, error) {
-	return hostResult(s.sys.ReadResource(ctx, server, uri))
-}
-
-// ListPrompts returns the prompts of one server, or of every server when
-// server is empty, named mcp__<server>__<prompt>, sorted by name.
-func (s *Supervisor) ListPrompts(server string) ([]Prompt, error) {
-	ps, err := s.sys.Prompts(server)
-	return promptsOf(ps), hostErr(err)
-}
-
-// GetPrompt renders a prompt by its qualified name.
-func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error) {
-	return hostResult(s.sys.GetPrompt(ctx, name, args))
-}
-
-// Ping checks that a ready server answers (with ping, or server/discover
-// in the 2026-07-28 era, which has no ping).
-func (s *Supervisor) Ping(ctx context.Context, server string) error {
-	return hostErr(s.sys.Ping(ctx, server))
-}
-
-// Status returns every configured server's status, sorted by name.
-func (s *Supervisor) Status() []ServerStatus { return statuses(s.sys.StatusAndTools()) }
-
 // Reconnect drops a server's connection and connects it again (through
 // the connect scheduler). It returns once the reconnect is queued.
 func (s *Supervisor) Reconnect(ctx context.Context, name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty name (use ReconnectAll)", ErrUnknownServer)
 	}
-	return s.sys.Reconnect(ctx, name)
+	return s.reconnect(ctx, name)
 }
 
-// RecheckToolPins has every connected server check its tools against the
-// pins again (Options.ToolPins), after the user approved definitions: a
-// tool now pinned joins the pool, and a tools_changed event says so. It
-// returns at once; the rechecks run in the background.
-func (s *Supervisor) RecheckToolPins(ctx context.Context) error { return s.sys.RecheckToolPins(ctx) }
-
 // ReconnectAll reconnects every enabled server.
-func (s *Supervisor) ReconnectAll(ctx context.Context) error { return s.sys.Reconnect(ctx, "") }
-
-// LastSeq returns the sequence number of the latest event, so that a host
-// can act and then see exactly the events that followed:
-//
-//	seq, _ := sup.LastSeq(ctx)
-//	sup.CallTool(ctx, "mcp__srv__announce", args)
-//	events := sup.Subscribe(ctx, mcpvisor.FromSequence(seq))
-func (s *Supervisor) LastSeq(ctx context.Context) (uint64, error) { return s.sys.LastSeq(ctx) }
+func (s *Supervisor) ReconnectAll(ctx context.Context) error { return s.reconnect(ctx, "") }
 
 // SubscribeOption configures Subscribe.
 type SubscribeOption func(*subscribeOptions)
@@ -290,6 +184,19 @@ func BufferSize(n int) SubscribeOption {
 	return func(o *subscribeOptions) { o.buffer = n }
 }
 
+// ResolveSubscribeOptions applies Subscribe's options and returns what
+// they ask for, for an event stream kept outside a Supervisor (a cluster
+// member's): resume and after (FromSequence: replay the remembered
+// events after sequence number after), and buffer (BufferSize; 0: the
+// stream's default).
+func ResolveSubscribeOptions(opts ...SubscribeOption) (after uint64, resume bool, buffer int) {
+	var o subscribeOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o.after, o.resume, o.buffer
+}
+
 // Subscribe returns the event stream: server state changes, pool diffs
 // and what servers push, each numbered, as the typed events of events.go.
 // A slow subscriber never blocks the supervisor. The channel closes when
@@ -299,12 +206,5 @@ func (s *Supervisor) Subscribe(ctx context.Context, opts ...SubscribeOption) <-c
 	for _, f := range opts {
 		f(&o)
 	}
-	return actors.SubscribeAs(s.sys, ctx, o.resume, o.after, o.buffer, s.events.convert)
+	return subscribeAs(s, ctx, o.resume, o.after, o.buffer, s.events.convert)
 }
-
-// Close shuts every server down (stdio servers with the full ladder:
-// close stdin, SIGTERM, SIGKILL to the process group) and stops the
-// supervisor. In-flight calls fail with ErrConnectionClosed. It returns
-// when everything is gone or ctx ends, naming the servers still stopping
-// in the second case. Close is idempotent.
-func (s *Supervisor) Close(ctx context.Context) error { return s.sys.Close(ctx) }

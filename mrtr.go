@@ -1,12 +1,8 @@
 package mcpvisor
 
 import (
-	"context"
-	"encoding/json"
-
-	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Multi round-trip requests (2026-07-28, SEP-2322): a server may answer
@@ -40,21 +36,4 @@ type RequestOptions struct {
 	Capabilities *protocol.ClientCapabilities
 	// Meta is added to the request's _meta.
 	Meta protocol.Meta
-}
-
-// GetPromptWith is GetPrompt with options.
-func (s *Supervisor) GetPromptWith(ctx context.Context, name string, args map[string]string, o RequestOptions) (*protocol.GetPromptResult, error) {
-	return hostResult(s.sys.GetPromptWith(ctx, name, args, actors.RequestOptions(o)))
-}
-
-// ReadResourceWith is ReadResource with options.
-func (s *Supervisor) ReadResourceWith(ctx context.Context, server, uri string, o RequestOptions) (*protocol.ReadResourceResult, error) {
-	return hostResult(s.sys.ReadResourceWith(ctx, server, uri, actors.RequestOptions(o)))
-}
-
-// Request sends a server a request the API has no method for (an
-// extension's: tasks/get, skills/list, …) and returns its result raw;
-// params is a JSON object or nil, and gets the request's _meta.
-func (s *Supervisor) Request(ctx context.Context, server, method string, params json.RawMessage, o RequestOptions) (json.RawMessage, error) {
-	return hostResult(s.sys.Request(ctx, server, method, params, actors.RequestOptions(o)))
 }

@@ -1,7 +1,6 @@
 package mcpvisor
 
 import (
-	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -44,15 +43,6 @@ type Prompt struct {
 	Prompt protocol.Prompt
 }
 
-// QualifiedName is the pool name of a server's tool: mcp__<server>__<tool>,
-// with characters outside [A-Za-z0-9_-] replaced, shortened to
-// MaxNameLength with a stable hash when longer. (A tool whose name another
-// claimed first is renamed; an EventCollision says to what.)
-func QualifiedName(server, tool string) string { return actors.QualifiedName(server, tool) }
-
-// MaxNameLength is the longest name the tool pool offers.
-const MaxNameLength = actors.MaxNameLength
-
 // SetResult says what SetServers did. Every name given to SetServers, and
 // every name it removed, is in exactly one of Added, Removed, Changed,
 // Unchanged and Errors; each list is sorted.
@@ -78,10 +68,3 @@ type SetResult struct {
 	Settled   bool     `json:"settled,omitempty"`
 	Unsettled []string `json:"unsettled,omitempty"`
 }
-
-// PoolReflects reports whether the tool pool (Tools) reflects the current
-// state of the server called name: a server's status says it is ready a
-// moment before its lists are folded into the pool (rebuilds are spaced),
-// so a host that waits for a server's tools waits for this too. False for
-// a name that is not configured. Safe to call from any goroutine.
-func (s *Supervisor) PoolReflects(name string) bool { return s.sys.PoolReflects(name) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -32,19 +31,6 @@ type SamplingHandler func(ctx context.Context, server string, req *protocol.Crea
 // "url"), in its own goroutine with a bounded context.
 type ElicitationHandler func(ctx context.Context, server string, req *protocol.ElicitParams) (*protocol.ElicitResult, error)
 
-// ErrRootsNotDeclared: SetRoots needs a non-nil Options.Roots at Start.
-var ErrRootsNotDeclared = actors.ErrRootsNotDeclared
-
-// SetRoots replaces the roots answered to roots/list and sends
-// notifications/roots/list_changed to every ready server of a handshake
-// era; it returns the servers told.
-func (s *Supervisor) SetRoots(ctx context.Context, roots []protocol.Root) ([]string, error) {
-	return s.sys.SetRoots(ctx, roots)
-}
-
-// Roots returns the roots the host exposes.
-func (s *Supervisor) Roots() []protocol.Root { return s.sys.Roots() }
-
 // CallOptions configure one tool call (CallToolWith).
 type CallOptions struct {
 	// Progress, when set, asks the server for progress reports (a
@@ -69,5 +55,5 @@ func (s *Supervisor) CallToolWith(ctx context.Context, name string, args any, o 
 	if err != nil {
 		return nil, fmt.Errorf("mcpvisor: arguments of %s: %w", name, err)
 	}
-	return hostResult(s.sys.CallToolWith(ctx, name, raw, actors.CallOptions(o)))
+	return s.callToolWith(ctx, name, raw, o)
 }

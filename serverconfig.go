@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -98,24 +99,6 @@ type ServerConfig struct {
 	Nodes map[string]string `json:"nodes,omitempty"`
 }
 
-// Validate reports the first problem that makes the config unusable. A
-// held config (NeedsApproval set) is valid: it is never started.
-func (c *ServerConfig) Validate() error {
-	p := c.plain()
-	return p.Validate()
-}
-
-// OAuthSettings parses the server's "oauth" member (nil when absent).
-func (c *ServerConfig) OAuthSettings() (*OAuthConfig, error) {
-	p := c.plain()
-	o, err := p.OAuthSettings()
-	if o == nil {
-		return nil, err
-	}
-	cfg := OAuthConfig(*o)
-	return &cfg, err
-}
-
 // ToolFilter selects tools by name with glob patterns (path.Match syntax).
 // An empty Allow allows everything; Deny wins over Allow.
 type ToolFilter struct {
@@ -172,9 +155,6 @@ type ReconnectPolicy struct {
 	ListenFailures int      `json:"listenFailures,omitempty"`
 }
 
-// Validate reports a policy that cannot be followed.
-func (p ReconnectPolicy) Validate() error { return p.plain().Validate() }
-
 // Duration is a time.Duration that reads from JSON either as a Go
 // duration string ("500ms", "2m") or as a number of milliseconds, and is
 // written as a string.
@@ -202,4 +182,57 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON implements json.Marshaler.
 func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
+}
+
+// held reports whether the server must not start (see NeedsApproval).
+func (c *ServerConfig) held() bool { return c.NeedsApproval != "" }
+
+// startable reports whether the server may ever be started: neither
+// disabled nor held for approval.
+func (c *ServerConfig) startable() bool { return !c.Disabled && !c.held() }
+
+// Validate reports the first problem that makes the config unusable. A
+// held config (NeedsApproval set) is valid: it is never started. A
+// disabled one needs no command or URL, for the same reason (its other
+// fields are still checked).
+func (c *ServerConfig) Validate() error {
+	if c.NeedsApproval != "" {
+		return nil
+	}
+	if err := c.Config.Validate(); err != nil && !c.Disabled {
+		return err
+	}
+	if c.EnvFile != "" && c.Kind() != transports.TypeStdio {
+		return fmt.Errorf("envFile applies to stdio servers only")
+	}
+	if c.ProtocolVersion != "" && !protocol.IsSupported(c.ProtocolVersion) {
+		return fmt.Errorf("protocolVersion %q is not one mcpvisor speaks (%v)", c.ProtocolVersion, protocol.SupportedVersions())
+	}
+	if !validTrust(c.Trust) {
+		return fmt.Errorf("trust %q: want %q, %q or %q", c.Trust, TrustTrusted, TrustUntrusted, TrustSandbox)
+	}
+	if c.Trust == TrustSandbox {
+		if c.Kind() != transports.TypeStdio {
+			return fmt.Errorf("trust %q applies to stdio servers only: a remote server has no process to confine", TrustSandbox)
+		}
+		if c.Sandbox != nil && !c.Sandbox.Enabled {
+			return fmt.Errorf("trust %q with \"sandbox\": false: the server must run confined", TrustSandbox)
+		}
+	}
+	if c.TimeoutMs < 0 {
+		return fmt.Errorf("timeoutMs must not be negative")
+	}
+	if c.ConnectTimeoutMs < 0 {
+		return fmt.Errorf("connectTimeoutMs must not be negative")
+	}
+	if c.PingInterval < 0 {
+		return fmt.Errorf("pingInterval must not be negative")
+	}
+	if err := c.Reconnect.Validate(); err != nil {
+		return err
+	}
+	if _, err := c.OAuthSettings(); err != nil {
+		return err
+	}
+	return nil
 }

@@ -15,8 +15,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	"github.com/mcpvisor/mcpvisor/session"
 )
 
 // Skills (the skills extension, SEP-2640): a server that declares
@@ -49,19 +49,6 @@ func (e *SkillVerificationError) Error() string {
 
 // Is makes errors.Is(err, ErrSkillVerification) true.
 func (e *SkillVerificationError) Is(target error) bool { return target == ErrSkillVerification }
-
-// ListSkills lists the skills server publishes (every page); ErrNoSkills
-// when it does not declare the extension. An entry whose "resources" is
-// invalid is left out (it must not be loaded).
-func (s *Supervisor) ListSkills(ctx context.Context, server string) ([]protocol.Skill, error) {
-	return hostResult(s.sys.ListSkills(ctx, server))
-}
-
-// GetSkill returns the entry of server's skill whose SKILL.md is at uri
-// (skills/get), for a skill known by its URI alone.
-func (s *Supervisor) GetSkill(ctx context.Context, server, uri string) (*protocol.Skill, error) {
-	return hostResult(s.sys.GetSkill(ctx, server, uri))
-}
 
 // LoadedSkill is a skill the host loaded: its verified SKILL.md and the
 // entry it was verified against, which bounds what ReadFile may read.

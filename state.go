@@ -2,8 +2,6 @@ package mcpvisor
 
 import (
 	"time"
-
-	"github.com/mcpvisor/mcpvisor/actors"
 )
 
 // State is where a server is in its lifecycle; every configured server
@@ -93,9 +91,6 @@ const (
 	FailureResourceLimit FailureKind = "resource-limit"
 )
 
-// ClassifyFailure decides what err means for supervision.
-func ClassifyFailure(err error) FailureKind { return FailureKind(actors.ClassifyFailure(err)) }
-
 // LatencyStats count a server's requests through the supervisor (calls,
 // prompts, resource reads, pings) and how long they took
 // (ServerStatus.Latency).
@@ -114,6 +109,3 @@ type LatencyStats struct {
 	// that long and longer than the previous bound), then the overflow.
 	Counts []uint64 `json:"buckets"`
 }
-
-// LatencyBuckets are the upper bounds of LatencyStats.Counts.
-var LatencyBuckets = actors.LatencyBuckets

@@ -13,7 +13,7 @@ const (
 	maxIdleWorkers = 8
 )
 
-// warmDispatcher runs the actors' mailboxes (protoactor's Dispatcher),
+// Dispatcher runs the actors' mailboxes (protoactor's Dispatcher),
 // and the server actors' goroutines (connect attempts, re-lists, listen
 // streams, closes), on goroutines that are kept for the next one once
 // they are done, up to maxIdle of them.
@@ -32,19 +32,24 @@ const (
 // is waiting, else on a new goroutine, exactly as with the default
 // dispatcher. So a Receive that blocks cannot starve the others.
 //
-// Concurrency: Schedule, Go and stop are safe for concurrent use;
+// Concurrency: Schedule, Go and Stop are safe for concurrent use;
 // throughput and maxIdle are read-only, idle is atomic, and work and quit
-// are channels (quit closed once, by stop).
-type warmDispatcher struct {
+// are channels (quit closed once, by Stop).
+type Dispatcher struct {
 	throughput int
 	maxIdle    int32
 	work       chan func()   // unbuffered: a send succeeds only into an idle worker
-	quit       chan struct{} // closed by stop: idle workers end, busy ones end when done
+	quit       chan struct{} // closed by Stop: idle workers end, busy ones end when done
 	idle       atomic.Int32  // workers waiting on work (or about to)
 }
 
-func newWarmDispatcher(throughput, maxIdle int) *warmDispatcher {
-	return &warmDispatcher{
+// NewDispatcher returns a Dispatcher with protoactor's mailbox throughput
+// (300 messages before a mailbox yields) that keeps up to 8 idle
+// goroutines.
+func NewDispatcher() *Dispatcher { return newDispatcher(mailboxThroughput, maxIdleWorkers) }
+
+func newDispatcher(throughput, maxIdle int) *Dispatcher {
+	return &Dispatcher{
 		throughput: throughput,
 		maxIdle:    int32(maxIdle),
 		work:       make(chan func()),
@@ -53,7 +58,7 @@ func newWarmDispatcher(throughput, maxIdle int) *warmDispatcher {
 }
 
 // Schedule runs fn (a mailbox's run) on an idle worker or a new one.
-func (d *warmDispatcher) Schedule(fn func()) {
+func (d *Dispatcher) Schedule(fn func()) {
 	select {
 	case d.work <- fn:
 	default:
@@ -63,7 +68,7 @@ func (d *warmDispatcher) Schedule(fn func()) {
 
 // Go runs f like a go statement, on an idle worker if there is one. A
 // nil dispatcher starts a goroutine.
-func (d *warmDispatcher) Go(f func()) {
+func (d *Dispatcher) Go(f func()) {
 	if d == nil {
 		go f()
 		return
@@ -72,9 +77,9 @@ func (d *warmDispatcher) Go(f func()) {
 }
 
 // Throughput is how many messages a mailbox processes before it yields.
-func (d *warmDispatcher) Throughput() int { return d.throughput }
+func (d *Dispatcher) Throughput() int { return d.throughput }
 
-func (d *warmDispatcher) worker(fn func()) {
+func (d *Dispatcher) worker(fn func()) {
 	for {
 		fn()
 		if !d.becomeIdle() {
@@ -93,7 +98,7 @@ func (d *warmDispatcher) worker(fn func()) {
 // becomeIdle counts the calling worker as idle unless maxIdle workers
 // already are, in which case it returns false and the worker ends. The
 // count never exceeds maxIdle, not even for a moment.
-func (d *warmDispatcher) becomeIdle() bool {
+func (d *Dispatcher) becomeIdle() bool {
 	for {
 		n := d.idle.Load()
 		if n >= d.maxIdle {
@@ -105,7 +110,7 @@ func (d *warmDispatcher) becomeIdle() bool {
 	}
 }
 
-// stop ends the idle workers; a mailbox scheduled afterwards (protoactor
+// Stop ends the idle workers; a mailbox scheduled afterwards (protoactor
 // finishing its shutdown) runs on a goroutine of its own that ends with
 // it.
-func (d *warmDispatcher) stop() { close(d.quit) }
+func (d *Dispatcher) Stop() { close(d.quit) }

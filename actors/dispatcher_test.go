@@ -16,9 +16,9 @@ import (
 // Everything scheduled runs, also while other work blocks (a blocked
 // mailbox or listen stream must not hold up the rest), idle workers are
 // kept up to the bound, and stop ends them.
-func TestWarmDispatcher(t *testing.T) {
+func TestDispatcher(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	d := newWarmDispatcher(mailboxThroughput, 2)
+	d := newDispatcher(mailboxThroughput, 2)
 
 	release := make(chan struct{})
 	blocked := make(chan struct{})
@@ -56,7 +56,7 @@ func TestWarmDispatcher(t *testing.T) {
 	d.Go(func() { close(again) })
 	testwait.Done(t, again, "work given to an idle worker to run")
 
-	d.stop()
+	d.Stop()
 	require.Eventually(t, func() bool { return d.idle.Load() == 0 }, 5*time.Second, time.Millisecond)
 
 	// After stop, work still runs, on a goroutine that ends with it.
@@ -65,8 +65,8 @@ func TestWarmDispatcher(t *testing.T) {
 	testwait.Done(t, late, "work scheduled after stop to run")
 }
 
-func TestNilWarmDispatcherStartsGoroutines(t *testing.T) {
-	var d *warmDispatcher
+func TestNilDispatcherStartsGoroutines(t *testing.T) {
+	var d *Dispatcher
 	done := make(chan struct{})
 	d.Go(func() { close(done) })
 	testwait.Done(t, done, "the work to run")

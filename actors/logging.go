@@ -57,24 +57,8 @@ func renameMessage(a slog.Attr) slog.Attr {
 	return a
 }
 
-// serverLogger returns log with the field server=name on every event.
-// The field is added by a hook, not to the logger's context: a context
-// (zerolog's With) costs each server a 500-byte buffer for as long as it
-// exists, logging or not.
-func serverLogger(log zerolog.Logger, name string) zerolog.Logger {
-	return log.Hook(serverField(name))
-}
-
-// serverField is the hook of serverLogger.
-type serverField string
-
-// Run implements zerolog.Hook.
-func (f serverField) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
-	e.Str("server", string(f))
-}
-
 // ProtoactorLogger returns the slog logger mcpvisor gives a protoactor
 // actor system: protoactor's records go to log, with the attribute that
-// may carry a message's content dropped. Package cluster uses it
-// for the cluster's own actor system.
+// may carry a message's content dropped. NewSystem uses it, and so does
+// package cluster for the cluster's own actor system.
 func ProtoactorLogger(log zerolog.Logger) *slog.Logger { return newSlogLogger(log) }

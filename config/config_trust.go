@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/mcpvisor/mcpvisor"
-	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -72,7 +71,7 @@ func (c *Config) lowerUntrusted(name string, sc *mcpvisor.ServerConfig, base *mc
 		ceiling = base.Trust
 	}
 	var why []string
-	t := actors.LeastTrusted(sc.Trust, ceiling)
+	t := mcpvisor.LeastTrusted(sc.Trust, ceiling)
 	if t == mcpvisor.TrustSandbox && sc.Kind() != transports.TypeStdio {
 		// A remote server cannot be confined: every call asks instead.
 		t = mcpvisor.TrustUntrusted

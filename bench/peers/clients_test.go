@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/bench/peers/harness"
+	mcpsession "github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
-	mcpsession "github.com/mcpvisor/mcpvisor/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/streamable"
 )

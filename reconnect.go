@@ -1,0 +1,323 @@
+package mcpvisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/mcpvisor/mcpvisor/internal/session"
+	"github.com/mcpvisor/mcpvisor/protocol"
+)
+
+// Reconnecting (see ReconnectPolicy). Every failure goes through
+// afterFailure, which decides with ClassifyFailure: auth failures park the
+// server in needs-auth, config and protocol failures in failed; anything
+// else (the connection ended, a transient transport error) starts or
+// continues an episode of reconnect attempts, bounded by the policy's
+// budget. Attempts go through the registry's connect scheduler like any
+// connect (the server goes back to pending), so a storm of reconnects is
+// admitted a few at a time.
+
+// retryNow is sent by a reconnect timer when its delay is over.
+type retryNow struct{ gen uint64 }
+
+// stableNow is sent when connection gen has stayed up for the policy's
+// StableAfter.
+type stableNow struct{ gen uint64 }
+
+// strikeOut is sent (by a caller or the pinger) when connection gen has
+// had ReconnectPolicy.Strikes transient errors in a row; err is the last.
+type strikeOut struct {
+	gen uint64
+	err error
+}
+
+// resetEpisode is sent by the registry before a Reconnect's connect: the
+// server gets a full reconnect budget again.
+type resetEpisode struct{}
+
+// afterFailure handles a failed connect attempt, or (lost set) the end of
+// a live connection.
+func (a *serverActor) afterFailure(err error, lost bool) {
+	if a.stopping || !a.cfg.startable() {
+		return
+	}
+	kind := ClassifyFailure(err)
+	switch kind {
+	case FailureAuth:
+		a.park(StateNeedsAuth, err)
+		a.announceNeedsAuth(err)
+		return
+	case FailureConfig, FailureProtocol, FailureSandbox:
+		a.park(StateFailed, err)
+		return
+	}
+	if a.attempt >= max(a.policy.MaxAttempts, 0) {
+		if a.attempt > 0 {
+			err = fmt.Errorf("gave up after %d reconnect attempts: %w", a.attempt, err)
+		}
+		a.park(StateFailed, err)
+		return
+	}
+	if a.backoff == nil {
+		a.backoff = a.policy.newBackoff()
+	}
+	a.attempt++
+	if lost && a.attempt == 1 && kind == FailureClosed {
+		// The connection simply ended (the process exited, the server
+		// closed it): the first attempt goes at once.
+		a.log.Info().Msg("connection ended; reconnecting")
+		a.setState(StatePending, err)
+		return
+	}
+	delay := a.backoff.NextBackOff()
+	a.nextRetry = time.Now().Add(delay)
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancelRetry = cancel
+	gen, self, root := a.gen, a.self, a.root
+	a.log.Info().Dur("in", delay).Int("attempt", a.attempt).Int("of", a.policy.MaxAttempts).
+		Str("failure", string(kind)).Msg("reconnect scheduled")
+	a.setState(StateReconnecting, err)
+	a.goroutine("server.retry-timer", func() {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			root.Send(self, retryNow{gen: gen})
+		case <-ctx.Done():
+		}
+	})
+}
+
+// park stops trying: the server makes no request until woken (a call,
+// Reconnect, a config change). Its last lists are kept, out of the pool,
+// so that a call by a tool's qualified name can still wake it.
+func (a *serverActor) park(state State, err error) {
+	a.recovering = false
+	a.nextRetry = time.Time{}
+	a.setState(state, err) // logs the warning that says why, with err
+}
+
+// retry handles a reconnect timer: the server goes back to pending, and
+// the registry admits it again.
+func (a *serverActor) retry(m retryNow) {
+	if m.gen != a.gen || a.state != StateReconnecting || a.stopping {
+		return
+	}
+	a.cancelRetry = nil
+	a.nextRetry = time.Time{}
+	a.setState(StatePending, a.err)
+}
+
+// cancelReconnect disarms a scheduled reconnect.
+func (a *serverActor) cancelReconnect() {
+	if a.cancelRetry != nil {
+		a.cancelRetry()
+		a.cancelRetry = nil
+	}
+	a.nextRetry = time.Time{}
+}
+
+// endEpisode forgets past failures: after a stable connection, a config
+// change or a Reconnect.
+func (a *serverActor) endEpisode() {
+	a.attempt = 0
+	a.backoff = nil
+	a.h.strikes.Store(0)
+}
+
+// startStableTimer ends the episode once the new connection has stayed up
+// for the policy's StableAfter.
+func (a *serverActor) startStableTimer() {
+	if a.attempt == 0 && a.backoff == nil {
+		return // no episode to end
+	}
+	sess, gen, self, root, after := a.sess, a.gen, a.self, a.root, time.Duration(a.policy.StableAfter)
+	a.goroutine("server.stable-timer", func() {
+		t := time.NewTimer(after)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			root.Send(self, stableNow{gen: gen})
+		case <-sess.Done():
+		}
+	})
+}
+
+func (a *serverActor) stable(m stableNow) {
+	if m.gen != a.gen || a.sess == nil {
+		return
+	}
+	a.log.Info().Int("attempts", a.attempt).Msg("connection stable; reconnect history cleared")
+	a.endEpisode()
+	a.publish()
+}
+
+// struckOut closes a connection that had too many transient errors in a
+// row, failing its pending calls, and reconnects with backoff.
+func (a *serverActor) struckOut(m strikeOut) {
+	if m.gen != a.gen || a.sess == nil {
+		return
+	}
+	a.log.Warn().Err(m.err).Int("strikes", a.policy.Strikes).Msg("too many transient errors in a row; reconnecting")
+	sess := a.sess
+	a.sess = nil
+	cause := fmt.Errorf("%w: %d transient errors in a row, the last: %w", session.ErrServerRestarting, a.policy.Strikes, m.err)
+	a.closeInBackground(sess, cause)
+	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
+	a.recovering = true
+	a.afterFailure(m.err, false)
+}
+
+// pingTimeout bounds one liveness ping, whatever the ping interval: the
+// interval says how often to ask, not how fast a healthy server must
+// answer. (A ping used to time out after min(interval, pingTimeout): with
+// a short interval a healthy server on a loaded machine struck out.)
+const pingTimeout = 10 * time.Second
+
+// startPinging pings the ready server at its ping interval, if any. A
+// failed ping is a strike like a failed call, except one that timed out
+// while calls were in flight; an answer clears the strikes; a server
+// without ping (method not found) is left alone.
+func (a *serverActor) startPinging() {
+	interval := time.Duration(a.cfg.PingInterval)
+	if interval <= 0 {
+		interval = a.opts.PingInterval
+	}
+	if interval <= 0 {
+		return
+	}
+	sess, h, root, log := a.sess, a.h, a.root, a.log
+	gen, limit := a.gen, a.policy.Strikes
+	a.goroutine("server.ping", func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+			case <-sess.Done():
+				return
+			}
+			busy := sess.Liveness().Owed > 0
+			ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+			err := sess.Ping(ctx)
+			cancel()
+			if sess.Err() != nil {
+				return
+			}
+			var rpcErr *protocol.Error
+			if errors.As(err, &rpcErr) && rpcErr.Code == protocol.CodeMethodNotFound {
+				log.Info().Msg("the server does not answer ping; no liveness pings")
+				return
+			}
+			if err != nil && rpcErr == nil {
+				if errors.Is(err, session.ErrTimeout) && (busy || sess.Liveness().Owed > 0) {
+					// A server at work on calls may not answer a ping
+					// meanwhile (one request at a time): not a strike; its
+					// calls' deadlines bound it (see liveness.go).
+					continue
+				}
+				h.strike(root, gen, limit, err)
+				continue
+			}
+			h.strikes.Store(0)
+		}
+	})
+}
+
+// strike counts one transient error of connection gen, and tells the
+// actor when it is the limit-th in a row.
+func (h *serverHandle) strike(root *actor.RootContext, gen uint64, limit int, err error) {
+	if int(h.strikes.Add(1)) == limit {
+		root.Send(h.pid, strikeOut{gen: gen, err: err})
+	}
+}
+
+// Listening (2026-07-28). A stateless-era server sends its notifications
+// only on a subscriptions/listen stream, which the server actor keeps open
+// for the life of the session: reopened after a drop with a backoff of at
+// least ReconnectPolicy.ListenDelay (listenMaxWait at most), so that a
+// host cutting streams on a timer cannot cause a reopen loop. After
+// ReconnectPolicy.ListenFailures drops in a row that were never
+// acknowledged the connection counts as lost.
+const (
+	listenMaxWait = time.Minute
+	listenHealthy = 5 * time.Second // a stream open this long after its ack resets the backoff
+)
+
+// startListening opens the listen stream of a ready stateless-era
+// session, selecting the list_changed notifications the server offers,
+// or takes over first, the stream the connect opened before listing (see
+// listen_first.go). Each acknowledgement of the stream re-lists what it
+// covers (see notification): changes before the stream opened were not
+// announced; the first one's connect listed after it does not.
+func (a *serverActor) startListening(first *firstListen) {
+	sess := a.sess
+	subs := listenSubscriptions(sess)
+	if subs.IsEmpty() {
+		return
+	}
+	gen, self, root, log := a.gen, a.self, a.root, a.log
+	minWait, maxFailures := time.Duration(a.policy.ListenDelay), a.policy.ListenFailures
+	loop := func() {
+		b := backoff.NewExponentialBackOff()
+		b.InitialInterval, b.MaxInterval, b.MaxElapsedTime, b.RandomizationFactor = minWait, listenMaxWait, 0, 0.2
+		b.Reset()
+		failures := 0
+		for {
+			opened := time.Now()
+			var out session.ListenOutcome
+			var err error
+			if first != nil {
+				opened = first.opened
+				out, err = first.stream.Result() // ended: see below
+				first = nil
+			} else {
+				out, err = sess.Listen(context.Background(), subs)
+			}
+			if sess.Err() != nil {
+				return // the session ended; the next one listens anew
+			}
+			var rpcErr *protocol.Error
+			if errors.As(err, &rpcErr) && (rpcErr.Code == protocol.CodeMethodNotFound || rpcErr.Code == protocol.CodeInvalidParams) {
+				log.Info().Err(err).Msg("the server does not offer subscriptions/listen; list changes are seen at the next connection")
+				return
+			}
+			if out.Acknowledged && time.Since(opened) >= listenHealthy {
+				b.Reset()
+				failures = 0
+			} else if failures++; failures >= maxFailures {
+				// A stateless server has no connection whose end would
+				// say it is gone: a listen stream that cannot be kept
+				// open is that signal. The connection counts as lost (the
+				// actor reconnects with backoff, and the next session
+				// listens anew), rather than a session that looks ready
+				// and hears nothing.
+				log.Warn().Err(err).Int("attempts", failures).Msg("subscriptions/listen keeps failing; treating the connection as lost")
+				root.Send(self, connectionLost{gen: gen, err: fmt.Errorf("%w: subscriptions/listen failed %d times in a row: %w", session.ErrConnectionClosed, failures, err)})
+				return
+			}
+			wait := max(b.NextBackOff(), minWait)
+			log.Debug().Err(err).Bool("acknowledged", out.Acknowledged).Dur("reopen_in", wait).Msg("listen stream ended")
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-sess.Done():
+				t.Stop()
+				return
+			}
+		}
+	}
+	if first != nil {
+		// The connect's stream is open: no goroutine waits for it (an
+		// idle server's stream costs the one goroutine holding its
+		// request); the loop starts when it ends.
+		a.goroutineAfter(first.stream.Context(), "server.listen", loop)
+		return
+	}
+	a.goroutine("server.listen", loop)
+}

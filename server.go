@@ -1,0 +1,573 @@
+package mcpvisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/cenkalti/backoff/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpvisor/mcpvisor/internal/routine"
+	"github.com/mcpvisor/mcpvisor/internal/session"
+	"github.com/mcpvisor/mcpvisor/transports"
+)
+
+// serverActor owns one server's connection: it alone starts connect
+// attempts, installs and tears down sessions, and publishes the server's
+// view.
+//
+// Concurrency: all its fields are touched only by Receive (the actor's
+// goroutine); I/O runs in goroutines it starts (serverActor.goroutine),
+// whose results come back as messages tagged with the connection
+// generation. What others read of the server is on the handle.
+type serverActor struct {
+	h    *serverHandle
+	opts *runOptions // the Supervisor's, shared by every server; read-only
+	log  zerolog.Logger
+
+	self, parent *actor.PID
+	root         *actor.RootContext // for goroutines to message the actor
+
+	cfg   ServerConfig
+	state State
+	since time.Time
+	err   error
+
+	gen            uint64             // generation of the current attempt or session
+	cancelConnect  context.CancelFunc // non-nil while a connect attempt runs
+	sess           *session.Session   // the ready session, if any
+	lists          lists
+	connectedSince time.Time
+
+	policy      ReconnectPolicy             // Options.Reconnect with the server's overrides
+	backoff     *backoff.ExponentialBackOff // delays of the current episode; nil outside one
+	attempt     int                         // connect attempts in the current episode; 0 outside one
+	nextRetry   time.Time                   // when the scheduled attempt starts; zero if none
+	cancelRetry context.CancelFunc          // non-nil while a reconnect is scheduled
+	// fullEpisode is set by resetEpisode (Reconnect) so that the next
+	// connect of a parked server starts a full episode, not one wake-up
+	// attempt.
+	fullEpisode bool
+
+	relisting   [numListKinds]bool // a re-list of that kind is in flight
+	relistAgain [numListKinds]bool // a list_changed arrived during it
+	// listRetries are the lists the live connection's server refused,
+	// retried with backoff (server_lists.go).
+	listRetries [numListKinds]listRetry
+
+	// early holds the notifications of the connection being opened that
+	// arrived before it was installed (a server may push as soon as it
+	// answered tools/list, while the other lists are still on their
+	// way); they are handled once it is (see holdEarly).
+	early        []serverNotification
+	earlyDropped int // notifications beyond maxEarly, dropped and logged
+
+	// firstListen is the listen stream the live connection's connect
+	// opened before listing: its acknowledgement needs no re-list.
+	firstListen *firstListen
+
+	recovering bool // reconnecting after being ready (see serverView.recovering)
+	// cached is set while the tools come from the discovery cache, not
+	// from a listing of this run (see discovery.go); loadingCache while
+	// the entry is read, numbered by cacheSeq.
+	cached       bool
+	loadingCache bool
+	cacheSeq     uint64
+
+	// reportedPins maps each unpinned tool already reported by an
+	// EventToolDefinitionChanged to the hash reported (see reportPins).
+	reportedPins map[string]string
+
+	stopping    bool
+	stopWaiters []chan struct{}
+}
+
+func newServerActor(h *serverHandle, cfg ServerConfig, opts *runOptions) *serverActor {
+	return &serverActor{
+		h:      h,
+		cfg:    cfg,
+		opts:   opts,
+		policy: cfg.Reconnect.over(opts.Reconnect),
+		log:    serverLogger(opts.Logger, h.name),
+	}
+}
+
+// Receive is the actor's message loop.
+func (a *serverActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.self, a.parent, a.root = ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
+		if prev := a.h.view.Load(); prev != nil {
+			a.cfg = prev.cfg // a restarted instance keeps the latest config
+			a.policy = a.cfg.Reconnect.over(a.opts.Reconnect)
+		}
+		a.loadCache()
+		a.setState(initialState(a.cfg), heldError(a.cfg))
+	case *actor.Restarting:
+		a.log.Error().Msg("server actor restarting after a crash; its connection is dropped")
+		a.abandon(session.ErrServerRestarting)
+	case *actor.Stopping:
+		a.abandon(session.ErrConnectionClosed)
+	case *actor.Stopped:
+		a.h.stopped.Store(true)
+	case connectNow:
+		a.h.admitted.Store(m.ticket)
+		a.connect()
+	case connectResult:
+		a.connected(m)
+		if m.last {
+			a.h.busy.Add(-1)
+			a.maybeStop(ctx)
+		}
+	case cacheLoaded:
+		a.cacheArrived(m)
+	case connectionLost:
+		a.lost(m)
+	case serverNotification:
+		a.notification(m)
+	case relisted:
+		a.relisted(m)
+	case relistNow:
+		a.relistTimer(m)
+	case recheckPins:
+		a.recheckPins()
+	case pinsChecked:
+		a.pinsChecked(m)
+	case retryNow:
+		a.retry(m)
+	case stableNow:
+		a.stable(m)
+	case strikeOut:
+		a.struckOut(m)
+	case resetEpisode:
+		a.endEpisode()
+		a.fullEpisode = true
+		a.publish()
+	case reconfigure:
+		a.reconfigure(m.cfg)
+	case retune:
+		a.retune(m.cfg)
+	case shutdown:
+		a.stopping = true
+		a.stopWaiters = append(a.stopWaiters, m.done)
+		a.abandon(session.ErrConnectionClosed)
+		a.maybeStop(ctx)
+	case goroutineDone:
+		a.h.busy.Add(-1)
+		a.maybeStop(ctx)
+	}
+}
+
+// setState records a transition and publishes the new view.
+func (a *serverActor) setState(s State, err error) {
+	prev := a.state
+	if s != prev {
+		a.since = time.Now()
+	}
+	a.state, a.err = s, err
+	// A warning once per failure episode: its first reconnect, and when
+	// it is parked; the later attempts of an episode are info.
+	ev := a.log.Info()
+	if s.Parked() || s == StateReconnecting && a.attempt <= 1 {
+		ev = a.log.Warn()
+	}
+	if s.Parked() {
+		// Parked: it makes no request until woken by a call, Reconnect
+		// or a config change; this line is how a host's log says why.
+		ev.Str("failure", string(ClassifyFailure(err)))
+	}
+	if s != prev && prev != "" {
+		ev.Str("from", string(prev)).Str("to", string(s)).AnErr("error", err).Msg("server state")
+	}
+	a.publish()
+}
+
+// publish stores a new view and tells the registry.
+func (a *serverActor) publish() {
+	v := &serverView{
+		name:           a.h.name,
+		cfg:            a.cfg,
+		state:          a.state,
+		since:          a.since,
+		admitted:       a.h.admitted.Load(),
+		gen:            a.gen,
+		lists:          a.lists,
+		err:            a.err,
+		failure:        ClassifyFailure(a.err),
+		connectedSince: a.connectedSince,
+		recovering:     a.recovering,
+		attempt:        a.attempt,
+		nextRetry:      a.nextRetry,
+		strikeLimit:    a.policy.Strikes,
+		probeAfter:     time.Duration(a.policy.ProbeAfter),
+		probeTimeout:   time.Duration(a.policy.ProbeTimeout),
+		cached:         a.cached,
+		loadingCache:   a.loadingCache,
+		auth:           &a.h.auth,
+		pinOpts:        &a.opts.ToolPins,
+		sseOnly:        a.h.sseOnly.Load(),
+		listErrors:     a.listErrors(),
+	}
+	if a.state == StateReady && a.sess != nil {
+		v.sess = a.sess
+		v.protocolVersion = a.sess.ProtocolVersion()
+		v.serverInfo = a.sess.ServerInfo()
+	}
+	a.h.view.Store(v)
+	a.h.changed.notify()
+	if a.parent != nil {
+		a.root.Send(a.parent, serverChanged{name: a.h.name, handle: a.h, view: v})
+	}
+}
+
+// connect starts a connect attempt, replacing whatever connection exists.
+func (a *serverActor) connect() {
+	if a.stopping || !a.cfg.startable() {
+		a.publish() // answers the admission ticket without connecting
+		return
+	}
+	if a.state.Parked() && !a.fullEpisode {
+		// Woken by a call: one fresh attempt; if it fails the server
+		// parks again at once.
+		a.attempt = max(a.attempt, a.policy.MaxAttempts, 0)
+	}
+	a.fullEpisode = false
+	// A ready server being reconnected keeps offering its tools, as one
+	// recovering from a lost connection does. The lists are kept in any
+	// case (a parked server's still route calls that wake it) until the
+	// new connection lists afresh.
+	recovering := a.recovering || a.sess != nil || a.cached
+	reconnect := a.recovering || a.sess != nil // for the span: a connection is replaced
+	a.abandon(session.ErrServerRestarting)
+	a.recovering = recovering
+	a.gen = a.h.gens.Add(1)
+	a.early, a.earlyDropped = nil, 0
+	a.loadingCache = false // a load still running is ignored
+	ctx, cancel := context.WithTimeout(context.Background(), a.connectTimeout())
+	a.cancelConnect = cancel
+	a.nextRetry = time.Time{}
+	a.setState(StateConnecting, a.err)
+
+	gen, cfg, name, h := a.gen, a.cfg, a.h.name, a.h
+	sopts := a.sessionOptions(gen)
+	dc := a.dialConfig()
+	pinStore := a.opts.ToolPins.Store
+	tracer, attempt := a.opts.tracer, a.attempt
+	gate, ticket := a.opts.admission, a.h.admitted.Load()
+	a.goroutineEndingWith("server.connect", func() (res connectResult) {
+		defer cancel()
+		ctx, span := startConnectSpan(ctx, tracer, name, cfg, attempt, reconnect)
+		defer func() { endConnectSpan(span, res) }()
+		if autoTransport(cfg) {
+			res = connectAuto(ctx, cfg, sopts, dc, &h.sseOnly)
+		} else {
+			res = connectOnce(ctx, cfg, sopts, dc)
+		}
+		res.gen = gen
+		if res.err == nil {
+			res.lists.pins, res.pinErr = checkPins(pinStore, name, cfg, res.lists.tools)
+		}
+		if res.sess != nil && ctx.Err() != nil {
+			// Abandoned while listing: close here, nobody will take it.
+			closeSession(res.sess, session.ErrConnectionClosed)
+			res.sess, res.err = nil, fmt.Errorf("connect abandoned: %w", context.Cause(ctx))
+		}
+		if gate != nil && ctx.Err() == nil {
+			// The slot goes to the next server now, not once this
+			// result has passed through the actor and the registry (an
+			// abandoned attempt's slot is freed by the one that
+			// replaced it).
+			gate.release(name, ticket)
+		}
+		return res
+	})
+}
+
+// goroutine runs f in a goroutine named name (routine.Run; with the
+// server's name as the label "server") that reports goroutineDone when
+// it ends; see serverHandle.busy. Every goroutine of the server actor
+// starts here.
+func (a *serverActor) goroutine(name string, f func()) {
+	a.h.busy.Add(1)
+	a.h.running.Add(1)
+	h, self, root := a.h, a.self, a.root
+	a.opts.dispatch.Go(func() {
+		routine.Run(name, f, "server", h.name)
+		h.running.Done()
+		if !h.stopped.Load() {
+			root.Send(self, goroutineDone{})
+		}
+	})
+}
+
+// goroutineEndingWith is goroutine for a connect attempt: its result,
+// sent once f has returned, is the goroutine's last message and stands
+// for its goroutineDone (one message to the actor instead of two for
+// every connect). A result that finds the actor stopped for good (by
+// supervision) closes its session: nobody will take it.
+func (a *serverActor) goroutineEndingWith(name string, f func() connectResult) {
+	a.h.busy.Add(1)
+	a.h.running.Add(1)
+	h, self, root := a.h, a.self, a.root
+	a.opts.dispatch.Go(func() {
+		var res connectResult
+		routine.Run(name, func() { res = f() }, "server", h.name)
+		res.last = true
+		if h.stopped.Load() {
+			if res.sess != nil {
+				closeSession(res.sess, session.ErrConnectionClosed)
+			}
+		} else {
+			root.Send(self, res)
+		}
+		h.running.Done()
+	})
+}
+
+// goroutineAfter is goroutine for f, started once ctx is done: it counts
+// as running from now, but nothing runs, or waits, until then.
+func (a *serverActor) goroutineAfter(ctx context.Context, name string, f func()) {
+	a.h.busy.Add(1)
+	a.h.running.Add(1)
+	h, self, root := a.h, a.self, a.root
+	context.AfterFunc(ctx, func() {
+		routine.Run(name, f, "server", h.name)
+		h.running.Done()
+		if !h.stopped.Load() {
+			root.Send(self, goroutineDone{})
+		}
+	})
+}
+
+// connectOnce dials, negotiates and lists. It runs in its own goroutine.
+func connectOnce(ctx context.Context, cfg ServerConfig, sopts session.Options, dc dialConfig) connectResult {
+	dial, err := dialer(cfg, dc)
+	if err != nil {
+		return connectResult{err: err}
+	}
+	sess, err := session.Open(ctx, dial, sopts)
+	if err != nil {
+		return connectResult{err: fmt.Errorf("connect: %w", err)}
+	}
+	listen := openListenFirst(ctx, sess) // listen_first.go: before the lists
+	ls, listErrs, err := listAll(ctx, sess)
+	if err != nil {
+		closeSession(sess, session.ErrConnectionClosed)
+		return connectResult{err: err}
+	}
+	return connectResult{sess: sess, lists: ls, listErrs: listErrs, listen: listen}
+}
+
+// listAll lists everything a server offers, the four lists at once (one
+// round trip of latency rather than four). A list the server answers
+// with a JSON-RPC error (a server that is up but cannot list) does not
+// fail the connect: that kind is empty and its error is returned in
+// listErrs, to be retried on the live connection (see server_lists.go).
+// Any other failure of the tools listing (the connection broke, the
+// listing timed out) fails the connect. Resource templates are optional:
+// a failure to list them leaves them empty.
+func listAll(ctx context.Context, sess *session.Session) (ls lists, listErrs [numListKinds]error, err error) {
+	var wg sync.WaitGroup
+	// A kind the server did not declare lists as empty without a request:
+	// no goroutine for it.
+	caps := sess.Capabilities()
+	if caps.Resources != nil {
+		wg.Go(func() { ls.resources, listErrs[listResources] = sess.ListResources(ctx) })
+		wg.Go(func() { ls.templates, _ = sess.ListResourceTemplates(ctx) })
+	}
+	if caps.Prompts != nil {
+		wg.Go(func() { ls.prompts, listErrs[listPrompts] = sess.ListPrompts(ctx) })
+	}
+	ls.tools, listErrs[listTools] = sess.ListTools(ctx)
+	wg.Wait()
+	if err := listErrs[listTools]; err != nil && !serverRefused(err) {
+		return lists{}, listErrs, fmt.Errorf("listing tools: %w", err)
+	}
+	return ls, listErrs, nil
+}
+
+func (a *serverActor) sessionOptions(gen uint64) session.Options {
+	return session.Options{
+		ClientInfo:      a.opts.ClientInfo,
+		Capabilities:    clientCapabilities(&a.opts.Options),
+		Requests:        requestHandler(a.opts, a.h.name),
+		Input:           inputHandler(&a.opts.Options, a.h.name),
+		RequestTimeout:  a.opts.ServerRequestTimeout,
+		ProtocolVersion: a.cfg.ProtocolVersion,
+		Memory:          &a.h.memory,
+		DiscoverTimeout: a.opts.DiscoverTimeout,
+		LogLevel:        logLevelOf(a.h),
+		Handler:         a.genHandler(gen),
+		Logger:          a.log,
+		Tracing:         sessionTracing(a.opts.tracer, a.h.name, a.cfg),
+	}
+}
+
+func (a *serverActor) genHandler(gen uint64) *genHandler {
+	h := &genHandler{root: a.root, self: a.self, gen: gen, server: a.h.name}
+	if a.opts.host != nil {
+		h.progress = a.opts.host.progress
+	}
+	return h
+}
+
+// connected installs the result of a connect attempt.
+func (a *serverActor) connected(m connectResult) {
+	if m.gen != a.gen || a.stopping || a.cancelConnect == nil {
+		if m.sess != nil {
+			a.closeInBackground(m.sess, session.ErrConnectionClosed)
+		}
+		return
+	}
+	a.cancelConnect = nil
+	if m.err == nil && m.sess.Err() != nil {
+		// The connection died between listing and now; its connectionLost
+		// was ignored because no session was installed yet.
+		a.closeInBackground(m.sess, m.sess.Err())
+		m.err = m.sess.Err()
+	}
+	if m.err != nil {
+		a.early, a.earlyDropped = nil, 0
+		a.afterFailure(m.err, false)
+		return
+	}
+	a.recovering, a.cached = false, false
+	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
+	a.firstListen = m.listen
+	a.h.strikes.Store(0)
+	a.pinsFound(m.pinErr)
+	a.setState(StateReady, nil)
+	if a.listsFailed(m.listErrs) {
+		a.publish()
+	}
+	if m.listErrs[listTools] == nil {
+		a.storeCache(m.lists.tools) // never the empty list of a refusal
+	}
+	a.logLevelAfterConnect()
+	a.startListening(m.listen)
+	a.startStableTimer()
+	a.startPinging()
+	a.restoreSubscriptions()
+	a.replayEarly()
+}
+
+// lost handles the end of a live connection.
+func (a *serverActor) lost(m connectionLost) {
+	if m.gen != a.gen || a.sess == nil {
+		return // a connection already replaced or torn down
+	}
+	sess := a.sess
+	a.sess = nil
+	a.closeInBackground(sess, m.err)
+	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
+	a.forgetListRetries()
+	a.recovering = true
+	if errors.Is(m.err, transports.ErrSessionExpired) {
+		// The server forgot the session (it restarted, or expires idle
+		// sessions): initialize a new one at once. Not a failure.
+		a.log.Info().Msg("session expired; initializing a new one")
+		a.setState(StatePending, m.err)
+		return
+	}
+	a.afterFailure(m.err, true)
+}
+
+// abandon cancels a running connect attempt and tears down the session,
+// failing its pending calls with cause.
+func (a *serverActor) abandon(cause error) {
+	a.cancelReconnect()
+	a.recovering = false
+	if a.cancelConnect != nil {
+		a.cancelConnect()
+		a.cancelConnect = nil
+	}
+	if a.sess != nil {
+		a.closeInBackground(a.sess, cause)
+		a.sess = nil
+	}
+	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
+	a.forgetListRetries()
+}
+
+// closeInBackground fails the session's pending calls now and runs the
+// transport's shutdown ladder in a goroutine.
+func (a *serverActor) closeInBackground(sess *session.Session, cause error) {
+	a.goroutine("server.close-session", func() { closeSession(sess, cause) })
+}
+
+// closeTimeout bounds one session close; the stdio ladder itself takes at
+// most CloseStdinTimeout + TerminateTimeout + a few seconds.
+const closeTimeout = 30 * time.Second
+
+func closeSession(sess *session.Session, cause error) {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	_ = sess.Close(ctx, cause)
+}
+
+// connectTimeout bounds one connect (and one re-list): the server's
+// connectTimeoutMs, else Options.ConnectTimeout.
+func (a *serverActor) connectTimeout() time.Duration {
+	if ms := a.cfg.ConnectTimeoutMs; ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return a.opts.ConnectTimeout
+}
+
+// retune applies a config change that needs no new connection (trust,
+// tool filter, call timeout, laziness, reconnect policy): the next view
+// carries it, so the pool applies it at once.
+func (a *serverActor) retune(cfg ServerConfig) {
+	a.cfg = cfg
+	a.policy = cfg.Reconnect.over(a.opts.Reconnect)
+	a.publish()
+}
+
+// reconfigure applies a changed config: the connection is dropped and the
+// server waits for admission again (or is disabled, or held).
+func (a *serverActor) reconfigure(cfg ServerConfig) {
+	a.abandon(session.ErrServerRestarting)
+	if cfg.Kind() != a.cfg.Kind() || cfg.Command != a.cfg.Command || cfg.URL != a.cfg.URL {
+		a.h.memory.Forget() // possibly another server altogether
+		a.h.sseOnly.Store(false)
+	}
+	a.cfg = cfg
+	a.policy = cfg.Reconnect.over(a.opts.Reconnect)
+	a.lists, a.cached = lists{}, false
+	a.endEpisode()
+	a.loadCache()
+	a.setState(initialState(cfg), heldError(cfg))
+}
+
+// heldError is the error a held server reports (nil for any other).
+func heldError(cfg ServerConfig) error {
+	if !cfg.held() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrNeedsApproval, cfg.NeedsApproval)
+}
+
+// maybeStop finishes a shutdown once nothing of the server remains.
+func (a *serverActor) maybeStop(ctx actor.Context) {
+	if !a.stopping || a.h.busy.Load() > 0 || a.sess != nil || a.cancelConnect != nil {
+		return
+	}
+	a.lists = lists{}
+	a.setState(StateStopped, a.err)
+	for _, done := range a.stopWaiters {
+		close(done)
+	}
+	a.stopWaiters = nil
+	ctx.Stop(a.self)
+}
+
+// Errors of connecting a server.
+var (
+	// ErrUnsupportedTransport: the config names a transport this build
+	// cannot use.
+	ErrUnsupportedTransport = errors.New("mcpvisor: unsupported transport")
+)
