@@ -115,8 +115,8 @@ func (r PermissionRules) Validate() error {
 	return nil
 }
 
-// Empty reports whether there is no rule.
-func (r PermissionRules) Empty() bool { return len(r.Allow)+len(r.Ask)+len(r.Deny) == 0 }
+// empty reports whether there is no rule.
+func (r PermissionRules) empty() bool { return len(r.Allow)+len(r.Ask)+len(r.Deny) == 0 }
 
 // The decisions of PermissionRules.Decide.
 const (
@@ -187,7 +187,7 @@ type decided struct {
 }
 
 func newPermissionSet(r PermissionRules) *permissionSet {
-	return &permissionSet{rules: r, empty: r.Empty()}
+	return &permissionSet{rules: r, empty: r.empty()}
 }
 
 // decide is rules.Decide, remembered.
