@@ -57,11 +57,11 @@ func serverAttributes(name string, cfg ServerConfig) []attribute.KeyValue {
 		kind = transports.TypeHTTP
 	}
 	attrs := []attribute.KeyValue{attrServerName.String(name), attrTransport.String(string(kind))}
-	switch kind {
-	case transports.TypeStdio:
-		attrs = append(attrs, mcptrace.NetworkTransport.String("pipe"))
-	case transports.TypeHTTP, transports.TypeSSE, transports.TypeWS:
-		attrs = append(attrs, mcptrace.NetworkTransport.String("tcp"))
+	k, _ := transports.Lookup(kind)
+	if k.NetworkTransport != "" {
+		attrs = append(attrs, mcptrace.NetworkTransport.String(k.NetworkTransport))
+	}
+	if k.Remote {
 		if u, err := url.Parse(cfg.URL); err == nil && u.Hostname() != "" {
 			attrs = append(attrs, attribute.String("server.address", u.Hostname()))
 			if port, err := strconv.Atoi(portOf(u)); err == nil {
@@ -77,11 +77,8 @@ func portOf(u *url.URL) string {
 	if p := u.Port(); p != "" {
 		return p
 	}
-	switch u.Scheme {
-	case "https", "wss":
-		return "443"
-	case "http", "ws":
-		return "80"
+	if p := transports.DefaultPort(u.Scheme); p != "" {
+		return p
 	}
 	_, p, _ := net.SplitHostPort(u.Host)
 	return p
