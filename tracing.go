@@ -53,9 +53,6 @@ func newTracer(tp trace.TracerProvider) trace.Tracer {
 // reached through cfg: its name, transport and network peer.
 func serverAttributes(name string, cfg ServerConfig) []attribute.KeyValue {
 	kind := cfg.Kind()
-	if autoTransport(cfg) {
-		kind = transports.TypeHTTP
-	}
 	attrs := []attribute.KeyValue{attrServerName.String(name), attrTransport.String(string(kind))}
 	k, _ := transports.Lookup(kind)
 	if k.NetworkTransport != "" {
