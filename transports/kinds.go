@@ -3,6 +3,7 @@ package transports
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -114,8 +115,9 @@ func Extra[T any](o DialOptions) (T, bool) {
 	return zero, false
 }
 
-// The table of kinds. Written by Register from init functions, read
-// afterwards; the mutex covers a Register that runs later.
+// The table of kinds. Written by Register (from init functions, so before
+// main in practice), read by Lookup, Kinds and HTTPScheme from any
+// goroutine; the mutex makes a later Register safe too.
 var kinds struct {
 	mu sync.RWMutex
 	m  map[Type]Kind
@@ -135,6 +137,7 @@ func Register(k Kind) {
 		panic(fmt.Sprintf("transports: Register: remote kind %q accepts no URL scheme", k.Type))
 	}
 	k.Schemes = slices.Clone(k.Schemes)
+	k.HTTPSchemes = maps.Clone(k.HTTPSchemes)
 	kinds.mu.Lock()
 	defer kinds.mu.Unlock()
 	if _, dup := kinds.m[k.Type]; dup {
@@ -146,7 +149,9 @@ func Register(k Kind) {
 	kinds.m[k.Type] = k
 }
 
-// Lookup returns the registered kind named t (in any case).
+// Lookup returns the registered kind named t (in any case). It is safe
+// for concurrent use; the Kind's slices and map are shared and must not
+// be modified.
 func Lookup(t Type) (Kind, bool) {
 	kinds.mu.RLock()
 	defer kinds.mu.RUnlock()
@@ -155,7 +160,8 @@ func Lookup(t Type) (Kind, bool) {
 }
 
 // Kinds returns the registered kinds: those started from a command first,
-// then the remote ones, then the others, each group by Type.
+// then the remote ones, then the others, each group by Type (the order of
+// "stdio, http, sse, ws or sdk"). Like Lookup's, the kinds are shared.
 func Kinds() []Kind {
 	kinds.mu.RLock()
 	out := make([]Kind, 0, len(kinds.m))
