@@ -32,7 +32,7 @@ func (a *app) addCommand() *cobra.Command {
 		Long: `add writes a server entry into one config file, as 'claude mcp add' does:
 
   mcpvisor add [--scope local|project|user] NAME -- COMMAND [ARGS...]
-  mcpvisor add --transport http|sse|ws [-H "Name: value"]... NAME URL
+  mcpvisor add --transport ` + remoteKindAlternatives() + ` [-H "Name: value"]... NAME URL
 
 The scope picks the file (default local):
   local    ./.mcp.local.json   yours, in this project (untrusted: needs approval)
@@ -68,7 +68,7 @@ Exit codes:
 	}
 	f := cmd.Flags()
 	f.StringVarP(&fl.scope, "scope", "s", "", "`SCOPE`: local (./.mcp.local.json), project (./.mcp.json) or user (~/.mcp.json); default local")
-	f.StringVarP(&fl.transport, "transport", "t", "", "`TRANSPORT`: stdio (default), http, sse or ws")
+	f.StringVarP(&fl.transport, "transport", "t", "", "`TRANSPORT`: "+string(transports.TypeStdio)+" (default), "+transports.KindList(addableKinds(true)))
 	f.StringArrayVarP(&fl.env, "env", "e", nil, "set an environment variable of a stdio server, `KEY=VALUE` (repeatable)")
 	f.StringArrayVarP(&fl.headers, "header", "H", nil, "send an HTTP header to a remote server, `\"Name: value\"` (repeatable)")
 	f.BoolVar(&fl.approve, "approve", false, "approve the entry now (local and project scopes), as 'mcpvisor trust' would")
@@ -228,6 +228,16 @@ func newEntry(fl addFlags, target string, args []string) (addedEntry, error) {
 		return e, usageError("--transport %q: want %s", fl.transport, transports.KindList(addableKinds(false)))
 	}
 	return e, nil
+}
+
+// remoteKindAlternatives is the remote kinds as a usage line writes
+// them: "http|sse|ws".
+func remoteKindAlternatives() string {
+	var names []string
+	for _, k := range addableKinds(true) {
+		names = append(names, string(k.Type))
+	}
+	return strings.Join(names, "|")
 }
 
 // addableKind returns the registered kind named exactly t that add can
