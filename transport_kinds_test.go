@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
@@ -116,7 +117,13 @@ func TestKindsAuthorizeAndTraceAsRegistered(t *testing.T) {
 		}
 	}
 
-	_, err := dialer(remoteServer("grpc", "https://h.example/mcp"), dialConfig{})
+	// The OAuth resource of a ws server is its http twin, by the ws kind's
+	// entry.
+	res, err := oauth.CanonicalResource("wss://H.example/mcp/")
+	require.NoError(t, err)
+	assert.Equal(t, "https://h.example/mcp", res)
+
+	_, err = dialer(remoteServer("grpc", "https://h.example/mcp"), dialConfig{})
 	assert.True(t, errors.Is(err, ErrUnsupportedTransport), "%v", err)
 	_, err = dialer(ServerConfig{Config: transports.Config{Type: transports.TypeSDK}}, dialConfig{})
 	var cfgErr *transports.ConfigError
