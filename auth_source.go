@@ -143,9 +143,7 @@ func authorizes(cfg *ServerConfig, o *runOptions) bool {
 	if o.OAuth.Disabled {
 		return false
 	}
-	switch cfg.Kind() {
-	case transports.TypeHTTP, transports.TypeSSE, transports.TypeWS:
-	default:
+	if k, ok := transports.Lookup(cfg.Kind()); !ok || !k.Authenticates {
 		return false
 	}
 	s, err := cfg.OAuthSettings()

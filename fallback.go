@@ -72,7 +72,7 @@ func connectAuto(ctx context.Context, cfg ServerConfig, sopts session.Options, d
 		return legacy
 	}
 	sseOnly.Store(true)
-	dc.sse.Logger.Info().Err(res.err).Msg("Streamable HTTP refused: the server speaks HTTP+SSE, which its reconnects will use")
+	dc.opts.Logger.Info().Err(res.err).Msg("Streamable HTTP refused: the server speaks HTTP+SSE, which its reconnects will use")
 	return legacy
 }
 

@@ -53,15 +53,12 @@ func newTracer(tp trace.TracerProvider) trace.Tracer {
 // reached through cfg: its name, transport and network peer.
 func serverAttributes(name string, cfg ServerConfig) []attribute.KeyValue {
 	kind := cfg.Kind()
-	if autoTransport(cfg) {
-		kind = transports.TypeHTTP
-	}
 	attrs := []attribute.KeyValue{attrServerName.String(name), attrTransport.String(string(kind))}
-	switch kind {
-	case transports.TypeStdio:
-		attrs = append(attrs, mcptrace.NetworkTransport.String("pipe"))
-	case transports.TypeHTTP, transports.TypeSSE, transports.TypeWS:
-		attrs = append(attrs, mcptrace.NetworkTransport.String("tcp"))
+	k, _ := transports.Lookup(kind)
+	if k.NetworkTransport != "" {
+		attrs = append(attrs, mcptrace.NetworkTransport.String(k.NetworkTransport))
+	}
+	if k.Remote {
 		if u, err := url.Parse(cfg.URL); err == nil && u.Hostname() != "" {
 			attrs = append(attrs, attribute.String("server.address", u.Hostname()))
 			if port, err := strconv.Atoi(portOf(u)); err == nil {
@@ -77,11 +74,8 @@ func portOf(u *url.URL) string {
 	if p := u.Port(); p != "" {
 		return p
 	}
-	switch u.Scheme {
-	case "https", "wss":
-		return "443"
-	case "http", "ws":
-		return "80"
+	if p := transports.DefaultPort(u.Scheme); p != "" {
+		return p
 	}
 	_, p, _ := net.SplitHostPort(u.Host)
 	return p

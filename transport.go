@@ -1,90 +1,63 @@
 package mcpvisor
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
 	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/transports"
-	"github.com/mcpvisor/mcpvisor/transports/inproc"
-	"github.com/mcpvisor/mcpvisor/transports/sse"
-	stdiot "github.com/mcpvisor/mcpvisor/transports/stdio"
-	"github.com/mcpvisor/mcpvisor/transports/streamable"
-	"github.com/mcpvisor/mcpvisor/transports/ws"
 )
 
 // dialConfig is what a server actor needs to build its transport: the
-// per-kind options, derived once from Options, and the in-process server
-// registered under the server's name, if any.
+// host's dial options, derived once from Options (the in-process server
+// registered under the server's name among its extras), and why the
+// server's authorization cannot be set up, if it cannot.
 type dialConfig struct {
-	stdio      stdiot.Options
-	streamable streamable.Options
-	sse        sse.Options
-	ws         ws.Options
-	inproc     inproc.Options
-	inprocSrv  inproc.Server
-	err        error // the server's authorization cannot be set up
+	opts transports.DialOptions
+	err  error
 }
 
 func (a *serverActor) dialConfig() dialConfig {
-	ua := a.opts.ClientInfo.Name + "/" + a.opts.ClientInfo.Version
-	maxFrame := int(a.opts.MaxFrameSize)
 	var client *http.Client // nil: the transport builds one from the server's TLS settings
 	if a.cfg.TLS == nil {
 		client = a.opts.sharedHTTP
 	}
 	client, authErr := a.authClient(client) // auth.go: the bearer token on every request
+	extras := []any{a.opts.Sandbox, a.opts.sessionEnds}
+	if srv := a.opts.InProcess[a.h.name]; srv != nil {
+		extras = append(extras, srv)
+	}
 	return dialConfig{
 		err: authErr,
-		stdio: stdiot.Options{
+		opts: transports.DialOptions{
+			Logger:            a.log,
 			MaxFrameSize:      a.opts.MaxFrameSize,
+			UserAgent:         a.opts.ClientInfo.Name + "/" + a.opts.ClientInfo.Version,
+			HTTPClient:        client,
 			CloseStdinTimeout: a.opts.CloseStdinTimeout,
 			TerminateTimeout:  a.opts.TerminateTimeout,
-			Logger:            a.log,
-			Sandbox:           a.opts.Sandbox,
+			Extras:            extras,
 		},
-		streamable: streamable.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log, EndLimiter: a.opts.sessionEnds},
-		sse:        sse.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
-		ws:         ws.Options{Client: client, MaxFrameSize: maxFrame, UserAgent: ua, Logger: a.log},
-		inproc:     inproc.Options{MaxFrameSize: maxFrame, Logger: a.log},
-		inprocSrv:  a.opts.InProcess[a.h.name],
 	}
 }
 
-// dialer picks the transport for cfg.
+// dialer binds cfg to its kind's dial (see the table in package
+// transports).
 func dialer(cfg ServerConfig, dc dialConfig) (session.DialFunc, error) {
 	if dc.err != nil {
 		return nil, dc.err
+	}
+	k, ok := transports.Lookup(cfg.Kind())
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnsupportedTransport, cfg.Kind())
 	}
 	tcfg := cfg.Config
 	if cfg.Trust == TrustSandbox && tcfg.Sandbox == nil {
 		tcfg.Sandbox = &transports.Sandbox{Enabled: true} // as "sandbox": true
 	}
-	switch cfg.Kind() {
-	case transports.TypeStdio:
-		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
-			return stdiot.Dial(ctx, tcfg, dc.stdio, r)
-		}, nil
-	case transports.TypeHTTP:
-		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
-			return streamable.Dial(ctx, tcfg, dc.streamable, r)
-		}, nil
-	case transports.TypeSSE:
-		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
-			return sse.Dial(ctx, tcfg, dc.sse, r)
-		}, nil
-	case transports.TypeWS:
-		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
-			return ws.Dial(ctx, tcfg, dc.ws, r)
-		}, nil
-	case transports.TypeSDK:
-		if dc.inprocSrv == nil {
-			return nil, &transports.ConfigError{Err: fmt.Errorf(`no in-process server is registered under this name (Options.InProcess)`)}
-		}
-		return func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
-			return inproc.Dial(ctx, dc.inprocSrv, dc.inproc, r)
-		}, nil
+	dial, err := k.Dial(tcfg, dc.opts)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("%w: %q", ErrUnsupportedTransport, cfg.Kind())
+	return session.DialFunc(dial), nil
 }

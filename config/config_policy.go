@@ -391,17 +391,18 @@ func (e PolicyEntry) key() string {
 // serverIdentity is what policy entries match a server on.
 type serverIdentity struct {
 	name    string
-	command []string // a stdio server's command and args; nil otherwise
-	remote  bool     // an http, sse or ws server
+	command []string // a command kind's (stdio's) command and args; nil otherwise
+	remote  bool     // a server of a remote kind (http, sse, ws)
 	url     *url.URL // a remote server's parsed URL; nil if it does not parse
 }
 
 func identify(name string, sc mcpvisor.ServerConfig) serverIdentity {
 	id := serverIdentity{name: name}
-	switch sc.Kind() {
-	case transports.TypeStdio:
+	k, _ := transports.Lookup(sc.Kind())
+	switch {
+	case k.Command:
 		id.command = append([]string{sc.Command}, sc.Args...)
-	case transports.TypeHTTP, transports.TypeSSE, transports.TypeWS:
+	case k.Remote:
 		id.remote = true
 		if u, err := url.Parse(sc.URL); err == nil && u.Scheme != "" && u.Host != "" {
 			id.url = u
@@ -502,7 +503,7 @@ func parseURLPattern(s string) (urlPattern, error) {
 func (p urlPattern) matches(u *url.URL) bool {
 	scheme := strings.ToLower(u.Scheme)
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	def := defaultPort[scheme]
+	def := transports.DefaultPort(scheme)
 	port := u.Port()
 	if port == "" {
 		port = def
@@ -527,8 +528,6 @@ func (p urlPattern) matches(u *url.URL) bool {
 	}
 	return wildcardMatch(p.scheme, scheme) && wildcardMatch(p.host, host) && wildcardMatch(p.rest, clean)
 }
-
-var defaultPort = map[string]string{"http": "80", "ws": "80", "https": "443", "wss": "443"}
 
 // wildcardMatch reports whether s matches pattern, in which '*' matches
 // any run of bytes (possibly none) and every other byte itself.

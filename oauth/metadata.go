@@ -82,17 +82,10 @@ func CanonicalResource(serverURL string) (string, error) {
 	return u.String(), nil
 }
 
-// httpScheme maps a WebSocket scheme to the HTTP scheme of its handshake:
-// a WebSocket MCP server is the HTTP resource of the same URL.
-func httpScheme(scheme string) string {
-	switch scheme {
-	case "ws":
-		return "http"
-	case "wss":
-		return "https"
-	}
-	return scheme
-}
+// httpScheme maps a scheme to the HTTP scheme of the same resource, as
+// the transport kind that accepts it registered (a WebSocket MCP server is
+// the HTTP resource of the same URL: ws → http, wss → https).
+func httpScheme(scheme string) string { return transports.HTTPScheme(scheme) }
 
 // origin returns scheme://host of u.
 func origin(u *url.URL) string {

@@ -9,8 +9,17 @@
 // goroutine that read it: there is no hand-off between the read and the
 // caller that is waiting for the response.
 //
-// Implementations live in sub-packages (transports/stdio, …); the server
-// actor picks one from Config.
+// Implementations live in sub-packages (transports/stdio, streamable,
+// sse, ws, inproc). Each registers its kind with Register from an init
+// function: a Kind says whether the kind is started from a command or
+// reached by URL, which URL schemes it takes, whether it speaks OAuth,
+// how its spans are described, and how to dial it. The rest of mcpvisor
+// (config checks and policy, the server actor's dial, authorization,
+// tracing, the command line) reads that table through Lookup and Kinds
+// and lists no kind by hand, so adding a transport is its package plus
+// one Register call, and one blank import where the host links its
+// transports (the root package's transports_linked.go). A program sees
+// only the kinds whose packages it links.
 package transports
 
 import (
@@ -83,7 +92,9 @@ const DefaultMaxFrameSize = 16 << 20
 // Type names a transport kind as the .mcp.json "type" member does.
 type Type string
 
-// The transport kinds.
+// The names of the transport kinds mcpvisor ships. Each is registered by
+// its package (see Register); a name means nothing until its package is
+// linked.
 const (
 	TypeStdio Type = "stdio" // a subprocess speaking newline-delimited JSON
 	TypeHTTP  Type = "http"  // Streamable HTTP (both eras)
@@ -152,34 +163,37 @@ func (c *Config) Kind() Type {
 	return ""
 }
 
-// IsLocal reports whether the server runs on this machine (stdio or
-// in-process): such servers share the host's CPU and are admitted to
-// connect in the local class.
+// IsLocal reports whether the server runs on this machine (a registered
+// kind that is not remote: stdio or in-process): such servers share the
+// host's CPU and are admitted to connect in the local class.
 func (c *Config) IsLocal() bool {
-	k := c.Kind()
-	return k == TypeStdio || k == TypeSDK
+	k, ok := Lookup(c.Kind())
+	return ok && !k.Remote
 }
 
 // Validate reports the first problem that makes the config unusable.
 func (c *Config) Validate() error {
-	switch c.Kind() {
-	case TypeStdio:
+	kind := c.Kind()
+	if kind == "" {
+		return errors.New(`server needs "command" (stdio) or "url" (remote)`)
+	}
+	k, ok := Lookup(kind)
+	if !ok {
+		return fmt.Errorf("unknown transport type %q (want %s)", c.Type, KindList(Kinds()))
+	}
+	switch {
+	case k.Command:
 		if c.Command == "" {
-			return errors.New(`stdio server needs "command"`)
+			return fmt.Errorf(`%s server needs "command"`, k.Type)
 		}
 		return c.Sandbox.Validate()
-	case TypeHTTP, TypeSSE, TypeWS:
+	case k.Remote:
 		if c.URL == "" {
-			return fmt.Errorf(`%s server needs "url"`, c.Kind())
+			return fmt.Errorf(`%s server needs "url"`, k.Type)
 		}
-	case TypeSDK:
-	case "":
-		return errors.New(`server needs "command" (stdio) or "url" (remote)`)
-	default:
-		return fmt.Errorf("unknown transport type %q (want stdio, http, sse, ws or sdk)", c.Type)
 	}
 	if c.Sandbox != nil && c.Sandbox.Enabled {
-		return fmt.Errorf(`%w: "sandbox" confines stdio servers only, and this one is %s`, ErrInvalidSandbox, c.Kind())
+		return fmt.Errorf(`%w: "sandbox" confines stdio servers only, and this one is %s`, ErrInvalidSandbox, k.Type)
 	}
 	return nil
 }

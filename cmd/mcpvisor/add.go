@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/mcpfile"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // addFlags are the flags of mcpvisor add.
@@ -31,7 +32,7 @@ func (a *app) addCommand() *cobra.Command {
 		Long: `add writes a server entry into one config file, as 'claude mcp add' does:
 
   mcpvisor add [--scope local|project|user] NAME -- COMMAND [ARGS...]
-  mcpvisor add --transport http|sse|ws [-H "Name: value"]... NAME URL
+  mcpvisor add --transport ` + remoteKindAlternatives() + ` [-H "Name: value"]... NAME URL
 
 The scope picks the file (default local):
   local    ./.mcp.local.json   yours, in this project (untrusted: needs approval)
@@ -67,7 +68,7 @@ Exit codes:
 	}
 	f := cmd.Flags()
 	f.StringVarP(&fl.scope, "scope", "s", "", "`SCOPE`: local (./.mcp.local.json), project (./.mcp.json) or user (~/.mcp.json); default local")
-	f.StringVarP(&fl.transport, "transport", "t", "", "`TRANSPORT`: stdio (default), http, sse or ws")
+	f.StringVarP(&fl.transport, "transport", "t", "", "`TRANSPORT`: "+string(transports.TypeStdio)+" (default), "+transports.KindList(addableKinds(true)))
 	f.StringArrayVarP(&fl.env, "env", "e", nil, "set an environment variable of a stdio server, `KEY=VALUE` (repeatable)")
 	f.StringArrayVarP(&fl.headers, "header", "H", nil, "send an HTTP header to a remote server, `\"Name: value\"` (repeatable)")
 	f.BoolVar(&fl.approve, "approve", false, "approve the entry now (local and project scopes), as 'mcpvisor trust' would")
@@ -103,8 +104,8 @@ func (a *app) add(ctx context.Context, fl addFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	if entry.Type == "stdio" && fl.transport == "" && looksLikeURL(entry.Command) {
-		a.log.Warn().Str("command", entry.Command).Msg("this looks like a URL, but no --transport was given: it is added as a stdio command (use --transport http, sse or ws for a remote server)")
+	if entry.Command != "" && fl.transport == "" && looksLikeURL(entry.Command) {
+		a.log.Warn().Str("command", entry.Command).Msg("this looks like a URL, but no --transport was given: it is added as a stdio command (use --transport " + transports.KindList(addableKinds(true)) + " for a remote server)")
 	}
 	s, err := a.scopeByName(fl.scope)
 	if err != nil {
@@ -121,7 +122,7 @@ func (a *app) add(ctx context.Context, fl addFlags, args []string) error {
 	}
 
 	what := "command: " + strings.Join(append([]string{entry.Command}, entry.Args...), " ")
-	if entry.Type != "stdio" {
+	if entry.Command == "" {
 		what = "URL: " + entry.URL
 	}
 	fmt.Fprintf(a.stdout, "Added %s MCP server %q with %s to the %s config\n", transportLabel(entry.Type), name, what, s.scope)
@@ -189,11 +190,12 @@ func (a *app) reportAdded(ctx context.Context, name string, s scopeFile, mine []
 func newEntry(fl addFlags, target string, args []string) (addedEntry, error) {
 	transport := fl.transport
 	if transport == "" {
-		transport = "stdio"
+		transport = string(transports.TypeStdio)
 	}
 	e := addedEntry{Type: transport}
-	switch transport {
-	case "stdio":
+	k, ok := addableKind(transport)
+	switch {
+	case ok && k.Command:
 		if len(fl.headers) > 0 {
 			return e, usageError("-H sets a header of a remote server; a stdio server takes -e")
 		}
@@ -206,14 +208,14 @@ func newEntry(fl addFlags, target string, args []string) (addedEntry, error) {
 			return e, err
 		}
 		e.Env = env
-	case "http", "sse", "ws":
+	case ok && k.Remote:
 		if len(args) > 0 {
 			return e, usageError("--transport %s takes a URL and no arguments, got %q", transport, args)
 		}
 		if len(fl.env) > 0 {
 			return e, usageError("-e sets the environment of a stdio server; --transport %s takes -H", transport)
 		}
-		if err := checkURL(transport, target); err != nil {
+		if err := checkURL(k, target); err != nil {
 			return e, err
 		}
 		e.URL = target
@@ -223,9 +225,38 @@ func newEntry(fl addFlags, target string, args []string) (addedEntry, error) {
 		}
 		e.Headers = headers
 	default:
-		return e, usageError("--transport %q: want stdio, http, sse or ws", fl.transport)
+		return e, usageError("--transport %q: want %s", fl.transport, transports.KindList(addableKinds(false)))
 	}
 	return e, nil
+}
+
+// remoteKindAlternatives is the remote kinds as a usage line writes
+// them: "http|sse|ws".
+func remoteKindAlternatives() string {
+	var names []string
+	for _, k := range addableKinds(true) {
+		names = append(names, string(k.Type))
+	}
+	return strings.Join(names, "|")
+}
+
+// addableKind returns the registered kind named exactly t that add can
+// write: one started from a command or reached by URL.
+func addableKind(t string) (transports.Kind, bool) {
+	k, ok := transports.Lookup(transports.Type(t))
+	return k, ok && string(k.Type) == t && (k.Command || k.Remote)
+}
+
+// addableKinds returns the kinds add can write (remote ones only, if
+// remote), in transports.Kinds order.
+func addableKinds(remote bool) []transports.Kind {
+	var out []transports.Kind
+	for _, k := range transports.Kinds() {
+		if k.Remote || k.Command && !remote {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // keyValues splits each item at the first sep into a key and a value.
@@ -266,29 +297,28 @@ func keyValues(items []string, sep, flag, form string, header bool) (map[string]
 // checkURL checks a remote server's URL: absolute, with a scheme its
 // transport speaks. A URL with ${VAR} references is checked when the
 // config is loaded.
-func checkURL(transport, raw string) error {
+func checkURL(k transports.Kind, raw string) error {
 	if raw == "" {
 		return usageError("the URL must not be empty")
 	}
 	if strings.Contains(raw, "${") {
 		return nil
 	}
-	schemes := []string{"http", "https"}
-	if transport == "ws" {
-		schemes = append(schemes, "ws", "wss")
-	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || !slices.Contains(schemes, u.Scheme) {
-		return usageError("%q is not a %s URL: want an absolute %s URL", raw, transport, strings.Join(schemes, ", "))
+	if err != nil || u.Host == "" || !slices.Contains(k.Schemes, u.Scheme) {
+		return usageError("%q is not a %s URL: want an absolute %s URL", raw, k.Type, strings.Join(k.Schemes, ", "))
 	}
 	return nil
 }
 
-// looksLikeURL reports whether a command looks like a URL.
+// looksLikeURL reports whether a command looks like a URL: one of a
+// scheme some remote kind accepts.
 func looksLikeURL(s string) bool {
-	for _, p := range []string{"http://", "https://", "ws://", "wss://"} {
-		if strings.HasPrefix(strings.ToLower(s), p) {
-			return true
+	for _, k := range addableKinds(true) {
+		for _, scheme := range k.Schemes {
+			if strings.HasPrefix(strings.ToLower(s), scheme+"://") {
+				return true
+			}
 		}
 	}
 	return false
@@ -318,14 +348,10 @@ func httpToken(s string) bool {
 	return s != ""
 }
 
+// transportLabel is kind t's name for people ("WebSocket").
 func transportLabel(t string) string {
-	switch t {
-	case "http":
-		return "HTTP"
-	case "sse":
-		return "SSE"
-	case "ws":
-		return "WebSocket"
+	if k, ok := transports.Lookup(transports.Type(t)); ok {
+		return k.Name()
 	}
 	return t
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/userdirs"
 	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/oauth/secretstore"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // envTokenStore overrides where the CLI keeps OAuth credentials in a
@@ -168,8 +169,7 @@ func (a *app) authServer(name string) (mcpvisor.ServerConfig, error) {
 	if sc.NeedsApproval != "" {
 		return sc, failed(fmt.Errorf("server %q needs approval first (%s): run 'mcpvisor trust'", name, sc.NeedsApproval))
 	}
-	switch sc.Kind() {
-	case "http", "sse", "ws":
+	if k, ok := transports.Lookup(sc.Kind()); ok && k.Authenticates {
 		return sc, nil
 	}
 	return sc, failed(fmt.Errorf("server %q is not remote (%s): it takes credentials from its environment", name, sc.Kind()))
