@@ -242,7 +242,7 @@ MODULE       := github.com/mcpvisor/mcpvisor
 # variable per group; a directory that does not exist (a package that
 # moved) is ignored, and a package no group names runs after them, in
 # `go list` order: these lists only order, they select nothing.
-PKGS_LONGEST := ./cmd/mcpvisor . ./actors
+PKGS_LONGEST := . ./cmd/mcpvisor
 PKGS_LONG    := ./cmd/mcpvisor/internal/gateway ./gateway ./gateway/dashboard ./actors/cluster ./cluster
 PKGS_MEDIUM  := ./session ./internal/session ./transports/stdio ./bench/cluster ./etcdstore ./cluster/etcdstore ./bench/mockserver
 PKGS_ORDER    = $(patsubst .%,$(MODULE)%,$(foreach d,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM),$(if $(wildcard $(d)/*_test.go),$(d))))
@@ -253,18 +253,25 @@ PKGS_TEST     = $(PKGS_ORDER) $(filter-out $(PKGS_ORDER),$(shell $(GO) list ./..
 # lock), then runs the conformance suite's client scenarios alone: they
 # run all at once, and the client's 20 s deadline per scenario does not
 # hold beside the Go tests on 2 cores (62 of them timed out there). Then
-# three lanes at once (make -j3): test-go, whose go test keeps both cores
+# two lanes at once (make -j2): test-go, whose go test keeps both cores
 # busy with packages' tests (many of them wait on processes and timers
-# more than they compute); test-run, the other steps that run programs
-# and wait on them (conformance-server, the nested modules' tests,
-# test-nobody); test-build, which only compiles (gofmt, vet, cross) and
-# fills what the others leave idle. Their output interleaves as it comes
+# more than they compute); test-rest: test-run, the other steps that run
+# programs and wait on them (conformance-server, the nested modules'
+# tests, test-nobody), then test-build, which only compiles (gofmt, vet,
+# cross) and fills what test-go leaves idle. Their output interleaves as it comes
 # (go test prints a package's whole output when it ends; -O would hold
 # each lane's back until its step ends); a failure of any lane fails test.
 test:
 	$(MAKE) --no-print-directory -j4 npm-deps go-deps apt-deps
 	$(MAKE) --no-print-directory conformance
-	$(MAKE) --no-print-directory -j3 test-go test-run test-build
+	$(MAKE) --no-print-directory -j2 test-go test-rest
+
+# test-rest: what runs beside test-go, one step after another (two lanes on
+# two cores: a third lane loaded the machine enough to fail timing-sensitive
+# tests, and saved little).
+test-rest:
+	$(MAKE) --no-print-directory test-run
+	$(MAKE) --no-print-directory test-build
 
 apt-deps:
 	$(MAKE) --no-print-directory os-deps
