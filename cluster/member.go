@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -148,6 +149,12 @@ type Member struct {
 	// from the view) still reaches the server; pruned by SetServers
 	// (guarded by viewMu).
 	known map[string]toolTarget
+	// configured is the set of server names of the last SetServers
+	// (guarded by viewMu), what WaitSettled waits for.
+	configured map[string]mcpvisor.ServerConfig
+	// viewChanged is closed and replaced each time refresh replaces the
+	// view (guarded by viewMu).
+	viewChanged chan struct{}
 
 	wake chan struct{} // wakes the refresher (coalesced)
 	stop context.CancelFunc
@@ -172,7 +179,9 @@ func Start(ctx context.Context, opts Options) (*Member, error) {
 		bus:   newEventBus(opts.Supervisor.EventBuffer),
 		known: map[string]toolTarget{},
 		wake:  make(chan struct{}, 1),
-		done:  make(chan struct{}),
+
+		viewChanged: make(chan struct{}),
+		done:        make(chan struct{}),
 	}
 	e, err := startEngine(opts, func(string) { m.signal() })
 	if err != nil {
@@ -209,6 +218,7 @@ func (m *Member) Address() string { return m.e.sys.Address() }
 func (m *Member) SetServers(servers map[string]mcpvisor.ServerConfig) error {
 	err := m.e.setServers(servers)
 	m.viewMu.Lock()
+	m.configured = maps.Clone(servers)
 	for name, t := range m.known {
 		if _, ok := servers[t.server]; !ok {
 			delete(m.known, name)
@@ -217,6 +227,53 @@ func (m *Member) SetServers(servers map[string]mcpvisor.ServerConfig) error {
 	m.viewMu.Unlock()
 	m.signal()
 	return err
+}
+
+// WaitSettled waits until every server of the last SetServers has
+// settled in the member's cluster-wide view — ready, failed, needs-auth,
+// needs-approval or disabled, wherever in the cluster it runs (a lazy
+// server waiting for its first use counts as settled) — or until ctx
+// ends (its error) or the member closes (mcpvisor.ErrClosed). The
+// gateway's start-up wait uses it, so that a client that lists early in
+// cluster mode sees the whole pool, as on one node.
+func (m *Member) WaitSettled(ctx context.Context) error {
+	for {
+		m.viewMu.Lock()
+		settled, changed := m.settledLocked(), m.viewChanged
+		m.viewMu.Unlock()
+		if settled {
+			return nil
+		}
+		m.signal()
+		select {
+		case <-changed:
+		case <-m.done:
+			return mcpvisor.ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// settledLocked reports whether every configured server shows settled in
+// the view. Called with viewMu held.
+func (m *Member) settledLocked() bool {
+	seen := make(map[string]bool, len(m.configured))
+	for name, cfg := range m.configured {
+		if cfg.Disabled || cfg.NeedsApproval != "" || cfg.Lazy {
+			seen[name] = true // never started by a SetServers: nothing to wait for
+		}
+	}
+	for _, st := range m.view.status {
+		if _, ok := m.configured[st.Name]; !ok {
+			continue
+		}
+		if !st.State.Settled() && !(st.Lazy && st.State == mcpvisor.StatePending) {
+			return false
+		}
+		seen[st.Name] = true
+	}
+	return len(seen) == len(m.configured)
 }
 
 // Tools returns the cluster-wide tool pool (qualified names, sorted), as

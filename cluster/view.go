@@ -89,6 +89,8 @@ func (m *Member) refresh(ctx context.Context) {
 	for _, t := range next.tools {
 		m.known[t.Name] = toolTarget{server: t.Server, tool: t.Definition.Name}
 	}
+	close(m.viewChanged)
+	m.viewChanged = make(chan struct{})
 	m.viewMu.Unlock()
 	m.publishDiff(prev, next)
 }
