@@ -253,22 +253,20 @@ PKGS_TEST     = $(PKGS_ORDER) $(filter-out $(PKGS_ORDER),$(shell $(GO) list ./..
 # lock), then runs the conformance suite's client scenarios alone: they
 # run all at once, and the client's 20 s deadline per scenario does not
 # hold beside the Go tests on 2 cores (62 of them timed out there). Then
-# two lanes at once (make -j2): test-go, whose go test keeps both cores
-# busy with packages' tests (many of them wait on processes and timers
-# more than they compute); test-rest: test-run, the other steps that run
-# programs and wait on them (conformance-server, the nested modules'
-# tests, test-nobody), then test-build, which only compiles (gofmt, vet,
-# cross) and fills what test-go leaves idle. Their output interleaves as it comes
+# test-rest (test-run: conformance-server, the nested modules' tests,
+# test-nobody; then test-build: gofmt, vet, cross), then test-go, whose
+# go test keeps both cores busy with packages' tests. One after the
+# other: beside test-go, test-rest loaded two cores enough that
+# timing-sensitive tests failed in 3 rehearsals of 3 (13.5-15 min each). Their output interleaves as it comes
 # (go test prints a package's whole output when it ends; -O would hold
 # each lane's back until its step ends); a failure of any lane fails test.
 test:
 	$(MAKE) --no-print-directory -j4 npm-deps go-deps apt-deps
 	$(MAKE) --no-print-directory conformance
-	$(MAKE) --no-print-directory -j2 test-go test-rest
+	$(MAKE) --no-print-directory test-rest
+	$(MAKE) --no-print-directory test-go
 
-# test-rest: what runs beside test-go, one step after another (two lanes on
-# two cores: a third lane loaded the machine enough to fail timing-sensitive
-# tests, and saved little).
+# test-rest: the steps of test other than test-go, one after another.
 test-rest:
 	$(MAKE) --no-print-directory test-run
 	$(MAKE) --no-print-directory test-build
