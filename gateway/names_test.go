@@ -64,6 +64,18 @@ func TestGatewayNamesFitBehindAClientPrefix(t *testing.T) {
 	// A second gateway over the same pool offers the same names.
 	_, srv2 := serve(t, sup, gateway.Options{})
 	host2 := downstream(t, srv2.URL, "")
+	// The announce added a tool, and each host learns of it by its own
+	// list_changed; once both have, they name every tool alike.
+	late := func(tools []mcpvisor.Tool) bool {
+		for _, n := range names(tools) {
+			if strings.HasSuffix(n, "__late") {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, func() bool { return late(host.Tools()) && late(host2.Tools()) },
+		10*time.Second, 20*time.Millisecond, "both hosts learn of the announced tool")
 	assert.ElementsMatch(t, names(host.Tools()), names(host2.Tools()))
 
 	// The pool's own name still calls the tool (hosts set up before the
