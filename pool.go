@@ -17,6 +17,10 @@ type Tool struct {
 	// Trusted reports whether the server is marked trusted, so that the
 	// annotations may be relied on.
 	Trusted bool
+	// Deferred reports that the server is configured with "defer": true:
+	// the tool is meant to be found by search, not listed up front (see
+	// ServerConfig.Defer).
+	Deferred bool
 	// Definition is the tool as the server lists it (Definition.Name is
 	// the server's own name for it), its description cut to
 	// Options.MaxDescriptionLength.

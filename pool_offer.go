@@ -86,6 +86,7 @@ type offerSource struct {
 	nTemplates     int
 	filter         *ToolFilter
 	trust          string
+	deferred       bool
 	maxDescription int
 	pins           *toolPins
 }
@@ -103,7 +104,7 @@ func sourceOf(v *serverView, maxDescription int) offerSource {
 		prompts: first(v.lists.prompts), nPrompts: len(v.lists.prompts),
 		resources: first(v.lists.resources), nResources: len(v.lists.resources),
 		templates: first(v.lists.templates), nTemplates: len(v.lists.templates),
-		filter: &v.cfg.Tools, trust: v.cfg.Trust, maxDescription: maxDescription, pins: v.lists.pins,
+		filter: &v.cfg.Tools, trust: v.cfg.Trust, deferred: v.cfg.Defer, maxDescription: maxDescription, pins: v.lists.pins,
 	}
 }
 
@@ -137,7 +138,7 @@ func offerOf(name string, v *serverView, prev pooledView, maxDescription int) *o
 		}
 		t.Description = capDescription(t.Description, maxDescription)
 		o.tools = append(o.tools, offeredTool{
-			tool:       Tool{Name: QualifiedName(name, t.Name), Server: name, Trusted: trusted, Definition: t},
+			tool:       Tool{Name: QualifiedName(name, t.Name), Server: name, Trusted: trusted, Deferred: v.cfg.Defer, Definition: t},
 			replayable: trusted && readOnlyAndIdempotent(t),
 		})
 	}

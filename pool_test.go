@@ -188,3 +188,17 @@ func TestARenamedToolIsRoutedByItsNameAfterItsServerLeavesThePool(t *testing.T) 
 	server, _ := p.offRoutes.Get(renamed)
 	assert.Equal(t, "my_server", server, "toggled off: refused under the name the model knows")
 }
+
+// A deferred server's tools are in the pool, marked Deferred; another
+// server's are not.
+func TestPoolMarksADeferredServersTools(t *testing.T) {
+	p := poolOf([]poolServer{
+		fakeServer("big", ServerConfig{Defer: true}, []string{"a", "b"}),
+		fakeServer("small", ServerConfig{}, []string{"c"}),
+	}, nil, 100, nil)
+	deferred := map[string]bool{}
+	for _, tool := range p.tools {
+		deferred[tool.Name] = tool.Deferred
+	}
+	assert.Equal(t, map[string]bool{"mcp__big__a": true, "mcp__big__b": true, "mcp__small__c": false}, deferred)
+}

@@ -36,6 +36,13 @@ type ServerConfig struct {
 	// Their tools are unknown to the pool until then.
 	Lazy bool `json:"lazy,omitempty"`
 
+	// Defer marks a server whose tools are found by search rather than
+	// offered up front: they stay in the pool (Tools, CallTool and
+	// SearchTools see them, with Tool.Deferred set), and a gateway leaves
+	// them out of tools/list, offering them through its search tools.
+	// For servers with many tools a model rarely needs.
+	Defer bool `json:"defer,omitempty"`
+
 	// Trust is the server's trust level: TrustTrusted ("trusted": its
 	// tool annotations may be relied on, its changed tool definitions are
 	// offered), TrustUntrusted ("untrusted": every call needs the host's
