@@ -1,0 +1,36 @@
+package gateway
+
+import "context"
+
+// Identity is who a downstream request comes from, as the gateway's
+// inbound authentication established it: the subject and client of an
+// access token and the claims access rules match on. The zero value is
+// an anonymous caller (no token, or the static Options.Token, which
+// names nobody).
+type Identity struct {
+	// Subject is the token's sub claim.
+	Subject string
+	// ClientID is the OAuth client the token was issued to (client_id or
+	// azp).
+	ClientID string
+	// Groups and Roles are the token's group and role claims.
+	Groups, Roles []string
+	// Scopes are the scopes the token grants.
+	Scopes []string
+}
+
+// identityKey is the context key of a request's Identity.
+type identityKey struct{}
+
+// WithIdentity returns ctx carrying id as the caller of the request it
+// serves.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom returns the caller ctx carries, and whether it carries
+// one (a request that passed no inbound authentication carries none).
+func IdentityFrom(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	return id, ok
+}
