@@ -125,6 +125,11 @@ type Options struct {
 	// Token, when set, is the bearer token every HTTP request (MCP and
 	// admin) must carry.
 	Token string
+	// ResourceServer, when set, makes the gateway an OAuth 2.1 resource
+	// server: access tokens validated for every HTTP request, the
+	// protected resource metadata, scopes (resource.go). Token, when
+	// also set, stays accepted.
+	ResourceServer *ResourceServer
 	// Names is the style of the names under which tools and prompts are
 	// offered downstream; the zero value is NamesShort.
 	Names NameStyle
@@ -369,7 +374,7 @@ func New(b Backend, opts Options) *Gateway {
 	g.admin = &admin{g: g}
 	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}}
 	g.naming = &namer{b: b, style: opts.Names, budget: opts.NameBudget}
-	g.front = &front{opts: opts, metrics: &g.metrics}
+	g.front = &front{opts: opts, metrics: &g.metrics, rs: newProtectedResource(opts.ResourceServer), log: g.log}
 	g.startup = &startupWait{b: b, opts: opts, log: opts.Logger, naming: g.naming, closed: g.closed}
 	g.pool = &pool{b: b, opts: opts, log: opts.Logger, naming: g.naming, features: opts.Features}
 	g.subs = newResourceSubs(b, opts.Logger, g.pool.serverOfResource)
