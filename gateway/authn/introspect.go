@@ -150,10 +150,3 @@ func (c *introspectionCache) put(key [32]byte, id gateway.Identity, until time.T
 		delete(c.byKey, last.Value.(*cached).key)
 	}
 }
-
-// len reports how many answers are cached.
-func (c *introspectionCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}

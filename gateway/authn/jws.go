@@ -7,7 +7,6 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"math/big"
@@ -281,13 +280,6 @@ func (k verifyKey) allows(alg string) bool {
 func (k verifyKey) verify(jt *compactJWT) bool {
 	a := algorithms[jt.header.Alg]
 	return a.verify(k.pub, a.hash, jt.signingInput, jt.signature)
-}
-
-// thumbprint identifies a key without a kid (its SHA-256 over the
-// public parts, for the cache only).
-func thumbprint(k jwk) string {
-	s := sha256.Sum256([]byte(k.Kty + "|" + k.Crv + "|" + k.N + "|" + k.E + "|" + k.X + "|" + k.Y))
-	return base64.RawURLEncoding.EncodeToString(s[:])
 }
 
 func contains(list []string, s string) bool {
