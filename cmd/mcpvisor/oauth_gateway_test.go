@@ -136,3 +136,32 @@ func ccTokenCLI(t *testing.T, issuer, client, resource, scope string) string {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	return tok.AccessToken
 }
+
+// The --auth-* flags are checked before anything starts: each is a usage
+// error without --auth-issuer, a non-loopback listener needs
+// --auth-resource, the client id and secret go together, and an issuer
+// that is no http(s) URL is refused; a non-loopback listener may have an
+// issuer instead of a token.
+func TestSuperviseAuthFlagsChecked(t *testing.T) {
+	cfg := writeConfig(t, map[string]any{})
+	secret := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("s3cret\n"), 0o600))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--auth-scopes", "x"}, "need --auth-issuer"},
+		{[]string{"--auth-issuer", "https://as.example", "--listen", "0.0.0.0:0"}, "needs --auth-resource"},
+		{[]string{"--listen", "0.0.0.0:0"}, "requires --token-file or --auth-issuer"},
+		{[]string{"--auth-issuer", "https://as.example", "--auth-client-id", "gw"}, "go together"},
+		{[]string{"--auth-issuer", "https://as.example", "--auth-introspection-url", "https://as.example/i"}, "needs --auth-client-id"},
+		{[]string{"--auth-issuer", "ftp://as.example"}, "--auth-issuer"},
+		{[]string{"--auth-issuer", "https://as.example", "--auth-resource", "mcp"}, "--auth-resource"},
+		{[]string{"--auth-issuer", "https://as.example", "--auth-client-id", "gw", "--auth-client-secret-file", secret + ".missing"}, "--auth-client-secret-file"},
+	} {
+		r := cli(t, append([]string{"supervise", "--config", cfg}, c.args...)...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s", c.args, r.stderr)
+		assert.Contains(t, r.stderr, c.want, "%v", c.args)
+		assert.NotContains(t, r.stderr, "s3cret")
+	}
+}
