@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/gateway/authn"
+	"github.com/mcpvisor/mcpvisor/management"
 )
 
 // authFlags make the gateway an OAuth 2.1 resource server (docs/gateway-auth.md).
@@ -39,7 +40,7 @@ func (af *authFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&af.clientSecretFile, "auth-client-secret-file", "",
 		"with --auth-client-id: the gateway's client secret, in `FILE`")
 	fl.StringVar(&af.adminScope, "auth-admin-scope", gateway.DefaultAdminScope,
-		"with --auth-issuer: the `SCOPE` the admin API (status, metrics, events, the dashboard's actions) needs")
+		"with --auth-issuer: the `SCOPE` the admin API (status, metrics, events, the dashboard's actions) and the management tools need")
 	fl.StringArrayVar(&af.scopes, "auth-scopes", nil,
 		"with --auth-issuer: a `SCOPE` every request needs (repeatable; default none)")
 	fl.StringVar(&af.groupsClaim, "auth-groups-claim", authn.DefaultGroupsClaim, "with --auth-issuer: the token claim holding the caller's groups (`NAME`)")
@@ -96,8 +97,9 @@ func (af authFlags) check(local bool) (*authSetup, error) {
 }
 
 // resourceServer returns the gateway's resource-server options for a
-// listener at listenAddr (nil without --auth-issuer).
-func (a *app) resourceServer(s *authSetup, listenAddr string) *gateway.ResourceServer {
+// listener at listenAddr (nil without --auth-issuer); with
+// --management-tools, those tools need the admin scope.
+func (a *app) resourceServer(s *authSetup, listenAddr string, mgmtTools bool) *gateway.ResourceServer {
 	if s == nil || listenAddr == "" {
 		return nil
 	}
@@ -116,6 +118,12 @@ func (a *app) resourceServer(s *authSetup, listenAddr string) *gateway.ResourceS
 		a.log.Error().Err(err).Msg("token validation")
 		return nil
 	}
-	return &gateway.ResourceServer{Validator: v, Resource: resource, AuthorizationServers: []string{s.f.issuer},
+	rs := &gateway.ResourceServer{Validator: v, Resource: resource, AuthorizationServers: []string{s.f.issuer},
 		Scopes: s.f.scopes, AdminScope: s.f.adminScope}
+	if mgmtTools {
+		for _, d := range management.Definitions() {
+			rs.AdminTools = append(rs.AdminTools, d.Name)
+		}
+	}
+	return rs
 }

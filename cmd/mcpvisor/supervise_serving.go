@@ -66,7 +66,7 @@ func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Optio
 		MaxSessionState: f.maxState, MaxSessionMemory: f.maxMemory, BodyTimeout: f.bodyTimeout,
 		SSEPollAfter: f.pollAfter, SessionSeal: setup.seal, StartupWait: f.startupWait,
 		Parts:          []gateway.Part{dashboard.New(dashboard.Options{})},
-		ResourceServer: a.resourceServer(setup.auth, setup.listenAddr),
+		ResourceServer: a.resourceServer(setup.auth, setup.listenAddr, f.mgmtTools),
 	}
 }
 
