@@ -138,7 +138,7 @@ func TestGatewayResourceServer(t *testing.T) {
 
 	t.Run("metadata", func(t *testing.T) {
 		for _, u := range []string{metadataURL, srv.URL + "/.well-known/oauth-protected-resource"} {
-			resp, err := http.Get(u)
+			resp, err := (&http.Client{Timeout: testwait.Patience}).Get(u)
 			require.NoError(t, err)
 			var md map[string]any
 			require.NoError(t, json.NewDecoder(resp.Body).Decode(&md))
