@@ -227,6 +227,10 @@ type Options struct {
 	// Features are the host's own tools, resources and prompts, served
 	// beside the pool's (see Features). Nil: the pool's only.
 	Features *Features
+	// Audit, when not nil, records every tools/call, resources/read,
+	// prompts/get, approval, admin action and refused request (an
+	// *audit.Writer; see audit.go and docs/audit.md). Nil records nothing.
+	Audit Auditor
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event

@@ -54,6 +54,7 @@ type superviseFlags struct {
 	sessionKeys  string
 	sessionStore string
 	cluster      clusterFlags
+	audit        auditFlags
 }
 
 func (a *app) superviseCommand() *cobra.Command {
@@ -199,6 +200,7 @@ Exit codes:
 	fl.StringVar(&f.sessionStore, "session-store", "",
 		"with --session-keys: keep the deleted sessions and their log levels and subscriptions in `STORE`, shared by the replicas: a directory, or etcd (--etcd-endpoint); default: this process's memory")
 	f.cluster.register(fl)
+	f.audit.register(cmd)
 	return cmd
 }
 
@@ -227,6 +229,9 @@ type gatewaySetup struct {
 
 func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, error) {
 	serveHTTP := f.listen != "off" && f.listen != "" && (!f.stdio || listenSet)
+	if err := f.audit.check(f.stdio); err != nil {
+		return gatewaySetup{}, err
+	}
 	if err := (gateway.Options{Allow: f.allowTools, Deny: f.denyTools}).Validate(); err != nil {
 		return gatewaySetup{}, usageError("%v", err)
 	}
@@ -279,6 +284,11 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		a.logConfigError(err)
 		return failed(nil)
 	}
+	trail, err := f.audit.open(a, "")
+	if err != nil {
+		return failed(nil)
+	}
+	defer a.closeAudit(trail)
 	var ln net.Listener
 	if setup.serveHTTP {
 		if ln, err = net.Listen("tcp", f.listen); err != nil {
@@ -329,6 +339,9 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	gopts := a.gatewayOptions(f, setup)
 	gopts.TracerProvider = tr.tracerProvider()
 	gopts.Parts = []gateway.Part{dashboard.New(dashboard.Options{Reload: reloadVia(reloads), Logins: &logins})}
+	if trail != nil {
+		gopts.Audit = trail
+	}
 	gw := gateway.New(sup, gopts)
 	fwd.Attach(gw)
 	gw.SetSkipped(cfg.Skipped)
