@@ -19,8 +19,9 @@ var (
 	// it: that line (or this one's prev) was edited, or lines were
 	// reordered or replaced.
 	ErrHashMismatch = fmt.Errorf("%w: prev does not match the previous line", ErrBroken)
-	// ErrSeqGap: a line's seq skips numbers: lines were removed.
-	ErrSeqGap = fmt.Errorf("%w: lines are missing", ErrBroken)
+	// ErrSeqGap: a line's seq skips numbers: lines were removed (or
+	// moved further down).
+	ErrSeqGap = fmt.Errorf("%w: lines are missing or out of order", ErrBroken)
 	// ErrSeqOrder: a line's seq is not above the previous one's: lines
 	// were reordered or repeated.
 	ErrSeqOrder = fmt.Errorf("%w: lines are out of order", ErrBroken)
@@ -125,7 +126,7 @@ func verifyFile(r io.Reader, name string, rep *Report, prev *string, seq *uint64
 		case *prev == "":
 			rep.FirstSeq, rep.FromGenesis = l.Seq, l.Seq == 1
 		case l.Seq > *seq+1:
-			return brk(ErrSeqGap, l.Seq, "seq %d follows seq %d: %d line(s) removed before it", l.Seq, *seq, l.Seq-*seq-1)
+			return brk(ErrSeqGap, l.Seq, "seq %d follows seq %d: %d line(s) removed or moved from before it", l.Seq, *seq, l.Seq-*seq-1)
 		case l.Seq <= *seq:
 			return brk(ErrSeqOrder, l.Seq, "seq %d follows seq %d", l.Seq, *seq)
 		case l.Prev != *prev:
