@@ -119,7 +119,8 @@ type Entry struct {
 
 // Stats are a Writer's counters.
 type Stats struct {
-	// Lines is the number of lines written since New.
+	// Lines is the number of lines written since New (handed to the
+	// file or stream; see Errors).
 	Lines uint64
 	// Dropped is the number of entries dropped because the queue was full
 	// (or Record was called after Close).
@@ -163,8 +164,8 @@ type Writer struct {
 	prev  string
 	dirty bool
 	tags  map[string]string
-	buf   []byte
-	err   error // the first write error, for Close
+	buf   []byte // lines encoded, not yet written (flush)
+	err   error  // the first write error, for Close
 }
 
 // New opens the trail and starts the Writer's goroutine. It fails when
@@ -268,8 +269,11 @@ func (w *Writer) run() {
 		select {
 		case e := <-w.queue:
 			w.write(e)
-			if len(w.queue) == 0 && w.opts.SyncInterval < 0 {
-				w.sync()
+			if len(w.queue) == 0 {
+				w.flush()
+				if w.opts.SyncInterval < 0 {
+					w.sync()
+				}
 			}
 		case <-tick:
 			w.sync()
@@ -318,23 +322,39 @@ func (w *Writer) write(e Entry) {
 		return
 	}
 	if w.file != nil && w.opts.MaxSize > 0 && w.size > 0 && w.size+int64(len(b))+1 > w.opts.MaxSize {
+		w.flush()
 		w.rotate()
 	}
-	w.buf = append(append(w.buf[:0], b...), '\n')
-	n, err := w.out.Write(w.buf)
-	w.size += int64(n)
-	if err != nil {
-		w.fail(err, "writing the trail")
-		if n == 0 {
-			w.pendingDrops.Add(1) // not written: the next line says so
-			w.dropped.Add(1)
-			return
-		}
-	}
+	w.buf = append(append(w.buf, b...), '\n')
+	w.size += int64(len(b)) + 1
 	w.dirty = true
 	w.seq, w.prev = l.Seq, lineHash(b)
 	w.lines.Add(1)
 	w.lastSeq.Store(w.seq)
+	if len(w.buf) >= flushSize {
+		w.flush()
+	}
+}
+
+// flushSize is how many bytes of lines run holds before it writes them
+// while the queue is busy; it writes them at once when the queue runs
+// empty.
+const flushSize = 64 << 10
+
+// flush writes the lines held (run's goroutine): one write for a batch.
+// A failed write loses them (the chain then shows a gap there) and is
+// counted and logged.
+func (w *Writer) flush() {
+	if len(w.buf) == 0 {
+		return
+	}
+	if _, err := w.out.Write(w.buf); err != nil {
+		w.fail(err, "writing the trail")
+	}
+	w.buf = w.buf[:0]
+	if cap(w.buf) > 4*flushSize {
+		w.buf = nil
+	}
 }
 
 // tag returns the session tag of id: the first 16 bytes of
@@ -358,6 +378,7 @@ func (w *Writer) tag(id string) string {
 }
 
 func (w *Writer) sync() {
+	w.flush()
 	if w.file == nil || !w.dirty {
 		return
 	}

@@ -253,7 +253,10 @@ func (g *Gateway) auditHTTP(outer func(http.Handler) http.Handler, inner http.Ha
 		start := time.Now()
 		note := &httpNote{}
 		sw := &statusWriter{ResponseWriter: w}
-		h.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), httpNoteKey{}, note)))
+		if op != "" { // only an admin request's line names the caller
+			r = r.WithContext(context.WithValue(r.Context(), httpNoteKey{}, note))
+		}
+		h.ServeHTTP(sw, r)
 		refused := sw.status == http.StatusUnauthorized || sw.status == http.StatusForbidden
 		if op == "" && !refused {
 			return
