@@ -200,7 +200,7 @@ func TestAuditConcurrentRecords(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Call(t, "the goroutines recording", wg.Wait)
 	require.NoError(t, w.Close(testwait.Context(t)))
 	st := w.Stats()
 	assert.Equal(t, uint64(1600), st.Lines+st.Dropped)
@@ -230,7 +230,7 @@ func (b *blockingWriter) Write(p []byte) (int, error) {
 	case b.entered <- struct{}{}:
 	default:
 	}
-	<-b.release
+	<-b.release // testwait:ok the writer's goroutine waits here; every test closes release
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)

@@ -225,7 +225,7 @@ func TestGatewayAuditConcurrentCalls(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Call(t, "the clients' calls", wg.Wait)
 	g.Close()
 	lines := closeTrail(t, w, path)
 	n := 0
