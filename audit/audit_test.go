@@ -278,6 +278,8 @@ func TestAuditRefusesABadTrail(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("hello\n"), 0o600))
 	_, err := audit.New(audit.Options{Path: path})
 	assert.ErrorIs(t, err, audit.ErrBadTrail)
+	_, err = audit.New(audit.Options{})
+	assert.ErrorIs(t, err, audit.ErrInvalidOptions)
 }
 
 // Arguments and results are never written unless asked for, and then

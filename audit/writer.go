@@ -131,6 +131,10 @@ type Stats struct {
 	Seq uint64
 }
 
+// ErrInvalidOptions is wrapped by New's error for Options it cannot use
+// (neither Path nor Output).
+var ErrInvalidOptions = errors.New("audit: invalid options")
+
 // ErrBadTrail is wrapped by New's error when Path holds a trail whose
 // last line does not decode: the Writer cannot chain to it.
 var ErrBadTrail = errors.New("audit: the existing trail's last line is not a trail line")
@@ -169,11 +173,11 @@ type Writer struct {
 }
 
 // New opens the trail and starts the Writer's goroutine. It fails when
-// the file cannot be opened, or its last line does not decode
-// (ErrBadTrail).
+// opts has neither Path nor Output (ErrInvalidOptions), the file cannot
+// be opened, or its last line does not decode (ErrBadTrail).
 func New(opts Options) (*Writer, error) {
 	if opts.Output == nil && opts.Path == "" {
-		return nil, errors.New("audit: no Path or Output")
+		return nil, fmt.Errorf("%w: no Path or Output", ErrInvalidOptions)
 	}
 	if opts.MaxSize == 0 {
 		opts.MaxSize = DefaultMaxSize
