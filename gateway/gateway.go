@@ -218,6 +218,10 @@ type Options struct {
 	// request a downstream client sends, continuing the trace context of
 	// its params._meta (see tracing.go). Nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// Audit, when not nil, records every tools/call, resources/read,
+	// prompts/get, approval, admin action and refused request (an
+	// *audit.Writer; see audit.go and docs/audit.md). Nil records nothing.
+	Audit Auditor
 	// StartupWait bounds how long the list requests made during start-up
 	// wait for the servers configured at start to settle, counted from
 	// ServersConfigured (see startup.go; DefaultStartupWait is a sane
@@ -227,10 +231,6 @@ type Options struct {
 	// Features are the host's own tools, resources and prompts, served
 	// beside the pool's (see Features). Nil: the pool's only.
 	Features *Features
-	// Audit, when not nil, records every tools/call, resources/read,
-	// prompts/get, approval, admin action and refused request (an
-	// *audit.Writer; see audit.go and docs/audit.md). Nil records nothing.
-	Audit Auditor
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event

@@ -30,6 +30,8 @@ const DefaultListen = "127.0.0.1:7979"
 
 // superviseFlags are the flags of `supervise`.
 type superviseFlags struct {
+	audit auditFlags // --audit… (audit.go)
+
 	listen       string
 	stdio        bool
 	tokenFile    string
@@ -54,7 +56,6 @@ type superviseFlags struct {
 	sessionKeys  string
 	sessionStore string
 	cluster      clusterFlags
-	audit        auditFlags
 }
 
 func (a *app) superviseCommand() *cobra.Command {
@@ -164,6 +165,7 @@ Exit codes:
 		},
 	}
 	fl := cmd.Flags()
+	f.audit.register(cmd)
 	fl.StringVar(&f.listen, "listen", DefaultListen, "serve the gateway (/mcp) and the admin API on `ADDR`; \"off\": no HTTP listener")
 	fl.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin/stdout")
 	fl.StringVar(&f.tokenFile, "token-file", "", "require the bearer token in `FILE` on every HTTP request")
@@ -200,7 +202,6 @@ Exit codes:
 	fl.StringVar(&f.sessionStore, "session-store", "",
 		"with --session-keys: keep the deleted sessions and their log levels and subscriptions in `STORE`, shared by the replicas: a directory, or etcd (--etcd-endpoint); default: this process's memory")
 	f.cluster.register(fl)
-	f.audit.register(cmd)
 	return cmd
 }
 
