@@ -30,7 +30,7 @@ func (g *Gateway) Handler() http.Handler {
 	for _, p := range g.opts.Parts {
 		p.Mount(mux, g.site)
 	}
-	return g.front.guard(mux)
+	return g.auditHTTP(g.front.guard, mux)
 }
 
 // guard enforces the HTTP security rules before any handler:
