@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/audit"
 	"github.com/mcpvisor/mcpvisor/gateway"
 )
@@ -45,7 +44,7 @@ func BenchmarkGatewayAuditCPU(b *testing.B) {
 				}
 				opts.Audit = w
 			}
-			g, _ := serve(b, auditStub{}, opts)
+			g, _ := serve(b, stubBackend{}, opts)
 			h := g.Handler()
 			init := httptest.NewRequest(http.MethodPost, gateway.MCPPath, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`))
 			init.Header.Set("Accept", "application/json, text/event-stream")
@@ -79,11 +78,6 @@ func BenchmarkGatewayAuditCPU(b *testing.B) {
 		})
 	}
 }
-
-// auditStub is stubBackend with no prompts.
-type auditStub struct{ stubBackend }
-
-func (auditStub) ListPrompts(string) ([]mcpvisor.Prompt, error) { return nil, nil }
 
 // cpuTime is the CPU time this process has used.
 func cpuTime() time.Duration {
