@@ -361,4 +361,3 @@ func (ix *Index) Terms(text string) map[string]float64 {
 	}
 	return out
 }
-
