@@ -156,6 +156,26 @@ func TestLearnRaisesTheCalledTool(t *testing.T) {
 	if got := rank(ix.Search(Query{Text: "post a chat message"}), want); got != 0 {
 		t.Errorf("Learn leaked into an unrelated query: rank %d", got)
 	}
+	// However many similar pairs were learned, the boost is at most
+	// LearnWeight (1) × the best score the words alone give.
+	fresh := fixtureIndex(Options{})
+	plain := fresh.Search(Query{Text: q})
+	base := 0.0
+	for _, h := range plain {
+		if h.Name == want {
+			base = h.Score
+		}
+	}
+	for _, text := range []string{q, "file details size", "file details info", "details of file metadata", "file details path"} {
+		for range 3 {
+			fresh.Learn(text, want)
+		}
+	}
+	boosted := fresh.Search(Query{Text: q})
+	if boosted[0].Name != want || boosted[0].Score > base+plain[0].Score+1e-9 {
+		t.Errorf("after many learned pairs: %s scores %v; want first with at most %v + %v", boosted[0].Name, boosted[0].Score, base, plain[0].Score)
+	}
+
 	// Bounded: with capacity 1, a second association evicts the first.
 	small := fixtureIndex(Options{LearnCapacity: 1})
 	small.Learn(q, want)

@@ -267,28 +267,36 @@ func (ix *Index) Search(q Query) []Hit {
 		best = max(best, sc.score[d])
 	}
 
-	// Learned associations.
+	// Learned associations: each similar learned pair adds its weight
+	// to its tool, at most 1 in all, times LearnWeight × the best score.
 	if ix.learnCap > 0 {
 		if best == 0 {
 			best = 1
 		}
+		var boosts map[int32]float64
 		ix.learnMu.Lock()
-		ix.learned.boost(words, func(name string, sim float64) {
+		ix.learned.boost(words, func(name string, w float64) {
 			d, ok := ix.byName[name]
 			if !ok {
 				return
 			}
-			doc := &ix.docs[d]
-			if !sc.srvOK[doc.server] || (q.ReadOnly && !doc.readOnly) {
+			m := &ix.meta[d]
+			if !sc.srvOK[m.server] || (q.ReadOnly && !m.readOnly) {
 				return
 			}
-			if sc.mask[d] == 0 && sc.score[d] == 0 {
+			if boosts == nil {
+				boosts = map[int32]float64{}
+			}
+			boosts[d] += w
+		})
+		ix.learnMu.Unlock()
+		for d, w := range boosts {
+			if sc.mask[d] == 0 {
 				sc.touched = append(sc.touched, d)
 				sc.mask[d] = 1 << 63 // touched, matched no word
 			}
-			sc.score[d] += ix.learnW * sim * best
-		})
-		ix.learnMu.Unlock()
+			sc.score[d] += ix.learnW * min(w, 1) * best
+		}
 	}
 
 	return ix.collect(sc, limit, q.Allow)
