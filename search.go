@@ -80,7 +80,7 @@ func (s *Supervisor) SearchTools(ctx context.Context, query string, o SearchOpti
 		deny := set.rules.Deny
 		q.Allow = func(name string) bool { _, denied := firstMatch(deny, name); return !denied }
 	}
-	matches := s.search.run(s.pool.Load(), q)
+	matches := s.search.run(&s.published, q)
 	s.search.remember(query, matches)
 	return matches, nil
 }
@@ -166,11 +166,12 @@ type recentSearch struct {
 	names []string
 }
 
-// run brings the index up to p and searches it.
-func (ts *toolSearch) run(p *pool, q toolsearch.Query) []ToolMatch {
+// run brings the index up to the latest published pool and searches it.
+// The pool is read under mu, so the index only ever moves forward.
+func (ts *toolSearch) run(pub *published, q toolsearch.Query) []ToolMatch {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	ts.sync(p)
+	ts.sync(pub.pool.Load())
 	hits := ts.index.Search(q)
 	out := make([]ToolMatch, 0, len(hits))
 	for _, h := range hits {
