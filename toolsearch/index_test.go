@@ -293,3 +293,23 @@ func TestIndexIsSafeForConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Pseudo-relevance feedback (Options.Feedback) adds the words of the
+// names and titles of the best first-pass tools to the query: tools that
+// share only those words with the query's best matches are then found,
+// after them.
+func TestFeedbackAddsTheBestToolsNameWords(t *testing.T) {
+	times := []string{qualified("time", "convert_time"), qualified("time", "get_current_time")}
+	shot := qualified("playwright", "browser_take_screenshot") // "the current page"
+	plain := fixtureIndex(Options{}).Search(Query{Text: "timezone", Limit: 20})
+	if got := names(plain[:2]); !slices.Equal(slices.Sorted(slices.Values(got)), times) || rank(plain, shot) != 0 {
+		t.Fatalf("without feedback: %q, want the time tools first and no screenshot", got)
+	}
+	fb := fixtureIndex(Options{Feedback: 2}).Search(Query{Text: "timezone", Limit: 20})
+	if got := names(fb[:2]); !slices.Equal(slices.Sorted(slices.Values(got)), times) {
+		t.Errorf("with feedback the time tools still lead: %q", names(fb))
+	}
+	if rank(fb, shot) <= 2 {
+		t.Errorf("with feedback, the screenshot tool (sharing \"current\" with get_current_time) should follow: %q", names(fb))
+	}
+}
