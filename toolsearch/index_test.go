@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // names are the hits' names, in order.
@@ -291,7 +293,7 @@ func TestIndexIsSafeForConcurrentUse(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Call(t, "the writers and searchers finish", wg.Wait)
 }
 
 // Pseudo-relevance feedback (Options.Feedback) adds the words of the
