@@ -78,7 +78,7 @@ func (f *front) guard(next http.Handler) http.Handler {
 				return
 			}
 			if f.bearerOK(r) {
-				r = r.WithContext(WithIdentity(r.Context(), Identity{}))
+				r = r.WithContext(staticIdentity(r.Context()))
 			}
 		}
 		next.ServeHTTP(w, r)
