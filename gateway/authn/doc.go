@@ -22,6 +22,9 @@
 //     Options.IntrospectionCache at most (never past the token's exp),
 //     for Options.CacheSize tokens at most.
 //
+// A sender-constrained token (a cnf claim, e.g. DPoP-bound) is refused:
+// a bearer request carries no proof of its key.
+//
 // A token issued for another audience is refused: the gateway never
 // accepts, nor passes upstream, a token meant for someone else.
 //

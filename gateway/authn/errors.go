@@ -32,6 +32,9 @@ var (
 	ErrExpired = errors.New("authn: token expired")
 	// ErrNotYetValid: nbf or iat lies in the future.
 	ErrNotYetValid = errors.New("authn: token not yet valid")
+	// ErrSenderConstrained: the token is bound to a key (a cnf claim,
+	// DPoP or mTLS) and needs its proof, which a bearer request lacks.
+	ErrSenderConstrained = errors.New("authn: sender-constrained token presented as a bearer token")
 	// ErrInactive: introspection says the token is not active.
 	ErrInactive = errors.New("authn: token not active")
 	// ErrUnavailable: the issuer's metadata, keys or introspection

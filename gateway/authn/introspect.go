@@ -70,7 +70,10 @@ func (v *Validator) introspect(ctx context.Context, token string) (gateway.Ident
 	if tt := c.str("token_type"); tt != "" && !strings.EqualFold(tt, "Bearer") {
 		// A DPoP-bound token needs its proof, which a bearer request
 		// does not carry.
-		return gateway.Identity{}, refuse(ErrInactive, "token type "+quoteShort(tt)+" is not Bearer")
+		return gateway.Identity{}, refuse(ErrSenderConstrained, "token type "+quoteShort(tt))
+	}
+	if _, bound := c.raw["cnf"]; bound {
+		return gateway.Identity{}, refuse(ErrSenderConstrained, "")
 	}
 	if err := v.checkClaims(c, false); err != nil {
 		return gateway.Identity{}, err

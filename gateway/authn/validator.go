@@ -200,6 +200,10 @@ func (v *Validator) ValidateToken(ctx context.Context, token string) (gateway.Id
 	if err := v.checkClaims(c, true); err != nil {
 		return gateway.Identity{}, err
 	}
+	if _, bound := c.raw["cnf"]; bound {
+		// RFC 9449 §7.2: a DPoP-bound token is not a bearer token.
+		return gateway.Identity{}, refuse(ErrSenderConstrained, "")
+	}
 	id := v.identity(c)
 	if v.opts.VerifiedCache > 0 {
 		now := v.now()

@@ -2,9 +2,13 @@ package authn_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -226,4 +230,59 @@ func TestValidatorUnavailable(t *testing.T) {
 	assert.ErrorIs(t, err, authn.ErrConfig)
 	_, err = authn.New(authn.Options{Issuer: "https://x"})
 	assert.ErrorIs(t, err, authn.ErrConfig)
+}
+
+// A DPoP-bound access token (node-oidc-provider binds it to the key of
+// the client's proof: cnf.jkt) is refused when presented as a bearer
+// token (RFC 9449 §7.2), as a JWT and by introspection.
+func TestValidatorRefusesSenderConstrainedTokens(t *testing.T) {
+	issuer, _ := provider(t, resource, 0)
+	ctx := testwait.Context(t)
+	v := newValidator(t, authn.Options{Issuer: issuer, Audience: resource, ClientID: "mcpvisor-gateway",
+		ClientSecret: "mcpvisor-gateway-secret"})
+	for _, format := range []string{"jwt", "opaque"} {
+		configure(t, issuer, url.Values{"format": {format}})
+		tok := dpopToken(t, issuer, "cc-user", resource, baseScope)
+		_, err := v.ValidateToken(ctx, tok)
+		assert.ErrorIs(t, err, authn.ErrSenderConstrained, format)
+		assert.ErrorIs(t, err, gateway.ErrInvalidToken, format)
+	}
+}
+
+// dpopToken is clientToken with a DPoP proof (RFC 9449 §4) by a fresh
+// P-256 key: the token issued is bound to that key.
+func dpopToken(t *testing.T, issuer, client, resource, scope string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	b64 := base64.RawURLEncoding.EncodeToString
+	header, _ := json.Marshal(map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": map[string]string{
+		"kty": "EC", "crv": "P-256", "x": b64(key.X.FillBytes(make([]byte, 32))), "y": b64(key.Y.FillBytes(make([]byte, 32)))}})
+	jti := make([]byte, 16)
+	_, _ = rand.Read(jti)
+	claims, _ := json.Marshal(map[string]any{"jti": b64(jti), "htm": "POST", "htu": issuer + "/token", "iat": time.Now().Unix()})
+	input := b64(header) + "." + b64(claims)
+	sum := sha256.Sum256([]byte(input))
+	r, s, err := ecdsa.Sign(rand.Reader, key, sum[:])
+	require.NoError(t, err)
+	proof := input + "." + b64(append(r.FillBytes(make([]byte, 32)), s.FillBytes(make([]byte, 32))...))
+
+	req, err := http.NewRequest(http.MethodPost, issuer+"/token", strings.NewReader(url.Values{
+		"grant_type": {"client_credentials"}, "resource": {resource}, "scope": {scope}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("DPoP", proof)
+	req.SetBasicAuth(client, client+"-secret")
+	resp, err := httpClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+		TokenType   string `json:"token_type"`
+		Error       string `json:"error_description"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&tok))
+	require.Equal(t, http.StatusOK, resp.StatusCode, tok.Error)
+	require.Equal(t, "DPoP", tok.TokenType)
+	return tok.AccessToken
 }
