@@ -242,9 +242,9 @@ MODULE       := github.com/mcpvisor/mcpvisor
 # variable per group; a directory that does not exist (a package that
 # moved) is ignored, and a package no group names runs after them, in
 # `go list` order: these lists only order, they select nothing.
-PKGS_LONGEST := . ./cmd/mcpvisor
-PKGS_LONG    := ./cmd/mcpvisor/internal/gateway ./gateway ./gateway/dashboard ./actors/cluster ./cluster
-PKGS_MEDIUM  := ./session ./internal/session ./transports/stdio ./bench/cluster ./etcdstore ./cluster/etcdstore ./bench/mockserver
+PKGS_LONGEST := . ./cmd/mcpvisor ./cluster
+PKGS_LONG    := ./gateway ./gateway/dashboard
+PKGS_MEDIUM  := ./bench/cluster ./cluster/etcdstore ./transports/stdio ./internal/session ./bench/mockserver
 PKGS_ORDER    = $(patsubst .%,$(MODULE)%,$(foreach d,$(PKGS_LONGEST) $(PKGS_LONG) $(PKGS_MEDIUM),$(if $(wildcard $(d)/*_test.go),$(d))))
 PKGS_TEST     = $(PKGS_ORDER) $(filter-out $(PKGS_ORDER),$(shell $(GO) list ./...))
 
