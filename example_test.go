@@ -20,7 +20,10 @@ func TestMain(m *testing.M) {
 	if mockserver.IsRequested() {
 		os.Exit(mockserver.Main(os.Args[1:]))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		removeSharedProbe()
+		os.Exit(code)
+	}))
 }
 
 // A host starts a supervisor, configures servers, offers the pool to its

@@ -35,11 +35,28 @@ func stubbornServers(t *testing.T, bin string) map[string]any {
 		"wrapper": map[string]any{"command": "sh", "args": []string{"-c", `"$0" mock; sleep 1002`, bin}},
 	}
 	if _, err := exec.LookPath("bwrap"); err == nil {
-		probe, err := sandboxtest.Build(t.TempDir())
-		require.NoError(t, err)
+		probe := probeBinary(t)
 		servers["confined"] = map[string]any{"command": probe, "args": []string{"-grandchildren"}, "sandbox": true}
 	}
 	return servers
+}
+
+// sharedProbe is the sandbox probe server, built once for the test binary (a
+// go build per test cost seconds each; four tests use it) next to the
+// binary under test, in the directory TestMain removes. Nothing writes
+// to it.
+var sharedProbe struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// probeBinary returns the probe server, building it on first use.
+func probeBinary(t *testing.T) string {
+	t.Helper()
+	sharedProbe.once.Do(func() { sharedProbe.bin, sharedProbe.err = sandboxtest.Build(filepath.Dir(binPath)) })
+	require.NoError(t, sharedProbe.err)
+	return sharedProbe.bin
 }
 
 // startSuperviseAllReady starts `mcpvisor supervise` on the config with env

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/sandboxtest"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/stdiotest"
 )
 
@@ -22,8 +21,7 @@ func TestSIGKILLedSupervisorRemovesConfinedTmpdirs(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "mcpvisor")
 	copyBinary(t, bin)
-	probe, err := sandboxtest.Build(t.TempDir())
-	require.NoError(t, err)
+	probe := probeBinary(t)
 	out := filepath.Join(dir, "out")
 	require.NoError(t, os.MkdirAll(out, 0o755))
 	report := filepath.Join(out, "tmpdir")
