@@ -203,3 +203,18 @@ func TestSearchModeDeferredServer(t *testing.T) {
 		assert.Equal(t, "hi", res.Content[0].Text)
 	}
 }
+
+// The official TypeScript SDK client, at /mcp/search, lists the search
+// tools, finds a tool it never listed and calls it through call_tool.
+func TestSearchModeTypeScriptClient(t *testing.T) {
+	modules := tsModules(t)
+	sup := upstream(t, map[string]mcpvisor.ServerConfig{
+		"math":  {Config: mockserver.Command("-name", "math", "-tools", "30")},
+		"files": {Config: mockserver.Command("-name", "files")},
+	})
+	_, srv := serve(t, sup, gateway.Options{})
+	out := runNode(t, modules, "search.mjs", srv.URL+gateway.MCPSearchPath, "add two numbers", "math__add", `{"a":2,"b":40}`)
+	t.Log(out)
+	assert.NotContains(t, out, "FAIL")
+	assert.Contains(t, out, "RESULT 42")
+}
