@@ -697,16 +697,19 @@ func retryableState(st mcpvisor.State) bool {
 // ErrInvalidOptions is wrapped by the error Options.Validate returns.
 var ErrInvalidOptions = errors.New("gateway: invalid options")
 
-// Validate reports what of o New cannot honour: an Allow or Deny glob
-// that is not a valid path.Match pattern (it would match nothing), or an
-// unknown Names style. The error wraps ErrInvalidOptions. New does not
+// Validate reports what of o New cannot honour: an Allow, Deny or
+// AlwaysOffer glob that is not a valid path.Match pattern (it would match
+// nothing), an unknown Names style or ToolMode. The error wraps ErrInvalidOptions. New does not
 // call it (a bad glob there matches nothing); a host that takes these
 // from its user calls it first, as `mcpvisor supervise` does.
 func (o Options) Validate() error {
-	for _, g := range append(slices.Clone(o.Allow), o.Deny...) {
+	for _, g := range slices.Concat(o.Allow, o.Deny, o.AlwaysOffer) {
 		if _, err := path.Match(g, ""); err != nil {
 			return fmt.Errorf("%w: bad tools glob %q: %v", ErrInvalidOptions, g, err)
 		}
+	}
+	if o.ToolMode < ToolsFull || o.ToolMode > ToolsAuto {
+		return fmt.Errorf("%w: tool mode %d: want ToolsFull, ToolsSearch or ToolsAuto", ErrInvalidOptions, o.ToolMode)
 	}
 	if _, ok := ParseNameStyle(string(o.Names)); !ok {
 		return fmt.Errorf("%w: names %q: want short, qualified or bare", ErrInvalidOptions, o.Names)

@@ -55,6 +55,7 @@ func (a *app) startEventLog(events <-chan mcpvisor.Event) (wait func()) {
 // mode gives it its reload button and login relay).
 func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Options {
 	names, _ := gateway.ParseNameStyle(f.toolNames) // checked by gatewaySetup
+	toolMode, _ := gateway.ParseToolMode(f.toolMode)
 	if f.bareNames {
 		names = gateway.NamesBare
 	}
@@ -65,7 +66,9 @@ func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Optio
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
 		MaxSessionState: f.maxState, MaxSessionMemory: f.maxMemory, BodyTimeout: f.bodyTimeout,
 		SSEPollAfter: f.pollAfter, SessionSeal: setup.seal, StartupWait: f.startupWait,
-		Parts: []gateway.Part{dashboard.New(dashboard.Options{})},
+		Parts:    []gateway.Part{dashboard.New(dashboard.Options{})},
+		ToolMode: toolMode, SearchBudgetTokens: f.searchBudget, AlwaysOffer: f.alwaysOffer,
+		MaxResultChars: f.maxResultChars,
 	}
 }
 
