@@ -1,13 +1,16 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -119,6 +122,16 @@ func TestSearchModeFindsAndCalls(t *testing.T) {
 	hits = search(t, host, map[string]any{"query": "zebra striper"})
 	require.NotEmpty(t, hits)
 	assert.Equal(t, "files__zebra_striper", hits[0].Name)
+	// The search-mode client got list_changed: its search tool's
+	// description counts the new tool.
+	require.Eventually(t, func() bool {
+		for _, tl := range host.Tools() {
+			if tl.Name == "mcp__gw__search_tools" {
+				return strings.Contains(tl.Definition.Description, "- files (5 tools)")
+			}
+		}
+		return false
+	}, 20*time.Second, 5*time.Millisecond, "the search-mode client re-lists after list_changed")
 
 	// Filters: a server, read-only tools.
 	hits = search(t, host, map[string]any{"query": "echo text back", "server": "files"})
@@ -217,4 +230,82 @@ func TestSearchModeTypeScriptClient(t *testing.T) {
 	t.Log(out)
 	assert.NotContains(t, out, "FAIL")
 	assert.Contains(t, out, "RESULT 42")
+}
+
+// searchHostWith is a host with opts at the gateway's endpoint (a full
+// URL), speaking version.
+func searchHostWith(t *testing.T, endpoint string, opts mcpvisor.Options, version string) *mcpvisor.Supervisor {
+	t.Helper()
+	opts.Logger = zerolog.Nop()
+	h, err := mcpvisor.Start(context.Background(), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		assert.NoError(t, h.Close(ctx))
+	})
+	_, err = h.SetServers(context.Background(), map[string]mcpvisor.ServerConfig{
+		"gw": {Config: transports.Config{Type: "http", URL: endpoint}, ProtocolVersion: version},
+	}, mcpvisor.AwaitSettled(30*time.Second))
+	require.NoError(t, err)
+	require.Equal(t, mcpvisor.StateReady, h.Status()[0].State, h.Status()[0].LastError)
+	return h
+}
+
+// A call through call_tool is a direct call: a call that needs approval
+// is put to the calling client by elicitation (in the handshake era, and
+// within its call as input_required in the stateless era), and refused
+// with CodeCallRefused for a client that cannot be asked; a tool's
+// failure is the tool's isError result.
+func TestSearchModeCallToolIsADirectCall(t *testing.T) {
+	var fwd gateway.Forwarder
+	opts := mcpvisor.Options{Logger: zerolog.Nop(), Permissions: mcpvisor.PermissionRules{Ask: []string{"mcp__*__add"}}}
+	fwd.Configure(&opts)
+	sup, err := mcpvisor.Start(context.Background(), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		assert.NoError(t, sup.Close(ctx))
+	})
+	_, err = sup.SetServers(context.Background(), map[string]mcpvisor.ServerConfig{"fx": {Config: mockserver.Command("-name", "fx")}},
+		mcpvisor.AwaitSettled(30*time.Second))
+	require.NoError(t, err)
+	g, srv := serve(t, sup, gateway.Options{ToolMode: gateway.ToolsSearch})
+	fwd.Attach(g)
+
+	var mu sync.Mutex
+	asked := 0
+	approve := mcpvisor.Options{Elicitation: func(_ context.Context, _ string, req *protocol.ElicitParams) (*protocol.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked++
+		return &protocol.ElicitResult{Action: protocol.ElicitAccept, Content: map[string]json.RawMessage{"approve": json.RawMessage("true")}}, nil
+	}}
+	add := map[string]any{"name": "fx__add", "arguments": map[string]any{"a": 1, "b": 2}}
+	for _, version := range []string{protocol.Version20251125, protocol.Version20260728} {
+		capable := searchHostWith(t, srv.URL+gateway.MCPPath, approve, version)
+		res, err := capable.CallTool(t.Context(), "mcp__gw__call_tool", add)
+		require.NoError(t, err, version)
+		assert.Equal(t, "3", res.Content[0].Text, version)
+		mu.Lock()
+		assert.Equal(t, 1, asked, "%s: the calling client was asked", version)
+		asked = 0
+		mu.Unlock()
+	}
+
+	plain := searchHostWith(t, srv.URL+gateway.MCPSearchPath, mcpvisor.Options{}, protocol.Version20251125)
+	_, err = plain.CallTool(t.Context(), "mcp__gw__call_tool", add)
+	var pe *protocol.Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, int64(gateway.CodeCallRefused), pe.Code)
+	assert.Contains(t, pe.Message, "declared no elicitation")
+
+	res, err := plain.CallTool(t.Context(), "mcp__gw__call_tool", map[string]any{"name": "fx__fail"})
+	require.NoError(t, err)
+	assert.True(t, res.IsError, "the tool's own failure")
+	// call_tool does not call the search tools.
+	_, err = plain.CallTool(t.Context(), "mcp__gw__call_tool", map[string]any{"name": "search_tools", "arguments": map[string]any{"query": "x"}})
+	require.ErrorAs(t, err, &pe)
+	assert.EqualValues(t, protocol.CodeInvalidParams, pe.Code)
 }
