@@ -2,7 +2,9 @@ package toolsearch
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 )
 
 // benchQueries are requests of the kinds a model makes.
@@ -29,14 +31,21 @@ func BenchmarkSearch(b *testing.B) {
 			}
 			i := 0
 			var cpu0 int64
+			took := make([]time.Duration, 0, 1<<16)
 			for b.Loop() {
 				if i == 0 {
 					cpu0 = processCPU()
 				}
+				began := time.Now()
 				ix.Search(Query{Text: benchQueries[i%len(benchQueries)]})
+				if len(took) < cap(took) {
+					took = append(took, time.Since(began))
+				}
 				i++
 			}
 			reportCPU(b, cpu0, i)
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Nanoseconds()), "p50-ns")
 		})
 	}
 }

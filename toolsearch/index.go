@@ -102,6 +102,13 @@ type document struct {
 	pos      []int32 // pos[i]: this document's index in terms[terms[i]].postings
 }
 
+// docMeta is the part of a document the scoring loop reads.
+type docMeta struct {
+	server   int32
+	readOnly bool
+	flen     [numFields]uint16
+}
+
 // term is one distinct stemmed word and where it occurs.
 type term struct {
 	text     string
@@ -138,7 +145,10 @@ type Index struct {
 	terms     []term
 	freeTerms []int32
 	// docs are the tool documents by id; freeDocs are ids of removed ones.
+	// meta holds, by the same id, what a search reads of every posting's
+	// document, packed apart from the rest for the cache's sake.
 	docs     []document
+	meta     []docMeta
 	freeDocs []int32
 	byName   map[string]int32 // Entry.Name → document id
 	nDocs    int
@@ -377,6 +387,7 @@ func (ix *Index) addDoc(s int32, p *preparedDoc) int32 {
 	} else {
 		d = int32(len(ix.docs))
 		ix.docs = append(ix.docs, document{})
+		ix.meta = append(ix.meta, docMeta{})
 	}
 	type tp struct{ t, p int32 }
 	pairs := make([]tp, len(p.texts))
@@ -397,6 +408,7 @@ func (ix *Index) addDoc(s int32, p *preparedDoc) int32 {
 		ix.terms[t].postings = append(ix.terms[t].postings, posting{doc: d, tf: p.tfs[i]})
 	}
 	slices.SortFunc(pairs, func(a, b tp) int { return int(a.t - b.t) })
+	ix.meta[d] = docMeta{server: s, readOnly: p.readOnly, flen: p.flen}
 	doc := &ix.docs[d]
 	*doc = document{live: true, readOnly: p.readOnly, server: s, name: p.name, tool: p.tool, flen: p.flen,
 		terms: make([]int32, len(pairs)), pos: make([]int32, len(pairs))}
@@ -442,5 +454,6 @@ func (ix *Index) removeDoc(d int32) {
 		delete(ix.byName, doc.name)
 	}
 	*doc = document{}
+	ix.meta[d] = docMeta{}
 	ix.freeDocs = append(ix.freeDocs, d)
 }

@@ -103,7 +103,12 @@ type scratch struct {
 	touched []int32
 	srvOK   []bool
 	srvB    []float64
+	inv     [numFields][normTable]float64
 }
+
+// normTable is how many field lengths a search tabulates the length
+// normalisation of; longer fields compute it.
+const normTable = 128
 
 func (ix *Index) getScratch(nDocs, nServers int) *scratch {
 	sc, _ := ix.scratch.Get().(*scratch)
@@ -168,12 +173,19 @@ func (ix *Index) Search(q Query) []Hit {
 		}
 	}
 
-	// BM25F over the tool fields.
+	// BM25F over the tool fields. inv[f][l] is field f's weight over its
+	// length normalisation for a length of l, tabulated once per search.
 	n := float64(ix.nDocs)
 	var norm [numFields]float64 // B_f / avg length of f
 	for f := range numFields {
 		if ix.totalLen[f] > 0 {
 			norm[f] = fieldB[f] * n / float64(ix.totalLen[f])
+		}
+	}
+	inv := &sc.inv
+	for f := range numFields {
+		for l := range normTable {
+			inv[f][l] = ix.w[f] / (1 - fieldB[f] + norm[f]*float64(l))
 		}
 	}
 	k1 := ix.k1
@@ -187,15 +199,20 @@ func (ix *Index) Search(q Query) []Hit {
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 		wq := qt.weight * idf * (k1 + 1)
 		bit := uint64(1) << uint(qt.group)
-		for _, p := range pl {
-			doc := &ix.docs[p.doc]
-			if !sc.srvOK[doc.server] || (q.ReadOnly && !doc.readOnly) {
+		for i := range pl {
+			p := &pl[i]
+			m := &ix.meta[p.doc]
+			if !sc.srvOK[m.server] || (q.ReadOnly && !m.readOnly) {
 				continue
 			}
 			var tfw float64
 			for f, tf := range p.tf {
 				if tf != 0 {
-					tfw += ix.w[f] * float64(tf) / (1 - fieldB[f] + norm[f]*float64(doc.flen[f]))
+					if l := m.flen[f]; l < normTable {
+						tfw += float64(tf) * inv[f][l]
+					} else {
+						tfw += float64(tf) * ix.w[f] / (1 - fieldB[f] + norm[f]*float64(l))
+					}
 				}
 			}
 			if tfw == 0 {
@@ -233,7 +250,7 @@ func (ix *Index) Search(q Query) []Hit {
 		}
 		if any {
 			for _, d := range sc.touched {
-				sc.score[d] += sc.srvB[ix.docs[d].server]
+				sc.score[d] += sc.srvB[ix.meta[d].server]
 			}
 		}
 	}

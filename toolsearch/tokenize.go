@@ -2,6 +2,8 @@ package toolsearch
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -137,7 +139,29 @@ func Tokenize(text string) []string {
 func analyze(text string) []string {
 	toks := Tokenize(text)
 	for i, t := range toks {
-		toks[i] = Stem(t)
+		toks[i] = cachedStem(t)
 	}
 	return toks
+}
+
+// stems caches Stem for the words seen (tool vocabulary is small and
+// repeats across servers); it stops growing at maxCachedStems entries.
+var (
+	stems  sync.Map // word → stem
+	nStems atomic.Int64
+)
+
+const maxCachedStems = 1 << 16
+
+func cachedStem(word string) string {
+	if s, ok := stems.Load(word); ok {
+		return s.(string)
+	}
+	s := Stem(word)
+	if nStems.Load() < maxCachedStems {
+		if _, loaded := stems.LoadOrStore(word, s); !loaded {
+			nStems.Add(1)
+		}
+	}
+	return s
 }
