@@ -62,7 +62,7 @@ func hitNames(hits []foundTool) []string {
 // search tool's description names the servers.
 func TestSearchModeFindsAndCalls(t *testing.T) {
 	sup := upstream(t, map[string]mcpvisor.ServerConfig{
-		"math":  {Config: mockserver.Command("-name", "math", "-tools", "30")},
+		"math":  {Config: mockserver.Command("-name", "math", "-tools", "30", "-instructions", "Arithmetic on numbers.\nMore lines.")},
 		"files": {Config: mockserver.Command("-name", "files")},
 	})
 	_, srv := serve(t, sup, gateway.Options{Deny: []string{"mcp__files__add"}, AlwaysOffer: []string{"files__echo"}})
@@ -78,7 +78,8 @@ func TestSearchModeFindsAndCalls(t *testing.T) {
 			desc = tl.Definition.Description
 		}
 	}
-	assert.Contains(t, desc, "- math (35 tools)")
+	assert.Contains(t, desc, "- math (35 tools): Arithmetic on numbers.", "a server's purpose: the first line of its instructions")
+	assert.NotContains(t, desc, "More lines")
 	assert.Contains(t, desc, "- files (4 tools)", "the denied tool is not counted")
 
 	hits := search(t, host, map[string]any{"query": "add two numbers"})
