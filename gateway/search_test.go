@@ -80,7 +80,7 @@ func TestSearchModeFindsAndCalls(t *testing.T) {
 	}
 	assert.Contains(t, desc, "- math (35 tools): Arithmetic on numbers.", "a server's purpose: the first line of its instructions")
 	assert.NotContains(t, desc, "More lines")
-	assert.Contains(t, desc, "- files (4 tools)", "the denied tool is not counted")
+	assert.Contains(t, desc, "- files (4 tools): announce, echo, fail, sleep\n", "the denied tool is not counted; a server without a title or instructions is described by its tools' names")
 
 	hits := search(t, host, map[string]any{"query": "add two numbers"})
 	require.NotEmpty(t, hits)

@@ -35,6 +35,9 @@ const (
 	// serverLine bounds a server's one-line purpose in search_tools'
 	// description.
 	serverLine = 100
+	// serverExamples is how many of its tools' names stand for the purpose
+	// of a server that gave neither a title nor instructions.
+	serverExamples = 4
 )
 
 // InstructionsSource is implemented by a Backend that knows the
@@ -175,6 +178,7 @@ func (sm *searchMode) searchTools(pool []mcpvisor.Tool) []protocol.Tool {
 	si := sm.index
 	si.sync(pool)
 	count := map[string]int{}
+	examples := map[string][]string{} // a few tool names of each server, for one that says nothing of its purpose
 	var servers []string
 	total := 0
 	for _, t := range pool {
@@ -186,6 +190,9 @@ func (sm *searchMode) searchTools(pool []mcpvisor.Tool) []protocol.Tool {
 		}
 		count[t.Server]++
 		total++
+		if len(examples[t.Server]) < serverExamples {
+			examples[t.Server] = append(examples[t.Server], t.Definition.Name)
+		}
 	}
 	slices.Sort(servers)
 	var b strings.Builder
@@ -197,9 +204,14 @@ func (sm *searchMode) searchTools(pool []mcpvisor.Tool) []protocol.Tool {
 		"with other words or name a server. Servers:", total, len(servers), callToolName, describeToolName)
 	si.mu.Lock()
 	for _, s := range servers {
-		fmt.Fprintf(&b, "\n- %s (%d tools)", s, count[s])
+		fmt.Fprintf(&b, "\n- %s (%s)", s, plural(count[s], "tool"))
 		if p := si.purpose[s]; p != "" {
 			b.WriteString(": " + p)
+		} else {
+			b.WriteString(": " + strings.Join(examples[s], ", "))
+			if count[s] > len(examples[s]) {
+				b.WriteString(", …")
+			}
 		}
 	}
 	si.mu.Unlock()
