@@ -172,6 +172,15 @@ func TestSearchModePerClient(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 
+	// The per-mode endpoints are the MCP endpoint: behind the token.
+	_, srv3 := serve(t, sup, gateway.Options{Token: "s3cret"})
+	for _, path := range []string{gateway.MCPSearchPath, gateway.MCPFullPath, gateway.MCPPath + "?tools=search"} {
+		resp, err := http.Post(srv3.URL+path, "application/json", strings.NewReader(`{}`))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, path)
+	}
+
 	// In full mode the search tools are not callable (not offered).
 	a := statelessAt(t, srv2.URL+gateway.MCPPath).call("tools/call", `{"name":"search_tools","arguments":{"query":"echo"}}`)
 	assert.NotNil(t, a.msg.Error, a.raw)

@@ -1,7 +1,10 @@
 package gateway_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,4 +97,37 @@ func TestToolListTokensCaptured(t *testing.T) {
 		}
 	}
 	require.Less(t, tokens[gateway.MCPSearchPath], tokens[gateway.MCPFullPath]/10)
+}
+
+// BenchmarkSearchToolsCaptured measures a search_tools call over the 492
+// captured tools, through the gateway's handler in process: the index
+// sync (fingerprints of every server), the search and the answer.
+func BenchmarkSearchToolsCaptured(b *testing.B) {
+	dir := os.Getenv("MCPVISOR_SEARCH_CORPUS")
+	if dir == "" {
+		dir = "../bench/search/testdata"
+	}
+	if _, err := os.Stat(dir); err != nil {
+		b.Skipf("no captured tool sets in %s", dir)
+	}
+	t := &testing.T{}
+	be := loadCaptured(t, dir)
+	g, _ := serve(b, be, gateway.Options{ToolMode: gateway.ToolsSearch})
+	h := g.Handler()
+	body := []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"b","version":"1"}},` +
+		`"name":"search_tools","arguments":{"query":"create a pull request on github"}}}`)
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, gateway.MCPPath, bytes.NewReader(body))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "search_tools")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "github__create_pull_request") {
+			b.Fatalf("HTTP %d: %s", w.Code, w.Body.String())
+		}
+	}
 }

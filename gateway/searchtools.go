@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -90,49 +89,64 @@ func (si *searchIndex) stale(server string) {
 	}
 }
 
-// sync brings the index in step with pool.
+// sync brings the index in step with pool. One pass fingerprints every
+// server's tools without copying them; a second collects the tools of
+// the servers to index again, if any.
 func (si *searchIndex) sync(pool []mcpvisor.Tool) {
-	byServer := map[string][]mcpvisor.Tool{}
+	fps := map[string]uint64{}
 	var order []string
-	for _, t := range pool {
+	for i := range pool {
+		t := &pool[i]
 		if t.Builtin || t.Server == "" {
 			continue
 		}
-		if _, ok := byServer[t.Server]; !ok {
+		h, ok := fps[t.Server]
+		if !ok {
+			h = fnvOffset
 			order = append(order, t.Server)
 		}
-		byServer[t.Server] = append(byServer[t.Server], t)
+		fps[t.Server] = fingerprint(h, t)
 	}
 	si.mu.Lock()
 	defer si.mu.Unlock()
-	var status map[string]mcpvisor.ServerStatus // asked once, when a server is to be indexed
+	var redo map[string][]toolsearch.Entry
 	for _, name := range order {
-		tools := byServer[name]
-		fp := fingerprint(tools)
-		if old, ok := si.indexed[name]; ok && old == fp && !si.allStale && !si.staleSet[name] {
+		if old, ok := si.indexed[name]; ok && old == fps[name] && !si.allStale && !si.staleSet[name] {
 			continue
 		}
-		if status == nil {
-			status = map[string]mcpvisor.ServerStatus{}
-			for _, s := range si.g.b.Status() {
-				status[s.Name] = s
+		if redo == nil {
+			redo = map[string][]toolsearch.Entry{}
+		}
+		redo[name] = nil
+	}
+	if redo != nil {
+		for i := range pool {
+			t := &pool[i]
+			if entries, ok := redo[t.Server]; ok && !t.Builtin {
+				redo[t.Server] = append(entries, toolsearch.Entry{Name: t.Name, Tool: t.Definition})
 			}
 		}
-		srv := toolsearch.Server{Name: name, Title: status[name].ServerInfo.Title}
-		if src, ok := si.g.b.(InstructionsSource); ok {
-			srv.Instructions = src.ServerInstructions(name)
+		status := map[string]mcpvisor.ServerStatus{}
+		for _, s := range si.g.b.Status() {
+			status[s.Name] = s
 		}
-		entries := make([]toolsearch.Entry, len(tools))
-		for i, t := range tools {
-			entries[i] = toolsearch.Entry{Name: t.Name, Tool: t.Definition}
+		for _, name := range order {
+			entries, ok := redo[name]
+			if !ok {
+				continue
+			}
+			srv := toolsearch.Server{Name: name, Title: status[name].ServerInfo.Title}
+			if src, ok := si.g.b.(InstructionsSource); ok {
+				srv.Instructions = src.ServerInstructions(name)
+			}
+			si.ix.SetServer(srv, entries)
+			si.indexed[name] = fps[name]
+			si.purpose[name] = purposeOf(srv)
+			delete(si.staleSet, name)
 		}
-		si.ix.SetServer(srv, entries)
-		si.indexed[name] = fp
-		si.purpose[name] = purposeOf(srv)
-		delete(si.staleSet, name)
 	}
 	for name := range si.indexed {
-		if _, ok := byServer[name]; !ok {
+		if _, ok := fps[name]; !ok {
 			si.ix.RemoveServer(name)
 			delete(si.indexed, name)
 			delete(si.purpose, name)
@@ -142,14 +156,22 @@ func (si *searchIndex) sync(pool []mcpvisor.Tool) {
 	si.allStale = false
 }
 
-// fingerprint hashes what tells a server's tools apart cheaply: their
-// names and the sizes of their descriptions and schemas.
-func fingerprint(tools []mcpvisor.Tool) uint64 {
-	h := fnv.New64a()
-	for _, t := range tools {
-		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%d\x00", t.Name, len(t.Definition.Description), len(t.Definition.InputSchema), len(t.Definition.Title))
+// FNV-1a, 64 bits, inline (no allocation per tool).
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// fingerprint adds to h what tells a tool apart cheaply: its name and the
+// sizes of its description, schema and title.
+func fingerprint(h uint64, t *mcpvisor.Tool) uint64 {
+	for i := 0; i < len(t.Name); i++ {
+		h = (h ^ uint64(t.Name[i])) * fnvPrime
 	}
-	return h.Sum64()
+	for _, n := range [...]int{len(t.Definition.Description), len(t.Definition.InputSchema), len(t.Definition.Title)} {
+		h = (h ^ uint64(n)) * fnvPrime
+	}
+	return h
 }
 
 // purposeOf is a server's one-line purpose: its title, else the first
@@ -397,10 +419,8 @@ func firstParagraph(s string) string {
 // "name*: type, …" (* marks a required one).
 func argumentSummary(schema json.RawMessage) string {
 	var s struct {
-		Properties map[string]struct {
-			Type any `json:"type"`
-		} `json:"properties"`
-		Required []string `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
 	}
 	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
 		return ""
@@ -426,17 +446,14 @@ func argumentSummary(schema json.RawMessage) string {
 		if slices.Contains(s.Required, n) {
 			p += "*"
 		}
-		switch t := s.Properties[n].Type.(type) {
-		case string:
-			p += ": " + t
-		case []any:
-			var ts []string
-			for _, x := range t {
-				if xs, ok := x.(string); ok {
-					ts = append(ts, xs)
-				}
+		if raw, ok, _ := protocol.RawMember(s.Properties[n], "type"); ok {
+			var one string
+			var many []string
+			if json.Unmarshal(raw, &one) == nil {
+				p += ": " + one
+			} else if json.Unmarshal(raw, &many) == nil {
+				p += ": " + strings.Join(many, "|")
 			}
-			p += ": " + strings.Join(ts, "|")
 		}
 		parts[i] = p
 	}
