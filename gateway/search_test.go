@@ -210,7 +210,7 @@ func TestSearchModeDeferredServer(t *testing.T) {
 		"a":    {Config: mockserver.Command("-name", "a")},
 		"lazy": {Config: mockserver.Command("-name", "lazy", "-tools", "5", "-describe", "tool_004=Converts a temperature from celsius to fahrenheit"), Defer: true},
 	})
-	_, srv := serve(t, sup, gateway.Options{})
+	_, srv := serve(t, sup, gateway.Options{AlwaysOffer: []string{"*__tool_00*"}})
 	for _, path := range []string{gateway.MCPPath, gateway.MCPSearchPath} {
 		host := searchHost(t, srv.URL, path)
 		listed := names(host.Tools())

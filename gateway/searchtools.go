@@ -287,7 +287,7 @@ func (sm *searchMode) list(pool []mcpvisor.Tool) protocol.ListToolsResult {
 		}
 	}
 	for _, t := range pool {
-		if !g.offered(t.Name) {
+		if t.Deferred || !g.offered(t.Name) { // a deferred server's tools are never listed, whatever AlwaysOffer says
 			continue
 		}
 		name := idx.downstreamTool(t.Name)
