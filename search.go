@@ -45,6 +45,11 @@ type SearchOptions struct {
 	// ReadOnly restricts the search to tools annotated readOnlyHint:
 	// true (a hint, unless Tool.Trusted).
 	ReadOnly bool
+	// Allow, when set, restricts the search to the qualified names it
+	// allows (the caller's own policy: an identity's tools, say), on top
+	// of the permission rules. It is called only for candidates, best
+	// first, until Limit are allowed, from SearchTools' goroutine.
+	Allow func(name string) bool
 }
 
 // ToolMatch is one tool SearchTools found.
@@ -76,11 +81,19 @@ func (s *Supervisor) SearchTools(ctx context.Context, query string, o SearchOpti
 	default:
 	}
 	q := toolsearch.Query{Text: query, Limit: o.Limit, Servers: o.Servers, ReadOnly: o.ReadOnly}
+	var deny []string
 	if set := s.permissions.Load(); len(set.rules.Deny) > 0 {
-		deny := set.rules.Deny
-		q.Allow = func(name string) bool { _, denied := firstMatch(deny, name); return !denied }
+		deny = set.rules.Deny
 	}
-	matches := s.search.run(s.pool.Load(), q)
+	if allow := o.Allow; deny != nil || allow != nil {
+		q.Allow = func(name string) bool {
+			if _, denied := firstMatch(deny, name); denied {
+				return false
+			}
+			return allow == nil || allow(name)
+		}
+	}
+	matches := s.search.run(&s.published, q)
 	s.search.remember(query, matches)
 	return matches, nil
 }
@@ -166,11 +179,12 @@ type recentSearch struct {
 	names []string
 }
 
-// run brings the index up to p and searches it.
-func (ts *toolSearch) run(p *pool, q toolsearch.Query) []ToolMatch {
+// run brings the index up to the latest published pool and searches it.
+// The pool is read under mu, so the index only ever moves forward.
+func (ts *toolSearch) run(pub *published, q toolsearch.Query) []ToolMatch {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	ts.sync(p)
+	ts.sync(pub.pool.Load())
 	hits := ts.index.Search(q)
 	out := make([]ToolMatch, 0, len(hits))
 	for _, h := range hits {

@@ -122,6 +122,11 @@ func TestSearchToolsNeverFindsADeniedTool(t *testing.T) {
 	assert.NotContains(t, searchNames(t, s, "adds two numbers", SearchOptions{Limit: 50}), "mcp__m__add", "the Tools filter's dropped tool is found")
 	_, err = s.DescribeTool("mcp__m__add")
 	assert.ErrorIs(t, err, ErrUnknownTool)
+
+	// The caller's own Allow narrows further.
+	got := searchNames(t, s, "sleep milliseconds", SearchOptions{Allow: func(name string) bool { return name != "mcp__m__sleep" }})
+	assert.NotContains(t, got, "mcp__m__sleep")
+	assert.Contains(t, searchNames(t, s, "sleep milliseconds", SearchOptions{}), "mcp__m__sleep")
 }
 
 // A deferred server's tools are found by search (that is what they are

@@ -67,6 +67,12 @@ type Options struct {
 	// LearnWeight scales the boost a learned association gives, in units
 	// of the search's best score; 0 means 1.
 	LearnWeight float64
+	// Feedback turns on pseudo-relevance feedback: the words of the names
+	// and titles of the best Feedback tools of a first ranking are added
+	// to the query, at FeedbackWeight (0 means 0.2), and the tools ranked
+	// again. 0 (the default) turns it off.
+	Feedback       int
+	FeedbackWeight float64
 }
 
 // Fields of a tool document.
@@ -136,6 +142,8 @@ type Index struct {
 	expWeight  float64
 	learnCap   int
 	learnW     float64
+	feedback   int
+	feedbackW  float64
 	expansions []expansion
 	expandBy   map[string][]int32 // stem → expansions it belongs to
 
@@ -185,6 +193,8 @@ func New(o Options) *Index {
 		expWeight: def(o.ExpansionWeight, 0.3),
 		learnCap:  o.LearnCapacity,
 		learnW:    def(o.LearnWeight, 1),
+		feedback:  max(o.Feedback, 0),
+		feedbackW: def(o.FeedbackWeight, 0.2),
 		wInstr:    def(o.Weights.Instructions, 0.3),
 		dict:      map[string]int32{},
 		byName:    map[string]int32{},

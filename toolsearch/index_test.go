@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // names are the hits' names, in order.
@@ -156,6 +158,26 @@ func TestLearnRaisesTheCalledTool(t *testing.T) {
 	if got := rank(ix.Search(Query{Text: "post a chat message"}), want); got != 0 {
 		t.Errorf("Learn leaked into an unrelated query: rank %d", got)
 	}
+	// However many similar pairs were learned, the boost is at most
+	// LearnWeight (1) × the best score the words alone give.
+	fresh := fixtureIndex(Options{})
+	plain := fresh.Search(Query{Text: q})
+	base := 0.0
+	for _, h := range plain {
+		if h.Name == want {
+			base = h.Score
+		}
+	}
+	for _, text := range []string{q, "file details size", "file details info", "details of file metadata", "file details path"} {
+		for range 3 {
+			fresh.Learn(text, want)
+		}
+	}
+	boosted := fresh.Search(Query{Text: q})
+	if boosted[0].Name != want || boosted[0].Score > base+plain[0].Score+1e-9 {
+		t.Errorf("after many learned pairs: %s scores %v; want first with at most %v + %v", boosted[0].Name, boosted[0].Score, base, plain[0].Score)
+	}
+
 	// Bounded: with capacity 1, a second association evicts the first.
 	small := fixtureIndex(Options{LearnCapacity: 1})
 	small.Learn(q, want)
@@ -271,5 +293,25 @@ func TestIndexIsSafeForConcurrentUse(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testwait.Call(t, "the writers and searchers finish", wg.Wait)
+}
+
+// Pseudo-relevance feedback (Options.Feedback) adds the words of the
+// names and titles of the best first-pass tools to the query: tools that
+// share only those words with the query's best matches are then found,
+// after them.
+func TestFeedbackAddsTheBestToolsNameWords(t *testing.T) {
+	times := []string{qualified("time", "convert_time"), qualified("time", "get_current_time")}
+	shot := qualified("playwright", "browser_take_screenshot") // "the current page"
+	plain := fixtureIndex(Options{}).Search(Query{Text: "timezone", Limit: 20})
+	if got := names(plain[:2]); !slices.Equal(slices.Sorted(slices.Values(got)), times) || rank(plain, shot) != 0 {
+		t.Fatalf("without feedback: %q, want the time tools first and no screenshot", got)
+	}
+	fb := fixtureIndex(Options{Feedback: 2}).Search(Query{Text: "timezone", Limit: 20})
+	if got := names(fb[:2]); !slices.Equal(slices.Sorted(slices.Values(got)), times) {
+		t.Errorf("with feedback the time tools still lead: %q", names(fb))
+	}
+	if rank(fb, shot) <= 2 {
+		t.Errorf("with feedback, the screenshot tool (sharing \"current\" with get_current_time) should follow: %q", names(fb))
+	}
 }

@@ -32,8 +32,13 @@ type qterm struct {
 	group  int     // the query word it stands for (coverage), < 64
 }
 
-// maxQueryWords bounds the distinct words of a query that are searched.
-const maxQueryWords = 64
+// maxQueryWords bounds the distinct words of a query that are searched;
+// each has a bit of a document's match mask, and bit 63 is kept for
+// terms that count for no word (feedback, learning).
+const maxQueryWords = 63
+
+// noWord is the mask bit of terms that stand for no query word.
+const noWord = 63
 
 // queryTerms analyses a query: its distinct stems (at most 64), then the
 // words of synonym groups the query triggers at the expansion weight. A
@@ -189,40 +194,49 @@ func (ix *Index) Search(q Query) []Hit {
 		}
 	}
 	k1 := ix.k1
-	for _, qt := range terms {
-		t, ok := ix.dict[qt.text]
-		if !ok {
-			continue
-		}
-		pl := ix.terms[t].postings
-		df := float64(len(pl))
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		wq := qt.weight * idf * (k1 + 1)
-		bit := uint64(1) << uint(qt.group)
-		for i := range pl {
-			p := &pl[i]
-			m := &ix.meta[p.doc]
-			if !sc.srvOK[m.server] || (q.ReadOnly && !m.readOnly) {
+	score := func(terms []qterm) {
+		for _, qt := range terms {
+			t, ok := ix.dict[qt.text]
+			if !ok {
 				continue
 			}
-			var tfw float64
-			for f, tf := range p.tf {
-				if tf != 0 {
-					if l := m.flen[f]; l < normTable {
-						tfw += float64(tf) * inv[f][l]
-					} else {
-						tfw += float64(tf) * ix.w[f] / (1 - fieldB[f] + norm[f]*float64(l))
+			pl := ix.terms[t].postings
+			df := float64(len(pl))
+			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			wq := qt.weight * idf * (k1 + 1)
+			bit := uint64(1) << uint(qt.group)
+			for i := range pl {
+				p := &pl[i]
+				m := &ix.meta[p.doc]
+				if !sc.srvOK[m.server] || (q.ReadOnly && !m.readOnly) {
+					continue
+				}
+				var tfw float64
+				for f, tf := range p.tf {
+					if tf != 0 {
+						if l := m.flen[f]; l < normTable {
+							tfw += float64(tf) * inv[f][l]
+						} else {
+							tfw += float64(tf) * ix.w[f] / (1 - fieldB[f] + norm[f]*float64(l))
+						}
 					}
 				}
+				if tfw == 0 {
+					continue
+				}
+				if sc.mask[p.doc] == 0 {
+					sc.touched = append(sc.touched, p.doc)
+				}
+				sc.score[p.doc] += wq * tfw / (k1 + tfw)
+				sc.mask[p.doc] |= bit
 			}
-			if tfw == 0 {
-				continue
-			}
-			if sc.mask[p.doc] == 0 {
-				sc.touched = append(sc.touched, p.doc)
-			}
-			sc.score[p.doc] += wq * tfw / (k1 + tfw)
-			sc.mask[p.doc] |= bit
+		}
+	}
+	score(terms)
+	if ix.feedback > 0 && len(sc.touched) > 0 {
+		if more := ix.feedbackTerms(sc, terms); len(more) > 0 {
+			terms = append(terms, more...)
+			score(more)
 		}
 	}
 
@@ -258,8 +272,9 @@ func (ix *Index) Search(q Query) []Hit {
 	// Coverage: a tool that matches more of the query's words ranks higher.
 	best := 0.0
 	if nw := len(words); nw > 1 {
+		wordBits := uint64(1)<<uint(nw) - 1 // nw < 64: maxQueryWords leaves bit 63 free
 		for _, d := range sc.touched {
-			cov := float64(bits.OnesCount64(sc.mask[d])) / float64(nw)
+			cov := float64(bits.OnesCount64(sc.mask[d]&wordBits)) / float64(nw)
 			sc.score[d] *= (1 + cov) / 2
 		}
 	}
@@ -267,28 +282,36 @@ func (ix *Index) Search(q Query) []Hit {
 		best = max(best, sc.score[d])
 	}
 
-	// Learned associations.
+	// Learned associations: each similar learned pair adds its weight
+	// to its tool, at most 1 in all, times LearnWeight × the best score.
 	if ix.learnCap > 0 {
 		if best == 0 {
 			best = 1
 		}
+		var boosts map[int32]float64
 		ix.learnMu.Lock()
-		ix.learned.boost(words, func(name string, sim float64) {
+		ix.learned.boost(words, func(name string, w float64) {
 			d, ok := ix.byName[name]
 			if !ok {
 				return
 			}
-			doc := &ix.docs[d]
-			if !sc.srvOK[doc.server] || (q.ReadOnly && !doc.readOnly) {
+			m := &ix.meta[d]
+			if !sc.srvOK[m.server] || (q.ReadOnly && !m.readOnly) {
 				return
 			}
-			if sc.mask[d] == 0 && sc.score[d] == 0 {
-				sc.touched = append(sc.touched, d)
-				sc.mask[d] = 1 << 63 // touched, matched no word
+			if boosts == nil {
+				boosts = map[int32]float64{}
 			}
-			sc.score[d] += ix.learnW * sim * best
+			boosts[d] += w
 		})
 		ix.learnMu.Unlock()
+		for d, w := range boosts {
+			if sc.mask[d] == 0 {
+				sc.touched = append(sc.touched, d)
+				sc.mask[d] = 1 << noWord // touched, matched no word
+			}
+			sc.score[d] += ix.learnW * min(w, 1) * best
+		}
 	}
 
 	return ix.collect(sc, limit, q.Allow)
@@ -375,6 +398,58 @@ func (ix *Index) Terms(text string) map[string]float64 {
 	out := make(map[string]float64, len(terms))
 	for _, t := range terms {
 		out[t.text] = t.weight
+	}
+	return out
+}
+
+// feedbackTerms is pseudo-relevance feedback (Options.Feedback): the words
+// of the names and titles of the best documents so far that the query
+// lacks, each weighted by the share of those documents it occurs in, times
+// Options.FeedbackWeight. mu held for reading.
+func (ix *Index) feedbackTerms(sc *scratch, terms []qterm) []qterm {
+	top := make([]int32, 0, ix.feedback)
+	for _, d := range sc.touched {
+		if len(top) < ix.feedback {
+			top = append(top, d)
+		} else if sc.score[d] > sc.score[top[len(top)-1]] ||
+			(sc.score[d] == sc.score[top[len(top)-1]] && ix.docs[d].name < ix.docs[top[len(top)-1]].name) {
+			top[len(top)-1] = d
+		} else {
+			continue
+		}
+		// Keep top ordered, best first.
+		for i := len(top) - 1; i > 0; i-- {
+			a, b := top[i], top[i-1]
+			if sc.score[a] > sc.score[b] || (sc.score[a] == sc.score[b] && ix.docs[a].name < ix.docs[b].name) {
+				top[i], top[i-1] = b, a
+			}
+		}
+	}
+	have := make(map[string]bool, len(terms))
+	for _, t := range terms {
+		have[t.text] = true
+	}
+	count := map[int32]int{}
+	var order []int32
+	for _, d := range top {
+		doc := &ix.docs[d]
+		for i, t := range doc.terms {
+			p := ix.terms[t].postings[doc.pos[i]]
+			if p.tf[fName] == 0 && p.tf[fTitle] == 0 {
+				continue
+			}
+			if have[ix.terms[t].text] {
+				continue
+			}
+			if count[t] == 0 {
+				order = append(order, t)
+			}
+			count[t]++
+		}
+	}
+	var out []qterm
+	for _, t := range order {
+		out = append(out, qterm{text: ix.terms[t].text, weight: ix.feedbackW * float64(count[t]) / float64(len(top)), group: noWord})
 	}
 	return out
 }

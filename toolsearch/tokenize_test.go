@@ -93,3 +93,24 @@ func FuzzTokenize(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSearch: any query text ranks without panicking, within the limit,
+// best first, every score positive.
+func FuzzSearch(f *testing.F) {
+	for _, s := range []string{"read file", "getUserProfile", strings.Repeat("a b c d e f g h ", 20), "\x00\xff", ""} {
+		f.Add(s)
+	}
+	ix := fixtureIndex(Options{})
+	ix.Learn("read the file", qualified("filesystem", "read_text_file"))
+	f.Fuzz(func(t *testing.T, q string) {
+		hits := ix.Search(Query{Text: q, Limit: 5})
+		if len(hits) > 5 {
+			t.Fatalf("%d hits", len(hits))
+		}
+		for i, h := range hits {
+			if h.Score <= 0 || (i > 0 && h.Score > hits[i-1].Score) {
+				t.Fatalf("hit %d: %+v", i, h)
+			}
+		}
+	})
+}
