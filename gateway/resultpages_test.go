@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -164,7 +163,7 @@ func TestDeferredServerAndTokens(t *testing.T) {
 	assert.InDelta(t, byName["a"].ToolTokens+byName["lazy"].ToolTokens, rep.ToolTokens, 1)
 	assert.Equal(t, "full", rep.ToolMode)
 
-	resp, err := http.Get(srv.URL + "/status")
+	resp, err := client.Get(srv.URL + "/status")
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()

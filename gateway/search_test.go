@@ -167,7 +167,7 @@ func TestSearchModePerClient(t *testing.T) {
 	assert.Contains(t, names(searchHost(t, srv2.URL, gateway.MCPPath+"?tools=search").Tools()), "mcp__gw__search_tools")
 	assert.NotContains(t, names(searchHost(t, srv2.URL, gateway.MCPPath+"?tools=search").Tools()), "mcp__gw__a__echo")
 
-	resp, err := http.Post(srv2.URL+gateway.MCPPath+"?tools=some", "application/json", strings.NewReader(`{}`))
+	resp, err := client.Post(srv2.URL+gateway.MCPPath+"?tools=some", "application/json", strings.NewReader(`{}`))
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
@@ -175,7 +175,7 @@ func TestSearchModePerClient(t *testing.T) {
 	// The per-mode endpoints are the MCP endpoint: behind the token.
 	_, srv3 := serve(t, sup, gateway.Options{Token: "s3cret"})
 	for _, path := range []string{gateway.MCPSearchPath, gateway.MCPFullPath, gateway.MCPPath + "?tools=search"} {
-		resp, err := http.Post(srv3.URL+path, "application/json", strings.NewReader(`{}`))
+		resp, err := client.Post(srv3.URL+path, "application/json", strings.NewReader(`{}`))
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, path)

@@ -33,7 +33,7 @@ func (c capturedBackend) ServerInstructions(name string) string         { return
 func (c capturedBackend) ListPrompts(string) ([]mcpvisor.Prompt, error) { return nil, nil }
 
 // loadCaptured reads the captured servers in dir.
-func loadCaptured(t *testing.T, dir string) capturedBackend {
+func loadCaptured(t testing.TB, dir string) capturedBackend {
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	require.NoError(t, err)
 	c := capturedBackend{instructions: map[string]string{}}
@@ -110,8 +110,7 @@ func BenchmarkSearchToolsCaptured(b *testing.B) {
 	if _, err := os.Stat(dir); err != nil {
 		b.Skipf("no captured tool sets in %s", dir)
 	}
-	t := &testing.T{}
-	be := loadCaptured(t, dir)
+	be := loadCaptured(b, dir)
 	g, _ := serve(b, be, gateway.Options{ToolMode: gateway.ToolsSearch})
 	h := g.Handler()
 	body := []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
