@@ -66,6 +66,10 @@ type searchIndex struct {
 	allStale bool              // every server (a gap in the events)
 	purpose  map[string]string // server → its one-line purpose, as of its indexing
 
+	// reindexed counts the indexings of each server (for tests and
+	// debugging: only a changed server is indexed again).
+	reindexed map[string]int
+
 	// last are the recent searches' text, by session, for Learn (bounded:
 	// cleared when it grows past maxLearnSessions).
 	last map[*mcpserver.Session]string
@@ -75,7 +79,7 @@ const maxLearnSessions = 1024
 
 func newSearchIndex(g *Gateway) *searchIndex {
 	return &searchIndex{g: g, ix: toolsearch.New(toolsearch.Options{}), indexed: map[string]uint64{}, staleSet: map[string]bool{},
-		purpose: map[string]string{}, last: map[*mcpserver.Session]string{}}
+		purpose: map[string]string{}, last: map[*mcpserver.Session]string{}, reindexed: map[string]int{}}
 }
 
 // stale marks server ("" for all) to be indexed again at the next sync.
@@ -141,6 +145,7 @@ func (si *searchIndex) sync(pool []mcpvisor.Tool) {
 			}
 			si.ix.SetServer(srv, entries)
 			si.indexed[name] = fps[name]
+			si.reindexed[name]++
 			si.purpose[name] = purposeOf(srv)
 			delete(si.staleSet, name)
 		}
