@@ -282,10 +282,14 @@ func (s *Supervisor) route(ctx context.Context, name string, find func(*pool) (p
 	// server's ready view: wait for it.
 	for {
 		changed := s.poolChanged.next()
-		if e, ok := find(s.pool.Load()); ok {
+		// One pool for both questions: read twice, the pool might fold
+		// the server in between, and a pool that has the tool would be
+		// taken for one that reflects the server without it.
+		p := s.pool.Load()
+		if e, ok := find(p); ok {
 			return e, nil
 		}
-		if v := h.view.Load(); v.state == StateReady && s.poolHas(h) {
+		if v := h.view.Load(); v.state == StateReady && p.viewOf(h).view == v {
 			return poolEntry{}, ErrUnknownTool // ready, and has no such tool
 		}
 		select {

@@ -125,6 +125,11 @@ type Options struct {
 	// Token, when set, is the bearer token every HTTP request (MCP and
 	// admin) must carry.
 	Token string
+	// ResourceServer, when set, makes the gateway an OAuth 2.1 resource
+	// server: access tokens validated for every HTTP request, the
+	// protected resource metadata, scopes (resource.go). Token, when
+	// also set, stays accepted.
+	ResourceServer *ResourceServer
 	// Names is the style of the names under which tools and prompts are
 	// offered downstream; the zero value is NamesShort.
 	Names NameStyle
@@ -218,6 +223,10 @@ type Options struct {
 	// request a downstream client sends, continuing the trace context of
 	// its params._meta (see tracing.go). Nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// Audit, when not nil, records every tools/call, resources/read,
+	// prompts/get, approval, admin action and refused request (an
+	// *audit.Writer; see audit.go and docs/audit.md). Nil records nothing.
+	Audit Auditor
 	// StartupWait bounds how long the list requests made during start-up
 	// wait for the servers configured at start to settle, counted from
 	// ServersConfigured (see startup.go; DefaultStartupWait is a sane
@@ -406,7 +415,7 @@ func New(b Backend, opts Options) *Gateway {
 	g.admin = &admin{g: g}
 	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}}
 	g.naming = &namer{b: b, style: opts.Names, budget: opts.NameBudget}
-	g.front = &front{opts: opts, metrics: &g.metrics}
+	g.front = &front{opts: opts, metrics: &g.metrics, rs: newProtectedResource(opts.ResourceServer), log: g.log}
 	g.startup = &startupWait{b: b, opts: opts, log: opts.Logger, naming: g.naming, closed: g.closed}
 	g.pool = &pool{b: b, opts: opts, log: opts.Logger, naming: g.naming, features: opts.Features}
 	g.subs = newResourceSubs(b, opts.Logger, g.pool.serverOfResource)
@@ -714,5 +723,5 @@ func (o Options) Validate() error {
 	if _, ok := ParseNameStyle(string(o.Names)); !ok {
 		return fmt.Errorf("%w: names %q: want short, qualified or bare", ErrInvalidOptions, o.Names)
 	}
-	return nil
+	return o.ResourceServer.validate()
 }

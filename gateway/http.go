@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // MCPPath is where the MCP endpoint is served.
@@ -30,7 +32,11 @@ func (g *Gateway) Handler() http.Handler {
 	for _, p := range g.opts.Parts {
 		p.Mount(mux, g.site)
 	}
-	return g.front.guard(mux)
+	if rs := g.front.rs; rs != nil {
+		mux.HandleFunc("GET "+ProtectedResourcePath, rs.serveMetadata)
+		mux.HandleFunc("GET "+ProtectedResourcePath+"/", rs.serveMetadata)
+	}
+	return g.auditHTTP(g.front.guard, mux)
 }
 
 // guard enforces the HTTP security rules before any handler:
@@ -43,6 +49,9 @@ func (g *Gateway) Handler() http.Handler {
 //     (the dashboard's cookie) stands for it outside /mcp, and what a Part
 //     calls public (the dashboard's page and token form) needs neither
 //     (see admitted).
+//   - Options.ResourceServer: an access token (see authenticate), whose
+//     caller's Identity the handlers find in the request's context; the
+//     protected resource metadata needs none.
 func (f *front) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.opts.LocalOnly && !loopbackHost(r.Host) {
@@ -55,12 +64,21 @@ func (f *front) guard(next http.Handler) http.Handler {
 			httpError(w, http.StatusForbidden, "forbidden: Origin "+strconv.Quote(o)+" is not allowed")
 			return
 		}
-		if f.opts.Token != "" {
+		if f.rs != nil {
+			if !isMetadataPath(r.URL.Path) {
+				if r = f.authenticate(w, r); r == nil {
+					return
+				}
+			}
+		} else if f.opts.Token != "" {
 			if !f.admitted(r) { // the bearer token, or a Part's login
 				f.metrics.rejected.Add(1)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcpvisor"`)
 				httpError(w, http.StatusUnauthorized, "unauthorized: a bearer token is required")
 				return
+			}
+			if f.bearerOK(r) {
+				r = r.WithContext(staticIdentity(r.Context()))
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -155,9 +173,15 @@ func (f *front) admitted(r *http.Request) bool {
 	if f.bearerOK(r) {
 		return true
 	}
-	if r.URL.Path == MCPPath || strings.HasPrefix(r.URL.Path, MCPPath+"/") {
+	if isMCPPath(r.URL.Path) {
 		return false
 	}
+	return f.partAdmits(r)
+}
+
+// partAdmits reports whether a Part's login or public page admits r
+// without a token.
+func (f *front) partAdmits(r *http.Request) bool {
 	for _, p := range f.opts.Parts {
 		if p.Authenticated(r) || p.Public(r) {
 			return true
@@ -178,4 +202,6 @@ func flush(w http.ResponseWriter) {
 type front struct {
 	opts    Options
 	metrics *metrics
+	rs      *protectedResource // nil without Options.ResourceServer
+	log     zerolog.Logger
 }

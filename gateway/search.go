@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -64,6 +65,12 @@ const (
 	MCPSearchPath = MCPPath + "/search"
 	MCPFullPath   = MCPPath + "/full"
 )
+
+// isMCPPath reports whether path is an MCP endpoint (MCPPath or a
+// per-mode path under it), which no Part's login admits.
+func isMCPPath(path string) bool {
+	return path == MCPPath || strings.HasPrefix(path, MCPPath+"/")
+}
 
 // toolModeKey is the context key of the tool mode a client chose.
 type toolModeKey struct{}

@@ -30,6 +30,8 @@ const DefaultListen = "127.0.0.1:7979"
 
 // superviseFlags are the flags of `supervise`.
 type superviseFlags struct {
+	audit auditFlags // --audit… (audit.go)
+
 	listen       string
 	stdio        bool
 	tokenFile    string
@@ -39,26 +41,27 @@ type superviseFlags struct {
 	bareNames    bool
 	toolNames    string
 	nameBudget   int
+	mgmtTools    bool
+	watch        bool
+	watchEvery   time.Duration
+	grace        time.Duration
+	maxSessions  int
+	maxStreams   int
+	maxState     int
+	maxMemory    int64
+	bodyTimeout  time.Duration
+	channelQueue int
+	pollAfter    time.Duration
+	startupWait  time.Duration
+	sessionKeys  string
+	sessionStore string
+	cluster      clusterFlags
+	auth         authFlags
 	// The search mode and results that fit (docs/gateway.md).
 	toolMode       string
 	searchBudget   int
 	alwaysOffer    []string
 	maxResultChars int
-	mgmtTools      bool
-	watch          bool
-	watchEvery     time.Duration
-	grace          time.Duration
-	maxSessions    int
-	maxStreams     int
-	maxState       int
-	maxMemory      int64
-	bodyTimeout    time.Duration
-	channelQueue   int
-	pollAfter      time.Duration
-	startupWait    time.Duration
-	sessionKeys    string
-	sessionStore   string
-	cluster        clusterFlags
 }
 
 func (a *app) superviseCommand() *cobra.Command {
@@ -131,7 +134,11 @@ deleted sessions and of log levels and subscriptions set after initialize.
 Security: the listener is loopback by default, and then refuses requests whose
 Host is not a loopback name, and browser requests whose Origin is not loopback
 or an --allow-origin (DNS rebinding). With --token-file every HTTP request
-needs "Authorization: Bearer <token>"; a non-loopback --listen requires one.
+needs "Authorization: Bearer <token>"; a non-loopback --listen requires one (or
+--auth-issuer). With --auth-issuer URL the gateway is an OAuth 2.1 resource
+server: OAuth access tokens of that authorization server (for this gateway's
+resource URI), protected resource metadata at /.well-known/oauth-protected-resource,
+the admin API needing --auth-admin-scope (docs/gateway-auth.md).
 --allow-tools/--deny-tools filter the tools offered downstream by qualified
 name (globs), after each server's own tools filter.
 
@@ -168,6 +175,7 @@ Exit codes:
 		},
 	}
 	fl := cmd.Flags()
+	f.audit.register(cmd)
 	fl.StringVar(&f.listen, "listen", DefaultListen, "serve the gateway (/mcp) and the admin API on `ADDR`; \"off\": no HTTP listener")
 	fl.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin/stdout")
 	fl.StringVar(&f.tokenFile, "token-file", "", "require the bearer token in `FILE` on every HTTP request")
@@ -211,6 +219,7 @@ Exit codes:
 	fl.StringVar(&f.sessionStore, "session-store", "",
 		"with --session-keys: keep the deleted sessions and their log levels and subscriptions in `STORE`, shared by the replicas: a directory, or etcd (--etcd-endpoint); default: this process's memory")
 	f.cluster.register(fl)
+	f.auth.register(fl)
 	return cmd
 }
 
@@ -235,10 +244,16 @@ type gatewaySetup struct {
 	token     string
 	seal      mcpserver.SealOptions
 	local     bool
+	auth      *authSetup // nil without --auth-issuer
+	// listenAddr is the HTTP listener's address, once it listens.
+	listenAddr string
 }
 
 func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, error) {
 	serveHTTP := f.listen != "off" && f.listen != "" && (!f.stdio || listenSet)
+	if err := f.audit.check(f.stdio); err != nil {
+		return gatewaySetup{}, err
+	}
 	if err := (gateway.Options{Allow: f.allowTools, Deny: f.denyTools}).Validate(); err != nil {
 		return gatewaySetup{}, usageError("%v", err)
 	}
@@ -274,10 +289,14 @@ func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, erro
 		return gatewaySetup{}, usageError("--session-store needs --session-keys")
 	}
 	local := listenIsLoopback(f.listen)
-	if serveHTTP && !local && token == "" {
-		return gatewaySetup{}, usageError("--listen %s is not a loopback address: it requires --token-file", f.listen)
+	auth, err := f.auth.check(local)
+	if err != nil {
+		return gatewaySetup{}, err
 	}
-	return gatewaySetup{serveHTTP: serveHTTP, token: token, seal: seal, local: local}, nil
+	if serveHTTP && !local && token == "" && auth == nil {
+		return gatewaySetup{}, usageError("--listen %s is not a loopback address: it requires --token-file or --auth-issuer", f.listen)
+	}
+	return gatewaySetup{serveHTTP: serveHTTP, token: token, seal: seal, local: local, auth: auth}, nil
 }
 
 func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) error {
@@ -297,12 +316,18 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		a.logConfigError(err)
 		return failed(nil)
 	}
+	trail, err := f.audit.open(a, "")
+	if err != nil {
+		return failed(nil)
+	}
+	defer a.closeAudit(trail)
 	var ln net.Listener
 	if setup.serveHTTP {
 		if ln, err = net.Listen("tcp", f.listen); err != nil {
 			a.log.Error().Err(err).Str("listen", f.listen).Msg("cannot listen")
 			return failed(nil)
 		}
+		setup.listenAddr = ln.Addr().String()
 	}
 	// The servers' requests to their client (sampling, elicitation,
 	// roots) go to a downstream client of the gateway.
@@ -347,6 +372,9 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	gopts := a.gatewayOptions(f, setup)
 	gopts.TracerProvider = tr.tracerProvider()
 	gopts.Parts = []gateway.Part{dashboard.New(dashboard.Options{Reload: reloadVia(reloads), Logins: &logins})}
+	if trail != nil {
+		gopts.Audit = trail
+	}
 	gw := gateway.New(sup, gopts)
 	fwd.Attach(gw)
 	gw.SetSkipped(cfg.Skipped)

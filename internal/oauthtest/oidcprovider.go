@@ -26,6 +26,16 @@ import (
 // MCPVISOR_REQUIRE_INTEROP is set.
 func StartOIDCProvider(t *testing.T, root, resource string, ttl int, env ...string) string {
 	t.Helper()
+	issuer, _ := RunOIDCProvider(t, root, resource, ttl, env...)
+	return issuer
+}
+
+// RunOIDCProvider is StartOIDCProvider that also returns a func ending
+// the provider before the test ends (so that another may take its port,
+// OIDC_PORT, with fresh keys, OIDC_KEYS=1); it may be called more than
+// once.
+func RunOIDCProvider(t *testing.T, root, resource string, ttl int, env ...string) (issuer string, stop func()) {
+	t.Helper()
 	modules := os.Getenv("MCPVISOR_OIDC_MODULES")
 	if modules == "" {
 		modules, _ = filepath.Abs(filepath.Join(root, ".deps", "npm-oidc", "node_modules"))
@@ -61,10 +71,14 @@ func StartOIDCProvider(t *testing.T, root, resource string, ttl int, env ...stri
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = testwait.Result(t, "the exit of the authorization server", cmd.Wait)
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			_ = testwait.Result(t, "the exit of the authorization server", cmd.Wait)
+		})
+	}
+	t.Cleanup(stop)
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -76,10 +90,10 @@ func StartOIDCProvider(t *testing.T, root, resource string, ttl int, env ...stri
 	}()
 	select {
 	case issuer := <-ready:
-		return issuer
+		return issuer, stop
 	case <-time.After(30 * time.Second):
 		t.Fatalf("oidc-provider did not start; stderr:\n%s", stderr.String())
-		return ""
+		return "", stop
 	}
 }
 

@@ -9,10 +9,22 @@
 // (space-separated resource scopes, default "mcp:tools"), OIDC_TTL (access
 // token lifetime in seconds, default 60), OIDC_PORT (default 0: any),
 // OIDC_DPOP_NONCE (set: DPoP proofs at the token endpoint must carry a
-// nonce the provider issues; DPoP itself is always on in this version).
+// nonce the provider issues; DPoP itself is always on in this version),
+// OIDC_KEYS (set: a fresh RSA, P-256 and Ed25519 signing key at every
+// start, so that a restart on the same port rotates the keys; else the
+// provider's development keys), OIDC_REGISTER_SCOPES (set: dynamic
+// registration accepts the resource's scopes in a client's scope).
+//
+// For the gateway's resource-server tests it also has the client
+// credentials grant, introspection, three confidential clients
+// (mcpvisor-gateway, which introspects; cc-user and cc-admin, which get
+// tokens for themselves; each with secret "<id>-secret"), groups and roles
+// claims in access tokens (["team-<subject or client>"], ["role-<…>"]),
+// and POST /test/config?alg=ES256&format=opaque, which sets the signing
+// algorithm and format of the access tokens issued next.
 // Prints "OIDC_READY <issuer>" on stdout once it listens.
 import http from "node:http";
-import { randomBytes } from "node:crypto";
+import { randomBytes, generateKeyPairSync } from "node:crypto";
 import { createRequire } from "node:module";
 
 const require = createRequire(process.env.OIDC_MODULES + "/");
@@ -26,10 +38,37 @@ if (!resource) {
 const scopes = (process.env.OIDC_SCOPES || "mcp:tools").split(" ").filter(Boolean);
 const ttl = Number(process.env.OIDC_TTL || 60);
 const account = "test-user";
+let atAlg = process.env.OIDC_AT_ALG || "";
+let atFormat = "jwt";
+
+function freshKeys() {
+  const kid = randomBytes(6).toString("hex");
+  const jwk = (kp, extra) => ({ ...kp.privateKey.export({ format: "jwk" }), use: "sig", ...extra });
+  return [
+    jwk(generateKeyPairSync("rsa", { modulusLength: 2048 }), { kid: "rsa-" + kid }),
+    jwk(generateKeyPairSync("ec", { namedCurve: "P-256" }), { kid: "ec-" + kid }),
+    jwk(generateKeyPairSync("ed25519"), { kid: "ed-" + kid }),
+  ];
+}
+const staticClient = (id) => ({
+  client_id: id,
+  client_secret: id + "-secret",
+  grant_types: ["client_credentials"],
+  response_types: [],
+  redirect_uris: [],
+  token_endpoint_auth_method: "client_secret_basic",
+});
 
 let provider;
 const server = http.createServer(async (req, res) => {
   try {
+    if (req.method === "POST" && req.url.startsWith("/test/config")) {
+      const q = new URL(req.url, "http://x").searchParams;
+      if (q.has("alg")) atAlg = q.get("alg");
+      if (q.has("format")) atFormat = q.get("format");
+      res.end("ok");
+      return;
+    }
     if (req.url.startsWith("/interaction/")) {
       // Auto-approve: log the test account in and grant what is missing.
       const details = await provider.interactionDetails(req, res);
@@ -64,11 +103,21 @@ server.listen(Number(process.env.OIDC_PORT || 0), "127.0.0.1", () => {
   provider = new Provider(issuer, {
     findAccount: async (_ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
     cookies: { keys: ["mcpvisor-test-cookie-key"] },
-    scopes: ["openid", "offline_access"],
+    ...(process.env.OIDC_KEYS ? { jwks: { keys: freshKeys() } } : {}),
+    clients: ["mcpvisor-gateway", "cc-user", "cc-admin"].map(staticClient),
+    extraTokenClaims: async (_ctx, token) => {
+      const who = token.accountId || token.clientId;
+      return { groups: ["team-" + who], roles: ["role-" + who] };
+    },
+    // OIDC_REGISTER_SCOPES: clients may also register the resource's
+    // scopes (the TypeScript SDK registers the scopes it will ask for).
+    scopes: ["openid", "offline_access", ...(process.env.OIDC_REGISTER_SCOPES ? scopes : [])],
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: true },
       revocation: { enabled: true },
+      clientCredentials: { enabled: true },
+      introspection: { enabled: true },
       dPoP: process.env.OIDC_DPOP_NONCE
         ? { enabled: true, nonceSecret: randomBytes(32), requireNonce: () => true }
         : { enabled: true },
@@ -82,7 +131,8 @@ server.listen(Number(process.env.OIDC_PORT || 0), "127.0.0.1", () => {
             scope: scopes.join(" "),
             audience: resource,
             accessTokenTTL: ttl,
-            accessTokenFormat: "jwt",
+            accessTokenFormat: atFormat,
+            ...(atAlg && atFormat === "jwt" ? { jwt: { sign: { alg: atAlg } } } : {}),
           };
         },
       },
