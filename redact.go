@@ -27,12 +27,14 @@ type StatusConfig struct {
 	Cwd     string            `json:"cwd,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// Defer is the entry's "defer": its tools are found by search only.
+	Defer bool `json:"defer,omitempty"`
 }
 
 // redact renders a config entry for a status.
 func redact(sc ServerConfig) StatusConfig {
 	out := StatusConfig{Type: string(sc.Kind()), Command: sc.Command, Cwd: sc.Cwd,
-		Env: redactValues(sc.Env), Headers: redactValues(sc.Headers), URL: redactURL(sc.URL)}
+		Env: redactValues(sc.Env), Headers: redactValues(sc.Headers), URL: redactURL(sc.URL), Defer: sc.Defer}
 	if sc.Args != nil {
 		out.Args = make([]string, len(sc.Args))
 		secretNext := false

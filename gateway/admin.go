@@ -17,11 +17,18 @@ type admin struct{ g *Gateway }
 
 // StatusReport is the body of GET /status.
 type StatusReport struct {
-	Version  string         `json:"version"`
-	Started  time.Time      `json:"started"`
-	Sessions int            `json:"sessions"`
-	InFlight int64          `json:"inFlight"`
-	Tools    int            `json:"tools"`
+	Version  string    `json:"version"`
+	Started  time.Time `json:"started"`
+	Sessions int       `json:"sessions"`
+	InFlight int64     `json:"inFlight"`
+	Tools    int       `json:"tools"`
+	// ToolTokens estimates the tokens of the definitions of the tools
+	// offered (all servers', deferred ones too): their JSON bytes / 4
+	// (EstimateTokens).
+	ToolTokens int `json:"toolTokens"`
+	// ToolMode is what tools/list offers a client that does not choose:
+	// "full" or "search" (Options.ToolMode, ToolsAuto resolved).
+	ToolMode string         `json:"toolMode"`
 	Servers  []ServerReport `json:"servers"`
 	// Excluded are the configured servers that a managed policy keeps
 	// from running (for example one with "sandbox": false under
@@ -42,6 +49,12 @@ type ServerReport struct {
 	mcpvisor.ServerStatus
 	LatencyP50Ms float64 `json:"latencyP50Ms"`
 	LatencyP99Ms float64 `json:"latencyP99Ms"`
+	// ToolTokens estimates the tokens of the server's offered tool
+	// definitions: their JSON bytes / 4 (EstimateTokens).
+	ToolTokens int `json:"toolTokens"`
+	// Deferred reports a server configured with "defer": true, whose
+	// tools are found by search only.
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // Status returns what GET /status serves: the gateway's counts and every
@@ -54,16 +67,26 @@ func (g *Gateway) Status() StatusReport {
 	g.mu.Lock()
 	rep.Excluded = g.excluded // replaced whole by SetExcluded, never changed in place
 	g.mu.Unlock()
-	for _, t := range g.b.Tools() {
+	pool := g.b.Tools()
+	deferred := map[string]bool{}
+	for _, t := range pool {
 		if g.offered(t.Name) {
 			rep.Tools++
 		}
+		if t.Deferred {
+			deferred[t.Server] = true
+		}
 	}
+	tokens, total := g.toolTokens(pool)
+	rep.ToolTokens = total
+	rep.ToolMode = g.search.defaultMode(pool).String()
 	for _, s := range st {
 		rep.Servers = append(rep.Servers, ServerReport{
 			ServerStatus: s,
 			LatencyP50Ms: float64(s.Latency.P50) / float64(time.Millisecond),
 			LatencyP99Ms: float64(s.Latency.P99) / float64(time.Millisecond),
+			ToolTokens:   tokens[s.Name],
+			Deferred:     deferred[s.Name] || s.Config.Defer,
 		})
 	}
 	return rep

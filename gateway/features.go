@@ -16,8 +16,11 @@ import (
 // listTools lists the host's tools, then the pool's (after Allow/Deny)
 // under their downstream names, then the gateway's own
 // wait_for_channel_message.
-func (g *Gateway) listTools() protocol.ListToolsResult {
+func (g *Gateway) listTools(ctx context.Context) protocol.ListToolsResult {
 	pool := g.b.Tools()
+	if g.search.modeOf(ctx, pool) == ToolsSearch {
+		return g.search.list(pool) // search.go
+	}
 	idx := g.naming.fresh(pool)
 	host := g.features.toolList()
 	out := make([]protocol.Tool, 0, len(host)+len(pool)+1)
@@ -29,7 +32,7 @@ func (g *Gateway) listTools() protocol.ListToolsResult {
 		}
 	}
 	for _, t := range pool {
-		if !g.offered(t.Name) {
+		if t.Deferred || !g.offered(t.Name) { // a deferred server's tools are found by search only
 			continue
 		}
 		def := t.Definition
@@ -45,6 +48,10 @@ func (g *Gateway) listTools() protocol.ListToolsResult {
 	if g.chans.inbox != nil && g.offered(waitToolName) {
 		out = append(out, waitTool)
 	}
+	if g.pagesOffered() {
+		out = append(out, pageTool)
+	}
+	out = append(out, g.search.deferredTools(pool)...) // the search tools, while a deferred server has tools
 	return protocol.ListToolsResult{Tools: out}
 }
 
@@ -70,6 +77,12 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 	}
 	if p.Name == waitToolName && g.chans.inbox != nil && g.offered(waitToolName) {
 		return g.chans.wait(ctx, r.Session, p.Arguments)
+	}
+	if res, perr, ok := g.pageCall(ctx, p.Name, p.Arguments); ok {
+		return res, perr
+	}
+	if res, perr, ok := g.search.call(ctx, w, r, p.Name, p.Arguments); ok {
+		return res, perr
 	}
 	qualified := g.naming.qualifiedTool(p.Name)
 	if _, known := g.naming.current().server[qualified]; !known {
@@ -134,6 +147,7 @@ func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 	if res.ResultType == protocol.ResultTask {
 		return g.pool.taskCreated(server, res), nil
 	}
+	res = g.fitResult(name, server, p.Meta, res)
 	if enc, ok := appendTextResult(nil, res); ok {
 		return enc, nil
 	}

@@ -236,6 +236,37 @@ type Options struct {
 	// Features are the host's own tools, resources and prompts, served
 	// beside the pool's (see Features). Nil: the pool's only.
 	Features *Features
+
+	// MaxResultChars bounds the tools/call results of the pool's tools,
+	// in characters (zero or negative: no bound); MaxResultCharsByServer
+	// bounds those of one server's, by server name. A call's bound is the
+	// smallest of these and of what the client asks in the request's
+	// _meta (MetaMaxResultSizeChars). A result over it is cut at a clean
+	// boundary, with a note, and the rest kept to be read with the tool
+	// read_result_page (see resultpages.go).
+	MaxResultChars         int
+	MaxResultCharsByServer map[string]int
+	// ResultStoreBytes bounds what is kept of the cut results, in bytes
+	// (default DefaultResultStoreBytes, 64 MiB; the oldest is evicted
+	// first; negative: nothing is kept); ResultStoreTTL is how long it is
+	// kept (default DefaultResultStoreTTL, 10 min).
+	ResultStoreBytes int64
+	ResultStoreTTL   time.Duration
+
+	// ToolMode chooses what tools/list offers: the whole pool
+	// (ToolsFull, the zero value), a search tool in front of it
+	// (ToolsSearch), or search once the pool's definitions exceed
+	// SearchBudgetTokens (ToolsAuto). A client may choose for itself with
+	// the endpoint path (/mcp/search, /mcp/full) or the query parameter
+	// ?tools=search|full. See search.go.
+	ToolMode ToolMode
+	// SearchBudgetTokens is ToolsAuto's budget, in estimated tokens
+	// (default DefaultSearchBudgetTokens).
+	SearchBudgetTokens int
+	// AlwaysOffer are globs (path.Match) of the downstream tool names
+	// listed in search mode too, beside the search tools (the gateway's
+	// own tools are always listed).
+	AlwaysOffer []string
 }
 
 // Gateway is the downstream MCP server. Create it with New, run its event
@@ -315,6 +346,10 @@ type Gateway struct {
 	features    *Features
 	hostChanged atomic.Uint32
 	hostSignal  chan struct{}
+	// results keeps the rest of the results cut to fit (resultpages.go).
+	results *resultStore
+	// search is the search mode's index and tools (search.go).
+	search *searchMode
 }
 
 // hostListBits numbers the list_changed methods a change of the host's
@@ -375,6 +410,8 @@ func New(b Backend, opts Options) *Gateway {
 	}
 	opts.Features.watch(g.hostListChanged)
 	g.requests = &requestCount{idle: make(chan struct{}, 1)}
+	g.results = newResultStore(opts.ResultStoreBytes, opts.ResultStoreTTL)
+	g.search = newSearchMode(g)
 	g.admin = &admin{g: g}
 	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}}
 	g.naming = &namer{b: b, style: opts.Names, budget: opts.NameBudget}
@@ -421,6 +458,7 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 			switch ev := ev.(type) {
 			case *mcpvisor.ToolsChangedEvent:
 				g.naming.reset()
+				g.search.poolChanged(ev.Server)
 				pending[protocol.NotificationToolsListChanged] = true
 			case *mcpvisor.ListChangedEvent:
 				if ev.Type == mcpvisor.EventPromptsChanged {
@@ -431,6 +469,7 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 				}
 			case *mcpvisor.ServerToggledEvent:
 				g.naming.reset()
+				g.search.poolChanged(ev.Server)
 				pending[protocol.NotificationToolsListChanged] = true
 				pending[protocol.NotificationPromptsListChanged] = true
 				pending[protocol.NotificationResourcesListChanged] = true
@@ -442,6 +481,7 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 				g.fanout.forwardChannel(ev)
 			case *mcpvisor.GapEvent:
 				g.naming.reset()
+				g.search.poolChanged("")
 				// Lost events may have been list changes: tell everyone.
 				pending[protocol.NotificationToolsListChanged] = true
 				pending[protocol.NotificationPromptsListChanged] = true
@@ -666,16 +706,19 @@ func retryableState(st mcpvisor.State) bool {
 // ErrInvalidOptions is wrapped by the error Options.Validate returns.
 var ErrInvalidOptions = errors.New("gateway: invalid options")
 
-// Validate reports what of o New cannot honour: an Allow or Deny glob
-// that is not a valid path.Match pattern (it would match nothing), or an
-// unknown Names style. The error wraps ErrInvalidOptions. New does not
+// Validate reports what of o New cannot honour: an Allow, Deny or
+// AlwaysOffer glob that is not a valid path.Match pattern (it would match
+// nothing), an unknown Names style or ToolMode. The error wraps ErrInvalidOptions. New does not
 // call it (a bad glob there matches nothing); a host that takes these
 // from its user calls it first, as `mcpvisor supervise` does.
 func (o Options) Validate() error {
-	for _, g := range append(slices.Clone(o.Allow), o.Deny...) {
+	for _, g := range slices.Concat(o.Allow, o.Deny, o.AlwaysOffer) {
 		if _, err := path.Match(g, ""); err != nil {
 			return fmt.Errorf("%w: bad tools glob %q: %v", ErrInvalidOptions, g, err)
 		}
+	}
+	if o.ToolMode < ToolsFull || o.ToolMode > ToolsAuto {
+		return fmt.Errorf("%w: tool mode %d: want ToolsFull, ToolsSearch or ToolsAuto", ErrInvalidOptions, o.ToolMode)
 	}
 	if _, ok := ParseNameStyle(string(o.Names)); !ok {
 		return fmt.Errorf("%w: names %q: want short, qualified or bare", ErrInvalidOptions, o.Names)

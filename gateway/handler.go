@@ -37,7 +37,7 @@ func (g *Gateway) serve(ctx context.Context, w mcpserver.ResponseWriter, r *mcps
 	}
 	switch r.Method {
 	case protocol.MethodToolsList:
-		return g.listTools(), nil
+		return g.listTools(ctx), nil
 	case protocol.MethodToolsCall:
 		return g.callTool(ctx, w, r)
 	case protocol.MethodPromptsList:

@@ -25,7 +25,7 @@ const MCPPath = "/mcp"
 // serves until Close.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(MCPPath, g.srv.HTTPHandler())
+	mountToolModes(mux, g.srv.HTTPHandler()) // MCPPath, and the per-mode paths (search.go)
 	mux.HandleFunc("GET /status", g.admin.serveStatus)
 	mux.HandleFunc("GET /metrics", g.admin.serveMetrics)
 	mux.HandleFunc("GET /events", g.admin.serveEvents)
@@ -173,7 +173,7 @@ func (f *front) admitted(r *http.Request) bool {
 	if f.bearerOK(r) {
 		return true
 	}
-	if r.URL.Path == MCPPath {
+	if isMCPPath(r.URL.Path) {
 		return false
 	}
 	return f.partAdmits(r)

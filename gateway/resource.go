@@ -245,7 +245,7 @@ func (f *front) authenticate(w http.ResponseWriter, r *http.Request) *http.Reque
 	p := f.rs
 	tok, hasBearer := bearerToken(r)
 	if !hasBearer {
-		if r.URL.Path != MCPPath && f.partAdmits(r) {
+		if !isMCPPath(r.URL.Path) && f.partAdmits(r) {
 			return r
 		}
 		f.metrics.rejected.Add(1)

@@ -86,6 +86,7 @@ func newServer(o Options) *server {
 	}
 	s.srv = mcpserver.New(mcpserver.Options{
 		Info:               protocol.Implementation{Name: o.Name, Version: "1.0.0"},
+		Instructions:       o.Instructions,
 		Versions:           s.versions,
 		Capabilities:       func(*mcpserver.Request) protocol.ServerCapabilities { return s.capabilities() },
 		Handler:            s,

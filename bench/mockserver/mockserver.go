@@ -109,6 +109,9 @@ type Options struct {
 	// blocking call (connection transports; over HTTP only that request
 	// waits).
 	BlockTool bool
+	// Instructions are the instructions the server gives at initialize
+	// (and in server/discover); "" gives none.
+	Instructions string
 
 	// CacheTTL and CacheScope are the caching hints (SEP-2549) the server
 	// puts on its discover, list and resources/read results for clients
@@ -341,6 +344,7 @@ func flagSet(o *Options, versions *string) *flag.FlagSet {
 	fs.IntVar(&o.FailLists, "fail-lists", 0, "answer the first `N` requests of -fail-list-method with a JSON-RPC error")
 	fs.StringVar(&o.FailListMethod, "fail-list-method", "", "with -fail-lists: the `method` to fail (default tools/list)")
 	fs.BoolVar(&o.LogLevelTool, "loglevel-tool", false, "add the tool loglevel: answers the level of the last logging/setLevel and of the call's _meta logLevel")
+	fs.StringVar(&o.Instructions, "instructions", "", "give `TEXT` as the server's instructions")
 	fs.BoolVar(&o.BlockTool, "block-tool", false, "add the tool block {ms}: sleeps ms milliseconds without reading or answering anything, then answers")
 	fs.BoolVar(&o.Conformance, "conformance", false, "also serve the conformance suite's server fixtures (test_* tools, test:// resources, prompts)")
 	fs.DurationVar(&o.CacheTTL, "cache-ttl", 0, "ttlMs of the discover, list and resources/read results of 2026-07-28 (default 1m; negative: 0)")

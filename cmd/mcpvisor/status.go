@@ -36,7 +36,9 @@ func (a *app) statusCommand() *cobra.Command {
 		Short: "Show the servers of a running `mcpvisor supervise` (its GET /status)",
 		Long: `status asks a running 'mcpvisor supervise' for its servers (GET /status on its
 listener) and prints a table: status (connected, failed, needs-auth, pending,
-disabled, or excluded: kept from running by a managed policy, with the reason), scope (the config layer), detailed state, tools offered, requests in flight, strikes,
+disabled, or excluded: kept from running by a managed policy, with the reason), scope (the config layer), detailed state, tools offered (marked deferred for a server with "defer": true),
+tokens (the estimated tokens of the server's tool definitions: their JSON bytes
+/ 4), requests in flight, strikes,
 reconnect attempt and next retry, latency p50/p99, and the last error with its
 class. --json prints the JSON document as served.
 
@@ -89,10 +91,10 @@ func (a *app) status(ctx context.Context, url, tokenFile string, asJSON bool) er
 	if err := json.Unmarshal(body, &rep); err != nil {
 		return failed(fmt.Errorf("decoding the status: %w", err))
 	}
-	fmt.Fprintf(a.stdout, "mcpvisor %s, up %s, %d tools, %d sessions, %d requests in flight\n\n",
-		rep.Version, time.Since(rep.Started).Truncate(time.Second), rep.Tools, rep.Sessions, rep.InFlight)
+	fmt.Fprintf(a.stdout, "mcpvisor %s, up %s, %d tools (~%d tokens of definitions, tools/list: %s), %d sessions, %d requests in flight\n\n",
+		rep.Version, time.Since(rep.Started).Truncate(time.Second), rep.Tools, rep.ToolTokens, rep.ToolMode, rep.Sessions, rep.InFlight)
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tSTATUS\tSCOPE\tSTATE\tTOOLS\tIN-FLIGHT\tSTRIKES\tATTEMPT\tNEXT RETRY\tCALLS\tP50\tP99\tLAST ERROR")
+	fmt.Fprintln(tw, "SERVER\tSTATUS\tSCOPE\tSTATE\tTOOLS\tTOKENS\tIN-FLIGHT\tSTRIKES\tATTEMPT\tNEXT RETRY\tCALLS\tP50\tP99\tLAST ERROR")
 	for _, s := range rep.Servers {
 		next := "-"
 		if !s.NextRetry.IsZero() {
@@ -120,15 +122,18 @@ func (a *app) status(ctx context.Context, url, tokenFile string, asJSON bool) er
 		if n := len(s.WithheldTools); n > 0 {
 			tools += fmt.Sprintf(" (%d withheld)", n)
 		}
+		if s.Deferred {
+			tools += " (deferred)"
+		}
 		scope := s.Scope
 		if scope == "" {
 			scope = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.Status, scope, state, tools, s.InFlight,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t~%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.Status, scope, state, tools, s.ToolTokens, s.InFlight,
 			s.Strikes, s.Attempt, next, s.Latency.Calls, ms(s.LatencyP50Ms, s.Latency.Calls), ms(s.LatencyP99Ms, s.Latency.Calls), lastErr)
 	}
 	for _, x := range rep.Excluded {
-		fmt.Fprintf(tw, "%s\texcluded\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t[policy] %s\n", x.Name, firstLine(x.Reason, 100))
+		fmt.Fprintf(tw, "%s\texcluded\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t[policy] %s\n", x.Name, firstLine(x.Reason, 100))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

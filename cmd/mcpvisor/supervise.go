@@ -57,6 +57,11 @@ type superviseFlags struct {
 	sessionStore string
 	cluster      clusterFlags
 	auth         authFlags
+	// The search mode and results that fit (docs/gateway.md).
+	toolMode       string
+	searchBudget   int
+	alwaysOffer    []string
+	maxResultChars int
 }
 
 func (a *app) superviseCommand() *cobra.Command {
@@ -183,6 +188,13 @@ Exit codes:
 		"offer tools and prompts as `STYLE`: short (<server>__<name>), qualified (mcp__<server>__<name>) or bare (the server's own name where unique)")
 	fl.IntVar(&f.nameBudget, "name-budget", gateway.DefaultNameBudget,
 		"with --tool-names short, cut names longer than `N` characters (64, the model APIs' limit, less the prefix a host adds)")
+	fl.StringVar(&f.toolMode, "tools", "full",
+		"what tools/list offers a client that does not choose (at /mcp/search, /mcp/full or ?tools=): `MODE` full (every tool), search (a search tool, a describe tool and a call tool instead), or auto (search once the tool definitions exceed --search-budget)")
+	fl.IntVar(&f.searchBudget, "search-budget", gateway.DefaultSearchBudgetTokens,
+		"with --tools auto, search once the offered tool definitions exceed `N` tokens (estimated: JSON bytes / 4)")
+	fl.StringArrayVar(&f.alwaysOffer, "always-offer", nil, "in search mode, list the tools whose name matches `GLOB` too (repeatable)")
+	fl.IntVar(&f.maxResultChars, "max-result-chars", 0,
+		"cut tool results longer than `N` characters at a clean boundary, with a note; the rest is read with read_result_page (0: only the bound a client asks in _meta)")
 	fl.BoolVar(&f.watch, "watch", false, "reload when a config file changes (polled)")
 	fl.DurationVar(&f.watchEvery, "watch-interval", time.Second, "how often --watch polls the config files")
 	fl.DurationVar(&f.grace, "grace", 10*time.Second, "how long shutdown waits for calls in flight")
@@ -244,6 +256,12 @@ func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, erro
 	}
 	if err := (gateway.Options{Allow: f.allowTools, Deny: f.denyTools}).Validate(); err != nil {
 		return gatewaySetup{}, usageError("%v", err)
+	}
+	if _, ok := gateway.ParseToolMode(f.toolMode); !ok {
+		return gatewaySetup{}, usageError("--tools %q: want full, search or auto", f.toolMode)
+	}
+	if err := (gateway.Options{AlwaysOffer: f.alwaysOffer}).Validate(); err != nil {
+		return gatewaySetup{}, usageError("--always-offer: %v", err)
 	}
 	if _, ok := gateway.ParseNameStyle(f.toolNames); !ok {
 		return gatewaySetup{}, usageError("--tool-names %q: want short, qualified or bare", f.toolNames)

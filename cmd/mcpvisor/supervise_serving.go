@@ -55,6 +55,7 @@ func (a *app) startEventLog(events <-chan mcpvisor.Event) (wait func()) {
 // mode gives it its reload button and login relay).
 func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Options {
 	names, _ := gateway.ParseNameStyle(f.toolNames) // checked by gatewaySetup
+	toolMode, _ := gateway.ParseToolMode(f.toolMode)
 	if f.bareNames {
 		names = gateway.NamesBare
 	}
@@ -67,6 +68,8 @@ func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Optio
 		SSEPollAfter: f.pollAfter, SessionSeal: setup.seal, StartupWait: f.startupWait,
 		Parts:          []gateway.Part{dashboard.New(dashboard.Options{})},
 		ResourceServer: a.resourceServer(setup.auth, setup.listenAddr, f.mgmtTools),
+		ToolMode:       toolMode, SearchBudgetTokens: f.searchBudget, AlwaysOffer: f.alwaysOffer,
+		MaxResultChars: f.maxResultChars,
 	}
 }
 

@@ -34,6 +34,10 @@ type streamGateway struct {
 	Sessions int       `json:"sessions"`
 	InFlight int64     `json:"inFlight"`
 	Tools    int       `json:"tools"`
+	// ToolTokens and ToolMode are StatusReport's: the estimated tokens
+	// of the offered tool definitions, and what tools/list offers.
+	ToolTokens int    `json:"toolTokens"`
+	ToolMode   string `json:"toolMode"`
 }
 
 // streamStatus is a later frame (event "status"): the rows that changed
@@ -190,7 +194,8 @@ func (d *Dashboard) writeFrame(w io.Writer, name string, v any) {
 
 func (d *Dashboard) gatewayInfo() streamGateway {
 	s := d.site.Summary()
-	return streamGateway{Version: s.Version, Started: s.Started, Sessions: s.Sessions, InFlight: s.InFlight, Tools: s.Tools}
+	return streamGateway{Version: s.Version, Started: s.Started, Sessions: s.Sessions, InFlight: s.InFlight, Tools: s.Tools,
+		ToolTokens: s.ToolTokens, ToolMode: s.ToolMode}
 }
 
 // actions says which actions the dashboard offers, by what the Backend

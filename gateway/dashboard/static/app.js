@@ -355,7 +355,8 @@
     const parts = [];
     if (g.version) parts.push("v" + g.version);
     if (g.started) parts.push("up " + ago(g.started).replace(" ago", ""));
-    parts.push((g.sessions || 0) + " sessions", (g.tools || 0) + " tools offered", (g.inFlight || 0) + " requests in flight");
+    parts.push((g.sessions || 0) + " sessions", (g.tools || 0) + " tools offered (~" + (g.toolTokens || 0) + " tokens" +
+      (g.toolMode ? ", tools/list: " + g.toolMode : "") + ")", (g.inFlight || 0) + " requests in flight");
     const text = parts.join(" · ");
     if ($("gwinfo").textContent !== text) $("gwinfo").textContent = text;
     $("count-tools").textContent = g.tools ? String(g.tools) : "";
@@ -506,6 +507,8 @@
     c.tools.textContent = "";
     c.tools.append(String(s.offeredTools || 0));
     if (s.toolCount && s.toolCount !== s.offeredTools && st === "ready") c.tools.append(el("span", { class: "muted", text: " / " + s.toolCount }));
+    if (s.toolTokens) c.tools.append(el("span", { class: "muted", title: "estimated tokens of the tool definitions (JSON bytes / 4)", text: " ~" + s.toolTokens + " tok" }));
+    if (s.deferred) c.tools.append(el("span", { class: "badge", title: "\"defer\": true: its tools are found by search only, never listed", text: "deferred" }));
     if (s.withheldTools && s.withheldTools.length) {
       c.tools.append(el("span", { class: "badge warn", title: "withheld until 'mcpvisor trust' approves their definitions: " + s.withheldTools.join(", "),
         text: s.withheldTools.length + " withheld" }));
