@@ -25,7 +25,7 @@ const MCPPath = "/mcp"
 // serves until Close.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(MCPPath, g.srv.HTTPHandler())
+	mux.Handle(MCPPath, limitStatus(g.srv.HTTPHandler()))
 	mux.HandleFunc("GET /status", g.admin.serveStatus)
 	mux.HandleFunc("GET /metrics", g.admin.serveMetrics)
 	mux.HandleFunc("GET /events", g.admin.serveEvents)

@@ -21,6 +21,9 @@ type LimitError struct {
 }
 
 func (e *LimitError) Error() string {
+	if e.Limit.IsZero() { // as a client read it (gateway.Refusal)
+		return fmt.Sprintf("rate limited (%s); retry after %dms", e.Kind, e.RetryAfter.Milliseconds())
+	}
 	if e.Kind == "concurrent" {
 		return fmt.Sprintf("rate limited: at most %d concurrent calls; retry after %dms", e.Limit.Concurrent, e.RetryAfter.Milliseconds())
 	}
