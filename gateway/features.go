@@ -79,6 +79,9 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 	if !g.offered(qualified) {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", qualified)
 	}
+	if perr := g.front.adminTool(ctx, qualified); perr != nil {
+		return nil, perr
+	}
 	run := func(ctx context.Context) (any, *protocol.Error) {
 		return g.runCall(ctx, w, r, qualified, p)
 	}

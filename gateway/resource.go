@@ -6,9 +6,12 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
 // DefaultAdminScope is the scope the admin actions need when the gateway
@@ -63,6 +66,43 @@ type ResourceServer struct {
 	AdminScope string
 	// ResourceName is the metadata's resource_name (optional).
 	ResourceName string
+	// AdminTools are path.Match globs of the qualified names of pool
+	// tools that act as admin actions (the management tools): a caller
+	// whose token lacks AdminScope gets a JSON-RPC error for them
+	// (CodeInsufficientScope). None when empty.
+	AdminTools []string
+}
+
+// CodeInsufficientScope is the JSON-RPC error code of a tools/call of
+// an admin tool (ResourceServer.AdminTools) by a caller whose token
+// lacks the admin scope.
+const CodeInsufficientScope = -32041
+
+// operatorKey marks a request admitted by the static Options.Token,
+// which holds every scope.
+type operatorKey struct{}
+
+// adminTool refuses a call of one of ResourceServer.AdminTools (qualified
+// name) by a caller whose token lacks the admin scope; nil otherwise
+// (no resource server, stdio, the static token, or the scope held).
+func (f *front) adminTool(ctx context.Context, qualified string) *protocol.Error {
+	p := f.rs
+	if p == nil || len(p.AdminTools) == 0 || ctx.Value(operatorKey{}) != nil {
+		return nil
+	}
+	id, ok := IdentityFrom(ctx)
+	if !ok { // not over HTTP
+		return nil
+	}
+	for _, glob := range p.AdminTools {
+		if m, _ := path.Match(glob, qualified); m {
+			if slices.Contains(id.Scopes, p.AdminScope) {
+				return nil
+			}
+			return errorf(CodeInsufficientScope, "tool %q needs scope %q, which the access token lacks", qualified, p.AdminScope)
+		}
+	}
+	return nil
 }
 
 // protectedResource is a resource server's derived, fixed state.
@@ -176,7 +216,7 @@ func (f *front) authenticate(w http.ResponseWriter, r *http.Request) *http.Reque
 		return nil
 	}
 	if f.opts.Token != "" && f.bearerOK(r) {
-		return r.WithContext(WithIdentity(r.Context(), Identity{}))
+		return r.WithContext(context.WithValue(WithIdentity(r.Context(), Identity{}), operatorKey{}, true))
 	}
 	id, err := p.Validator.ValidateToken(r.Context(), tok)
 	if err != nil {

@@ -216,3 +216,59 @@ func TestGatewayResourceServer(t *testing.T) {
 		assert.Equal(t, http.StatusOK, status)
 	})
 }
+
+// An admin tool (ResourceServer.AdminTools, e.g. the management tools)
+// is refused to a caller whose token lacks the admin scope, with
+// CodeInsufficientScope, and served to one who has it; other tools need
+// only the base scope.
+func TestGatewayResourceServerAdminTools(t *testing.T) {
+	ln, resource := loopbackListener(t)
+	issuer := oauthtest.StartOIDCProvider(t, "..", resource, 60, "OIDC_SCOPES=mcp:tools mcpvisor:admin")
+	v, err := authn.New(authn.Options{Issuer: issuer, Audience: resource})
+	require.NoError(t, err)
+	sup, err := mcpvisor.Start(context.Background(), mcpvisor.Options{Builtins: []mcpvisor.BuiltinTool{{
+		Definition: protocol.Tool{Name: "mcp__mgmt__reload_all", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Call: func(context.Context, json.RawMessage) (*protocol.CallToolResult, error) {
+			return textResult("reloaded"), nil
+		},
+	}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, sup.Close(testwait.Context(t))) })
+	_, err = sup.SetServers(context.Background(), map[string]mcpvisor.ServerConfig{"a": {Config: mockserver.Command("-name", "a")}},
+		mcpvisor.AwaitSettled(30*time.Second))
+	require.NoError(t, err)
+	serveOn(t, sup, gateway.Options{ResourceServer: &gateway.ResourceServer{Validator: v, Resource: resource,
+		AuthorizationServers: []string{issuer}, AdminTools: []string{"mcp__mgmt__*"}}}, ln)
+
+	client := func(scope string) *mcpvisor.Supervisor {
+		tok := ccToken(t, issuer, map[bool]string{true: "cc-admin", false: "cc-user"}[strings.Contains(scope, "admin")], resource, scope)
+		host := upstream(t, map[string]mcpvisor.ServerConfig{"gw": {Config: transports.Config{Type: "http", URL: resource,
+			Headers: map[string]string{"Authorization": "Bearer " + tok}}}})
+		require.Equal(t, mcpvisor.StateReady, host.Status()[0].State, host.Status()[0].LastError)
+		return host
+	}
+	ctx := testwait.Context(t)
+	user := client("mcp:tools")
+	var reload string
+	for _, n := range names(user.Tools()) {
+		if strings.HasSuffix(n, "reload_all") {
+			reload = n
+		}
+	}
+	require.NotEmpty(t, reload, names(user.Tools()))
+	_, err = user.CallTool(ctx, reload, nil)
+	require.Error(t, err)
+	var perr *protocol.Error
+	require.ErrorAs(t, err, &perr)
+	assert.Equal(t, int64(gateway.CodeInsufficientScope), perr.Code)
+	assert.Contains(t, perr.Message, "mcpvisor:admin")
+	res, err := user.CallTool(ctx, "mcp__gw__a__echo", map[string]any{"text": "hi"})
+	require.NoError(t, err)
+	assert.False(t, res.IsError)
+
+	admin := client("mcp:tools mcpvisor:admin")
+	res, err = admin.CallTool(ctx, reload, nil)
+	require.NoError(t, err)
+	require.Len(t, res.Content, 1)
+	assert.Equal(t, "reloaded", res.Content[0].Text)
+}

@@ -56,6 +56,7 @@ type superviseFlags struct {
 	sessionKeys  string
 	sessionStore string
 	cluster      clusterFlags
+	auth         authFlags
 }
 
 func (a *app) superviseCommand() *cobra.Command {
@@ -128,7 +129,11 @@ deleted sessions and of log levels and subscriptions set after initialize.
 Security: the listener is loopback by default, and then refuses requests whose
 Host is not a loopback name, and browser requests whose Origin is not loopback
 or an --allow-origin (DNS rebinding). With --token-file every HTTP request
-needs "Authorization: Bearer <token>"; a non-loopback --listen requires one.
+needs "Authorization: Bearer <token>"; a non-loopback --listen requires one (or
+--auth-issuer). With --auth-issuer URL the gateway is an OAuth 2.1 resource
+server: OAuth access tokens of that authorization server (for this gateway's
+resource URI), protected resource metadata at /.well-known/oauth-protected-resource,
+the admin API needing --auth-admin-scope (docs/gateway-auth.md).
 --allow-tools/--deny-tools filter the tools offered downstream by qualified
 name (globs), after each server's own tools filter.
 
@@ -203,6 +208,7 @@ Exit codes:
 	fl.StringVar(&f.sessionStore, "session-store", "",
 		"with --session-keys: keep the deleted sessions and their log levels and subscriptions in `STORE`, shared by the replicas: a directory, or etcd (--etcd-endpoint); default: this process's memory")
 	f.cluster.register(fl)
+	f.auth.register(fl)
 	return cmd
 }
 
@@ -228,6 +234,9 @@ type gatewaySetup struct {
 	seal      mcpserver.SealOptions
 	local     bool
 	access    *access.Policy // the access rules (nil: none)
+	auth      *authSetup     // nil without --auth-issuer
+	// listenAddr is the HTTP listener's address, once it listens.
+	listenAddr string
 }
 
 func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, error) {
@@ -261,15 +270,19 @@ func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, erro
 		return gatewaySetup{}, usageError("--session-store needs --session-keys")
 	}
 	local := listenIsLoopback(f.listen)
-	if serveHTTP && !local && token == "" {
-		return gatewaySetup{}, usageError("--listen %s is not a loopback address: it requires --token-file", f.listen)
+	auth, err := f.auth.check(local)
+	if err != nil {
+		return gatewaySetup{}, err
+	}
+	if serveHTTP && !local && token == "" && auth == nil {
+		return gatewaySetup{}, usageError("--listen %s is not a loopback address: it requires --token-file or --auth-issuer", f.listen)
 	}
 	a.accessFile = f.accessRules
 	policy, err := a.loadAccess(f.accessRules)
 	if err != nil {
 		return gatewaySetup{}, usageError("%v", err)
 	}
-	return gatewaySetup{serveHTTP: serveHTTP, token: token, seal: seal, local: local, access: policy}, nil
+	return gatewaySetup{serveHTTP: serveHTTP, token: token, seal: seal, local: local, auth: auth, access: policy}, nil
 }
 
 func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) error {
@@ -295,6 +308,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 			a.log.Error().Err(err).Str("listen", f.listen).Msg("cannot listen")
 			return failed(nil)
 		}
+		setup.listenAddr = ln.Addr().String()
 	}
 	// The servers' requests to their client (sampling, elicitation,
 	// roots) go to a downstream client of the gateway.

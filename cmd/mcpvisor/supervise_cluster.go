@@ -138,6 +138,7 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 			a.log.Error().Err(err).Str("listen", f.listen).Msg("cannot listen")
 			return failed(nil)
 		}
+		setup.listenAddr = ln.Addr().String()
 	}
 	copts.Supervisor = mcpvisor.Options{Logger: a.libLog, OAuth: oo, Permissions: cfg.Permissions}
 	copts.Supervisor.Sandbox.RuntimeDir = os.Getenv("XDG_RUNTIME_DIR")

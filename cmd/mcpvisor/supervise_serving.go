@@ -65,7 +65,8 @@ func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Optio
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
 		MaxSessionState: f.maxState, MaxSessionMemory: f.maxMemory, BodyTimeout: f.bodyTimeout,
 		SSEPollAfter: f.pollAfter, SessionSeal: setup.seal, StartupWait: f.startupWait,
-		Parts: []gateway.Part{dashboard.New(dashboard.Options{})},
+		Parts:          []gateway.Part{dashboard.New(dashboard.Options{})},
+		ResourceServer: a.resourceServer(setup.auth, setup.listenAddr, f.mgmtTools),
 	}
 }
 

@@ -14,11 +14,13 @@
 //     EdDSA, the algorithm bound to the key's type (never "none" nor an
 //     HMAC with a public key); iss exact, aud containing
 //     Options.Audience (the gateway's resource URI, RFC 8707), exp, nbf
-//     and iat with Options.Leeway.
+//     and iat with Options.Leeway; a token that passed is remembered
+//     (by its SHA-256) for Options.VerifiedCache, exp still checked at
+//     each use, so that a client's next calls cost a hash.
 //   - opaque tokens, by introspection (RFC 7662) with the gateway's
 //     client credentials; active answers are cached for
 //     Options.IntrospectionCache at most (never past the token's exp),
-//     for Options.IntrospectionCacheSize tokens at most.
+//     for Options.CacheSize tokens at most.
 //
 // A token issued for another audience is refused: the gateway never
 // accepts, nor passes upstream, a token meant for someone else.

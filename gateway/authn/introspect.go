@@ -96,12 +96,12 @@ func redactURLError(err error) string {
 	return s
 }
 
-// introspectionCache keeps active introspection answers by the token's
+// tokenCache keeps the identities of accepted tokens by the token's
 // SHA-256 (never the token), each until its deadline, at most size of
 // them (the least recently used goes first).
 //
 // Concurrency: safe for concurrent use; mu guards every field.
-type introspectionCache struct {
+type tokenCache struct {
 	mu    sync.Mutex
 	size  int
 	order *list.List // of *cached, most recent first; guarded by mu
@@ -114,11 +114,11 @@ type cached struct {
 	until time.Time
 }
 
-func newIntrospectionCache(size int) *introspectionCache {
-	return &introspectionCache{size: size, order: list.New(), byKey: map[[32]byte]*list.Element{}}
+func newTokenCache(size int) *tokenCache {
+	return &tokenCache{size: size, order: list.New(), byKey: map[[32]byte]*list.Element{}}
 }
 
-func (c *introspectionCache) get(key [32]byte, now time.Time) (gateway.Identity, bool) {
+func (c *tokenCache) get(key [32]byte, now time.Time) (gateway.Identity, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.byKey[key]
@@ -135,7 +135,7 @@ func (c *introspectionCache) get(key [32]byte, now time.Time) (gateway.Identity,
 	return ent.id, true
 }
 
-func (c *introspectionCache) put(key [32]byte, id gateway.Identity, until time.Time) {
+func (c *tokenCache) put(key [32]byte, id gateway.Identity, until time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byKey[key]; ok {

@@ -2,6 +2,7 @@ package authn
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +23,8 @@ const (
 	DefaultKeysMaxAge         = time.Hour
 	DefaultKeysMinRefetch     = 30 * time.Second
 	DefaultIntrospectionCache = 30 * time.Second
-	DefaultIntrospectionSize  = 10000
+	DefaultVerifiedCache      = time.Minute
+	DefaultCacheSize          = 10000
 	DefaultGroupsClaim        = "groups"
 	DefaultRolesClaim         = "roles"
 )
@@ -61,11 +63,18 @@ type Options struct {
 	// that forged kids cannot make the gateway hammer the issuer.
 	KeysMinRefetch time.Duration
 	// IntrospectionCache is how long an active introspection answer is
-	// reused (default DefaultIntrospectionCache; negative: never), and
-	// IntrospectionCacheSize how many are kept (default
-	// DefaultIntrospectionSize).
-	IntrospectionCache     time.Duration
-	IntrospectionCacheSize int
+	// reused (default DefaultIntrospectionCache; negative: never).
+	IntrospectionCache time.Duration
+	// VerifiedCache is how long a JWT that passed every check is
+	// remembered (by its SHA-256), so that a client's next calls with it
+	// cost a hash instead of a signature verification (default
+	// DefaultVerifiedCache; negative: never). exp is checked at every
+	// use; a key removed from the issuer's set stops admitting its
+	// tokens within this time.
+	VerifiedCache time.Duration
+	// CacheSize bounds the tokens each cache keeps (default
+	// DefaultCacheSize; the least recently used goes first).
+	CacheSize int
 	// HTTPClient fetches metadata and keys and introspects (default: a
 	// client with a 10 s timeout).
 	HTTPClient *http.Client
@@ -80,7 +89,7 @@ type Options struct {
 //
 // Concurrency: safe for concurrent use. keys is replaced whole (never
 // mutated) by the one fetch fetchMu admits at a time; meta is guarded by
-// fetchMu too; the introspection cache has its own lock.
+// fetchMu too; each cache has its own lock.
 type Validator struct {
 	opts   Options
 	client *http.Client
@@ -90,7 +99,8 @@ type Validator struct {
 	fetchMu sync.Mutex
 	meta    *serverMetadata // discovered once; guarded by fetchMu
 
-	cache *introspectionCache
+	cache    *tokenCache // active introspection answers
+	verified *tokenCache // JWTs that passed every check
 }
 
 // keySet is one fetch of the issuer's JWKS.
@@ -132,8 +142,11 @@ func New(opts Options) (*Validator, error) {
 	if opts.IntrospectionCache == 0 {
 		opts.IntrospectionCache = DefaultIntrospectionCache
 	}
-	if opts.IntrospectionCacheSize <= 0 {
-		opts.IntrospectionCacheSize = DefaultIntrospectionSize
+	if opts.VerifiedCache == 0 {
+		opts.VerifiedCache = DefaultVerifiedCache
+	}
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = DefaultCacheSize
 	}
 	v := &Validator{opts: opts, client: opts.HTTPClient, now: opts.Now}
 	if v.client == nil {
@@ -142,7 +155,8 @@ func New(opts Options) (*Validator, error) {
 	if v.now == nil {
 		v.now = time.Now
 	}
-	v.cache = newIntrospectionCache(opts.IntrospectionCacheSize)
+	v.cache = newTokenCache(opts.CacheSize)
+	v.verified = newTokenCache(opts.CacheSize)
 	return v, nil
 }
 
@@ -160,6 +174,13 @@ func (v *Validator) ValidateToken(ctx context.Context, token string) (gateway.Id
 			return gateway.Identity{}, refuse(ErrMalformed, "not a JWT, and no introspection is configured")
 		}
 		return v.introspect(ctx, token)
+	}
+	var sum [32]byte
+	if v.opts.VerifiedCache > 0 && len(token) <= MaxTokenSize {
+		sum = sha256.Sum256([]byte(token))
+		if id, ok := v.verified.get(sum, v.now()); ok {
+			return id, nil
+		}
 	}
 	jt, err := parseJWT(token)
 	if err != nil {
@@ -179,7 +200,16 @@ func (v *Validator) ValidateToken(ctx context.Context, token string) (gateway.Id
 	if err := v.checkClaims(c, true); err != nil {
 		return gateway.Identity{}, err
 	}
-	return v.identity(c), nil
+	id := v.identity(c)
+	if v.opts.VerifiedCache > 0 {
+		now := v.now()
+		until := now.Add(v.opts.VerifiedCache)
+		if exp, _ := c.time("exp"); exp.Add(v.opts.Leeway).Before(until) {
+			until = exp.Add(v.opts.Leeway)
+		}
+		v.verified.put(sum, id, until)
+	}
+	return id, nil
 }
 
 // keyFor finds the key that is to verify jt: by kid, else the only key

@@ -37,7 +37,8 @@ func TestValidatorJWTFromProvider(t *testing.T) {
 	issuer, _ := provider(t, resource, 0)
 	ctx := testwait.Context(t)
 	var clk clock
-	v := newValidator(t, authn.Options{Issuer: issuer, Audience: resource, Now: clk.now})
+	// No cache of verified tokens: every check runs at every call.
+	v := newValidator(t, authn.Options{Issuer: issuer, Audience: resource, Now: clk.now, VerifiedCache: -1})
 	for _, alg := range []string{"RS256", "PS256", "ES256", "EdDSA"} {
 		t.Run(alg, func(t *testing.T) {
 			configure(t, issuer, url.Values{"alg": {alg}})
@@ -112,6 +113,21 @@ func TestValidatorJWTFromProvider(t *testing.T) {
 		mac := hmac.New(sha256.New, []byte("the public key"))
 		mac.Write([]byte(hdr + "." + parts[1]))
 		refused(t, v, hdr+"."+parts[1]+"."+base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), authn.ErrAlgorithm)
+	})
+	t.Run("verified cache", func(t *testing.T) {
+		// A remembered token still expires, and a changed one is not
+		// taken for it.
+		cached := newValidator(t, authn.Options{Issuer: issuer, Audience: resource, Now: clk.now})
+		for range 2 {
+			id, err := cached.ValidateToken(ctx, tok)
+			require.NoError(t, err)
+			assert.Equal(t, "cc-admin", id.Subject)
+		}
+		parts := strings.Split(tok, ".")
+		refused(t, cached, parts[0]+"."+parts[1]+"."+parts[2][:len(parts[2])-2]+"AA", authn.ErrSignature)
+		clk.advance(61*time.Second + authn.DefaultLeeway)
+		defer clk.advance(-61*time.Second - authn.DefaultLeeway)
+		refused(t, cached, tok, authn.ErrExpired)
 	})
 	t.Run("malformed", func(t *testing.T) {
 		refused(t, v, "a.b.c", authn.ErrMalformed)

@@ -12,7 +12,8 @@
 // nonce the provider issues; DPoP itself is always on in this version),
 // OIDC_KEYS (set: a fresh RSA, P-256 and Ed25519 signing key at every
 // start, so that a restart on the same port rotates the keys; else the
-// provider's development keys).
+// provider's development keys), OIDC_REGISTER_SCOPES (set: dynamic
+// registration accepts the resource's scopes in a client's scope).
 //
 // For the gateway's resource-server tests it also has the client
 // credentials grant, introspection, three confidential clients
@@ -108,7 +109,9 @@ server.listen(Number(process.env.OIDC_PORT || 0), "127.0.0.1", () => {
       const who = token.accountId || token.clientId;
       return { groups: ["team-" + who], roles: ["role-" + who] };
     },
-    scopes: ["openid", "offline_access"],
+    // OIDC_REGISTER_SCOPES: clients may also register the resource's
+    // scopes (the TypeScript SDK registers the scopes it will ask for).
+    scopes: ["openid", "offline_access", ...(process.env.OIDC_REGISTER_SCOPES ? scopes : [])],
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: true },
