@@ -685,5 +685,5 @@ func (o Options) Validate() error {
 	if _, ok := ParseNameStyle(string(o.Names)); !ok {
 		return fmt.Errorf("%w: names %q: want short, qualified or bare", ErrInvalidOptions, o.Names)
 	}
-	return nil
+	return o.ResourceServer.validate()
 }

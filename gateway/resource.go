@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"path"
@@ -112,13 +113,49 @@ type protectedResource struct {
 	document    []byte // the metadata, JSON
 }
 
+// validate reports a ResourceServer that cannot work (Options.Validate):
+// no Validator, a Resource that is not an absolute http(s) URL, no
+// authorization server, or a bad AdminTools glob.
+func (rs *ResourceServer) validate() error {
+	if rs == nil {
+		return nil
+	}
+	if rs.Validator == nil {
+		return fmt.Errorf("%w: ResourceServer needs a Validator", ErrInvalidOptions)
+	}
+	if u, err := url.Parse(rs.Resource); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" {
+		return fmt.Errorf("%w: ResourceServer.Resource %q is not an absolute http(s) URL without fragment", ErrInvalidOptions, rs.Resource)
+	}
+	if len(rs.AuthorizationServers) == 0 {
+		return fmt.Errorf("%w: ResourceServer needs an authorization server", ErrInvalidOptions)
+	}
+	for _, g := range rs.AdminTools {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("%w: bad admin tools glob %q: %v", ErrInvalidOptions, g, err)
+		}
+	}
+	return nil
+}
+
+// refuseAll is the validator of a ResourceServer set without one: the
+// gateway fails closed.
+type refuseAll struct{}
+
+func (refuseAll) ValidateToken(context.Context, string) (Identity, error) {
+	return Identity{}, fmt.Errorf("%w: no token validator is configured", ErrAuthUnavailable)
+}
+
 // newProtectedResource derives what the guard needs from rs (nil when rs
-// is nil or has no Validator).
+// is nil). Without a Validator every token is refused (503): a resource
+// server configured by halves fails closed.
 func newProtectedResource(rs *ResourceServer) *protectedResource {
-	if rs == nil || rs.Validator == nil {
+	if rs == nil {
 		return nil
 	}
 	p := &protectedResource{ResourceServer: *rs}
+	if p.Validator == nil {
+		p.Validator = refuseAll{}
+	}
 	if p.AdminScope == "" {
 		p.AdminScope = DefaultAdminScope
 	}

@@ -138,7 +138,7 @@ func TestGatewayResourceServer(t *testing.T) {
 
 	t.Run("metadata", func(t *testing.T) {
 		for _, u := range []string{metadataURL, srv.URL + "/.well-known/oauth-protected-resource"} {
-			resp, err := http.Get(u)
+			resp, err := (&http.Client{Timeout: testwait.Patience}).Get(u)
 			require.NoError(t, err)
 			var md map[string]any
 			require.NoError(t, json.NewDecoder(resp.Body).Decode(&md))
@@ -271,4 +271,34 @@ func TestGatewayResourceServerAdminTools(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Content, 1)
 	assert.Equal(t, "reloaded", res.Content[0].Text)
+}
+
+// A ResourceServer configured by halves is reported by Options.Validate,
+// and a gateway given one without a Validator fails closed: every request
+// but the metadata is refused.
+func TestGatewayResourceServerFailsClosed(t *testing.T) {
+	for _, rs := range []gateway.ResourceServer{
+		{Resource: "http://127.0.0.1:1/mcp", AuthorizationServers: []string{"https://as"}},
+		{Validator: refuseAllForTest{}, Resource: "mcp", AuthorizationServers: []string{"https://as"}},
+		{Validator: refuseAllForTest{}, Resource: "http://127.0.0.1:1/mcp"},
+		{Validator: refuseAllForTest{}, Resource: "http://127.0.0.1:1/mcp", AuthorizationServers: []string{"https://as"}, AdminTools: []string{"["}},
+	} {
+		assert.ErrorIs(t, gateway.Options{ResourceServer: &rs}.Validate(), gateway.ErrInvalidOptions, "%+v", rs)
+	}
+	ln, resource := loopbackListener(t)
+	srv := serveOn(t, authStub{}, gateway.Options{ResourceServer: &gateway.ResourceServer{Resource: resource,
+		AuthorizationServers: []string{"https://as.example"}}}, ln)
+	status, _ := request(t, http.MethodPost, resource, "some-token")
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+	status, challenge := request(t, http.MethodGet, srv.URL+"/status", "")
+	assert.Equal(t, http.StatusUnauthorized, status)
+	assert.Contains(t, challenge, "resource_metadata=")
+	status, _ = request(t, http.MethodGet, srv.URL+"/.well-known/oauth-protected-resource/mcp", "")
+	assert.Equal(t, http.StatusOK, status)
+}
+
+type refuseAllForTest struct{}
+
+func (refuseAllForTest) ValidateToken(context.Context, string) (gateway.Identity, error) {
+	return gateway.Identity{}, gateway.ErrInvalidToken
 }
