@@ -73,42 +73,37 @@ type caller struct {
 
 // callerOf evaluates the access rules for ctx's caller: its Identity
 // (IdentityFrom), the anonymous caller when it has none (stdio, or HTTP
-// without authentication). The static token (Options.Token, an empty
-// Identity) is the operator: no rule restricts it and it is an admin.
-// The pool's built-in tools (the management tools of `supervise
+// without authentication; the static token without a ResourceServer
+// names nobody either). The static token beside a ResourceServer is the
+// operator: no rule restricts it and it is an admin. The pool's
+// built-in tools (the management tools of `supervise
 // --management-tools`) need an admin once the gateway has access rules
-// or a ResourceServer: the admin scope, or a matching rule's admin.
+// or a ResourceServer: a caller with the resource server's admin scope
+// (when there is one) that an admin rule matches (when a rule sets
+// admin).
 func (g *Gateway) callerOf(ctx context.Context) caller {
 	p := g.gate.policy.Load()
 	rs := g.front.rs
-	id, ok := IdentityFrom(ctx)
 	if p == nil && rs == nil {
 		return caller{anything: true, admin: true}
 	}
+	id, _ := IdentityFrom(ctx)
 	aid := access.Identity{Subject: id.Subject, ClientID: id.ClientID, Groups: id.Groups, Roles: id.Roles, Scopes: id.Scopes}
 	c := caller{key: aid.Key(), gated: rs != nil || p.Rules() > 0}
-	if ok && operator(id) {
+	if ctx.Value(operatorKey{}) != nil {
 		c.grant, c.admin = (*access.Policy)(nil).For(aid), true
 		c.limit = p.For(aid).Limit()
 		return c
 	}
 	c.grant = p.For(aid)
 	c.limit = c.grant.Limit()
-	c.admin = c.grant.Admin() || !c.gated
-	if rs != nil && slices.Contains(id.Scopes, rs.AdminScope) {
-		c.admin = true
-	}
+	scopeOK := rs == nil || slices.Contains(id.Scopes, rs.AdminScope)
+	ruleOK := !p.AdminRules() || c.grant.Admin()
+	c.admin = scopeOK && ruleOK
 	return c
 }
 
-// operator reports whether id is the static token's: an Identity that
-// names nobody and holds nothing (a validated access token names its
-// subject or client).
-func operator(id Identity) bool {
-	return id.Subject == "" && id.ClientID == "" && len(id.Scopes) == 0 && len(id.Groups) == 0 && len(id.Roles) == 0
-}
-
-// tool reports whether c may see and call the tool named qualified (a
+// toolFor reports whether c may see and call the tool named qualified (a
 // pool name, or the host's own tool's name).
 func (g *Gateway) toolFor(c *caller, idx *nameIndex, qualified string) bool {
 	if c.anything {

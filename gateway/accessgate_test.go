@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/gateway/authn"
 	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
+	"github.com/mcpvisor/mcpvisor/management"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -253,4 +256,53 @@ func TestGatewayAccessRules(t *testing.T) {
 		assert.Equal(t, []string{"b"}, servers)
 		assert.Equal(t, 5, rep.Tools, "b's tools")
 	})
+}
+
+// The management tools (the pool's built-ins) are admin actions under
+// access rules: hidden from and refused to a caller that is not an
+// admin (cc-user; cc-admin without the admin scope), offered to one with
+// the admin scope whom an admin rule matches, and to the static token
+// (the operator), whom no rule restricts.
+func TestGatewayAccessAdminTools(t *testing.T) {
+	ln, resource := loopbackListener(t)
+	issuer := oauthtest.StartOIDCProvider(t, "..", resource, 60, "OIDC_SCOPES=mcp:tools mcpvisor:admin")
+	v, err := authn.New(authn.Options{Issuer: issuer, Audience: resource})
+	require.NoError(t, err)
+	var managed atomic.Pointer[mcpvisor.Supervisor]
+	sup, err := mcpvisor.Start(context.Background(), mcpvisor.Options{Logger: zerolog.Nop(), Builtins: management.Tools(managed.Load)})
+	require.NoError(t, err)
+	managed.Store(sup)
+	t.Cleanup(func() { assert.NoError(t, sup.Close(testwait.Context(t))) })
+	_, err = sup.SetServers(testwait.Context(t), map[string]mcpvisor.ServerConfig{"a": {Config: mockserver.Command("-name", "a")}},
+		mcpvisor.AwaitSettled(testwait.Patience))
+	require.NoError(t, err)
+
+	cfg, err := access.Parse([]byte(`[
+	  {"match": {"groups": "team-cc-*"}, "servers": {"allow": ["a"]}},
+	  {"match": {"groups": "team-cc-admin"}, "admin": true}
+	]`))
+	require.NoError(t, err)
+	policy, err := access.Compile(cfg)
+	require.NoError(t, err)
+	rs := &gateway.ResourceServer{Validator: v, Resource: resource, AuthorizationServers: []string{issuer}, Scopes: []string{"mcp:tools"}}
+	serveOn(t, sup, gateway.Options{ResourceServer: rs, Access: policy, Token: "the-static-token"}, ln)
+
+	user := ccToken(t, issuer, "cc-user", resource, "mcp:tools")
+	adminNoScope := ccToken(t, issuer, "cc-admin", resource, "mcp:tools")
+	admin := ccToken(t, issuer, "cc-admin", resource, "mcp:tools mcpvisor:admin")
+	for _, tc := range []struct {
+		who, token string
+		admin      bool
+	}{{"cc-user", user, false}, {"cc-admin without the scope", adminNoScope, false}, {"cc-admin", admin, true}, {"the static token", "the-static-token", true}} {
+		listed := listedNames(t, postStateless(t, resource, tc.token, "tools/list", ""))
+		assert.Contains(t, listed, "a__echo", tc.who)
+		assert.Equal(t, tc.admin, slices.Contains(listed, "ListMcpResources"), tc.who)
+		a := postStateless(t, resource, tc.token, "tools/call", `{"name":"ListMcpResources","arguments":{}}`)
+		if tc.admin {
+			assert.Nil(t, a.msg.Error, tc.who)
+		} else {
+			require.NotNil(t, a.msg.Error, tc.who)
+			assert.Equal(t, int64(gateway.CodeAccessDenied), a.msg.Error.Code, tc.who)
+		}
+	}
 }

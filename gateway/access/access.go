@@ -91,8 +91,10 @@ type Rule struct {
 	Match   Match  `json:"match"`
 	Servers Filter `json:"servers"`
 	Tools   Filter `json:"tools"`
-	// Admin lets the callers it matches use the admin actions (the
-	// management tools), as the admin scope does.
+	// Admin marks the callers it matches as those who may use the admin
+	// actions (the management tools): once a rule sets it, a caller no
+	// such rule matches is no admin, whatever its scopes (the gateway
+	// also requires the admin scope of its resource server, if any).
 	Admin bool `json:"admin,omitempty"`
 	// RateLimit, when set, is the limit of the callers it matches
 	// (the first matching rule with one wins), instead of the
@@ -213,6 +215,20 @@ func (p *Policy) For(id Identity) Grant {
 		}
 	}
 	return g
+}
+
+// AdminRules reports whether a rule of p sets Admin: then only the
+// callers such a rule matches may use the admin actions.
+func (p *Policy) AdminRules() bool {
+	if p == nil {
+		return false
+	}
+	for i := range p.rules {
+		if p.rules[i].Admin {
+			return true
+		}
+	}
+	return false
 }
 
 // Rules returns the number of p's rules (a nil Policy has none).
