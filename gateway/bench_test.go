@@ -32,6 +32,8 @@ func (stubBackend) CallTool(context.Context, string, any) (*protocol.CallToolRes
 
 func (stubBackend) Tools() []mcpvisor.Tool { return nil }
 
+func (stubBackend) ListPrompts(string) ([]mcpvisor.Prompt, error) { return nil, nil }
+
 func (stubBackend) Subscribe(ctx context.Context, _ ...mcpvisor.SubscribeOption) <-chan mcpvisor.Event {
 	ch := make(chan mcpvisor.Event)
 	context.AfterFunc(ctx, func() { close(ch) })
