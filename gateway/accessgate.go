@@ -75,12 +75,12 @@ type caller struct {
 // (IdentityFrom), the anonymous caller when it has none (stdio, or HTTP
 // without authentication; the static token without a ResourceServer
 // names nobody either). The static token beside a ResourceServer is the
-// operator: no rule restricts it and it is an admin. The pool's
-// built-in tools (the management tools of `supervise
-// --management-tools`) need an admin once the gateway has access rules
-// or a ResourceServer: a caller with the resource server's admin scope
-// (when there is one) that an admin rule matches (when a rule sets
-// admin).
+// operator: no rule restricts it and it is an admin. Once a rule sets
+// admin, the pool's built-in tools (the management tools of `supervise
+// --management-tools`) are hidden from and refused to a caller that is
+// no admin: one such rule matches, holding the resource server's admin
+// scope when there is one. (The resource server's own check,
+// ResourceServer.AdminTools, applies besides.)
 func (g *Gateway) callerOf(ctx context.Context) caller {
 	p := g.gate.policy.Load()
 	rs := g.front.rs
@@ -89,7 +89,7 @@ func (g *Gateway) callerOf(ctx context.Context) caller {
 	}
 	id, _ := IdentityFrom(ctx)
 	aid := access.Identity{Subject: id.Subject, ClientID: id.ClientID, Groups: id.Groups, Roles: id.Roles, Scopes: id.Scopes}
-	c := caller{key: aid.Key(), gated: rs != nil || p.Rules() > 0}
+	c := caller{key: aid.Key(), gated: p.AdminRules()}
 	if ctx.Value(operatorKey{}) != nil {
 		c.grant, c.admin = (*access.Policy)(nil).For(aid), true
 		c.limit = p.For(aid).Limit()
@@ -98,8 +98,7 @@ func (g *Gateway) callerOf(ctx context.Context) caller {
 	c.grant = p.For(aid)
 	c.limit = c.grant.Limit()
 	scopeOK := rs == nil || slices.Contains(id.Scopes, rs.AdminScope)
-	ruleOK := !p.AdminRules() || c.grant.Admin()
-	c.admin = scopeOK && ruleOK
+	c.admin = scopeOK && c.grant.Admin()
 	return c
 }
 

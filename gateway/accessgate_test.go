@@ -258,8 +258,8 @@ func TestGatewayAccessRules(t *testing.T) {
 	})
 }
 
-// The management tools (the pool's built-ins) are admin actions under
-// access rules: hidden from and refused to a caller that is not an
+// The management tools (the pool's built-ins) are admin actions once a
+// rule sets admin: hidden from and refused to a caller that is not an
 // admin (cc-user; cc-admin without the admin scope), offered to one with
 // the admin scope whom an admin rule matches, and to the static token
 // (the operator), whom no rule restricts.
