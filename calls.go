@@ -174,7 +174,12 @@ func (s *Supervisor) awaitReady(ctx context.Context, h *serverHandle, old *sessi
 }
 
 // callTool is CallTool with the request's options.
-func (s *Supervisor) callTool(ctx context.Context, name string, args json.RawMessage, o RequestOptions) (*protocol.CallToolResult, error) {
+func (s *Supervisor) callTool(ctx context.Context, name string, args json.RawMessage, o RequestOptions) (res *protocol.CallToolResult, err error) {
+	defer func() {
+		if err == nil && res != nil && !res.IsError {
+			s.search.called(name) // learning from searches (search.go)
+		}
+	}()
 	p := s.pool.Load()
 	if b, ok := p.builtinByName[name]; ok {
 		if b.Call == nil {
@@ -209,7 +214,7 @@ func (s *Supervisor) callTool(ctx context.Context, name string, args json.RawMes
 	if !s.opts.ReplayIdempotent || !e.replayable {
 		return onSession(ctx, s, e.h, call)
 	}
-	res, err := onSession(ctx, s, e.h, call)
+	res, err = onSession(ctx, s, e.h, call)
 	var lost *ConnectionLostError
 	if errors.As(err, &lost) {
 		s.log.Info().Str("server", e.h.name).Str("tool", e.name).Msg("replaying a read-only, idempotent call after its connection was lost")
@@ -277,10 +282,14 @@ func (s *Supervisor) route(ctx context.Context, name string, find func(*pool) (p
 	// server's ready view: wait for it.
 	for {
 		changed := s.poolChanged.next()
-		if e, ok := find(s.pool.Load()); ok {
+		// One pool for both questions: read twice, the pool might fold
+		// the server in between, and a pool that has the tool would be
+		// taken for one that reflects the server without it.
+		p := s.pool.Load()
+		if e, ok := find(p); ok {
 			return e, nil
 		}
-		if v := h.view.Load(); v.state == StateReady && s.poolHas(h) {
+		if v := h.view.Load(); v.state == StateReady && p.viewOf(h).view == v {
 			return poolEntry{}, ErrUnknownTool // ready, and has no such tool
 		}
 		select {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -32,11 +33,12 @@ var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{
 // cancelled or said no, and an error when the client cannot be asked
 // (ErrNoElicitation; no call of a downstream client in ctx) or did not
 // answer.
-func (g *Gateway) ApproveCall(ctx context.Context, req mcpvisor.CallApproval) (bool, error) {
+func (g *Gateway) ApproveCall(ctx context.Context, req mcpvisor.CallApproval) (ok bool, err error) {
 	c := callOf(ctx)
 	if c == nil {
 		return false, errors.New("no downstream client's call to ask about")
 	}
+	defer func(start time.Time) { g.auditApproval(ctx, c.s, req.Tool, req.Server, start, ok, err) }(time.Now())
 	if !c.answers(protocol.MethodElicitationCreate, false) {
 		return false, ErrNoElicitation
 	}

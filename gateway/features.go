@@ -95,6 +95,7 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 // client's capabilities to the server, and passes progress reports on.
 func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request, name string, p protocol.CallToolParams) (any, *protocol.Error) {
 	server := g.naming.serverOfTool(name)
+	auditServer(ctx, server, name)
 	c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx)}
 	ctx = context.WithValue(ctx, callKey{}, c)
 	g.calls.started(c)
@@ -281,6 +282,7 @@ func (g *Gateway) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *
 	}
 	run := func(ctx context.Context) (any, *protocol.Error) {
 		c := &call{w: w, s: r.Session, server: g.pool.serverOfPrompt(name), input: inputCallOf(ctx)}
+		auditServer(ctx, c.server, name)
 		ctx = context.WithValue(ctx, callKey{}, c)
 		g.calls.started(c)
 		defer g.calls.ended(c)
@@ -395,6 +397,7 @@ func (g *Gateway) readResource(ctx context.Context, w mcpserver.ResponseWriter, 
 	}
 	run := func(ctx context.Context) (any, *protocol.Error) {
 		c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx)}
+		auditServer(ctx, server, "")
 		ctx = context.WithValue(ctx, callKey{}, c)
 		g.calls.started(c)
 		defer g.calls.ended(c)

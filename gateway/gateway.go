@@ -230,6 +230,10 @@ type Options struct {
 	// request a downstream client sends, continuing the trace context of
 	// its params._meta (see tracing.go). Nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// Audit, when not nil, records every tools/call, resources/read,
+	// prompts/get, approval, admin action and refused request (an
+	// *audit.Writer; see audit.go and docs/audit.md). Nil records nothing.
+	Audit Auditor
 	// StartupWait bounds how long the list requests made during start-up
 	// wait for the servers configured at start to settle, counted from
 	// ServersConfigured (see startup.go; DefaultStartupWait is a sane

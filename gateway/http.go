@@ -36,7 +36,7 @@ func (g *Gateway) Handler() http.Handler {
 		mux.HandleFunc("GET "+ProtectedResourcePath, rs.serveMetadata)
 		mux.HandleFunc("GET "+ProtectedResourcePath+"/", rs.serveMetadata)
 	}
-	return g.front.guard(mux)
+	return g.auditHTTP(g.front.guard, mux)
 }
 
 // guard enforces the HTTP security rules before any handler:
@@ -78,7 +78,7 @@ func (f *front) guard(next http.Handler) http.Handler {
 				return
 			}
 			if f.bearerOK(r) {
-				r = r.WithContext(WithIdentity(r.Context(), Identity{}))
+				r = r.WithContext(staticIdentity(r.Context()))
 			}
 		}
 		next.ServeHTTP(w, r)

@@ -253,7 +253,7 @@ func (f *front) authenticate(w http.ResponseWriter, r *http.Request) *http.Reque
 		return nil
 	}
 	if f.opts.Token != "" && f.bearerOK(r) {
-		return r.WithContext(context.WithValue(WithIdentity(r.Context(), Identity{}), operatorKey{}, true))
+		return r.WithContext(context.WithValue(staticIdentity(r.Context()), operatorKey{}, true))
 	}
 	id, err := p.Validator.ValidateToken(r.Context(), tok)
 	if err != nil {
@@ -279,6 +279,17 @@ func (f *front) authenticate(w http.ResponseWriter, r *http.Request) *http.Reque
 		}
 	}
 	return r.WithContext(WithIdentity(r.Context(), id))
+}
+
+// staticIdentity marks ctx as that of a request admitted by the static
+// Options.Token, which names nobody: the zero Identity, unless the host
+// established one before the gateway's handler (a middleware of its
+// own), which is kept.
+func staticIdentity(ctx context.Context) context.Context {
+	if _, ok := IdentityFrom(ctx); ok {
+		return ctx
+	}
+	return WithIdentity(ctx, Identity{})
 }
 
 // bearerToken returns the token of r's "Authorization: Bearer" header

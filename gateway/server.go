@@ -54,7 +54,7 @@ func newServer(g *Gateway) *mcpserver.Server {
 		Instructions: instructions,
 		Capabilities: g.capabilitiesFor,
 		Handler:      g,
-		Middleware:   middleware(g.tracer, g.requests),
+		Middleware:   g.withAudit(middleware(g.tracer, g.requests)),
 		Subscriptions: func(ctx context.Context, _ *mcpserver.Request, want protocol.NotificationSubscriptions) (protocol.NotificationSubscriptions, func()) {
 			return want, g.subs.hold(ctx, want.ResourceSubscriptions)
 		},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/internal/interop"
 	"github.com/mcpvisor/mcpvisor/internal/testserver"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -227,7 +228,7 @@ func tsModules(t *testing.T) string {
 	_, err := os.Stat(filepath.Join(dir, "@modelcontextprotocol", "sdk", "package.json"))
 	_, nodeErr := exec.LookPath("node")
 	if err != nil || nodeErr != nil {
-		interopMissing(t, "the TypeScript SDK (make deps) or node is missing")
+		interop.Missing(t, "the TypeScript SDK (make deps) or node is missing")
 	}
 	return dir
 }
@@ -246,17 +247,9 @@ func everythingBin(t *testing.T) string {
 		_, err = os.Stat(abs)
 	}
 	if err != nil {
-		interopMissing(t, "server-everything is missing (make npm-deps installs it)")
+		interop.Missing(t, "server-everything is missing (make npm-deps installs it)")
 	}
 	return abs
-}
-
-func interopMissing(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("MCPVISOR_REQUIRE_INTEROP") != "" {
-		t.Fatal(msg + "; MCPVISOR_REQUIRE_INTEROP makes this a failure")
-	}
-	t.Skip(msg)
 }
 
 // runNode runs testdata/tsclient/<script> with args, from a directory

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/mcpvisor/mcpvisor/internal/interop"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
@@ -37,10 +38,7 @@ func claudeCode(t *testing.T) string {
 	}
 	if _, err := os.Stat(bin); err != nil {
 		msg := fmt.Sprintf("Claude Code (make deps) is missing: %v", err)
-		if os.Getenv("MCPVISOR_REQUIRE_INTEROP") == "1" {
-			t.Fatal(msg + "; MCPVISOR_REQUIRE_INTEROP=1 makes this a failure")
-		}
-		t.Skip(msg)
+		interop.Missing(t, msg)
 	}
 	return bin
 }
@@ -58,10 +56,7 @@ func loopbackNetns(t *testing.T) *netns {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		msg := "entering a network namespace takes root (CAP_SYS_ADMIN)"
-		if os.Getenv("MCPVISOR_REQUIRE_INTEROP") == "1" {
-			t.Fatal(msg + "; MCPVISOR_REQUIRE_INTEROP=1 makes this a failure")
-		}
-		t.Skip(msg)
+		interop.Missing(t, msg)
 	}
 	cmd := exec.Command("unshare", "--net", "--", "sh", "-c", "ip link set lo up && echo up && exec cat")
 	stdin, err := cmd.StdinPipe()

@@ -249,7 +249,7 @@ the error that ends the command is a JSON line too.
 				" (default $"+envTokenStoreBackend+", else auto: the OS secret store where one works)")
 		a.etcd.register(c.PersistentFlags())
 	}
-	root.AddCommand(list, call, supervise, a.statusCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), auth, a.trustCommand(), a.addCommand(), a.removeCommand(), a.getCommand())
+	root.AddCommand(list, call, supervise, a.statusCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), auth, a.trustCommand(), a.addCommand(), a.removeCommand(), a.getCommand(), a.auditCommand())
 	return root
 }
 

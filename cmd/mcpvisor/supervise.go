@@ -31,6 +31,8 @@ const DefaultListen = "127.0.0.1:7979"
 
 // superviseFlags are the flags of `supervise`.
 type superviseFlags struct {
+	audit auditFlags // --audit… (audit.go)
+
 	listen       string
 	stdio        bool
 	tokenFile    string
@@ -170,6 +172,7 @@ Exit codes:
 		},
 	}
 	fl := cmd.Flags()
+	f.audit.register(cmd)
 	fl.StringVar(&f.listen, "listen", DefaultListen, "serve the gateway (/mcp) and the admin API on `ADDR`; \"off\": no HTTP listener")
 	fl.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin/stdout")
 	fl.StringVar(&f.tokenFile, "token-file", "", "require the bearer token in `FILE` on every HTTP request")
@@ -241,6 +244,9 @@ type gatewaySetup struct {
 
 func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, error) {
 	serveHTTP := f.listen != "off" && f.listen != "" && (!f.stdio || listenSet)
+	if err := f.audit.check(f.stdio); err != nil {
+		return gatewaySetup{}, err
+	}
 	if err := (gateway.Options{Allow: f.allowTools, Deny: f.denyTools}).Validate(); err != nil {
 		return gatewaySetup{}, usageError("%v", err)
 	}
@@ -302,6 +308,11 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		a.logConfigError(err)
 		return failed(nil)
 	}
+	trail, err := f.audit.open(a, "")
+	if err != nil {
+		return failed(nil)
+	}
+	defer a.closeAudit(trail)
 	var ln net.Listener
 	if setup.serveHTTP {
 		if ln, err = net.Listen("tcp", f.listen); err != nil {
@@ -353,6 +364,9 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	gopts := a.gatewayOptions(f, setup)
 	gopts.TracerProvider = tr.tracerProvider()
 	gopts.Parts = []gateway.Part{dashboard.New(dashboard.Options{Reload: reloadVia(reloads), Logins: &logins})}
+	if trail != nil {
+		gopts.Audit = trail
+	}
 	gw := gateway.New(sup, gopts)
 	fwd.Attach(gw)
 	gw.SetSkipped(cfg.Skipped)

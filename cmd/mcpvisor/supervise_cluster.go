@@ -156,7 +156,22 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 	}
 	a.log.Info().Str("member", member.ID()).Str("addr", f.cluster.addr).Strs("peers", copts.Peers).Msg("cluster member started")
 	waitLogged := a.startEventLog(member.Subscribe(context.Background(), mcpvisor.BufferSize(1024)))
-	gw := gateway.New(member, a.gatewayOptions(f, setup))
+	gopts := a.gatewayOptions(f, setup)
+	// Every member writes its own trail; each line names the member.
+	if trail, err := f.audit.open(a, member.ID()); err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		_ = member.Close(cctx)
+		cancel()
+		waitLogged()
+		return failed(nil)
+	} else if trail != nil {
+		gopts.Audit = trail
+		defer a.closeAudit(trail)
+	}
+	gw := gateway.New(member, gopts)
 	gw.SetSkipped(cfg.Skipped)
 	gw.SetExcluded(cfg.Excluded)
 	serving := a.serveGateway(gw)

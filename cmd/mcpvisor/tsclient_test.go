@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/interop"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
@@ -26,10 +27,7 @@ func tsSDK(t *testing.T) string {
 	_, nodeErr := exec.LookPath("node")
 	if err != nil || nodeErr != nil {
 		msg := "the TypeScript SDK (make deps) or node is missing"
-		if os.Getenv("MCPVISOR_REQUIRE_INTEROP") == "1" {
-			t.Fatal(msg + "; MCPVISOR_REQUIRE_INTEROP=1 makes this a failure")
-		}
-		t.Skip(msg)
+		interop.Missing(t, msg)
 	}
 	return dir
 }

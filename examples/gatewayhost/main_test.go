@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
+	"github.com/mcpvisor/mcpvisor/internal/interop"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
@@ -92,10 +93,7 @@ func tsModules(t *testing.T) string {
 	_, nodeErr := exec.LookPath("node")
 	if err != nil || nodeErr != nil {
 		msg := "the TypeScript SDK (make deps) or node is missing"
-		if os.Getenv("MCPVISOR_REQUIRE_INTEROP") != "" {
-			t.Fatal(msg + "; MCPVISOR_REQUIRE_INTEROP makes this a failure")
-		}
-		t.Skip(msg)
+		interop.Missing(t, msg)
 	}
 	return dir
 }
