@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/audit"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/gateway/access"
@@ -146,7 +147,8 @@ func TestGatewayAccessRules(t *testing.T) {
 		"b": {Config: mockserver.Command("-name", "b", "-prompts", "1", "-resources", "1")},
 	})
 	rs := &gateway.ResourceServer{Validator: v, Resource: resource, AuthorizationServers: []string{issuer}, Scopes: []string{"mcp:tools"}}
-	srv := serveOn(t, sup, gateway.Options{Features: &f, ResourceServer: rs, Access: policy, AccessNow: clk.Now}, ln)
+	w, trailPath := trail(t, audit.Options{})
+	srv := serveOn(t, sup, gateway.Options{Features: &f, ResourceServer: rs, Access: policy, AccessNow: clk.Now, Audit: w}, ln)
 
 	user := ccToken(t, issuer, "cc-user", resource, "mcp:tools")
 	admin := ccToken(t, issuer, "cc-admin", resource, "mcp:tools mcpvisor:admin")
@@ -255,6 +257,19 @@ func TestGatewayAccessRules(t *testing.T) {
 		}
 		assert.Equal(t, []string{"b"}, servers)
 		assert.Equal(t, 5, rep.Tools, "b's tools")
+	})
+	t.Run("audit", func(t *testing.T) {
+		// The refusals are on the audit trail as refused, with the caller.
+		refused := map[int64][]string{}
+		for _, l := range closeTrail(t, w, trailPath) {
+			if l.Code == gateway.CodeAccessDenied || l.Code == gateway.CodeRateLimited {
+				assert.Equal(t, audit.OutcomeRefused, l.Outcome, "%+v", l)
+				refused[l.Code] = append(refused[l.Code], l.Subject+" "+l.Tool)
+			}
+		}
+		assert.Contains(t, refused[gateway.CodeAccessDenied], "cc-user b__echo")
+		assert.Contains(t, refused[gateway.CodeRateLimited], "cc-user a__echo")
+		assert.Contains(t, refused[gateway.CodeRateLimited], "cc-admin b__echo")
 	})
 }
 
