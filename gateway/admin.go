@@ -92,12 +92,12 @@ func (g *Gateway) Status() StatusReport {
 	return rep
 }
 
-func (a *admin) serveStatus(w http.ResponseWriter, _ *http.Request) {
+func (a *admin) serveStatus(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	_ = enc.Encode(a.g.Status())
+	_ = enc.Encode(a.g.StatusFor(r.Context()))
 }
 
 func (a *admin) serveMetrics(w http.ResponseWriter, _ *http.Request) {

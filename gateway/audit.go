@@ -140,7 +140,7 @@ func (g *Gateway) auditOutcome(ctx context.Context, e *audit.Entry, a *answerRec
 	case a.err != nil:
 		e.Outcome, e.Code, e.Reason = audit.OutcomeError, a.err.Code, a.err.Message
 		switch {
-		case a.err.Code == CodeCallRefused:
+		case a.err.Code == CodeCallRefused, a.err.Code == CodeAccessDenied, a.err.Code == CodeRateLimited:
 			e.Outcome = audit.OutcomeRefused
 		case method == protocol.MethodToolsCall && a.err.Code == protocol.CodeInvalidParams && e.Server == "" && g.deniedTool(name):
 			e.Outcome, e.Reason = audit.OutcomeRefused, "the tool is not offered (allow/deny)"

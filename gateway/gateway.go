@@ -59,6 +59,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/channels"
+	"github.com/mcpvisor/mcpvisor/gateway/access"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -125,6 +126,12 @@ type Options struct {
 	// Token, when set, is the bearer token every HTTP request (MCP and
 	// admin) must carry.
 	Token string
+	// Access, when set, are the access rules and rate limits of the
+	// callers (package gateway/access; see accessgate.go): each caller
+	// lists and calls only what they let it use. SetAccess replaces them.
+	Access *access.Policy
+	// AccessNow is the clock of the rate limits (default time.Now).
+	AccessNow func() time.Time
 	// ResourceServer, when set, makes the gateway an OAuth 2.1 resource
 	// server: access tokens validated for every HTTP request, the
 	// protected resource metadata, scopes (resource.go). Token, when
@@ -291,7 +298,8 @@ type Gateway struct {
 	// the gateway is its Handler (server.go).
 	srv *mcpserver.Server
 
-	calls callTable // the downstream calls in flight (upstream.go)
+	calls callTable   // the downstream calls in flight (upstream.go)
+	gate  *accessGate // the access rules and rate limits (accessgate.go)
 	// inputs are the stateless-era clients' calls that may need input
 	// (mrtr.go).
 	inputs *inputRounds
@@ -415,6 +423,7 @@ func New(b Backend, opts Options) *Gateway {
 	g.admin = &admin{g: g}
 	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}}
 	g.naming = &namer{b: b, style: opts.Names, budget: opts.NameBudget}
+	g.gate = newAccessGate(opts)
 	g.front = &front{opts: opts, metrics: &g.metrics, rs: newProtectedResource(opts.ResourceServer), log: g.log}
 	g.startup = &startupWait{b: b, opts: opts, log: opts.Logger, naming: g.naming, closed: g.closed}
 	g.pool = &pool{b: b, opts: opts, log: opts.Logger, naming: g.naming, features: opts.Features}

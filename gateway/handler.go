@@ -36,18 +36,27 @@ func (g *Gateway) serve(ctx context.Context, w mcpserver.ResponseWriter, r *mcps
 		g.startup.await(ctx)
 	}
 	switch r.Method {
+	case protocol.MethodToolsCall, protocol.MethodPromptsGet, protocol.MethodResourcesRead, protocol.MethodResourcesSubscribe:
+		// The caller's access rules and rate limit (accessgate.go).
+		release, perr := g.admit(ctx, r.Method, r.Params)
+		if perr != nil {
+			return nil, perr
+		}
+		defer release()
+	}
+	switch r.Method {
 	case protocol.MethodToolsList:
-		return g.listTools(ctx), nil
+		return g.visibleTools(ctx, g.listTools(ctx)), nil
 	case protocol.MethodToolsCall:
 		return g.callTool(ctx, w, r)
 	case protocol.MethodPromptsList:
-		return g.pool.listPrompts(), nil
+		return g.visiblePrompts(ctx, g.pool.listPrompts()), nil
 	case protocol.MethodPromptsGet:
 		return g.getPrompt(ctx, w, r)
 	case protocol.MethodResourcesList:
-		return g.pool.listResources(), nil
+		return g.visibleResources(ctx, g.pool.listResources()), nil
 	case protocol.MethodResourcesTemplatesList:
-		return g.pool.listTemplates(), nil
+		return g.visibleTemplates(ctx, g.pool.listTemplates()), nil
 	case protocol.MethodResourcesRead:
 		return g.readResource(ctx, w, r)
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:

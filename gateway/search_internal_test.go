@@ -39,7 +39,7 @@ func TestSearchIndexIsIncremental(t *testing.T) {
 	t.Cleanup(g.Close)
 
 	find := func(query string) []string {
-		res, perr := g.search.search(nil, sup.Tools(), json.RawMessage(`{"query":"`+query+`"}`))
+		res, perr := g.search.search(t.Context(), nil, sup.Tools(), json.RawMessage(`{"query":"`+query+`"}`))
 		require.Nil(t, perr)
 		text := res.(*protocol.CallToolResult).Content[0].Text
 		var hits []searchHit

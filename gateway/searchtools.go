@@ -354,9 +354,9 @@ func (sm *searchMode) call(ctx context.Context, w mcpserver.ResponseWriter, r *m
 	}
 	switch name {
 	case searchToolName:
-		res, perr = sm.search(r.Session, pool, args)
+		res, perr = sm.search(ctx, r.Session, pool, args)
 	case describeToolName:
-		res, perr = sm.describe(pool, args)
+		res, perr = sm.describe(ctx, pool, args)
 	default:
 		res, perr = sm.callByName(ctx, w, r, args)
 	}
@@ -380,7 +380,7 @@ type searchHit struct {
 }
 
 // search serves search_tools.
-func (sm *searchMode) search(s *mcpserver.Session, pool []mcpvisor.Tool, raw json.RawMessage) (any, *protocol.Error) {
+func (sm *searchMode) search(ctx context.Context, s *mcpserver.Session, pool []mcpvisor.Tool, raw json.RawMessage) (any, *protocol.Error) {
 	var a searchArgs
 	if len(raw) == 0 || json.Unmarshal(raw, &a) != nil || strings.TrimSpace(a.Query) == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "%s: want {query, server?, read_only?, limit?}", searchToolName)
@@ -392,7 +392,7 @@ func (sm *searchMode) search(s *mcpserver.Session, pool []mcpvisor.Tool, raw jso
 	limit = min(limit, maxSearchLimit)
 	si := sm.index
 	si.sync(pool)
-	q := toolsearch.Query{Text: a.Query, Limit: limit, ReadOnly: a.ReadOnly, Allow: sm.g.offered}
+	q := toolsearch.Query{Text: a.Query, Limit: limit, ReadOnly: a.ReadOnly, Allow: sm.g.allowedFor(ctx)}
 	if a.Server != "" {
 		q.Servers = []string{a.Server}
 	}
@@ -494,7 +494,7 @@ func (si *searchIndex) learn(s *mcpserver.Session, qualified string) {
 
 // describe serves describe_tools: the full definitions of the named
 // tools the client may call, under their downstream names.
-func (sm *searchMode) describe(pool []mcpvisor.Tool, raw json.RawMessage) (any, *protocol.Error) {
+func (sm *searchMode) describe(ctx context.Context, pool []mcpvisor.Tool, raw json.RawMessage) (any, *protocol.Error) {
 	var a struct {
 		Names []string `json:"names"`
 	}
@@ -505,6 +505,7 @@ func (sm *searchMode) describe(pool []mcpvisor.Tool, raw json.RawMessage) (any, 
 		return nil, errorf(protocol.CodeInvalidParams, "%s: at most %d names at once", describeToolName, maxDescribe)
 	}
 	idx := sm.g.naming.fresh(pool)
+	allowed := sm.g.allowedFor(ctx)
 	byName := make(map[string]mcpvisor.Tool, len(pool))
 	for _, t := range pool {
 		byName[t.Name] = t
@@ -514,7 +515,7 @@ func (sm *searchMode) describe(pool []mcpvisor.Tool, raw json.RawMessage) (any, 
 	for _, n := range a.Names {
 		q := sm.g.naming.qualifiedTool(n)
 		t, ok := byName[q]
-		if !ok || !sm.g.offered(q) {
+		if !ok || !allowed(q) {
 			unknown = append(unknown, n)
 			continue
 		}
@@ -560,6 +561,13 @@ func (sm *searchMode) callByName(ctx context.Context, w mcpserver.ResponseWriter
 	}
 	inner := *r
 	inner.Params, _ = json.Marshal(params)
+	// The caller's access rules and rate limit, as for a direct call
+	// (Gateway.serve admits tools/call of call_tool itself without them).
+	release, perr := sm.g.admit(ctx, protocol.MethodToolsCall, inner.Params)
+	if perr != nil {
+		return nil, perr
+	}
+	defer release()
 	res, perr := sm.g.callTool(ctx, w, &inner)
 	if perr == nil {
 		sm.index.learn(r.Session, sm.g.naming.qualifiedTool(a.Name))

@@ -105,6 +105,7 @@ type app struct {
 	trustProject   bool         // --trust-project
 	approvals      *trust.Store // see trustStore
 	approvalsTried bool
+	accessFile     string // supervise --access-rules, read again at each reload
 
 	log    zerolog.Logger // the CLI's own logger
 	libLog zerolog.Logger // the logger handed to the supervisor

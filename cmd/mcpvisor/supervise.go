@@ -20,6 +20,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/channels"
 	"github.com/mcpvisor/mcpvisor/config"
 	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/gateway/access"
 	"github.com/mcpvisor/mcpvisor/gateway/dashboard"
 	"github.com/mcpvisor/mcpvisor/management"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
@@ -35,6 +36,7 @@ type superviseFlags struct {
 	listen       string
 	stdio        bool
 	tokenFile    string
+	accessRules  string // --access-rules
 	allowOrigins []string
 	allowTools   []string
 	denyTools    []string
@@ -179,6 +181,8 @@ Exit codes:
 	fl.StringVar(&f.listen, "listen", DefaultListen, "serve the gateway (/mcp) and the admin API on `ADDR`; \"off\": no HTTP listener")
 	fl.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin/stdout")
 	fl.StringVar(&f.tokenFile, "token-file", "", "require the bearer token in `FILE` on every HTTP request")
+	fl.StringVar(&f.accessRules, "access-rules", "",
+		"the access rules and rate limits of the gateway's callers in `FILE` (JSON; instead of the config's \"access\" member; reloaded with the config)")
 	fl.StringArrayVar(&f.allowOrigins, "allow-origin", nil, "also accept browser requests from `ORIGIN` (scheme://host:port; repeatable)")
 	fl.StringArrayVar(&f.allowTools, "allow-tools", nil, "offer only tools whose qualified name matches `GLOB` (repeatable)")
 	fl.StringArrayVar(&f.denyTools, "deny-tools", nil, "never offer tools whose qualified name matches `GLOB` (repeatable)")
@@ -244,7 +248,8 @@ type gatewaySetup struct {
 	token     string
 	seal      mcpserver.SealOptions
 	local     bool
-	auth      *authSetup // nil without --auth-issuer
+	access    *access.Policy // the access rules (nil: none)
+	auth      *authSetup     // nil without --auth-issuer
 	// listenAddr is the HTTP listener's address, once it listens.
 	listenAddr string
 }
@@ -296,7 +301,12 @@ func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, erro
 	if serveHTTP && !local && token == "" && auth == nil {
 		return gatewaySetup{}, usageError("--listen %s is not a loopback address: it requires --token-file or --auth-issuer", f.listen)
 	}
-	return gatewaySetup{serveHTTP: serveHTTP, token: token, seal: seal, local: local, auth: auth}, nil
+	a.accessFile = f.accessRules
+	policy, err := a.loadAccess(f.accessRules)
+	if err != nil {
+		return gatewaySetup{}, usageError("%v", err)
+	}
+	return gatewaySetup{serveHTTP: serveHTTP, token: token, seal: seal, local: local, auth: auth, access: policy}, nil
 }
 
 func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) error {
@@ -524,6 +534,12 @@ func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.
 		return fmt.Errorf("config reload failed, the running config stays: %w", err)
 	}
 	gw.SetSkipped(cfg.Skipped)
+	policy, err := a.loadAccess(a.accessFile)
+	if err != nil {
+		a.log.Error().Err(err).Str("trigger", why).Msg("config reload: the access rules")
+		return fmt.Errorf("config reload: the access rules: %w", err)
+	}
+	gw.SetAccess(policy)
 	if err := sup.SetPermissions(cfg.Permissions); err != nil {
 		a.log.Error().Err(err).Str("trigger", why).Msg("config reload: the permission rules")
 		return fmt.Errorf("config reload: the permission rules: %w", err)

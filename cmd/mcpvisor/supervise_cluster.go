@@ -199,6 +199,11 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 			a.log.Error().Str("trigger", why).Msg("config reload failed: keeping the running config")
 			return
 		}
+		if policy, err := a.loadAccess(a.accessFile); err != nil {
+			a.log.Error().Err(err).Str("trigger", why).Msg("config reload: the access rules stay as they were")
+		} else {
+			gw.SetAccess(policy)
+		}
 		gw.SetSkipped(cfg.Skipped)
 		gw.SetExcluded(cfg.Excluded)
 		a.warnTokenStore(cfg)

@@ -61,7 +61,7 @@ func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Optio
 	}
 	return gateway.Options{
 		Logger: a.log, Version: version(), Allow: f.allowTools, Deny: f.denyTools,
-		Token: setup.token, LocalOnly: setup.local, AllowedOrigins: f.allowOrigins,
+		Token: setup.token, Access: setup.access, LocalOnly: setup.local, AllowedOrigins: f.allowOrigins,
 		Names: names, NameBudget: f.nameBudget,
 		MaxSessions: f.maxSessions, MaxStreamsPerSession: f.maxStreams, ChannelQueue: f.channelQueue,
 		MaxSessionState: f.maxState, MaxSessionMemory: f.maxMemory, BodyTimeout: f.bodyTimeout,
