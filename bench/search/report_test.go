@@ -1,6 +1,7 @@
 package search
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -44,7 +45,16 @@ func TestReport(t *testing.T) {
 		names = append(names, r.Name())
 		outs = append(outs, o)
 	}
-	t.Logf("corpus: %d servers, %d tools; %d queries\n\n%s", len(servers), ToolCount(servers), len(qs), Table(names, outs))
+	listBytes := 0
+	for _, s := range servers {
+		b, err := json.Marshal(map[string]any{"tools": s.Tools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listBytes += len(b)
+	}
+	t.Logf("corpus: %d servers, %d tools (tools/list results: %d bytes of JSON, about %d tokens at 4 bytes a token); %d queries\n\n%s",
+		len(servers), ToolCount(servers), listBytes, listBytes/4, len(qs), Table(names, outs))
 	if testing.Verbose() {
 		var missed []string
 		for _, o := range outs[0] {
