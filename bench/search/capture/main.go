@@ -75,17 +75,8 @@ func main() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 		s.Dir = filepath.Join(*root, s.Dir)
-		c, err := captureOne(ctx, s)
+		c, err := captureToFile(ctx, s, *out)
 		cancel()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", s.Name, err)
-			failed++
-			continue
-		}
-		b, err := json.MarshalIndent(c, "", "  ")
-		if err == nil {
-			err = os.WriteFile(filepath.Join(*out, s.Name+".json"), append(b, '\n'), 0o644)
-		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", s.Name, err)
 			failed++
@@ -96,6 +87,19 @@ func main() {
 	if failed > 0 {
 		os.Exit(1)
 	}
+}
+
+// captureToFile captures s and writes it as dir/<name>.json.
+func captureToFile(ctx context.Context, s spec, dir string) (*capture, error) {
+	c, err := captureOne(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return c, os.WriteFile(filepath.Join(dir, s.Name+".json"), append(b, '\n'), 0o644)
 }
 
 // rpcMessage is a JSON-RPC message as read from a server.
