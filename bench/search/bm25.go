@@ -1,9 +1,6 @@
 package search
 
-import (
-	"math"
-	"sort"
-)
+import "math"
 
 // BM25 is the baseline ranker: plain Okapi BM25 over each tool's name and
 // description, what other gateways ship (mcpproxy-go's retrieve_tools, for
@@ -91,21 +88,60 @@ func (r *BM25) scores(text string) []float64 {
 }
 
 // topK returns the ids of the k highest positive scores, best first, ties in
-// index order.
+// index order. It keeps a min-heap of the best k seen, so a query touching
+// most of the index costs O(n log k), not a sort of n.
 func topK(ids []string, scores []float64, k int) []string {
-	var docs []int
-	for d, s := range scores {
-		if s > 0 {
-			docs = append(docs, d)
+	// worse reports whether doc a ranks below doc b.
+	worse := func(a, b int) bool {
+		if scores[a] != scores[b] {
+			return scores[a] < scores[b]
+		}
+		return a > b
+	}
+	heap := make([]int, 0, k) // heap[0] is the worst of the best k
+	down := func(i int) {
+		for {
+			l, m := 2*i+1, i
+			if l < len(heap) && worse(heap[l], heap[m]) {
+				m = l
+			}
+			if r := l + 1; r < len(heap) && worse(heap[r], heap[m]) {
+				m = r
+			}
+			if m == i {
+				return
+			}
+			heap[i], heap[m] = heap[m], heap[i]
+			i = m
 		}
 	}
-	sort.SliceStable(docs, func(i, j int) bool { return scores[docs[i]] > scores[docs[j]] })
-	if len(docs) > k {
-		docs = docs[:k]
+	for d, s := range scores {
+		if s <= 0 {
+			continue
+		}
+		if len(heap) < k {
+			heap = append(heap, d)
+			for i := len(heap) - 1; i > 0; {
+				p := (i - 1) / 2
+				if !worse(heap[i], heap[p]) {
+					break
+				}
+				heap[i], heap[p] = heap[p], heap[i]
+				i = p
+			}
+			continue
+		}
+		if worse(heap[0], d) {
+			heap[0] = d
+			down(0)
+		}
 	}
-	out := make([]string, len(docs))
-	for i, d := range docs {
-		out[i] = ids[d]
+	out := make([]string, len(heap))
+	for i := len(heap) - 1; i >= 0; i-- {
+		out[i] = ids[heap[0]]
+		heap[0] = heap[len(heap)-1]
+		heap = heap[:len(heap)-1]
+		down(0)
 	}
 	return out
 }

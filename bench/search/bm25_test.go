@@ -57,3 +57,16 @@ func TestBM25Score(t *testing.T) {
 		t.Errorf("scores(a) = %v, want both positive", got)
 	}
 }
+
+// topK keeps the k best positive scores, best first, ties in index order.
+func TestTopK(t *testing.T) {
+	ids := []string{"a", "b", "c", "d", "e", "f"}
+	scores := []float64{1, 3, 0, 3, -1, 2}
+	for k, want := range map[int][]string{
+		1: {"b"}, 2: {"b", "d"}, 3: {"b", "d", "f"}, 10: {"b", "d", "f", "a"},
+	} {
+		if got := topK(ids, scores, k); !reflect.DeepEqual(got, want) {
+			t.Errorf("topK(%d) = %v, want %v", k, got, want)
+		}
+	}
+}
