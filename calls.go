@@ -174,7 +174,12 @@ func (s *Supervisor) awaitReady(ctx context.Context, h *serverHandle, old *sessi
 }
 
 // callTool is CallTool with the request's options.
-func (s *Supervisor) callTool(ctx context.Context, name string, args json.RawMessage, o RequestOptions) (*protocol.CallToolResult, error) {
+func (s *Supervisor) callTool(ctx context.Context, name string, args json.RawMessage, o RequestOptions) (res *protocol.CallToolResult, err error) {
+	defer func() {
+		if err == nil && res != nil && !res.IsError {
+			s.search.called(name) // learning from searches (search.go)
+		}
+	}()
 	p := s.pool.Load()
 	if b, ok := p.builtinByName[name]; ok {
 		if b.Call == nil {
@@ -209,7 +214,7 @@ func (s *Supervisor) callTool(ctx context.Context, name string, args json.RawMes
 	if !s.opts.ReplayIdempotent || !e.replayable {
 		return onSession(ctx, s, e.h, call)
 	}
-	res, err := onSession(ctx, s, e.h, call)
+	res, err = onSession(ctx, s, e.h, call)
 	var lost *ConnectionLostError
 	if errors.As(err, &lost) {
 		s.log.Info().Str("server", e.h.name).Str("tool", e.name).Msg("replaying a read-only, idempotent call after its connection was lost")

@@ -133,6 +133,10 @@ type Supervisor struct {
 	// (Options.Permissions, then SetPermissions); never nil after Start.
 	permissions atomic.Pointer[permissionSet]
 
+	// search is the tool search index over the pool (search.go), with
+	// its own locks.
+	search toolSearch
+
 	// unsubscribers holds the context.AfterFunc registrations of live
 	// subscriptions, stopped on Close so none fires at a stopped registry.
 	subMu         sync.Mutex
