@@ -12,7 +12,7 @@ import (
 // rankers are the rankers the report and the benchmark measure, the
 // baseline first. Each call returns fresh, empty rankers.
 func rankers() []Ranker {
-	return []Ranker{NewBM25()}
+	return []Ranker{NewBM25(), NewToolSearch()}
 }
 
 // TestReport prints the markdown table of every ranker's figures on the
