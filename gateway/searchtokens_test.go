@@ -67,9 +67,8 @@ func TestToolListTokensCaptured(t *testing.T) {
 	if dir == "" {
 		dir = "../bench/search/testdata"
 	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no captured tool sets in %s", dir)
-	}
+	_, err := os.Stat(dir)
+	require.NoError(t, err, "the captured tool sets are part of the repository")
 	b := loadCaptured(t, dir)
 	require.NotEmpty(t, b.tools)
 	_, srv := serve(t, b, gateway.Options{})
@@ -107,9 +106,8 @@ func BenchmarkSearchToolsCaptured(b *testing.B) {
 	if dir == "" {
 		dir = "../bench/search/testdata"
 	}
-	if _, err := os.Stat(dir); err != nil {
-		b.Skipf("no captured tool sets in %s", dir)
-	}
+	_, err := os.Stat(dir)
+	require.NoError(b, err, "the captured tool sets are part of the repository")
 	be := loadCaptured(b, dir)
 	g, _ := serve(b, be, gateway.Options{ToolMode: gateway.ToolsSearch})
 	h := g.Handler()
