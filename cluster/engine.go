@@ -136,8 +136,8 @@ func startEngine(opts Options, onPoolChanged func(member string)) (m *engine, er
 		m.abort()
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
-	m.provider, err = newMembership(opts, tlsPair, m.log, func() *automanaged.NodeModel {
-		return automanaged.NewNode(opts.Name, m.sys.ID, opts.Host, opts.Port, opts.ProviderPort, kindNames)
+	m.provider, err = newMembership(opts, tlsPair, m.log, func() any {
+		return m.health(automanaged.NewNode(opts.Name, m.sys.ID, opts.Host, opts.Port, opts.ProviderPort, kindNames))
 	})
 	if err != nil {
 		m.abort()

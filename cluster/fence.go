@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 
 	"github.com/mcpvisor/mcpvisor/cluster/internal/wire"
 	"github.com/mcpvisor/mcpvisor/internal/routine"
@@ -46,7 +47,10 @@ type removals struct {
 	gone []removedMember // oldest first
 }
 
-type removedMember struct{ id, addr string }
+type removedMember struct {
+	id, addr string
+	at       time.Time // when this member saw it leave
+}
 
 func newRemovals(m *engine) *removals { return &removals{m: m} }
 
@@ -59,8 +63,9 @@ func (r *removals) topologyChanged(t *pcluster.ClusterTopology) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now := time.Now()
 	for _, member := range t.Left {
-		r.gone = append(r.gone, removedMember{id: member.Id, addr: member.Address()})
+		r.gone = append(r.gone, removedMember{id: member.Id, addr: member.Address(), at: now})
 	}
 	kept := r.gone[:0]
 	for _, g := range r.gone {
@@ -81,6 +86,10 @@ func (r *removals) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-r.m.fenced:
+			// Fenced, this member's view is the losing side's: the
+			// members it saw leave are the ones running the cluster.
 			return
 		case <-tick.C:
 		}
@@ -118,16 +127,68 @@ func (m *engine) fence() {
 	})
 }
 
+// removedBy handles a Removed naming this member: it fences, unless
+// every member that says so (on its membership endpoint) is one this
+// member saw leave before that member saw this one leave: a paused
+// member come back, whose stale view dropped this member only once it
+// ran again, and which the Removed this member sends will fence (the
+// rule cutOff applies to a tie). It asks the peers, so it runs on a
+// goroutine of its own, never in the member actor.
+func (m *engine) removedBy(ctx context.Context) {
+	if removed := m.removed.removedIDs(); len(removed) > 0 && m.opts.Etcd == nil {
+		sayers, stale := 0, 0
+		for id, saw := range m.aliveIDs(ctx) {
+			ago, ok := saw[m.id]
+			if !ok {
+				continue
+			}
+			sayers++
+			if ours, had := removed[id]; had && ours > ago {
+				stale++
+			}
+		}
+		if sayers > 0 && stale == sayers {
+			m.log.Warn().Msg("told this member was removed by a member it saw leave first (that member was the one cut off): ignored")
+			return
+		}
+	}
+	m.fence()
+}
+
 // removedIDs returns the ids of the members this member saw leave (and
-// still keeps telling).
-func (r *removals) removedIDs() map[string]bool {
+// still keeps telling), each with how long ago it saw it.
+func (r *removals) removedIDs() map[string]time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ids := make(map[string]bool, len(r.gone))
+	now := time.Now()
+	ids := make(map[string]time.Duration, len(r.gone))
 	for _, g := range r.gone {
-		ids[gossipID(g.id)] = true
+		ids[gossipID(g.id)] = now.Sub(g.at)
 	}
 	return ids
+}
+
+// healthAnswer is what a member's membership endpoint answers: its
+// NodeModel (what the peers' polls read), and the members it saw leave
+// with how long ago in milliseconds (what cutOff reads on both sides of
+// a partition that healed).
+type healthAnswer struct {
+	*automanaged.NodeModel
+	RemovedAgoMs map[string]int64 `json:"removedAgoMs,omitempty"`
+}
+
+// health is the member's healthAnswer now.
+func (m *engine) health(node *automanaged.NodeModel) any {
+	a := healthAnswer{NodeModel: node}
+	if m.removed != nil {
+		for id, ago := range m.removed.removedIDs() {
+			if a.RemovedAgoMs == nil {
+				a.RemovedAgoMs = map[string]int64{}
+			}
+			a.RemovedAgoMs[id] = max(ago.Milliseconds(), 1)
+		}
+	}
+	return a
 }
 
 // healthTimeout bounds one membership endpoint's answer in cutOff.
@@ -157,7 +218,7 @@ func (m *engine) cutOff(ctx context.Context, t *pcluster.ClusterTopology) bool {
 	}
 	var outside []string
 	for id := range removed {
-		if alive[id] && !inside[id] {
+		if _, up := alive[id]; up && !inside[id] {
 			outside = append(outside, id)
 		}
 	}
@@ -166,6 +227,18 @@ func (m *engine) cutOff(ctx context.Context, t *pcluster.ClusterTopology) bool {
 	}
 	if len(outside) != len(inside) {
 		return len(outside) > len(inside)
+	}
+	// A tie (two members, a paused one come back): the side that saw the
+	// other leave first has run the cluster since; the other was the one
+	// cut off (its own view dropped the others only once it ran again).
+	// Each side measures "how long ago" on its own clock.
+	ours, theirs := time.Duration(0), time.Duration(0)
+	for _, id := range outside {
+		ours = max(ours, removed[id])
+		theirs = max(theirs, alive[id][m.id])
+	}
+	if ours > 0 && theirs > 0 && ours != theirs {
+		return theirs > ours
 	}
 	smallest := outside[0]
 	for _, id := range outside {
@@ -181,12 +254,13 @@ func (m *engine) cutOff(ctx context.Context, t *pcluster.ClusterTopology) bool {
 
 // aliveIDs asks every peer's membership endpoint (Options.Peers) for the
 // id of the member behind it, in parallel, each bounded by
-// healthTimeout.
-func (m *engine) aliveIDs(ctx context.Context) map[string]bool {
+// healthTimeout: the ids that answered, each with the members it saw
+// leave and how long ago (healthAnswer).
+func (m *engine) aliveIDs(ctx context.Context) map[string]map[string]time.Duration {
 	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	defer cancel()
 	var mu sync.Mutex
-	alive := map[string]bool{}
+	alive := map[string]map[string]time.Duration{}
 	var wg sync.WaitGroup
 	for _, peer := range m.opts.Peers {
 		wg.Add(1)
@@ -202,13 +276,18 @@ func (m *engine) aliveIDs(ctx context.Context) map[string]bool {
 			}
 			defer resp.Body.Close()
 			var node struct {
-				ID string `json:"id"`
+				ID           string           `json:"id"`
+				RemovedAgoMs map[string]int64 `json:"removedAgoMs"`
 			}
 			if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&node) != nil || node.ID == "" {
 				return
 			}
+			saw := make(map[string]time.Duration, len(node.RemovedAgoMs))
+			for id, ms := range node.RemovedAgoMs {
+				saw[id] = time.Duration(ms) * time.Millisecond
+			}
 			mu.Lock()
-			alive[node.ID] = true
+			alive[node.ID] = saw
 			mu.Unlock()
 		}()
 	}

@@ -80,7 +80,8 @@ func (a *memberActor) Receive(ctx actor.Context) {
 		a.release(ctx, msg)
 	case *wire.Removed:
 		if msg.GetMember() == a.m.id {
-			a.m.fence()
+			m := a.m
+			routine.Go("cluster.removed", func() { m.removedBy(m.stopCtx) })
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	"github.com/rs/zerolog"
 	"go.uber.org/zap"
@@ -28,7 +27,7 @@ type membership interface {
 // newMembership builds the provider Options ask for: etcd, or the
 // static peers on the member's own membership endpoint (provider.go),
 // over mutual TLS when tlsPair is set.
-func newMembership(o Options, tlsPair *tlsConfigs, log zerolog.Logger, node func() *automanaged.NodeModel) (membership, error) {
+func newMembership(o Options, tlsPair *tlsConfigs, log zerolog.Logger, node func() any) (membership, error) {
 	if o.Etcd == nil {
 		return newPeersProvider(o, tlsPair, log, node)
 	}

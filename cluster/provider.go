@@ -75,7 +75,7 @@ type peersProvider struct {
 // (with tlsPair, over mutual TLS) and returns the provider; node is
 // called on each health request for the member's NodeModel. Nothing is
 // served until StartMember.
-func newPeersProvider(o Options, tlsPair *tlsConfigs, log zerolog.Logger, node func() *automanaged.NodeModel) (*peersProvider, error) {
+func newPeersProvider(o Options, tlsPair *tlsConfigs, log zerolog.Logger, node func() any) (*peersProvider, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.ProviderPort)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: membership endpoint: %w", ErrStart, err)
