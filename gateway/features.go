@@ -19,7 +19,7 @@ import (
 func (g *Gateway) listTools(ctx context.Context) protocol.ListToolsResult {
 	pool := g.b.Tools()
 	if g.search.modeOf(ctx, pool) == ToolsSearch {
-		return g.search.list(pool) // search.go
+		return g.search.list(ctx, pool) // search.go
 	}
 	idx := g.naming.fresh(pool)
 	host := g.features.toolList()
@@ -51,7 +51,7 @@ func (g *Gateway) listTools(ctx context.Context) protocol.ListToolsResult {
 	if g.pagesOffered() {
 		out = append(out, pageTool)
 	}
-	out = append(out, g.search.deferredTools(pool)...) // the search tools, while a deferred server has tools
+	out = append(out, g.search.deferredTools(ctx, pool)...) // the search tools, while a deferred server has tools
 	return protocol.ListToolsResult{Tools: out}
 }
 
@@ -147,7 +147,7 @@ func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 	if res.ResultType == protocol.ResultTask {
 		return g.pool.taskCreated(server, res), nil
 	}
-	res = g.fitResult(name, server, p.Meta, res)
+	res = g.fitResult(ownerOf(ctx), name, server, p.Meta, res)
 	if enc, ok := appendTextResult(nil, res); ok {
 		return enc, nil
 	}

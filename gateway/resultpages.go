@@ -89,6 +89,7 @@ type resultStore struct {
 // storedResult is the rest of one cut result, in pages.
 type storedResult struct {
 	handle string
+	owner  string // who called the tool (ownerOf): only they read its pages
 	tool   string // the qualified name of the tool that answered
 	pages  []resultPage
 	bytes  int64
@@ -195,7 +196,7 @@ func (g *Gateway) resultBound(server string, meta protocol.Meta) int {
 // fitResult returns res cut to the call's bound, with a note, keeping
 // the rest in the store; res itself when it fits (or has no bound).
 // res is not changed.
-func (g *Gateway) fitResult(tool, server string, meta protocol.Meta, res *protocol.CallToolResult) *protocol.CallToolResult {
+func (g *Gateway) fitResult(owner, tool, server string, meta protocol.Meta, res *protocol.CallToolResult) *protocol.CallToolResult {
 	bound := g.resultBound(server, meta)
 	if bound <= 0 || res == nil || (res.ResultType != "" && res.ResultType != "complete") {
 		return res
@@ -251,7 +252,7 @@ func (g *Gateway) fitResult(tool, server string, meta protocol.Meta, res *protoc
 	if structured != nil {
 		pages = append(pages, resultPage{structured: structured})
 	}
-	stored := &storedResult{tool: tool, pages: pages}
+	stored := &storedResult{owner: owner, tool: tool, pages: pages}
 	for _, p := range pages {
 		stored.bytes += pageBytes(p)
 	}
@@ -410,7 +411,7 @@ func pageBytes(p resultPage) int64 {
 // readPage serves read_result_page: the page asked for, with a line
 // saying which page it is and what comes next. An unknown or expired
 // handle, or a page out of range, is a tool error the model can read.
-func (g *Gateway) readPage(args json.RawMessage) (any, *protocol.Error) {
+func (g *Gateway) readPage(ctx context.Context, args json.RawMessage) (any, *protocol.Error) {
 	var a struct {
 		Handle string  `json:"handle"`
 		Page   float64 `json:"page"`
@@ -422,7 +423,7 @@ func (g *Gateway) readPage(args json.RawMessage) (any, *protocol.Error) {
 		a.Page = 1
 	}
 	r := g.results.get(a.Handle)
-	if r == nil || !g.offered(r.tool) {
+	if r == nil || r.owner != ownerOf(ctx) || !g.allowedFor(ctx)(r.tool) {
 		return toolError(fmt.Sprintf("No kept result has the handle %q: it may have expired (results are kept for %s); call the tool again.",
 			a.Handle, g.results.ttl.Round(time.Second))), nil
 	}
@@ -458,10 +459,19 @@ func (g *Gateway) pagesOffered() bool {
 }
 
 // pageCall serves a tools/call of read_result_page, if name is it.
-func (g *Gateway) pageCall(_ context.Context, name string, args json.RawMessage) (any, *protocol.Error, bool) {
+func (g *Gateway) pageCall(ctx context.Context, name string, args json.RawMessage) (any, *protocol.Error, bool) {
 	if name != pageToolName || !g.offered(pageToolName) {
 		return nil, nil, false
 	}
-	res, perr := g.readPage(args)
+	res, perr := g.readPage(ctx, args)
 	return res, perr, true
+}
+
+// ownerOf is who a request's caller is for the pages of its cut results:
+// its Identity's subject and client (the zero Identity, everyone
+// unauthenticated, is one owner). A handle another caller learns reads
+// nothing.
+func ownerOf(ctx context.Context) string {
+	id, _ := IdentityFrom(ctx)
+	return id.Subject + "\x00" + id.ClientID
 }

@@ -25,7 +25,7 @@ func TestFitKeepsBlocksWhole(t *testing.T) {
 	img := protocol.Content{Type: "image", MimeType: "image/png", Data: strings.Repeat("A", 1200)}
 	sc := json.RawMessage(`{"rows":[` + strings.Repeat(`"v",`, 200) + `"v"]}`)
 	res := &protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("intro\n"), img, protocol.TextContent("after")}, StructuredContent: sc}
-	out := g.fitResult("mcp__s__t", "s", nil, res)
+	out := g.fitResult("", "mcp__s__t", "s", nil, res)
 	require.Len(t, out.Content, 2, "the intro, then the note")
 	assert.Equal(t, "intro\n", out.Content[0].Text)
 	assert.Nil(t, out.StructuredContent)
@@ -43,7 +43,7 @@ func TestFitKeepsBlocksWhole(t *testing.T) {
 	// Small structured content that fits is kept whole beside cut text.
 	small := json.RawMessage(`{"n":1}`)
 	res = &protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(strings.Repeat("word ", 400))}, StructuredContent: small}
-	out = g.fitResult("mcp__s__t", "s", nil, res)
+	out = g.fitResult("", "mcp__s__t", "s", nil, res)
 	assert.Equal(t, small, out.StructuredContent)
 	assert.True(t, strings.HasSuffix(out.Content[0].Text, " "), "cut after a word")
 }

@@ -200,16 +200,18 @@ func shorten(s string, n int) string {
 
 // searchTools returns the search tools' definitions for pool: the search
 // tool's description names the servers behind the gateway with their
-// purpose and tool counts, so it changes when servers come or go.
-func (sm *searchMode) searchTools(pool []mcpvisor.Tool) []protocol.Tool {
+// purpose and tool counts, so it changes when servers come or go; of
+// them, only what ctx's caller may use (allowedFor: the access rules).
+func (sm *searchMode) searchTools(ctx context.Context, pool []mcpvisor.Tool) []protocol.Tool {
 	si := sm.index
 	si.sync(pool)
+	allowed := sm.g.allowedFor(ctx)
 	count := map[string]int{}
 	examples := map[string][]string{} // a few tool names of each server, for one that says nothing of its purpose
 	var servers []string
 	total := 0
 	for _, t := range pool {
-		if t.Builtin || t.Server == "" || !sm.g.offered(t.Name) {
+		if t.Builtin || t.Server == "" || !allowed(t.Name) {
 			continue
 		}
 		if count[t.Server] == 0 {
@@ -280,7 +282,7 @@ func ptrTrue() *bool { b := true; return &b }
 // list is tools/list in search mode: the host's tools, the pool's
 // built-in tools (management), the pool tools Options.AlwaysOffer
 // names, the search tools and the gateway's own tools.
-func (sm *searchMode) list(pool []mcpvisor.Tool) protocol.ListToolsResult {
+func (sm *searchMode) list(ctx context.Context, pool []mcpvisor.Tool) protocol.ListToolsResult {
 	g := sm.g
 	idx := g.naming.fresh(pool)
 	var out []protocol.Tool
@@ -306,7 +308,7 @@ func (sm *searchMode) list(pool []mcpvisor.Tool) protocol.ListToolsResult {
 		}
 		out = append(out, def)
 	}
-	out = append(out, sm.searchTools(pool)...)
+	out = append(out, sm.searchTools(ctx, pool)...)
 	if g.chans.inbox != nil && g.offered(waitToolName) {
 		out = append(out, waitTool)
 	}
@@ -324,10 +326,10 @@ func (sm *searchMode) alwaysOffered(downstream, qualified string) bool {
 
 // deferredTools are the search tools a full-mode list adds while a
 // deferred server has offered tools (they are found only by search).
-func (sm *searchMode) deferredTools(pool []mcpvisor.Tool) []protocol.Tool {
+func (sm *searchMode) deferredTools(ctx context.Context, pool []mcpvisor.Tool) []protocol.Tool {
 	for _, t := range pool {
 		if t.Deferred && sm.g.offered(t.Name) {
-			return sm.searchTools(pool)
+			return sm.searchTools(ctx, pool)
 		}
 	}
 	return nil
