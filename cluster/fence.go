@@ -230,14 +230,15 @@ func (m *engine) cutOff(ctx context.Context, t *pcluster.ClusterTopology) bool {
 	}
 	// A tie (two members, a paused one come back): the side that saw the
 	// other leave first has run the cluster since; the other was the one
-	// cut off (its own view dropped the others only once it ran again).
-	// Each side measures "how long ago" on its own clock.
+	// cut off (its own view drops the others only once it has run again
+	// for a while, and until then it says it saw nobody leave). Each side
+	// measures "how long ago" on its own clock.
 	ours, theirs := time.Duration(0), time.Duration(0)
 	for _, id := range outside {
 		ours = max(ours, removed[id])
 		theirs = max(theirs, alive[id][m.id])
 	}
-	if ours > 0 && theirs > 0 && ours != theirs {
+	if ours != theirs {
 		return theirs > ours
 	}
 	smallest := outside[0]
