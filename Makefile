@@ -7,6 +7,11 @@ DEPS      := .deps
 NPM_DIR   := $(DEPS)/npm
 EVERYTHING_VERSION := 2026.8.31
 EVERYTHING := $(NPM_DIR)/node_modules/.bin/mcp-server-everything
+# An npm cache holding server-everything and its dependencies (no _npx
+# install), from which the root package's TestNpxServerConfined runs
+# `npx -y` offline on a copy: the tests reach nothing beyond loopback.
+NPX_CACHE       := $(DEPS)/npx-cache-$(EVERYTHING_VERSION)
+NPX_CACHE_READY := $(NPX_CACHE)/.prepared
 # The official TypeScript SDK, whose client the gateway tests run.
 TS_SDK_VERSION := 1.32.2
 TS_SDK := $(NPM_DIR)/.sdk-$(TS_SDK_VERSION)
@@ -94,7 +99,7 @@ go-deps:
 	cd bench/peers && $(GO) mod download
 	cd testdata/gosdkclient && $(GO) mod download
 
-npm-deps: $(EVERYTHING) $(TS_SDK) $(CONFORMANCE) $(OIDC) $(AGENT_SDK_TOOLS) $(INSPECTOR) $(CLAUDE)
+npm-deps: $(EVERYTHING) $(NPX_CACHE_READY) $(TS_SDK) $(CONFORMANCE) $(OIDC) $(AGENT_SDK_TOOLS) $(INSPECTOR) $(CLAUDE)
 
 # os-deps installs the services the secret-store tests run against
 # (oauth/secretstore): Debian's gnome-keyring (the Secret Service) started
@@ -140,6 +145,18 @@ $(EVERYTHING):
 	mkdir -p $(NPM_DIR)
 	cd $(NPM_DIR) && { [ -f package.json ] || npm init -y >/dev/null; } && \
 		npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/server-everything@$(EVERYTHING_VERSION)
+
+# npm exec fills the cache with the packuments and tarballs npx -y needs
+# (run in an empty directory, so that no local install answers it), then
+# the install it made under _npx and its logs are removed: offline, npx
+# installs from the cache as it would from the registry.
+$(NPX_CACHE_READY):
+	rm -rf $(NPX_CACHE) $(NPX_CACHE).tmp && mkdir -p $(NPX_CACHE).tmp/cwd
+	cd $(NPX_CACHE).tmp/cwd && npm_config_cache=$(abspath $(NPX_CACHE)).tmp/cache npm exec --yes --no-audit --no-fund \
+		--loglevel=error --package=@modelcontextprotocol/server-everything@$(EVERYTHING_VERSION) -- node -e 0
+	rm -rf $(NPX_CACHE).tmp/cache/_npx $(NPX_CACHE).tmp/cache/_logs
+	mv $(NPX_CACHE).tmp/cache $(NPX_CACHE) && rm -rf $(NPX_CACHE).tmp
+	touch $@
 
 $(TS_SDK): $(EVERYTHING)
 	cd $(NPM_DIR) && npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/sdk@$(TS_SDK_VERSION)
@@ -216,7 +233,7 @@ $(AGENT_SDK_TOOLS):
 
 # The environment of the Go tests: the npm-installed peers they talk to
 # (a missing one fails the tests rather than skipping them).
-TEST_ENV = MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_REQUIRE_INTEROP=1 MCPVISOR_REQUIRE_KEYRING=1 MCPVISOR_REQUIRE_BROWSER=1 \
+TEST_ENV = MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_NPX_CACHE=$(abspath $(NPX_CACHE)) MCPVISOR_REQUIRE_INTEROP=1 MCPVISOR_REQUIRE_KEYRING=1 MCPVISOR_REQUIRE_BROWSER=1 \
 	MCPVISOR_REQUIRE_ETCD=1 \
 	MCPVISOR_OIDC_MODULES=$(abspath $(OIDC_DIR))/node_modules \
 	MCPVISOR_AGENT_SDK_TOOLS=$(abspath $(AGENT_SDK_TOOLS)) \

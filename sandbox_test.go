@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/internal/interop"
 	"github.com/mcpvisor/mcpvisor/transports"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox"
 	"github.com/mcpvisor/mcpvisor/transports/stdio/sandbox/sandboxtest"
@@ -437,16 +438,34 @@ func TestServerEverythingConfined(t *testing.T) {
 	}
 }
 
-// A server launched by npx runs confined with "sandbox": {"network":
-// true} and nothing else: npx fetches it into a private cache (the
-// user's npm cache is read-only to it).
-func TestNpxServerConfined(t *testing.T) {
-	everything(t) // make test installs npm; the registry must be reachable
-	if _, err := exec.LookPath("npx"); err != nil {
-		if os.Getenv("MCPVISOR_REQUIRE_INTEROP") != "" {
-			t.Fatal("no npx (npm's; make test needs npm)")
+// npxCache returns the npm cache that make npm-deps prepares for npx
+// (MCPVISOR_NPX_CACHE: the packuments and tarballs of server-everything
+// and its dependencies, nothing installed), or ends the test as a missing
+// peer (a failure under make test).
+func npxCache(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("MCPVISOR_NPX_CACHE")
+	if dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, ".prepared")); err == nil {
+			return dir
 		}
-		t.Skip("no npx")
+	}
+	interop.Missing(t, "MCPVISOR_NPX_CACHE does not name a prepared npm cache (make npm-deps prepares .deps/npx-cache-<version>)")
+	return ""
+}
+
+// A server launched the way users launch them, `npx -y <package>`, runs
+// confined under each mechanism, with node from the system and npm's
+// cache on a path the config lets it write. The cache is a fresh copy of
+// the one make npm-deps prepares and npx runs offline
+// (npm_config_offline) in a sandbox without network: it installs the
+// package from the cache into the cache's _npx directory and starts it,
+// with no registry in reach. A sandbox that blocked what npx or node need
+// fails the start, and so would an npx that tried the registry.
+func TestNpxServerConfined(t *testing.T) {
+	prepared := npxCache(t)
+	if _, err := exec.LookPath("npx"); err != nil {
+		interop.Missing(t, "no npx (npm's; make test needs npm)")
 	}
 	for _, m := range []transports.SandboxMechanism{transports.SandboxAuto, transports.SandboxLandlock} {
 		t.Run(string(m), func(t *testing.T) {
@@ -457,11 +476,22 @@ func TestNpxServerConfined(t *testing.T) {
 			} else {
 				requireMechanism(t, m)
 			}
+			cache := filepath.Join(t.TempDir(), "npm-cache")
+			require.NoError(t, os.CopyFS(cache, os.DirFS(prepared)))
 			cfg := mcpvisor.ServerConfig{}
 			cfg.Command = "npx"
 			cfg.Args = []string{"-y", "@modelcontextprotocol/server-everything@2026.8.31"}
-			cfg.Sandbox = &transports.Sandbox{Enabled: true, Network: true, Mechanism: m}
-			confinedCall(t, cfg, want, 90*time.Second)
+			cfg.Env = map[string]string{
+				"npm_config_cache":           cache,
+				"npm_config_offline":         "true",
+				"npm_config_update_notifier": "false",
+			}
+			cfg.Sandbox = &transports.Sandbox{Enabled: true, Write: []string{cache}, Mechanism: m}
+			confinedCall(t, cfg, want, 60*time.Second)
+			installed, err := filepath.Glob(filepath.Join(cache, "_npx", "*", "node_modules",
+				"@modelcontextprotocol", "server-everything", "package.json"))
+			require.NoError(t, err)
+			assert.Len(t, installed, 1, "npx installs server-everything from the copied cache")
 		})
 	}
 }
