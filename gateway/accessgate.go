@@ -267,6 +267,7 @@ func (g *Gateway) admit(ctx context.Context, method string, params json.RawMessa
 		return func() {}, nil
 	}
 	what, server, ok := "", "", true
+	name := "" // the pool name of the tool or prompt, for the audit trail
 	switch method {
 	case protocol.MethodToolsCall:
 		p, scanned := scanCallParams(params)
@@ -288,7 +289,7 @@ func (g *Gateway) admit(ctx context.Context, method string, params json.RawMessa
 			q = g.naming.qualifiedTool(q)
 		}
 		idx := g.naming.current()
-		what, server, ok = "tool "+strconv.Quote(p.Name), idx.server[q], g.toolFor(&c, idx, q)
+		what, server, name, ok = "tool "+strconv.Quote(p.Name), idx.server[q], q, g.toolFor(&c, idx, q)
 	case protocol.MethodPromptsGet:
 		var p protocol.GetPromptParams
 		if json.Unmarshal(params, &p) != nil || p.Name == "" {
@@ -299,7 +300,7 @@ func (g *Gateway) admit(ctx context.Context, method string, params json.RawMessa
 			if in, found := g.naming.current().promptIn[q]; found {
 				q = in
 			}
-			server = g.pool.serverOfPrompt(q)
+			server, name = g.pool.serverOfPrompt(q), q
 		}
 		what, ok = "prompt "+strconv.Quote(p.Name), c.grant.Server(server)
 	case protocol.MethodResourcesRead, protocol.MethodResourcesSubscribe:
@@ -309,6 +310,11 @@ func (g *Gateway) admit(ctx context.Context, method string, params json.RawMessa
 		}
 		server = g.serverOfURI(p.URI)
 		what, ok = "resource "+strconv.Quote(p.URI), c.grant.Server(server)
+	}
+	if server != "" {
+		// A refused call is on the trail with the server and pool name
+		// it resolved to, as an admitted one is (runCall notes them).
+		auditServer(ctx, server, name)
 	}
 	if !ok {
 		e := errorf(CodeAccessDenied, "%v: %s is not allowed for this caller", ErrAccessDenied, what)
