@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/gateway/access"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -403,8 +404,9 @@ func (lw *limitWriter) Flush() {
 // Unwrap gives http.ResponseController the writer underneath.
 func (lw *limitWriter) Unwrap() http.ResponseWriter { return lw.ResponseWriter }
 
-// StatusFor is Status as ctx's caller may see it: the servers and the
-// count of tools the access rules let it use.
+// StatusFor is Status as ctx's caller may see it: the servers (and
+// excluded servers) the access rules let it use, and the count and
+// token estimate of the tools they let it use.
 func (g *Gateway) StatusFor(ctx context.Context) StatusReport {
 	rep := g.Status()
 	c := g.callerOf(ctx)
@@ -412,12 +414,20 @@ func (g *Gateway) StatusFor(ctx context.Context) StatusReport {
 		return rep
 	}
 	rep.Servers = slices.DeleteFunc(rep.Servers, func(s ServerReport) bool { return !c.grant.Server(s.Name) })
+	// rep.Excluded is shared (SetExcluded replaces it whole): filter a copy.
+	rep.Excluded = slices.DeleteFunc(slices.Clone(rep.Excluded), func(e ExcludedReport) bool { return !c.grant.Server(e.Name) })
 	allowed := g.allowedFor(ctx)
-	rep.Tools = 0
+	var pool []mcpvisor.Tool
 	for _, t := range g.b.Tools() {
 		if allowed(t.Name) {
-			rep.Tools++
+			pool = append(pool, t)
 		}
+	}
+	rep.Tools = len(pool)
+	tokens, total := g.toolTokens(pool)
+	rep.ToolTokens = total
+	for i := range rep.Servers {
+		rep.Servers[i].ToolTokens = tokens[rep.Servers[i].Name]
 	}
 	return rep
 }

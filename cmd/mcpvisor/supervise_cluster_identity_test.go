@@ -101,8 +101,9 @@ func identityTools(t *testing.T, base, token string) []string {
 // other member is forwarded and still answered under the caller's rules,
 // a call outside them is refused typed (-32054) on both members, a
 // caller without a token gets 401 with the resource metadata, /status
-// shows a caller only its servers, and each member's trail verifies and
-// names the caller of every call it took.
+// shows a caller only its servers and tools, and each member's trail
+// verifies and names the caller, server and pool name of every call it
+// took, refused ones too.
 func TestSuperviseClusterIdentities(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "mcpvisor")
@@ -195,7 +196,8 @@ func TestSuperviseClusterIdentities(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, a.status, "member %d: %s", i, a.body)
 		assert.Contains(t, a.challenge, `resource_metadata="http://127.0.0.1:`+strconv.Itoa(ports[5])+`/.well-known/oauth-protected-resource/mcp"`, "member %d", i)
 
-		// /status (the admin scope) shows cc-admin its server, wherever it runs.
+		// /status (the admin scope) shows cc-admin its server, wherever it
+		// runs, and the count and token estimate of its tools alone.
 		req, err := http.NewRequestWithContext(testwait.Context(t), http.MethodGet, base+"/status", nil)
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+admin)
@@ -203,9 +205,11 @@ func TestSuperviseClusterIdentities(t *testing.T) {
 		require.NoError(t, err)
 		var rep struct {
 			Servers []struct {
-				Name string `json:"name"`
+				Name       string `json:"name"`
+				ToolTokens int    `json:"toolTokens"`
 			} `json:"servers"`
-			Tools int `json:"tools"`
+			Tools      int `json:"tools"`
+			ToolTokens int `json:"toolTokens"`
 		}
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
@@ -216,6 +220,10 @@ func TestSuperviseClusterIdentities(t *testing.T) {
 		}
 		assert.Equal(t, []string{"c"}, servers, "member %d", i)
 		assert.Equal(t, len(want[admin]), rep.Tools, "member %d", i)
+		if assert.Len(t, rep.Servers, 1, "member %d", i) {
+			assert.Positive(t, rep.ToolTokens, "member %d", i)
+			assert.Equal(t, rep.Servers[0].ToolTokens, rep.ToolTokens, "member %d: the estimate of c's tools alone", i)
+		}
 	}
 
 	for _, p := range procs {
