@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/gateway/access"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -267,6 +268,7 @@ func (g *Gateway) admit(ctx context.Context, method string, params json.RawMessa
 		return func() {}, nil
 	}
 	what, server, ok := "", "", true
+	name := "" // the pool name of the tool or prompt, for the audit trail
 	switch method {
 	case protocol.MethodToolsCall:
 		p, scanned := scanCallParams(params)
@@ -288,7 +290,7 @@ func (g *Gateway) admit(ctx context.Context, method string, params json.RawMessa
 			q = g.naming.qualifiedTool(q)
 		}
 		idx := g.naming.current()
-		what, server, ok = "tool "+strconv.Quote(p.Name), idx.server[q], g.toolFor(&c, idx, q)
+		what, server, name, ok = "tool "+strconv.Quote(p.Name), idx.server[q], q, g.toolFor(&c, idx, q)
 	case protocol.MethodPromptsGet:
 		var p protocol.GetPromptParams
 		if json.Unmarshal(params, &p) != nil || p.Name == "" {
@@ -299,7 +301,7 @@ func (g *Gateway) admit(ctx context.Context, method string, params json.RawMessa
 			if in, found := g.naming.current().promptIn[q]; found {
 				q = in
 			}
-			server = g.pool.serverOfPrompt(q)
+			server, name = g.pool.serverOfPrompt(q), q
 		}
 		what, ok = "prompt "+strconv.Quote(p.Name), c.grant.Server(server)
 	case protocol.MethodResourcesRead, protocol.MethodResourcesSubscribe:
@@ -309,6 +311,11 @@ func (g *Gateway) admit(ctx context.Context, method string, params json.RawMessa
 		}
 		server = g.serverOfURI(p.URI)
 		what, ok = "resource "+strconv.Quote(p.URI), c.grant.Server(server)
+	}
+	if server != "" {
+		// A refused call is on the trail with the server and pool name
+		// it resolved to, as an admitted one is (runCall notes them).
+		auditServer(ctx, server, name)
 	}
 	if !ok {
 		e := errorf(CodeAccessDenied, "%v: %s is not allowed for this caller", ErrAccessDenied, what)
@@ -397,8 +404,9 @@ func (lw *limitWriter) Flush() {
 // Unwrap gives http.ResponseController the writer underneath.
 func (lw *limitWriter) Unwrap() http.ResponseWriter { return lw.ResponseWriter }
 
-// StatusFor is Status as ctx's caller may see it: the servers and the
-// count of tools the access rules let it use.
+// StatusFor is Status as ctx's caller may see it: the servers (and
+// excluded servers) the access rules let it use, and the count and
+// token estimate of the tools they let it use.
 func (g *Gateway) StatusFor(ctx context.Context) StatusReport {
 	rep := g.Status()
 	c := g.callerOf(ctx)
@@ -406,12 +414,20 @@ func (g *Gateway) StatusFor(ctx context.Context) StatusReport {
 		return rep
 	}
 	rep.Servers = slices.DeleteFunc(rep.Servers, func(s ServerReport) bool { return !c.grant.Server(s.Name) })
+	// rep.Excluded is shared (SetExcluded replaces it whole): filter a copy.
+	rep.Excluded = slices.DeleteFunc(slices.Clone(rep.Excluded), func(e ExcludedReport) bool { return !c.grant.Server(e.Name) })
 	allowed := g.allowedFor(ctx)
-	rep.Tools = 0
+	var pool []mcpvisor.Tool
 	for _, t := range g.b.Tools() {
 		if allowed(t.Name) {
-			rep.Tools++
+			pool = append(pool, t)
 		}
+	}
+	rep.Tools = len(pool)
+	tokens, total := g.toolTokens(pool)
+	rep.ToolTokens = total
+	for i := range rep.Servers {
+		rep.Servers[i].ToolTokens = tokens[rep.Servers[i].Name]
 	}
 	return rep
 }

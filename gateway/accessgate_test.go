@@ -259,17 +259,18 @@ func TestGatewayAccessRules(t *testing.T) {
 		assert.Equal(t, 5, rep.Tools, "b's tools")
 	})
 	t.Run("audit", func(t *testing.T) {
-		// The refusals are on the audit trail as refused, with the caller.
+		// The refusals are on the audit trail as refused, with the caller,
+		// the server and the pool name (docs/audit.md).
 		refused := map[int64][]string{}
 		for _, l := range closeTrail(t, w, trailPath) {
 			if l.Code == gateway.CodeAccessDenied || l.Code == gateway.CodeRateLimited {
 				assert.Equal(t, audit.OutcomeRefused, l.Outcome, "%+v", l)
-				refused[l.Code] = append(refused[l.Code], l.Subject+" "+l.Tool)
+				refused[l.Code] = append(refused[l.Code], l.Subject+" "+l.Server+" "+l.Tool)
 			}
 		}
-		assert.Contains(t, refused[gateway.CodeAccessDenied], "cc-user b__echo")
-		assert.Contains(t, refused[gateway.CodeRateLimited], "cc-user a__echo")
-		assert.Contains(t, refused[gateway.CodeRateLimited], "cc-admin b__echo")
+		assert.Contains(t, refused[gateway.CodeAccessDenied], "cc-user b mcp__b__echo")
+		assert.Contains(t, refused[gateway.CodeRateLimited], "cc-user a mcp__a__echo")
+		assert.Contains(t, refused[gateway.CodeRateLimited], "cc-admin b mcp__b__echo")
 	})
 }
 
