@@ -152,6 +152,9 @@ func (m *engine) removedBy(ctx context.Context) {
 			return
 		}
 	}
+	if ctx.Err() != nil {
+		return // closing: the asking ended early, and there is nothing left to fence
+	}
 	m.fence()
 }
 
