@@ -46,6 +46,9 @@ func onSession[T any](ctx context.Context, s *Supervisor, h *serverHandle, reque
 	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
 	defer cancel()
 	v := h.view.Load()
+	if p, ok := forPrincipal(ctx, &v.cfg, &s.opts); ok {
+		return onUserSession(ctx, s, h, p, request) // usersessions.go
+	}
 	if v.state != StateReady || v.sess == nil || v.sess.Err() != nil {
 		var err error
 		if v, err = s.awaitReady(ctx, h, nil); err != nil {
