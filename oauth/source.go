@@ -955,28 +955,15 @@ func (s *Source) authorize(ctx context.Context, resourceMetadata, scope string) 
 	if err := s.loadIssuer(ctx); err != nil {
 		return err
 	}
-	exchange := s.cfg.Grant == GrantTokenExchange
 	s.mu.Lock()
 	ua := s.cfg.UserAgent
 	loop := s.unconfirmed >= 1+s.cfg.MaxStepUps
-	if !loop && !exchange && !(s.machine() && s.machineRefused != nil) {
+	if !loop && !(s.machine() && s.machineRefused != nil) {
 		s.unconfirmed++ // (a refused machine grant makes no request: obtain says so)
 	}
 	s.mu.Unlock()
 	if loop {
 		return s.needsAuth(scope, "the server refused every new authorization", ErrStepUpLimit)
-	}
-	if exchange {
-		// Counted when a token came: a refused exchange (the caller's
-		// token expired) issues none, and the next subject token may
-		// well be accepted.
-		err := s.obtain(ctx, scope)
-		if err == nil {
-			s.mu.Lock()
-			s.unconfirmed++
-			s.mu.Unlock()
-		}
-		return err
 	}
 	if s.machine() {
 		return s.obtain(ctx, scope)
