@@ -165,6 +165,10 @@ func (v *serverView) offersTools() bool {
 		return true
 	case StatePending, StateConnecting, StateReconnecting:
 		return v.recovering || v.cached
+	case StateNeedsAuth:
+		// A per-user server offers the tools a principal's session
+		// listed (usersessions.go).
+		return v.cached && v.cfg.credentials() != CredentialsShared
 	}
 	return false
 }

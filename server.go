@@ -127,6 +127,8 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		}
 	case cacheLoaded:
 		a.cacheArrived(m)
+	case userListed:
+		a.userListed(m) // usersessions.go
 	case connectionLost:
 		a.lost(m)
 	case serverNotification:

@@ -2,6 +2,7 @@ package mcpvisor
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -90,6 +91,10 @@ func (f *userFlows) require(ctx context.Context, s *Supervisor, server string, p
 		fl = nil
 	}
 	if fl == nil {
+		if src == nil { // pending a moment ago, and ended since
+			f.mu.Unlock()
+			return &NotReadyError{Server: server, State: StateNeedsAuth, Cause: errors.New("the authorization just ended: retry")}
+		}
 		fl = f.startLocked(s, key, server, p, src, redirect)
 	}
 	f.mu.Unlock()
@@ -107,6 +112,15 @@ func (f *userFlows) require(ctx context.Context, s *Supervisor, server string, p
 		open = c + "?flow=" + url.QueryEscape(fl.id)
 	}
 	return &AuthorizationRequiredError{Server: server, Principal: p.ID, Flow: fl.id, URL: open, Expires: fl.expires}
+}
+
+// pending reports whether principal's authorization of server is
+// pending.
+func (f *userFlows) pending(server, principal string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fl := f.byKey[server+"\x00"+principal]
+	return fl != nil && !fl.ended() && time.Now().Before(fl.expires)
 }
 
 // startLocked starts a flow. f.mu is held.

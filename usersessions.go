@@ -139,6 +139,11 @@ func (s *Supervisor) userSession(ctx context.Context, h *serverHandle, p Princip
 	case v.state == StateDisabled || v.state == StateStopped:
 		return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
 	}
+	if s.flows.pending(h.name, p.ID) {
+		// The principal's source is busy with that authorization (a
+		// connect would wait for it): point at it again.
+		return nil, s.flows.require(ctx, s, h.name, p, nil)
+	}
 	u := &h.users
 	u.mu.Lock()
 	uc := u.conns[p.ID]
@@ -175,8 +180,7 @@ func (s *Supervisor) userSession(ctx context.Context, h *serverHandle, p Princip
 	if uc.err == nil {
 		return uc, nil
 	}
-	var na *oauth.NeedsAuthError
-	if errors.As(uc.err, &na) && cfg.credentials() == CredentialsPerUser {
+	if ClassifyFailure(uc.err) == FailureAuth && cfg.credentials() == CredentialsPerUser {
 		u.mu.Lock()
 		creds := u.creds[p.ID]
 		u.mu.Unlock()
@@ -184,7 +188,11 @@ func (s *Supervisor) userSession(ctx context.Context, h *serverHandle, p Princip
 			return nil, s.flows.require(ctx, s, h.name, p, creds.src)
 		}
 	}
-	return nil, &NotReadyError{Server: h.name, State: StateFailed, Cause: uc.err}
+	state := StateFailed
+	if ClassifyFailure(uc.err) == FailureAuth {
+		state = StateNeedsAuth
+	}
+	return nil, &NotReadyError{Server: h.name, State: state, Cause: uc.err}
 }
 
 // ended reports whether the connect has ended without a live session.
@@ -221,6 +229,7 @@ func (u *userSessions) credsFor(s *Supervisor, h *serverHandle, cfg *ServerConfi
 			return nil, fmt.Errorf("server %q: %w", h.name, ErrNoSubjectToken)
 		}
 		extra = c.exchange
+		o.Store = &oauth.MemoryStore{} // exchanged tokens are not kept beyond the principal's credentials
 	}
 	src, err := newAuthSource(h.name, *cfg, o, serverLogger(s.opts.Logger, h.name), extra)
 	if err != nil {
@@ -261,7 +270,52 @@ func (s *Supervisor) connectUser(h *serverHandle, cfg ServerConfig, uc *userConn
 		uc.sess, uc.err = sess, err
 		u.mu.Unlock()
 		close(uc.ready)
+		if err == nil {
+			s.offerUserLists(ctx, h, sess)
+		}
 	})
+}
+
+// userListed carries the tools a principal's session listed to the
+// server actor of a per-user server that has none: its one connection
+// waits for authorization the host may never give (needs-auth), and the
+// pool offers these instead (as it offers a lazy server's cached tools),
+// so that principals find the tools their own sessions reach.
+type userListed struct {
+	tools  []protocol.Tool
+	pins   *toolPins
+	pinErr error
+}
+
+// offerUserLists lists the tools on a principal's new session, when the
+// server's pool entry has none because its one connection needs
+// authorization, and hands them to the server actor. It runs in the
+// connect's goroutine.
+func (s *Supervisor) offerUserLists(ctx context.Context, h *serverHandle, sess *session.Session) {
+	v := h.view.Load()
+	if v.state != StateNeedsAuth || len(v.lists.tools) > 0 || h.pid == nil || h.stopped.Load() {
+		return
+	}
+	tools, err := sess.ListTools(ctx)
+	if err != nil {
+		return // the principal's requests still go through; the pool waits for another
+	}
+	m := userListed{tools: tools}
+	m.pins, m.pinErr = checkPins(s.opts.ToolPins.Store, h.name, v.cfg, tools)
+	s.system.Root.Send(h.pid, m)
+}
+
+// userListed offers the tools a principal's session listed, while the
+// server has none of its own (see userListed).
+func (a *serverActor) userListed(m userListed) {
+	if a.state != StateNeedsAuth || a.sess != nil || a.cancelConnect != nil || a.stopping || len(a.lists.tools) > 0 {
+		return
+	}
+	a.lists.tools, a.lists.pins = m.tools, m.pins
+	a.cached = true
+	a.log.Info().Int("tools", len(m.tools)).Msg("tools offered as a principal's session listed them, until the server's own connection is authorized")
+	a.pinsFound(m.pinErr)
+	a.publish()
 }
 
 // openUserSession dials server h with the principal's token source on
