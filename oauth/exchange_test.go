@@ -3,12 +3,15 @@ package oauth
 import (
 	"context"
 	"errors"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
 // NewSource refuses a token exchange config without a subject token,
@@ -143,6 +146,26 @@ func TestTokenExchangeFlow(t *testing.T) {
 	assert.Empty(t, f.tokenReqs[1].Get("refresh_token"))
 	assert.Equal(t, 2, asked)
 
+	// Concurrent requests refused together: one exchange (single-flight).
+	f.expireAccess()
+	var wg sync.WaitGroup
+	statuses := make(chan int, 10)
+	for range 10 {
+		wg.Go(func() {
+			resp, err := call(t, s, f.mcpURL())
+			if assert.NoError(t, err) {
+				statuses <- resp.StatusCode
+			}
+		})
+	}
+	testwait.Call(t, "the concurrent calls", wg.Wait)
+	close(statuses)
+	for st := range statuses {
+		assert.Equal(t, http.StatusOK, st)
+	}
+	require.Len(t, f.tokenReqs, 3, "one exchange for ten refused requests")
+	assert.Equal(t, 3, asked)
+
 	// A refused subject token: typed, not presented again.
 	mu.Lock()
 	current = "alice-3"
@@ -153,7 +176,7 @@ func TestTokenExchangeFlow(t *testing.T) {
 		require.ErrorIs(t, err, ErrSubjectTokenRejected)
 		assert.NotContains(t, err.Error(), "alice-3")
 	}
-	assert.Len(t, f.tokenReqs, 3, "one refused request")
+	assert.Len(t, f.tokenReqs, 4, "one refused request")
 	assert.NotContains(t, s.Status().LastError, "alice-3")
 
 	// An exchange that issues something else than an access token.
