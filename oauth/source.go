@@ -1262,7 +1262,7 @@ func (s *Source) identityAssertion(ctx context.Context, audience, resource, scop
 	form := url.Values{
 		"grant_type":           {GrantTokenExchange},
 		"subject_token":        {e.IDToken},
-		"subject_token_type":   {"urn:ietf:params:oauth:token-type:id_token"},
+		"subject_token_type":   {TokenTypeIDToken},
 		"requested_token_type": {"urn:ietf:params:oauth:token-type:id-jag"},
 		"audience":             {audience},
 		"resource":             {resource},
