@@ -25,9 +25,6 @@ func checkExchangeConfig(cfg *Config) error {
 	case cfg.ClientID == "" || (cfg.ClientSecret == "" && cfg.PrivateKeyPEM == ""):
 		return fmt.Errorf("%w: the token exchange grant needs clientId and clientSecret or a private key", ErrInvalidConfig)
 	}
-	if _, ok := cfg.Store.(*MemoryStore); cfg.Store != nil && !ok {
-		return fmt.Errorf("%w: exchanged tokens are kept in memory only: Store must be nil or a *MemoryStore of this user's (got %T)", ErrInvalidConfig, cfg.Store)
-	}
 	return nil
 }
 

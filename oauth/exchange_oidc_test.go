@@ -305,8 +305,10 @@ func TestTokenExchangeWithOIDCProvider(t *testing.T) {
 
 // A subject token for another audience and an expired one are refused
 // with ErrSubjectTokenRejected (the server's code inside, no token in the
-// message), and not presented again; the caller's next token is. A client
-// other than mcpvisor-gateway may not exchange.
+// message), and not presented again; the caller's next token is. An
+// opaque subject token is exchanged too. A client other than
+// mcpvisor-gateway may not exchange (unauthorized_client); without a
+// subject token nothing is asked.
 func TestTokenExchangeRefusedWithOIDCProvider(t *testing.T) {
 	const ttl = 2
 	w := newExchangeWorld(t, ttl)
@@ -355,6 +357,18 @@ func TestTokenExchangeRefusedWithOIDCProvider(t *testing.T) {
 	status, err = initialize(t, src, w.u.Resource())
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, status)
+
+	// An opaque subject token (looked up, not verified as a JWT).
+	oauthtest.ConfigureOIDCProvider(t, w.issuer, url.Values{"format": {"opaque"}})
+	opaque := oauthtest.OIDCClientToken(t, w.issuer, "cc-admin", w.g.Resource(), "mcp:tools")
+	oauthtest.ConfigureOIDCProvider(t, w.issuer, url.Values{"format": {"jwt"}})
+	require.NotContains(t, opaque, ".")
+	fromOpaque, _ := w.exchanger(t, "mcpvisor-gateway", &subjects{next: func(context.Context) (string, error) { return opaque, nil }}, nil)
+	status, err = initialize(t, fromOpaque, w.u.Resource())
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, status)
+	_, claims = lastValid(t, w.u)
+	assert.Equal(t, "cc-admin", claims["sub"])
 
 	// Only mcpvisor-gateway may exchange.
 	other, _ := w.exchanger(t, "cc-admin", &subjects{next: func(context.Context) (string, error) {

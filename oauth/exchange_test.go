@@ -3,17 +3,19 @@ package oauth
 import (
 	"context"
 	"errors"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/testwait"
 )
 
-// NewSource refuses a token exchange config without a subject token,
-// without a confidential pre-registered client, or with a store other
-// than a MemoryStore (exchanged tokens are one user's).
+// NewSource refuses a token exchange config without a subject token or
+// without a confidential pre-registered client.
 func TestTokenExchangeConfig(t *testing.T) {
 	_, pemKey := genKey(t)
 	subject := func(context.Context) (string, error) { return "s", nil }
@@ -28,8 +30,8 @@ func TestTokenExchangeConfig(t *testing.T) {
 		{"no subject token", Config{ClientID: "gw", ClientSecret: "x"}, false},
 		{"no client", Config{ClientSecret: "x", SubjectToken: subject}, false},
 		{"public client", Config{ClientID: "gw", SubjectToken: subject}, false},
-		{"file store", Config{ClientID: "gw", ClientSecret: "x", SubjectToken: subject,
-			Store: &FileStore{Path: filepath.Join(t.TempDir(), "t.json")}}, false},
+		{"file store (not used)", Config{ClientID: "gw", ClientSecret: "x", SubjectToken: subject,
+			Store: &FileStore{Path: filepath.Join(t.TempDir(), "t.json")}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.ServerURL, tc.cfg.Grant = "https://mcp.example/mcp", GrantTokenExchange
@@ -94,7 +96,8 @@ func TestCheckExchanged(t *testing.T) {
 }
 
 // The exchange against the fake server: the request's parameters, no
-// refresh token kept though the server gave one, a new exchange with the
+// refresh token kept though the server gave one, nothing written to the
+// configured file store, a new exchange with the
 // current subject token when the resource refuses the token (401), a
 // refused subject token not presented again, and an issued token that is
 // not an access token refused.
@@ -106,9 +109,11 @@ func TestTokenExchangeFlow(t *testing.T) {
 	})
 	var mu sync.Mutex
 	current, asked := "alice-1", 0
+	file := filepath.Join(t.TempDir(), "tokens.json")
 	s := newSource(t, f, func(c *Config) {
 		c.Grant, c.ClientID, c.ClientSecret, c.Audience = GrantTokenExchange, "gw", "gw-secret", "upstream"
 		c.UserAgent = nil
+		c.Store = &FileStore{Path: file} // not used: exchanged tokens stay in memory
 		c.SubjectToken = func(context.Context) (string, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -129,6 +134,7 @@ func TestTokenExchangeFlow(t *testing.T) {
 	assert.Equal(t, "gw", form.Get("client_id"))
 	assert.Equal(t, "gw-secret", form.Get("client_secret"))
 	assert.False(t, s.Status().HasRefresh, "the refresh token the server gave is not kept")
+	assert.NoFileExists(t, file, "exchanged tokens are not persisted")
 	assert.Zero(t, f.count("GET /authorize"))
 
 	// The resource refuses the token: exchanged again, with the caller's
@@ -143,6 +149,26 @@ func TestTokenExchangeFlow(t *testing.T) {
 	assert.Empty(t, f.tokenReqs[1].Get("refresh_token"))
 	assert.Equal(t, 2, asked)
 
+	// Concurrent requests refused together: one exchange (single-flight).
+	f.expireAccess()
+	var wg sync.WaitGroup
+	statuses := make(chan int, 10)
+	for range 10 {
+		wg.Go(func() {
+			resp, err := call(t, s, f.mcpURL())
+			if assert.NoError(t, err) {
+				statuses <- resp.StatusCode
+			}
+		})
+	}
+	testwait.Call(t, "the concurrent calls", wg.Wait)
+	close(statuses)
+	for st := range statuses {
+		assert.Equal(t, http.StatusOK, st)
+	}
+	require.Len(t, f.tokenReqs, 3, "one exchange for ten refused requests")
+	assert.Equal(t, 3, asked)
+
 	// A refused subject token: typed, not presented again.
 	mu.Lock()
 	current = "alice-3"
@@ -153,7 +179,7 @@ func TestTokenExchangeFlow(t *testing.T) {
 		require.ErrorIs(t, err, ErrSubjectTokenRejected)
 		assert.NotContains(t, err.Error(), "alice-3")
 	}
-	assert.Len(t, f.tokenReqs, 3, "one refused request")
+	assert.Len(t, f.tokenReqs, 4, "one refused request")
 	assert.NotContains(t, s.Status().LastError, "alice-3")
 
 	// An exchange that issues something else than an access token.

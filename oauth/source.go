@@ -104,14 +104,16 @@ type Config struct {
 	// source. An error or "" ends the exchange with ErrNoSubjectToken
 	// (the error wrapped; it must not carry the token).
 	//
-	// Exchanged tokens are one user's: the source keeps them in memory
-	// only. Store must then be nil (a MemoryStore of the source's own)
-	// or a *MemoryStore that serves this one user (a store is keyed by
-	// server and issuer, not by user: a store shared by the sources of
-	// several users would hand one user's token to another); NewSource
-	// refuses any other Store. No refresh token is kept: an expired or
-	// refused token is replaced by a new exchange. UserAgent is not used
-	// (no browser flow).
+	// Exchanged tokens are one user's and live no longer than the
+	// source: it keeps them in memory only. A Store that is not a
+	// *MemoryStore is not used (a file or shared store is never read
+	// nor written: a token read back after a restart would outlive the
+	// caller's presence, and a store keyed by server and issuer, not by
+	// user, would hand one user's token to another); the source keeps a
+	// MemoryStore of its own instead. A *MemoryStore given must serve
+	// this one user. No refresh token is kept: an expired or refused
+	// token is replaced by a new exchange. UserAgent is not used (no
+	// browser flow).
 	SubjectToken func(ctx context.Context) (string, error)
 	// SubjectTokenType is the type of the subject token (RFC 8693 §3).
 	// Default TokenTypeAccessToken.
@@ -164,8 +166,7 @@ type Config struct {
 	// Nil: a client with a 30 s timeout.
 	HTTPClient *http.Client
 	// Store persists credentials. Nil: a MemoryStore. With
-	// GrantTokenExchange, nil or a *MemoryStore of one user's (see
-	// SubjectToken).
+	// GrantTokenExchange only a *MemoryStore is used (see SubjectToken).
 	Store Store
 	// Now is the clock. Nil: time.Now.
 	Now func() time.Time
@@ -307,7 +308,8 @@ func NewSource(cfg Config) (*Source, error) {
 	if s.client == nil {
 		s.client = &http.Client{Timeout: 30 * time.Second}
 	}
-	if s.store == nil {
+	if _, mem := s.store.(*MemoryStore); s.store == nil || cfg.Grant == GrantTokenExchange && !mem {
+		// (Exchanged tokens are kept in memory only: see SubjectToken.)
 		s.store = &MemoryStore{}
 	}
 	if s.now == nil {
@@ -1260,7 +1262,7 @@ func (s *Source) identityAssertion(ctx context.Context, audience, resource, scop
 	form := url.Values{
 		"grant_type":           {GrantTokenExchange},
 		"subject_token":        {e.IDToken},
-		"subject_token_type":   {"urn:ietf:params:oauth:token-type:id_token"},
+		"subject_token_type":   {TokenTypeIDToken},
 		"requested_token_type": {"urn:ietf:params:oauth:token-type:id-jag"},
 		"audience":             {audience},
 		"resource":             {resource},
