@@ -67,6 +67,10 @@ func errorOf(server string, r *wire.CallResult) error {
 		a := r.GetAuthorization()
 		return &mcpvisor.AuthorizationRequiredError{Server: server, Principal: a.GetPrincipal(), Flow: a.GetFlow(),
 			URL: a.GetUrl(), Expires: time.UnixMilli(a.GetExpiresUnixMs())}
+	case wire.ErrorKind_ERROR_KIND_NO_SUBJECT_TOKEN:
+		return fmt.Errorf("%w: %s", mcpvisor.ErrNoSubjectToken, r.GetMessage())
+	case wire.ErrorKind_ERROR_KIND_NO_USER_REDIRECT:
+		return fmt.Errorf("%w: %s", mcpvisor.ErrNoUserRedirect, r.GetMessage())
 	default:
 		return fmt.Errorf("mcpvisor cluster: server %q: %s", server, r.GetMessage())
 	}
@@ -110,6 +114,10 @@ func resultOf(err error) *wire.CallResult {
 		r.Kind = wire.ErrorKind_ERROR_KIND_DEADLINE
 	case errors.Is(err, ErrDraining):
 		r.Kind = wire.ErrorKind_ERROR_KIND_DRAINING
+	case errors.Is(err, mcpvisor.ErrNoSubjectToken):
+		r.Kind = wire.ErrorKind_ERROR_KIND_NO_SUBJECT_TOKEN
+	case errors.Is(err, mcpvisor.ErrNoUserRedirect):
+		r.Kind = wire.ErrorKind_ERROR_KIND_NO_USER_REDIRECT
 	default:
 		r.Kind = wire.ErrorKind_ERROR_KIND_OTHER
 	}

@@ -44,6 +44,8 @@ const (
 	ErrorKind_ERROR_KIND_DRAINING               ErrorKind = 9
 	ErrorKind_ERROR_KIND_SERVER_OFF             ErrorKind = 10
 	ErrorKind_ERROR_KIND_AUTHORIZATION_REQUIRED ErrorKind = 11
+	ErrorKind_ERROR_KIND_NO_SUBJECT_TOKEN       ErrorKind = 12
+	ErrorKind_ERROR_KIND_NO_USER_REDIRECT       ErrorKind = 13
 )
 
 // Enum value maps for ErrorKind.
@@ -61,6 +63,8 @@ var (
 		9:  "ERROR_KIND_DRAINING",
 		10: "ERROR_KIND_SERVER_OFF",
 		11: "ERROR_KIND_AUTHORIZATION_REQUIRED",
+		12: "ERROR_KIND_NO_SUBJECT_TOKEN",
+		13: "ERROR_KIND_NO_USER_REDIRECT",
 	}
 	ErrorKind_value = map[string]int32{
 		"ERROR_KIND_NONE":                   0,
@@ -75,6 +79,8 @@ var (
 		"ERROR_KIND_DRAINING":               9,
 		"ERROR_KIND_SERVER_OFF":             10,
 		"ERROR_KIND_AUTHORIZATION_REQUIRED": 11,
+		"ERROR_KIND_NO_SUBJECT_TOKEN":       12,
+		"ERROR_KIND_NO_USER_REDIRECT":       13,
 	}
 )
 
@@ -1075,7 +1081,7 @@ const file_cluster_internal_wire_wire_proto_rawDesc = "" +
 	"\x06member\x18\x01 \x01(\tR\x06member\x12\x12\n" +
 	"\x04held\x18\x02 \x01(\bR\x04held\"!\n" +
 	"\aRemoved\x12\x16\n" +
-	"\x06member\x18\x01 \x01(\tR\x06member*\xdb\x02\n" +
+	"\x06member\x18\x01 \x01(\tR\x06member*\x9d\x03\n" +
 	"\tErrorKind\x12\x13\n" +
 	"\x0fERROR_KIND_NONE\x10\x00\x12\x14\n" +
 	"\x10ERROR_KIND_OTHER\x10\x01\x12\x1b\n" +
@@ -1089,7 +1095,9 @@ const file_cluster_internal_wire_wire_proto_rawDesc = "" +
 	"\x13ERROR_KIND_DRAINING\x10\t\x12\x19\n" +
 	"\x15ERROR_KIND_SERVER_OFF\x10\n" +
 	"\x12%\n" +
-	"!ERROR_KIND_AUTHORIZATION_REQUIRED\x10\vB4Z2github.com/mcpvisor/mcpvisor/cluster/internal/wireb\x06proto3"
+	"!ERROR_KIND_AUTHORIZATION_REQUIRED\x10\v\x12\x1f\n" +
+	"\x1bERROR_KIND_NO_SUBJECT_TOKEN\x10\f\x12\x1f\n" +
+	"\x1bERROR_KIND_NO_USER_REDIRECT\x10\rB4Z2github.com/mcpvisor/mcpvisor/cluster/internal/wireb\x06proto3"
 
 var (
 	file_cluster_internal_wire_wire_proto_rawDescOnce sync.Once
