@@ -147,10 +147,10 @@ func browseAuthorization(t *testing.T, pageURL, who string) (int, string, []stri
 }
 
 // startUserAuthMember starts a `supervise --cluster` member with its own
-// token file and state directory.
-func startUserAuthMember(t *testing.T, bin, cfg, dir string, flags ...string) string {
+// token file and state directory, logging at debug level.
+func startUserAuthMember(t *testing.T, bin, cfg, dir string, flags ...string) (*loggedProc, string) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"supervise", "--config", cfg, "--cluster"}, flags...)...)
+	cmd := exec.Command(bin, append([]string{"supervise", "--config", cfg, "--cluster", "--log-level", "debug"}, flags...)...)
 	cmd.Env = cliEnv("GORACE=atexit_sleep_ms=0 halt_on_error=0 exitcode=0",
 		envTokenStore+"="+filepath.Join(dir, "tokens.json"), envStateDir+"="+dir)
 	p := startLogged(t, cmd)
@@ -159,7 +159,14 @@ func startUserAuthMember(t *testing.T, bin, cfg, dir string, flags ...string) st
 			t.Logf("the log of the member with %v:\n%s", flags, p.logs)
 		}
 	})
-	return gatewayURL(t, p.logs)
+	return p, gatewayURL(t, p.logs)
+}
+
+// rawLogs is everything p logged so far.
+func rawLogs(p *loggedProc) string {
+	p.logs.mu.Lock()
+	defer p.logs.mu.Unlock()
+	return strings.Join(p.logs.raw, "\n")
 }
 
 // Per-user upstream credentials through a cluster: two `supervise
@@ -195,6 +202,7 @@ func TestSuperviseClusterPerUserCredentials(t *testing.T) {
 	})
 	peers := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[3], ports[4])
 	var bases []string
+	var procs []*loggedProc
 	for i, role := range []string{"a", "b"} {
 		listen := front
 		if i == 1 {
@@ -202,10 +210,11 @@ func TestSuperviseClusterPerUserCredentials(t *testing.T) {
 		}
 		memberDir := filepath.Join(dir, role)
 		require.NoError(t, os.MkdirAll(memberDir, 0o700))
-		bases = append(bases, startUserAuthMember(t, bin, cfg, memberDir, "--listen", listen,
+		p, base := startUserAuthMember(t, bin, cfg, memberDir, "--listen", listen,
 			"--cluster-addr", "127.0.0.1:"+strconv.Itoa(ports[1+i]), "--cluster-membership-port", strconv.Itoa(ports[3+i]),
 			"--cluster-peers", peers, "--cluster-label", "role="+role,
-			"--auth-issuer", issuer, "--auth-resource", resource, "--auth-scopes", "mcp:tools"))
+			"--auth-issuer", issuer, "--auth-resource", resource, "--auth-scopes", "mcp:tools")
+		procs, bases = append(procs, p), append(bases, base)
 	}
 	a := bases[0]
 	require.Equal(t, "http://"+front, a)
@@ -250,4 +259,13 @@ func TestSuperviseClusterPerUserCredentials(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	// Neither member logged the caller's token (it crossed the cluster
+	// link with each call) or the flow (the caller's alone).
+	flow := strings.TrimPrefix(page, "http://"+front+gateway.UserAuthorizePath+"?flow=")
+	for i, p := range procs {
+		logs := rawLogs(p)
+		assert.NotContains(t, logs, alice, "member %d", i)
+		assert.NotContains(t, logs, flow, "member %d", i)
+	}
 }
