@@ -176,7 +176,8 @@ func rawLogs(p *loggedProc) string {
 // (node-oidc-provider) as the gateway. The caller talks to member A only.
 //   - "ledger" has exchange credentials: A forwards the call with the
 //     caller's principal and access token, B exchanges the token (RFC
-//     8693), and ledger sees the caller's own subject.
+//     8693), and ledger sees the caller's own subject; a second caller
+//     through B itself, its own.
 //   - "mail" has per-user credentials: the first call gets a URL
 //     elicitation (-32042) from B's pending authorization, typed across
 //     the members, to A's confirmation page; the browser confirms on A
@@ -229,6 +230,14 @@ func TestSuperviseClusterPerUserCredentials(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond, "ledger through member A: %+v", &last)
 	subs, _ := upstreamSubjects(t, ledger, before)
 	assert.Equal(t, map[string]bool{tokenSubject(t, alice): true}, subs, "ledger saw the caller's own subject only")
+	// Another caller through member B, which runs ledger itself: its own
+	// subject, not alice's.
+	bob := ccTokenCLI(t, issuer, "cc-admin", resource, "mcp:tools")
+	before = len(ledger.Requests())
+	answer := userAuthCall(t, bases[1], bob, "ledger__echo", "y")
+	require.Equal(t, "y", answer.text, answer.body)
+	subs, _ = upstreamSubjects(t, ledger, before)
+	assert.Equal(t, map[string]bool{tokenSubject(t, bob): true}, subs, "ledger saw the second caller's own subject only")
 
 	// Per-user: authorization in a browser, through member A's pages.
 	first := userAuthCall(t, a, alice, "mail__echo", "before")
@@ -248,7 +257,7 @@ func TestSuperviseClusterPerUserCredentials(t *testing.T) {
 	assert.Contains(t, visited, front+gateway.UserCallbackPath, "the browser came back to member A")
 
 	seen := len(mail.Requests())
-	answer := userAuthCall(t, a, alice, "mail__echo", "from alice-upstream")
+	answer = userAuthCall(t, a, alice, "mail__echo", "from alice-upstream")
 	require.Equal(t, "from alice-upstream", answer.text, answer.body)
 	subs, _ = upstreamSubjects(t, mail, seen)
 	assert.Equal(t, map[string]bool{"alice-upstream": true}, subs, "mail saw the caller's own upstream account")
@@ -266,6 +275,7 @@ func TestSuperviseClusterPerUserCredentials(t *testing.T) {
 	for i, p := range procs {
 		logs := rawLogs(p)
 		assert.NotContains(t, logs, alice, "member %d", i)
+		assert.NotContains(t, logs, bob, "member %d", i)
 		assert.NotContains(t, logs, flow, "member %d", i)
 	}
 }
