@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/audit"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/gateway/authn"
@@ -183,7 +184,8 @@ func TestGatewayPerUserUpstreamCredentials(t *testing.T) {
 	v, err := authn.New(authn.Options{Issuer: issuer, Audience: resource})
 	require.NoError(t, err)
 	rs := &gateway.ResourceServer{Validator: v, Resource: resource, AuthorizationServers: []string{issuer}, Scopes: []string{"mcp:tools"}}
-	serveOn(t, sup, gateway.Options{ResourceServer: rs}, ln)
+	w, trailPath := trail(t, audit.Options{})
+	serveOn(t, sup, gateway.Options{ResourceServer: rs, Audit: w}, ln)
 	t.Cleanup(func() { if t.Failed() { t.Log(logs.String()) } })
 
 	alice := ccToken(t, issuer, "cc-user", resource, "mcp:tools")
@@ -271,6 +273,21 @@ func TestGatewayPerUserUpstreamCredentials(t *testing.T) {
 	data, err := os.ReadFile(storePath)
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), alice, "the callers' own tokens are not stored")
+
+	// The trail has each caller's authorization, and the refusals.
+	var authorized []string
+	refused := 0
+	for _, l := range closeTrail(t, w, trailPath) {
+		switch {
+		case l.Op == "authorize" && l.Outcome == audit.OutcomeOK:
+			assert.Equal(t, "mail", l.Server)
+			authorized = append(authorized, l.Subject)
+		case l.Action == audit.ActionRefused:
+			refused++
+		}
+	}
+	assert.ElementsMatch(t, []string{jwtSubject(t, alice), jwtSubject(t, bob)}, authorized)
+	assert.Equal(t, 2, refused, "the forged callback and the confirmation without the cookie")
 }
 
 func keys(m map[string]int) []string {
