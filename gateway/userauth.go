@@ -250,7 +250,6 @@ func stateDigest(state string) string {
 	return hex.EncodeToString(d[:8])
 }
 
-
 // urlElicitation is the data of a CodeURLElicitationRequired error.
 type urlElicitation struct {
 	Elicitations []urlElicitationItem `json:"elicitations"`

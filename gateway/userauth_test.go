@@ -186,7 +186,11 @@ func TestGatewayPerUserUpstreamCredentials(t *testing.T) {
 	rs := &gateway.ResourceServer{Validator: v, Resource: resource, AuthorizationServers: []string{issuer}, Scopes: []string{"mcp:tools"}}
 	w, trailPath := trail(t, audit.Options{})
 	serveOn(t, sup, gateway.Options{ResourceServer: rs, Audit: w}, ln)
-	t.Cleanup(func() { if t.Failed() { t.Log(logs.String()) } })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
 
 	alice := ccToken(t, issuer, "cc-user", resource, "mcp:tools")
 	bob := ccToken(t, issuer, "cc-admin", resource, "mcp:tools")
