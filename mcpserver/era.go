@@ -220,9 +220,9 @@ func (s *Server) parseMeta(params json.RawMessage) (*Meta, *protocol.Error) {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "_meta[%q] is required", protocol.MetaProtocolVersion)
 	}
 	m := &Meta{Version: f.version, LogLevel: protocol.LoggingLevel(f.logLevel), size: int64(len(f.caps) + len(f.info))}
-	if s.maxState > 0 && m.size > s.maxState {
-		s.stateRefused.Add(1)
-		return nil, stateError("_meta", boundSession, s.maxState, m.size)
+	if s.budget.maxState > 0 && m.size > s.budget.maxState {
+		s.budget.stateRefused.Add(1)
+		return nil, stateError("_meta", boundSession, s.budget.maxState, m.size)
 	}
 	switch {
 	case !f.hasCaps || !isObject(f.caps):

@@ -96,7 +96,7 @@ func (s *Server) Log(p protocol.LoggingMessageParams) int {
 	rank := levelRank(p.Level)
 	listens := s.listenersSnapshot()
 	n := s.NotifySessions(protocol.NotificationMessage, p, func(sess *Session) bool {
-		level := sess.LogLevel()
+		level := sess.Client().LogLevel
 		if level == "" {
 			level = DefaultLogLevel
 		}

@@ -133,7 +133,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	case m.Method == protocol.MethodInitialize && s.servesHandshake():
 		// Refused before a session is made: no id is sealed, no
 		// session evicted for it.
-		if perr := s.checkInitSize(m.Params); perr != nil {
+		if perr := s.budget.checkInitSize(m.Params); perr != nil {
 			rpcError(w, http.StatusOK, m.ID, perr)
 			return
 		}
@@ -163,9 +163,9 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	if fresh {
 		if s.admit(sess, initStateSize(m.Params)) == nil { // a fresh id is new: nil only when there is no room
-			s.retainedRefused.Add(1)
+			s.budget.retainedRefused.Add(1)
 			w.Header().Set("Retry-After", "1")
-			rpcError(w, http.StatusServiceUnavailable, m.ID, stateError(protocol.MethodInitialize, boundTotal, s.maxRetained, s.retained.Load()))
+			rpcError(w, http.StatusServiceUnavailable, m.ID, stateError(protocol.MethodInitialize, boundTotal, s.budget.maxRetained, s.budget.retained.Load()))
 			return
 		}
 		w.Header().Set(HeaderSessionID, sess.id)
@@ -173,7 +173,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	p := &postResponse{srv: s, w: w, r: r, sse: sse, stateless: stateless}
 	var out outlet = p
 	if !stateless && s.opts.HTTP.SSEResponses {
-		p.resumable = sess.newPostStream(false)
+		p.resumable = sess.streams.newPost(false)
 		p.resumable.push(event{retry: s.opts.HTTP.SSERetry})
 		out = resumableOutlet{p}
 	} else if stateless && s.opts.HTTP.SSEResponses && sse {
@@ -299,23 +299,23 @@ func (s *Server) admit(sess *Session, extra int64) *Session {
 		overhead += int64(len(sess.id))
 	}
 	sess.mu.Lock()
-	need := overhead + sess.state + extra
+	need := overhead + sess.bytes.state + extra
 	sess.mu.Unlock()
 	var goal int64 = -1 // the total to get down to before sess is charged; -1: no need
-	if m := s.maxRetained; m > 0 && s.retained.Load()+need > m {
+	if m := s.budget.maxRetained; m > 0 && s.budget.retained.Load()+need > m {
 		goal = max(m-m/64-need, 0)
 	}
 	evicted, forBytes := s.evictLocked(keep, goal)
-	if extra > 0 && s.maxRetained > 0 && s.retained.Load()+need > s.maxRetained {
+	if extra > 0 && s.budget.maxRetained > 0 && s.budget.retained.Load()+need > s.budget.maxRetained {
 		s.mu.Unlock()
 		s.closeEvicted(evicted, forBytes)
 		return nil
 	}
 	sess.mu.Lock()
-	sess.overhead = overhead
-	sess.initState += extra
-	sess.state += extra
-	s.retained.Add(sess.overhead + sess.state)
+	sess.bytes.overhead = overhead
+	sess.bytes.initState += extra
+	sess.bytes.state += extra
+	s.budget.retained.Add(sess.bytes.overhead + sess.bytes.state)
 	sess.mu.Unlock()
 	s.sessions[sess] = struct{}{}
 	s.byID[sess.id] = sess
@@ -331,7 +331,7 @@ func (s *Server) closeEvicted(evicted []*Session, forBytes int) {
 		e.Close()
 	}
 	s.sessionsEvicted.Add(uint64(len(evicted)))
-	s.evictedForBytes.Add(uint64(forBytes))
+	s.budget.evictedForBytes.Add(uint64(forBytes))
 }
 
 // evictLocked removes HTTP sessions, idle before busy and longest unused
@@ -351,8 +351,8 @@ func (s *Server) evictLocked(keep int, goal int64) ([]*Session, int) {
 	all := make([]candidate, 0, len(s.byID))
 	for _, sess := range s.byID {
 		sess.mu.Lock()
-		all = append(all, candidate{s: sess, lastUsed: sess.lastUsed, busy: len(sess.inflight) > 0 || sess.getStreams > 0,
-			bytes: sess.state + sess.overhead})
+		all = append(all, candidate{s: sess, lastUsed: sess.lastUsed, busy: len(sess.inflight) > 0 || sess.streams.open() > 0,
+			bytes: sess.bytes.state + sess.bytes.overhead})
 		sess.mu.Unlock()
 	}
 	slices.SortFunc(all, func(a, b candidate) int {
@@ -369,7 +369,7 @@ func (s *Server) evictLocked(keep int, goal int64) ([]*Session, int) {
 		}
 		return 0
 	})
-	total := s.retained.Load()
+	total := s.budget.retained.Load()
 	var out []*Session
 	forBytes := 0
 	for i, c := range all {
@@ -387,7 +387,7 @@ func (s *Server) evictLocked(keep int, goal int64) ([]*Session, int) {
 		// not evict for bytes that are on their way out (Close, once
 		// s.mu is released, takes out what it gains meanwhile).
 		c.s.mu.Lock()
-		c.s.releaseLocked()
+		c.s.bytes.release()
 		c.s.mu.Unlock()
 		out = append(out, c.s)
 		total -= c.bytes
@@ -442,7 +442,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, after := sess.log, sess.log.last()
-	foreign := sess.takeForeign()
+	foreign := sess.streams.takeForeign()
 	if last != "" {
 		no, seq, ok := parseEventID(last)
 		if !ok {
@@ -452,19 +452,22 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		if no == 0 && foreign {
 			seq = 0 // numbers of the replica that served it before: everything here is new to the client
 		}
-		if st, after = sess.stream(no), seq; st == nil {
+		if no != 0 {
+			st = sess.streams.post(no)
+		}
+		if after = seq; st == nil {
 			rpcError(w, http.StatusNotFound, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest,
 				"no stream to resume with %s %q (it was read to its end, or the session forgot it)", HeaderLastEventID, last))
 			return
 		}
 	}
-	if !sess.openGetStream(s.opts.HTTP.MaxStreamsPerSession) {
+	if !sess.streams.openGet(s.opts.HTTP.MaxStreamsPerSession) {
 		s.streamsRefused.Add(1)
 		httpError(w, http.StatusConflict, "conflict: this session has "+strconv.Itoa(s.opts.HTTP.MaxStreamsPerSession)+
 			" GET streams open already (the most it may have)")
 		return
 	}
-	defer sess.closeGetStream()
+	defer sess.streams.closeGet()
 	startEventStream(w)
 	_, _ = io.WriteString(w, ": stream\n\n")
 	_ = http.NewResponseController(w).Flush()
@@ -474,7 +477,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	}
 	err := s.pump(r.Context(), w, st, after, nil, keepalive, sess.touch)
 	if err == nil && st.forgetOnRead {
-		sess.forgetStream(st) // read to its end: a polled request's answer is delivered
+		sess.streams.forget(st) // read to its end: a polled request's answer is delivered
 	}
 	if err != nil && r.Context().Err() == nil {
 		panic(http.ErrAbortHandler)

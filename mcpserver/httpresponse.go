@@ -242,7 +242,7 @@ func (p *postResponse) finish() int64 {
 // the response ends with a priming event that names it (an id, the retry
 // field, no data). Called with mu held.
 func (p *postResponse) pollLocked() error {
-	st := p.x.req.Session.newPostStream(true)
+	st := p.x.req.Session.streams.newPost(true)
 	prime := event{retry: p.srv.opts.HTTP.SSERetry}
 	st.push(prime)
 	p.polled = st

@@ -63,7 +63,10 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 	// subscribed for them.
 	sess := r.Session
 	size := filterSize(want.ResourceSubscriptions)
-	if perr := sess.charge(r.Method, size); perr != nil {
+	sess.mu.Lock()
+	perr := sess.bytes.charge(sess.closed, r.Method, size)
+	sess.mu.Unlock()
+	if perr != nil {
 		w.Error(perr)
 		return
 	}
@@ -79,7 +82,9 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 		inner := release
 		release = func() {
 			inner()
-			_ = sess.charge(r.Method, -size)
+			sess.mu.Lock()
+			_ = sess.bytes.charge(sess.closed, r.Method, -size)
+			sess.mu.Unlock()
 		}
 	}
 	idJSON, _ := r.ID.MarshalJSON()

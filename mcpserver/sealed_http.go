@@ -76,25 +76,25 @@ func (s *Server) restore(ctx context.Context, sid string) (*Session, error) {
 	sess := s.newHTTPSessionWithID(sid)
 	sess.version, sess.clientInfo, sess.caps = st.ProtocolVersion, st.ClientInfo, st.Capabilities
 	sess.initialized = true
-	sess.sealed, sess.foreign, sess.checkedAt = &st, true, now
+	sess.sealed, sess.streams.foreign, sess.checkedAt = &st, true, now
 	sess.logLevel = rec.Extras.LogLevel
 	// What the id carries (at most its length) and the subscriptions are
 	// counted, never refused: the session was admitted when it began.
-	sess.initState = int64(len(sid))
-	sess.state = sess.initState
+	sess.bytes.initState = int64(len(sid))
+	sess.bytes.state = sess.bytes.initState
 	for _, uri := range rec.Extras.Subscriptions {
 		if sess.subs == nil {
 			sess.subs = map[string]struct{}{}
 		}
 		if _, dup := sess.subs[uri]; !dup {
 			sess.subs[uri] = struct{}{}
-			sess.state += uriSize(uri)
+			sess.bytes.state += uriSize(uri)
 		}
 	}
 	// POST streams are numbered from a random point, so that a
 	// Last-Event-ID of a stream of the session's former replica names no
 	// stream here (404) rather than another one.
-	sess.postSeq = 1<<30 + rand.Uint32N(1<<30)
+	sess.streams.postSeq = 1<<30 + rand.Uint32N(1<<30)
 	if held := s.admit(sess, 0); held != sess {
 		return held, nil // another request restored it first
 	}

@@ -51,16 +51,11 @@ type Server struct {
 	streamsRefused  atomic.Uint64
 	cancelled       atomic.Uint64
 	polled          atomic.Uint64
-	evictedForBytes atomic.Uint64
-	stateRefused    atomic.Uint64
-	retainedRefused atomic.Uint64
 	bodyTimeouts    atomic.Uint64
 
-	// maxState and maxRetained are Options.MaxSessionState and
-	// Options.MaxRetained (0: no bound); retained is the bytes every
-	// session holds together (see bounds.go).
-	maxState, maxRetained int64
-	retained              atomic.Int64
+	// budget counts the bytes the sessions make the Server keep against
+	// Options.MaxSessionState and Options.MaxRetained (atomic).
+	budget budget
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}  // sessions that have a channel: HTTP sessions and connections; guarded by mu
@@ -82,7 +77,7 @@ func New(o Options) *Server {
 		listens:  map[*listener]struct{}{},
 		closing:  make(chan struct{}),
 	}
-	s.maxState, s.maxRetained = int64(max(o.MaxSessionState, 0)), max(o.MaxRetained, 0)
+	s.budget.maxState, s.budget.maxRetained = int64(max(o.MaxSessionState, 0)), max(o.MaxRetained, 0)
 	if len(o.HTTP.Seal.Keys) > 0 {
 		s.seal = o.HTTP.Seal.withDefaults()
 		sealer, err := NewSealer(s.seal.Keys, s.seal.MaxAge)
@@ -150,10 +145,10 @@ func (s *Server) Stats() Stats {
 	st.StreamsRefused = s.streamsRefused.Load()
 	st.Cancelled = s.cancelled.Load()
 	st.Polled = s.polled.Load()
-	st.Retained = s.retained.Load()
-	st.MaxSessionState, st.MaxRetained = s.maxState, s.maxRetained
-	st.StateRefused, st.RetainedRefused = s.stateRefused.Load(), s.retainedRefused.Load()
-	st.EvictedForBytes = s.evictedForBytes.Load()
+	st.Retained = s.budget.retained.Load()
+	st.MaxSessionState, st.MaxRetained = s.budget.maxState, s.budget.maxRetained
+	st.StateRefused, st.RetainedRefused = s.budget.stateRefused.Load(), s.budget.retainedRefused.Load()
+	st.EvictedForBytes = s.budget.evictedForBytes.Load()
 	st.BodyTimeouts = s.bodyTimeouts.Load()
 	return st
 }
@@ -297,7 +292,7 @@ func (s *Server) checkEra(r *Request) *protocol.Error {
 		return perr
 	}
 	sess.mu.Lock()
-	if perr := sess.setInitLocked(r.Method, meta.size); perr != nil {
+	if perr := sess.bytes.setInit(sess.closed, r.Method, meta.size); perr != nil {
 		sess.mu.Unlock()
 		return perr
 	}
@@ -366,7 +361,7 @@ func (s *Server) initialize(w ResponseWriter, r *Request) {
 	version := s.negotiate(p.ProtocolVersion)
 	sess := r.Session
 	sess.mu.Lock()
-	if perr := sess.setInitLocked(r.Method, initStateSize(r.Params)); perr != nil {
+	if perr := sess.bytes.setInit(sess.closed, r.Method, initStateSize(r.Params)); perr != nil {
 		sess.mu.Unlock()
 		w.Error(perr)
 		return
@@ -436,7 +431,7 @@ func (s *Server) handleNotification(ctx context.Context, sess *Session, m *proto
 
 // handleResponse delivers a client's answer to a request the server sent.
 func (s *Server) handleResponse(sess *Session, m *protocol.Message) {
-	if !sess.deliver(m) {
+	if !sess.asks.deliver(m) {
 		s.log.Debug().Str("id", m.ID.String()).Msg("a response to no request of ours")
 	}
 }
@@ -449,9 +444,9 @@ func (s *Server) track(sess *Session) {
 		s.byID[sess.id] = sess
 	}
 	sess.mu.Lock()
-	if !sess.closed && sess.overhead == 0 {
-		sess.overhead = sessionOverhead
-		s.retained.Add(sessionOverhead)
+	if !sess.closed && sess.bytes.overhead == 0 {
+		sess.bytes.overhead = sessionOverhead
+		s.budget.retained.Add(sessionOverhead)
 	}
 	sess.mu.Unlock()
 	s.mu.Unlock()
