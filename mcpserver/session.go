@@ -55,9 +55,9 @@ type Session struct {
 	lastUsed    time.Time
 	// sealed is what the session's sealed id carries (HTTPOptions.Seal);
 	// nil when ids are not sealed. It never changes once set.
-	sealed *SealedSession
+	sealed    *SealedSession
 	checkedAt time.Time // when the SessionStore was last asked whether the session was deleted
-	bytes held // what the session is counted for in the Server's budget (see bounds.go)
+	bytes     held      // what the session is counted for in the Server's budget (see bounds.go)
 
 	// Components with locks of their own, taken after mu if at all.
 	asks    asks        // requests sent to the client, waiting for their answers (ask.go)
