@@ -257,7 +257,8 @@ func filterSize(uris []string) int64 {
 // arrives is errBodyTimeout, and the deadline is left in place so that
 // the connection closes); the deadline is cleared once the body is read,
 // so that the answer's stream may last.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, max int) ([]byte, error) {
+func (h *httpTransport) readBody(w http.ResponseWriter, r *http.Request, max int) ([]byte, error) {
+	s := h.srv
 	var rc *http.ResponseController
 	if d := s.opts.HTTP.BodyTimeout; d > 0 {
 		if c := http.NewResponseController(w); c.SetReadDeadline(time.Now().Add(d)) == nil {

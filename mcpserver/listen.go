@@ -99,12 +99,7 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 	// its own lock, so that a notification sent once the client has the
 	// acknowledgement reaches it, and none goes before it.
 	l.mu.Lock()
-	s.mu.Lock()
-	shut := s.shut
-	if !shut {
-		s.listens[l] = struct{}{}
-	}
-	s.mu.Unlock()
+	shut := !s.table.addListener(l)
 	sess.mu.Lock()
 	closed := sess.closed
 	if !closed {
@@ -134,9 +129,10 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 
 // unregister removes the stream from its server's and session's tables.
 func (l *listener) unregister() {
-	l.srv.mu.Lock()
-	delete(l.srv.listens, l)
-	l.srv.mu.Unlock()
+	t := &l.srv.table
+	t.mu.Lock()
+	delete(t.listens, l)
+	t.mu.Unlock()
 	sess := l.x.req.Session
 	sess.mu.Lock()
 	if sess.listens[l.x.req.ID] == l {
@@ -202,19 +198,9 @@ func (l *listener) wantsResource(uri string) bool {
 // EndListens ends every subscriptions/listen stream with its complete
 // result (a graceful end: the client may listen again).
 func (s *Server) EndListens() {
-	for _, l := range s.listenersSnapshot() {
+	for _, l := range s.table.listeners() {
 		l.end(true)
 	}
-}
-
-func (s *Server) listenersSnapshot() []*listener {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]*listener, 0, len(s.listens))
-	for l := range s.listens {
-		out = append(out, l)
-	}
-	return out
 }
 
 // taggedNotification encodes a notification whose params carry

@@ -350,7 +350,7 @@ func (s *Session) Expire() {
 	idle := len(s.inflight) == 0
 	s.mu.Unlock()
 	if s.kind != kindRequest {
-		s.srv.forget(s)
+		s.srv.table.forget(s)
 	}
 	if idle {
 		s.Close()
@@ -411,7 +411,7 @@ func (s *Session) Close() {
 		s.conn.close()
 	}
 	if s.kind != kindRequest {
-		s.srv.forget(s)
+		s.srv.table.forget(s)
 		if s.srv.opts.OnSessionClosed != nil {
 			s.srv.opts.OnSessionClosed(s)
 		}

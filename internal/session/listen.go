@@ -86,7 +86,7 @@ type ListenStream struct {
 // select is delivered once, by the old stream before the switch and by the
 // new one after. The caller then cancels supersedes.
 //
-// In the handshake eras there is nothing to listen to: OpenListen fails
+// In the handshake eras there is nothing to listen to: Open fails
 // with ErrVersionMismatch. On an ended session it fails with the session's
 // error.
 func (sb *Subscriptions) Open(ctx context.Context, subs protocol.NotificationSubscriptions, supersedes *ListenStream) (*ListenStream, error) {

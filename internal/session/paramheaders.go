@@ -14,7 +14,7 @@ import (
 
 // Tool parameters mirrored into HTTP headers (SEP-2243). Over a transport
 // that carries request headers (Streamable HTTP in the stateless era),
-// ListTools reads each tool's x-mcp-header annotations: a tool whose
+// Lists.Tools reads each tool's x-mcp-header annotations: a tool whose
 // annotations are invalid is left out of the list (with a warning naming
 // it and the reason), so that one malformed definition hides no other
 // tool; the valid ones are kept by tool name, and CallTool sends the
@@ -23,7 +23,7 @@ import (
 
 // paramHeaders is the table of the tools' mirrored parameters.
 //
-// Concurrency: table is replaced whole by each ListTools (on the lister's
+// Concurrency: table is replaced whole by each Lists.Tools (on the lister's
 // goroutine) and read by every CallTool; conn is set by Open.
 type paramHeaders struct {
 	conn transports.Conn

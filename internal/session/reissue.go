@@ -23,7 +23,7 @@ import (
 //   - the reads: tools/list, prompts/list, resources/list,
 //     resources/templates/list, resources/read, prompts/get,
 //     completion/complete, ping and server/discover;
-//   - tools/call of a tool whose annotations (from the latest ListTools)
+//   - tools/call of a tool whose annotations (from the latest Lists.Tools)
 //     say readOnlyHint. The schema calls idempotentHint "meaningful only
 //     when readOnlyHint == false": a tool that does not modify its
 //     environment has no effect to repeat, so readOnlyHint alone decides.
@@ -50,7 +50,7 @@ var reissuableMethods = map[string]bool{
 
 // reissue decides which requests are re-issued, and counts them.
 //
-// Concurrency: readOnly is replaced whole by each ListTools and read by
+// Concurrency: readOnly is replaced whole by each Lists.Tools and read by
 // every request whose stream broke; count is atomic.
 type reissue struct {
 	// readOnly holds the names of the tools whose annotations say
