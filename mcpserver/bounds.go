@@ -258,9 +258,8 @@ func filterSize(uris []string) int64 {
 // the connection closes); the deadline is cleared once the body is read,
 // so that the answer's stream may last.
 func (h *httpTransport) readBody(w http.ResponseWriter, r *http.Request, max int) ([]byte, error) {
-	s := h.srv
 	var rc *http.ResponseController
-	if d := s.opts.HTTP.BodyTimeout; d > 0 {
+	if d := h.srv.opts.HTTP.BodyTimeout; d > 0 {
 		if c := http.NewResponseController(w); c.SetReadDeadline(time.Now().Add(d)) == nil {
 			rc = c
 		}

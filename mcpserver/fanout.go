@@ -17,6 +17,9 @@ import (
 // promises only what follows it) misses the notification, and none is
 // sent both on a session and on its new stream; the other order sent one
 // to a stdio session and again on the listen stream it opened meanwhile.
+// For this, a stream is registered with its session before it is in the
+// Server's table (listen.go): one found in the table has its session
+// taking no notification of its own already.
 
 // Broadcast sends a notification to every session that takes
 // notifications and to every listen stream, whatever it selected.

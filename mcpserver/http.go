@@ -52,8 +52,7 @@ type httpTransport struct {
 }
 
 func (h *httpTransport) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	s := h.srv
-	if s.table.shutting() {
+	if h.srv.table.shutting() {
 		w.Header().Set("Connection", "close")
 		httpError(w, http.StatusServiceUnavailable, "shutting down")
 		return
@@ -255,7 +254,6 @@ func acceptsSSE(r *http.Request) bool {
 // initialize whose params are given: its id is random, or, with
 // HTTPOptions.Seal, the sealed session.
 func (h *httpTransport) newHTTPSession(initParams json.RawMessage) (*Session, error) {
-	s := h.srv
 	if h.sealer == nil {
 		return h.newHTTPSessionWithID(newSessionID()), nil
 	}
@@ -264,15 +262,14 @@ func (h *httpTransport) newHTTPSession(initParams json.RawMessage) (*Session, er
 		return nil, err
 	}
 	sess := h.newHTTPSessionWithID(id)
-	sess.sealed, sess.checkedAt = st, s.opts.Now()
+	sess.sealed, sess.checkedAt = st, h.srv.opts.Now()
 	return sess, nil
 }
 
 func (h *httpTransport) newHTTPSessionWithID(id string) *Session {
-	s := h.srv
-	sess := newSession(s, kindHTTP)
+	sess := newSession(h.srv, kindHTTP)
 	sess.id = id
-	sess.log = newStream(0, s.opts.HTTP.OutboxSize)
+	sess.log = newStream(0, h.srv.opts.HTTP.OutboxSize)
 	return sess
 }
 
@@ -388,8 +385,7 @@ func (h *httpTransport) pollAfter(sess *Session, m *protocol.Message, sse, skip 
 
 // serveDelete serves a DELETE: the session ends.
 func (h *httpTransport) serveDelete(w http.ResponseWriter, r *http.Request) {
-	s := h.srv
-	if !s.eras.handshake || protocol.UsesDiscover(strings.TrimSpace(r.Header.Get(HeaderProtocolVersion))) {
+	if !h.srv.eras.handshake || protocol.UsesDiscover(strings.TrimSpace(r.Header.Get(HeaderProtocolVersion))) {
 		w.Header().Set("Allow", "POST")
 		httpError(w, http.StatusMethodNotAllowed, "method not allowed: no sessions (the stateless era has none)")
 		return

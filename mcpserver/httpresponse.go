@@ -409,7 +409,6 @@ func isClosed(c <-chan struct{}) bool {
 // writeEvent writes one event of a stream with id: the priming event,
 // an answer of ReplyWith, or a message (through Options.FrameHook).
 func (h *httpTransport) writeEvent(w io.Writer, id string, ev event) error {
-	s := h.srv
 	if ev.retry > 0 {
 		return eventstream.Write(w, eventstream.Event{ID: id}, ev.retry)
 	}
@@ -417,8 +416,8 @@ func (h *httpTransport) writeEvent(w io.Writer, id string, ev event) error {
 	switch {
 	case ev.write != nil:
 		return ev.write(ew)
-	case s.opts.FrameHook != nil:
-		return s.opts.FrameHook(ew, ev.data)
+	case h.srv.opts.FrameHook != nil:
+		return h.srv.opts.FrameHook(ew, ev.data)
 	}
 	return ew.WriteMessage(ev.data)
 }

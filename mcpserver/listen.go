@@ -97,9 +97,12 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 	}
 	// The stream is registered before its acknowledgement is sent, under
 	// its own lock, so that a notification sent once the client has the
-	// acknowledgement reaches it, and none goes before it.
+	// acknowledgement reaches it, and none goes before it. It is
+	// registered with its session first, then in the Server's table: a
+	// fan-out that finds it in the table (see fanout.go) then finds the
+	// session taking no notification of its own, and so sends none both
+	// on the session and on the stream.
 	l.mu.Lock()
-	shut := !s.table.addListener(l)
 	sess.mu.Lock()
 	closed := sess.closed
 	if !closed {
@@ -109,6 +112,7 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 		sess.listens[r.ID] = l
 	}
 	sess.mu.Unlock()
+	shut := !s.table.addListener(l)
 	acked := l.notifyLocked(protocol.NotificationSubscriptionsAck, protocol.SubscriptionsAcknowledgedParams{Notifications: agreed})
 	l.mu.Unlock()
 	switch {

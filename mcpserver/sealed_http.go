@@ -110,12 +110,11 @@ func (h *httpTransport) restore(ctx context.Context, sid string) (*Session, erro
 // loadRecord asks the SessionStore about session id, within
 // SealOptions.StoreTimeout.
 func (h *httpTransport) loadRecord(ctx context.Context, id string) (SessionRecord, error) {
-	s := h.srv
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.seal.StoreTimeout)
 	defer cancel()
 	rec, err := h.seal.Store.Load(ctx, id)
 	if err != nil {
-		s.log.Debug().Err(err).Msg("session store")
+		h.srv.log.Debug().Err(err).Msg("session store")
 		return rec, errStoreUnavailable
 	}
 	return rec, nil
@@ -126,14 +125,13 @@ func (h *httpTransport) loadRecord(ctx context.Context, id string) (SessionRecor
 // client's info and capabilities. An initialize whose params do not
 // decode gets a sealed id too; it fails, and its session with it.
 func (h *httpTransport) sealedID(params json.RawMessage) (string, *SealedSession, error) {
-	s := h.srv
 	var p struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 		Capabilities    json.RawMessage `json:"capabilities"`
 	}
 	_ = json.Unmarshal(params, &p)
-	st := &SealedSession{ID: newSessionID(), ProtocolVersion: s.eras.negotiate(p.ProtocolVersion), Created: s.opts.Now().Unix()}
+	st := &SealedSession{ID: newSessionID(), ProtocolVersion: h.srv.eras.negotiate(p.ProtocolVersion), Created: h.srv.opts.Now().Unix()}
 	_ = json.Unmarshal(p.ClientInfo, &st.ClientInfo)
 	_ = json.Unmarshal(p.Capabilities, &st.Capabilities)
 	id, err := h.sealer.Seal(*st)
@@ -143,11 +141,10 @@ func (h *httpTransport) sealedID(params json.RawMessage) (string, *SealedSession
 // deleteSealed records in the SessionStore that sealed session sess
 // ended, so that no replica restores it again.
 func (h *httpTransport) deleteSealed(ctx context.Context, sess *Session) error {
-	s := h.srv
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.seal.StoreTimeout)
 	defer cancel()
 	if err := h.seal.Store.Delete(ctx, sess.sealed.ID, h.sealer.Expires(*sess.sealed)); err != nil {
-		s.log.Debug().Err(err).Msg("session store")
+		h.srv.log.Debug().Err(err).Msg("session store")
 		return errStoreUnavailable
 	}
 	return nil
