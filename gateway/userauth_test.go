@@ -270,8 +270,22 @@ func TestGatewayPerUserUpstreamCredentials(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 
+	// The official TypeScript SDK's client, for a third caller, gets the
+	// same request to open the page as its UrlElicitationRequiredError,
+	// and its call goes through once its user authorized.
+	carol := ccToken(t, issuer, "mcpvisor-gateway", resource, "mcp:tools")
+	out := runNode(t, tsModules(t), "peruser.mjs", resource, carol, "mail__echo", "from carol")
+	assert.Contains(t, out, "ELICIT url "+flow+" "+page, out)
+	setAccount(t, issuer, "carol-upstream")
+	status, text := browse(t, page, "mcpvisor-gateway")
+	require.Equal(t, http.StatusOK, status, text)
+	out = runNode(t, tsModules(t), "peruser.mjs", resource, carol, "mail__echo", "from carol")
+	assert.Contains(t, out, "RESULT from carol", out)
+	subs, _ := subjectsSince(t, mail, seen)
+	assert.Equal(t, []string{"carol-upstream"}, keys(subs))
+
 	// No token, code or flow in the logs.
-	for _, secret := range []string{alice, bob, flow} {
+	for _, secret := range []string{alice, bob, carol, flow} {
 		assert.NotContains(t, logs.String(), secret)
 	}
 	data, err := os.ReadFile(storePath)
@@ -290,7 +304,7 @@ func TestGatewayPerUserUpstreamCredentials(t *testing.T) {
 			refused++
 		}
 	}
-	assert.ElementsMatch(t, []string{jwtSubject(t, alice), jwtSubject(t, bob)}, authorized)
+	assert.ElementsMatch(t, []string{jwtSubject(t, alice), jwtSubject(t, bob), jwtSubject(t, carol)}, authorized)
 	assert.Equal(t, 2, refused, "the forged callback and the confirmation without the cookie")
 }
 
