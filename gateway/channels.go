@@ -159,7 +159,7 @@ func (fo *fanout) forwardChannel(ev *mcpvisor.ChannelMessageEvent) {
 		p.Meta["server"], _ = json.Marshal(ev.Server)
 	}
 	fo.srv.NotifySessions(protocol.NotificationChannel, p, func(s *mcpserver.Session) bool {
-		_, wants := s.Capabilities().Experimental[channelCapability]
+		_, wants := s.Client().Capabilities.Experimental[channelCapability]
 		return wants
 	})
 }

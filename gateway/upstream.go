@@ -331,10 +331,10 @@ func (g *Gateway) pickSession(method string, wantURL bool) *mcpserver.Session {
 // canAnswer reports whether s is a handshake-era session that declared
 // the capability method needs.
 func canAnswer(s *mcpserver.Session, method string, wantURL bool) bool {
-	if s.Closed() || !s.Initialized() {
+	if s.Closed() || !s.Client().Initialized {
 		return false
 	}
-	return declares(s.Capabilities(), method, wantURL)
+	return declares(s.Client().Capabilities, method, wantURL)
 }
 
 // complete serves completion/complete: a prompt's argument (the prompt by

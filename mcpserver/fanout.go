@@ -17,11 +17,14 @@ import (
 // promises only what follows it) misses the notification, and none is
 // sent both on a session and on its new stream; the other order sent one
 // to a stdio session and again on the listen stream it opened meanwhile.
+// For this, a stream is registered with its session before it is in the
+// Server's table (listen.go): one found in the table has its session
+// taking no notification of its own already.
 
 // Broadcast sends a notification to every session that takes
 // notifications and to every listen stream, whatever it selected.
 func (s *Server) Broadcast(method string, params any) int {
-	listens := s.listenersSnapshot()
+	listens := s.table.listeners()
 	n := s.NotifySessions(method, params, nil)
 	for _, l := range listens {
 		if l.notify(method, params) {
@@ -60,7 +63,7 @@ func (s *Server) NotifySessions(method string, params any, want func(*Session) b
 // …/resources/list_changed) to the sessions that take notifications and
 // the listen streams that selected it.
 func (s *Server) ListChanged(method string) int {
-	listens := s.listenersSnapshot()
+	listens := s.table.listeners()
 	n := s.NotifySessions(method, nil, nil)
 	for _, l := range listens {
 		if l.wants(method) && l.notify(method, nil) {
@@ -75,7 +78,7 @@ func (s *Server) ListChanged(method string) int {
 // that selected it.
 func (s *Server) ResourceUpdated(uri string) int {
 	params := protocol.ResourceUpdatedParams{URI: uri}
-	listens := s.listenersSnapshot()
+	listens := s.table.listeners()
 	n := s.NotifySessions(protocol.NotificationResourceUpdated, params, func(sess *Session) bool { return sess.Subscribed(uri) })
 	for _, l := range listens {
 		if l.wantsResource(uri) && l.notify(protocol.NotificationResourceUpdated, params) {
@@ -94,9 +97,9 @@ const DefaultLogLevel = protocol.LevelInfo
 // stateless-era client that names none gets no log messages).
 func (s *Server) Log(p protocol.LoggingMessageParams) int {
 	rank := levelRank(p.Level)
-	listens := s.listenersSnapshot()
+	listens := s.table.listeners()
 	n := s.NotifySessions(protocol.NotificationMessage, p, func(sess *Session) bool {
-		level := sess.LogLevel()
+		level := sess.Client().LogLevel
 		if level == "" {
 			level = DefaultLogLevel
 		}
