@@ -170,7 +170,7 @@ func TestGatewayResourceServer(t *testing.T) {
 		require.Len(t, res.Content, 1)
 		var id gateway.Identity
 		require.NoError(t, json.Unmarshal([]byte(res.Content[0].Text), &id), res.Content[0].Text)
-		assert.Equal(t, gateway.Identity{Subject: "cc-user", ClientID: "cc-user", Groups: []string{"team-cc-user"},
+		assert.Equal(t, gateway.Identity{Issuer: issuer, Subject: "cc-user", ClientID: "cc-user", Groups: []string{"team-cc-user"},
 			Roles: []string{"role-cc-user"}, Scopes: []string{"mcp:tools"}}, id)
 	})
 	t.Run("expired", func(t *testing.T) {

@@ -51,7 +51,7 @@ func TestValidatorJWTFromProvider(t *testing.T) {
 			require.Contains(t, string(header), `"alg":"`+alg+`"`)
 			id, err := v.ValidateToken(ctx, tok)
 			require.NoError(t, err)
-			assert.Equal(t, gateway.Identity{Subject: "cc-user", ClientID: "cc-user",
+			assert.Equal(t, gateway.Identity{Issuer: issuer, Subject: "cc-user", ClientID: "cc-user",
 				Groups: []string{"team-cc-user"}, Roles: []string{"role-cc-user"}, Scopes: []string{baseScope}}, id)
 		})
 	}
@@ -199,7 +199,7 @@ func TestValidatorIntrospection(t *testing.T) {
 	for range 3 {
 		id, err := v.ValidateToken(ctx, tok)
 		require.NoError(t, err)
-		assert.Equal(t, gateway.Identity{ClientID: "cc-admin", Groups: []string{"team-cc-admin"},
+		assert.Equal(t, gateway.Identity{Issuer: issuer, ClientID: "cc-admin", Groups: []string{"team-cc-admin"},
 			Roles: []string{"role-cc-admin"}, Scopes: []string{baseScope, adminScope}}, id)
 	}
 	assert.Equal(t, 1, tr.count("/token/introspection"), "the active answer was cached")
