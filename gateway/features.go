@@ -145,7 +145,7 @@ func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 		return nil, rpcError(err)
 	}
 	if res.ResultType == protocol.ResultTask {
-		return g.pool.taskCreated(server, res), nil
+		return g.pool.taskCreated(server, g.taskTag(ctx), res), nil
 	}
 	res = g.fitResult(ownerOf(ctx), name, server, p.Meta, res)
 	if enc, ok := appendTextResult(nil, res); ok {
@@ -444,6 +444,10 @@ type fanout struct {
 	srv     *mcpserver.Server
 	metrics *metrics
 	log     zerolog.Logger
+	// audience returns who may get a notification about a server: the
+	// sessions and listen streams whose caller the access rules let use
+	// it (accessview.go).
+	audience func(server string) mcpserver.Audience
 }
 
 // broadcastListChanged sends a list_changed notification to every
@@ -455,7 +459,7 @@ func (fo *fanout) broadcastListChanged(method string) {
 }
 
 // forwardLog sends a server's log message to the sessions whose level it
-// reaches, as notifications/message with logger = the server's name (and
+// reaches (and whose callers may use the server), as notifications/message with logger = the server's name (and
 // to the listen streams whose _meta asked for that level).
 func (fo *fanout) forwardLog(ev *mcpvisor.LogMessageEvent) {
 	var p protocol.LoggingMessageParams
@@ -468,11 +472,11 @@ func (fo *fanout) forwardLog(ev *mcpvisor.LogMessageEvent) {
 	} else {
 		p.Logger = ev.Server + "/" + p.Logger
 	}
-	fo.srv.Log(p)
+	fo.srv.LogTo(p, fo.audience(ev.Server))
 }
 
 // forwardResourceUpdated tells the sessions and listen streams
-// subscribed to the resource.
+// subscribed to the resource (whose callers may use its server).
 func (fo *fanout) forwardResourceUpdated(ev *mcpvisor.ResourceUpdatedEvent) {
-	fo.srv.ResourceUpdated(ev.URI)
+	fo.srv.ResourceUpdatedTo(ev.URI, fo.audience(ev.Server))
 }

@@ -358,6 +358,11 @@ type Gateway struct {
 	results *resultStore
 	// search is the search mode's index and tools (search.go).
 	search *searchMode
+	// callers are the callers of the handshake-era sessions, for the
+	// notifications under access rules (accessview.go).
+	callers sessionCallers
+	// taskKey is the key of the task ids' owner tags (accessview.go).
+	taskKey []byte
 }
 
 // hostListBits numbers the list_changed methods a change of the host's
@@ -421,7 +426,8 @@ func New(b Backend, opts Options) *Gateway {
 	g.results = newResultStore(opts.ResultStoreBytes, opts.ResultStoreTTL)
 	g.search = newSearchMode(g)
 	g.admin = &admin{g: g}
-	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}}
+	g.taskKey = newTaskKey(opts.SessionSeal)
+	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}, only: g.channelFilter}
 	g.naming = &namer{b: b, style: opts.Names, budget: opts.NameBudget}
 	g.gate = newAccessGate(opts)
 	g.front = &front{opts: opts, metrics: &g.metrics, rs: newProtectedResource(opts.ResourceServer), log: g.log}
@@ -429,7 +435,7 @@ func New(b Backend, opts Options) *Gateway {
 	g.pool = &pool{b: b, opts: opts, log: opts.Logger, naming: g.naming, features: opts.Features}
 	g.subs = newResourceSubs(b, opts.Logger, g.pool.serverOfResource)
 	g.srv = newServer(g)
-	g.fanout = &fanout{srv: g.srv, metrics: &g.metrics, log: opts.Logger}
+	g.fanout = &fanout{srv: g.srv, metrics: &g.metrics, log: opts.Logger, audience: g.audience}
 	g.inputs = &inputRounds{srv: g.srv, log: opts.Logger, wait: opts.InputWait, workers: newCallWorkers(g.closed), parked: map[string]*parkedRound{}}
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -77,7 +77,7 @@ func (f *front) guard(next http.Handler) http.Handler {
 				httpError(w, http.StatusUnauthorized, "unauthorized: a bearer token is required")
 				return
 			}
-			if f.bearerOK(r) {
+			if f.bearerOK(r) || !isMCPPath(r.URL.Path) && f.partLogin(r) {
 				r = r.WithContext(staticIdentity(r.Context()))
 			}
 		}
@@ -184,6 +184,17 @@ func (f *front) admitted(r *http.Request) bool {
 func (f *front) partAdmits(r *http.Request) bool {
 	for _, p := range f.opts.Parts {
 		if p.Authenticated(r) || p.Public(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// partLogin reports whether r carries a Part's login (had in exchange for
+// Options.Token, which it stands for).
+func (f *front) partLogin(r *http.Request) bool {
+	for _, p := range f.opts.Parts {
+		if p.Authenticated(r) {
 			return true
 		}
 	}

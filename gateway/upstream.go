@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -274,7 +275,7 @@ func (g *Gateway) ClientRequest(ctx context.Context, server, method string, para
 	case c != nil:
 		ask = func(ctx context.Context) (json.RawMessage, error) { return c.w.Ask(ctx, method, p) }
 	default:
-		s := g.pickSession(method, wantURL)
+		s := g.pickSession(server, method, wantURL)
 		if s == nil {
 			g.metrics.clientRefused.Add(1)
 			return nil, protocol.NewError(protocol.CodeMethodNotFound,
@@ -313,12 +314,14 @@ func (t *callTable) pick(server, method string, wantURL bool) *call {
 
 // pickSession chooses, when no call of a client is in flight on the
 // server, the handshake-era session that answers: the most recently
-// active one that declared the capability and can be reached.
-func (g *Gateway) pickSession(method string, wantURL bool) *mcpserver.Session {
+// active one that declared the capability, can be reached, and whose
+// caller the access rules let use the server.
+func (g *Gateway) pickSession(server, method string, wantURL bool) *mcpserver.Session {
 	var pick *mcpserver.Session
 	var last time.Time
+	mayUse := g.audience(server)
 	for _, s := range g.srv.Sessions() {
-		if !canAnswer(s, method, wantURL) || !s.Reachable() {
+		if !canAnswer(s, method, wantURL) || !s.Reachable() || mayUse != nil && !mayUse(s, nil) {
 			continue
 		}
 		if used := s.LastActive(); pick == nil || used.After(last) {
@@ -339,8 +342,9 @@ func canAnswer(s *mcpserver.Session, method string, wantURL bool) bool {
 
 // complete serves completion/complete: a prompt's argument (the prompt by
 // its downstream name) or a resource template's (by its URI template) is
-// completed by the server that offers it.
-func (pl *pool) complete(ctx context.Context, params json.RawMessage) (any, *protocol.Error) {
+// completed by the server that offers it, once check (the access rules:
+// Gateway.refuseServer) lets the caller use that server.
+func (pl *pool) complete(ctx context.Context, params json.RawMessage, check func(ctx context.Context, what, server string) *protocol.Error) (any, *protocol.Error) {
 	c, ok := pl.b.(Completer)
 	if !ok {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", protocol.MethodCompletionComplete)
@@ -377,6 +381,9 @@ func (pl *pool) complete(ctx context.Context, params json.RawMessage) (any, *pro
 	}
 	if server == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "completion/complete: no server offers %s %q", p.Ref.Type, p.Ref.Name+p.Ref.URI)
+	}
+	if perr := check(ctx, "completion of "+p.Ref.Type+" "+strconv.Quote(p.Ref.Name+p.Ref.URI), server); perr != nil {
+		return nil, perr
 	}
 	res, err := c.Complete(ctx, server, p.Ref, p.Argument, p.Context)
 	if err != nil {
