@@ -345,3 +345,49 @@ func (g *Gateway) serverFilter(ctx context.Context) func(server string) bool {
 	}
 	return c.grant.Server
 }
+
+// listChanges are the list_changed notifications due (Run's), by method,
+// with the servers whose lists changed: their callers get it (a gap, or
+// a change of no known server, goes to everyone: allServers).
+//
+// Concurrency: owned by Run's goroutine.
+type listChanges map[string]map[string]bool
+
+// allServers in a listChanges entry sends it to everyone.
+const allServers = "\x00all"
+
+// add notes that server's list of method changed.
+func (lc listChanges) add(method, server string) {
+	if lc[method] == nil {
+		lc[method] = map[string]bool{}
+	}
+	lc[method][server] = true
+}
+
+// addAll notes a change of method for everyone.
+func (lc listChanges) addAll(method string) { lc.add(method, allServers) }
+
+// listAudience returns who gets a list_changed due for servers: the
+// sessions and listen streams whose caller may use one of them (nil:
+// everyone, when no rule applies or the change is everyone's).
+func (g *Gateway) listAudience(servers map[string]bool) mcpserver.Audience {
+	if !g.rulesApply() || servers[allServers] {
+		return nil
+	}
+	return func(s *mcpserver.Session, listen context.Context) bool {
+		ctx := listen
+		if ctx == nil {
+			ctx = g.callers.of(s)
+		}
+		c := g.callerOf(ctx)
+		if c.anything {
+			return true
+		}
+		for server := range servers {
+			if c.grant.Server(server) {
+				return true
+			}
+		}
+		return false
+	}
+}

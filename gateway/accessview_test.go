@@ -33,6 +33,9 @@ const viewRules = `[
   {"match": {"groups": "team-cc-admin"}, "servers": {"allow": ["b", ""]}, "admin": true}
 ]`
 
+// viewOperatorToken is the fixture's static token: the operator's.
+const viewOperatorToken = "the-operator-token"
+
 // viewFixture is a gateway behind a real authorization server
 // (node-oidc-provider) with viewRules, over the servers a and b (mock
 // servers with prompts, the notify tool and channels; a with resources
@@ -74,7 +77,8 @@ func newViewFixture(t *testing.T) *viewFixture {
 		require.Equal(t, mcpvisor.StateReady, st.State, "%s: %s", st.Name, st.LastError)
 	}
 	rs := &gateway.ResourceServer{Validator: v, Resource: resource, AuthorizationServers: []string{issuer}, Scopes: []string{"mcp:tools"}}
-	g := gateway.New(sup, gateway.Options{ResourceServer: rs, Access: policy, Parts: []gateway.Part{dashboard.New(dashboard.Options{})}})
+	g := gateway.New(sup, gateway.Options{ResourceServer: rs, Access: policy, Token: viewOperatorToken,
+		Parts: []gateway.Part{dashboard.New(dashboard.Options{})}})
 	fwd.Attach(g)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -460,6 +464,84 @@ func TestAccessViewEverySurface(t *testing.T) {
 			status, body := f.do(t, http.MethodPost, tc.token, tc.path)
 			assert.Equal(t, tc.want, status, "%s: %s: %s", tc.who, tc.path, body)
 		}
+	})
+
+	t.Run("dashboard login", func(t *testing.T) {
+		// The dashboard's login cookie, had for the static token, is the
+		// operator's, as the token is: every server, and the actions.
+		form := strings.NewReader("token=" + viewOperatorToken)
+		req, err := http.NewRequest(http.MethodPost, f.base+"/login", form)
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		noRedirect := &http.Client{Timeout: testwait.Patience, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noRedirect.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		var cookie *http.Cookie
+		for _, c := range resp.Cookies() {
+			if c.Value != "" {
+				cookie = c
+			}
+		}
+		require.NotNil(t, cookie, "a login cookie")
+		get := func(method, path string) (int, string) {
+			req, err := http.NewRequest(method, f.base+path, nil)
+			require.NoError(t, err)
+			req.AddCookie(cookie)
+			resp, err := (&http.Client{Timeout: testwait.Patience}).Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			return resp.StatusCode, string(b)
+		}
+		status, body := get(http.MethodGet, "/admin/pool")
+		require.Equal(t, http.StatusOK, status, body)
+		for _, server := range []string{`"server":"a"`, `"server":"b"`, `"server":"fx"`} {
+			assert.Contains(t, body, server)
+		}
+		status, body = get(http.MethodPost, "/admin/servers/a/reconnect")
+		assert.Equal(t, http.StatusOK, status, body)
+		status, _ = get(http.MethodPost, gateway.MCPPath)
+		assert.Equal(t, http.StatusUnauthorized, status, "the MCP endpoint still wants a token")
+	})
+
+	t.Run("list changes", func(t *testing.T) {
+		// Fresh sessions: a change of fx's tools reaches cc-user's, not
+		// cc-admin's, which gets b's.
+		user := &rawClient{t: t, url: f.base, header: http.Header{"Authorization": {"Bearer " + f.user}}}
+		admin := &rawClient{t: t, url: f.base, header: http.Header{"Authorization": {"Bearer " + f.admin}}}
+		user.initialize()
+		admin.initialize()
+		userStream := sessionStream(t, f.base, user)
+		adminStream := sessionStream(t, f.base, admin)
+		next := func(lines *testwait.LineReader, what string, want func(*protocol.Message) bool) {
+			t.Helper()
+			for {
+				m, err := protocol.Decode([]byte(lines.Event(what).Data))
+				require.NoError(t, err)
+				if want(m) {
+					return
+				}
+			}
+		}
+		f.call(t, f.user, `{}`, "tools/call", `{"name":"fx__test_trigger_tool_change","arguments":{}}`).result(t)
+		next(userStream, "fx's tools/list_changed on cc-user's stream", func(m *protocol.Message) bool {
+			return m.Method == protocol.NotificationToolsListChanged
+		})
+		// fx's change went out before b's marker: cc-admin's stream has
+		// the marker first, then b's change.
+		f.call(t, f.admin, `{}`, "tools/call", `{"name":"b__notify","arguments":{"method":"notifications/message","params":{"level":"warning","data":"list marker"}}}`).result(t)
+		f.call(t, f.admin, `{}`, "tools/call", `{"name":"b__announce","arguments":{"text":"announced_by_b"}}`).result(t)
+		var first string
+		next(adminStream, "the marker or a tools/list_changed on cc-admin's stream", func(m *protocol.Message) bool {
+			first = m.Method
+			return m.Method == protocol.NotificationToolsListChanged || m.Method == protocol.NotificationMessage && strings.Contains(string(m.Params), "list marker")
+		})
+		assert.Equal(t, protocol.NotificationMessage, first, "fx's tools/list_changed is not cc-admin's")
+		next(adminStream, "b's tools/list_changed on cc-admin's stream", func(m *protocol.Message) bool {
+			return m.Method == protocol.NotificationToolsListChanged
+		})
 	})
 }
 

@@ -451,9 +451,10 @@ type fanout struct {
 }
 
 // broadcastListChanged sends a list_changed notification to every
-// session and every listen stream that selected it.
-func (fo *fanout) broadcastListChanged(method string) {
-	n := fo.srv.ListChanged(method)
+// session and every listen stream that selected it, of those a accepts
+// (nil: all).
+func (fo *fanout) broadcastListChanged(method string, a mcpserver.Audience) {
+	n := fo.srv.ListChangedTo(method, a)
 	fo.metrics.notified(method, n)
 	fo.log.Debug().Str("method", method).Int("recipients", n).Msg("list changed sent downstream")
 }

@@ -459,7 +459,7 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 	}
 	defer g.stopEvents()
 	events := g.events
-	pending := map[string]bool{} // list_changed notification methods due
+	pending := listChanges{} // list_changed notification methods due, and for whom (accessview.go)
 	var timer <-chan time.Time
 	expiry := time.NewTicker(time.Minute)
 	defer expiry.Stop()
@@ -474,20 +474,20 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 			case *mcpvisor.ToolsChangedEvent:
 				g.naming.reset()
 				g.search.poolChanged(ev.Server)
-				pending[protocol.NotificationToolsListChanged] = true
+				pending.add(protocol.NotificationToolsListChanged, ev.Server)
 			case *mcpvisor.ListChangedEvent:
 				if ev.Type == mcpvisor.EventPromptsChanged {
 					g.naming.reset()
-					pending[protocol.NotificationPromptsListChanged] = true
+					pending.add(protocol.NotificationPromptsListChanged, ev.Server)
 				} else {
-					pending[protocol.NotificationResourcesListChanged] = true
+					pending.add(protocol.NotificationResourcesListChanged, ev.Server)
 				}
 			case *mcpvisor.ServerToggledEvent:
 				g.naming.reset()
 				g.search.poolChanged(ev.Server)
-				pending[protocol.NotificationToolsListChanged] = true
-				pending[protocol.NotificationPromptsListChanged] = true
-				pending[protocol.NotificationResourcesListChanged] = true
+				for _, m := range hostListBits {
+					pending.add(m, ev.Server)
+				}
 			case *mcpvisor.LogMessageEvent:
 				g.fanout.forwardLog(ev)
 			case *mcpvisor.ResourceUpdatedEvent:
@@ -498,9 +498,9 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 				g.naming.reset()
 				g.search.poolChanged("")
 				// Lost events may have been list changes: tell everyone.
-				pending[protocol.NotificationToolsListChanged] = true
-				pending[protocol.NotificationPromptsListChanged] = true
-				pending[protocol.NotificationResourcesListChanged] = true
+				for _, m := range hostListBits {
+					pending.addAll(m)
+				}
 			}
 			if len(pending) > 0 && timer == nil {
 				timer = time.After(debounce)
@@ -514,14 +514,14 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 					}
 				}
 			}) {
-				g.fanout.broadcastListChanged(method)
+				g.fanout.broadcastListChanged(method, g.listAudience(pending[method]))
 			}
 			clear(pending)
 		case <-g.hostSignal:
 			bits := g.hostChanged.Swap(0)
 			for i, m := range hostListBits {
 				if bits&(1<<i) != 0 {
-					pending[m] = true
+					pending.add(m, "") // the host's own: the server ""
 				}
 			}
 			if len(pending) > 0 && timer == nil {
