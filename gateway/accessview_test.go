@@ -458,12 +458,43 @@ func TestAccessViewEverySurface(t *testing.T) {
 			{"cc-user, no admin", scoped, "/admin/servers/a/reconnect", http.StatusForbidden},
 			{"cc-user, no admin", scoped, "/admin/servers/a/toggle", http.StatusForbidden},
 			{"cc-admin, another's server", f.admin, "/admin/servers/a/reconnect", http.StatusForbidden},
-			{"cc-admin, every server", f.admin, "/admin/reconnect", http.StatusForbidden},
 			{"cc-admin, its own server", f.admin, "/admin/servers/b/reconnect", http.StatusOK},
 		} {
 			status, body := f.do(t, http.MethodPost, tc.token, tc.path)
 			assert.Equal(t, tc.want, status, "%s: %s: %s", tc.who, tc.path, body)
 		}
+
+		// cc-admin's "reconnect all" reconnects b, not a nor fx: the
+		// operator's /events sees b's states only, up to a marker.
+		lines := f.stream(t, viewOperatorToken, "/events")
+		status, body := f.do(t, http.MethodPost, f.admin, "/admin/reconnect")
+		require.Equal(t, http.StatusOK, status, body)
+		// Read until b is ready again, then until a marker sent after.
+		states := map[string]int{}
+		marked := false
+		for {
+			ev := lines.Event("the operator's events: b reconnected, then the marker")
+			var h struct {
+				Type   string          `json:"type"`
+				Server string          `json:"server"`
+				State  string          `json:"state"`
+				Data   json.RawMessage `json:"data"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(ev.Data), &h))
+			if h.Type == string(mcpvisor.EventServerState) {
+				states[h.Server]++
+				if h.Server == "b" && h.State == string(mcpvisor.StateReady) && !marked {
+					marked = true
+					f.call(t, f.admin, `{}`, "tools/call", `{"name":"b__notify","arguments":{"method":"notifications/message","params":{"level":"warning","data":"reconnect marker"}}}`).result(t)
+				}
+			}
+			if strings.Contains(string(h.Data), "reconnect marker") {
+				break
+			}
+		}
+		assert.Positive(t, states["b"], "b was reconnected")
+		assert.Zero(t, states["a"], "a was not")
+		assert.Zero(t, states["fx"], "fx was not")
 	})
 
 	t.Run("dashboard login", func(t *testing.T) {
