@@ -43,6 +43,29 @@ type OAuthOptions struct {
 	// defaults; AllowInternal turns the check off. Its TLS member is
 	// ignored: a server's own TLS settings apply.
 	AddressGuard oauth.GuardOptions
+
+	// UserRedirectURL is where the authorization servers of per-user
+	// servers ("credentials": "per-user") send a principal's browser back
+	// after it authorized: the host serves it and passes the redirect to
+	// Supervisor.CompleteAuthorization (the gateway serves
+	// /oauth/callback). Empty: principals cannot authorize such servers
+	// (ErrNoUserRedirect).
+	UserRedirectURL string
+	// UserConfirmURL, when set, is the page a principal opens to confirm
+	// a pending authorization before its browser goes on to the
+	// authorization server (the gateway's /oauth/authorize):
+	// AuthorizationRequiredError.URL is it with "?flow=<Flow>" appended.
+	// Empty: that URL is the authorization server's own.
+	UserConfirmURL string
+	// UserSessionIdle is how long a principal's session with a per-user
+	// server stays open unused. Zero: 10 minutes.
+	UserSessionIdle time.Duration
+	// MaxUserSessions bounds the principals' sessions open with one
+	// server; beyond it the least recently used is closed. Zero: 256.
+	MaxUserSessions int
+	// UserAuthorizationTimeout is how long a principal's pending
+	// authorization waits for its browser to come back. Zero: 10 minutes.
+	UserAuthorizationTimeout time.Duration
 }
 
 // OAuthConfig is the "oauth" member of a server entry (client id and
@@ -91,6 +114,12 @@ type OAuthConfig struct {
 	DPoP string `json:"dpop,omitempty"`
 	// Disabled turns authorization off for this server: a 401 parks it.
 	Disabled bool `json:"disabled,omitempty"`
+	// Credentials says whose credentials a request to the server goes
+	// with when it is made for a principal (WithPrincipal): "" or
+	// "shared" the server's own, "per-user" the principal's own (it
+	// authorizes once in a browser), "exchange" a token obtained for the
+	// principal by RFC 8693 token exchange.
+	Credentials string `json:"credentials,omitempty"`
 }
 
 // ErrForbiddenAddress: the authorization traffic of a server on a public

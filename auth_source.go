@@ -57,7 +57,23 @@ func (c *ServerConfig) OAuthSettings() (*OAuthConfig, error) {
 	default:
 		return nil, fmt.Errorf("oauth: unknown dpop mode %q (want %q, %q or empty)", o.DPoP, oauth.DPoPAlways, oauth.DPoPNever)
 	}
+	switch o.Credentials {
+	case "", CredentialsShared, CredentialsPerUser, CredentialsExchange:
+	default:
+		return nil, fmt.Errorf("oauth: unknown credentials %q (want %q, %q or %q)", o.Credentials, CredentialsShared, CredentialsPerUser, CredentialsExchange)
+	}
 	return &o, nil
+}
+
+// credentials is the server's credentials mode: CredentialsShared unless
+// its OAuth settings say otherwise (a server whose settings do not parse
+// fails its connect; its requests take the shared path to that error).
+func (c *ServerConfig) credentials() string {
+	s, err := c.OAuthSettings()
+	if err != nil || s == nil || s.Credentials == "" {
+		return CredentialsShared
+	}
+	return s.Credentials
 }
 
 // authHolder keeps a server's token source on its handle.
@@ -85,6 +101,12 @@ func authKey(cfg *ServerConfig) string {
 // traffic goes through a guarded client of its own (see
 // OAuthOptions.AddressGuard), with the server's TLS settings.
 func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, log zerolog.Logger) (*oauth.Source, error) {
+	return newAuthSource(name, cfg, o, log, nil)
+}
+
+// newAuthSource is NewAuthSource with extra applied to the source's
+// config last (nil: nothing).
+func newAuthSource(name string, cfg ServerConfig, o OAuthOptions, log zerolog.Logger, extra func(*oauth.Config)) (*oauth.Source, error) {
 	settings, err := cfg.OAuthSettings()
 	if err != nil {
 		return nil, err
@@ -130,6 +152,9 @@ func NewAuthSource(name string, cfg ServerConfig, o OAuthOptions, log zerolog.Lo
 	}
 	if o.UserAgent != nil {
 		oc.UserAgent = o.UserAgent(name)
+	}
+	if extra != nil {
+		extra(&oc)
 	}
 	return oauth.NewSource(oc)
 }

@@ -46,6 +46,9 @@ func onSession[T any](ctx context.Context, s *Supervisor, h *serverHandle, reque
 	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
 	defer cancel()
 	v := h.view.Load()
+	if p, ok := forPrincipal(ctx, &v.cfg, &s.opts); ok {
+		return onUserSession(ctx, s, h, p, request) // usersessions.go
+	}
 	if v.state != StateReady || v.sess == nil || v.sess.Err() != nil {
 		var err error
 		if v, err = s.awaitReady(ctx, h, nil); err != nil {
@@ -275,8 +278,22 @@ func (s *Supervisor) route(ctx context.Context, name string, find func(*pool) (p
 	}
 	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
 	defer cancel()
-	if _, err := s.awaitReady(ctx, h, nil); err != nil {
-		return poolEntry{}, err
+	byPrincipal := false
+	if v := h.view.Load(); v.state == StateNeedsAuth {
+		if pr, ok := forPrincipal(ctx, &v.cfg, &s.opts); ok {
+			// A per-user server whose own connection needs authorization:
+			// the principal's session lists its tools (usersessions.go),
+			// or says what the principal must authorize.
+			if _, err := s.userSession(ctx, h, pr); err != nil {
+				return poolEntry{}, err
+			}
+			byPrincipal = true
+		}
+	}
+	if !byPrincipal {
+		if _, err := s.awaitReady(ctx, h, nil); err != nil {
+			return poolEntry{}, err
+		}
 	}
 	// The registry folds the new lists into the pool just after the
 	// server's ready view: wait for it.
@@ -289,7 +306,7 @@ func (s *Supervisor) route(ctx context.Context, name string, find func(*pool) (p
 		if e, ok := find(p); ok {
 			return e, nil
 		}
-		if v := h.view.Load(); v.state == StateReady && p.viewOf(h).view == v {
+		if v := h.view.Load(); (v.state == StateReady || byPrincipal && v.offersTools()) && p.viewOf(h).view == v {
 			return poolEntry{}, ErrUnknownTool // ready, and has no such tool
 		}
 		select {

@@ -73,6 +73,9 @@ type serverHandle struct {
 	// auth is the server's OAuth token source (auth.go), guarded by its
 	// own mutex: built by the actor, used by connects and by Login.
 	auth authHolder
+	// users are the principals' own sessions of a server whose
+	// credentials are per user (usersessions.go), with their own lock.
+	users userSessions
 	// sseOnly is set by a connect goroutine when a url-only server was
 	// found to speak only HTTP+SSE (fallback.go), so that its reconnects
 	// go straight to it; the actor clears it when the address changes.
@@ -162,6 +165,10 @@ func (v *serverView) offersTools() bool {
 		return true
 	case StatePending, StateConnecting, StateReconnecting:
 		return v.recovering || v.cached
+	case StateNeedsAuth:
+		// A per-user server offers the tools a principal's session
+		// listed (usersessions.go).
+		return v.cached && v.cfg.credentials() != CredentialsShared
 	}
 	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpvisor/mcpvisor/oauth"
 	"net/http"
 	"time"
 
@@ -276,6 +277,11 @@ type runOptions struct {
 	// tracer makes the spans (newTracer of TracerProvider); nil traces
 	// nothing.
 	tracer trace.Tracer
+
+	// userStore keeps the principals' upstream credentials (per-user
+	// servers, usersessions.go): OAuth.Store, else one memory store for
+	// the supervisor's life.
+	userStore oauth.Store
 }
 
 // The defaults of Options' zero fields. The library reads no environment

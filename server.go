@@ -110,8 +110,10 @@ func (a *serverActor) Receive(ctx actor.Context) {
 	case *actor.Restarting:
 		a.log.Error().Msg("server actor restarting after a crash; its connection is dropped")
 		a.abandon(session.ErrServerRestarting)
+		a.h.users.closeAll(session.ErrServerRestarting)
 	case *actor.Stopping:
 		a.abandon(session.ErrConnectionClosed)
+		a.h.users.closeAll(session.ErrConnectionClosed)
 	case *actor.Stopped:
 		a.h.stopped.Store(true)
 	case connectNow:
@@ -125,6 +127,8 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		}
 	case cacheLoaded:
 		a.cacheArrived(m)
+	case userListed:
+		a.userListed(m) // usersessions.go
 	case connectionLost:
 		a.lost(m)
 	case serverNotification:
@@ -155,6 +159,7 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.stopping = true
 		a.stopWaiters = append(a.stopWaiters, m.done)
 		a.abandon(session.ErrConnectionClosed)
+		a.h.users.closeAll(session.ErrConnectionClosed)
 		a.maybeStop(ctx)
 	case goroutineDone:
 		a.h.busy.Add(-1)
@@ -391,19 +396,26 @@ func listAll(ctx context.Context, sess *session.Session) (ls lists, listErrs [nu
 }
 
 func (a *serverActor) sessionOptions(gen uint64) session.Options {
+	return sessionOptionsFor(a.h, &a.cfg, a.opts, a.log, a.genHandler(gen))
+}
+
+// sessionOptionsFor are the session options of server h's connections
+// with config cfg, their notifications going to handler: the server
+// actor's connection, and the per-principal sessions.
+func sessionOptionsFor(h *serverHandle, cfg *ServerConfig, opts *runOptions, log zerolog.Logger, handler session.Handler) session.Options {
 	return session.Options{
-		ClientInfo:      a.opts.ClientInfo,
-		Capabilities:    clientCapabilities(&a.opts.Options),
-		Requests:        requestHandler(a.opts, a.h.name),
-		Input:           inputHandler(&a.opts.Options, a.h.name),
-		RequestTimeout:  a.opts.ServerRequestTimeout,
-		ProtocolVersion: a.cfg.ProtocolVersion,
-		Memory:          &a.h.memory,
-		DiscoverTimeout: a.opts.DiscoverTimeout,
-		LogLevel:        logLevelOf(a.h),
-		Handler:         a.genHandler(gen),
-		Logger:          a.log,
-		Tracing:         sessionTracing(a.opts.tracer, a.h.name, a.cfg),
+		ClientInfo:      opts.ClientInfo,
+		Capabilities:    clientCapabilities(&opts.Options),
+		Requests:        requestHandler(opts, h.name),
+		Input:           inputHandler(&opts.Options, h.name),
+		RequestTimeout:  opts.ServerRequestTimeout,
+		ProtocolVersion: cfg.ProtocolVersion,
+		Memory:          &h.memory,
+		DiscoverTimeout: opts.DiscoverTimeout,
+		LogLevel:        logLevelOf(h),
+		Handler:         handler,
+		Logger:          log,
+		Tracing:         sessionTracing(opts.tracer, h.name, *cfg),
 	}
 }
 
@@ -531,6 +543,7 @@ func (a *serverActor) retune(cfg ServerConfig) {
 // server waits for admission again (or is disabled, or held).
 func (a *serverActor) reconfigure(cfg ServerConfig) {
 	a.abandon(session.ErrServerRestarting)
+	a.h.users.closeAll(session.ErrServerRestarting) // the principals' sessions had the old config
 	if cfg.Kind() != a.cfg.Kind() || cfg.Command != a.cfg.Command || cfg.URL != a.cfg.URL {
 		a.h.memory.Forget() // possibly another server altogether
 		a.h.sseOnly.Store(false)

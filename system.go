@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/oauth"
 	"sync"
 	"sync/atomic"
 
@@ -159,6 +160,10 @@ type Supervisor struct {
 	// events builds the typed events of every subscription: touched only
 	// on the registry's goroutine (subscribeAs).
 	events eventConverter
+
+	// flows are the principals' pending authorizations of per-user
+	// servers (userauth.go), with their own lock.
+	flows userFlows
 }
 
 // published is what the registry publishes for callers to read, and the
@@ -190,6 +195,10 @@ func Start(ctx context.Context, opts Options) (*Supervisor, error) {
 		return nil, err
 	}
 	ro.sharedHTTP = shared
+	ro.userStore = ro.OAuth.Store
+	if ro.userStore == nil {
+		ro.userStore = &oauth.MemoryStore{}
+	}
 	ro.sessionEnds = streamable.NewEndLimiter(0)
 	ro.admission = newAdmissionGate(ro.LocalConnectLimit, ro.RemoteConnectLimit)
 	ro.host = newHostState(ro)
@@ -408,6 +417,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		s.system.Root.Send(s.registry, closeAll{done: done})
 		routine.Go("supervisor.close", func() {
 			s.opts.host.close() // pollers and channel inboxes first
+			s.flows.close()     // principals' pending authorizations
 			<-done
 			<-s.watching // the watcher ends with closed; its probes with the sessions
 			s.probes.Wait()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -23,19 +25,27 @@ func (a *serverActor) dialConfig() dialConfig {
 		client = a.opts.sharedHTTP
 	}
 	client, authErr := a.authClient(client) // auth.go: the bearer token on every request
-	extras := []any{a.opts.Sandbox, a.opts.sessionEnds}
-	if srv := a.opts.InProcess[a.h.name]; srv != nil {
+	return dialConfigFor(a.h, a.opts, a.log, client, authErr)
+}
+
+// dialConfigFor is the dial config of server h's connections over client
+// (nil: the transport's own), whose authorization could not be set up
+// when authErr is not nil: the server actor's connection, and the
+// per-principal sessions of usersessions.go.
+func dialConfigFor(h *serverHandle, opts *runOptions, log zerolog.Logger, client *http.Client, authErr error) dialConfig {
+	extras := []any{opts.Sandbox, opts.sessionEnds}
+	if srv := opts.InProcess[h.name]; srv != nil {
 		extras = append(extras, srv)
 	}
 	return dialConfig{
 		err: authErr,
 		opts: transports.DialOptions{
-			Logger:            a.log,
-			MaxFrameSize:      a.opts.MaxFrameSize,
-			UserAgent:         a.opts.ClientInfo.Name + "/" + a.opts.ClientInfo.Version,
+			Logger:            log,
+			MaxFrameSize:      opts.MaxFrameSize,
+			UserAgent:         opts.ClientInfo.Name + "/" + opts.ClientInfo.Version,
 			HTTPClient:        client,
-			CloseStdinTimeout: a.opts.CloseStdinTimeout,
-			TerminateTimeout:  a.opts.TerminateTimeout,
+			CloseStdinTimeout: opts.CloseStdinTimeout,
+			TerminateTimeout:  opts.TerminateTimeout,
 			Extras:            extras,
 		},
 	}

@@ -676,8 +676,11 @@ func rpcError(err error) *protocol.Error {
 	var nr *mcpvisor.NotReadyError
 	var lost *mcpvisor.ConnectionLostError
 	var e *protocol.Error
+	var ar *mcpvisor.AuthorizationRequiredError
 	kind := string(mcpvisor.ClassifyFailure(err))
 	switch {
+	case errors.As(err, &ar):
+		return authorizationRequired(ar) // userauth.go
 	case errors.As(err, &lost):
 		e = protocol.NewError(CodeConnectionLost, "%v", err)
 		e.Data, _ = json.Marshal(errorData{Server: lost.Server, Failure: kind, Retryable: true})

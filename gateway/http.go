@@ -33,6 +33,9 @@ func (g *Gateway) Handler() http.Handler {
 		p.Mount(mux, g.site)
 	}
 	if rs := g.front.rs; rs != nil {
+		if ua, ok := g.b.(UserAuthorizer); ok {
+			(&userAuth{backend: ua}).mount(mux) // userauth.go
+		}
 		mux.HandleFunc("GET "+ProtectedResourcePath, rs.serveMetadata)
 		mux.HandleFunc("GET "+ProtectedResourcePath+"/", rs.serveMetadata)
 	}
@@ -65,7 +68,7 @@ func (f *front) guard(next http.Handler) http.Handler {
 			return
 		}
 		if f.rs != nil {
-			if !isMetadataPath(r.URL.Path) {
+			if !isMetadataPath(r.URL.Path) && !isUserAuthPath(r.URL.Path) {
 				if r = f.authenticate(w, r); r == nil {
 					return
 				}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpvisor/mcpvisor"
 	"net/http"
 	"net/url"
 	"path"
@@ -283,7 +284,11 @@ func (f *front) authenticate(w http.ResponseWriter, r *http.Request) *http.Reque
 			return nil
 		}
 	}
-	return r.WithContext(WithIdentity(r.Context(), id))
+	ctx := WithIdentity(r.Context(), id)
+	if pr, ok := id.principal(tok); ok {
+		ctx = mcpvisor.WithPrincipal(ctx, pr) // userauth.go: per-user upstream credentials
+	}
+	return r.WithContext(ctx)
 }
 
 // staticIdentity marks ctx as that of a request admitted by the static

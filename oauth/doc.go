@@ -9,7 +9,9 @@
 // and step-up, client credentials with a secret or private_key_jwt (RFC
 // 7523), the enterprise-managed token exchange (RFC 8693 then
 // jwt-bearer), workload identity (a platform's JWT with the jwt-bearer
-// grant, SEP-1933), DPoP sender-constrained tokens with server nonces
+// grant, SEP-1933), token exchange (RFC 8693: a gateway exchanges its
+// caller's access token for one for an upstream server, with the
+// caller's identity; GrantTokenExchange), DPoP sender-constrained tokens with server nonces
 // (RFC 9449, SEP-1932), authorization server migration (SEP-2352:
 // credentials stay with the issuer that issued them), and the 2025-03-26
 // fallbacks.

@@ -64,6 +64,25 @@ var (
 	// could not be read.
 	ErrWorkloadToken = errors.New("oauth: workload identity token unavailable")
 
+	// ErrInvalidConfig means NewSource was given an unusable Config (a
+	// grant without what it needs, an unknown grant or DPoP mode).
+	ErrInvalidConfig = errors.New("oauth: invalid configuration")
+
+	// ErrNoSubjectToken means the token exchange had no subject token to
+	// present: Config.SubjectToken failed (its error is wrapped too) or
+	// returned "".
+	ErrNoSubjectToken = errors.New("oauth: token exchange: no subject token")
+
+	// ErrSubjectTokenRejected means the authorization server refused a
+	// token exchange (RFC 8693) for its subject token or its client:
+	// invalid_grant (the subject token expired, was revoked, is for
+	// another audience or unknown to it) or unauthorized_client (this
+	// client may not exchange). The error also holds the server's *Error
+	// (errors.As) with its code, never the token. The source does not
+	// present that subject token again; a new one (the caller's
+	// refreshed token) is tried at the next request.
+	ErrSubjectTokenRejected = errors.New("oauth: token exchange: the authorization server refused the subject token")
+
 	// ErrInsecureEndpoint means an endpoint is neither HTTPS nor loopback
 	// HTTP, or is not an http(s) URL at all.
 	ErrInsecureEndpoint = errors.New("oauth: endpoint must be https (or http on loopback)")

@@ -51,6 +51,8 @@ type fakeAS struct {
 	trust         *fakeAS         // another authorization server whose tokens the resource accepts
 	refuseOwn     bool            // the resource refuses this server's own tokens (it moved to trust)
 	dpop          dpopFake        // DPoP settings and observations (dpop_test.go)
+	subjects      map[string]bool // the subject tokens the token exchange accepts
+	issuedType    string          // issued_token_type of an exchange; "": access_token
 
 	mu        sync.Mutex
 	log       []string            // "METHOD path"
@@ -313,6 +315,13 @@ func (f *fakeAS) serveToken(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		scope = r.PostForm.Get("scope")
+	case GrantTokenExchange:
+		if sub := r.PostForm.Get("subject_token"); !f.subjects[sub] {
+			// (Echoing the token: the client must not repeat it.)
+			writeJSON(w, 400, map[string]string{"error": "invalid_grant", "error_description": "subject token " + sub + " expired"})
+			return
+		}
+		scope = r.PostForm.Get("scope")
 	default:
 		writeJSON(w, 400, map[string]string{"error": "unsupported_grant_type"})
 		return
@@ -329,6 +338,12 @@ func (f *fakeAS) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.expiresIn > 0 {
 		resp["expires_in"] = f.expiresIn
+	}
+	if r.PostForm.Get("grant_type") == GrantTokenExchange {
+		resp["issued_token_type"] = TokenTypeAccessToken
+		if f.issuedType != "" {
+			resp["issued_token_type"] = f.issuedType
+		}
 	}
 	if g := r.PostForm.Get("grant_type"); g != "client_credentials" && g != GrantJWTBearer {
 		rt := r.PostForm.Get("refresh_token")

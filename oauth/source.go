@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -71,8 +72,12 @@ type Config struct {
 
 	// Grant is the grant used: "" or "authorization_code" (the user
 	// authorizes in a browser), "client_credentials" (machine to machine,
-	// pre-registered client with ClientSecret or PrivateKeyPEM) or
-	// GrantJWTBearer with Enterprise or Workload set. With "" (or
+	// pre-registered client with ClientSecret or PrivateKeyPEM),
+	// GrantJWTBearer with Enterprise or Workload set, or
+	// GrantTokenExchange with SubjectToken set (RFC 8693: another
+	// token, typically the caller's own, is exchanged for one for this
+	// server; pre-registered client with ClientSecret or PrivateKeyPEM).
+	// With "" (or
 	// "authorization_code") and a pre-registered confidential client, an
 	// authorization server whose metadata offers client_credentials and
 	// not the code flow gets client_credentials.
@@ -89,6 +94,34 @@ type Config struct {
 	// issued by its platform, is presented as the jwt-bearer assertion
 	// (RFC 7523 §2.1), without a browser and without a user.
 	Workload *WorkloadConfig
+
+	// SubjectToken, with Grant GrantTokenExchange, returns the token the
+	// source presents as the RFC 8693 subject_token: in a gateway, the
+	// calling user's current access token. It is asked afresh at every
+	// exchange (the first, after expiry, after the server refused the
+	// exchanged token), since callers refresh their tokens; it runs while
+	// the source holds its single-flight slot, so it must not call the
+	// source. An error or "" ends the exchange with ErrNoSubjectToken
+	// (the error wrapped; it must not carry the token).
+	//
+	// Exchanged tokens are one user's and live no longer than the
+	// source: it keeps them in memory only. A Store that is not a
+	// *MemoryStore is not used (a file or shared store is never read
+	// nor written: a token read back after a restart would outlive the
+	// caller's presence, and a store keyed by server and issuer, not by
+	// user, would hand one user's token to another); the source keeps a
+	// MemoryStore of its own instead. A *MemoryStore given must serve
+	// this one user. No refresh token is kept: an expired or refused
+	// token is replaced by a new exchange. UserAgent is not used (no
+	// browser flow).
+	SubjectToken func(ctx context.Context) (string, error)
+	// SubjectTokenType is the type of the subject token (RFC 8693 §3).
+	// Default TokenTypeAccessToken.
+	SubjectTokenType string
+	// Audience, when set, is sent as the exchange's audience parameter
+	// (RFC 8693 §2.1: the logical name of the target service), besides
+	// the resource parameter.
+	Audience string
 
 	// DPoP chooses sender-constrained tokens (RFC 9449): DPoPAuto (the
 	// default) when the resource asks for them, DPoPAlways, DPoPNever.
@@ -132,7 +165,8 @@ type Config struct {
 	// HTTPClient talks to the authorization server and fetches metadata.
 	// Nil: a client with a 30 s timeout.
 	HTTPClient *http.Client
-	// Store persists credentials. Nil: a MemoryStore.
+	// Store persists credentials. Nil: a MemoryStore. With
+	// GrantTokenExchange only a *MemoryStore is used (see SubjectToken).
 	Store Store
 	// Now is the clock. Nil: time.Now.
 	Now func() time.Time
@@ -218,6 +252,12 @@ type Source struct {
 	// grant (client credentials, jwt-bearer): the same request is not
 	// sent again until Login (or a new config).
 	machineRefused error
+	// refusedSubject is the SHA-256 of the subject token the
+	// authorization server last refused to exchange, and subjectRefusal
+	// its answer: that subject token is not presented again (a new one,
+	// after the caller refreshed, is).
+	refusedSubject [sha256.Size]byte
+	subjectRefusal error
 	dpopKeys       map[string]*dpopKey // parsed DPoP keys, by their encoding
 
 	// The latest DPoP nonces of the authorization server (token endpoint)
@@ -268,7 +308,8 @@ func NewSource(cfg Config) (*Source, error) {
 	if s.client == nil {
 		s.client = &http.Client{Timeout: 30 * time.Second}
 	}
-	if s.store == nil {
+	if _, mem := s.store.(*MemoryStore); s.store == nil || cfg.Grant == GrantTokenExchange && !mem {
+		// (Exchanged tokens are kept in memory only: see SubjectToken.)
 		s.store = &MemoryStore{}
 	}
 	if s.now == nil {
@@ -283,22 +324,26 @@ func NewSource(cfg Config) (*Source, error) {
 	case "", GrantAuthorizationCode:
 	case GrantClientCredentials:
 		if cfg.ClientID == "" || (cfg.ClientSecret == "" && cfg.PrivateKeyPEM == "") {
-			return nil, errors.New("oauth: client_credentials needs clientId and clientSecret or a private key")
+			return nil, fmt.Errorf("%w: client_credentials needs clientId and clientSecret or a private key", ErrInvalidConfig)
 		}
 	case GrantJWTBearer:
 		switch {
 		case cfg.Enterprise != nil && cfg.ClientID == "":
-			return nil, errors.New("oauth: the enterprise jwt-bearer grant needs a clientId")
+			return nil, fmt.Errorf("%w: the enterprise jwt-bearer grant needs a clientId", ErrInvalidConfig)
 		case cfg.Enterprise == nil && (cfg.Workload == nil || cfg.Workload.Token == "" && cfg.Workload.TokenFile == ""):
-			return nil, errors.New("oauth: the jwt-bearer grant needs the enterprise settings or a workload token (or token file)")
+			return nil, fmt.Errorf("%w: the jwt-bearer grant needs the enterprise settings or a workload token (or token file)", ErrInvalidConfig)
+		}
+	case GrantTokenExchange:
+		if err := checkExchangeConfig(&cfg); err != nil {
+			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("oauth: unknown grant %q", cfg.Grant)
+		return nil, fmt.Errorf("%w: unknown grant %q", ErrInvalidConfig, cfg.Grant)
 	}
 	switch cfg.DPoP {
 	case DPoPAuto, DPoPAlways, DPoPNever:
 	default:
-		return nil, fmt.Errorf("oauth: unknown DPoP mode %q (want %q, %q or empty)", cfg.DPoP, DPoPAlways, DPoPNever)
+		return nil, fmt.Errorf("%w: unknown DPoP mode %q (want %q, %q or empty)", ErrInvalidConfig, cfg.DPoP, DPoPAlways, DPoPNever)
 	}
 	s.bo = s.newBackoff()
 	return s, nil
@@ -330,7 +375,7 @@ func (s *Source) Interactive() bool {
 }
 
 func (s *Source) machine() bool {
-	return s.cfg.Grant == GrantClientCredentials || s.cfg.Grant == GrantJWTBearer || s.ccOnly.Load()
+	return s.cfg.Grant == GrantClientCredentials || s.cfg.Grant == GrantJWTBearer || s.cfg.Grant == GrantTokenExchange || s.ccOnly.Load()
 }
 
 // preregisteredSecret reports whether the config holds a confidential
@@ -400,7 +445,9 @@ func (s *Source) fresh(now time.Time) (string, bool) {
 // when there is no token yet: the request goes without one, and the
 // server's 401 starts the authorization (see Unauthorized). Errors: a
 // transient failure of the authorization server while the token has
-// expired (ErrTransient, ErrBackoff), or ctx's.
+// expired (ErrTransient, ErrBackoff), with GrantTokenExchange any failure
+// of the new exchange (ErrSubjectTokenRejected, ErrNoSubjectToken, the
+// server's *Error), or ctx's.
 func (s *Source) Token(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	if s.loaded {
@@ -451,7 +498,9 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 	if t := s.entry.Token; t != nil && t.Valid(s.now()) && t.AccessToken != s.rejected {
 		return t.AccessToken, nil // refreshed early, or kept during a transient failure
 	}
-	if err != nil && (isTransient(err) || errors.Is(err, ErrBackoff) || ctx.Err() != nil) {
+	if err != nil && (isTransient(err) || errors.Is(err, ErrBackoff) || ctx.Err() != nil || s.cfg.Grant == GrantTokenExchange) {
+		// (A failed exchange is the answer: a request without a token
+		// would only fail again the same way.)
 		return "", err
 	}
 	return "", nil
@@ -700,6 +749,7 @@ func (s *Source) Login(ctx context.Context, ua UserAgent, scope string) error {
 	}
 	s.mu.Lock()
 	s.machineRefused, s.unconfirmed = nil, 0 // asked anew
+	s.refusedSubject, s.subjectRefusal = [sha256.Size]byte{}, nil
 	prev := s.cfg.UserAgent
 	if ua != nil {
 		s.cfg.UserAgent = ua
@@ -1057,7 +1107,11 @@ func (s *Source) exchange(ctx context.Context, info *ClientInfo, form url.Values
 	}
 	call := &tokenCall{client: s.client, endpoint: md.TokenEndpoint, info: info, sign: s.sign, audience: md.Issuer,
 		form: form, now: now, lifetime: s.cfg.DefaultLifetime, dpop: key, nonce: &s.asNonce}
-	t, _, err := call.do(ctx)
+	t, tr, err := call.do(ctx)
+	if err == nil && form.Get("grant_type") == GrantTokenExchange {
+		err = checkExchanged(tr)
+		t.RefreshToken = "" // never used: the source exchanges again
+	}
 	s.outcome(err)
 	if err != nil {
 		var oe *Error
@@ -1096,9 +1150,13 @@ func (s *Source) dropClient(ctx context.Context, info *ClientInfo) {
 	_ = s.save(ctx)
 }
 
-// obtain runs the machine grant (client credentials, or the enterprise
-// token exchange then jwt-bearer). Called with sem held.
+// obtain runs the machine grant (client credentials, the enterprise
+// token exchange then jwt-bearer, or the token exchange). Called with sem
+// held.
 func (s *Source) obtain(ctx context.Context, scope string) error {
+	if s.cfg.Grant == GrantTokenExchange {
+		return s.tokenExchange(ctx, scope)
+	}
 	if err := s.gate(); err != nil {
 		return err
 	}
@@ -1139,14 +1197,21 @@ func (s *Source) grantName() string {
 	return "workload jwt-bearer"
 }
 
-// obtainWith requests the machine grant's token once.
-func (s *Source) obtainWith(ctx context.Context, md *ServerMetadata, resource, scope string) error {
+// preregistered is the configured client, authenticating at md's token
+// endpoint with its private key or secret.
+func (s *Source) preregistered(md *ServerMetadata) *ClientInfo {
 	info := &ClientInfo{ClientID: s.cfg.ClientID, ClientSecret: s.cfg.ClientSecret, Source: "preregistered"}
 	if s.sign != nil {
 		info.AuthMethod = AuthMethodPrivateKey
 	} else {
 		info.AuthMethod = chooseAuthMethod(info.ClientSecret != "", md.TokenEndpointAuthMethodsSupported)
 	}
+	return info
+}
+
+// obtainWith requests the machine grant's token once.
+func (s *Source) obtainWith(ctx context.Context, md *ServerMetadata, resource, scope string) error {
+	info := s.preregistered(md)
 	form := url.Values{"resource": {resource}}
 	if scope != "" {
 		form.Set("scope", scope)
@@ -1197,7 +1262,7 @@ func (s *Source) identityAssertion(ctx context.Context, audience, resource, scop
 	form := url.Values{
 		"grant_type":           {GrantTokenExchange},
 		"subject_token":        {e.IDToken},
-		"subject_token_type":   {"urn:ietf:params:oauth:token-type:id_token"},
+		"subject_token_type":   {TokenTypeIDToken},
 		"requested_token_type": {"urn:ietf:params:oauth:token-type:id-jag"},
 		"audience":             {audience},
 		"resource":             {resource},

@@ -355,6 +355,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	// The permission rules of the config; the calls that need approval
 	// are put to the calling client (the Forwarder's ApproveCall).
 	configure = append(configure, func(o *mcpvisor.Options) { o.Permissions = cfg.Permissions })
+	configure = append(configure, setup.auth.userAuthorization(setup.listenAddr))
 	tr, err := a.startTracing(ctx)
 	if err != nil {
 		if ln != nil {

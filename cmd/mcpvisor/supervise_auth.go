@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/mcpvisor/mcpvisor"
 	"net/url"
 	"os"
 	"strings"
@@ -103,10 +104,7 @@ func (a *app) resourceServer(s *authSetup, listenAddr string, mgmtTools bool) *g
 	if s == nil || listenAddr == "" {
 		return nil
 	}
-	resource := s.f.resource
-	if resource == "" {
-		resource = "http://" + listenAddr + gateway.MCPPath
-	}
+	resource := s.resource(listenAddr)
 	opts := s.opts
 	opts.Audience = s.f.audience
 	if opts.Audience == "" {
@@ -126,4 +124,30 @@ func (a *app) resourceServer(s *authSetup, listenAddr string, mgmtTools bool) *g
 		}
 	}
 	return rs
+}
+
+// resource is the gateway's resource URI: --auth-resource, else the
+// MCP endpoint at the listener's address.
+func (s *authSetup) resource(listenAddr string) string {
+	if s.f.resource != "" {
+		return s.f.resource
+	}
+	return "http://" + listenAddr + gateway.MCPPath
+}
+
+// userAuthorization points the supervisor's per-user authorizations at
+// the gateway's pages (gateway.UserCallbackPath, UserAuthorizePath), for
+// the servers whose credentials are per user; nothing without
+// --auth-issuer (callers are no principals then).
+func (s *authSetup) userAuthorization(listenAddr string) func(*mcpvisor.Options) {
+	return func(o *mcpvisor.Options) {
+		if s == nil || listenAddr == "" {
+			return
+		}
+		redirect, confirm, err := gateway.UserAuthorizationURLs(s.resource(listenAddr))
+		if err != nil {
+			return // checked by check
+		}
+		o.OAuth.UserRedirectURL, o.OAuth.UserConfirmURL = redirect, confirm
+	}
 }

@@ -431,6 +431,7 @@ func (v *Validator) checkClaims(c claims, requireIss bool) error {
 // identity reads the caller from checked claims.
 func (v *Validator) identity(c claims) gateway.Identity {
 	id := gateway.Identity{
+		Issuer:   v.opts.Issuer,
 		Subject:  c.str("sub"),
 		ClientID: c.str("client_id"),
 		Groups:   c.strs(v.opts.GroupsClaim, false),

@@ -2,6 +2,11 @@ package oauthtest
 
 import (
 	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +21,8 @@ import (
 
 // StartOIDCProvider runs testdata/oidc/provider.mjs (node-oidc-provider,
 // a real authorization server with rotating refresh tokens and reuse
-// detection) for resource, with access tokens of ttl seconds and the
+// detection) for resource (or several, space-separated; the first is the
+// default), with access tokens of ttl seconds and the
 // extra environment env, and returns its issuer; it ends with the test.
 // root is the repository's root relative to the test's directory. The
 // modules come from $MCPVISOR_OIDC_MODULES (default
@@ -114,4 +120,65 @@ func (l *lockedBuilder) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+var oidcClient = &http.Client{Timeout: testwait.Patience}
+
+// OIDCClientToken gets an access token for resource (with scope) by the
+// client credentials grant of one of the test provider's static clients
+// (mcpvisor-gateway, cc-user, cc-admin; secret "<id>-secret"). Its sub is
+// the client's id.
+func OIDCClientToken(t *testing.T, issuer, client, resource, scope string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, issuer+"/token", strings.NewReader(url.Values{
+		"grant_type": {"client_credentials"}, "resource": {resource}, "scope": {scope},
+	}.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(client, client+"-secret")
+	resp, err := oidcClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+		Error       string `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || resp.StatusCode != http.StatusOK || tok.AccessToken == "" {
+		t.Fatalf("client credentials of %s for %s: %d %s %v", client, resource, resp.StatusCode, tok.Error, err)
+	}
+	return tok.AccessToken
+}
+
+// ConfigureOIDCProvider posts q to the test provider's /test/config hook:
+// alg and format of the access tokens issued next, account (the user the
+// interaction logs in from now on).
+func ConfigureOIDCProvider(t *testing.T, issuer string, q url.Values) {
+	t.Helper()
+	resp, err := oidcClient.Post(issuer+"/test/config?"+q.Encode(), "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/test/config answered %d", resp.StatusCode)
+	}
+}
+
+// JWTClaims decodes the claims of a JWT without verifying it: for tests
+// that inspect a token a ResourceServer verified.
+func JWTClaims(token string) (map[string]any, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return nil, errors.New("not a JWT")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil, err
+	}
+	var claims map[string]any
+	return claims, json.Unmarshal(b, &claims)
 }
