@@ -36,7 +36,10 @@ import (
 // that carried one (its initialize over HTTP). A session without one
 // (stdio, HTTP without authentication) is the anonymous caller. Listen
 // streams need no entry: their own request's context carries the
-// identity (mcpserver.Audience).
+// identity (mcpserver.Audience). A session is its caller's: a request of
+// another caller on it (another subject or client) is refused,
+// CodeAccessDenied over MCP (record) and 403 for its GET stream or
+// DELETE (Gateway.sessionBound).
 //
 // Concurrency: safe for concurrent use; mu guards byS. Entries are added
 // by the requests' goroutines (the record middleware) and removed when
@@ -47,24 +50,29 @@ type sessionCallers struct {
 }
 
 // record is the middleware that notes the caller of each handshake-era
-// session that carries an identity.
+// session that carries an identity, and refuses a request of another
+// caller on a session already noted.
 func (sc *sessionCallers) record(next mcpserver.Handler) mcpserver.Handler {
 	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
 		if r.Meta == nil && r.Session != nil {
-			if _, ok := IdentityFrom(ctx); ok {
-				sc.note(r.Session, ctx)
+			if _, ok := IdentityFrom(ctx); ok && !sc.note(r.Session, ctx) {
+				e := errorf(CodeAccessDenied, "%v: this session belongs to another caller", ErrAccessDenied)
+				e.Data, _ = json.Marshal(map[string]any{"reason": "session"})
+				w.Error(e)
+				return
 			}
 		}
 		next.ServeMCP(ctx, w, r)
 	})
 }
 
-// note records ctx's caller as s's, unless s has one already.
-func (sc *sessionCallers) note(s *mcpserver.Session, ctx context.Context) {
+// note records ctx's caller as s's, unless s has one already; it reports
+// whether s is ctx's caller's (false: another caller's).
+func (sc *sessionCallers) note(s *mcpserver.Session, ctx context.Context) bool {
 	sc.mu.Lock()
-	if _, known := sc.byS[s]; known {
+	if known, ok := sc.byS[s]; ok {
 		sc.mu.Unlock()
-		return
+		return sameCaller(known, ctx)
 	}
 	if sc.byS == nil {
 		sc.byS = map[*mcpserver.Session]context.Context{}
@@ -74,6 +82,44 @@ func (sc *sessionCallers) note(s *mcpserver.Session, ctx context.Context) {
 	if s.Closed() { // closed meanwhile: OnSessionClosed may have run first
 		sc.forget(s)
 	}
+	return true
+}
+
+// sameCaller reports whether a and b carry the same caller: the same
+// subject and client, both the operator or neither.
+func sameCaller(a, b context.Context) bool {
+	return ownerOf(a) == ownerOf(b) && (a.Value(operatorKey{}) != nil) == (b.Value(operatorKey{}) != nil)
+}
+
+// ownedByOther reports whether the session with HTTP session id sid is
+// noted as another caller's than ctx's.
+func (sc *sessionCallers) ownedByOther(sid string, ctx context.Context) bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for s, known := range sc.byS {
+		if s.ID() == sid {
+			return !sameCaller(known, ctx)
+		}
+	}
+	return false
+}
+
+// sessionBound refuses (403) the GET stream or DELETE of an HTTP session
+// by another caller than the session's (sessionCallers); POSTs are
+// judged per request by the record middleware.
+func (g *Gateway) sessionBound(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+				if _, ok := IdentityFrom(r.Context()); ok && g.callers.ownedByOther(sid, r.Context()) {
+					g.metrics.rejected.Add(1)
+					httpError(w, http.StatusForbidden, "forbidden: "+ErrAccessDenied.Error()+": this session belongs to another caller")
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // forget drops s's entry (OnSessionClosed).

@@ -537,6 +537,33 @@ func TestAccessViewEverySurface(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, status, "the MCP endpoint still wants a token")
 	})
 
+	t.Run("sessions are their callers'", func(t *testing.T) {
+		// cc-admin's token on cc-user's session: refused.
+		thief := &rawClient{t: t, url: f.base, session: userSession.session, header: http.Header{"Authorization": {"Bearer " + f.admin}}}
+		resp, body := thief.post(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		m, err := protocol.Decode([]byte(body))
+		require.NoError(t, err, body)
+		require.NotNil(t, m.Error, body)
+		assert.Equal(t, int64(gateway.CodeAccessDenied), m.Error.Code)
+		assert.Contains(t, string(m.Error.Data), `"reason":"session"`)
+		for _, method := range []string{http.MethodGet, http.MethodDelete} {
+			req, err := http.NewRequest(method, f.base+gateway.MCPPath, nil)
+			require.NoError(t, err)
+			req.Header.Set("Accept", "text/event-stream")
+			req.Header.Set("Mcp-Session-Id", userSession.session)
+			req.Header.Set("Authorization", "Bearer "+f.admin)
+			resp, err := streamClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusForbidden, resp.StatusCode, method)
+		}
+		// Its own caller's requests still pass.
+		resp, body = userSession.post(`{"jsonrpc":"2.0","id":8,"method":"tools/list"}`)
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		assert.Contains(t, body, "a__echo")
+	})
+
 	t.Run("list changes", func(t *testing.T) {
 		// Fresh sessions: a change of fx's tools reaches cc-user's, not
 		// cc-admin's, which gets b's.
