@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
 	"github.com/mcpvisor/mcpvisor/internal/testwait"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // viewRules give cc-user (group team-cc-user) the servers a and fx, and
@@ -664,4 +666,81 @@ func listenWith(t *testing.T, ctx context.Context, base, token, filter, level st
 		}
 	}()
 	return out
+}
+
+// A server's request (sampling) made during one caller's call is never
+// asked of another caller's session, even one that may use the server
+// and can answer: cc-user's call of fx's test_sampling, from a host that
+// declared no sampling, finds no client, though cc-admin's host (which
+// may use fx too) declared it and is connected.
+func TestServerRequestsStayWithTheirCaller(t *testing.T) {
+	ln, resource := loopbackListener(t)
+	issuer := oauthtest.StartOIDCProvider(t, "..", resource, 300, "OIDC_SCOPES=mcp:tools")
+	v, err := authn.New(authn.Options{Issuer: issuer, Audience: resource})
+	require.NoError(t, err)
+	policy, err := access.Compile(mustParse(t, `[{"match": {"groups": "team-cc-*"}, "servers": {"allow": ["fx"]}}]`))
+	require.NoError(t, err)
+	var fwd gateway.Forwarder
+	o := mcpvisor.Options{Logger: zerolog.Nop()}
+	fwd.Configure(&o)
+	sup, err := mcpvisor.Start(context.Background(), o)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, sup.Close(testwait.Context(t))) })
+	_, err = sup.SetServers(testwait.Context(t), map[string]mcpvisor.ServerConfig{
+		"fx": {Config: mockserver.Command("-name", "fx", "-conformance"), ProtocolVersion: protocol.Version20251125},
+	}, mcpvisor.AwaitSettled(testwait.Patience))
+	require.NoError(t, err)
+	rs := &gateway.ResourceServer{Validator: v, Resource: resource, AuthorizationServers: []string{issuer}, Scopes: []string{"mcp:tools"}}
+	srv := serveOnForwarded(t, sup, &fwd, gateway.Options{ResourceServer: rs, Access: policy}, ln)
+
+	connect := func(token string, o mcpvisor.Options) *mcpvisor.Supervisor {
+		o.Logger = zerolog.Nop()
+		h, err := mcpvisor.Start(context.Background(), o)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, h.Close(testwait.Context(t))) })
+		_, err = h.SetServers(testwait.Context(t), map[string]mcpvisor.ServerConfig{"gw": {Config: transports.Config{Type: "http", URL: srv.URL + gateway.MCPPath,
+			Headers: map[string]string{"Authorization": "Bearer " + token}}, ProtocolVersion: protocol.Version20251125}}, mcpvisor.AwaitSettled(testwait.Patience))
+		require.NoError(t, err)
+		require.Equal(t, mcpvisor.StateReady, h.Status()[0].State, h.Status()[0].LastError)
+		return h
+	}
+	asked := make(chan string, 4)
+	connect(ccToken(t, issuer, "cc-admin", resource, "mcp:tools"), mcpvisor.Options{
+		Sampling: func(_ context.Context, server string, _ *protocol.CreateMessageParams) (*protocol.CreateMessageResult, error) {
+			asked <- server
+			var r protocol.CreateMessageResult
+			err := json.Unmarshal([]byte(`{"role":"assistant","content":{"type":"text","text":"sampled by cc-admin"},"model":"m"}`), &r)
+			return &r, err
+		},
+	})
+	user := connect(ccToken(t, issuer, "cc-user", resource, "mcp:tools"), mcpvisor.Options{})
+	res, err := user.CallTool(testwait.Context(t), "mcp__gw__fx__test_sampling", map[string]string{"prompt": "hi"})
+	require.NoError(t, err)
+	require.True(t, res.IsError, "cc-admin's client must not answer cc-user's call: %+v", res.Content)
+	assert.Contains(t, res.Content[0].Text, "no downstream client")
+	assert.Empty(t, asked)
+}
+
+// serveOnForwarded runs a gateway over sup (attached to fwd) behind an
+// HTTP server on ln.
+func serveOnForwarded(t *testing.T, sup gateway.Backend, fwd *gateway.Forwarder, opts gateway.Options, ln net.Listener) *httptest.Server {
+	t.Helper()
+	g := gateway.New(sup, opts)
+	fwd.Attach(g)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.Run(ctx, 5*time.Millisecond)
+	}()
+	srv := httptest.NewUnstartedServer(g.Handler())
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(func() {
+		g.Close()
+		srv.Close()
+		cancel()
+		testwait.Done(t, done, "the gateway's Run to return")
+	})
+	return srv
 }

@@ -109,7 +109,7 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request, name string, p protocol.CallToolParams) (any, *protocol.Error) {
 	server := g.naming.serverOfTool(name)
 	auditServer(ctx, server, name)
-	c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx)}
+	c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx), who: ctx}
 	ctx = context.WithValue(ctx, callKey{}, c)
 	g.calls.started(c)
 	defer g.calls.ended(c)
@@ -295,7 +295,7 @@ func (g *Gateway) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *
 		name = q
 	}
 	run := func(ctx context.Context) (any, *protocol.Error) {
-		c := &call{w: w, s: r.Session, server: g.pool.serverOfPrompt(name), input: inputCallOf(ctx)}
+		c := &call{w: w, s: r.Session, server: g.pool.serverOfPrompt(name), input: inputCallOf(ctx), who: ctx}
 		auditServer(ctx, c.server, name)
 		ctx = context.WithValue(ctx, callKey{}, c)
 		g.calls.started(c)
@@ -410,7 +410,7 @@ func (g *Gateway) readResource(ctx context.Context, w mcpserver.ResponseWriter, 
 		return nil, e
 	}
 	run := func(ctx context.Context) (any, *protocol.Error) {
-		c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx)}
+		c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx), who: ctx}
 		auditServer(ctx, server, "")
 		ctx = context.WithValue(ctx, callKey{}, c)
 		g.calls.started(c)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -147,6 +148,7 @@ type call struct {
 	server string
 	input  *inputCall // a stateless-era client's call (nil: a handshake-era one)
 	seq    uint64
+	who    context.Context // the downstream request's: its caller (access rules)
 }
 
 // callKey is the context key of the downstream call a request to a
@@ -298,6 +300,20 @@ func (g *Gateway) ClientRequest(ctx context.Context, server, method string, para
 	return nil, protocol.NewError(protocol.CodeInternalError, "mcpvisor gateway: no answer from the downstream client to %s: %v", method, context.Cause(ctx))
 }
 
+// callersOn returns the contexts of the calls in flight on server (their
+// callers).
+func (t *callTable) callersOn(server string) []context.Context {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []context.Context
+	for c := range t.calls {
+		if c.server == server && c.who != nil {
+			out = append(out, c.who)
+		}
+	}
+	return out
+}
+
 // pick chooses the call in flight on server whose client can answer
 // method: the newest.
 func (t *callTable) pick(server, method string, wantURL bool) *call {
@@ -312,16 +328,24 @@ func (t *callTable) pick(server, method string, wantURL bool) *call {
 	return best
 }
 
-// pickSession chooses, when no call of a client is in flight on the
-// server, the handshake-era session that answers: the most recently
-// active one that declared the capability, can be reached, and whose
-// caller the access rules let use the server.
+// pickSession chooses, when no call of a client that can answer is in
+// flight on the server, the handshake-era session that answers: the most
+// recently active one that declared the capability, can be reached, and
+// whose caller the access rules let use the server; under access rules
+// only a session of a caller whose call is in flight on the server, when
+// one is (a server's request names no call: it is taken to be one of
+// theirs, never another caller's).
 func (g *Gateway) pickSession(server, method string, wantURL bool) *mcpserver.Session {
 	var pick *mcpserver.Session
 	var last time.Time
 	mayUse := g.audience(server)
+	var callers []context.Context // under access rules, those whose calls are in flight on server
+	if mayUse != nil {
+		callers = g.calls.callersOn(server)
+	}
 	for _, s := range g.srv.Sessions() {
-		if !canAnswer(s, method, wantURL) || !s.Reachable() || mayUse != nil && !mayUse(s, nil) {
+		if !canAnswer(s, method, wantURL) || !s.Reachable() || mayUse != nil && !mayUse(s, nil) ||
+			len(callers) > 0 && !slices.ContainsFunc(callers, func(c context.Context) bool { return sameCaller(g.callers.of(s), c) }) {
 			continue
 		}
 		if used := s.LastActive(); pick == nil || used.After(last) {
