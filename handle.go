@@ -218,8 +218,8 @@ func (v *serverView) status() ServerStatus {
 	if v.sess != nil {
 		st.InFlight = v.sess.InFlight()
 		if v.state == StateReady {
-			hints := v.sess.CacheHints()
-			caps := v.sess.Capabilities()
+			hints := v.sess.Lists().Hints()
+			caps := v.sess.Peer().Capabilities
 			st.Cache, st.Capabilities = &hints, &caps
 		}
 		if c, ok := v.sess.Conn().(interface {

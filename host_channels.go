@@ -28,7 +28,7 @@ func (a *serverActor) hostNotification(method string, params json.RawMessage) (e
 	if host == nil {
 		return eventRecord{}, false
 	}
-	caps := a.sess.Capabilities()
+	caps := a.sess.Peer().Capabilities
 	switch method {
 	case protocol.NotificationProgress:
 		// Delivered to the call by genHandler already.
@@ -150,7 +150,7 @@ func (s *Supervisor) requestPermission(ctx context.Context, req channels.Permiss
 	var sent []string
 	for _, h := range *s.handles.Load() {
 		v := h.view.Load()
-		if v.state != StateReady || v.sess == nil || off.Has(h.name) || !declares(v.sess.Capabilities(), channels.CapabilityPermission) {
+		if v.state != StateReady || v.sess == nil || off.Has(h.name) || !declares(v.sess.Peer().Capabilities, channels.CapabilityPermission) {
 			continue
 		}
 		if err := v.sess.Notify(ctx, protocol.NotificationChannelPermissionRequest, p.Request); err != nil {

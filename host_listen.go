@@ -214,7 +214,7 @@ func (l *listenLoop) run(ctx context.Context, prev *session.ListenStream, log ze
 	b.Reset()
 	reported := false
 	for {
-		st, err := l.sess.OpenListen(ctx, filter, prev)
+		st, err := l.sess.Subscriptions().Open(ctx, filter, prev)
 		if err != nil {
 			if !reported {
 				l.first <- listenAck{err: err}

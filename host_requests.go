@@ -134,7 +134,7 @@ func (s *Supervisor) SetRoots(ctx context.Context, roots []protocol.Root) ([]str
 	var told []string
 	for _, h := range *s.handles.Load() {
 		v := h.view.Load()
-		if v.state != StateReady || v.sess == nil || protocol.UsesDiscover(v.sess.ProtocolVersion()) {
+		if v.state != StateReady || v.sess == nil || protocol.UsesDiscover(v.sess.Peer().Version) {
 			continue
 		}
 		if err := v.sess.Notify(ctx, protocol.NotificationRootsListChanged, nil); err != nil {

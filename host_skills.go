@@ -16,7 +16,7 @@ func (s *Supervisor) ListSkills(ctx context.Context, server string) ([]protocol.
 		return nil, err
 	}
 	return onSession(ctx, s, h, func(ctx context.Context, sess *session.Session) ([]protocol.Skill, error) {
-		return sess.ListSkills(ctx)
+		return sess.Lists().Skills(ctx)
 	})
 }
 
@@ -28,6 +28,6 @@ func (s *Supervisor) GetSkill(ctx context.Context, server, uri string) (*protoco
 		return nil, err
 	}
 	return onSession(ctx, s, h, func(ctx context.Context, sess *session.Session) (*protocol.Skill, error) {
-		return sess.GetSkill(ctx, uri)
+		return sess.Lists().Skill(ctx, uri)
 	})
 }

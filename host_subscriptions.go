@@ -77,14 +77,14 @@ func (s *subscriptions) uris(server string) []string {
 // supportsSubscribe reports whether the server behind sess offers
 // resource subscriptions (resources.subscribe, in every era).
 func supportsSubscribe(sess *session.Session) bool {
-	c := sess.Capabilities().Resources
+	c := sess.Peer().Capabilities.Resources
 	return c != nil && c.Subscribe
 }
 
 // listensForResources reports whether sess subscribes to resources with
 // subscriptions/listen (2026-07-28) rather than resources/subscribe.
 func listensForResources(sess *session.Session) bool {
-	return protocol.UsesDiscover(sess.ProtocolVersion())
+	return protocol.UsesDiscover(sess.Peer().Version)
 }
 
 // SubscribeResource subscribes to updates of a server's resource: each

@@ -26,8 +26,8 @@ const defaultTaskPoll = time.Second
 
 // serverTasks reports whether sess accepts task-augmented tools/call.
 func serverTasks(sess *session.Session) bool {
-	raw := sess.Capabilities().Tasks
-	if raw == nil || protocol.UsesDiscover(sess.ProtocolVersion()) {
+	raw := sess.Peer().Capabilities.Tasks
+	if raw == nil || protocol.UsesDiscover(sess.Peer().Version) {
 		return false
 	}
 	var caps struct {

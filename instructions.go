@@ -14,5 +14,5 @@ func (s *Supervisor) ServerInstructions(server string) string {
 	if v == nil || v.sess == nil {
 		return ""
 	}
-	return v.sess.Instructions()
+	return v.sess.Peer().Instructions
 }

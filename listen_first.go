@@ -31,10 +31,10 @@ const listenAckWait = 2 * time.Second
 // list_changed notifications the server declared. Empty in the handshake
 // eras, which have no listen stream.
 func listenSubscriptions(sess *session.Session) protocol.NotificationSubscriptions {
-	if !protocol.UsesDiscover(sess.ProtocolVersion()) {
+	if !protocol.UsesDiscover(sess.Peer().Version) {
 		return protocol.NotificationSubscriptions{}
 	}
-	caps := sess.Capabilities()
+	caps := sess.Peer().Capabilities
 	return protocol.NotificationSubscriptions{
 		ToolsListChanged:     caps.Tools != nil && caps.Tools.ListChanged,
 		PromptsListChanged:   caps.Prompts != nil && caps.Prompts.ListChanged,
@@ -64,7 +64,7 @@ func openListenFirst(ctx context.Context, sess *session.Session) *firstListen {
 	// The stream lives as long as the session, not the connect: it ends
 	// with the session, or when the listen loop cancels it.
 	opened := time.Now()
-	stream, err := sess.OpenListen(context.WithoutCancel(ctx), subs, nil)
+	stream, err := sess.Subscriptions().Open(context.WithoutCancel(ctx), subs, nil)
 	if err != nil {
 		return nil
 	}

@@ -277,7 +277,7 @@ func (a *serverActor) startListening(first *firstListen) {
 				out, err = first.stream.Result() // ended: see below
 				first = nil
 			} else {
-				out, err = sess.Listen(context.Background(), subs)
+				out, err = sess.Subscriptions().Listen(context.Background(), subs)
 			}
 			if sess.Err() != nil {
 				return // the session ended; the next one listens anew

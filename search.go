@@ -265,7 +265,7 @@ func (ts *toolSearch) reindex(p *pool, h *serverHandle, pv pooledView) {
 	}
 	srv := toolsearch.Server{Name: name, Title: v.serverInfo.Title}
 	if v.sess != nil {
-		srv.Instructions = v.sess.Instructions()
+		srv.Instructions = v.sess.Peer().Instructions
 	}
 	ts.index.SetServer(srv, entries)
 	ts.indexed[name]++

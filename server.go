@@ -219,8 +219,8 @@ func (a *serverActor) publish() {
 	}
 	if a.state == StateReady && a.sess != nil {
 		v.sess = a.sess
-		v.protocolVersion = a.sess.ProtocolVersion()
-		v.serverInfo = a.sess.ServerInfo()
+		v.protocolVersion = a.sess.Peer().Version
+		v.serverInfo = a.sess.Peer().Info
 	}
 	a.h.view.Store(v)
 	a.h.changed.notify()
@@ -379,15 +379,15 @@ func listAll(ctx context.Context, sess *session.Session) (ls lists, listErrs [nu
 	var wg sync.WaitGroup
 	// A kind the server did not declare lists as empty without a request:
 	// no goroutine for it.
-	caps := sess.Capabilities()
+	caps := sess.Peer().Capabilities
 	if caps.Resources != nil {
-		wg.Go(func() { ls.resources, listErrs[listResources] = sess.ListResources(ctx) })
-		wg.Go(func() { ls.templates, _ = sess.ListResourceTemplates(ctx) })
+		wg.Go(func() { ls.resources, listErrs[listResources] = sess.Lists().Resources(ctx) })
+		wg.Go(func() { ls.templates, _ = sess.Lists().ResourceTemplates(ctx) })
 	}
 	if caps.Prompts != nil {
-		wg.Go(func() { ls.prompts, listErrs[listPrompts] = sess.ListPrompts(ctx) })
+		wg.Go(func() { ls.prompts, listErrs[listPrompts] = sess.Lists().Prompts(ctx) })
 	}
-	ls.tools, listErrs[listTools] = sess.ListTools(ctx)
+	ls.tools, listErrs[listTools] = sess.Lists().Tools(ctx)
 	wg.Wait()
 	if err := listErrs[listTools]; err != nil && !serverRefused(err) {
 		return lists{}, listErrs, fmt.Errorf("listing tools: %w", err)

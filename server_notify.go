@@ -149,15 +149,15 @@ func (a *serverActor) relist(kind listKind) {
 		var err, pinErr error
 		switch kind {
 		case listTools:
-			if ls.tools, err = sess.ListTools(ctx); err == nil {
+			if ls.tools, err = sess.Lists().Tools(ctx); err == nil {
 				ls.pins, pinErr = checkPins(pinStore, name, cfg, ls.tools)
 			}
 		case listResources:
-			if ls.resources, err = sess.ListResources(ctx); err == nil {
-				ls.templates, err = sess.ListResourceTemplates(ctx)
+			if ls.resources, err = sess.Lists().Resources(ctx); err == nil {
+				ls.templates, err = sess.Lists().ResourceTemplates(ctx)
 			}
 		case listPrompts:
-			ls.prompts, err = sess.ListPrompts(ctx)
+			ls.prompts, err = sess.Lists().Prompts(ctx)
 		}
 		root.Send(self, relisted{gen: gen, kind: kind, lists: ls, err: err, pinErr: pinErr})
 	})

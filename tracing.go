@@ -123,7 +123,7 @@ func endConnectSpan(span trace.Span, res connectResult) {
 		span.SetStatus(codes.Error, class)
 		return
 	}
-	span.SetAttributes(mcptrace.ProtocolVersion.String(res.sess.ProtocolVersion()), attribute.Int("mcpvisor.tools", len(res.lists.tools)))
+	span.SetAttributes(mcptrace.ProtocolVersion.String(res.sess.Peer().Version), attribute.Int("mcpvisor.tools", len(res.lists.tools)))
 	if sc, ok := res.sess.Conn().(interface{ SessionID() string }); ok && sc.SessionID() != "" {
 		span.SetAttributes(mcptrace.SessionID.String(sc.SessionID()))
 	}

@@ -2,9 +2,9 @@ package mcpvisor
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/url"
 	"sync"

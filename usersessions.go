@@ -296,7 +296,7 @@ func (s *Supervisor) offerUserLists(ctx context.Context, h *serverHandle, sess *
 	if v.state != StateNeedsAuth || len(v.lists.tools) > 0 || h.pid == nil || h.stopped.Load() {
 		return
 	}
-	tools, err := sess.ListTools(ctx)
+	tools, err := sess.Lists().Tools(ctx)
 	if err != nil {
 		return // the principal's requests still go through; the pool waits for another
 	}

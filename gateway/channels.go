@@ -161,7 +161,7 @@ func (fo *fanout) forwardChannel(ev *mcpvisor.ChannelMessageEvent) {
 	}
 	mayUse := fo.audience(ev.Server)
 	fo.srv.NotifySessions(protocol.NotificationChannel, p, func(s *mcpserver.Session) bool {
-		_, wants := s.Capabilities().Experimental[channelCapability]
+		_, wants := s.Client().Capabilities.Experimental[channelCapability]
 		return wants && (mayUse == nil || mayUse(s, nil))
 	})
 }

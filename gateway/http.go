@@ -34,7 +34,7 @@ func (g *Gateway) Handler() http.Handler {
 	}
 	if rs := g.front.rs; rs != nil {
 		if ua, ok := g.b.(UserAuthorizer); ok {
-			(&userAuth{backend: ua}).mount(mux) // userauth.go
+			(&userAuth{backend: ua, audit: g.opts.Audit}).mount(mux) // userauth.go
 		}
 		mux.HandleFunc("GET "+ProtectedResourcePath, rs.serveMetadata)
 		mux.HandleFunc("GET "+ProtectedResourcePath+"/", rs.serveMetadata)

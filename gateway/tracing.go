@@ -72,7 +72,7 @@ func serverSpanStart(r *mcpserver.Request) (string, []attribute.KeyValue) {
 	if id := r.Session.ID(); id != "" {
 		attrs = append(attrs, mcptrace.SessionID.String(id))
 	}
-	version := r.Session.ProtocolVersion()
+	version := r.Session.Client().Version
 	if r.Meta != nil {
 		version = r.Meta.Version
 	}

@@ -34,7 +34,7 @@ type gatewayScenario struct {
 // gatewayListAndCall lists the gateway's tools and calls the mock's echo
 // through it.
 func gatewayListAndCall(t *testing.T, ctx context.Context, _ *mcpvisor.Supervisor, s *session.Session, _ *transcript.Recorder) {
-	_, err := s.ListTools(ctx)
+	_, err := s.Lists().Tools(ctx)
 	require.NoError(t, err)
 	res, err := s.CallTool(ctx, "mcp__a__echo", json.RawMessage(`{"text":"hello"}`), nil)
 	require.NoError(t, err)
@@ -72,7 +72,7 @@ func TestGatewayWireTranscripts(t *testing.T) {
 				"the server behind the gateway announces reaches the client as list_changed tagged with the\n" +
 				"subscription id. Cancelling closes the stream (no frame over HTTP); a ping (server/discover) ends it.",
 			run: func(t *testing.T, ctx context.Context, sup *mcpvisor.Supervisor, s *session.Session, rec *transcript.Recorder) {
-				l, err := s.OpenListen(ctx, protocol.NotificationSubscriptions{ToolsListChanged: true}, nil)
+				l, err := s.Subscriptions().Open(ctx, protocol.NotificationSubscriptions{ToolsListChanged: true}, nil)
 				require.NoError(t, err)
 				testwait.Done(t, l.Acknowledged(), "the acknowledgement of subscriptions/listen")
 				// Behind the gateway, not on this client's wire.

@@ -358,10 +358,10 @@ func (g *Gateway) pickSession(server, method string, wantURL bool) *mcpserver.Se
 // canAnswer reports whether s is a handshake-era session that declared
 // the capability method needs.
 func canAnswer(s *mcpserver.Session, method string, wantURL bool) bool {
-	if s.Closed() || !s.Initialized() {
+	if s.Closed() || !s.Client().Initialized {
 		return false
 	}
-	return declares(s.Capabilities(), method, wantURL)
+	return declares(s.Client().Capabilities, method, wantURL)
 }
 
 // complete serves completion/complete: a prompt's argument (the prompt by

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/audit"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -77,6 +78,7 @@ type UserAuthorizer interface {
 // server's goroutines.
 type userAuth struct {
 	backend UserAuthorizer
+	audit   Auditor // nil: no trail
 	mu      sync.Mutex
 	// started maps the state of each authorization a browser went on
 	// with to the nonce of the cookie it was given, until its callback
@@ -85,8 +87,10 @@ type userAuth struct {
 }
 
 type startedFlow struct {
-	nonce   string
-	expires time.Time
+	nonce     string
+	expires   time.Time
+	server    string
+	principal string // its display name, for the trail
 }
 
 const (
@@ -190,7 +194,7 @@ func (ua *userAuth) serveContinue(w http.ResponseWriter, r *http.Request) {
 		ua.page(w, http.StatusServiceUnavailable, "Busy", "Too many authorizations are pending; try again in a few minutes.")
 		return
 	}
-	ua.started[state] = startedFlow{nonce: nonce, expires: req.Expires}
+	ua.started[state] = startedFlow{nonce: nonce, expires: req.Expires, server: req.Server, principal: req.PrincipalName}
 	ua.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: flowCookie + stateDigest(state), Value: nonce, Path: UserCallbackPath, HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode, Expires: req.Expires})
@@ -216,7 +220,16 @@ func (ua *userAuth) serveCallback(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: c.Name, Value: "", Path: UserCallbackPath, MaxAge: -1})
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
+	start := time.Now()
 	server, err := ua.backend.CompleteAuthorization(ctx, q)
+	if ua.audit != nil {
+		e := audit.Entry{Time: start, Action: audit.ActionAdmin, Op: "authorize", Subject: sf.principal, Server: sf.server,
+			Duration: time.Since(start), Outcome: audit.OutcomeOK}
+		if err != nil {
+			e.Outcome, e.Reason = audit.OutcomeError, "the authorization did not complete"
+		}
+		ua.audit.Record(e)
+	}
 	if err != nil {
 		ua.page(w, http.StatusBadRequest, "Authorization failed", "The authorization of "+server+" did not complete. Retry the request that asked for it.")
 		return
@@ -236,7 +249,6 @@ func stateDigest(state string) string {
 	d := sha256.Sum256([]byte(state))
 	return hex.EncodeToString(d[:8])
 }
-
 
 // urlElicitation is the data of a CodeURLElicitationRequired error.
 type urlElicitation struct {

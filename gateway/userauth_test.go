@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/audit"
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/gateway/authn"
@@ -183,8 +184,13 @@ func TestGatewayPerUserUpstreamCredentials(t *testing.T) {
 	v, err := authn.New(authn.Options{Issuer: issuer, Audience: resource})
 	require.NoError(t, err)
 	rs := &gateway.ResourceServer{Validator: v, Resource: resource, AuthorizationServers: []string{issuer}, Scopes: []string{"mcp:tools"}}
-	serveOn(t, sup, gateway.Options{ResourceServer: rs}, ln)
-	t.Cleanup(func() { if t.Failed() { t.Log(logs.String()) } })
+	w, trailPath := trail(t, audit.Options{})
+	serveOn(t, sup, gateway.Options{ResourceServer: rs, Audit: w}, ln)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
 
 	alice := ccToken(t, issuer, "cc-user", resource, "mcp:tools")
 	bob := ccToken(t, issuer, "cc-admin", resource, "mcp:tools")
@@ -264,13 +270,42 @@ func TestGatewayPerUserUpstreamCredentials(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 
+	// The official TypeScript SDK's client, for a third caller, gets the
+	// same request to open the page as its UrlElicitationRequiredError,
+	// and its call goes through once its user authorized.
+	carol := ccToken(t, issuer, "mcpvisor-gateway", resource, "mcp:tools")
+	out := runNode(t, tsModules(t), "peruser.mjs", resource, carol, "mail__echo", "from carol")
+	assert.Contains(t, out, "ELICIT url "+flow+" "+page, out)
+	setAccount(t, issuer, "carol-upstream")
+	status, text := browse(t, page, "mcpvisor-gateway")
+	require.Equal(t, http.StatusOK, status, text)
+	out = runNode(t, tsModules(t), "peruser.mjs", resource, carol, "mail__echo", "from carol")
+	assert.Contains(t, out, "RESULT from carol", out)
+	subs, _ := subjectsSince(t, mail, seen)
+	assert.Equal(t, []string{"carol-upstream"}, keys(subs))
+
 	// No token, code or flow in the logs.
-	for _, secret := range []string{alice, bob, flow} {
+	for _, secret := range []string{alice, bob, carol, flow} {
 		assert.NotContains(t, logs.String(), secret)
 	}
 	data, err := os.ReadFile(storePath)
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), alice, "the callers' own tokens are not stored")
+
+	// The trail has each caller's authorization, and the refusals.
+	var authorized []string
+	refused := 0
+	for _, l := range closeTrail(t, w, trailPath) {
+		switch {
+		case l.Op == "authorize" && l.Outcome == audit.OutcomeOK:
+			assert.Equal(t, "mail", l.Server)
+			authorized = append(authorized, l.Subject)
+		case l.Action == audit.ActionRefused:
+			refused++
+		}
+	}
+	assert.ElementsMatch(t, []string{jwtSubject(t, alice), jwtSubject(t, bob), jwtSubject(t, carol)}, authorized)
+	assert.Equal(t, 2, refused, "the forged callback and the confirmation without the cookie")
 }
 
 func keys(m map[string]int) []string {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -15,6 +17,16 @@ import (
 // from the session it was asked of), and the asker waits for the answer,
 // the end of its context (then the client is told, with
 // notifications/cancelled), or the end of the session.
+
+// asks are the requests a session sent its client that wait for their
+// answers, by id.
+//
+// Concurrency: byID is guarded by mu; seq is the Server's (atomic).
+type asks struct {
+	seq  *atomic.Uint64 // numbers the requests sent to clients
+	mu   sync.Mutex
+	byID map[string]*ask
+}
 
 // ask is one request sent to the client, waiting for its answer.
 type ask struct {
@@ -29,32 +41,34 @@ func (s *Session) Ask(ctx context.Context, method string, params any) (json.RawM
 	if s.kind == kindRequest {
 		return nil, ErrUnreachable
 	}
-	return s.ask(ctx, method, params, s.send)
+	return s.asks.ask(ctx, s.done, method, params, s.send)
 }
 
-// ask sends a request with send and waits for its answer.
-func (s *Session) ask(ctx context.Context, method string, params any, send func([]byte) bool) (json.RawMessage, error) {
-	rid := protocol.StringID("mcpserver-" + strconv.FormatUint(s.srv.askSeq.Add(1), 10))
+// ask sends a request with send and waits for its answer, or for done
+// (the session's end).
+func (as *asks) ask(ctx context.Context, done <-chan struct{}, method string, params any, send func([]byte) bool) (json.RawMessage, error) {
+	rid := protocol.StringID("mcpserver-" + strconv.FormatUint(as.seq.Add(1), 10))
 	key := rid.String()
 	frame, err := protocol.AppendRequest(nil, rid, method, params)
 	if err != nil {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "%v", err)
 	}
 	a := &ask{reply: make(chan *protocol.Message, 1)}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	select {
+	case <-done:
 		return nil, ErrSessionClosed
+	default:
 	}
-	if s.asks == nil {
-		s.asks = map[string]*ask{}
+	as.mu.Lock()
+	if as.byID == nil {
+		as.byID = map[string]*ask{}
 	}
-	s.asks[key] = a
-	s.mu.Unlock()
+	as.byID[key] = a
+	as.mu.Unlock()
 	defer func() {
-		s.mu.Lock()
-		delete(s.asks, key)
-		s.mu.Unlock()
+		as.mu.Lock()
+		delete(as.byID, key)
+		as.mu.Unlock()
 	}()
 	if !send(frame) {
 		return nil, ErrUnreachable
@@ -65,7 +79,7 @@ func (s *Session) ask(ctx context.Context, method string, params any, send func(
 			return nil, m.Error
 		}
 		return m.Result, nil
-	case <-s.done:
+	case <-done:
 		return nil, ErrSessionClosed
 	case <-ctx.Done():
 		if c, err := notification(protocol.NotificationCancelled, protocol.CancelledParams{RequestID: rid, Reason: "the server's request ended"}); err == nil {
@@ -77,12 +91,12 @@ func (s *Session) ask(ctx context.Context, method string, params any, send func(
 
 // deliver hands a client's answer to the request it answers; false when
 // the session asked no such request.
-func (s *Session) deliver(m *protocol.Message) bool {
+func (as *asks) deliver(m *protocol.Message) bool {
 	key := m.ID.String()
-	s.mu.Lock()
-	a := s.asks[key]
-	delete(s.asks, key)
-	s.mu.Unlock()
+	as.mu.Lock()
+	a := as.byID[key]
+	delete(as.byID, key)
+	as.mu.Unlock()
 	if a == nil {
 		return false
 	}

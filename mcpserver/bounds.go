@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -120,12 +121,28 @@ func initStateSize(params json.RawMessage) int64 {
 	return n
 }
 
+// budget is the Server's byte accounting: what the sessions make it keep
+// (their state, see held) against Options.MaxSessionState per session and
+// Options.MaxRetained in total, and the counts of what was refused.
+//
+// Concurrency: lock-free; retained only changes by atomic adds and
+// compare-and-swap; maxState and maxRetained are set by New.
+type budget struct {
+	// maxState and maxRetained are Options.MaxSessionState and
+	// Options.MaxRetained (0: no bound); retained is the bytes every
+	// session holds together.
+	maxState, maxRetained int64
+	retained              atomic.Int64
+
+	stateRefused, retainedRefused, evictedForBytes atomic.Uint64
+}
+
 // checkInitSize refuses initialize params whose retained part passes
 // Options.MaxSessionState.
-func (s *Server) checkInitSize(params json.RawMessage) *protocol.Error {
-	if max := s.maxState; max > 0 {
+func (b *budget) checkInitSize(params json.RawMessage) *protocol.Error {
+	if max := b.maxState; max > 0 {
 		if n := initStateSize(params); n > max {
-			s.stateRefused.Add(1)
+			b.stateRefused.Add(1)
 			return stateError(protocol.MethodInitialize, boundSession, max, n)
 		}
 	}
@@ -134,71 +151,84 @@ func (s *Server) checkInitSize(params json.RawMessage) *protocol.Error {
 
 // reserve adds n bytes to the Server's total unless that would pass
 // Options.MaxRetained.
-func (s *Server) reserve(n int64) bool {
+func (b *budget) reserve(n int64) bool {
 	for {
-		cur := s.retained.Load()
-		if s.maxRetained > 0 && cur+n > s.maxRetained {
+		cur := b.retained.Load()
+		if b.maxRetained > 0 && cur+n > b.maxRetained {
 			return false
 		}
-		if s.retained.CompareAndSwap(cur, cur+n) {
+		if b.retained.CompareAndSwap(cur, cur+n) {
 			return true
 		}
 	}
 }
 
-// chargeLocked changes the session's state by delta bytes for what (a
-// method). Growth is refused, with nothing changed, when the session's
-// state would pass Options.MaxSessionState or the Server's total
-// Options.MaxRetained. A closed session is charged nothing (Close
-// released what it held). Called with s.mu held.
-func (s *Session) chargeLocked(what string, delta int64) *protocol.Error {
-	if s.closed || delta == 0 {
+// held is what one session is counted for in its Server's budget: state
+// is the bytes of what the client made the Server keep for the session,
+// initState the part its clientInfo and capabilities make; overhead what
+// the session is counted for being open (HTTP sessions and connections).
+// All three are in the budget's retained total until the session closes.
+//
+// Concurrency: guarded by the session's mu (every method is called with
+// it held); b never changes.
+type held struct {
+	b                          *budget
+	state, initState, overhead int64
+}
+
+// charge changes the session's state by delta bytes for what (a method).
+// Growth is refused, with nothing changed, when the session's state would
+// pass Options.MaxSessionState or the Server's total Options.MaxRetained.
+// A closed session is charged nothing (Close released what it held).
+func (h *held) charge(closed bool, what string, delta int64) *protocol.Error {
+	if closed || delta == 0 {
 		return nil
 	}
-	srv := s.srv
+	b := h.b
 	if delta < 0 {
-		delta = max(delta, -s.state)
-		s.state += delta
-		srv.retained.Add(delta)
+		delta = max(delta, -h.state)
+		h.state += delta
+		b.retained.Add(delta)
 		return nil
 	}
-	if srv.maxState > 0 && s.state+delta > srv.maxState {
-		srv.stateRefused.Add(1)
-		return stateError(what, boundSession, srv.maxState, s.state+delta)
-	}
-	if !srv.reserve(delta) {
-		srv.retainedRefused.Add(1)
-		return stateError(what, boundTotal, srv.maxRetained, srv.retained.Load()+delta)
-	}
-	s.state += delta
-	return nil
-}
-
-// charge is chargeLocked taking s.mu.
-func (s *Session) charge(what string, delta int64) *protocol.Error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.chargeLocked(what, delta)
-}
-
-// setInitLocked replaces the part of the state that clientInfo and
-// capabilities make (initialize, or a connection's _meta) by n bytes.
-// Called with s.mu held.
-func (s *Session) setInitLocked(what string, n int64) *protocol.Error {
-	if perr := s.chargeLocked(what, n-s.initState); perr != nil {
+	if perr := h.check(what, delta); perr != nil {
 		return perr
 	}
-	if !s.closed {
-		s.initState = n
+	if !b.reserve(delta) {
+		b.retainedRefused.Add(1)
+		return stateError(what, boundTotal, b.maxRetained, b.retained.Load()+delta)
+	}
+	h.state += delta
+	return nil
+}
+
+// check refuses n more bytes of state for what when the session's state
+// would pass Options.MaxSessionState.
+func (h *held) check(what string, n int64) *protocol.Error {
+	if b := h.b; b.maxState > 0 && h.state+n > b.maxState {
+		b.stateRefused.Add(1)
+		return stateError(what, boundSession, b.maxState, h.state+n)
 	}
 	return nil
 }
 
-// releaseLocked takes what the session holds out of the Server's total:
-// it closed. Called with s.mu held.
-func (s *Session) releaseLocked() {
-	s.srv.retained.Add(-(s.state + s.overhead))
-	s.state, s.overhead, s.initState = 0, 0, 0
+// setInit replaces the part of the state that clientInfo and
+// capabilities make (initialize, or a connection's _meta) by n bytes.
+func (h *held) setInit(closed bool, what string, n int64) *protocol.Error {
+	if perr := h.charge(closed, what, n-h.initState); perr != nil {
+		return perr
+	}
+	if !closed {
+		h.initState = n
+	}
+	return nil
+}
+
+// release takes what the session holds out of the Server's total: it
+// closed.
+func (h *held) release() {
+	h.b.retained.Add(-(h.state + h.overhead))
+	h.state, h.overhead, h.initState = 0, 0, 0
 }
 
 // StateSize returns the bytes counted for the session's state (see
@@ -206,7 +236,7 @@ func (s *Session) releaseLocked() {
 func (s *Session) StateSize() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.state
+	return s.bytes.state
 }
 
 // uriSize is what subscribing uri is counted.
@@ -227,9 +257,9 @@ func filterSize(uris []string) int64 {
 // arrives is errBodyTimeout, and the deadline is left in place so that
 // the connection closes); the deadline is cleared once the body is read,
 // so that the answer's stream may last.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, max int) ([]byte, error) {
+func (h *httpTransport) readBody(w http.ResponseWriter, r *http.Request, max int) ([]byte, error) {
 	var rc *http.ResponseController
-	if d := s.opts.HTTP.BodyTimeout; d > 0 {
+	if d := h.srv.opts.HTTP.BodyTimeout; d > 0 {
 		if c := http.NewResponseController(w); c.SetReadDeadline(time.Now().Add(d)) == nil {
 			rc = c
 		}
@@ -269,10 +299,10 @@ func isTimeout(err error) bool {
 // when they do not fit; else release gives them back (calling it more
 // than once gives them back once).
 func (s *Server) Hold(what string, n int64) (release func(), perr *protocol.Error) {
-	if !s.reserve(n) {
-		s.retainedRefused.Add(1)
-		return nil, stateError(what, boundTotal, s.maxRetained, s.retained.Load()+n)
+	if !s.budget.reserve(n) {
+		s.budget.retainedRefused.Add(1)
+		return nil, stateError(what, boundTotal, s.budget.maxRetained, s.budget.retained.Load()+n)
 	}
 	var once sync.Once
-	return func() { once.Do(func() { s.retained.Add(-n) }) }, nil
+	return func() { once.Do(func() { s.budget.retained.Add(-n) }) }, nil
 }

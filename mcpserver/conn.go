@@ -51,7 +51,7 @@ func (s *Server) ServeConn(ctx context.Context, c Conn) error {
 	if b, ok := c.(SessionBinder); ok {
 		b.BindSession(conn.sess)
 	}
-	err := s.serveConnection(ctx, conn, func(ctx context.Context) ([]byte, error) { return c.ReadMessage(ctx) }, nil)
+	err := conn.serve(ctx, func(ctx context.Context) ([]byte, error) { return c.ReadMessage(ctx) }, nil)
 	_ = c.Close()
 	return err
 }
@@ -203,19 +203,20 @@ func (c *connection) notify(frame []byte) bool { return c.write(frame) == nil }
 // abandoned implements outlet: nothing is written.
 func (c *connection) abandoned() {}
 
-// serveConnection reads messages with read until it fails, ctx ends, the
+// serve reads messages with read until it fails, ctx ends, the
 // session closes or a write fails, and dispatches each. batch, when not
 // nil, reports whether more messages are read already (their answers are
 // then held and written together).
-func (s *Server) serveConnection(ctx context.Context, c *connection, read lineSource, batch func() bool) error {
+func (c *connection) serve(ctx context.Context, read lineSource, batch func() bool) error {
+	s := c.srv
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sess := c.sess
-	s.track(sess)
+	s.table.track(sess)
 	var wg sync.WaitGroup
 	readErr := make(chan error, 1)
 	go func() {
-		readErr <- s.readLoop(ctx, c, read, batch, &wg)
+		readErr <- c.readLoop(ctx, read, batch, &wg)
 	}()
 	var err error
 	select {
@@ -236,7 +237,7 @@ func (s *Server) serveConnection(ctx context.Context, c *connection, read lineSo
 }
 
 // readLoop reads and dispatches the messages of c.
-func (s *Server) readLoop(ctx context.Context, c *connection, read lineSource, batch func() bool, wg *sync.WaitGroup) error {
+func (c *connection) readLoop(ctx context.Context, read lineSource, batch func() bool, wg *sync.WaitGroup) error {
 	for {
 		line, err := read(ctx)
 		if len(bytes.TrimSpace(line)) > 0 {
@@ -244,7 +245,7 @@ func (s *Server) readLoop(ctx context.Context, c *connection, read lineSource, b
 			if more {
 				c.setHold(true)
 			}
-			s.handleLine(ctx, c, line, wg)
+			c.handleLine(ctx, line, wg)
 			if !more && batch != nil {
 				c.flush()
 			}
@@ -261,7 +262,8 @@ func (s *Server) readLoop(ctx context.Context, c *connection, read lineSource, b
 }
 
 // handleLine decodes and dispatches one message of connection c.
-func (s *Server) handleLine(ctx context.Context, c *connection, line []byte, wg *sync.WaitGroup) {
+func (c *connection) handleLine(ctx context.Context, line []byte, wg *sync.WaitGroup) {
+	s := c.srv
 	m, err := protocol.Decode(line)
 	if err != nil {
 		_ = c.write(decodeError(err))

@@ -201,15 +201,33 @@ func (m *memo[T]) decode(raw json.RawMessage) (T, bool) {
 	return v, true
 }
 
+// eras are the protocol versions a Server speaks and what each era asks
+// of a request: the versions an initialize or a server/discover gets,
+// and the validation of a stateless-era request's _meta (and, over HTTP,
+// of its headers against it).
+//
+// Concurrency: immutable after New but for the memos (atomic), so used
+// from every transport's goroutines at once.
+type eras struct {
+	versions  []string // Options.Versions, newest first
+	modern    bool     // a stateless-era version is served
+	handshake bool     // a handshake-era version is served
+	budget    *budget  // the _meta's size is checked against MaxSessionState
+
+	caps  memo[protocol.ClientCapabilities] // the last clientCapabilities decoded
+	infos memo[protocol.Implementation]     // the last clientInfo decoded
+	metas memo[*Meta]                       // the last valid _meta parsed (clients send the same one with every request)
+}
+
 // parseMeta validates the _meta of a stateless-era request: it must name
 // a protocol version and carry the client's capabilities (an object; {}
 // declares nothing). The version itself is checked by checkVersion.
-func (s *Server) parseMeta(params json.RawMessage) (*Meta, *protocol.Error) {
+func (e *eras) parseMeta(params json.RawMessage) (*Meta, *protocol.Error) {
 	raw, found := rawMeta(params)
 	if !found {
 		return nil, errMetaMissing()
 	}
-	if m, ok := s.metas.cached(raw); ok {
+	if m, ok := e.metas.cached(raw); ok {
 		return m, nil
 	}
 	f, ok := scanMeta(raw)
@@ -220,47 +238,47 @@ func (s *Server) parseMeta(params json.RawMessage) (*Meta, *protocol.Error) {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "_meta[%q] is required", protocol.MetaProtocolVersion)
 	}
 	m := &Meta{Version: f.version, LogLevel: protocol.LoggingLevel(f.logLevel), size: int64(len(f.caps) + len(f.info))}
-	if s.maxState > 0 && m.size > s.maxState {
-		s.stateRefused.Add(1)
-		return nil, stateError("_meta", boundSession, s.maxState, m.size)
+	if e.budget.maxState > 0 && m.size > e.budget.maxState {
+		e.budget.stateRefused.Add(1)
+		return nil, stateError("_meta", boundSession, e.budget.maxState, m.size)
 	}
 	switch {
 	case !f.hasCaps || !isObject(f.caps):
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "_meta[%q] is required (an object; {} declares nothing)", protocol.MetaClientCapabilities)
 	case !isEmptyObject(f.caps):
-		if m.ClientCapabilities, ok = s.caps.decode(f.caps); !ok {
+		if m.ClientCapabilities, ok = e.caps.decode(f.caps); !ok {
 			return nil, protocol.NewError(protocol.CodeInvalidParams, "_meta[%q] is not a capabilities object", protocol.MetaClientCapabilities)
 		}
 	}
 	if len(f.info) > 0 {
-		m.ClientInfo, _ = s.infos.decode(f.info)
+		m.ClientInfo, _ = e.infos.decode(f.info)
 	}
-	s.metas.keep(raw, m)
+	e.metas.keep(raw, m)
 	return m, nil
 }
 
 // checkVersion refuses a stateless-era request for a version the server
 // does not speak.
-func (s *Server) checkVersion(v string) *protocol.Error {
-	if !protocol.UsesDiscover(v) || !slices.Contains(s.versions, v) {
-		return s.unsupportedVersion(v)
+func (e *eras) checkVersion(v string) *protocol.Error {
+	if !protocol.UsesDiscover(v) || !slices.Contains(e.versions, v) {
+		return e.unsupportedVersion(v)
 	}
 	return nil
 }
 
 // unsupportedVersion is the -32022 error naming the stateless-era
 // versions the server speaks.
-func (s *Server) unsupportedVersion(requested string) *protocol.Error {
-	e := protocol.NewError(protocol.CodeUnsupportedProtocolVersion, "unsupported protocol version %q", requested)
-	e.Data, _ = json.Marshal(protocol.UnsupportedProtocolVersionData{Supported: s.modernVersions(), Requested: requested})
-	return e
+func (e *eras) unsupportedVersion(requested string) *protocol.Error {
+	perr := protocol.NewError(protocol.CodeUnsupportedProtocolVersion, "unsupported protocol version %q", requested)
+	perr.Data, _ = json.Marshal(protocol.UnsupportedProtocolVersionData{Supported: e.modernVersions(), Requested: requested})
+	return perr
 }
 
 // modernVersions returns the stateless-era versions the server speaks,
 // newest first.
-func (s *Server) modernVersions() []string {
+func (e *eras) modernVersions() []string {
 	out := []string{}
-	for _, v := range s.versions {
+	for _, v := range e.versions {
 		if protocol.UsesDiscover(v) {
 			out = append(out, v)
 		}
@@ -268,18 +286,12 @@ func (s *Server) modernVersions() []string {
 	return out
 }
 
-// servesModern reports whether the server speaks the stateless era.
-func (s *Server) servesModern() bool { return s.modern }
-
-// servesHandshake reports whether the server speaks a handshake era.
-func (s *Server) servesHandshake() bool { return s.handshake }
-
 // negotiate returns the version an initialize that offered offered gets:
 // the offered one when the server speaks it, else the newest handshake
 // version it speaks.
-func (s *Server) negotiate(offered string) string {
+func (e *eras) negotiate(offered string) string {
 	newest := ""
-	for _, v := range s.versions {
+	for _, v := range e.versions {
 		if protocol.UsesDiscover(v) {
 			continue
 		}

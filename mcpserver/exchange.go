@@ -163,7 +163,7 @@ func (x *exchange) Ask(ctx context.Context, method string, params any) (json.Raw
 		}
 		return sess.send(frame)
 	}
-	return sess.ask(ctx, method, params, send)
+	return sess.asks.ask(ctx, sess.done, method, params, send)
 }
 
 // Disconnect implements Disconnecter for the requests that came over

@@ -19,11 +19,14 @@ import (
 // promises only what follows it) misses the notification, and none is
 // sent both on a session and on its new stream; the other order sent one
 // to a stdio session and again on the listen stream it opened meanwhile.
+// For this, a stream is registered with its session before it is in the
+// Server's table (listen.go): one found in the table has its session
+// taking no notification of its own already.
 
 // Broadcast sends a notification to every session that takes
 // notifications and to every listen stream, whatever it selected.
 func (s *Server) Broadcast(method string, params any) int {
-	listens := s.listenersSnapshot()
+	listens := s.table.listeners()
 	n := s.NotifySessions(method, params, nil)
 	for _, l := range listens {
 		if l.notify(method, params) {
@@ -87,7 +90,7 @@ func (s *Server) ListChanged(method string) int { return s.ListChangedTo(method,
 
 // ListChangedTo is ListChanged to the recipients a accepts.
 func (s *Server) ListChangedTo(method string, a Audience) int {
-	listens := s.listenersSnapshot()
+	listens := s.table.listeners()
 	n := s.NotifySessions(method, nil, a.sessions(nil))
 	for _, l := range listens {
 		if l.wants(method) && a.listen(l) && l.notify(method, nil) {
@@ -105,7 +108,7 @@ func (s *Server) ResourceUpdated(uri string) int { return s.ResourceUpdatedTo(ur
 // ResourceUpdatedTo is ResourceUpdated to the recipients a accepts.
 func (s *Server) ResourceUpdatedTo(uri string, a Audience) int {
 	params := protocol.ResourceUpdatedParams{URI: uri}
-	listens := s.listenersSnapshot()
+	listens := s.table.listeners()
 	n := s.NotifySessions(protocol.NotificationResourceUpdated, params, a.sessions(func(sess *Session) bool { return sess.Subscribed(uri) }))
 	for _, l := range listens {
 		if l.wantsResource(uri) && a.listen(l) && l.notify(protocol.NotificationResourceUpdated, params) {
@@ -127,9 +130,9 @@ func (s *Server) Log(p protocol.LoggingMessageParams) int { return s.LogTo(p, ni
 // LogTo is Log to the recipients a accepts.
 func (s *Server) LogTo(p protocol.LoggingMessageParams, a Audience) int {
 	rank := levelRank(p.Level)
-	listens := s.listenersSnapshot()
+	listens := s.table.listeners()
 	n := s.NotifySessions(protocol.NotificationMessage, p, a.sessions(func(sess *Session) bool {
-		level := sess.LogLevel()
+		level := sess.Client().LogLevel
 		if level == "" {
 			level = DefaultLogLevel
 		}

@@ -75,7 +75,7 @@ func (r *Request) Capabilities() protocol.ClientCapabilities {
 	if r.Meta != nil {
 		return r.Meta.ClientCapabilities
 	}
-	return r.Session.Capabilities()
+	return r.Session.Client().Capabilities
 }
 
 // ResponseWriter answers one request. Reply, Error, WriteFrame and

@@ -42,8 +42,8 @@ const (
 // MCP-Protocol-Version header names a stateless version (or one the
 // server does not know), or it has no such header and it is
 // server/discover or its _meta names a version.
-func (s *Server) statelessPost(h http.Header, m *protocol.Message) bool {
-	if !s.servesModern() {
+func (e *eras) statelessPost(h http.Header, m *protocol.Message) bool {
+	if !e.modern {
 		return false
 	}
 	if hv := strings.TrimSpace(h.Get(HeaderProtocolVersion)); hv != "" {
@@ -58,15 +58,15 @@ func (s *Server) statelessPost(h http.Header, m *protocol.Message) bool {
 
 // checkStateless validates a stateless-era request arriving over HTTP:
 // its _meta, then its headers against its body.
-func (s *Server) checkStateless(h http.Header, m *protocol.Message) (*Meta, *protocol.Error) {
-	meta, perr := s.parseMeta(m.Params)
+func (e *eras) checkStateless(h http.Header, m *protocol.Message) (*Meta, *protocol.Error) {
+	meta, perr := e.parseMeta(m.Params)
 	if perr != nil {
 		return nil, perr
 	}
 	if perr := CheckVersionHeader(h, meta.Version); perr != nil {
 		return nil, perr
 	}
-	if perr := s.checkVersion(meta.Version); perr != nil {
+	if perr := e.checkVersion(meta.Version); perr != nil {
 		return nil, perr
 	}
 	if perr := CheckMethodHeaders(h, m); perr != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -32,21 +33,37 @@ import (
 
 // HTTPHandler returns the Streamable HTTP endpoint (mount it at /mcp).
 // After Shutdown it answers 503.
-func (s *Server) HTTPHandler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+func (s *Server) HTTPHandler() http.Handler { return http.HandlerFunc(s.http.serveHTTP) }
 
-func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.shutting() {
+// httpTransport is the Server's Streamable HTTP front end: it reads POST,
+// GET and DELETE, finds or opens the session (sealed ids included, see
+// sealed_http.go), hands the messages to the Server's dispatch, and
+// writes the answers as JSON or event streams.
+//
+// Concurrency: its methods run on net/http's goroutines, many at once;
+// its fields are immutable after New but for the atomic counters. The
+// sessions it finds are the Server's table's.
+type httpTransport struct {
+	srv    *Server
+	sealer *Sealer     // HTTPOptions.Seal's keys; nil: ids are not sealed
+	seal   SealOptions // HTTPOptions.Seal, with its defaults
+
+	streamsRefused, polled, bodyTimeouts atomic.Uint64
+}
+
+func (h *httpTransport) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.srv.table.shutting() {
 		w.Header().Set("Connection", "close")
 		httpError(w, http.StatusServiceUnavailable, "shutting down")
 		return
 	}
 	switch r.Method {
 	case http.MethodPost:
-		s.servePost(w, r)
+		h.servePost(w, r)
 	case http.MethodGet:
-		s.serveGet(w, r)
+		h.serveGet(w, r)
 	case http.MethodDelete:
-		s.serveDelete(w, r)
+		h.serveDelete(w, r)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		httpError(w, http.StatusMethodNotAllowed, "method not allowed")
@@ -67,7 +84,8 @@ func rpcError(w http.ResponseWriter, status int, id protocol.ID, e *protocol.Err
 	_, _ = w.Write(errorFrame(id, e))
 }
 
-func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
+func (h *httpTransport) servePost(w http.ResponseWriter, r *http.Request) {
+	s := h.srv
 	max := s.opts.MaxMessageSize
 	if r.ContentLength > int64(max) {
 		// Refused before a byte of it is read; the connection closes
@@ -76,9 +94,9 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		rpcError(w, http.StatusRequestEntityTooLarge, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "message larger than %d bytes", max))
 		return
 	}
-	body, err := s.readBody(w, r, max)
+	body, err := h.readBody(w, r, max)
 	if errors.Is(err, errBodyTimeout) {
-		s.bodyTimeouts.Add(1)
+		h.bodyTimeouts.Add(1)
 		w.Header().Set("Connection", "close")
 		httpError(w, http.StatusRequestTimeout, "request timeout: the body did not arrive within "+s.opts.HTTP.BodyTimeout.String())
 		return
@@ -106,14 +124,14 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	)
 	switch sid := r.Header.Get(HeaderSessionID); {
 	case sid != "":
-		if sess, err = s.sessionFor(r.Context(), sid); sess == nil {
+		if sess, err = h.sessionFor(r.Context(), sid); sess == nil {
 			answerNoSession(w, err, func(status int) {
 				rpcError(w, status, m.ID, protocol.NewError(protocol.CodeInvalidRequest, "%s", noSessionMessage(status)))
 			})
 			return
 		}
-		if hv := strings.TrimSpace(r.Header.Get(HeaderProtocolVersion)); hv != "" && !slices.Contains(s.versions, hv) {
-			rpcError(w, http.StatusBadRequest, m.ID, s.unsupportedVersion(hv))
+		if hv := strings.TrimSpace(r.Header.Get(HeaderProtocolVersion)); hv != "" && !slices.Contains(s.eras.versions, hv) {
+			rpcError(w, http.StatusBadRequest, m.ID, s.eras.unsupportedVersion(hv))
 			return
 		}
 	case m.Kind != protocol.KindRequest:
@@ -121,23 +139,23 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		// era's, or a client that lost its session): nothing to do.
 		w.WriteHeader(http.StatusAccepted)
 		return
-	case s.statelessPost(r.Header, m):
+	case s.eras.statelessPost(r.Header, m):
 		var perr *protocol.Error
-		if meta, perr = s.checkStateless(r.Header, m); perr != nil {
+		if meta, perr = s.eras.checkStateless(r.Header, m); perr != nil {
 			rpcError(w, http.StatusBadRequest, m.ID, perr)
 			return
 		}
 		sess = newSession(s, kindRequest)
 		sess.modern, sess.version, sess.meta = true, meta.Version, meta
 		stateless = true
-	case m.Method == protocol.MethodInitialize && s.servesHandshake():
+	case m.Method == protocol.MethodInitialize && s.eras.handshake:
 		// Refused before a session is made: no id is sealed, no
 		// session evicted for it.
-		if perr := s.checkInitSize(m.Params); perr != nil {
+		if perr := s.budget.checkInitSize(m.Params); perr != nil {
 			rpcError(w, http.StatusOK, m.ID, perr)
 			return
 		}
-		if sess, err = s.newHTTPSession(m.Params); err != nil {
+		if sess, err = h.newHTTPSession(m.Params); err != nil {
 			rpcError(w, http.StatusInternalServerError, m.ID, protocol.NewError(protocol.CodeInternalError, "sealing the session id: %v", err))
 			return
 		}
@@ -162,10 +180,10 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fresh {
-		if s.admit(sess, initStateSize(m.Params)) == nil { // a fresh id is new: nil only when there is no room
-			s.retainedRefused.Add(1)
+		if s.table.admit(sess, initStateSize(m.Params)) == nil { // a fresh id is new: nil only when there is no room
+			s.budget.retainedRefused.Add(1)
 			w.Header().Set("Retry-After", "1")
-			rpcError(w, http.StatusServiceUnavailable, m.ID, stateError(protocol.MethodInitialize, boundTotal, s.maxRetained, s.retained.Load()))
+			rpcError(w, http.StatusServiceUnavailable, m.ID, stateError(protocol.MethodInitialize, boundTotal, s.budget.maxRetained, s.budget.retained.Load()))
 			return
 		}
 		w.Header().Set(HeaderSessionID, sess.id)
@@ -173,14 +191,14 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	p := &postResponse{srv: s, w: w, r: r, sse: sse, stateless: stateless}
 	var out outlet = p
 	if !stateless && s.opts.HTTP.SSEResponses {
-		p.resumable = sess.newPostStream(false)
+		p.resumable = sess.streams.newPost(false)
 		p.resumable.push(event{retry: s.opts.HTTP.SSERetry})
 		out = resumableOutlet{p}
 	} else if stateless && s.opts.HTTP.SSEResponses && sse {
 		p.sseAnswer = true
 	}
 	parent := r.Context()
-	pollAfter := s.pollAfter(sess, m, sse, stateless || fresh)
+	pollAfter := h.pollAfter(sess, m, sse, stateless || fresh)
 	if pollAfter > 0 {
 		// The request may outlive its POST (finish cancels it if the
 		// client goes away before the poll).
@@ -235,23 +253,23 @@ func acceptsSSE(r *http.Request) bool {
 // newHTTPSession returns a new HTTP session (not yet admitted) for the
 // initialize whose params are given: its id is random, or, with
 // HTTPOptions.Seal, the sealed session.
-func (s *Server) newHTTPSession(initParams json.RawMessage) (*Session, error) {
-	if s.sealer == nil {
-		return s.newHTTPSessionWithID(newSessionID()), nil
+func (h *httpTransport) newHTTPSession(initParams json.RawMessage) (*Session, error) {
+	if h.sealer == nil {
+		return h.newHTTPSessionWithID(newSessionID()), nil
 	}
-	id, st, err := s.sealedID(initParams)
+	id, st, err := h.sealedID(initParams)
 	if err != nil {
 		return nil, err
 	}
-	sess := s.newHTTPSessionWithID(id)
-	sess.sealed, sess.checkedAt = st, s.opts.Now()
+	sess := h.newHTTPSessionWithID(id)
+	sess.sealed, sess.checkedAt = st, h.srv.opts.Now()
 	return sess, nil
 }
 
-func (s *Server) newHTTPSessionWithID(id string) *Session {
-	sess := newSession(s, kindHTTP)
+func (h *httpTransport) newHTTPSessionWithID(id string) *Session {
+	sess := newSession(h.srv, kindHTTP)
 	sess.id = id
-	sess.log = newStream(0, s.opts.HTTP.OutboxSize)
+	sess.log = newStream(0, h.srv.opts.HTTP.OutboxSize)
 	return sess
 }
 
@@ -264,156 +282,16 @@ func noSessionMessage(status int) string {
 	return "session not found: initialize a new one"
 }
 
-// admit registers the new HTTP session sess, charging it its overhead,
-// its state and extra more bytes (those of the initialize that opens it,
-// which its per-session bound was checked against), first evicting the
-// longest idle sessions when HTTPOptions.MaxSessions or
-// Options.MaxRetained would be passed. Sessions without requests in
-// flight or streams open go first; a busy one goes only when every other
-// session is busy too (the cap is a bound, not a wish). Finding the
-// longest idle is a scan of every session, so at the session cap a 64th
-// of the cap goes at once (at least one), and at the byte bound sessions
-// go until a 64th of it is free besides sess: a flood of new sessions
-// costs one scan per many of them, not one each. When a session by sess's
-// id is held already (two requests restored one sealed session at once),
-// that one is returned and sess is dropped. With extra > 0, nil is
-// returned (and nothing done) when even with every HTTP session evicted
-// sess would pass Options.MaxRetained (what holds the rest are
-// connections and stateless-era listen streams).
-func (s *Server) admit(sess *Session, extra int64) *Session {
-	limit := s.opts.HTTP.MaxSessions
-	s.mu.Lock()
-	if held := s.byID[sess.id]; held != nil {
-		s.mu.Unlock()
-		return held
-	}
-	keep := len(s.byID)
-	if limit > 0 && len(s.byID) >= limit {
-		keep = limit - max(1, limit/64)
-	}
-	overhead := int64(sessionOverhead)
-	if sess.sealed != nil {
-		// A sealed id carries the client's info and capabilities once
-		// more: part of the session's fixed cost (in the total, not in
-		// its own bound).
-		overhead += int64(len(sess.id))
-	}
-	sess.mu.Lock()
-	need := overhead + sess.state + extra
-	sess.mu.Unlock()
-	var goal int64 = -1 // the total to get down to before sess is charged; -1: no need
-	if m := s.maxRetained; m > 0 && s.retained.Load()+need > m {
-		goal = max(m-m/64-need, 0)
-	}
-	evicted, forBytes := s.evictLocked(keep, goal)
-	if extra > 0 && s.maxRetained > 0 && s.retained.Load()+need > s.maxRetained {
-		s.mu.Unlock()
-		s.closeEvicted(evicted, forBytes)
-		return nil
-	}
-	sess.mu.Lock()
-	sess.overhead = overhead
-	sess.initState += extra
-	sess.state += extra
-	s.retained.Add(sess.overhead + sess.state)
-	sess.mu.Unlock()
-	s.sessions[sess] = struct{}{}
-	s.byID[sess.id] = sess
-	s.mu.Unlock()
-	s.closeEvicted(evicted, forBytes)
-	return sess
-}
-
-// closeEvicted closes the sessions evictLocked removed and counts them.
-func (s *Server) closeEvicted(evicted []*Session, forBytes int) {
-	for _, e := range evicted {
-		s.log.Debug().Str("session", sessionTag(e.id)).Msg("session evicted: the session cap or the byte bound was reached")
-		e.Close()
-	}
-	s.sessionsEvicted.Add(uint64(len(evicted)))
-	s.evictedForBytes.Add(uint64(forBytes))
-}
-
-// evictLocked removes HTTP sessions, idle before busy and longest unused
-// first, until at most keep remain and (goal ≥ 0) the Server's total
-// less what they hold is at most goal, and returns them, with how many
-// went for the bytes alone. Called with s.mu held.
-func (s *Server) evictLocked(keep int, goal int64) ([]*Session, int) {
-	if len(s.byID) <= keep && goal < 0 {
-		return nil, 0
-	}
-	type candidate struct {
-		s        *Session
-		lastUsed time.Time
-		busy     bool
-		bytes    int64
-	}
-	all := make([]candidate, 0, len(s.byID))
-	for _, sess := range s.byID {
-		sess.mu.Lock()
-		all = append(all, candidate{s: sess, lastUsed: sess.lastUsed, busy: len(sess.inflight) > 0 || sess.getStreams > 0,
-			bytes: sess.state + sess.overhead})
-		sess.mu.Unlock()
-	}
-	slices.SortFunc(all, func(a, b candidate) int {
-		switch {
-		case a.busy != b.busy:
-			if !a.busy {
-				return -1
-			}
-			return 1
-		case a.lastUsed.Before(b.lastUsed):
-			return -1
-		case b.lastUsed.Before(a.lastUsed):
-			return 1
-		}
-		return 0
-	})
-	total := s.retained.Load()
-	var out []*Session
-	forBytes := 0
-	for i, c := range all {
-		overCount := len(all)-i > keep
-		overBytes := goal >= 0 && total > goal
-		if !overCount && !overBytes {
-			break
-		}
-		if !overCount {
-			forBytes++
-		}
-		delete(s.byID, c.s.id)
-		delete(s.sessions, c.s)
-		// Out of the total at once, so that the next admission does
-		// not evict for bytes that are on their way out (Close, once
-		// s.mu is released, takes out what it gains meanwhile).
-		c.s.mu.Lock()
-		c.s.releaseLocked()
-		c.s.mu.Unlock()
-		out = append(out, c.s)
-		total -= c.bytes
-	}
-	return out, forBytes
-}
-
 // ExpireIdle closes the HTTP sessions unused for longer than idle as of
 // now (a session with a GET stream open counts as used), and returns how
 // many.
 func (s *Server) ExpireIdle(now time.Time, idle time.Duration) int {
-	s.mu.Lock()
-	var old []*Session
-	for _, sess := range s.byID {
-		sess.mu.Lock()
-		if now.Sub(sess.lastUsed) > idle {
-			old = append(old, sess)
-		}
-		sess.mu.Unlock()
-	}
-	s.mu.Unlock()
+	old := s.table.idle(now, idle)
 	for _, sess := range old {
 		sess.Close()
 	}
-	if p, ok := s.seal.Store.(SessionStorePruner); ok && s.sealer != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), s.seal.StoreTimeout)
+	if p, ok := s.http.seal.Store.(SessionStorePruner); ok && s.http.sealer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), s.http.seal.StoreTimeout)
 		if err := p.Prune(ctx, now); err != nil {
 			s.log.Debug().Err(err).Msg("pruning the session store")
 		}
@@ -425,15 +303,16 @@ func (s *Server) ExpireIdle(now time.Time, idle time.Duration) int {
 // serveGet serves a GET: the standalone stream of a session (its
 // notifications, numbered, from now on), or with Last-Event-ID the
 // resumption of one of its streams after that event.
-func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
+func (h *httpTransport) serveGet(w http.ResponseWriter, r *http.Request) {
+	s := h.srv
 	last := r.Header.Get(HeaderLastEventID)
-	if !s.servesHandshake() || protocol.UsesDiscover(strings.TrimSpace(r.Header.Get(HeaderProtocolVersion))) ||
+	if !s.eras.handshake || protocol.UsesDiscover(strings.TrimSpace(r.Header.Get(HeaderProtocolVersion))) ||
 		(s.opts.HTTP.NoGetStream && last == "") {
 		w.Header().Set("Allow", "POST, DELETE")
 		httpError(w, http.StatusMethodNotAllowed, "method not allowed: no standalone stream (the stateless era has none)")
 		return
 	}
-	sess := s.requestSession(w, r)
+	sess := h.requestSession(w, r)
 	if sess == nil {
 		return
 	}
@@ -442,7 +321,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, after := sess.log, sess.log.last()
-	foreign := sess.takeForeign()
+	foreign := sess.streams.takeForeign()
 	if last != "" {
 		no, seq, ok := parseEventID(last)
 		if !ok {
@@ -452,19 +331,22 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		if no == 0 && foreign {
 			seq = 0 // numbers of the replica that served it before: everything here is new to the client
 		}
-		if st, after = sess.stream(no), seq; st == nil {
+		if no != 0 {
+			st = sess.streams.post(no)
+		}
+		if after = seq; st == nil {
 			rpcError(w, http.StatusNotFound, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest,
 				"no stream to resume with %s %q (it was read to its end, or the session forgot it)", HeaderLastEventID, last))
 			return
 		}
 	}
-	if !sess.openGetStream(s.opts.HTTP.MaxStreamsPerSession) {
-		s.streamsRefused.Add(1)
+	if !sess.streams.openGet(s.opts.HTTP.MaxStreamsPerSession) {
+		h.streamsRefused.Add(1)
 		httpError(w, http.StatusConflict, "conflict: this session has "+strconv.Itoa(s.opts.HTTP.MaxStreamsPerSession)+
 			" GET streams open already (the most it may have)")
 		return
 	}
-	defer sess.closeGetStream()
+	defer sess.streams.closeGet()
 	startEventStream(w)
 	_, _ = io.WriteString(w, ": stream\n\n")
 	_ = http.NewResponseController(w).Flush()
@@ -472,9 +354,9 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	if st == sess.log {
 		keepalive = s.opts.HTTP.KeepAlive
 	}
-	err := s.pump(r.Context(), w, st, after, nil, keepalive, sess.touch)
+	err := h.pump(r.Context(), w, st, after, nil, keepalive, sess.touch)
 	if err == nil && st.forgetOnRead {
-		sess.forgetStream(st) // read to its end: a polled request's answer is delivered
+		sess.streams.forget(st) // read to its end: a polled request's answer is delivered
 	}
 	if err != nil && r.Context().Err() == nil {
 		panic(http.ErrAbortHandler)
@@ -487,7 +369,8 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 // an earlier version than 2025-11-25 (its clients cannot resume a POST
 // stream), a POST that takes no event stream, one of the Server's own
 // methods.
-func (s *Server) pollAfter(sess *Session, m *protocol.Message, sse, skip bool) time.Duration {
+func (h *httpTransport) pollAfter(sess *Session, m *protocol.Message, sse, skip bool) time.Duration {
+	s := h.srv
 	if skip || !sse || s.opts.HTTP.PollAfter <= 0 || s.opts.HTTP.SSEResponses || sess.kind != kindHTTP || ownMethod(m.Method) {
 		return 0
 	}
@@ -501,15 +384,15 @@ func (s *Server) pollAfter(sess *Session, m *protocol.Message, sse, skip bool) t
 }
 
 // serveDelete serves a DELETE: the session ends.
-func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
-	if !s.servesHandshake() || protocol.UsesDiscover(strings.TrimSpace(r.Header.Get(HeaderProtocolVersion))) {
+func (h *httpTransport) serveDelete(w http.ResponseWriter, r *http.Request) {
+	if !h.srv.eras.handshake || protocol.UsesDiscover(strings.TrimSpace(r.Header.Get(HeaderProtocolVersion))) {
 		w.Header().Set("Allow", "POST")
 		httpError(w, http.StatusMethodNotAllowed, "method not allowed: no sessions (the stateless era has none)")
 		return
 	}
-	if sess := s.requestSession(w, r); sess != nil {
+	if sess := h.requestSession(w, r); sess != nil {
 		if sess.sealed != nil {
-			if err := s.deleteSealed(r.Context(), sess); err != nil {
+			if err := h.deleteSealed(r.Context(), sess); err != nil {
 				w.Header().Set("Retry-After", "1")
 				rpcError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "%s", noSessionMessage(http.StatusServiceUnavailable)))
 				return
@@ -522,13 +405,13 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
 
 // requestSession returns the session of a GET or DELETE, or answers 400
 // (no Mcp-Session-Id) or 404 (unknown) and returns nil.
-func (s *Server) requestSession(w http.ResponseWriter, r *http.Request) *Session {
+func (h *httpTransport) requestSession(w http.ResponseWriter, r *http.Request) *Session {
 	sid := r.Header.Get(HeaderSessionID)
 	if sid == "" {
 		rpcError(w, http.StatusBadRequest, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "Bad Request: the %s header is required", HeaderSessionID))
 		return nil
 	}
-	sess, err := s.sessionFor(r.Context(), sid)
+	sess, err := h.sessionFor(r.Context(), sid)
 	if sess == nil {
 		answerNoSession(w, err, func(status int) {
 			rpcError(w, status, protocol.ID{}, protocol.NewError(protocol.CodeInvalidRequest, "%s", noSessionMessage(status)))

@@ -169,7 +169,7 @@ func (p *postResponse) keepAliveLocked() error {
 
 // writeEventLocked writes one event with id (through Options.FrameHook).
 func (p *postResponse) writeEventLocked(id string, frame []byte) error {
-	return p.srv.writeEvent(p.w, id, event{data: frame})
+	return p.srv.http.writeEvent(p.w, id, event{data: frame})
 }
 
 // finish waits for the answer, or for the request to end without one, and
@@ -242,13 +242,13 @@ func (p *postResponse) finish() int64 {
 // the response ends with a priming event that names it (an id, the retry
 // field, no data). Called with mu held.
 func (p *postResponse) pollLocked() error {
-	st := p.x.req.Session.newPostStream(true)
+	st := p.x.req.Session.streams.newPost(true)
 	prime := event{retry: p.srv.opts.HTTP.SSERetry}
 	st.push(prime)
 	p.polled = st
-	p.srv.polled.Add(1)
+	p.srv.http.polled.Add(1)
 	p.startLocked()
-	err := p.srv.writeEvent(p.w, eventID(st.no, 1), prime)
+	err := p.srv.http.writeEvent(p.w, eventID(st.no, 1), prime)
 	if ferr := http.NewResponseController(p.w).Flush(); err == nil {
 		err = ferr
 	}
@@ -313,7 +313,7 @@ func (p *postResponse) finishResumable() int64 {
 	}()
 	startEventStream(p.w)
 	ctx := p.r.Context()
-	if err := p.srv.pump(ctx, p.w, p.resumable, 0, stop, p.srv.opts.HTTP.KeepAlive, nil); err != nil && ctx.Err() == nil {
+	if err := p.srv.http.pump(ctx, p.w, p.resumable, 0, stop, p.srv.opts.HTTP.KeepAlive, nil); err != nil && ctx.Err() == nil {
 		panic(http.ErrAbortHandler)
 	}
 	p.mu.Lock()
@@ -346,7 +346,7 @@ func (o resumableOutlet) disconnect() bool { return o.p.disconnect() }
 // (nil), ctx ends, stop is closed, or a write fails. With keepalive, a
 // comment line goes every keepalive while nothing else does; idle, when
 // not nil, is called each time pump waits.
-func (s *Server) pump(ctx context.Context, w http.ResponseWriter, st *stream, after uint64, stop <-chan struct{}, keepalive time.Duration, idle func()) error {
+func (h *httpTransport) pump(ctx context.Context, w http.ResponseWriter, st *stream, after uint64, stop <-chan struct{}, keepalive time.Duration, idle func()) error {
 	rc := http.NewResponseController(w)
 	var tick <-chan time.Time
 	if keepalive > 0 {
@@ -357,7 +357,7 @@ func (s *Server) pump(ctx context.Context, w http.ResponseWriter, st *stream, af
 	for {
 		evs, wake, done := st.since(after)
 		for _, ev := range evs {
-			if err := s.writeEvent(w, eventID(st.no, ev.seq), ev); err != nil {
+			if err := h.writeEvent(w, eventID(st.no, ev.seq), ev); err != nil {
 				return err
 			}
 			after = ev.seq
@@ -408,7 +408,7 @@ func isClosed(c <-chan struct{}) bool {
 
 // writeEvent writes one event of a stream with id: the priming event,
 // an answer of ReplyWith, or a message (through Options.FrameHook).
-func (s *Server) writeEvent(w io.Writer, id string, ev event) error {
+func (h *httpTransport) writeEvent(w io.Writer, id string, ev event) error {
 	if ev.retry > 0 {
 		return eventstream.Write(w, eventstream.Event{ID: id}, ev.retry)
 	}
@@ -416,8 +416,8 @@ func (s *Server) writeEvent(w io.Writer, id string, ev event) error {
 	switch {
 	case ev.write != nil:
 		return ev.write(ew)
-	case s.opts.FrameHook != nil:
-		return s.opts.FrameHook(ew, ev.data)
+	case h.srv.opts.FrameHook != nil:
+		return h.srv.opts.FrameHook(ew, ev.data)
 	}
 	return ew.WriteMessage(ev.data)
 }

@@ -63,7 +63,10 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 	// subscribed for them.
 	sess := r.Session
 	size := filterSize(want.ResourceSubscriptions)
-	if perr := sess.charge(r.Method, size); perr != nil {
+	sess.mu.Lock()
+	perr := sess.bytes.charge(sess.closed, r.Method, size)
+	sess.mu.Unlock()
+	if perr != nil {
 		w.Error(perr)
 		return
 	}
@@ -79,7 +82,9 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 		inner := release
 		release = func() {
 			inner()
-			_ = sess.charge(r.Method, -size)
+			sess.mu.Lock()
+			_ = sess.bytes.charge(sess.closed, r.Method, -size)
+			sess.mu.Unlock()
 		}
 	}
 	idJSON, _ := r.ID.MarshalJSON()
@@ -92,14 +97,12 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 	}
 	// The stream is registered before its acknowledgement is sent, under
 	// its own lock, so that a notification sent once the client has the
-	// acknowledgement reaches it, and none goes before it.
+	// acknowledgement reaches it, and none goes before it. It is
+	// registered with its session first, then in the Server's table: a
+	// fan-out that finds it in the table (see fanout.go) then finds the
+	// session taking no notification of its own, and so sends none both
+	// on the session and on the stream.
 	l.mu.Lock()
-	s.mu.Lock()
-	shut := s.shut
-	if !shut {
-		s.listens[l] = struct{}{}
-	}
-	s.mu.Unlock()
 	sess.mu.Lock()
 	closed := sess.closed
 	if !closed {
@@ -109,6 +112,7 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 		sess.listens[r.ID] = l
 	}
 	sess.mu.Unlock()
+	shut := !s.table.addListener(l)
 	acked := l.notifyLocked(protocol.NotificationSubscriptionsAck, protocol.SubscriptionsAcknowledgedParams{Notifications: agreed})
 	l.mu.Unlock()
 	switch {
@@ -129,9 +133,10 @@ func (s *Server) listen(ctx context.Context, w ResponseWriter, r *Request) {
 
 // unregister removes the stream from its server's and session's tables.
 func (l *listener) unregister() {
-	l.srv.mu.Lock()
-	delete(l.srv.listens, l)
-	l.srv.mu.Unlock()
+	t := &l.srv.table
+	t.mu.Lock()
+	delete(t.listens, l)
+	t.mu.Unlock()
 	sess := l.x.req.Session
 	sess.mu.Lock()
 	if sess.listens[l.x.req.ID] == l {
@@ -197,19 +202,9 @@ func (l *listener) wantsResource(uri string) bool {
 // EndListens ends every subscriptions/listen stream with its complete
 // result (a graceful end: the client may listen again).
 func (s *Server) EndListens() {
-	for _, l := range s.listenersSnapshot() {
+	for _, l := range s.table.listeners() {
 		l.end(true)
 	}
-}
-
-func (s *Server) listenersSnapshot() []*listener {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]*listener, 0, len(s.listens))
-	for l := range s.listens {
-		out = append(out, l)
-	}
-	return out
 }
 
 // taggedNotification encodes a notification whose params carry

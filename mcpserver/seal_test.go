@@ -43,8 +43,8 @@ var whoami = mcpserver.HandlerFunc(func(_ context.Context, w mcpserver.ResponseW
 	switch r.Method {
 	case "test/whoami":
 		w.Reply(map[string]any{
-			"version": r.Session.ProtocolVersion(), "client": r.Session.ClientInfo().Name,
-			"roots": r.Session.Capabilities().Roots != nil, "level": r.Session.LogLevel(),
+			"version": r.Session.Client().Version, "client": r.Session.Client().Info.Name,
+			"roots": r.Session.Client().Capabilities.Roots != nil, "level": r.Session.Client().LogLevel,
 			"subs": r.Session.Subscriptions(),
 		})
 	case "test/subscribe":

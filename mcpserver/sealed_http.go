@@ -20,24 +20,25 @@ var errStoreUnavailable = errors.New("mcpserver: the session store is unavailabl
 // and ends at its max age.
 // The error is ErrSessionIDInvalid, ErrSessionExpired or
 // ErrSessionDeleted (404), or errStoreUnavailable (503).
-func (s *Server) sessionFor(ctx context.Context, sid string) (*Session, error) {
-	sess := s.lookup(sid)
-	if s.sealer == nil {
+func (h *httpTransport) sessionFor(ctx context.Context, sid string) (*Session, error) {
+	s := h.srv
+	sess := s.table.lookup(sid)
+	if h.sealer == nil {
 		if sess == nil {
 			return nil, ErrSessionIDInvalid
 		}
 		return sess, nil
 	}
 	if sess == nil {
-		return s.restore(ctx, sid)
+		return h.restore(ctx, sid)
 	}
 	now := s.opts.Now()
-	if now.After(s.sealer.Expires(*sess.sealed)) {
+	if now.After(h.sealer.Expires(*sess.sealed)) {
 		sess.Close()
 		return nil, ErrSessionExpired
 	}
 	sess.mu.Lock()
-	due := now.Sub(sess.checkedAt) >= s.seal.Recheck
+	due := now.Sub(sess.checkedAt) >= h.seal.Recheck
 	if due {
 		sess.checkedAt = now
 	}
@@ -45,7 +46,7 @@ func (s *Server) sessionFor(ctx context.Context, sid string) (*Session, error) {
 	if !due {
 		return sess, nil
 	}
-	rec, err := s.loadRecord(ctx, sess.sealed.ID)
+	rec, err := h.loadRecord(ctx, sess.sealed.ID)
 	switch {
 	case err != nil:
 		// A held session goes on while the store is away: only a
@@ -59,43 +60,44 @@ func (s *Server) sessionFor(ctx context.Context, sid string) (*Session, error) {
 }
 
 // restore takes up the session that sealed id sid carries.
-func (s *Server) restore(ctx context.Context, sid string) (*Session, error) {
+func (h *httpTransport) restore(ctx context.Context, sid string) (*Session, error) {
+	s := h.srv
 	now := s.opts.Now()
-	st, err := s.sealer.Open(sid, now)
+	st, err := h.sealer.Open(sid, now)
 	if err != nil {
 		s.log.Debug().Err(err).Msg("a session id that does not open") // never the id: it is the client's credential
 		return nil, err
 	}
-	rec, err := s.loadRecord(ctx, st.ID)
+	rec, err := h.loadRecord(ctx, st.ID)
 	if err != nil {
 		return nil, err
 	}
 	if rec.Deleted {
 		return nil, ErrSessionDeleted
 	}
-	sess := s.newHTTPSessionWithID(sid)
+	sess := h.newHTTPSessionWithID(sid)
 	sess.version, sess.clientInfo, sess.caps = st.ProtocolVersion, st.ClientInfo, st.Capabilities
 	sess.initialized = true
-	sess.sealed, sess.foreign, sess.checkedAt = &st, true, now
+	sess.sealed, sess.streams.foreign, sess.checkedAt = &st, true, now
 	sess.logLevel = rec.Extras.LogLevel
 	// What the id carries (at most its length) and the subscriptions are
 	// counted, never refused: the session was admitted when it began.
-	sess.initState = int64(len(sid))
-	sess.state = sess.initState
+	sess.bytes.initState = int64(len(sid))
+	sess.bytes.state = sess.bytes.initState
 	for _, uri := range rec.Extras.Subscriptions {
 		if sess.subs == nil {
 			sess.subs = map[string]struct{}{}
 		}
 		if _, dup := sess.subs[uri]; !dup {
 			sess.subs[uri] = struct{}{}
-			sess.state += uriSize(uri)
+			sess.bytes.state += uriSize(uri)
 		}
 	}
 	// POST streams are numbered from a random point, so that a
 	// Last-Event-ID of a stream of the session's former replica names no
 	// stream here (404) rather than another one.
-	sess.postSeq = 1<<30 + rand.Uint32N(1<<30)
-	if held := s.admit(sess, 0); held != sess {
+	sess.streams.postSeq = 1<<30 + rand.Uint32N(1<<30)
+	if held := s.table.admit(sess, 0); held != sess {
 		return held, nil // another request restored it first
 	}
 	s.log.Debug().Str("client", st.ClientInfo.Name).Str("version", st.ProtocolVersion).Msg("sealed session restored")
@@ -107,12 +109,12 @@ func (s *Server) restore(ctx context.Context, sid string) (*Session, error) {
 
 // loadRecord asks the SessionStore about session id, within
 // SealOptions.StoreTimeout.
-func (s *Server) loadRecord(ctx context.Context, id string) (SessionRecord, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.seal.StoreTimeout)
+func (h *httpTransport) loadRecord(ctx context.Context, id string) (SessionRecord, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.seal.StoreTimeout)
 	defer cancel()
-	rec, err := s.seal.Store.Load(ctx, id)
+	rec, err := h.seal.Store.Load(ctx, id)
 	if err != nil {
-		s.log.Debug().Err(err).Msg("session store")
+		h.srv.log.Debug().Err(err).Msg("session store")
 		return rec, errStoreUnavailable
 	}
 	return rec, nil
@@ -122,27 +124,27 @@ func (s *Server) loadRecord(ctx context.Context, id string) (SessionRecord, erro
 // with what it carries: the version the Server will negotiate, the
 // client's info and capabilities. An initialize whose params do not
 // decode gets a sealed id too; it fails, and its session with it.
-func (s *Server) sealedID(params json.RawMessage) (string, *SealedSession, error) {
+func (h *httpTransport) sealedID(params json.RawMessage) (string, *SealedSession, error) {
 	var p struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 		Capabilities    json.RawMessage `json:"capabilities"`
 	}
 	_ = json.Unmarshal(params, &p)
-	st := &SealedSession{ID: newSessionID(), ProtocolVersion: s.negotiate(p.ProtocolVersion), Created: s.opts.Now().Unix()}
+	st := &SealedSession{ID: newSessionID(), ProtocolVersion: h.srv.eras.negotiate(p.ProtocolVersion), Created: h.srv.opts.Now().Unix()}
 	_ = json.Unmarshal(p.ClientInfo, &st.ClientInfo)
 	_ = json.Unmarshal(p.Capabilities, &st.Capabilities)
-	id, err := s.sealer.Seal(*st)
+	id, err := h.sealer.Seal(*st)
 	return id, st, err
 }
 
 // deleteSealed records in the SessionStore that sealed session sess
 // ended, so that no replica restores it again.
-func (s *Server) deleteSealed(ctx context.Context, sess *Session) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.seal.StoreTimeout)
+func (h *httpTransport) deleteSealed(ctx context.Context, sess *Session) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.seal.StoreTimeout)
 	defer cancel()
-	if err := s.seal.Store.Delete(ctx, sess.sealed.ID, s.sealer.Expires(*sess.sealed)); err != nil {
-		s.log.Debug().Err(err).Msg("session store")
+	if err := h.seal.Store.Delete(ctx, sess.sealed.ID, h.sealer.Expires(*sess.sealed)); err != nil {
+		h.srv.log.Debug().Err(err).Msg("session store")
 		return errStoreUnavailable
 	}
 	return nil
@@ -164,9 +166,9 @@ func (s *Session) saveExtras() {
 	s.mu.Unlock()
 	slices.Sort(x.Subscriptions)
 	srv := s.srv
-	ctx, cancel := context.WithTimeout(context.Background(), srv.seal.StoreTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), srv.http.seal.StoreTimeout)
 	defer cancel()
-	if err := srv.seal.Store.SaveExtras(ctx, s.sealed.ID, x, srv.sealer.Expires(*s.sealed)); err != nil {
+	if err := srv.http.seal.Store.SaveExtras(ctx, s.sealed.ID, x, srv.http.sealer.Expires(*s.sealed)); err != nil {
 		srv.log.Debug().Err(err).Msg("saving a sealed session's extras")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
@@ -32,70 +31,56 @@ var (
 // of sessions and listen streams; each Session guards its own state.
 // Handlers run on the goroutines of the transports (see Options.Inline).
 type Server struct {
-	opts      Options
-	versions  []string
-	modern    bool // a stateless-era version is served
-	handshake bool // a handshake-era version is served
-	dispatch  Handler
-	log       zerolog.Logger
-	sealer    *Sealer     // HTTPOptions.Seal's keys; nil: ids are not sealed
-	seal      SealOptions // HTTPOptions.Seal, with its defaults
-
-	caps  memo[protocol.ClientCapabilities] // the last clientCapabilities decoded
-	infos memo[protocol.Implementation]     // the last clientInfo decoded
-	metas memo[*Meta]                       // the last valid _meta parsed (clients send the same one with every request)
+	opts Options
+	// eras are the versions served and the checks of each era
+	// (immutable but for atomic memos).
+	eras     eras
+	dispatch Handler
+	log      zerolog.Logger
 
 	askSeq atomic.Uint64 // numbers the requests sent to clients
 
-	sessionsEvicted atomic.Uint64
-	streamsRefused  atomic.Uint64
-	cancelled       atomic.Uint64
-	polled          atomic.Uint64
-	evictedForBytes atomic.Uint64
-	stateRefused    atomic.Uint64
-	retainedRefused atomic.Uint64
-	bodyTimeouts    atomic.Uint64
+	cancelled atomic.Uint64
 
-	// maxState and maxRetained are Options.MaxSessionState and
-	// Options.MaxRetained (0: no bound); retained is the bytes every
-	// session holds together (see bounds.go).
-	maxState, maxRetained int64
-	retained              atomic.Int64
+	// budget counts the bytes the sessions make the Server keep against
+	// Options.MaxSessionState and Options.MaxRetained (atomic).
+	budget budget
 
-	mu       sync.Mutex
-	sessions map[*Session]struct{}  // sessions that have a channel: HTTP sessions and connections; guarded by mu
-	byID     map[string]*Session    // HTTP sessions by Mcp-Session-Id; guarded by mu
-	listens  map[*listener]struct{} // open subscriptions/listen streams; guarded by mu
-	shut     bool                   // Shutdown or Close was called; guarded by mu
-	closing  chan struct{}          // closed by Shutdown: streams end
+	// http serves Streamable HTTP (immutable after New but for atomic
+	// counters; it runs on net/http's goroutines).
+	http httpTransport
+	// table is the sessions and listen streams open (guarded by its
+	// lock, taken before any session's).
+	table sessionTable
 }
 
 // New returns a Server with options o.
 func New(o Options) *Server {
 	o = o.withDefaults()
 	s := &Server{
-		opts:     o,
-		versions: slices.Clone(o.Versions),
-		log:      o.Logger,
-		sessions: map[*Session]struct{}{},
-		byID:     map[string]*Session{},
-		listens:  map[*listener]struct{}{},
-		closing:  make(chan struct{}),
+		opts: o,
+		eras: eras{versions: slices.Clone(o.Versions)},
+		log:  o.Logger,
 	}
-	s.maxState, s.maxRetained = int64(max(o.MaxSessionState, 0)), max(o.MaxRetained, 0)
+	s.table = sessionTable{log: o.Logger, budget: &s.budget, maxSessions: o.HTTP.MaxSessions,
+		sessions: map[*Session]struct{}{}, byID: map[string]*Session{}, listens: map[*listener]struct{}{},
+		closing: make(chan struct{})}
+	s.http.srv = s
+	s.budget.maxState, s.budget.maxRetained = int64(max(o.MaxSessionState, 0)), max(o.MaxRetained, 0)
 	if len(o.HTTP.Seal.Keys) > 0 {
-		s.seal = o.HTTP.Seal.withDefaults()
-		sealer, err := NewSealer(s.seal.Keys, s.seal.MaxAge)
+		s.http.seal = o.HTTP.Seal.withDefaults()
+		sealer, err := NewSealer(s.http.seal.Keys, s.http.seal.MaxAge)
 		if err != nil {
 			panic(err)
 		}
-		s.sealer = sealer
+		s.http.sealer = sealer
 	}
-	for _, v := range s.versions {
+	s.eras.budget = &s.budget
+	for _, v := range s.eras.versions {
 		if protocol.UsesDiscover(v) {
-			s.modern = true
+			s.eras.modern = true
 		} else {
-			s.handshake = true
+			s.eras.handshake = true
 		}
 	}
 	var h Handler = HandlerFunc(s.core)
@@ -143,46 +128,29 @@ type Stats struct {
 
 // Stats returns the Server's counts.
 func (s *Server) Stats() Stats {
-	s.mu.Lock()
-	st := Stats{Sessions: len(s.sessions), Listens: len(s.listens)}
-	s.mu.Unlock()
-	st.SessionsEvicted = s.sessionsEvicted.Load()
-	st.StreamsRefused = s.streamsRefused.Load()
+	st := s.table.counts()
+	st.StreamsRefused = s.http.streamsRefused.Load()
 	st.Cancelled = s.cancelled.Load()
-	st.Polled = s.polled.Load()
-	st.Retained = s.retained.Load()
-	st.MaxSessionState, st.MaxRetained = s.maxState, s.maxRetained
-	st.StateRefused, st.RetainedRefused = s.stateRefused.Load(), s.retainedRefused.Load()
-	st.EvictedForBytes = s.evictedForBytes.Load()
-	st.BodyTimeouts = s.bodyTimeouts.Load()
+	st.Polled = s.http.polled.Load()
+	st.Retained = s.budget.retained.Load()
+	st.MaxSessionState, st.MaxRetained = s.budget.maxState, s.budget.maxRetained
+	st.StateRefused, st.RetainedRefused = s.budget.stateRefused.Load(), s.budget.retainedRefused.Load()
+	st.EvictedForBytes = s.budget.evictedForBytes.Load()
+	st.BodyTimeouts = s.http.bodyTimeouts.Load()
 	return st
 }
 
 // Sessions returns the open sessions that have a channel of their own:
 // HTTP sessions and connections (not the sessions of single
 // stateless-era requests).
-func (s *Server) Sessions() []*Session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]*Session, 0, len(s.sessions))
-	for sess := range s.sessions {
-		out = append(out, sess)
-	}
-	return out
-}
+func (s *Server) Sessions() []*Session { return s.table.snapshot() }
 
 // Shutdown stops taking work: new HTTP requests get 503, every
 // subscriptions/listen stream ends with its complete result, and the
 // standalone GET streams end once they have sent what they hold.
 // Requests in flight go on. It is idempotent.
 func (s *Server) Shutdown() {
-	s.mu.Lock()
-	if !s.shut {
-		s.shut = true
-		close(s.closing)
-	}
-	sessions := s.sessionsLocked()
-	s.mu.Unlock()
+	sessions := s.table.shutdown()
 	s.EndListens()
 	for _, sess := range sessions {
 		if sess.log != nil {
@@ -196,10 +164,7 @@ func (s *Server) Shutdown() {
 // being served. It is idempotent.
 func (s *Server) Close() {
 	s.Shutdown()
-	s.mu.Lock()
-	sessions := s.sessionsLocked()
-	s.mu.Unlock()
-	for _, sess := range sessions {
+	for _, sess := range s.table.snapshot() {
 		sess.Close()
 	}
 }
@@ -209,13 +174,7 @@ func (s *Server) Close() {
 // streams end without an answer, requests in flight are cancelled, and
 // the next request of an HTTP session gets 404.
 func (s *Server) DropSessions() {
-	s.mu.Lock()
-	sessions := s.sessionsLocked()
-	listens := make([]*listener, 0, len(s.listens))
-	for l := range s.listens {
-		listens = append(listens, l)
-	}
-	s.mu.Unlock()
+	sessions, listens := s.table.snapshot(), s.table.listeners()
 	for _, l := range listens {
 		l.end(false)
 	}
@@ -224,24 +183,6 @@ func (s *Server) DropSessions() {
 			sess.log.cut()
 		}
 		sess.Close()
-	}
-}
-
-func (s *Server) sessionsLocked() []*Session {
-	out := make([]*Session, 0, len(s.sessions))
-	for sess := range s.sessions {
-		out = append(out, sess)
-	}
-	return out
-}
-
-// shutting reports whether Shutdown was called.
-func (s *Server) shutting() bool {
-	select {
-	case <-s.closing:
-		return true
-	default:
-		return false
 	}
 }
 
@@ -279,7 +220,7 @@ func (s *Server) checkEra(r *Request) *protocol.Error {
 		return nil
 	}
 	if !modern {
-		if _, ok := metaVersion(r.Params); !ok || !s.servesModern() {
+		if _, ok := metaVersion(r.Params); !ok || !s.eras.modern {
 			if r.Method == protocol.MethodInitialize || r.Method == protocol.MethodPing {
 				return nil
 			}
@@ -289,15 +230,15 @@ func (s *Server) checkEra(r *Request) *protocol.Error {
 	if RemovedInStateless(r.Method) {
 		return removedError(r.Method)
 	}
-	meta, perr := s.parseMeta(r.Params)
+	meta, perr := s.eras.parseMeta(r.Params)
 	if perr == nil {
-		perr = s.checkVersion(meta.Version)
+		perr = s.eras.checkVersion(meta.Version)
 	}
 	if perr != nil {
 		return perr
 	}
 	sess.mu.Lock()
-	if perr := sess.setInitLocked(r.Method, meta.size); perr != nil {
+	if perr := sess.bytes.setInit(sess.closed, r.Method, meta.size); perr != nil {
 		sess.mu.Unlock()
 		return perr
 	}
@@ -363,10 +304,10 @@ func (s *Server) initialize(w ResponseWriter, r *Request) {
 		w.Error(protocol.NewError(protocol.CodeInvalidParams, "initialize: %v", err))
 		return
 	}
-	version := s.negotiate(p.ProtocolVersion)
+	version := s.eras.negotiate(p.ProtocolVersion)
 	sess := r.Session
 	sess.mu.Lock()
-	if perr := sess.setInitLocked(r.Method, initStateSize(r.Params)); perr != nil {
+	if perr := sess.bytes.setInit(sess.closed, r.Method, initStateSize(r.Params)); perr != nil {
 		sess.mu.Unlock()
 		w.Error(perr)
 		return
@@ -384,26 +325,26 @@ func (s *Server) initialize(w ResponseWriter, r *Request) {
 
 // discover answers server/discover (2026-07-28).
 func (s *Server) discover(w ResponseWriter, r *Request) {
-	if !s.servesModern() {
+	if !s.eras.modern {
 		w.Error(protocol.NewError(protocol.CodeMethodNotFound, "method %q not found", r.Method))
 		return
 	}
 	if r.Meta == nil {
 		version, _ := metaVersion(r.Params)
-		if perr := s.checkVersion(version); perr != nil {
+		if perr := s.eras.checkVersion(version); perr != nil {
 			w.Error(perr)
 			return
 		}
-		meta, perr := s.parseMeta(r.Params)
+		meta, perr := s.eras.parseMeta(r.Params)
 		if perr != nil {
 			w.Error(perr)
 			return
 		}
 		r.Meta = meta
 	}
-	versions := s.modernVersions()
+	versions := s.eras.modernVersions()
 	if s.opts.DiscoverAllVersions {
-		versions = s.versions
+		versions = s.eras.versions
 	}
 	res := protocol.DiscoverResult{
 		SupportedVersions: versions,
@@ -436,40 +377,7 @@ func (s *Server) handleNotification(ctx context.Context, sess *Session, m *proto
 
 // handleResponse delivers a client's answer to a request the server sent.
 func (s *Server) handleResponse(sess *Session, m *protocol.Message) {
-	if !sess.deliver(m) {
+	if !sess.asks.deliver(m) {
 		s.log.Debug().Str("id", m.ID.String()).Msg("a response to no request of ours")
 	}
-}
-
-// track registers an HTTP session or a connection.
-func (s *Server) track(sess *Session) {
-	s.mu.Lock()
-	s.sessions[sess] = struct{}{}
-	if sess.id != "" {
-		s.byID[sess.id] = sess
-	}
-	sess.mu.Lock()
-	if !sess.closed && sess.overhead == 0 {
-		sess.overhead = sessionOverhead
-		s.retained.Add(sessionOverhead)
-	}
-	sess.mu.Unlock()
-	s.mu.Unlock()
-}
-
-// forget removes a closed session from the tables.
-func (s *Server) forget(sess *Session) {
-	s.mu.Lock()
-	delete(s.sessions, sess)
-	if sess.id != "" && s.byID[sess.id] == sess {
-		delete(s.byID, sess.id)
-	}
-	s.mu.Unlock()
-}
-
-// lookup returns the HTTP session id.
-func (s *Server) lookup(id string) *Session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byID[id]
 }

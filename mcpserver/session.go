@@ -52,33 +52,24 @@ type Session struct {
 	subs        map[string]struct{}       // resource subscriptions (nil until one)
 	inflight    map[protocol.ID]*exchange // requests being served, by id (not those of Options.Inline)
 	listens     map[protocol.ID]*listener // open subscriptions/listen requests, by id
-	asks        map[string]*ask           // requests sent to the client, by id
-	posts       map[uint32]*stream        // resumable POST streams (HTTPOptions.SSEResponses), by number
-	postOrder   []uint32                  // their numbers, oldest first
-	postSeq     uint32                    // number of the newest POST stream
-	getStreams  int                       // GET streams open
 	lastUsed    time.Time
 	// sealed is what the session's sealed id carries (HTTPOptions.Seal);
 	// nil when ids are not sealed. It never changes once set.
-	sealed *SealedSession
-	// foreign: the session was restored from its id, and the client's
-	// Last-Event-ID on the standalone stream numbers events of another
-	// replica (or life) until a GET stream opens here.
-	foreign   bool
+	sealed    *SealedSession
 	checkedAt time.Time // when the SessionStore was last asked whether the session was deleted
-	// state is the bytes of what the client made the Server keep for
-	// the session (see bounds.go), initState the part its clientInfo and
-	// capabilities make; overhead what the session is counted for being
-	// open (HTTP sessions and connections). All three are in the
-	// Server's retained total until Close.
-	state, initState, overhead int64
+	bytes     held      // what the session is counted for in the Server's budget (see bounds.go)
+
+	// Components with locks of their own, taken after mu if at all.
+	asks    asks        // requests sent to the client, waiting for their answers (ask.go)
+	streams httpStreams // an HTTP session's POST and GET streams
 }
 
 // maxPostStreams bounds the resumable POST streams a session keeps.
 const maxPostStreams = 256
 
 func newSession(srv *Server, kind sessionKind) *Session {
-	return &Session{srv: srv, kind: kind, done: make(chan struct{}), lastUsed: srv.opts.Now()}
+	return &Session{srv: srv, kind: kind, done: make(chan struct{}), lastUsed: srv.opts.Now(), bytes: held{b: &srv.budget},
+		asks: asks{seq: &srv.askSeq}, streams: httpStreams{outbox: srv.opts.HTTP.OutboxSize}}
 }
 
 // newSessionID returns a random session id (128 bits, hex).
@@ -102,22 +93,6 @@ func (s *Session) Closed() bool {
 	return s.closed
 }
 
-// ProtocolVersion returns the session's protocol version: negotiated by
-// initialize, or named by its latest stateless-era request ("" before
-// either).
-func (s *Session) ProtocolVersion() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.version
-}
-
-// Modern reports whether the session speaks the stateless era.
-func (s *Session) Modern() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.modern
-}
-
 // Flush writes now what a connection's session holds back (the answers
 // to messages read together are written together); a handler that is
 // about to block its connection's reader calls it. Other sessions hold
@@ -128,42 +103,37 @@ func (s *Session) Flush() {
 	}
 }
 
-// Initialized reports whether the session is in a handshake era and its
-// initialize was answered.
-func (s *Session) Initialized() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !s.modern && (s.initialized || s.version != "")
+// Client is what a session knows of its client.
+type Client struct {
+	// Version is the session's protocol version: negotiated by
+	// initialize, or named by its latest stateless-era request ("" before
+	// either).
+	Version string
+	// Modern reports whether the session speaks the stateless era.
+	Modern bool
+	// Initialized reports whether the session is in a handshake era and
+	// its initialize was answered.
+	Initialized bool
+	// Info is the client's name and version, and Capabilities its
+	// capabilities: from initialize, or from the latest stateless-era
+	// request's _meta.
+	Info         protocol.Implementation
+	Capabilities protocol.ClientCapabilities
+	// LogLevel is the level the client set with logging/setLevel ("" if
+	// it did not).
+	LogLevel protocol.LoggingLevel
 }
 
-// ClientInfo returns the client's name and version: from initialize, or
-// from the latest stateless-era request's _meta.
-func (s *Session) ClientInfo() protocol.Implementation {
+// Client returns what the session knows of its client, read together.
+func (s *Session) Client() Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	c := Client{Version: s.version, Modern: s.modern, Initialized: !s.modern && (s.initialized || s.version != ""),
+		Info: s.clientInfo, Capabilities: s.caps, LogLevel: s.logLevel}
 	if s.meta != nil {
-		return s.meta.ClientInfo
+		c.Info, c.Capabilities = s.meta.ClientInfo, s.meta.ClientCapabilities
 	}
-	return s.clientInfo
-}
-
-// Capabilities returns the client's capabilities: from initialize, or from
-// the latest stateless-era request's _meta.
-func (s *Session) Capabilities() protocol.ClientCapabilities {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.meta != nil {
-		return s.meta.ClientCapabilities
-	}
-	return s.caps
-}
-
-// LogLevel returns the level the client set with logging/setLevel ("" if
-// it did not).
-func (s *Session) LogLevel() protocol.LoggingLevel {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logLevel
+	return c
 }
 
 // LastActive returns when the session last sent something (or had a GET
@@ -186,7 +156,7 @@ func (s *Session) Reachable() bool {
 	case s.kind == kindConn:
 		return true
 	case s.kind == kindHTTP:
-		return s.getStreams > 0
+		return s.streams.open() > 0
 	}
 	return false
 }
@@ -196,7 +166,7 @@ func (s *Session) Reachable() bool {
 func (s *Session) Busy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.inflight) > 0 || s.getStreams > 0 || len(s.listens) > 0
+	return len(s.inflight) > 0 || len(s.listens) > 0 || s.streams.open() > 0
 }
 
 // Subscribe records that the client wants notifications/resources/updated
@@ -213,7 +183,7 @@ func (s *Session) Subscribe(uri string) error {
 		return ErrSessionClosed
 	}
 	if _, ok := s.subs[uri]; !ok {
-		if perr := s.chargeLocked(protocol.MethodResourcesSubscribe, uriSize(uri)); perr != nil {
+		if perr := s.bytes.charge(s.closed, protocol.MethodResourcesSubscribe, uriSize(uri)); perr != nil {
 			s.mu.Unlock()
 			return perr
 		}
@@ -240,14 +210,13 @@ func (s *Session) CheckSubscribe(uri string) error {
 		return nil
 	}
 	n := uriSize(uri)
-	srv := s.srv
-	if srv.maxState > 0 && s.state+n > srv.maxState {
-		srv.stateRefused.Add(1)
-		return stateError(protocol.MethodResourcesSubscribe, boundSession, srv.maxState, s.state+n)
+	if perr := s.bytes.check(protocol.MethodResourcesSubscribe, n); perr != nil {
+		return perr
 	}
-	if srv.maxRetained > 0 && srv.retained.Load()+n > srv.maxRetained {
-		srv.retainedRefused.Add(1)
-		return stateError(protocol.MethodResourcesSubscribe, boundTotal, srv.maxRetained, srv.retained.Load()+n)
+	srv := s.srv
+	if srv.budget.maxRetained > 0 && srv.budget.retained.Load()+n > srv.budget.maxRetained {
+		srv.budget.retainedRefused.Add(1)
+		return stateError(protocol.MethodResourcesSubscribe, boundTotal, srv.budget.maxRetained, srv.budget.retained.Load()+n)
 	}
 	return nil
 }
@@ -257,7 +226,7 @@ func (s *Session) Unsubscribe(uri string) {
 	s.mu.Lock()
 	if _, ok := s.subs[uri]; ok {
 		delete(s.subs, uri)
-		_ = s.chargeLocked(protocol.MethodResourcesUnsubscribe, -uriSize(uri))
+		_ = s.bytes.charge(s.closed, protocol.MethodResourcesUnsubscribe, -uriSize(uri))
 	}
 	s.mu.Unlock()
 	s.saveExtras()
@@ -381,7 +350,7 @@ func (s *Session) Expire() {
 	idle := len(s.inflight) == 0
 	s.mu.Unlock()
 	if s.kind != kindRequest {
-		s.srv.forget(s)
+		s.srv.table.forget(s)
 	}
 	if idle {
 		s.Close()
@@ -420,16 +389,12 @@ func (s *Session) Close() {
 	}
 	s.closed = true
 	close(s.done)
-	s.releaseLocked()
+	s.bytes.release()
 	inflight := s.inflight
 	s.inflight = nil
 	listens := make([]*listener, 0, len(s.listens))
 	for _, l := range s.listens {
 		listens = append(listens, l)
-	}
-	posts := make([]*stream, 0, len(s.posts))
-	for _, st := range s.posts {
-		posts = append(posts, st)
 	}
 	s.mu.Unlock()
 	for _, x := range inflight {
@@ -441,92 +406,127 @@ func (s *Session) Close() {
 	if s.log != nil {
 		s.log.end()
 	}
-	for _, st := range posts {
-		st.end()
-	}
+	s.streams.close()
 	if s.conn != nil {
 		s.conn.close()
 	}
 	if s.kind != kindRequest {
-		s.srv.forget(s)
+		s.srv.table.forget(s)
 		if s.srv.opts.OnSessionClosed != nil {
 			s.srv.opts.OnSessionClosed(s)
 		}
 	}
 }
 
-// newPostStream returns a new resumable POST stream of the session
-// (HTTPOptions.SSEResponses), keeping the newest maxPostStreams.
-func (s *Session) newPostStream(forgetOnRead bool) *stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.postSeq++
-	st := newStream(s.postSeq, s.srv.opts.HTTP.OutboxSize)
+// httpStreams are an HTTP session's resumable POST streams
+// (HTTPOptions.SSEResponses) and the count of its GET streams open.
+//
+// Concurrency: guarded by mu, which is taken after the session's own
+// (never the other way round).
+type httpStreams struct {
+	outbox int // HTTPOptions.OutboxSize
+
+	mu        sync.Mutex
+	closed    bool               // the session closed: new streams are born ended
+	posts     map[uint32]*stream // by number
+	postOrder []uint32           // their numbers, oldest first
+	postSeq   uint32             // number of the newest POST stream
+	gets      int                // GET streams open
+	// foreign: the session was restored from its id, and the client's
+	// Last-Event-ID on the standalone stream numbers events of another
+	// replica (or life) until a GET stream opens here.
+	foreign bool
+}
+
+// newPost returns a new resumable POST stream, keeping the newest
+// maxPostStreams.
+func (h *httpStreams) newPost(forgetOnRead bool) *stream {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.postSeq++
+	st := newStream(h.postSeq, h.outbox)
 	st.forgetOnRead = forgetOnRead
-	if s.posts == nil {
-		s.posts = map[uint32]*stream{}
+	if h.posts == nil {
+		h.posts = map[uint32]*stream{}
 	}
-	s.posts[st.no] = st
-	s.postOrder = append(s.postOrder, st.no)
-	if len(s.postOrder) > maxPostStreams {
-		delete(s.posts, s.postOrder[0])
-		s.postOrder = s.postOrder[1:]
+	h.posts[st.no] = st
+	h.postOrder = append(h.postOrder, st.no)
+	if len(h.postOrder) > maxPostStreams {
+		delete(h.posts, h.postOrder[0])
+		h.postOrder = h.postOrder[1:]
 	}
-	if s.closed {
+	if h.closed {
 		st.end()
 	}
 	return st
 }
 
-// forgetStream forgets POST stream st: no GET resumes it any more.
-func (s *Session) forgetStream(st *stream) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.posts[st.no] != st {
+// forget forgets POST stream st: no GET resumes it any more.
+func (h *httpStreams) forget(st *stream) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.posts[st.no] != st {
 		return
 	}
-	delete(s.posts, st.no)
-	if i := slices.Index(s.postOrder, st.no); i >= 0 {
-		s.postOrder = slices.Delete(s.postOrder, i, i+1)
+	delete(h.posts, st.no)
+	if i := slices.Index(h.postOrder, st.no); i >= 0 {
+		h.postOrder = slices.Delete(h.postOrder, i, i+1)
 	}
 }
 
-// stream returns the session's stream number no (0: the standalone one),
-// or nil.
-func (s *Session) stream(no uint32) *stream {
-	if no == 0 {
-		return s.log
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.posts[no]
+// post returns POST stream number no, or nil.
+func (h *httpStreams) post(no uint32) *stream {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.posts[no]
 }
 
-// openGetStream counts a GET stream in, unless the session has limit open
-// already (limit ≤ 0: no limit); closeGetStream counts it out.
-func (s *Session) openGetStream(limit int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if limit > 0 && s.getStreams >= limit {
+// openGet counts a GET stream in, unless limit are open already (limit ≤
+// 0: no limit); closeGet counts it out; open says how many are.
+func (h *httpStreams) openGet(limit int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if limit > 0 && h.gets >= limit {
 		return false
 	}
-	s.getStreams++
+	h.gets++
 	return true
+}
+
+func (h *httpStreams) closeGet() {
+	h.mu.Lock()
+	h.gets--
+	h.mu.Unlock()
+}
+
+func (h *httpStreams) open() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.gets
 }
 
 // takeForeign reports whether the session was restored from its sealed
 // id and has had no GET stream here yet (the client's event numbers are
 // then another replica's), and from now on reports false.
-func (s *Session) takeForeign() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.foreign
-	s.foreign = false
+func (h *httpStreams) takeForeign() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.foreign
+	h.foreign = false
 	return f
 }
 
-func (s *Session) closeGetStream() {
-	s.mu.Lock()
-	s.getStreams--
-	s.mu.Unlock()
+// close ends every POST stream once it has sent what it holds; streams
+// made later are born ended.
+func (h *httpStreams) close() {
+	h.mu.Lock()
+	h.closed = true
+	posts := make([]*stream, 0, len(h.posts))
+	for _, st := range h.posts {
+		posts = append(posts, st)
+	}
+	h.mu.Unlock()
+	for _, st := range posts {
+		st.end()
+	}
 }

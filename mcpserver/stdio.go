@@ -29,7 +29,7 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 		b, _ := br.Peek(br.Buffered())
 		return bytes.IndexByte(b, '\n') >= 0
 	}
-	return s.serveConnection(ctx, conn, read, batch)
+	return conn.serve(ctx, read, batch)
 }
 
 // readLine reads one line without its line break, at most max bytes (a

@@ -329,7 +329,7 @@ func (s *server) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 		seen := struct {
 			SetLevel protocol.LoggingLevel `json:"setLevel"`
 			Meta     protocol.LoggingLevel `json:"meta"`
-		}{SetLevel: r.Session.LogLevel()}
+		}{SetLevel: r.Session.Client().LogLevel}
 		if r.Meta != nil {
 			seen.Meta = r.Meta.LogLevel
 		}

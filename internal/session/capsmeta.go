@@ -11,31 +11,31 @@ import (
 // capsMeta is the stateless-era _meta of the requests that declare
 // capabilities of their own (RequestOptions.Capabilities), encoded. A
 // gateway declares its client's capabilities on every call and they
-// rarely change, so the session keeps the last encoding (Session.capsMeta)
+// rarely change, so the session keeps the last encoding (eraMeta.caps)
 // and makes a new one only when they differ.
 //
 // Concurrency: immutable once stored.
 type capsMeta struct {
 	caps protocol.ClientCapabilities // a deep copy of what was encoded
-	json json.RawMessage             // optionsMeta(caps), encoded
+	json json.RawMessage             // eraMeta.options(caps), encoded
 	// level is the session's leveled _meta when it was encoded (nil
 	// before any SetLogLevel): a new log level makes it stale.
 	level *leveledMeta
 }
 
-// metaWithCaps returns the stateless-era _meta with the client
-// capabilities replaced by caps, encoded: what optionsMeta returns for a
-// request with Capabilities and no Meta, encoded by encoding/json.
-func (s *Session) metaWithCaps(caps *protocol.ClientCapabilities) (json.RawMessage, error) {
-	level := s.leveled.Load()
-	if c := s.capsMeta.Load(); c != nil && c.level == level && sameCapabilities(&c.caps, caps) {
+// withCaps returns the stateless-era _meta with the client capabilities
+// replaced by caps, encoded: what options returns for a request with
+// Capabilities and no Meta, encoded by encoding/json.
+func (e *eraMeta) withCaps(caps *protocol.ClientCapabilities) (json.RawMessage, error) {
+	level := e.leveled.Load()
+	if c := e.caps.Load(); c != nil && c.level == level && sameCapabilities(&c.caps, caps) {
 		return c.json, nil
 	}
-	raw, err := json.Marshal(s.optionsMeta(RequestOptions{Capabilities: caps}))
+	raw, err := json.Marshal(e.options(RequestOptions{Capabilities: caps}))
 	if err != nil {
 		return nil, err
 	}
-	s.capsMeta.Store(&capsMeta{caps: cloneCapabilities(caps), json: raw, level: level})
+	e.caps.Store(&capsMeta{caps: cloneCapabilities(caps), json: raw, level: level})
 	return raw, nil
 }
 

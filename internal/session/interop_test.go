@@ -247,9 +247,9 @@ func TestServerEverythingInterop(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, wire := openInterop(t, transports.Config{Command: command}, tt.opts)
-			t.Logf("server-everything negotiated %s (discover rejected: %v)", s.ProtocolVersion(), s.DiscoverRejected())
-			assert.Equal(t, tt.wantVersion, s.ProtocolVersion())
-			assert.Equal(t, tt.wantRejected, s.DiscoverRejected())
+			t.Logf("server-everything negotiated %s (discover rejected: %v)", s.Peer().Version, s.Peer().DiscoverRejected)
+			assert.Equal(t, tt.wantVersion, s.Peer().Version)
+			assert.Equal(t, tt.wantRejected, s.Peer().DiscoverRejected)
 			assert.Equal(t, tt.wantSent, wire.methods())
 			assert.Equal(t, tt.wantVersion, wire.initializeVersion(), "initialize asks for the version the server then chose")
 			if tt.wantRejected {
@@ -257,10 +257,10 @@ func TestServerEverythingInterop(t *testing.T) {
 				assert.True(t, ok, "server/discover was answered with an error")
 				assert.Equal(t, int64(protocol.CodeMethodNotFound), code)
 			}
-			assert.Equal(t, "mcp-servers/everything", s.ServerInfo().Name)
-			assert.NotNil(t, s.Capabilities().Tools)
-			assert.NotNil(t, s.Capabilities().Resources)
-			assert.NotNil(t, s.Capabilities().Prompts)
+			assert.Equal(t, "mcp-servers/everything", s.Peer().Info.Name)
+			assert.NotNil(t, s.Peer().Capabilities.Tools)
+			assert.NotNil(t, s.Peer().Capabilities.Resources)
+			assert.NotNil(t, s.Peer().Capabilities.Prompts)
 
 			exerciseEverything(t, s)
 		})
@@ -270,7 +270,7 @@ func TestServerEverythingInterop(t *testing.T) {
 func exerciseEverything(t *testing.T, s *session.Session) {
 	require.NoError(t, s.Ping(callCtx(t)))
 
-	tools, err := s.ListTools(callCtx(t))
+	tools, err := s.Lists().Tools(callCtx(t))
 	require.NoError(t, err)
 	names := toolNames(tools)
 	assert.Contains(t, names, "echo")
@@ -292,7 +292,7 @@ func exerciseEverything(t *testing.T, s *session.Session) {
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
 
-	resources, err := s.ListResources(callCtx(t))
+	resources, err := s.Lists().Resources(callCtx(t))
 	require.NoError(t, err)
 	var static *protocol.Resource
 	for i := range resources {
@@ -308,7 +308,7 @@ func exerciseEverything(t *testing.T, s *session.Session) {
 	assert.Equal(t, static.URI, rr.Contents[0].URI)
 	assert.NotEmpty(t, rr.Contents[0].Text+rr.Contents[0].Blob, "resource %s has contents", static.URI)
 
-	prompts, err := s.ListPrompts(callCtx(t))
+	prompts, err := s.Lists().Prompts(callCtx(t))
 	require.NoError(t, err)
 	byName := map[string]protocol.Prompt{}
 	for _, p := range prompts {
@@ -465,9 +465,9 @@ func TestGoSDKInterop(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, wire := openInterop(t, transports.Config{Command: bin, Args: tt.args}, tt.opts)
-			t.Logf("go-sdk server %v negotiated %s (discover rejected: %v)", tt.args, s.ProtocolVersion(), s.DiscoverRejected())
-			assert.Equal(t, tt.wantVersion, s.ProtocolVersion())
-			assert.Equal(t, tt.wantRejected, s.DiscoverRejected())
+			t.Logf("go-sdk server %v negotiated %s (discover rejected: %v)", tt.args, s.Peer().Version, s.Peer().DiscoverRejected)
+			assert.Equal(t, tt.wantVersion, s.Peer().Version)
+			assert.Equal(t, tt.wantRejected, s.Peer().DiscoverRejected)
 			assert.Equal(t, tt.wantSent, wire.methods())
 			assert.Equal(t, tt.wantInit, wire.initializeVersion())
 			if tt.wantRejected {
@@ -475,14 +475,14 @@ func TestGoSDKInterop(t *testing.T) {
 				assert.True(t, ok, "server/discover was answered with an error")
 				assert.Equal(t, int64(protocol.CodeUnsupportedProtocolVersion), code)
 			}
-			assert.Equal(t, protocol.Implementation{Name: "gosdkserver", Version: "1.0.0"}, s.ServerInfo())
-			assert.NotNil(t, s.Capabilities().Tools)
-			assert.NotNil(t, s.Capabilities().Resources)
-			assert.NotNil(t, s.Capabilities().Prompts)
+			assert.Equal(t, protocol.Implementation{Name: "gosdkserver", Version: "1.0.0"}, s.Peer().Info)
+			assert.NotNil(t, s.Peer().Capabilities.Tools)
+			assert.NotNil(t, s.Peer().Capabilities.Resources)
+			assert.NotNil(t, s.Peer().Capabilities.Prompts)
 
 			exerciseGoSDK(t, s)
 
-			if protocol.UsesDiscover(s.ProtocolVersion()) {
+			if protocol.UsesDiscover(s.Peer().Version) {
 				assert.Equal(t, []string{protocol.MethodDiscover}, wire.methods()[:1], "no handshake in the stateless era")
 				assert.NotContains(t, wire.methods(), protocol.MethodInitialize)
 			}
@@ -494,7 +494,7 @@ func exerciseGoSDK(t *testing.T, s *session.Session) {
 	// In the stateless era there is no ping: Ping asks server/discover.
 	require.NoError(t, s.Ping(callCtx(t)))
 
-	tools, err := s.ListTools(callCtx(t))
+	tools, err := s.Lists().Tools(callCtx(t))
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"echo", "add"}, toolNames(tools))
 	for _, tool := range tools {
@@ -531,7 +531,7 @@ func exerciseGoSDK(t *testing.T, s *session.Session) {
 	require.ErrorAs(t, err, &rpcErr)
 	assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code)
 
-	resources, err := s.ListResources(callCtx(t))
+	resources, err := s.Lists().Resources(callCtx(t))
 	require.NoError(t, err)
 	require.Len(t, resources, 1)
 	assert.Equal(t, "sdk://greeting", resources[0].URI)
@@ -546,7 +546,7 @@ func exerciseGoSDK(t *testing.T, s *session.Session) {
 	require.ErrorAs(t, err, &rpcErr)
 	assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code)
 
-	prompts, err := s.ListPrompts(callCtx(t))
+	prompts, err := s.Lists().Prompts(callCtx(t))
 	require.NoError(t, err)
 	require.Len(t, prompts, 1)
 	assert.Equal(t, "greet", prompts[0].Name)

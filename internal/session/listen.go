@@ -26,14 +26,39 @@ import (
 // to drop their late notifications.
 const maxRetired = 64
 
-// ListenStream is one subscriptions/listen request of OpenListen, open in
+// Subscriptions are a session's subscriptions/listen streams (2026-07-28),
+// through which a stateless-era server sends its notifications: the
+// streams open, the acknowledgements, and the muting of a stream being
+// replaced. Reach them with Session.Subscriptions.
+//
+// Concurrency: every exported method is safe for concurrent use. listens,
+// retired and retiredQ are guarded by mu; acknowledged and mutes run on
+// the transport's read goroutine; the counters are atomic.
+type Subscriptions struct {
+	s *Session
+
+	mu       sync.Mutex
+	listens  map[int64]*ListenStream // open streams, by subscription id
+	retired  map[int64]struct{}      // muted streams that have ended, whose late notifications are still dropped
+	retiredQ []int64                 // retired, oldest first (at most maxRetired)
+
+	anyMuted  atomic.Bool  // a stream was ever muted: notifications need the subscription id check
+	muted     atomic.Int64 // notifications dropped because their stream was muted
+	acks      atomic.Int64 // subscriptions/listen acknowledgements received
+	listening atomic.Int64 // subscriptions/listen requests open (not counted in Session.InFlight)
+}
+
+// Subscriptions returns the session's subscriptions/listen streams.
+func (s *Session) Subscriptions() *Subscriptions { return &s.subs }
+
+// ListenStream is one subscriptions/listen request of Open, open in
 // the background until it is cancelled, the server ends it, or the
 // session ends.
 //
 // Concurrency: every method is safe for concurrent use. agreed is written
 // once before acked is closed; outcome and err before done is closed.
 type ListenStream struct {
-	s          *Session
+	subs       *Subscriptions
 	id         int64
 	supersedes *ListenStream
 	ctx        context.Context // ends with the stream
@@ -50,7 +75,7 @@ type ListenStream struct {
 	muted atomic.Bool
 }
 
-// OpenListen sends subscriptions/listen selecting subs and returns at once;
+// Open sends subscriptions/listen selecting subs and returns at once;
 // the request stays open in the background until ctx ends, Cancel, the
 // server ends it, or the session ends. Its notifications arrive through
 // the Handler like any other.
@@ -61,43 +86,42 @@ type ListenStream struct {
 // select is delivered once, by the old stream before the switch and by the
 // new one after. The caller then cancels supersedes.
 //
-// In the handshake eras there is nothing to listen to: OpenListen fails
+// In the handshake eras there is nothing to listen to: Open fails
 // with ErrVersionMismatch. On an ended session it fails with the session's
 // error.
-func (s *Session) OpenListen(ctx context.Context, subs protocol.NotificationSubscriptions, supersedes *ListenStream) (*ListenStream, error) {
-	if s.modernMeta == nil {
-		return nil, fmt.Errorf("%w: subscriptions/listen needs protocol version %s, the session speaks %s", ErrVersionMismatch, protocol.Version20260728, s.version)
+func (sb *Subscriptions) Open(ctx context.Context, subs protocol.NotificationSubscriptions, supersedes *ListenStream) (*ListenStream, error) {
+	s := sb.s
+	if s.meta.modern == nil {
+		return nil, fmt.Errorf("%w: subscriptions/listen needs protocol version %s, the session speaks %s", ErrVersionMismatch, protocol.Version20260728, s.peer.Version)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	l := &ListenStream{s: s, id: s.nextID.Add(1), supersedes: supersedes, ctx: ctx, cancel: cancel,
+	l := &ListenStream{subs: sb, id: s.core.nextID.Add(1), supersedes: supersedes, ctx: ctx, cancel: cancel,
 		acked: make(chan struct{}), done: make(chan struct{})}
-	s.mu.Lock()
-	if s.err != nil {
-		err := s.err
-		s.mu.Unlock()
+	// With no error yet, under the core's lock: before Close waits for bg.
+	if err := s.core.admit(func() { s.core.bg.Add(1) }); err != nil {
 		cancel()
 		return nil, fmt.Errorf("%s: %w", protocol.MethodSubscriptionsListen, err)
 	}
-	if s.listens == nil {
-		s.listens = make(map[int64]*ListenStream)
+	sb.mu.Lock()
+	if sb.listens == nil {
+		sb.listens = make(map[int64]*ListenStream)
 	}
-	s.listens[l.id] = l
-	s.bg.Add(1) // under mu with no error yet: before Close waits for bg
-	s.mu.Unlock()
+	sb.listens[l.id] = l
+	sb.mu.Unlock()
 
-	params := protocol.SubscriptionsListenParams{Meta: s.statelessMeta(), Notifications: subs}
+	params := protocol.SubscriptionsListenParams{Meta: s.meta.stateless(), Notifications: subs}
 	routine.Go("session.listen", func() {
-		defer s.bg.Done()
-		s.listening.Add(1)
+		defer s.core.bg.Done()
+		sb.listening.Add(1)
 		_, err := s.roundTripID(ctx, l.id, protocol.MethodSubscriptionsListen, params, 0)
-		s.listening.Add(-1)
+		sb.listening.Add(-1)
 		cancel()
-		s.mu.Lock()
-		delete(s.listens, l.id)
+		sb.mu.Lock()
+		delete(sb.listens, l.id)
 		if l.muted.Load() {
-			s.retire(l.id)
+			sb.retire(l.id)
 		}
-		s.mu.Unlock()
+		sb.mu.Unlock()
 		select {
 		case <-l.acked:
 			l.outcome.Acknowledged = true
@@ -147,7 +171,7 @@ func (l *ListenStream) Result() (ListenOutcome, error) {
 // to the Handler are not recalled).
 func (l *ListenStream) Mute() {
 	l.muted.Store(true)
-	l.s.anyMuted.Store(true)
+	l.subs.anyMuted.Store(true)
 }
 
 // Cancel mutes the stream and ends it: on stdio the server is sent
@@ -160,28 +184,29 @@ func (l *ListenStream) Cancel() {
 }
 
 // retire remembers an ended muted stream; the caller holds mu.
-func (s *Session) retire(id int64) {
-	if s.retired == nil {
-		s.retired = make(map[int64]struct{})
+func (sb *Subscriptions) retire(id int64) {
+	if sb.retired == nil {
+		sb.retired = make(map[int64]struct{})
 	}
-	s.retired[id] = struct{}{}
-	s.retiredQ = append(s.retiredQ, id)
-	if len(s.retiredQ) > maxRetired {
-		delete(s.retired, s.retiredQ[0])
-		s.retiredQ = s.retiredQ[1:]
+	sb.retired[id] = struct{}{}
+	sb.retiredQ = append(sb.retiredQ, id)
+	if len(sb.retiredQ) > maxRetired {
+		delete(sb.retired, sb.retiredQ[0])
+		sb.retiredQ = sb.retiredQ[1:]
 	}
 }
 
 // acknowledged handles notifications/subscriptions/acknowledged for a
-// stream of OpenListen (on the receive path).
-func (s *Session) acknowledged(params json.RawMessage) {
+// stream of Open (on the receive path).
+func (sb *Subscriptions) acknowledged(params json.RawMessage) {
+	sb.acks.Add(1)
 	id, ok := subscriptionID(params)
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	l := s.listens[id]
-	s.mu.Unlock()
+	sb.mu.Lock()
+	l := sb.listens[id]
+	sb.mu.Unlock()
 	if l == nil {
 		return
 	}
@@ -196,20 +221,28 @@ func (s *Session) acknowledged(params json.RawMessage) {
 	})
 }
 
-// mutedNotification reports whether a notification belongs to a muted
-// stream.
-func (s *Session) mutedNotification(params json.RawMessage) bool {
+// mutes reports whether a notification belongs to a muted stream, and
+// counts it if so (on the receive path).
+func (sb *Subscriptions) mutes(params json.RawMessage) bool {
+	if !sb.anyMuted.Load() {
+		return false
+	}
 	id, ok := subscriptionID(params)
 	if !ok {
 		return false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l := s.listens[id]; l != nil {
-		return l.muted.Load()
+	sb.mu.Lock()
+	muted := false
+	if l := sb.listens[id]; l != nil {
+		muted = l.muted.Load()
+	} else {
+		_, muted = sb.retired[id]
 	}
-	_, retired := s.retired[id]
-	return retired
+	sb.mu.Unlock()
+	if muted {
+		sb.muted.Add(1)
+	}
+	return muted
 }
 
 var subscriptionIDKey = []byte(protocol.MetaSubscriptionID)
@@ -231,6 +264,32 @@ func subscriptionID(params json.RawMessage) (int64, bool) {
 	return p.Meta.ID.Int64()
 }
 
-// MutedNotifications returns how many notifications were dropped because
-// the stream they came on was muted.
-func (s *Session) MutedNotifications() int64 { return s.muted.Load() }
+// Muted returns how many notifications were dropped because the stream
+// they came on was muted.
+func (sb *Subscriptions) Muted() int64 { return sb.muted.Load() }
+
+// Listen holds a subscriptions/listen request (2026-07-28) open until the
+// server ends it or ctx ends. The notifications it selects arrive through
+// the Handler like any other. In the handshake eras there is nothing to
+// listen to: Listen fails with ErrVersionMismatch.
+func (sb *Subscriptions) Listen(ctx context.Context, subs protocol.NotificationSubscriptions) (ListenOutcome, error) {
+	s := sb.s
+	if s.meta.modern == nil {
+		return ListenOutcome{}, fmt.Errorf("%w: subscriptions/listen needs protocol version %s, the session speaks %s", ErrVersionMismatch, protocol.Version20260728, s.peer.Version)
+	}
+	before := sb.acks.Load()
+	sb.listening.Add(1)
+	defer sb.listening.Add(-1)
+	err := s.Call(ctx, protocol.MethodSubscriptionsListen, protocol.SubscriptionsListenParams{Meta: s.meta.stateless(), Notifications: subs}, nil)
+	return ListenOutcome{Acknowledged: sb.acks.Load() > before, Completed: err == nil}, err
+}
+
+// ListenOutcome says how a subscriptions/listen stream went.
+type ListenOutcome struct {
+	// Acknowledged is true when the server acknowledged the subscription
+	// (notifications/subscriptions/acknowledged) while the stream was open.
+	Acknowledged bool
+	// Completed is true when the server ended the stream gracefully with
+	// a result, rather than by dropping it.
+	Completed bool
+}

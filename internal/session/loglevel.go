@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -33,28 +35,106 @@ type leveledMeta struct {
 	json json.RawMessage
 }
 
-// statelessMeta returns the _meta members of every stateless-era
-// request: the negotiated ones, with the log level once one was set; nil
-// in the handshake eras. The map is shared: never modify it.
-func (s *Session) statelessMeta() protocol.Meta {
-	if l := s.leveled.Load(); l != nil {
-		return l.meta
-	}
-	return s.modernMeta
+// eraMeta holds the _meta members every stateless-era request carries
+// (2026-07-28: protocol version, client info and capabilities, and the
+// log level once the host set one), encoded once, and encodes the _meta of
+// each request from them. In the handshake eras modern is nil and the
+// _meta of a request is what its caller gave.
+//
+// Concurrency: modern and modernJSON are written by the negotiation in
+// Open before the session is returned, and only read afterwards. leveled,
+// level and caps are atomic pointers to immutable values; mu orders two
+// setLevel at once.
+type eraMeta struct {
+	modern     protocol.Meta   // nil in the handshake eras
+	modernJSON json.RawMessage // modern, encoded once
+	// leveled is modern with the log level the host asked for
+	// (SetLogLevel), once it did; see stateless.
+	leveled atomic.Pointer[leveledMeta]
+	level   atomic.Pointer[protocol.LoggingLevel] // see Session.LogLevel
+	// caps is the last _meta encoded with a request's own capabilities
+	// (see capsmeta.go).
+	caps atomic.Pointer[capsMeta]
+	mu   sync.Mutex
 }
 
-// statelessMetaJSON is statelessMeta, encoded.
-func (s *Session) statelessMetaJSON() json.RawMessage {
-	if l := s.leveled.Load(); l != nil {
+// stateless returns the _meta members of every stateless-era request:
+// the negotiated ones, with the log level once one was set; nil in the
+// handshake eras. The map is shared: never modify it.
+func (e *eraMeta) stateless() protocol.Meta {
+	if l := e.leveled.Load(); l != nil {
+		return l.meta
+	}
+	return e.modern
+}
+
+// statelessJSON is stateless, encoded.
+func (e *eraMeta) statelessJSON() json.RawMessage {
+	if l := e.leveled.Load(); l != nil {
 		return l.json
 	}
-	return s.modernMetaJSON
+	return e.modernJSON
+}
+
+// withMeta gives a request without params the stateless-era _meta
+// members. Typed requests set their Meta with options instead; params
+// passed to Call by others are sent as they are.
+func (e *eraMeta) withMeta(params any) any {
+	if e.modern == nil || params != nil {
+		return params
+	}
+	return protocol.PingParams{Meta: e.stateless()}
+}
+
+// options returns the _meta for a typed request with options: o.Meta in
+// the handshake eras; otherwise o.Meta merged over the stateless-era
+// members, the client capabilities replaced by o.Capabilities when set.
+func (e *eraMeta) options(o RequestOptions) protocol.Meta {
+	if e.modern == nil {
+		return o.Meta
+	}
+	base := e.stateless()
+	out := make(protocol.Meta, len(base)+len(o.Meta))
+	for k, v := range base {
+		out[k] = v
+	}
+	if o.Capabilities != nil {
+		if raw, err := json.Marshal(o.Capabilities); err == nil {
+			out[protocol.MetaClientCapabilities] = raw
+		}
+	}
+	for k, v := range o.Meta {
+		out[k] = v
+	}
+	return out
+}
+
+// setLevel makes every stateless-era request from now on carry level.
+func (e *eraMeta) setLevel(level protocol.LoggingLevel) error {
+	meta := make(protocol.Meta, len(e.modern)+1)
+	for k, v := range e.modern {
+		meta[k] = v
+	}
+	raw, err := json.Marshal(level)
+	if err != nil {
+		return err
+	}
+	meta[protocol.MetaLogLevel] = raw
+	encoded, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock() // two setLevel at once: the last to store wins both
+	e.leveled.Store(&leveledMeta{meta: meta, json: encoded})
+	e.level.Store(&level)
+	e.mu.Unlock()
+	return nil
 }
 
 // LogLevel returns the level the session asks the server for: the last
 // SetLogLevel (or Options.LogLevel) that took effect; empty if none.
 func (s *Session) LogLevel() protocol.LoggingLevel {
-	if p := s.logLevel.Load(); p != nil {
+	if p := s.meta.level.Load(); p != nil {
 		return *p
 	}
 	return ""
@@ -71,45 +151,15 @@ func (s *Session) SetLogLevel(ctx context.Context, level protocol.LoggingLevel) 
 	if !level.Valid() {
 		return fmt.Errorf("%w: %q", ErrInvalidLogLevel, level)
 	}
-	if s.modernMeta == nil {
-		if s.capabilities.Logging == nil {
-			return ErrNoLogging
-		}
-		if err := s.Call(ctx, protocol.MethodLoggingSetLevel, protocol.SetLevelParams{Level: level}, nil); err != nil {
-			return err
-		}
-		s.logLevel.Store(&level)
-		return nil
+	if s.meta.modern != nil {
+		return s.meta.setLevel(level)
 	}
-	meta := make(protocol.Meta, len(s.modernMeta)+1)
-	for k, v := range s.modernMeta {
-		meta[k] = v
+	if s.peer.Capabilities.Logging == nil {
+		return ErrNoLogging
 	}
-	raw, err := json.Marshal(level)
-	if err != nil {
+	if err := s.Call(ctx, protocol.MethodLoggingSetLevel, protocol.SetLevelParams{Level: level}, nil); err != nil {
 		return err
 	}
-	meta[protocol.MetaLogLevel] = raw
-	encoded, err := json.Marshal(meta)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock() // two SetLogLevel at once: the last to store wins both
-	s.leveled.Store(&leveledMeta{meta: meta, json: encoded})
-	s.logLevel.Store(&level)
-	s.mu.Unlock()
+	s.meta.level.Store(&level)
 	return nil
-}
-
-// initialLogLevel applies Options.LogLevel once the session is
-// negotiated. A server that refuses it still serves: the refusal is
-// logged.
-func (s *Session) initialLogLevel(ctx context.Context) {
-	level := s.opts.LogLevel
-	if level == "" {
-		return
-	}
-	if err := s.SetLogLevel(ctx, level); err != nil && !errors.Is(err, ErrNoLogging) {
-		s.log.Warn().Err(err).Str("level", string(level)).Msg("the server did not take the log level")
-	}
 }

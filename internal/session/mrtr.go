@@ -89,7 +89,7 @@ type RequestOptions struct {
 // raw result is an InputRequiredResult (the caller may know it from a
 // decode it needs anyway).
 func (s *Session) mrtr(ctx context.Context, method string, first any, retry func(protocol.MRTRParams) any, isInput func(json.RawMessage) bool) (json.RawMessage, error) {
-	raw, err := s.roundTrip(ctx, method, first)
+	raw, err := s.exchange(ctx, method, first, 0)
 	for round := 1; ; round++ {
 		if err != nil || !isInput(raw) {
 			return raw, err
@@ -106,37 +106,33 @@ func (s *Session) mrtr(ctx context.Context, method string, first any, retry func
 		}
 		var answers protocol.InputResponses
 		if len(ir.InputRequests) > 0 {
-			if answers, err = s.resolveInputs(ctx, method, round, ir.InputRequests); err != nil {
+			if answers, err = s.inbound.resolveInputs(ctx, method, round, ir.InputRequests); err != nil {
 				return nil, err
 			}
 		}
-		raw, err = s.roundTrip(ctx, method, retry(protocol.MRTRParams{InputResponses: answers, RequestState: ir.RequestState}))
+		raw, err = s.exchange(ctx, method, retry(protocol.MRTRParams{InputResponses: answers, RequestState: ir.RequestState}), 0)
 	}
 }
 
 // resolveInputs answers one round: Options.Input when set, else each
 // request on its own (concurrently) through Options.Requests.
-func (s *Session) resolveInputs(ctx context.Context, method string, round int, reqs protocol.InputRequests) (protocol.InputResponses, error) {
+func (sr *serverRequests) resolveInputs(ctx context.Context, method string, round int, reqs protocol.InputRequests) (protocol.InputResponses, error) {
 	for key, r := range reqs {
 		if !slices.Contains(protocol.InputMethods, r.Method) {
 			return nil, &InputError{Method: method, Round: round, Key: key, InputMethod: r.Method,
 				Err: fmt.Errorf("%w: %q is not a request a server may ask for input with", ErrMalformedResponse, r.Method)}
 		}
 	}
-	timeout := s.opts.RequestTimeout
-	if timeout <= 0 {
-		timeout = replyTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, sr.timeout)
 	defer cancel()
-	if s.opts.Input != nil {
-		answers, err := s.opts.Input(ctx, method, reqs)
+	if sr.input != nil {
+		answers, err := sr.input(ctx, method, reqs)
 		if err != nil {
 			return nil, &InputError{Method: method, Round: round, Err: err}
 		}
 		return answers, nil
 	}
-	if s.opts.Requests == nil {
+	if sr.requests == nil {
 		key := slices.Sorted(maps.Keys(reqs))[0]
 		return nil, &InputError{Method: method, Round: round, Key: key, InputMethod: reqs[key].Method, Err: ErrNoInputHandler}
 	}
@@ -148,7 +144,7 @@ func (s *Session) resolveInputs(ctx context.Context, method string, round int, r
 	)
 	for key, r := range reqs {
 		wg.Go(func() {
-			res, err := s.opts.Requests(ctx, r.Method, r.Params)
+			res, err := sr.requests(ctx, r.Method, r.Params)
 			var enc json.RawMessage
 			if err == nil {
 				enc, err = json.Marshal(res)
@@ -187,7 +183,7 @@ func (s *Session) Request(ctx context.Context, method string, params json.RawMes
 	if raw, ok := obj["_meta"]; ok {
 		_ = json.Unmarshal(raw, &meta)
 	}
-	for k, v := range s.optionsMeta(o) {
+	for k, v := range s.meta.options(o) {
 		meta[k] = v
 	}
 	if len(meta) > 0 {

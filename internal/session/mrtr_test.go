@@ -73,7 +73,7 @@ func firstText(t *testing.T, res *protocol.CallToolResult) string {
 func TestInputRequiredIsResolvedThroughTheHandlers(t *testing.T) {
 	host := &hostAnswers{}
 	f := mustOpen(t, session.Options{Requests: host.handle}, "-conformance")
-	require.Equal(t, protocol.Version20260728, f.s.ProtocolVersion())
+	require.Equal(t, protocol.Version20260728, f.s.Peer().Version)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -202,25 +202,25 @@ func TestCacheHintsOfTheLatestListings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	f := mustOpen(t, session.Options{}, "-cache-ttl", "30s", "-cache-scope", "private", "-tools", "3", "-page-size", "2", "-prompts", "1")
-	_, err := f.s.ListTools(ctx)
+	_, err := f.s.Lists().Tools(ctx)
 	require.NoError(t, err)
-	_, err = f.s.ListPrompts(ctx)
+	_, err = f.s.Lists().Prompts(ctx)
 	require.NoError(t, err)
-	h := f.s.CacheHints()
+	h := f.s.Lists().Hints()
 	assert.Equal(t, protocol.CacheHint{TTLMs: 30_000}, h.Discover)
 	assert.Equal(t, protocol.CacheHint{TTLMs: 30_000}, h.Tools, "four pages, all alike")
 	assert.Equal(t, protocol.CacheHint{TTLMs: 30_000}, h.Prompts)
 	assert.Equal(t, protocol.CacheHint{}, h.Resources, "not listed yet")
 
 	g := mustOpen(t, session.Options{}, "-cache-ttl", "5s")
-	_, err = g.s.ListTools(ctx)
+	_, err = g.s.Lists().Tools(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, protocol.CacheHint{TTLMs: 5_000, Public: true}, g.s.CacheHints().Tools)
+	assert.Equal(t, protocol.CacheHint{TTLMs: 5_000, Public: true}, g.s.Lists().Hints().Tools)
 
 	old := mustOpen(t, session.Options{ProtocolVersion: protocol.LatestHandshakeVersion}, "-cache-ttl", "5s")
-	_, err = old.s.ListTools(ctx)
+	_, err = old.s.Lists().Tools(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, protocol.CacheHints{}, old.s.CacheHints())
+	assert.Equal(t, protocol.CacheHints{}, old.s.Lists().Hints())
 }
 
 // Each call declares the capabilities its options give, even as they

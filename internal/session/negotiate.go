@@ -11,52 +11,64 @@ import (
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
-// negotiate settles the protocol era, following the spec's backward
+// negotiation settles a session's protocol era and fills in what the
+// server said of itself (Session.peer, the stateless-era _meta, the
+// discover caching hint). It runs once, on Open's goroutine, before the
+// session is returned; nothing reads what it writes until then but the
+// requests it sends itself.
+type negotiation struct {
+	s    *Session
+	opts *Options
+}
+
+// run settles the protocol era, following the spec's backward
 // compatibility rules: ask server/discover first (2026-07-28); a
 // stateless-era answer, or an UnsupportedProtocolVersion error naming a
 // stateless version, stays in that era; any other error or silence past
 // the probe timeout falls back to initialize at the newest handshake
 // version the server accepts.
-func (s *Session) negotiate(ctx context.Context) error {
-	want := s.opts.ProtocolVersion
+func (n negotiation) run(ctx context.Context) error {
+	peer := &n.s.peer
+	want := n.opts.ProtocolVersion
 	if want != "" && !protocol.IsSupported(want) {
 		return fmt.Errorf("%w: version %q is not one mcpvisor speaks (%v)", ErrVersionMismatch, want, protocol.SupportedVersions())
 	}
 	initVersion := protocol.LatestHandshakeVersion
 	if want != "" && !protocol.UsesDiscover(want) {
 		initVersion = want
-	} else if !s.opts.Memory.DiscoverRejected() {
+	} else if !n.opts.Memory.DiscoverRejected() {
 		version := protocol.LatestVersion
 		if want != "" {
 			version = want
 		}
-		legacy, err := s.discover(ctx, version)
+		legacy, err := n.discover(ctx, version)
 		if err == nil {
 			return nil
 		}
 		if legacy == "" {
 			return err // the connection failed, or a pinned stateless version was refused
 		}
-		if s.discoverRejected && s.opts.Memory != nil {
-			s.opts.Memory.discoverRejected.Store(true)
+		if peer.DiscoverRejected && n.opts.Memory != nil {
+			n.opts.Memory.discoverRejected.Store(true)
 		}
 		initVersion = legacy
 	}
-	return s.initialize(ctx, initVersion)
+	return n.initialize(ctx, initVersion)
 }
 
 // discover probes with server/discover at version. It returns nil when
 // the session is negotiated; otherwise the handshake version to fall back
 // to (empty when there is no falling back) and why discover failed.
-func (s *Session) discover(ctx context.Context, version string) (fallback string, err error) {
-	pinned := s.opts.ProtocolVersion != ""
+func (n negotiation) discover(ctx context.Context, version string) (fallback string, err error) {
+	s, peer := n.s, &n.s.peer
+	pinned := n.opts.ProtocolVersion != ""
 	for attempt := 0; attempt < 2; attempt++ {
-		meta := s.metaFor(version)
-		timeout := s.opts.DiscoverTimeout
+		meta := n.metaFor(version)
+		timeout := n.opts.DiscoverTimeout
 		if timeout <= 0 {
 			timeout = defaultDiscoverTimeout
 		}
-		s.setTransportVersion(version)
+		n.setTransportVersion(version)
 		var res protocol.DiscoverResult
 		// The probe's deadline is the server's silence after the request
 		// went out: an authorization its 401 started (over HTTP, part of
@@ -76,17 +88,17 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 			if !protocol.UsesDiscover(chosen) {
 				// Discover answered but offers no stateless version we
 				// speak: negotiate through the handshake instead.
-				s.discoverRejected = true
-				return s.legacyFallback(pinned, chosen, fmt.Errorf("%w: server/discover offers %v", ErrVersionMismatch, res.SupportedVersions))
+				peer.DiscoverRejected = true
+				return n.legacyFallback(pinned, chosen, fmt.Errorf("%w: server/discover offers %v", ErrVersionMismatch, res.SupportedVersions))
 			}
-			s.version = chosen
-			s.setTransportVersion(chosen)
-			s.capabilities = res.Capabilities
-			s.instructions = res.Instructions
-			s.hints.Discover = protocol.HintOf(res.TTLMs, res.CacheScope)
-			res.Meta.Get(protocol.MetaServerInfo, &s.serverInfo)
-			s.modernMeta = s.metaFor(chosen)
-			if s.modernMetaJSON, err = json.Marshal(s.modernMeta); err != nil {
+			peer.Version = chosen
+			n.setTransportVersion(chosen)
+			peer.Capabilities = res.Capabilities
+			peer.Instructions = res.Instructions
+			s.lists.setHint(protocol.MethodDiscover, protocol.HintOf(res.TTLMs, res.CacheScope))
+			res.Meta.Get(protocol.MetaServerInfo, &peer.Info)
+			s.meta.modern = n.metaFor(chosen)
+			if s.meta.modernJSON, err = json.Marshal(s.meta.modern); err != nil {
 				return "", err
 			}
 			return "", nil
@@ -115,17 +127,17 @@ func (s *Session) discover(ctx context.Context, version string) (fallback string
 				version = next
 				continue
 			}
-			s.discoverRejected = true
-			return s.legacyFallback(pinned, next, err)
+			peer.DiscoverRejected = true
+			return n.legacyFallback(pinned, next, err)
 		}
 		// Method not found, invalid params, "not initialized", silence: a
 		// server of the handshake eras.
-		s.discoverRejected = true
-		s.log.Debug().Err(err).Msg("server/discover rejected; falling back to initialize")
-		return s.legacyFallback(pinned, "", err)
+		peer.DiscoverRejected = true
+		s.core.log.Debug().Err(err).Msg("server/discover rejected; falling back to initialize")
+		return n.legacyFallback(pinned, "", err)
 	}
-	s.discoverRejected = true
-	return s.legacyFallback(pinned, "", err)
+	peer.DiscoverRejected = true
+	return n.legacyFallback(pinned, "", err)
 }
 
 // unreached reports whether a request failed without the server
@@ -142,9 +154,9 @@ func unreached(err error) bool {
 	return false
 }
 
-func (s *Session) legacyFallback(pinned bool, offered string, cause error) (string, error) {
+func (n negotiation) legacyFallback(pinned bool, offered string, cause error) (string, error) {
 	if pinned {
-		return "", fmt.Errorf("%w: the server refused pinned version %s: %w", ErrVersionMismatch, s.opts.ProtocolVersion, cause)
+		return "", fmt.Errorf("%w: the server refused pinned version %s: %w", ErrVersionMismatch, n.opts.ProtocolVersion, cause)
 	}
 	if offered != "" && protocol.IsSupported(offered) && !protocol.UsesDiscover(offered) {
 		return offered, cause
@@ -154,13 +166,14 @@ func (s *Session) legacyFallback(pinned bool, offered string, cause error) (stri
 
 // initialize runs the handshake at version and checks the version the
 // server chose.
-func (s *Session) initialize(ctx context.Context, version string) error {
-	s.setTransportVersion("")
+func (n negotiation) initialize(ctx context.Context, version string) error {
+	s, peer := n.s, &n.s.peer
+	n.setTransportVersion("")
 	var res protocol.InitializeResult
 	params := protocol.InitializeParams{
 		ProtocolVersion: version,
-		Capabilities:    s.opts.Capabilities,
-		ClientInfo:      s.opts.ClientInfo,
+		Capabilities:    n.opts.Capabilities,
+		ClientInfo:      n.opts.ClientInfo,
 	}
 	if err := s.Call(ctx, protocol.MethodInitialize, params, &res); err != nil {
 		return err
@@ -169,23 +182,31 @@ func (s *Session) initialize(ctx context.Context, version string) error {
 		return fmt.Errorf("%w: the server answered initialize with version %q; mcpvisor speaks %v",
 			ErrVersionMismatch, res.ProtocolVersion, protocol.SupportedVersions())
 	}
-	if s.opts.ProtocolVersion != "" && res.ProtocolVersion != s.opts.ProtocolVersion {
-		return fmt.Errorf("%w: pinned %s, the server chose %s", ErrVersionMismatch, s.opts.ProtocolVersion, res.ProtocolVersion)
+	if n.opts.ProtocolVersion != "" && res.ProtocolVersion != n.opts.ProtocolVersion {
+		return fmt.Errorf("%w: pinned %s, the server chose %s", ErrVersionMismatch, n.opts.ProtocolVersion, res.ProtocolVersion)
 	}
-	s.version = res.ProtocolVersion
-	s.setTransportVersion(res.ProtocolVersion)
-	s.capabilities = res.Capabilities
-	s.serverInfo = res.ServerInfo
-	s.instructions = res.Instructions
-	return s.Notify(ctx, protocol.NotificationInitialized, nil)
+	peer.Version = res.ProtocolVersion
+	n.setTransportVersion(res.ProtocolVersion)
+	peer.Capabilities = res.Capabilities
+	peer.Info = res.ServerInfo
+	peer.Instructions = res.Instructions
+	return s.core.notify(ctx, protocol.NotificationInitialized, nil)
 }
 
 // metaFor builds the stateless-era _meta members for version.
-func (s *Session) metaFor(version string) protocol.Meta {
+func (n negotiation) metaFor(version string) protocol.Meta {
 	rm := protocol.RequestMeta{
 		ProtocolVersion:    version,
-		ClientInfo:         s.opts.ClientInfo,
-		ClientCapabilities: s.opts.Capabilities,
+		ClientInfo:         n.opts.ClientInfo,
+		ClientCapabilities: n.opts.Capabilities,
 	}
 	return rm.Apply(nil)
+}
+
+// setTransportVersion tells a transport that carries the version out of
+// band (HTTP headers) which version the next requests speak.
+func (n negotiation) setTransportVersion(version string) {
+	if vs, ok := n.s.core.conn.(transports.VersionSetter); ok {
+		vs.SetProtocolVersion(version)
+	}
 }

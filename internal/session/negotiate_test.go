@@ -49,5 +49,5 @@ func TestADiscoverThatDoesNotReachTheServerTeachesNothing(t *testing.T) {
 	s, err := session.Open(testwait.Context(t), dial, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close(testwait.Context(t), nil) })
-	assert.Equal(t, protocol.Version20260728, s.ProtocolVersion())
+	assert.Equal(t, protocol.Version20260728, s.Peer().Version)
 }

@@ -87,10 +87,10 @@ func TestToolParametersAreMirroredIntoHeaders(t *testing.T) {
 	peer.SetHook(serveHeaderTools)
 	s, err := openHTTP(t, peer, session.Options{})
 	require.NoError(t, err)
-	require.Equal(t, protocol.Version20260728, s.ProtocolVersion())
+	require.Equal(t, protocol.Version20260728, s.Peer().Version)
 	ctx := context.Background()
 
-	tools, err := s.ListTools(ctx)
+	tools, err := s.Lists().Tools(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"valid_tool", "test_custom_headers", "plain_tool"}, toolNames(tools))
 
@@ -124,7 +124,7 @@ func TestParamHeadersAreIgnoredInTheHandshakeEras(t *testing.T) {
 	s, err := openHTTP(t, peer, session.Options{ProtocolVersion: protocol.Version20251125})
 	require.NoError(t, err)
 	ctx := context.Background()
-	tools, err := s.ListTools(ctx)
+	tools, err := s.Lists().Tools(ctx)
 	require.NoError(t, err)
 	assert.Len(t, tools, 7)
 	_, err = s.CallTool(ctx, "test_custom_headers", json.RawMessage(`{"region":"us-west1"}`), nil)
@@ -144,7 +144,7 @@ func BenchmarkCallToolParamHeaders(b *testing.B) {
 	require.NoError(b, err)
 	defer s.Close(context.Background(), nil)
 	ctx := context.Background()
-	_, err = s.ListTools(ctx)
+	_, err = s.Lists().Tools(ctx)
 	require.NoError(b, err)
 	for _, tc := range []struct{ tool, args string }{
 		{"plain_tool", `{"q":"x"}`},

@@ -6,88 +6,84 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
-// The receiving half: Session implements transports.Receiver. These
-// methods run on the transport's read goroutine(s).
+// receiver is the receiving half of a session: the transports.Receiver
+// the transport delivers to. It decodes each frame and routes it: a
+// response to its waiter in the core, a notification to the
+// subscriptions and the Handler, a request to the server requests.
+//
+// Concurrency: its methods run on the transport's read goroutine(s); the
+// counters are atomic (read by Session.Stats and Session.Liveness).
+type receiver struct {
+	s *Session
 
-var _ transports.Receiver = (*Session)(nil)
+	nonProtocol, malformed, oversize, unknown atomic.Int64
+	// badInARow counts malformed and oversize frames since the last frame
+	// that decoded (see maxBadFramesInARow).
+	badInARow atomic.Int64
+	framesIn  atomic.Uint64 // frames decoded from the server
+}
+
+var _ transports.Receiver = (*receiver)(nil)
 
 // Frame handles one frame from the server.
-func (s *Session) Frame(data []byte) {
+func (r *receiver) Frame(data []byte) {
 	m, err := protocol.Decode(data)
 	if err != nil {
-		s.badFrame(data, err)
+		r.badFrame(data, err)
 		return
 	}
-	if s.badInARow.Load() != 0 {
-		s.badInARow.Store(0)
+	if r.badInARow.Load() != 0 {
+		r.badInARow.Store(0)
 	}
-	s.framesIn.Add(1)
+	r.framesIn.Add(1)
 	switch m.Kind {
 	case protocol.KindResponse:
-		s.complete(m)
+		r.response(m)
 	case protocol.KindNotification:
-		s.notification(m)
+		r.notification(m)
 	case protocol.KindRequest:
-		s.bg.Add(1)
-		s.serving.Add(1)
-		go s.serveRequest(m)
+		r.s.core.bg.Add(1)
+		r.s.inbound.serving.Add(1)
+		go r.s.inbound.serve(m)
 	}
 }
 
-// complete hands a response to its waiter.
-func (s *Session) complete(m *protocol.Message) {
+// response hands a response to its waiter.
+func (r *receiver) response(m *protocol.Message) {
 	id, ok := m.ID.Int64()
 	if !ok {
 		// mcpvisor only sends integer ids; a null id comes with an error
 		// about a request the server could not parse.
-		s.unknown.Add(1)
+		r.unknown.Add(1)
 		if m.Error != nil {
-			s.log.Warn().Int64("code", m.Error.Code).Str("error", m.Error.Message).Msg("server reported an error about an unidentifiable request")
+			r.s.core.log.Warn().Int64("code", m.Error.Code).Str("error", m.Error.Message).Msg("server reported an error about an unidentifiable request")
 		}
 		return
 	}
-	s.mu.Lock()
-	c, ok := s.pending[id]
-	if ok {
-		delete(s.pending, id)
-	}
-	s.mu.Unlock()
-	if !ok {
-		s.unknown.Add(1)
-		s.log.Debug().Int64("id", id).Msg("dropping a response to no pending request (late or duplicate)")
-		return
-	}
+	rep := reply{result: m.Result}
 	if m.Error != nil {
-		c.ch <- reply{err: m.Error}
-		return
+		rep = reply{err: m.Error}
 	}
-	c.ch <- reply{result: m.Result}
+	if !r.s.core.complete(id, rep) {
+		r.unknown.Add(1)
+		r.s.core.log.Debug().Int64("id", id).Msg("dropping a response to no pending request (late or duplicate)")
+	}
 }
 
 // failID fails the pending call with the given id, if any.
-func (s *Session) failID(id protocol.ID, err error) bool {
+func (r *receiver) failID(id protocol.ID, err error) bool {
 	n, ok := id.Int64()
-	if !ok {
-		return false
-	}
-	s.mu.Lock()
-	c, ok := s.pending[n]
-	if ok {
-		delete(s.pending, n)
-	}
-	s.mu.Unlock()
-	if ok {
-		c.ch <- reply{err: err}
-	}
-	return ok
+	return ok && r.s.core.complete(n, reply{err: err})
 }
 
-func (s *Session) notification(m *protocol.Message) {
+func (r *receiver) notification(m *protocol.Message) {
 	switch m.Method {
 	case protocol.NotificationCancelled:
 		// The server gave up on one of our requests: fail it now rather than
@@ -98,57 +94,55 @@ func (s *Session) notification(m *protocol.Message) {
 			if reason == "" {
 				reason = "no reason given"
 			}
-			s.failID(p.RequestID, fmt.Errorf("%w: the server cancelled the request: %s", ErrConnectionClosed, reason))
+			r.failID(p.RequestID, fmt.Errorf("%w: the server cancelled the request: %s", ErrConnectionClosed, reason))
 		}
 		return
 	case protocol.NotificationSubscriptionsAck:
-		s.acks.Add(1)
-		s.acknowledged(m.Params)
+		r.s.subs.acknowledged(m.Params)
 	default:
-		if s.anyMuted.Load() && s.mutedNotification(m.Params) {
-			s.muted.Add(1)
+		if r.s.subs.mutes(m.Params) {
 			return
 		}
 	}
-	if h := s.opts.Handler; h != nil {
+	if h := r.s.core.handler; h != nil {
 		h.Notification(m.Method, m.Params)
 	}
 }
 
 // badFrame counts and skips a frame that did not decode. A batch is
 // rejected as a whole; the calls it answered fail with a clear error.
-func (s *Session) badFrame(data []byte, err error) {
+func (r *receiver) badFrame(data []byte, err error) {
 	trimmed := bytes.TrimSpace(data)
 	switch {
 	case errors.Is(err, protocol.ErrBatch):
-		s.malformed.Add(1)
+		r.malformed.Add(1)
 		var items []struct {
 			ID *protocol.ID `json:"id"`
 		}
 		_ = json.Unmarshal(trimmed, &items)
 		failed := 0
 		for _, it := range items {
-			if it.ID != nil && s.failID(*it.ID, fmt.Errorf("%w: the server answered in a JSON-RPC batch, which mcpvisor does not accept", ErrMalformedResponse)) {
+			if it.ID != nil && r.failID(*it.ID, fmt.Errorf("%w: the server answered in a JSON-RPC batch, which mcpvisor does not accept", ErrMalformedResponse)) {
 				failed++
 			}
 		}
-		s.log.Warn().Int("items", len(items)).Int("calls_failed", failed).Msg("server sent a JSON-RPC batch; rejected")
+		r.s.core.log.Warn().Int("items", len(items)).Int("calls_failed", failed).Msg("server sent a JSON-RPC batch; rejected")
 	case len(trimmed) > 0 && trimmed[0] != '{':
 		// Log lines, banners and progress bars printed to stdout by servers
 		// that should have used stderr. Skipped, never fatal.
-		if n := s.nonProtocol.Add(1); n <= 10 || n%1000 == 0 {
-			s.log.Debug().Int64("count", n).Bytes("line", clip(trimmed, 200)).Msg("skipping non-protocol output on stdout")
+		if n := r.nonProtocol.Add(1); n <= 10 || n%1000 == 0 {
+			r.s.core.log.Debug().Int64("count", n).Bytes("line", clip(trimmed, 200)).Msg("skipping non-protocol output on stdout")
 		}
 	default:
-		n := s.malformed.Add(1)
-		defer s.countBadFrame()
+		n := r.malformed.Add(1)
+		defer r.countBadFrame()
 		if id, ok := protocol.FindID(trimmed); ok {
-			if s.failID(id, fmt.Errorf("%w: %v", ErrMalformedResponse, err)) {
+			if r.failID(id, fmt.Errorf("%w: %v", ErrMalformedResponse, err)) {
 				return
 			}
 		}
 		if n <= 10 || n%1000 == 0 {
-			s.log.Warn().Err(err).Int64("count", n).Bytes("frame", clip(trimmed, 200)).Msg("skipping malformed frame")
+			r.s.core.log.Warn().Err(err).Int64("count", n).Bytes("frame", clip(trimmed, 200)).Msg("skipping malformed frame")
 		}
 	}
 }
@@ -156,61 +150,74 @@ func (s *Session) badFrame(data []byte, err error) {
 // countBadFrame counts a malformed or oversize frame, and ends the session
 // when there have been maxBadFramesInARow of them with no valid frame in
 // between.
-func (s *Session) countBadFrame() {
-	if n := s.badInARow.Add(1); n == maxBadFramesInARow {
-		s.log.Warn().Int64("frames", n).Msg("too many malformed or oversize frames in a row; ending the session")
-		s.Closed(fmt.Errorf("%w: %d malformed or oversize frames in a row", ErrMalformedResponse, n))
+func (r *receiver) countBadFrame() {
+	if n := r.badInARow.Add(1); n == maxBadFramesInARow {
+		r.s.core.log.Warn().Int64("frames", n).Msg("too many malformed or oversize frames in a row; ending the session")
+		r.Closed(fmt.Errorf("%w: %d malformed or oversize frames in a row", ErrMalformedResponse, n))
 	}
 }
 
 // FrameError handles a frame the transport dropped. An oversize response
 // fails its call at once when its id can be found in the frame's prefix.
-func (s *Session) FrameError(err error) {
+func (r *receiver) FrameError(err error) {
 	var reqErr *transports.RequestError
 	if errors.As(err, &reqErr) {
-		failed := s.failID(reqErr.ID, reqErr.Err)
-		s.log.Debug().Err(reqErr.Err).Bool("call_failed", failed).Msg("transport failed a request")
+		failed := r.failID(reqErr.ID, reqErr.Err)
+		r.s.core.log.Debug().Err(reqErr.Err).Bool("call_failed", failed).Msg("transport failed a request")
 		return
 	}
 	var tooBig *transports.FrameTooLargeError
 	if !errors.As(err, &tooBig) {
-		s.log.Warn().Err(err).Msg("transport dropped a frame")
+		r.s.core.log.Warn().Err(err).Msg("transport dropped a frame")
 		return
 	}
-	s.oversize.Add(1)
-	defer s.countBadFrame()
+	r.oversize.Add(1)
+	defer r.countBadFrame()
 	failed := false
 	if id, ok := protocol.FindID(tooBig.Prefix); ok {
-		failed = s.failID(id, tooBig)
+		failed = r.failID(id, tooBig)
 	}
-	s.log.Warn().Int64("limit", tooBig.Limit).Int64("size_at_least", tooBig.Size).Bool("call_failed", failed).Msg("dropped an oversize frame")
+	r.s.core.log.Warn().Int64("limit", tooBig.Limit).Int64("size_at_least", tooBig.Size).Bool("call_failed", failed).Msg("dropped an oversize frame")
 }
 
 // Closed handles the end of the connection.
-func (s *Session) Closed(err error) {
+func (r *receiver) Closed(err error) {
 	if err == nil {
 		err = transports.ErrClosed
 	}
-	s.fail(fmt.Errorf("%w: %w", ErrConnectionClosed, err))
-	if h := s.opts.Handler; h != nil {
-		h.Closed(s.Err())
+	c := &r.s.core
+	c.fail(fmt.Errorf("%w: %w", ErrConnectionClosed, err))
+	if c.handler != nil {
+		c.handler.Closed(c.ended())
 	}
 }
 
-// serveRequest answers a server-to-client request.
-func (s *Session) serveRequest(m *protocol.Message) {
-	defer s.bg.Done()
-	defer s.serving.Add(-1)
-	<-s.attached
-	timeout := s.opts.RequestTimeout
-	if timeout <= 0 {
-		timeout = replyTimeout
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// serverRequests answers what the server asks of the client: the
+// server-to-client requests it sends (roots/list, sampling/createMessage,
+// elicitation/create, ping), and the input rounds of multi round-trip
+// requests (see mrtr.go), which ask the same things inside a result.
+//
+// Concurrency: immutable after Open but for serving (atomic). Each
+// request is answered on a goroutine of its own, counted in core.bg.
+type serverRequests struct {
+	core     *core
+	requests RequestHandler
+	input    InputHandler
+	timeout  time.Duration // bound of one answer or input round
+	serving  atomic.Int64  // server requests being answered
+}
+
+// serve answers a server-to-client request.
+func (sr *serverRequests) serve(m *protocol.Message) {
+	c := sr.core
+	defer c.bg.Done()
+	defer sr.serving.Add(-1)
+	<-c.attached
+	ctx, cancel := context.WithTimeout(context.Background(), sr.timeout)
 	defer cancel()
 	go func() { // the handler's context also ends with the session
 		select {
-		case <-s.done:
+		case <-c.done:
 			cancel()
 		case <-ctx.Done():
 		}
@@ -221,8 +228,8 @@ func (s *Session) serveRequest(m *protocol.Message) {
 	switch {
 	case m.Method == protocol.MethodPing:
 		result = json.RawMessage(`{}`)
-	case s.opts.Requests != nil:
-		r, err := s.opts.Requests(ctx, m.Method, m.Params)
+	case sr.requests != nil:
+		r, err := sr.requests(ctx, m.Method, m.Params)
 		if err != nil {
 			if !errors.As(err, &rpcErr) {
 				rpcErr = protocol.NewError(protocol.CodeInternalError, "%v", err)
@@ -247,8 +254,8 @@ func (s *Session) serveRequest(m *protocol.Message) {
 	// request's, and the server must still hear that it failed.
 	sendCtx, cancelSend := context.WithTimeout(context.Background(), replyTimeout)
 	defer cancelSend()
-	if err := s.conn.Send(sendCtx, frame); err != nil && s.Err() == nil {
-		s.log.Debug().Err(err).Str("method", m.Method).Msg("could not answer a server request")
+	if err := c.conn.Send(sendCtx, frame); err != nil && c.ended() == nil {
+		c.log.Debug().Err(err).Str("method", m.Method).Msg("could not answer a server request")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/protocol"
@@ -22,7 +23,7 @@ import (
 //   - the reads: tools/list, prompts/list, resources/list,
 //     resources/templates/list, resources/read, prompts/get,
 //     completion/complete, ping and server/discover;
-//   - tools/call of a tool whose annotations (from the latest ListTools)
+//   - tools/call of a tool whose annotations (from the latest Lists.Tools)
 //     say readOnlyHint. The schema calls idempotentHint "meaningful only
 //     when readOnlyHint == false": a tool that does not modify its
 //     environment has no effect to repeat, so readOnlyHint alone decides.
@@ -47,27 +48,39 @@ var reissuableMethods = map[string]bool{
 	protocol.MethodDiscover:               true,
 }
 
+// reissue decides which requests are re-issued, and counts them.
+//
+// Concurrency: readOnly is replaced whole by each Lists.Tools and read by
+// every request whose stream broke; count is atomic.
+type reissue struct {
+	// readOnly holds the names of the tools whose annotations say
+	// readOnlyHint.
+	readOnly atomic.Pointer[map[string]bool]
+	count    atomic.Int64 // requests re-issued after their stream broke
+}
+
 // exchange sends a request under a new id and waits for its answer (see
 // roundTripID), re-issuing it once under another new id when its
 // response stream broke and the request may be re-issued.
 func (s *Session) exchange(ctx context.Context, method string, params any, answerWithin time.Duration) (json.RawMessage, error) {
-	raw, err := s.roundTripID(ctx, s.nextID.Add(1), method, params, answerWithin)
-	if err == nil || !errors.Is(err, transports.ErrStreamBroken) || ctx.Err() != nil || !s.mayReissue(method, params) {
+	raw, err := s.roundTripID(ctx, s.core.nextID.Add(1), method, params, answerWithin)
+	if err == nil || !errors.Is(err, transports.ErrStreamBroken) || ctx.Err() != nil || !s.reissue.may(s.meta.modern != nil, method, params) {
 		return raw, err
 	}
-	s.reissued.Add(1)
-	s.log.Debug().Str("method", method).Err(err).Msg("response stream broke; re-issuing the request under a new id")
-	raw, err = s.roundTripID(ctx, s.nextID.Add(1), method, params, answerWithin)
+	s.reissue.count.Add(1)
+	s.core.log.Debug().Str("method", method).Err(err).Msg("response stream broke; re-issuing the request under a new id")
+	raw, err = s.roundTripID(ctx, s.core.nextID.Add(1), method, params, answerWithin)
 	if err != nil && errors.Is(err, transports.ErrStreamBroken) {
 		return nil, fmt.Errorf("%w (the request was re-issued once under a new id)", err)
 	}
 	return raw, err
 }
 
-// mayReissue reports whether request method with params may be sent
-// again after its response stream broke.
-func (s *Session) mayReissue(method string, params any) bool {
-	if s.modernMeta == nil && method != protocol.MethodDiscover {
+// may reports whether request method with params, of a stateless-era
+// session (modern) or not, may be sent again after its response stream
+// broke.
+func (r *reissue) may(modern bool, method string, params any) bool {
+	if !modern && method != protocol.MethodDiscover {
 		return false // a handshake-era session: the transport resumes streams
 	}
 	if reissuableMethods[method] {
@@ -76,7 +89,7 @@ func (s *Session) mayReissue(method string, params any) bool {
 	if method != protocol.MethodToolsCall {
 		return false
 	}
-	ro := s.readOnly.Load()
+	ro := r.readOnly.Load()
 	return ro != nil && (*ro)[toolNameOf(params)]
 }
 
@@ -93,13 +106,13 @@ func toolNameOf(params any) string {
 	return ""
 }
 
-// keepReadOnly records which of tools say readOnlyHint, for mayReissue.
-func (s *Session) keepReadOnly(tools []protocol.Tool) {
+// keep records which of tools say readOnlyHint, for may.
+func (r *reissue) keep(tools []protocol.Tool) {
 	ro := make(map[string]bool)
 	for _, t := range tools {
 		if a := t.Annotations; a != nil && a.ReadOnlyHint != nil && *a.ReadOnlyHint {
 			ro[t.Name] = true
 		}
 	}
-	s.readOnly.Store(&ro)
+	r.readOnly.Store(&ro)
 }

@@ -25,7 +25,7 @@ func reissuePeer(t *testing.T, sse bool, cutMethod string, cuts int) (*httppeer.
 		CutStreams: cuts, CutMethod: cutMethod})
 	s, err := openHTTP(t, peer, session.Options{})
 	require.NoError(t, err)
-	require.Equal(t, protocol.Version20260728, s.ProtocolVersion())
+	require.Equal(t, protocol.Version20260728, s.Peer().Version)
 	return peer, s
 }
 
@@ -56,7 +56,7 @@ func TestBrokenStreamReadIsReissued(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			peer, s := reissuePeer(t, sse, protocol.MethodToolsList, 1)
 			ctx := reissueCtx(t)
-			tools, err := s.ListTools(ctx)
+			tools, err := s.Lists().Tools(ctx)
 			require.NoError(t, err, "tools/list re-issued after its stream broke")
 			assert.NotEmpty(t, tools)
 			ids := posted(peer, protocol.MethodToolsList)
@@ -67,7 +67,7 @@ func TestBrokenStreamReadIsReissued(t *testing.T) {
 		t.Run(name+"/read-only-tool", func(t *testing.T) {
 			peer, s := reissuePeer(t, sse, protocol.MethodToolsCall, 1)
 			ctx := reissueCtx(t)
-			_, err := s.ListTools(ctx) // learns which tools are read-only
+			_, err := s.Lists().Tools(ctx) // learns which tools are read-only
 			require.NoError(t, err)
 			res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"again"}`), nil) // echo: readOnlyHint
 			require.NoError(t, err, "a read-only tool's call is re-issued")
@@ -86,7 +86,7 @@ func TestBrokenStreamReadIsReissued(t *testing.T) {
 func TestBrokenStreamWriteIsNotReissued(t *testing.T) {
 	peer, s := reissuePeer(t, true, protocol.MethodToolsCall, 1)
 	ctx := reissueCtx(t)
-	_, err := s.ListTools(ctx) // learns which tools are read-only
+	_, err := s.Lists().Tools(ctx) // learns which tools are read-only
 	require.NoError(t, err)
 
 	_, err = s.CallTool(ctx, "add", json.RawMessage(`{"a":1,"b":2}`), nil) // add: no annotations
@@ -106,7 +106,7 @@ func TestBrokenStreamWriteIsNotReissued(t *testing.T) {
 func TestSecondBreakFails(t *testing.T) {
 	peer, s := reissuePeer(t, true, protocol.MethodToolsList, 2)
 	ctx := reissueCtx(t)
-	_, err := s.ListTools(ctx)
+	_, err := s.Lists().Tools(ctx)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, transports.ErrStreamBroken)
 	assert.Contains(t, err.Error(), "re-issued once")

@@ -47,7 +47,9 @@ func (c *answerConn) answer(id string) *protocol.Message {
 // has its context ended and the server gets an error, in time.
 func TestServerToClientRequests(t *testing.T) {
 	conn := &answerConn{answers: map[string]*protocol.Message{}}
+	var recv transports.Receiver // the session's receiving half, to inject the server's requests
 	dial := func(ctx context.Context, r transports.Receiver) (transports.Conn, error) {
+		recv = r
 		c, err := stdio.Dial(ctx, mockserver.Command(), fastClose, r)
 		conn.Conn = c
 		return conn, err
@@ -66,9 +68,9 @@ func TestServerToClientRequests(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close(context.Background(), nil)
 
-	s.Frame([]byte(`{"jsonrpc":"2.0","id":"p1","method":"ping"}`))
-	s.Frame([]byte(`{"jsonrpc":"2.0","id":"r1","method":"roots/list"}`))
-	s.Frame([]byte(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}`))
+	recv.Frame([]byte(`{"jsonrpc":"2.0","id":"p1","method":"ping"}`))
+	recv.Frame([]byte(`{"jsonrpc":"2.0","id":"r1","method":"roots/list"}`))
+	recv.Frame([]byte(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}`))
 	require.Eventually(t, func() bool {
 		return conn.answer(`"p1"`) != nil && conn.answer(`"r1"`) != nil && conn.answer(`"s1"`) != nil
 	}, 5*time.Second, 5*time.Millisecond)

@@ -141,10 +141,10 @@ func TestNegotiation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := mustOpen(t, tt.opts, tt.args...)
-			assert.Equal(t, tt.wantVersion, f.s.ProtocolVersion())
-			assert.Equal(t, tt.wantRejected, f.s.DiscoverRejected())
-			assert.Equal(t, "mockserver", f.s.ServerInfo().Name)
-			tools, err := f.s.ListTools(testwait.Context(t))
+			assert.Equal(t, tt.wantVersion, f.s.Peer().Version)
+			assert.Equal(t, tt.wantRejected, f.s.Peer().DiscoverRejected)
+			assert.Equal(t, "mockserver", f.s.Peer().Info.Name)
+			tools, err := f.s.Lists().Tools(testwait.Context(t))
 			require.NoError(t, err, "requests after negotiation must carry what the era needs")
 			assert.Len(t, tools, 5)
 			assert.Equal(t, tt.wantSent, f.conn.sent())
@@ -159,12 +159,12 @@ func TestServerThatRejectedDiscoverIsNeverAskedAgain(t *testing.T) {
 	assert.True(t, memory.DiscoverRejected())
 
 	second := mustOpen(t, session.Options{Memory: &memory}, "-versions", "2025-11-25")
-	assert.Equal(t, protocol.Version20251125, second.s.ProtocolVersion())
+	assert.Equal(t, protocol.Version20251125, second.s.Peer().Version)
 	assert.Equal(t, []string{"initialize", "notifications/initialized"}, second.conn.sent())
 
 	memory.Forget()
 	third := mustOpen(t, session.Options{Memory: &memory})
-	assert.Equal(t, protocol.Version20260728, third.s.ProtocolVersion(), "a forgotten server is probed again")
+	assert.Equal(t, protocol.Version20260728, third.s.Peer().Version, "a forgotten server is probed again")
 }
 
 func TestPinnedVersionTheServerLacksFails(t *testing.T) {
@@ -271,7 +271,7 @@ func TestHungCallEndsByItsDeadlineAndIsCancelled(t *testing.T) {
 	}, 2*time.Second, 10*time.Millisecond, "the server is told the call was abandoned")
 
 	// The session is still usable.
-	_, err = f.s.ListTools(testwait.Context(t))
+	_, err = f.s.Lists().Tools(testwait.Context(t))
 	assert.NoError(t, err)
 }
 
@@ -369,15 +369,15 @@ func TestManyBadFramesInARowEndTheSession(t *testing.T) {
 func TestPaginationResourcesAndPrompts(t *testing.T) {
 	f := mustOpen(t, session.Options{}, "-tools", "25", "-page-size", "10", "-resources", "3", "-prompts", "2")
 	ctx := testwait.Context(t)
-	tools, err := f.s.ListTools(ctx)
+	tools, err := f.s.Lists().Tools(ctx)
 	require.NoError(t, err)
 	assert.Len(t, tools, 30)
 	assert.Equal(t, "tool_025", tools[29].Name)
 
-	resources, err := f.s.ListResources(ctx)
+	resources, err := f.s.Lists().Resources(ctx)
 	require.NoError(t, err)
 	assert.Len(t, resources, 3)
-	templates, err := f.s.ListResourceTemplates(ctx)
+	templates, err := f.s.Lists().ResourceTemplates(ctx)
 	require.NoError(t, err)
 	assert.Len(t, templates, 1)
 	rr, err := f.s.ReadResource(ctx, resources[0].URI)
@@ -388,7 +388,7 @@ func TestPaginationResourcesAndPrompts(t *testing.T) {
 	require.ErrorAs(t, err, &rpcErr)
 	assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code, "SEP-2164: an unknown resource is invalid params")
 
-	prompts, err := f.s.ListPrompts(ctx)
+	prompts, err := f.s.Lists().Prompts(ctx)
 	require.NoError(t, err)
 	assert.Len(t, prompts, 2)
 	gp, err := f.s.GetPrompt(ctx, "prompt_1", map[string]string{"name": "ada"})
@@ -400,8 +400,8 @@ func TestPaginationResourcesAndPrompts(t *testing.T) {
 // once) and the cursor: the same params the typed PaginatedParams encode.
 func TestListRequestsCarryMetaAndCursor(t *testing.T) {
 	f := mustOpen(t, session.Options{}, "-tools", "25", "-page-size", "10")
-	require.Equal(t, protocol.Version20260728, f.s.ProtocolVersion())
-	tools, err := f.s.ListTools(testwait.Context(t))
+	require.Equal(t, protocol.Version20260728, f.s.Peer().Version)
+	tools, err := f.s.Lists().Tools(testwait.Context(t))
 	require.NoError(t, err)
 	require.Len(t, tools, 30)
 	sent := f.conn.sentParams(protocol.MethodToolsList)
@@ -430,7 +430,7 @@ func TestListRequestsCarryMetaAndCursor(t *testing.T) {
 
 func TestServerWithoutOptionalFeaturesListsNothingForThem(t *testing.T) {
 	f := mustOpen(t, session.Options{})
-	resources, err := f.s.ListResources(testwait.Context(t))
+	resources, err := f.s.Lists().Resources(testwait.Context(t))
 	require.NoError(t, err)
 	assert.Empty(t, resources)
 	assert.NotContains(t, f.conn.sent(), protocol.MethodResourcesList, "no request for an undeclared capability")

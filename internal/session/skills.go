@@ -23,15 +23,15 @@ type skillsPage struct {
 	CacheScope string            `json:"cacheScope,omitempty"`
 }
 
-// ListSkills lists every skill the server publishes, following
+// Skills lists every skill the server publishes, following
 // pagination. An invalid entry (protocol.ErrInvalidSkill) is left out,
 // with a warning; the others are kept. It fails with ErrNoSkills when the
 // server did not declare the extension.
-func (s *Session) ListSkills(ctx context.Context) ([]protocol.Skill, error) {
-	if _, ok := s.capabilities.Extensions[protocol.ExtensionSkills]; !ok {
+func (ls *Lists) Skills(ctx context.Context) ([]protocol.Skill, error) {
+	if _, ok := ls.s.peer.Capabilities.Extensions[protocol.ExtensionSkills]; !ok {
 		return nil, ErrNoSkills
 	}
-	raws, err := listAll(ctx, s, protocol.MethodSkillsList, func(r *skillsPage) ([]json.RawMessage, string, protocol.CacheHint) {
+	raws, err := listAll(ctx, ls, protocol.MethodSkillsList, func(r *skillsPage) ([]json.RawMessage, string, protocol.CacheHint) {
 		return r.Skills, r.NextCursor, protocol.HintOf(r.TTLMs, r.CacheScope)
 	})
 	if err != nil {
@@ -41,7 +41,7 @@ func (s *Session) ListSkills(ctx context.Context) ([]protocol.Skill, error) {
 	for _, raw := range raws {
 		var sk protocol.Skill
 		if err := json.Unmarshal(raw, &sk); err != nil {
-			s.log.Warn().Err(err).Msg("skill entry left out")
+			ls.s.core.log.Warn().Err(err).Msg("skill entry left out")
 			continue
 		}
 		skills = append(skills, sk)
@@ -49,13 +49,14 @@ func (s *Session) ListSkills(ctx context.Context) ([]protocol.Skill, error) {
 	return skills, nil
 }
 
-// GetSkill returns the entry of the skill whose SKILL.md is at uri.
-func (s *Session) GetSkill(ctx context.Context, uri string) (*protocol.Skill, error) {
-	if _, ok := s.capabilities.Extensions[protocol.ExtensionSkills]; !ok {
+// Skill returns the entry of the skill whose SKILL.md is at uri.
+func (ls *Lists) Skill(ctx context.Context, uri string) (*protocol.Skill, error) {
+	s := ls.s
+	if _, ok := s.peer.Capabilities.Extensions[protocol.ExtensionSkills]; !ok {
 		return nil, ErrNoSkills
 	}
 	var res protocol.GetSkillResult
-	if err := s.Call(ctx, protocol.MethodSkillsGet, protocol.GetSkillParams{Meta: s.requestMeta(nil), URI: uri}, &res); err != nil {
+	if err := s.Call(ctx, protocol.MethodSkillsGet, protocol.GetSkillParams{Meta: s.meta.options(RequestOptions{}), URI: uri}, &res); err != nil {
 		return nil, fmt.Errorf("skill %q: %w", uri, err)
 	}
 	return &res.Skill, nil

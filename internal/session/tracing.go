@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/internal/mcptrace"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // Tracing configures the OpenTelemetry client spans of a session,
@@ -40,21 +41,29 @@ type Tracing struct {
 	ErrorType func(error) string
 }
 
-// tracedRoundTrip is send under a client span, with the span's context in
-// the request's _meta.
-func (s *Session) tracedRoundTrip(ctx context.Context, id int64, method string, params any, answerWithin time.Duration) (json.RawMessage, error) {
-	name, attrs := s.spanStart(id, method, params)
-	ctx, span := s.opts.Tracing.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+// spans makes the client spans of a session's requests. It is
+// immutable after Open: used concurrently by every caller's goroutine.
+type spans struct {
+	cfg  Tracing
+	peer *Peer           // the session's, written by the negotiation
+	conn transports.Conn // for the session id, set by Open
+}
+
+// send is core.send under a client span, with the span's context in the
+// request's _meta.
+func (t *spans) send(ctx context.Context, c *core, id int64, method string, params any, answerWithin time.Duration) (json.RawMessage, error) {
+	name, attrs := t.start(id, method, params)
+	ctx, span := t.cfg.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	defer span.End()
 	params, err := withTraceContext(ctx, params)
 	if err != nil {
 		err = fmt.Errorf("%s: %w", method, err)
-		s.spanFailed(span, err)
+		t.failed(span, err)
 		return nil, err
 	}
-	raw, err := s.send(ctx, id, method, params, answerWithin)
+	raw, err := c.send(ctx, id, method, params, answerWithin)
 	if err != nil {
-		s.spanFailed(span, err)
+		t.failed(span, err)
 		return nil, err
 	}
 	if method == protocol.MethodToolsCall {
@@ -66,19 +75,19 @@ func (s *Session) tracedRoundTrip(ctx context.Context, id int64, method string, 
 	return raw, nil
 }
 
-// spanStart returns the name and the attributes of the span of request id.
-func (s *Session) spanStart(id int64, method string, params any) (string, []attribute.KeyValue) {
-	attrs := make([]attribute.KeyValue, 0, 8+len(s.opts.Tracing.Attributes))
+// start returns the name and the attributes of the span of request id.
+func (t *spans) start(id int64, method string, params any) (string, []attribute.KeyValue) {
+	attrs := make([]attribute.KeyValue, 0, 8+len(t.cfg.Attributes))
 	attrs = append(attrs, mcptrace.MethodName.String(method), mcptrace.RequestID.String(strconv.FormatInt(id, 10)))
-	if s.version != "" {
-		attrs = append(attrs, mcptrace.ProtocolVersion.String(s.version))
+	if v := t.peer.Version; v != "" {
+		attrs = append(attrs, mcptrace.ProtocolVersion.String(v))
 	}
-	if sc, ok := s.conn.(interface{ SessionID() string }); ok {
+	if sc, ok := t.conn.(interface{ SessionID() string }); ok {
 		if sid := sc.SessionID(); sid != "" {
 			attrs = append(attrs, mcptrace.SessionID.String(sid))
 		}
 	}
-	attrs = append(attrs, s.opts.Tracing.Attributes...)
+	attrs = append(attrs, t.cfg.Attributes...)
 	name := method
 	switch method {
 	case protocol.MethodToolsCall:
@@ -111,12 +120,12 @@ func uriOf(params any) string {
 	return ""
 }
 
-// spanFailed records on span why its request failed: error.type is the
+// failed records on span why its request failed: error.type is the
 // server's JSON-RPC error code (and rpc.response.status_code too),
 // "timeout", or the class Tracing.ErrorType gives. The status says the
 // code's message, or the class: never the whole error, which may quote
 // what the server or the caller sent.
-func (s *Session) spanFailed(span trace.Span, err error) {
+func (t *spans) failed(span trace.Span, err error) {
 	var rpcErr *protocol.Error
 	var timeout *TimeoutError
 	switch {
@@ -131,7 +140,7 @@ func (s *Session) spanFailed(span trace.Span, err error) {
 		return
 	}
 	class := ""
-	if f := s.opts.Tracing.ErrorType; f != nil {
+	if f := t.cfg.ErrorType; f != nil {
 		class = f(err)
 	}
 	if class == "" {

@@ -34,7 +34,7 @@ type wireScenario struct {
 
 // listAndCall lists the tools and calls echo.
 func listAndCall(t *testing.T, ctx context.Context, s *session.Session, _ *transcript.Recorder) {
-	_, err := s.ListTools(ctx)
+	_, err := s.Lists().Tools(ctx)
 	require.NoError(t, err)
 	res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"hello"}`), nil)
 	require.NoError(t, err)
@@ -93,7 +93,7 @@ func TestWireTranscripts(t *testing.T) {
 				"the stream cancelled (notifications/cancelled on stdio), then a ping (server/discover) that\n" +
 				"orders the end of the transcript.",
 			run: func(t *testing.T, ctx context.Context, s *session.Session, rec *transcript.Recorder) {
-				l, err := s.OpenListen(ctx, protocol.NotificationSubscriptions{ToolsListChanged: true}, nil)
+				l, err := s.Subscriptions().Open(ctx, protocol.NotificationSubscriptions{ToolsListChanged: true}, nil)
 				require.NoError(t, err)
 				testwait.Done(t, l.Acknowledged(), "the acknowledgement of subscriptions/listen")
 				_, err = s.CallTool(ctx, "announce", json.RawMessage(`{"text":"late"}`), nil)

@@ -47,10 +47,10 @@ func TestRefusedVersionIsRetried(t *testing.T) {
 	elicitation := json.RawMessage(`{}`)
 	s, err := openHTTP(t, peer, session.Options{Capabilities: protocol.ClientCapabilities{Elicitation: &elicitation}})
 	require.NoError(t, err)
-	assert.Equal(t, protocol.Version20260728, s.ProtocolVersion())
+	assert.Equal(t, protocol.Version20260728, s.Peer().Version)
 
 	ctx := context.Background()
-	_, err = s.ListTools(ctx)
+	_, err = s.Lists().Tools(ctx)
 	require.NoError(t, err)
 	res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"hi"}`), nil)
 	require.NoError(t, err)
@@ -86,7 +86,7 @@ func TestVersionRefusedTwiceFallsBackToInitialize(t *testing.T) {
 	peer.SetHook(refuseVersion(2, protocol.Version20260728))
 	s, err := openHTTP(t, peer, session.Options{})
 	require.NoError(t, err)
-	assert.Equal(t, protocol.Version20251125, s.ProtocolVersion())
+	assert.Equal(t, protocol.Version20251125, s.Peer().Version)
 	assert.Equal(t, []string{"server/discover", "server/discover", "initialize", "notifications/initialized"}, peer.Methods())
 }
 
@@ -97,7 +97,7 @@ func TestPinnedVersionRefusal(t *testing.T) {
 	peer.SetHook(refuseVersion(1, protocol.Version20260728))
 	s, err := openHTTP(t, peer, session.Options{ProtocolVersion: protocol.Version20260728})
 	require.NoError(t, err)
-	assert.Equal(t, protocol.Version20260728, s.ProtocolVersion())
+	assert.Equal(t, protocol.Version20260728, s.Peer().Version)
 
 	other := httppeer.New(t, mockserver.Options{})
 	other.SetHook(refuseVersion(1, "2099-01-01"))
@@ -120,7 +120,7 @@ func TestSlowDiscoverOverHTTPIsNotSilence(t *testing.T) {
 		})
 		s, err := openHTTP(t, peer, session.Options{ProtocolVersion: pinned, DiscoverTimeout: 50 * time.Millisecond})
 		require.NoError(t, err, "pinned %q", pinned)
-		assert.Equal(t, protocol.Version20260728, s.ProtocolVersion())
+		assert.Equal(t, protocol.Version20260728, s.Peer().Version)
 		assert.Equal(t, []string{"server/discover"}, peer.Methods())
 	}
 }
