@@ -140,7 +140,7 @@ func (m *engine) callTimeout(server string) time.Duration {
 // outcome is one of the gaps of a re-homing (no owner answered, the
 // owner drains, the server is still connecting there).
 func (m *engine) callOnce(ctx context.Context, server, kind, tool string, args json.RawMessage, timeout time.Duration, draining map[string]bool) (*protocol.CallToolResult, error, bool) {
-	msg := &wire.CallTool{Server: server, Tool: tool, Arguments: args, TimeoutMs: timeout.Milliseconds()}
+	msg := &wire.CallTool{Server: server, Tool: tool, Arguments: args, TimeoutMs: timeout.Milliseconds(), Principal: principalOf(ctx)}
 	type answer struct {
 		resp any
 		err  error

@@ -180,6 +180,11 @@ func startEngine(opts Options, onPoolChanged func(member string)) (m *engine, er
 		m.abort()
 		return nil, fmt.Errorf("%w: member actor: %w", ErrStart, err)
 	}
+	if _, err := m.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &authorizationsActor{m: m} }), authorizationsActorName); err != nil {
+		m.provider.withdraw()
+		m.abort()
+		return nil, fmt.Errorf("%w: authorizations actor: %w", ErrStart, err)
+	}
 	if err := startMember(m.c); err != nil {
 		m.provider.withdraw()
 		m.abort()

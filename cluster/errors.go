@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/cluster/internal/wire"
@@ -62,6 +63,14 @@ func errorOf(server string, r *wire.CallResult) error {
 		return fmt.Errorf("mcpvisor cluster: server %q: %w (%w): %s", server, mcpvisor.ErrTimeout, contextDeadline, r.GetMessage())
 	case wire.ErrorKind_ERROR_KIND_DRAINING:
 		return fmt.Errorf("%w: %s", ErrDraining, r.GetMessage())
+	case wire.ErrorKind_ERROR_KIND_AUTHORIZATION_REQUIRED:
+		a := r.GetAuthorization()
+		return &mcpvisor.AuthorizationRequiredError{Server: server, Principal: a.GetPrincipal(), Flow: a.GetFlow(),
+			URL: a.GetUrl(), Expires: time.UnixMilli(a.GetExpiresUnixMs())}
+	case wire.ErrorKind_ERROR_KIND_NO_SUBJECT_TOKEN:
+		return fmt.Errorf("%w: %s", mcpvisor.ErrNoSubjectToken, r.GetMessage())
+	case wire.ErrorKind_ERROR_KIND_NO_USER_REDIRECT:
+		return fmt.Errorf("%w: %s", mcpvisor.ErrNoUserRedirect, r.GetMessage())
 	default:
 		return fmt.Errorf("mcpvisor cluster: server %q: %s", server, r.GetMessage())
 	}
@@ -72,7 +81,15 @@ func resultOf(err error) *wire.CallResult {
 	r := &wire.CallResult{Message: err.Error()}
 	var notReady *mcpvisor.NotReadyError
 	var lost *mcpvisor.ConnectionLostError
+	var authz *mcpvisor.AuthorizationRequiredError
 	switch {
+	case errors.As(err, &authz):
+		// The principal's pending authorization, held by this member's
+		// supervisor: the caller's member rebuilds the error (its URL
+		// is the principal's alone, like the call's answer).
+		r.Kind = wire.ErrorKind_ERROR_KIND_AUTHORIZATION_REQUIRED
+		r.Authorization = &wire.Authorization{Server: authz.Server, Principal: authz.Principal, Flow: authz.Flow,
+			Url: authz.URL, ExpiresUnixMs: authz.Expires.UnixMilli()}
 	case errors.As(err, &lost):
 		r.Attempt = int32(lost.Attempt)
 		r.Kind = wire.ErrorKind_ERROR_KIND_CONNECTION_CLOSED
@@ -97,6 +114,10 @@ func resultOf(err error) *wire.CallResult {
 		r.Kind = wire.ErrorKind_ERROR_KIND_DEADLINE
 	case errors.Is(err, ErrDraining):
 		r.Kind = wire.ErrorKind_ERROR_KIND_DRAINING
+	case errors.Is(err, mcpvisor.ErrNoSubjectToken):
+		r.Kind = wire.ErrorKind_ERROR_KIND_NO_SUBJECT_TOKEN
+	case errors.Is(err, mcpvisor.ErrNoUserRedirect):
+		r.Kind = wire.ErrorKind_ERROR_KIND_NO_USER_REDIRECT
 	default:
 		r.Kind = wire.ErrorKind_ERROR_KIND_OTHER
 	}

@@ -113,6 +113,10 @@ func (m *engine) runLocal(msg *wire.CallTool) *wire.CallResult {
 		ctx, cancelTimeout = context.WithTimeout(ctx, timeout)
 		defer cancelTimeout()
 	}
+	// The caller's principal, if any: a server with per-user or exchange
+	// credentials is called through the principal's own session
+	// (userauth.go).
+	ctx = withWirePrincipal(ctx, msg.GetPrincipal())
 	// A server placed here a moment ago is still connecting: say so (the
 	// caller retries within its deadline) rather than "unknown tool".
 	state, err := m.local.ServerState(msg.GetServer())
@@ -121,7 +125,11 @@ func (m *engine) runLocal(msg *wire.CallTool) *wire.CallResult {
 		// server yet: it is pending.
 		return &wire.CallResult{Kind: wire.ErrorKind_ERROR_KIND_NOT_READY, State: string(mcpvisor.StatePending), Message: "being placed on this member"}
 	}
-	if state != mcpvisor.StateReady || !m.local.PoolReflects(msg.GetServer()) {
+	// A per-user server whose own connection needs authorization serves
+	// a principal through the principal's session: the local supervisor
+	// opens it, or says what the principal must authorize.
+	byPrincipal := msg.GetPrincipal() != nil && state == mcpvisor.StateNeedsAuth && m.perPrincipal(msg.GetServer())
+	if !byPrincipal && (state != mcpvisor.StateReady || !m.local.PoolReflects(msg.GetServer())) {
 		return &wire.CallResult{Kind: wire.ErrorKind_ERROR_KIND_NOT_READY, State: string(state), Message: "not ready on this member"}
 	}
 	name, ok := m.local.ToolName(msg.GetServer(), msg.GetTool())

@@ -131,7 +131,11 @@ func (o Options) validate() error {
 // cluster (ServerStatus.Member names the member that runs each), and
 // CallTool reaches the member that runs the tool's server, with the
 // typed errors of a mcpvisor.Supervisor. Prompts and resources are not
-// offered across members yet (empty lists).
+// offered across members yet (empty lists). A call's principal
+// (mcpvisor.WithPrincipal) travels with it to the member that runs the
+// server, and the pending authorizations of per-user servers are found
+// on whichever member holds them (userauth.go): Member satisfies the
+// gateway's UserAuthorizer.
 //
 // Concurrency: every method is safe for concurrent use. The engine (the
 // member's place in the protoactor cluster, engine.go) runs on its own
@@ -317,7 +321,11 @@ func (m *Member) CallTool(ctx context.Context, name string, args any) (*protocol
 		// A tool added since the last view: look again once.
 		m.refresh(ctx)
 		if t, ok = m.target(name); !ok {
-			return nil, fmt.Errorf("%w: %q", mcpvisor.ErrUnknownTool, name)
+			// A per-user server's tools are pooled once a principal's
+			// session listed them (userauth.go).
+			if t, ok = m.principalTarget(ctx, name); !ok {
+				return nil, fmt.Errorf("%w: %q", mcpvisor.ErrUnknownTool, name)
+			}
 		}
 	}
 	return m.e.callTool(ctx, t.server, t.tool, raw)

@@ -142,6 +142,10 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 	}
 	copts.Supervisor = mcpvisor.Options{Logger: a.libLog, OAuth: oo, Permissions: cfg.Permissions}
 	copts.Supervisor.Sandbox.RuntimeDir = os.Getenv("XDG_RUNTIME_DIR")
+	// Per-user servers' authorization pages are this member's gateway's
+	// (behind a balancer every member has the same public URL, and any
+	// member's pages find a flow whichever member holds it).
+	setup.auth.userAuthorization(setup.listenAddr)(&copts.Supervisor)
 	applyEnvOptions(&copts.Supervisor, os.Getenv)
 	copts.OnMemberEvent = func(e cluster.MemberEvent) {
 		a.log.Info().Str("event", string(e.Type)).Str("server", e.Server).Str("member", e.Member).Time("at", e.Time).Msg("cluster member")

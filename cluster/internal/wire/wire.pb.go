@@ -32,17 +32,20 @@ const (
 type ErrorKind int32
 
 const (
-	ErrorKind_ERROR_KIND_NONE              ErrorKind = 0
-	ErrorKind_ERROR_KIND_OTHER             ErrorKind = 1
-	ErrorKind_ERROR_KIND_UNKNOWN_TOOL      ErrorKind = 2
-	ErrorKind_ERROR_KIND_UNKNOWN_SERVER    ErrorKind = 3
-	ErrorKind_ERROR_KIND_NOT_READY         ErrorKind = 4
-	ErrorKind_ERROR_KIND_CONNECTION_CLOSED ErrorKind = 5
-	ErrorKind_ERROR_KIND_SERVER_RESTARTING ErrorKind = 6
-	ErrorKind_ERROR_KIND_CLOSED            ErrorKind = 7
-	ErrorKind_ERROR_KIND_DEADLINE          ErrorKind = 8
-	ErrorKind_ERROR_KIND_DRAINING          ErrorKind = 9
-	ErrorKind_ERROR_KIND_SERVER_OFF        ErrorKind = 10
+	ErrorKind_ERROR_KIND_NONE                   ErrorKind = 0
+	ErrorKind_ERROR_KIND_OTHER                  ErrorKind = 1
+	ErrorKind_ERROR_KIND_UNKNOWN_TOOL           ErrorKind = 2
+	ErrorKind_ERROR_KIND_UNKNOWN_SERVER         ErrorKind = 3
+	ErrorKind_ERROR_KIND_NOT_READY              ErrorKind = 4
+	ErrorKind_ERROR_KIND_CONNECTION_CLOSED      ErrorKind = 5
+	ErrorKind_ERROR_KIND_SERVER_RESTARTING      ErrorKind = 6
+	ErrorKind_ERROR_KIND_CLOSED                 ErrorKind = 7
+	ErrorKind_ERROR_KIND_DEADLINE               ErrorKind = 8
+	ErrorKind_ERROR_KIND_DRAINING               ErrorKind = 9
+	ErrorKind_ERROR_KIND_SERVER_OFF             ErrorKind = 10
+	ErrorKind_ERROR_KIND_AUTHORIZATION_REQUIRED ErrorKind = 11
+	ErrorKind_ERROR_KIND_NO_SUBJECT_TOKEN       ErrorKind = 12
+	ErrorKind_ERROR_KIND_NO_USER_REDIRECT       ErrorKind = 13
 )
 
 // Enum value maps for ErrorKind.
@@ -59,19 +62,25 @@ var (
 		8:  "ERROR_KIND_DEADLINE",
 		9:  "ERROR_KIND_DRAINING",
 		10: "ERROR_KIND_SERVER_OFF",
+		11: "ERROR_KIND_AUTHORIZATION_REQUIRED",
+		12: "ERROR_KIND_NO_SUBJECT_TOKEN",
+		13: "ERROR_KIND_NO_USER_REDIRECT",
 	}
 	ErrorKind_value = map[string]int32{
-		"ERROR_KIND_NONE":              0,
-		"ERROR_KIND_OTHER":             1,
-		"ERROR_KIND_UNKNOWN_TOOL":      2,
-		"ERROR_KIND_UNKNOWN_SERVER":    3,
-		"ERROR_KIND_NOT_READY":         4,
-		"ERROR_KIND_CONNECTION_CLOSED": 5,
-		"ERROR_KIND_SERVER_RESTARTING": 6,
-		"ERROR_KIND_CLOSED":            7,
-		"ERROR_KIND_DEADLINE":          8,
-		"ERROR_KIND_DRAINING":          9,
-		"ERROR_KIND_SERVER_OFF":        10,
+		"ERROR_KIND_NONE":                   0,
+		"ERROR_KIND_OTHER":                  1,
+		"ERROR_KIND_UNKNOWN_TOOL":           2,
+		"ERROR_KIND_UNKNOWN_SERVER":         3,
+		"ERROR_KIND_NOT_READY":              4,
+		"ERROR_KIND_CONNECTION_CLOSED":      5,
+		"ERROR_KIND_SERVER_RESTARTING":      6,
+		"ERROR_KIND_CLOSED":                 7,
+		"ERROR_KIND_DEADLINE":               8,
+		"ERROR_KIND_DRAINING":               9,
+		"ERROR_KIND_SERVER_OFF":             10,
+		"ERROR_KIND_AUTHORIZATION_REQUIRED": 11,
+		"ERROR_KIND_NO_SUBJECT_TOKEN":       12,
+		"ERROR_KIND_NO_USER_REDIRECT":       13,
 	}
 )
 
@@ -193,7 +202,11 @@ type CallTool struct {
 	// arguments is the JSON object of the call's arguments.
 	Arguments []byte `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	// timeout_ms bounds the call on the owner (the caller's deadline).
-	TimeoutMs     int64 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	TimeoutMs int64 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// principal is whom the call is made for (mcpvisor.WithPrincipal on
+	// the caller's context), absent for none: the owner calls a server
+	// with per-user or exchange credentials through its session.
+	Principal     *Principal `protobuf:"bytes,5,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -256,6 +269,77 @@ func (x *CallTool) GetTimeoutMs() int64 {
 	return 0
 }
 
+func (x *CallTool) GetPrincipal() *Principal {
+	if x != nil {
+		return x.Principal
+	}
+	return nil
+}
+
+// Principal is mcpvisor.Principal as it crosses to the server's owner.
+type Principal struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// access_token is the principal's current access token (the subject
+	// token of an exchange), "" for none. It crosses the cluster link as a
+	// call's arguments do; it is never logged.
+	AccessToken   string `protobuf:"bytes,3,opt,name=access_token,json=accessToken,proto3" json:"access_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Principal) Reset() {
+	*x = Principal{}
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Principal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Principal) ProtoMessage() {}
+
+func (x *Principal) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Principal.ProtoReflect.Descriptor instead.
+func (*Principal) Descriptor() ([]byte, []int) {
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Principal) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Principal) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Principal) GetAccessToken() string {
+	if x != nil {
+		return x.AccessToken
+	}
+	return ""
+}
+
 // CallResult answers CallTool: the JSON of the CallToolResult, or the
 // class and text of the error.
 type CallResult struct {
@@ -268,14 +352,17 @@ type CallResult struct {
 	// attempt is ConnectionLostError.Attempt for the connection kinds.
 	Attempt int32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// member is the member that ran (or refused) the call.
-	Member        string `protobuf:"bytes,6,opt,name=member,proto3" json:"member,omitempty"`
+	Member string `protobuf:"bytes,6,opt,name=member,proto3" json:"member,omitempty"`
+	// authorization is the pending authorization of
+	// ERROR_KIND_AUTHORIZATION_REQUIRED.
+	Authorization *Authorization `protobuf:"bytes,7,opt,name=authorization,proto3" json:"authorization,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallResult) Reset() {
 	*x = CallResult{}
-	mi := &file_cluster_internal_wire_wire_proto_msgTypes[3]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -287,7 +374,7 @@ func (x *CallResult) String() string {
 func (*CallResult) ProtoMessage() {}
 
 func (x *CallResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_internal_wire_wire_proto_msgTypes[3]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -300,7 +387,7 @@ func (x *CallResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResult.ProtoReflect.Descriptor instead.
 func (*CallResult) Descriptor() ([]byte, []int) {
-	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{3}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CallResult) GetResult() []byte {
@@ -345,6 +432,332 @@ func (x *CallResult) GetMember() string {
 	return ""
 }
 
+func (x *CallResult) GetAuthorization() *Authorization {
+	if x != nil {
+		return x.Authorization
+	}
+	return nil
+}
+
+// Authorization is a principal's pending authorization of a per-user
+// server, held by the supervisor of the member that runs the server
+// (mcpvisor.AuthorizationRequiredError, mcpvisor.AuthorizationRequest).
+type Authorization struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Principal     string                 `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	PrincipalName string                 `protobuf:"bytes,3,opt,name=principal_name,json=principalName,proto3" json:"principal_name,omitempty"`
+	Flow          string                 `protobuf:"bytes,4,opt,name=flow,proto3" json:"flow,omitempty"`
+	// url is what the principal opens (the error's URL) or, in an
+	// AuthorizationFound, the authorization server's URL: the
+	// principal's alone, never logged.
+	Url           string `protobuf:"bytes,5,opt,name=url,proto3" json:"url,omitempty"`
+	ExpiresUnixMs int64  `protobuf:"varint,6,opt,name=expires_unix_ms,json=expiresUnixMs,proto3" json:"expires_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Authorization) Reset() {
+	*x = Authorization{}
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Authorization) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Authorization) ProtoMessage() {}
+
+func (x *Authorization) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Authorization.ProtoReflect.Descriptor instead.
+func (*Authorization) Descriptor() ([]byte, []int) {
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Authorization) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *Authorization) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *Authorization) GetPrincipalName() string {
+	if x != nil {
+		return x.PrincipalName
+	}
+	return ""
+}
+
+func (x *Authorization) GetFlow() string {
+	if x != nil {
+		return x.Flow
+	}
+	return ""
+}
+
+func (x *Authorization) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *Authorization) GetExpiresUnixMs() int64 {
+	if x != nil {
+		return x.ExpiresUnixMs
+	}
+	return 0
+}
+
+// FindAuthorization asks a member whether its supervisor holds the
+// pending authorization flow names (Supervisor.PendingAuthorization): a
+// member's authorization page may be opened for a flow another member
+// started.
+type FindAuthorization struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Flow          string                 `protobuf:"bytes,1,opt,name=flow,proto3" json:"flow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FindAuthorization) Reset() {
+	*x = FindAuthorization{}
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FindAuthorization) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FindAuthorization) ProtoMessage() {}
+
+func (x *FindAuthorization) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FindAuthorization.ProtoReflect.Descriptor instead.
+func (*FindAuthorization) Descriptor() ([]byte, []int) {
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *FindAuthorization) GetFlow() string {
+	if x != nil {
+		return x.Flow
+	}
+	return ""
+}
+
+// AuthorizationFound answers FindAuthorization.
+type AuthorizationFound struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Found         bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	Authorization *Authorization         `protobuf:"bytes,2,opt,name=authorization,proto3" json:"authorization,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthorizationFound) Reset() {
+	*x = AuthorizationFound{}
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthorizationFound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthorizationFound) ProtoMessage() {}
+
+func (x *AuthorizationFound) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthorizationFound.ProtoReflect.Descriptor instead.
+func (*AuthorizationFound) Descriptor() ([]byte, []int) {
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AuthorizationFound) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *AuthorizationFound) GetAuthorization() *Authorization {
+	if x != nil {
+		return x.Authorization
+	}
+	return nil
+}
+
+// CompleteAuthorization passes a browser's redirect back from the
+// authorization server (the query of the callback: code and state) to
+// a member, for its supervisor's CompleteAuthorization.
+type CompleteAuthorization struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// query is the redirect's query string (url.Values encoded).
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// timeout_ms bounds the completion (the code exchange) there.
+	TimeoutMs     int64 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteAuthorization) Reset() {
+	*x = CompleteAuthorization{}
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteAuthorization) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteAuthorization) ProtoMessage() {}
+
+func (x *CompleteAuthorization) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteAuthorization.ProtoReflect.Descriptor instead.
+func (*CompleteAuthorization) Descriptor() ([]byte, []int) {
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CompleteAuthorization) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *CompleteAuthorization) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+// AuthorizationCompleted answers CompleteAuthorization. known says
+// whether the member held the state's authorization; server and error
+// are its outcome then.
+type AuthorizationCompleted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Known         bool                   `protobuf:"varint,1,opt,name=known,proto3" json:"known,omitempty"`
+	Server        string                 `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Member        string                 `protobuf:"bytes,4,opt,name=member,proto3" json:"member,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthorizationCompleted) Reset() {
+	*x = AuthorizationCompleted{}
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthorizationCompleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthorizationCompleted) ProtoMessage() {}
+
+func (x *AuthorizationCompleted) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthorizationCompleted.ProtoReflect.Descriptor instead.
+func (*AuthorizationCompleted) Descriptor() ([]byte, []int) {
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AuthorizationCompleted) GetKnown() bool {
+	if x != nil {
+		return x.Known
+	}
+	return false
+}
+
+func (x *AuthorizationCompleted) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *AuthorizationCompleted) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *AuthorizationCompleted) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
 // OverviewRequest asks a member for what it runs (its overview actor answers).
 type OverviewRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -354,7 +767,7 @@ type OverviewRequest struct {
 
 func (x *OverviewRequest) Reset() {
 	*x = OverviewRequest{}
-	mi := &file_cluster_internal_wire_wire_proto_msgTypes[4]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +779,7 @@ func (x *OverviewRequest) String() string {
 func (*OverviewRequest) ProtoMessage() {}
 
 func (x *OverviewRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_internal_wire_wire_proto_msgTypes[4]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +792,7 @@ func (x *OverviewRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverviewRequest.ProtoReflect.Descriptor instead.
 func (*OverviewRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{4}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{10}
 }
 
 // OverviewReply answers OverviewRequest: the member's local status and tools, as
@@ -396,7 +809,7 @@ type OverviewReply struct {
 
 func (x *OverviewReply) Reset() {
 	*x = OverviewReply{}
-	mi := &file_cluster_internal_wire_wire_proto_msgTypes[5]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -408,7 +821,7 @@ func (x *OverviewReply) String() string {
 func (*OverviewReply) ProtoMessage() {}
 
 func (x *OverviewReply) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_internal_wire_wire_proto_msgTypes[5]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -421,7 +834,7 @@ func (x *OverviewReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverviewReply.ProtoReflect.Descriptor instead.
 func (*OverviewReply) Descriptor() ([]byte, []int) {
-	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{5}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *OverviewReply) GetMember() string {
@@ -466,7 +879,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_cluster_internal_wire_wire_proto_msgTypes[6]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -478,7 +891,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_internal_wire_wire_proto_msgTypes[6]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -491,7 +904,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{6}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Release) GetServer() string {
@@ -514,7 +927,7 @@ type Released struct {
 
 func (x *Released) Reset() {
 	*x = Released{}
-	mi := &file_cluster_internal_wire_wire_proto_msgTypes[7]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +939,7 @@ func (x *Released) String() string {
 func (*Released) ProtoMessage() {}
 
 func (x *Released) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_internal_wire_wire_proto_msgTypes[7]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +952,7 @@ func (x *Released) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Released.ProtoReflect.Descriptor instead.
 func (*Released) Descriptor() ([]byte, []int) {
-	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{7}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Released) GetMember() string {
@@ -571,7 +984,7 @@ type Removed struct {
 
 func (x *Removed) Reset() {
 	*x = Removed{}
-	mi := &file_cluster_internal_wire_wire_proto_msgTypes[8]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -583,7 +996,7 @@ func (x *Removed) String() string {
 func (*Removed) ProtoMessage() {}
 
 func (x *Removed) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_internal_wire_wire_proto_msgTypes[8]
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -596,7 +1009,7 @@ func (x *Removed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Removed.ProtoReflect.Descriptor instead.
 func (*Removed) Descriptor() ([]byte, []int) {
-	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{8}
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Removed) GetMember() string {
@@ -614,13 +1027,18 @@ const file_cluster_internal_wire_wire_proto_rawDesc = "" +
 	"\n" +
 	"\bActivate\"#\n" +
 	"\tActivated\x12\x16\n" +
-	"\x06member\x18\x01 \x01(\tR\x06member\"s\n" +
+	"\x06member\x18\x01 \x01(\tR\x06member\"\xb1\x01\n" +
 	"\bCallTool\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
 	"\targuments\x18\x03 \x01(\fR\targuments\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\"\xba\x01\n" +
+	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\x12<\n" +
+	"\tprincipal\x18\x05 \x01(\v2\x1e.mcpvisor.cluster.v1.PrincipalR\tprincipal\"R\n" +
+	"\tPrincipal\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
+	"\faccess_token\x18\x03 \x01(\tR\vaccessToken\"\x84\x02\n" +
 	"\n" +
 	"CallResult\x12\x16\n" +
 	"\x06result\x18\x01 \x01(\fR\x06result\x122\n" +
@@ -628,7 +1046,29 @@ const file_cluster_internal_wire_wire_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x14\n" +
 	"\x05state\x18\x04 \x01(\tR\x05state\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\x05R\aattempt\x12\x16\n" +
-	"\x06member\x18\x06 \x01(\tR\x06member\"\x11\n" +
+	"\x06member\x18\x06 \x01(\tR\x06member\x12H\n" +
+	"\rauthorization\x18\a \x01(\v2\".mcpvisor.cluster.v1.AuthorizationR\rauthorization\"\xba\x01\n" +
+	"\rAuthorization\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12%\n" +
+	"\x0eprincipal_name\x18\x03 \x01(\tR\rprincipalName\x12\x12\n" +
+	"\x04flow\x18\x04 \x01(\tR\x04flow\x12\x10\n" +
+	"\x03url\x18\x05 \x01(\tR\x03url\x12&\n" +
+	"\x0fexpires_unix_ms\x18\x06 \x01(\x03R\rexpiresUnixMs\"'\n" +
+	"\x11FindAuthorization\x12\x12\n" +
+	"\x04flow\x18\x01 \x01(\tR\x04flow\"t\n" +
+	"\x12AuthorizationFound\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\x12H\n" +
+	"\rauthorization\x18\x02 \x01(\v2\".mcpvisor.cluster.v1.AuthorizationR\rauthorization\"L\n" +
+	"\x15CompleteAuthorization\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\"t\n" +
+	"\x16AuthorizationCompleted\x12\x14\n" +
+	"\x05known\x18\x01 \x01(\bR\x05known\x12\x16\n" +
+	"\x06server\x18\x02 \x01(\tR\x06server\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x16\n" +
+	"\x06member\x18\x04 \x01(\tR\x06member\"\x11\n" +
 	"\x0fOverviewRequest\"o\n" +
 	"\rOverviewReply\x12\x16\n" +
 	"\x06member\x18\x01 \x01(\tR\x06member\x12\x18\n" +
@@ -641,7 +1081,7 @@ const file_cluster_internal_wire_wire_proto_rawDesc = "" +
 	"\x06member\x18\x01 \x01(\tR\x06member\x12\x12\n" +
 	"\x04held\x18\x02 \x01(\bR\x04held\"!\n" +
 	"\aRemoved\x12\x16\n" +
-	"\x06member\x18\x01 \x01(\tR\x06member*\xb4\x02\n" +
+	"\x06member\x18\x01 \x01(\tR\x06member*\x9d\x03\n" +
 	"\tErrorKind\x12\x13\n" +
 	"\x0fERROR_KIND_NONE\x10\x00\x12\x14\n" +
 	"\x10ERROR_KIND_OTHER\x10\x01\x12\x1b\n" +
@@ -654,7 +1094,10 @@ const file_cluster_internal_wire_wire_proto_rawDesc = "" +
 	"\x13ERROR_KIND_DEADLINE\x10\b\x12\x17\n" +
 	"\x13ERROR_KIND_DRAINING\x10\t\x12\x19\n" +
 	"\x15ERROR_KIND_SERVER_OFF\x10\n" +
-	"B4Z2github.com/mcpvisor/mcpvisor/cluster/internal/wireb\x06proto3"
+	"\x12%\n" +
+	"!ERROR_KIND_AUTHORIZATION_REQUIRED\x10\v\x12\x1f\n" +
+	"\x1bERROR_KIND_NO_SUBJECT_TOKEN\x10\f\x12\x1f\n" +
+	"\x1bERROR_KIND_NO_USER_REDIRECT\x10\rB4Z2github.com/mcpvisor/mcpvisor/cluster/internal/wireb\x06proto3"
 
 var (
 	file_cluster_internal_wire_wire_proto_rawDescOnce sync.Once
@@ -669,26 +1112,35 @@ func file_cluster_internal_wire_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_cluster_internal_wire_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cluster_internal_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_cluster_internal_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_cluster_internal_wire_wire_proto_goTypes = []any{
-	(ErrorKind)(0),          // 0: mcpvisor.cluster.v1.ErrorKind
-	(*Activate)(nil),        // 1: mcpvisor.cluster.v1.Activate
-	(*Activated)(nil),       // 2: mcpvisor.cluster.v1.Activated
-	(*CallTool)(nil),        // 3: mcpvisor.cluster.v1.CallTool
-	(*CallResult)(nil),      // 4: mcpvisor.cluster.v1.CallResult
-	(*OverviewRequest)(nil), // 5: mcpvisor.cluster.v1.OverviewRequest
-	(*OverviewReply)(nil),   // 6: mcpvisor.cluster.v1.OverviewReply
-	(*Release)(nil),         // 7: mcpvisor.cluster.v1.Release
-	(*Released)(nil),        // 8: mcpvisor.cluster.v1.Released
-	(*Removed)(nil),         // 9: mcpvisor.cluster.v1.Removed
+	(ErrorKind)(0),                 // 0: mcpvisor.cluster.v1.ErrorKind
+	(*Activate)(nil),               // 1: mcpvisor.cluster.v1.Activate
+	(*Activated)(nil),              // 2: mcpvisor.cluster.v1.Activated
+	(*CallTool)(nil),               // 3: mcpvisor.cluster.v1.CallTool
+	(*Principal)(nil),              // 4: mcpvisor.cluster.v1.Principal
+	(*CallResult)(nil),             // 5: mcpvisor.cluster.v1.CallResult
+	(*Authorization)(nil),          // 6: mcpvisor.cluster.v1.Authorization
+	(*FindAuthorization)(nil),      // 7: mcpvisor.cluster.v1.FindAuthorization
+	(*AuthorizationFound)(nil),     // 8: mcpvisor.cluster.v1.AuthorizationFound
+	(*CompleteAuthorization)(nil),  // 9: mcpvisor.cluster.v1.CompleteAuthorization
+	(*AuthorizationCompleted)(nil), // 10: mcpvisor.cluster.v1.AuthorizationCompleted
+	(*OverviewRequest)(nil),        // 11: mcpvisor.cluster.v1.OverviewRequest
+	(*OverviewReply)(nil),          // 12: mcpvisor.cluster.v1.OverviewReply
+	(*Release)(nil),                // 13: mcpvisor.cluster.v1.Release
+	(*Released)(nil),               // 14: mcpvisor.cluster.v1.Released
+	(*Removed)(nil),                // 15: mcpvisor.cluster.v1.Removed
 }
 var file_cluster_internal_wire_wire_proto_depIdxs = []int32{
-	0, // 0: mcpvisor.cluster.v1.CallResult.kind:type_name -> mcpvisor.cluster.v1.ErrorKind
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	4, // 0: mcpvisor.cluster.v1.CallTool.principal:type_name -> mcpvisor.cluster.v1.Principal
+	0, // 1: mcpvisor.cluster.v1.CallResult.kind:type_name -> mcpvisor.cluster.v1.ErrorKind
+	6, // 2: mcpvisor.cluster.v1.CallResult.authorization:type_name -> mcpvisor.cluster.v1.Authorization
+	6, // 3: mcpvisor.cluster.v1.AuthorizationFound.authorization:type_name -> mcpvisor.cluster.v1.Authorization
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_cluster_internal_wire_wire_proto_init() }
@@ -702,7 +1154,7 @@ func file_cluster_internal_wire_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_internal_wire_wire_proto_rawDesc), len(file_cluster_internal_wire_wire_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
