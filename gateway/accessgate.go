@@ -318,9 +318,7 @@ func (g *Gateway) admit(ctx context.Context, method string, params json.RawMessa
 		auditServer(ctx, server, name)
 	}
 	if !ok {
-		e := errorf(CodeAccessDenied, "%v: %s is not allowed for this caller", ErrAccessDenied, what)
-		e.Data, _ = json.Marshal(map[string]any{"reason": "access", "server": server})
-		return nil, e
+		return nil, accessDenied(what, server)
 	}
 	if method == protocol.MethodResourcesSubscribe {
 		return func() {}, nil
@@ -406,7 +404,10 @@ func (lw *limitWriter) Unwrap() http.ResponseWriter { return lw.ResponseWriter }
 
 // StatusFor is Status as ctx's caller may see it: the servers (and
 // excluded servers) the access rules let it use, and the count and
-// token estimate of the tools they let it use.
+// token estimate of the tools they let it use; the gateway-wide figures
+// are the operator's only (a restricted caller gets the count of its own
+// sessions, no calls in flight, no skipped layer files, and the channel
+// queue of its servers only).
 func (g *Gateway) StatusFor(ctx context.Context) StatusReport {
 	rep := g.Status()
 	c := g.callerOf(ctx)
@@ -429,6 +430,7 @@ func (g *Gateway) StatusFor(ctx context.Context) StatusReport {
 	for i := range rep.Servers {
 		rep.Servers[i].ToolTokens = tokens[rep.Servers[i].Name]
 	}
+	g.restrictStatus(ctx, &c, &rep)
 	return rep
 }
 

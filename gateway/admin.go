@@ -100,7 +100,14 @@ func (a *admin) serveStatus(w http.ResponseWriter, r *http.Request) {
 	_ = enc.Encode(a.g.StatusFor(r.Context()))
 }
 
-func (a *admin) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+// serveMetrics serves GET /metrics, the whole gateway's figures, to a
+// caller that may use the admin actions (View.Admin); another is refused
+// 403.
+func (a *admin) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if !a.g.ViewOf(r.Context()).Admin() {
+		httpError(w, http.StatusForbidden, "forbidden: "+ErrAccessDenied.Error()+": /metrics needs an admin")
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	a.writeMetrics(w)
 }
@@ -109,8 +116,10 @@ func (a *admin) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 // each event's id is its sequence number and its data the event as JSON.
 // With Last-Event-ID (header, or ?after=) the stream resumes after that
 // sequence number (a gap event says when some are no longer remembered);
-// without it, it starts with the next event.
+// without it, it starts with the next event. A caller under access rules
+// gets the events of the servers it may use only (View.Event).
 func (a *admin) serveEvents(w http.ResponseWriter, r *http.Request) {
+	view := a.g.ViewOf(r.Context())
 	opts := []mcpvisor.SubscribeOption{mcpvisor.BufferSize(1024)}
 	cursor := r.Header.Get("Last-Event-ID")
 	if cursor == "" {
@@ -139,6 +148,9 @@ func (a *admin) serveEvents(w http.ResponseWriter, r *http.Request) {
 		case ev, ok := <-events:
 			if !ok {
 				return
+			}
+			if !view.Event(ev) {
+				continue
 			}
 			data, err := json.Marshal(ev)
 			if err != nil {

@@ -142,7 +142,8 @@ var errDraining = errors.New("mcpvisor gateway is shutting down")
 const CodeWaitInProgress = -32053
 
 // forwardChannel delivers a server's channel message to the sessions that
-// declared the channel capability. (The gateway's inbox has it already,
+// declared the channel capability and whose callers may use the server.
+// (The gateway's inbox has it already,
 // for wait_for_channel_message: see ChannelSource.)
 func (fo *fanout) forwardChannel(ev *mcpvisor.ChannelMessageEvent) {
 	var p struct {
@@ -158,9 +159,10 @@ func (fo *fanout) forwardChannel(ev *mcpvisor.ChannelMessageEvent) {
 	if _, ok := p.Meta["server"]; !ok {
 		p.Meta["server"], _ = json.Marshal(ev.Server)
 	}
+	mayUse := fo.audience(ev.Server)
 	fo.srv.NotifySessions(protocol.NotificationChannel, p, func(s *mcpserver.Session) bool {
 		_, wants := s.Client().Capabilities.Experimental[channelCapability]
-		return wants
+		return wants && (mayUse == nil || mayUse(s, nil))
 	})
 }
 
@@ -178,6 +180,9 @@ type channelWaits struct {
 
 	mu    sync.Mutex
 	waits map[*mcpserver.Session]context.CancelCauseFunc // one per session; guarded by mu
+	// only narrows a wait's filter to the servers its caller may use
+	// (Gateway.channelFilter); set by New.
+	only func(ctx context.Context, f channels.Filter) channels.Filter
 }
 
 // count returns the number of calls waiting.
@@ -218,7 +223,7 @@ func (cw *channelWaits) wait(ctx context.Context, s *mcpserver.Session, args jso
 
 	start := time.Now()
 	wctx, stop := context.WithTimeout(ctx, a.timeout)
-	msgs, err := cw.inbox.WaitN(wctx, a.filter(), a.max)
+	msgs, err := cw.inbox.WaitN(wctx, cw.only(ctx, a.filter()), a.max)
 	stop()
 	res := waitResult{Status: waitReceived, Messages: msgs, WaitedSeconds: time.Since(start).Seconds()}
 	switch {

@@ -109,7 +109,7 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request, name string, p protocol.CallToolParams) (any, *protocol.Error) {
 	server := g.naming.serverOfTool(name)
 	auditServer(ctx, server, name)
-	c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx)}
+	c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx), who: ctx}
 	ctx = context.WithValue(ctx, callKey{}, c)
 	g.calls.started(c)
 	defer g.calls.ended(c)
@@ -145,7 +145,7 @@ func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 		return nil, rpcError(err)
 	}
 	if res.ResultType == protocol.ResultTask {
-		return g.pool.taskCreated(server, res), nil
+		return g.pool.taskCreated(server, g.taskTag(ctx), res), nil
 	}
 	res = g.fitResult(ownerOf(ctx), name, server, p.Meta, res)
 	if enc, ok := appendTextResult(nil, res); ok {
@@ -295,7 +295,7 @@ func (g *Gateway) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *
 		name = q
 	}
 	run := func(ctx context.Context) (any, *protocol.Error) {
-		c := &call{w: w, s: r.Session, server: g.pool.serverOfPrompt(name), input: inputCallOf(ctx)}
+		c := &call{w: w, s: r.Session, server: g.pool.serverOfPrompt(name), input: inputCallOf(ctx), who: ctx}
 		auditServer(ctx, c.server, name)
 		ctx = context.WithValue(ctx, callKey{}, c)
 		g.calls.started(c)
@@ -410,7 +410,7 @@ func (g *Gateway) readResource(ctx context.Context, w mcpserver.ResponseWriter, 
 		return nil, e
 	}
 	run := func(ctx context.Context) (any, *protocol.Error) {
-		c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx)}
+		c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx), who: ctx}
 		auditServer(ctx, server, "")
 		ctx = context.WithValue(ctx, callKey{}, c)
 		g.calls.started(c)
@@ -444,18 +444,23 @@ type fanout struct {
 	srv     *mcpserver.Server
 	metrics *metrics
 	log     zerolog.Logger
+	// audience returns who may get a notification about a server: the
+	// sessions and listen streams whose caller the access rules let use
+	// it (accessview.go).
+	audience func(server string) mcpserver.Audience
 }
 
 // broadcastListChanged sends a list_changed notification to every
-// session and every listen stream that selected it.
-func (fo *fanout) broadcastListChanged(method string) {
-	n := fo.srv.ListChanged(method)
+// session and every listen stream that selected it, of those a accepts
+// (nil: all).
+func (fo *fanout) broadcastListChanged(method string, a mcpserver.Audience) {
+	n := fo.srv.ListChangedTo(method, a)
 	fo.metrics.notified(method, n)
 	fo.log.Debug().Str("method", method).Int("recipients", n).Msg("list changed sent downstream")
 }
 
 // forwardLog sends a server's log message to the sessions whose level it
-// reaches, as notifications/message with logger = the server's name (and
+// reaches (and whose callers may use the server), as notifications/message with logger = the server's name (and
 // to the listen streams whose _meta asked for that level).
 func (fo *fanout) forwardLog(ev *mcpvisor.LogMessageEvent) {
 	var p protocol.LoggingMessageParams
@@ -468,11 +473,11 @@ func (fo *fanout) forwardLog(ev *mcpvisor.LogMessageEvent) {
 	} else {
 		p.Logger = ev.Server + "/" + p.Logger
 	}
-	fo.srv.Log(p)
+	fo.srv.LogTo(p, fo.audience(ev.Server))
 }
 
 // forwardResourceUpdated tells the sessions and listen streams
-// subscribed to the resource.
+// subscribed to the resource (whose callers may use its server).
 func (fo *fanout) forwardResourceUpdated(ev *mcpvisor.ResourceUpdatedEvent) {
-	fo.srv.ResourceUpdated(ev.URI)
+	fo.srv.ResourceUpdatedTo(ev.URI, fo.audience(ev.Server))
 }

@@ -358,6 +358,11 @@ type Gateway struct {
 	results *resultStore
 	// search is the search mode's index and tools (search.go).
 	search *searchMode
+	// callers are the callers of the handshake-era sessions, for the
+	// notifications under access rules (accessview.go).
+	callers sessionCallers
+	// taskKey is the key of the task ids' owner tags (accessview.go).
+	taskKey []byte
 }
 
 // hostListBits numbers the list_changed methods a change of the host's
@@ -421,7 +426,8 @@ func New(b Backend, opts Options) *Gateway {
 	g.results = newResultStore(opts.ResultStoreBytes, opts.ResultStoreTTL)
 	g.search = newSearchMode(g)
 	g.admin = &admin{g: g}
-	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}}
+	g.taskKey = newTaskKey(opts.SessionSeal)
+	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}, only: g.channelFilter}
 	g.naming = &namer{b: b, style: opts.Names, budget: opts.NameBudget}
 	g.gate = newAccessGate(opts)
 	g.front = &front{opts: opts, metrics: &g.metrics, rs: newProtectedResource(opts.ResourceServer), log: g.log}
@@ -429,7 +435,7 @@ func New(b Backend, opts Options) *Gateway {
 	g.pool = &pool{b: b, opts: opts, log: opts.Logger, naming: g.naming, features: opts.Features}
 	g.subs = newResourceSubs(b, opts.Logger, g.pool.serverOfResource)
 	g.srv = newServer(g)
-	g.fanout = &fanout{srv: g.srv, metrics: &g.metrics, log: opts.Logger}
+	g.fanout = &fanout{srv: g.srv, metrics: &g.metrics, log: opts.Logger, audience: g.audience}
 	g.inputs = &inputRounds{srv: g.srv, log: opts.Logger, wait: opts.InputWait, workers: newCallWorkers(g.closed), parked: map[string]*parkedRound{}}
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -453,7 +459,7 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 	}
 	defer g.stopEvents()
 	events := g.events
-	pending := map[string]bool{} // list_changed notification methods due
+	pending := listChanges{} // list_changed notification methods due, and for whom (accessview.go)
 	var timer <-chan time.Time
 	expiry := time.NewTicker(time.Minute)
 	defer expiry.Stop()
@@ -468,20 +474,20 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 			case *mcpvisor.ToolsChangedEvent:
 				g.naming.reset()
 				g.search.poolChanged(ev.Server)
-				pending[protocol.NotificationToolsListChanged] = true
+				pending.add(protocol.NotificationToolsListChanged, ev.Server)
 			case *mcpvisor.ListChangedEvent:
 				if ev.Type == mcpvisor.EventPromptsChanged {
 					g.naming.reset()
-					pending[protocol.NotificationPromptsListChanged] = true
+					pending.add(protocol.NotificationPromptsListChanged, ev.Server)
 				} else {
-					pending[protocol.NotificationResourcesListChanged] = true
+					pending.add(protocol.NotificationResourcesListChanged, ev.Server)
 				}
 			case *mcpvisor.ServerToggledEvent:
 				g.naming.reset()
 				g.search.poolChanged(ev.Server)
-				pending[protocol.NotificationToolsListChanged] = true
-				pending[protocol.NotificationPromptsListChanged] = true
-				pending[protocol.NotificationResourcesListChanged] = true
+				for _, m := range hostListBits {
+					pending.add(m, ev.Server)
+				}
 			case *mcpvisor.LogMessageEvent:
 				g.fanout.forwardLog(ev)
 			case *mcpvisor.ResourceUpdatedEvent:
@@ -492,9 +498,9 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 				g.naming.reset()
 				g.search.poolChanged("")
 				// Lost events may have been list changes: tell everyone.
-				pending[protocol.NotificationToolsListChanged] = true
-				pending[protocol.NotificationPromptsListChanged] = true
-				pending[protocol.NotificationResourcesListChanged] = true
+				for _, m := range hostListBits {
+					pending.addAll(m)
+				}
 			}
 			if len(pending) > 0 && timer == nil {
 				timer = time.After(debounce)
@@ -508,14 +514,14 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 					}
 				}
 			}) {
-				g.fanout.broadcastListChanged(method)
+				g.fanout.broadcastListChanged(method, g.listAudience(pending[method]))
 			}
 			clear(pending)
 		case <-g.hostSignal:
 			bits := g.hostChanged.Swap(0)
 			for i, m := range hostListBits {
 				if bits&(1<<i) != 0 {
-					pending[m] = true
+					pending.add(m, "") // the host's own: the server ""
 				}
 			}
 			if len(pending) > 0 && timer == nil {

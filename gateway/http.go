@@ -25,7 +25,7 @@ const MCPPath = "/mcp"
 // serves until Close.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mountToolModes(mux, limitStatus(g.srv.HTTPHandler())) // MCPPath, and the per-mode paths (search.go)
+	mountToolModes(mux, limitStatus(g.sessionBound(g.srv.HTTPHandler()))) // MCPPath, and the per-mode paths (search.go)
 	mux.HandleFunc("GET /status", g.admin.serveStatus)
 	mux.HandleFunc("GET /metrics", g.admin.serveMetrics)
 	mux.HandleFunc("GET /events", g.admin.serveEvents)
@@ -80,7 +80,7 @@ func (f *front) guard(next http.Handler) http.Handler {
 				httpError(w, http.StatusUnauthorized, "unauthorized: a bearer token is required")
 				return
 			}
-			if f.bearerOK(r) {
+			if f.bearerOK(r) || !isMCPPath(r.URL.Path) && f.partLogin(r) {
 				r = r.WithContext(staticIdentity(r.Context()))
 			}
 		}
@@ -187,6 +187,17 @@ func (f *front) admitted(r *http.Request) bool {
 func (f *front) partAdmits(r *http.Request) bool {
 	for _, p := range f.opts.Parts {
 		if p.Authenticated(r) || p.Public(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// partLogin reports whether r carries a Part's login (had in exchange for
+// Options.Token, which it stands for).
+func (f *front) partLogin(r *http.Request) bool {
+	for _, p := range f.opts.Parts {
+		if p.Authenticated(r) {
 			return true
 		}
 	}

@@ -247,6 +247,11 @@ func (f *front) authenticate(w http.ResponseWriter, r *http.Request) *http.Reque
 	tok, hasBearer := bearerToken(r)
 	if !hasBearer {
 		if !isMCPPath(r.URL.Path) && f.partAdmits(r) {
+			if f.partLogin(r) {
+				// A Part's login was had for the static token: the
+				// operator, as the token itself.
+				return r.WithContext(context.WithValue(staticIdentity(r.Context()), operatorKey{}, true))
+			}
 			return r
 		}
 		f.metrics.rejected.Add(1)

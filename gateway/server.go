@@ -54,12 +54,16 @@ func newServer(g *Gateway) *mcpserver.Server {
 		Instructions: instructions,
 		Capabilities: g.capabilitiesFor,
 		Handler:      g,
-		Middleware:   g.withAudit(middleware(g.tracer, g.requests)),
+		Middleware:   append([]mcpserver.Middleware{g.callers.record}, g.withAudit(middleware(g.tracer, g.requests))...),
 		Subscriptions: func(ctx context.Context, _ *mcpserver.Request, want protocol.NotificationSubscriptions) (protocol.NotificationSubscriptions, func()) {
+			want.ResourceSubscriptions = g.visibleURIs(ctx, want.ResourceSubscriptions)
 			return want, g.subs.hold(ctx, want.ResourceSubscriptions)
 		},
-		ModernResult:      func(r *mcpserver.Request, result any) any { return g.pool.modernResult(r.Method, result) },
-		OnSessionClosed:   func(s *mcpserver.Session) { g.subs.releaseAll(s, s.Subscriptions()) },
+		ModernResult: func(r *mcpserver.Request, result any) any { return g.pool.modernResult(r.Method, result) },
+		OnSessionClosed: func(s *mcpserver.Session) {
+			g.callers.forget(s)
+			g.subs.releaseAll(s, s.Subscriptions())
+		},
 		OnSessionRestored: g.subs.restore,
 		Logger:            g.log,
 		MaxSessionState:   o.MaxSessionState,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/mcpvisor/mcpvisor"
 	"github.com/mcpvisor/mcpvisor/mcpserver"
@@ -52,13 +53,15 @@ func (pl *pool) skillServers() (servers []string, settings json.RawMessage) {
 }
 
 // skillsRequest serves skills/list, skills/get and
-// resources/directory/read for a stateless-era client.
-func (pl *pool) skillsRequest(ctx context.Context, m *mcpserver.Request) (any, *protocol.Error) {
+// resources/directory/read for a stateless-era client, from the servers
+// that may (the access rules: Gateway.serverFilter) accepts.
+func (pl *pool) skillsRequest(ctx context.Context, m *mcpserver.Request, may func(server string) bool) (any, *protocol.Error) {
 	ob, ok := pl.b.(OptionsBackend)
 	servers, _ := pl.skillServers()
 	if requestOf(ctx) == nil || !ok || len(servers) == 0 {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", m.Method)
 	}
+	servers = slices.DeleteFunc(servers, func(s string) bool { return !may(s) })
 	caps := m.Capabilities()
 	o := mcpvisor.RequestOptions{Capabilities: &caps}
 	var params map[string]json.RawMessage

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"crypto/hmac"
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/mcpvisor/mcpvisor"
@@ -23,9 +25,22 @@ import (
 // the gateway keeps no table of tasks. tasks/get, tasks/update and
 // tasks/cancel from a client that did not declare the extension are
 // -32021; a task id naming no server, -32602.
+//
+// Under access rules (or a resource server) a task is its creator's: the
+// id the client sees is "<server>/<tag>/<its task id>", the tag a MAC of
+// the caller, the server and the task id under the gateway's task key
+// (Gateway.taskTag), so that another caller's tasks/get, tasks/update or
+// tasks/cancel of it is refused (CodeAccessDenied), as is one of a
+// server the caller may no longer use.
 
-// gatewayTaskID is the task id a client sees for a server's task.
-func gatewayTaskID(server, id string) string { return url.PathEscape(server) + "/" + id }
+// gatewayTaskID is the task id a client sees for a server's task; tag,
+// when not nil, binds it to its caller (taskTag).
+func gatewayTaskID(server, id string, tag func(server, id string) string) string {
+	if tag != nil {
+		return url.PathEscape(server) + "/" + tag(server, id) + "/" + id
+	}
+	return url.PathEscape(server) + "/" + id
+}
 
 // splitTaskID reverses gatewayTaskID.
 func splitTaskID(id string) (server, taskID string, ok bool) {
@@ -53,11 +68,11 @@ func withTaskID(raw json.RawMessage, to func(string) string) (json.RawMessage, e
 }
 
 // taskCreated returns a server's CreateTaskResult with the task id the
-// client sees.
-func (pl *pool) taskCreated(server string, res *protocol.CallToolResult) any {
+// client sees (bound to its caller by tag, when not nil).
+func (pl *pool) taskCreated(server string, tag func(server, id string) string, res *protocol.CallToolResult) any {
 	raw, err := json.Marshal(res)
 	if err == nil {
-		raw, err = withTaskID(raw, func(id string) string { return gatewayTaskID(server, id) })
+		raw, err = withTaskID(raw, func(id string) string { return gatewayTaskID(server, id, tag) })
 	}
 	if err != nil {
 		return res
@@ -75,8 +90,10 @@ func missingTasks(method string) *protocol.Error {
 }
 
 // taskRequest passes tasks/get, tasks/update or tasks/cancel of a
-// stateless-era client to the server that runs the task.
-func (pl *pool) taskRequest(ctx context.Context, m *mcpserver.Request) (any, *protocol.Error) {
+// stateless-era client to the server that runs the task, when the task
+// is the caller's and the access rules let it use the server.
+func (g *Gateway) taskRequest(ctx context.Context, m *mcpserver.Request) (any, *protocol.Error) {
+	pl := g.pool
 	ob, ok := pl.b.(OptionsBackend)
 	if requestOf(ctx) == nil || !ok {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", m.Method)
@@ -91,8 +108,22 @@ func (pl *pool) taskRequest(ctx context.Context, m *mcpserver.Request) (any, *pr
 		return nil, errorf(protocol.CodeInvalidParams, "%s: want {taskId}", m.Method)
 	}
 	server, taskID, ok := splitTaskID(id)
+	tag := g.taskTag(ctx)
+	var mac string
+	if ok && tag != nil {
+		mac, taskID, ok = strings.Cut(taskID, "/")
+		ok = ok && taskID != ""
+	}
 	if !ok || !pl.knownServer(server) {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown task %q", id)
+	}
+	if tag != nil && !hmac.Equal([]byte(mac), []byte(tag(server, taskID))) {
+		e := errorf(CodeAccessDenied, "%v: task %q is not this caller's", ErrAccessDenied, id)
+		e.Data, _ = json.Marshal(map[string]any{"reason": "owner", "server": server})
+		return nil, e
+	}
+	if perr := g.refuseServer(ctx, "task "+strconv.Quote(id), server); perr != nil {
+		return nil, perr
 	}
 	params["taskId"], _ = json.Marshal(taskID)
 	delete(params, "_meta")
@@ -104,7 +135,7 @@ func (pl *pool) taskRequest(ctx context.Context, m *mcpserver.Request) (any, *pr
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	if raw, err = withTaskID(raw, func(id string) string { return gatewayTaskID(server, id) }); err != nil {
+	if raw, err = withTaskID(raw, func(id string) string { return gatewayTaskID(server, id, tag) }); err != nil {
 		return nil, errorf(protocol.CodeInternalError, "%s: the server's result: %v", m.Method, err)
 	}
 	return protocol.ValidJSON(raw), nil

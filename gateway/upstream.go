@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -146,6 +148,7 @@ type call struct {
 	server string
 	input  *inputCall // a stateless-era client's call (nil: a handshake-era one)
 	seq    uint64
+	who    context.Context // the downstream request's: its caller (access rules)
 }
 
 // callKey is the context key of the downstream call a request to a
@@ -274,7 +277,7 @@ func (g *Gateway) ClientRequest(ctx context.Context, server, method string, para
 	case c != nil:
 		ask = func(ctx context.Context) (json.RawMessage, error) { return c.w.Ask(ctx, method, p) }
 	default:
-		s := g.pickSession(method, wantURL)
+		s := g.pickSession(server, method, wantURL)
 		if s == nil {
 			g.metrics.clientRefused.Add(1)
 			return nil, protocol.NewError(protocol.CodeMethodNotFound,
@@ -297,6 +300,20 @@ func (g *Gateway) ClientRequest(ctx context.Context, server, method string, para
 	return nil, protocol.NewError(protocol.CodeInternalError, "mcpvisor gateway: no answer from the downstream client to %s: %v", method, context.Cause(ctx))
 }
 
+// callersOn returns the contexts of the calls in flight on server (their
+// callers).
+func (t *callTable) callersOn(server string) []context.Context {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []context.Context
+	for c := range t.calls {
+		if c.server == server && c.who != nil {
+			out = append(out, c.who)
+		}
+	}
+	return out
+}
+
 // pick chooses the call in flight on server whose client can answer
 // method: the newest.
 func (t *callTable) pick(server, method string, wantURL bool) *call {
@@ -311,14 +328,24 @@ func (t *callTable) pick(server, method string, wantURL bool) *call {
 	return best
 }
 
-// pickSession chooses, when no call of a client is in flight on the
-// server, the handshake-era session that answers: the most recently
-// active one that declared the capability and can be reached.
-func (g *Gateway) pickSession(method string, wantURL bool) *mcpserver.Session {
+// pickSession chooses, when no call of a client that can answer is in
+// flight on the server, the handshake-era session that answers: the most
+// recently active one that declared the capability, can be reached, and
+// whose caller the access rules let use the server; under access rules
+// only a session of a caller whose call is in flight on the server, when
+// one is (a server's request names no call: it is taken to be one of
+// theirs, never another caller's).
+func (g *Gateway) pickSession(server, method string, wantURL bool) *mcpserver.Session {
 	var pick *mcpserver.Session
 	var last time.Time
+	mayUse := g.audience(server)
+	var callers []context.Context // under access rules, those whose calls are in flight on server
+	if mayUse != nil {
+		callers = g.calls.callersOn(server)
+	}
 	for _, s := range g.srv.Sessions() {
-		if !canAnswer(s, method, wantURL) || !s.Reachable() {
+		if !canAnswer(s, method, wantURL) || !s.Reachable() || mayUse != nil && !mayUse(s, nil) ||
+			len(callers) > 0 && !slices.ContainsFunc(callers, func(c context.Context) bool { return sameCaller(g.callers.of(s), c) }) {
 			continue
 		}
 		if used := s.LastActive(); pick == nil || used.After(last) {
@@ -339,8 +366,9 @@ func canAnswer(s *mcpserver.Session, method string, wantURL bool) bool {
 
 // complete serves completion/complete: a prompt's argument (the prompt by
 // its downstream name) or a resource template's (by its URI template) is
-// completed by the server that offers it.
-func (pl *pool) complete(ctx context.Context, params json.RawMessage) (any, *protocol.Error) {
+// completed by the server that offers it, once check (the access rules:
+// Gateway.refuseServer) lets the caller use that server.
+func (pl *pool) complete(ctx context.Context, params json.RawMessage, check func(ctx context.Context, what, server string) *protocol.Error) (any, *protocol.Error) {
 	c, ok := pl.b.(Completer)
 	if !ok {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", protocol.MethodCompletionComplete)
@@ -377,6 +405,9 @@ func (pl *pool) complete(ctx context.Context, params json.RawMessage) (any, *pro
 	}
 	if server == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "completion/complete: no server offers %s %q", p.Ref.Type, p.Ref.Name+p.Ref.URI)
+	}
+	if perr := check(ctx, "completion of "+p.Ref.Type+" "+strconv.Quote(p.Ref.Name+p.Ref.URI), server); perr != nil {
+		return nil, perr
 	}
 	res, err := c.Complete(ctx, server, p.Ref, p.Argument, p.Context)
 	if err != nil {

@@ -1,6 +1,8 @@
 package mcpserver
 
 import (
+	"context"
+
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -58,15 +60,40 @@ func (s *Server) NotifySessions(method string, params any, want func(*Session) b
 	return n
 }
 
+// Audience narrows the recipients of a notification (the To forms of
+// ListChanged, ResourceUpdated and Log): it is asked about each session
+// that would get it (listen nil) and each listen stream that would
+// (sess its session, listen the context of its subscriptions/listen
+// request, which carries what the transport put there: e.g. the
+// caller's identity). Nil accepts every one. It is called on the
+// sender's goroutine and must not block.
+type Audience func(sess *Session, listen context.Context) bool
+
+// sessions returns the session filter of a: want (may be nil) and a.
+func (a Audience) sessions(want func(*Session) bool) func(*Session) bool {
+	if a == nil {
+		return want
+	}
+	return func(sess *Session) bool { return (want == nil || want(sess)) && a(sess, nil) }
+}
+
+// listen reports whether a accepts listen stream l.
+func (a Audience) listen(l *listener) bool {
+	return a == nil || a(l.x.req.Session, l.x.ctx)
+}
+
 // ListChanged sends a list_changed notification (method is
 // notifications/tools/list_changed, …/prompts/list_changed or
 // …/resources/list_changed) to the sessions that take notifications and
 // the listen streams that selected it.
-func (s *Server) ListChanged(method string) int {
+func (s *Server) ListChanged(method string) int { return s.ListChangedTo(method, nil) }
+
+// ListChangedTo is ListChanged to the recipients a accepts.
+func (s *Server) ListChangedTo(method string, a Audience) int {
 	listens := s.table.listeners()
-	n := s.NotifySessions(method, nil, nil)
+	n := s.NotifySessions(method, nil, a.sessions(nil))
 	for _, l := range listens {
-		if l.wants(method) && l.notify(method, nil) {
+		if l.wants(method) && a.listen(l) && l.notify(method, nil) {
 			n++
 		}
 	}
@@ -76,12 +103,15 @@ func (s *Server) ListChanged(method string) int {
 // ResourceUpdated sends notifications/resources/updated for uri to the
 // sessions subscribed to it (Session.Subscribe) and the listen streams
 // that selected it.
-func (s *Server) ResourceUpdated(uri string) int {
+func (s *Server) ResourceUpdated(uri string) int { return s.ResourceUpdatedTo(uri, nil) }
+
+// ResourceUpdatedTo is ResourceUpdated to the recipients a accepts.
+func (s *Server) ResourceUpdatedTo(uri string, a Audience) int {
 	params := protocol.ResourceUpdatedParams{URI: uri}
 	listens := s.table.listeners()
-	n := s.NotifySessions(protocol.NotificationResourceUpdated, params, func(sess *Session) bool { return sess.Subscribed(uri) })
+	n := s.NotifySessions(protocol.NotificationResourceUpdated, params, a.sessions(func(sess *Session) bool { return sess.Subscribed(uri) }))
 	for _, l := range listens {
-		if l.wantsResource(uri) && l.notify(protocol.NotificationResourceUpdated, params) {
+		if l.wantsResource(uri) && a.listen(l) && l.notify(protocol.NotificationResourceUpdated, params) {
 			n++
 		}
 	}
@@ -95,18 +125,21 @@ const DefaultLogLevel = protocol.LevelInfo
 // logging/setLevel, else DefaultLogLevel) p.Level reaches, and to the
 // listen streams whose request's _meta named a level it reaches (a
 // stateless-era client that names none gets no log messages).
-func (s *Server) Log(p protocol.LoggingMessageParams) int {
+func (s *Server) Log(p protocol.LoggingMessageParams) int { return s.LogTo(p, nil) }
+
+// LogTo is Log to the recipients a accepts.
+func (s *Server) LogTo(p protocol.LoggingMessageParams, a Audience) int {
 	rank := levelRank(p.Level)
 	listens := s.table.listeners()
-	n := s.NotifySessions(protocol.NotificationMessage, p, func(sess *Session) bool {
+	n := s.NotifySessions(protocol.NotificationMessage, p, a.sessions(func(sess *Session) bool {
 		level := sess.Client().LogLevel
 		if level == "" {
 			level = DefaultLogLevel
 		}
 		return rank >= levelRank(level)
-	})
+	}))
 	for _, l := range listens {
-		if l.logLevel != "" && rank >= levelRank(l.logLevel) && l.notify(protocol.NotificationMessage, p) {
+		if l.logLevel != "" && rank >= levelRank(l.logLevel) && a.listen(l) && l.notify(protocol.NotificationMessage, p) {
 			n++
 		}
 	}

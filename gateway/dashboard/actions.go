@@ -114,7 +114,8 @@ func (d *Dashboard) serveReconnect(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, actionResult{OK: true})
 }
 
-// serveReconnectAll: POST /admin/reconnect.
+// serveReconnectAll: POST /admin/reconnect: every server, or, for a
+// caller under access rules, every server it may use.
 func (d *Dashboard) serveReconnectAll(w http.ResponseWriter, r *http.Request) {
 	c := d.controller(w)
 	if c == nil {
@@ -122,7 +123,22 @@ func (d *Dashboard) serveReconnectAll(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
-	if err := c.ReconnectAll(ctx); err != nil {
+	reconnect := c.ReconnectAll
+	if view := d.site.View(r); !view.All() {
+		reconnect = func(ctx context.Context) error {
+			var first error
+			for _, s := range d.site.Backend().Status() {
+				// As ReconnectAll: the servers that may start.
+				if view.Server(s.Name) && s.State != mcpvisor.StateDisabled && s.State != mcpvisor.StateNeedsApproval {
+					if err := c.Reconnect(ctx, s.Name); err != nil && first == nil {
+						first = err
+					}
+				}
+			}
+			return first
+		}
+	}
+	if err := reconnect(ctx); err != nil {
 		actionError(w, err)
 		return
 	}

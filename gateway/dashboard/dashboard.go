@@ -144,12 +144,12 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /admin/stream", d.serveStream)
 	mux.HandleFunc("GET /admin/pool", d.servePool)
 	mux.HandleFunc("GET /admin/channels", d.serveChannels)
-	mux.HandleFunc("POST /admin/reconnect", d.mutating(d.serveReconnectAll))
-	mux.HandleFunc("POST /admin/servers/{name}/reconnect", d.mutating(d.serveReconnect))
-	mux.HandleFunc("POST /admin/servers/{name}/toggle", d.mutating(d.serveToggle))
-	mux.HandleFunc("POST /admin/servers/{name}/login", d.mutating(d.serveLoginServer))
-	mux.HandleFunc("POST /admin/reload", d.mutating(d.serveReload))
-	mux.HandleFunc("POST /admin/permissions/{id}", d.mutating(d.serveAnswer))
+	mux.HandleFunc("POST /admin/reconnect", d.mutating(d.adminOnly(d.serveReconnectAll)))
+	mux.HandleFunc("POST /admin/servers/{name}/reconnect", d.mutating(d.adminOnly(d.serveReconnect)))
+	mux.HandleFunc("POST /admin/servers/{name}/toggle", d.mutating(d.adminOnly(d.serveToggle)))
+	mux.HandleFunc("POST /admin/servers/{name}/login", d.mutating(d.adminOnly(d.serveLoginServer)))
+	mux.HandleFunc("POST /admin/reload", d.mutating(d.adminOnly(d.serveReload)))
+	mux.HandleFunc("POST /admin/permissions/{id}", d.mutating(d.adminOnly(d.serveAnswer)))
 }
 
 // serveIndex serves the dashboard, or the token form when the gateway

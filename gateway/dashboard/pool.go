@@ -56,9 +56,12 @@ type poolTemplate struct {
 	Template protocol.ResourceTemplate `json:"template"`
 }
 
-// servePool: GET /admin/pool.
-func (d *Dashboard) servePool(w http.ResponseWriter, _ *http.Request) {
+// servePool: GET /admin/pool, what the request's caller may see of it
+// (gateway.View: the tools tools/list would list it, the prompts,
+// resources, templates and withheld tools of its servers).
+func (d *Dashboard) servePool(w http.ResponseWriter, r *http.Request) {
 	site, b := d.site, d.site.Backend()
+	view := site.View(r)
 	rep := poolReport{Tools: []poolTool{}, Prompts: []poolPrompt{}, Resources: []poolResource{}, Templates: []poolTemplate{}}
 	tools := b.Tools()
 	holder := make(map[string]mcpvisor.Tool, len(tools))
@@ -66,12 +69,15 @@ func (d *Dashboard) servePool(w http.ResponseWriter, _ *http.Request) {
 		holder[t.Name] = t
 	}
 	for _, t := range tools {
+		if !view.Tool(t) {
+			continue
+		}
 		pt := poolTool{Name: site.ToolName(t), Qualified: t.Name, Server: t.Server, Builtin: t.Builtin, Trusted: t.Trusted,
 			Offered: site.Offered(t.Name), Definition: t.Definition}
 		if !t.Builtin {
 			if q := mcpvisor.QualifiedName(t.Server, t.Definition.Name); q != t.Name {
 				pt.RenamedFrom = q
-				if h, ok := holder[q]; ok {
+				if h, ok := holder[q]; ok && view.Tool(h) {
 					pt.Holder = h.Server + "/" + h.Definition.Name
 					if h.Builtin {
 						pt.Holder = "built-in"
@@ -83,6 +89,9 @@ func (d *Dashboard) servePool(w http.ResponseWriter, _ *http.Request) {
 	}
 	if prompts, err := b.ListPrompts(""); err == nil {
 		for _, p := range prompts {
+			if !view.Server(p.Server) {
+				continue
+			}
 			pp := poolPrompt{Name: p.Name, Server: p.Server, Prompt: p.Prompt}
 			if q := mcpvisor.QualifiedName(p.Server, p.Prompt.Name); q != p.Name {
 				pp.RenamedFrom = q
@@ -92,14 +101,20 @@ func (d *Dashboard) servePool(w http.ResponseWriter, _ *http.Request) {
 	}
 	if res, tpls, err := b.ListResources(""); err == nil {
 		for _, r := range res {
+			if !view.Server(r.Server) {
+				continue
+			}
 			rep.Resources = append(rep.Resources, poolResource{Server: r.Server, Resource: r.Resource})
 		}
 		for _, t := range tpls {
+			if !view.Server(t.Server) {
+				continue
+			}
 			rep.Templates = append(rep.Templates, poolTemplate{Server: t.Server, Template: t.Template})
 		}
 	}
 	for _, s := range b.Status() {
-		if len(s.WithheldTools) > 0 {
+		if len(s.WithheldTools) > 0 && view.Server(s.Name) {
 			if rep.Withheld == nil {
 				rep.Withheld = map[string][]string{}
 			}
@@ -131,21 +146,26 @@ type permissionReport struct {
 	Expires      time.Time `json:"expires"`
 }
 
-// serveChannels: GET /admin/channels.
-func (d *Dashboard) serveChannels(w http.ResponseWriter, _ *http.Request) {
+// serveChannels: GET /admin/channels, the messages and permission
+// requests of the servers the request's caller may use (the count of
+// waiting calls is the whole gateway's: a caller no rule restricts only).
+func (d *Dashboard) serveChannels(w http.ResponseWriter, r *http.Request) {
 	d.feed.start()
-	rep := channelsReport{Permissions: []permissionReport{}, Messages: d.feed.channelLog()}
-	if rep.Messages == nil {
-		rep.Messages = []channelRecord{}
-	}
+	view := d.site.View(r)
+	rep := channelsReport{Permissions: []permissionReport{}, Messages: visibleChannels(view, d.feed.channelLog())}
 	if pa, ok := d.site.Backend().(PermissionAnswerer); ok {
 		for _, p := range pa.PendingPermissions() {
+			if !view.Server(p.Server) {
+				continue
+			}
 			rep.Permissions = append(rep.Permissions, permissionReport{
 				ID: p.ID, Server: p.Server, ToolName: p.Request.ToolName, Description: p.Request.Description,
 				InputPreview: p.Request.InputPreview, Created: p.Created, Expires: p.Expires,
 			})
 		}
 	}
-	rep.Waiting = d.site.ChannelWaits()
+	if view.All() {
+		rep.Waiting = d.site.ChannelWaits()
+	}
 	writeJSON(w, http.StatusOK, rep)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/gateway"
 )
 
 // maxBatch bounds the events of one "events" frame.
@@ -75,6 +76,7 @@ func (d *Dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
 		opts = append(opts, mcpvisor.FromSequence(seq))
 	}
 	d.feed.start()
+	view := d.site.View(r)
 	events := d.site.Backend().Subscribe(r.Context(), opts...)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -86,10 +88,13 @@ func (d *Dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
 	snap, changed := d.feed.latest()
 	sent := make(map[string]uint64, len(snap.names)) // server → version sent
 	first := streamSnapshot{
-		Now: snap.at, Interval: d.opts.SampleInterval.Milliseconds(), HistoryLen: d.opts.History, History: snap.history,
-		Gateway: d.gatewayInfo(), Actions: d.actions(), Channels: d.feed.channelLog(),
+		Now: snap.at, Interval: d.opts.SampleInterval.Milliseconds(), HistoryLen: d.opts.History, History: visibleHistory(view, snap.history),
+		Gateway: d.gatewayInfo(view), Actions: d.actions(view), Channels: visibleChannels(view, d.feed.channelLog()),
 	}
 	for _, name := range snap.names {
+		if !view.Server(name) {
+			continue
+		}
 		first.Servers = append(first.Servers, snap.encoded[name])
 		sent[name] = snap.version[name]
 	}
@@ -122,22 +127,27 @@ func (d *Dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
 				}
 				batch = append(batch, ev)
 			}
-			if !d.writeEvents(w, batch) {
-				return
+			if shown := visibleEvents(view, batch); len(shown) > 0 {
+				if !d.writeEvents(w, shown) {
+					return
+				}
+				flush(w)
 			}
-			flush(w)
 		case <-changed:
 			snap, changed = d.feed.latest()
 			if snap.number == lastNumber {
 				continue
 			}
 			lastNumber = snap.number
-			st := streamStatus{Now: snap.at, Tick: snap.tick, Point: snap.point}
+			st := streamStatus{Now: snap.at, Tick: snap.tick, Point: visiblePoint(view, snap.point)}
 			if snap.tick {
-				info := d.gatewayInfo()
+				info := d.gatewayInfo(view)
 				st.Gateway = &info
 			}
 			for _, name := range snap.names {
+				if !view.Server(name) {
+					continue
+				}
 				if v, ok := sent[name]; !ok || v != snap.version[name] {
 					st.Servers = append(st.Servers, snap.encoded[name])
 					sent[name] = snap.version[name]
@@ -192,21 +202,26 @@ func (d *Dashboard) writeFrame(w io.Writer, name string, v any) {
 	writeNamedEvent(w, "", name, data)
 }
 
-func (d *Dashboard) gatewayInfo() streamGateway {
-	s := d.site.Summary()
+// gatewayInfo is the gateway-wide part of a frame, as the stream's
+// caller may see it (gateway.View.Summary).
+func (d *Dashboard) gatewayInfo(view *gateway.View) streamGateway {
+	s := view.Summary()
 	return streamGateway{Version: s.Version, Started: s.Started, Sessions: s.Sessions, InFlight: s.InFlight, Tools: s.Tools,
 		ToolTokens: s.ToolTokens, ToolMode: s.ToolMode}
 }
 
 // actions says which actions the dashboard offers, by what the Backend
-// implements and what the options configure.
-func (d *Dashboard) actions() map[string]bool {
+// implements and what the options configure: none but logout to a
+// caller that may not use the admin actions (gateway.View.Admin).
+func (d *Dashboard) actions(view *gateway.View) map[string]bool {
+	admin := view.Admin()
 	_, ctl := d.site.Backend().(Controller)
 	_, perm := d.site.Backend().(PermissionAnswerer)
 	_, login := d.site.Backend().(LoginStarter)
+	ctl, perm, login = ctl && admin, perm && admin, login && admin
 	return map[string]bool{
 		"reconnect": ctl, "toggle": ctl, "permissions": perm, "login": login,
-		"reload": d.opts.Reload != nil, "logout": d.site.TokenRequired(),
+		"reload": d.opts.Reload != nil && admin, "logout": d.site.TokenRequired(),
 	}
 }
 
