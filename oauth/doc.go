@@ -23,4 +23,17 @@
 // processes. The package starts no goroutines. Token values never appear
 // in its errors or logs, and Token/ClientInfo redact themselves when
 // printed or marshalled.
+//
+// Its one job: obtain and keep the access token an MCP client sends to a
+// server that demands authorization. A Source is the token cache
+// (refresh, the single flight, the answers to 401 and 403) and holds its
+// parts: authServer (discovery of the authorization server, migration,
+// the client identity at it), grants (how a new token is obtained: the
+// code flow, the machine grants, the token exchange), asGate (the backoff
+// after the server's transient failures) and dpopState (DPoP keys and
+// nonces). The package starts no goroutines: the caller's goroutines run
+// it. The one that holds a Source's single-flight slot (sem) is the only
+// one talking to the authorization server; the Source's mutex guards its
+// state and that of authServer and grants; asGate and dpopState have
+// locks of their own, taken after it (never the other way round).
 package oauth

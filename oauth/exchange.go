@@ -28,77 +28,6 @@ func checkExchangeConfig(cfg *Config) error {
 	return nil
 }
 
-// subjectToken asks the config's SubjectToken for the token to exchange.
-func (s *Source) subjectToken(ctx context.Context) (string, error) {
-	tok, err := s.cfg.SubjectToken(ctx)
-	switch {
-	case err != nil:
-		return "", fmt.Errorf("%w: %w", ErrNoSubjectToken, err)
-	case tok == "":
-		return "", fmt.Errorf("%w: SubjectToken returned none", ErrNoSubjectToken)
-	}
-	return tok, nil
-}
-
-// tokenExchange obtains a token for the server by exchanging the subject
-// token (RFC 8693 §2.1) at the authorization server's token endpoint,
-// authenticated as the pre-registered client. A subject token the server
-// refused is not presented again. Called with sem held, after discovery.
-func (s *Source) tokenExchange(ctx context.Context, scope string) error {
-	if err := s.gate(); err != nil {
-		return err
-	}
-	subject, err := s.subjectToken(ctx)
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256([]byte(subject))
-	s.mu.Lock()
-	md, resource := s.meta, s.resource
-	var refused error
-	if s.subjectRefusal != nil && s.refusedSubject == sum {
-		refused = s.subjectRefusal
-	} else {
-		s.authzs++
-	}
-	s.mu.Unlock()
-	if refused != nil {
-		return refused
-	}
-	typ := s.cfg.SubjectTokenType
-	if typ == "" {
-		typ = TokenTypeAccessToken
-	}
-	form := url.Values{
-		"grant_type":           {GrantTokenExchange},
-		"subject_token":        {subject},
-		"subject_token_type":   {typ},
-		"requested_token_type": {TokenTypeAccessToken},
-		"resource":             {resource},
-	}
-	if s.cfg.Audience != "" {
-		form.Set("audience", s.cfg.Audience)
-	}
-	if scope != "" {
-		form.Set("scope", scope)
-	}
-	err = s.exchange(ctx, s.preregistered(md), form, scope)
-	if err == nil || isTransient(err) || ctx.Err() != nil || errors.Is(err, ErrBackoff) {
-		return err
-	}
-	var oe *Error
-	if !errors.As(err, &oe) {
-		return err
-	}
-	refusal := exchangeRefusal(oe, subject)
-	s.mu.Lock()
-	s.refusedSubject, s.subjectRefusal = sum, refusal
-	s.lastErr = refusal.Error()
-	s.mu.Unlock()
-	s.log.Warn().Err(refusal).Msg("the authorization server refused the token exchange; that subject token is not presented again")
-	return refusal
-}
-
 // exchangeRefusal is the error of a refused exchange: the server's answer
 // (its description cleared of the subject token, should the server echo
 // it), marked ErrSubjectTokenRejected for invalid_grant and
@@ -131,4 +60,77 @@ func checkExchanged(tr *tokenResponse) error {
 			Description: "the exchange issued a token that is not an access token (token_type N_A)"}
 	}
 	return nil
+}
+
+// subjectToken asks the config's SubjectToken for the token to exchange.
+func (g *grants) subjectToken(ctx context.Context) (string, error) {
+	s := g.src
+	tok, err := s.cfg.SubjectToken(ctx)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%w: %w", ErrNoSubjectToken, err)
+	case tok == "":
+		return "", fmt.Errorf("%w: SubjectToken returned none", ErrNoSubjectToken)
+	}
+	return tok, nil
+}
+
+// tokenExchange obtains a token for the server by exchanging the subject
+// token (RFC 8693 §2.1) at the authorization server's token endpoint,
+// authenticated as the pre-registered client. A subject token the server
+// refused is not presented again. Called with sem held, after discovery.
+func (g *grants) tokenExchange(ctx context.Context, scope string) error {
+	s := g.src
+	if err := s.gate.check(); err != nil {
+		return err
+	}
+	subject, err := g.subjectToken(ctx)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(subject))
+	s.mu.Lock()
+	md, resource := s.as.meta, s.as.resource
+	var refused error
+	if g.subjectRefusal != nil && g.refusedSubject == sum {
+		refused = g.subjectRefusal
+	} else {
+		s.authzs++
+	}
+	s.mu.Unlock()
+	if refused != nil {
+		return refused
+	}
+	typ := s.cfg.SubjectTokenType
+	if typ == "" {
+		typ = TokenTypeAccessToken
+	}
+	form := url.Values{
+		"grant_type":           {GrantTokenExchange},
+		"subject_token":        {subject},
+		"subject_token_type":   {typ},
+		"requested_token_type": {TokenTypeAccessToken},
+		"resource":             {resource},
+	}
+	if s.cfg.Audience != "" {
+		form.Set("audience", s.cfg.Audience)
+	}
+	if scope != "" {
+		form.Set("scope", scope)
+	}
+	err = g.exchange(ctx, g.preregistered(md), form, scope)
+	if err == nil || isTransient(err) || ctx.Err() != nil || errors.Is(err, ErrBackoff) {
+		return err
+	}
+	var oe *Error
+	if !errors.As(err, &oe) {
+		return err
+	}
+	refusal := exchangeRefusal(oe, subject)
+	s.mu.Lock()
+	g.refusedSubject, g.subjectRefusal = sum, refusal
+	s.mu.Unlock()
+	s.gate.failed(refusal)
+	s.log.Warn().Err(refusal).Msg("the authorization server refused the token exchange; that subject token is not presented again")
+	return refusal
 }

@@ -21,14 +21,15 @@ import (
 // an error (the known metadata stays in use), except a resource mismatch,
 // which is: a resource that now names another resource must not get
 // tokens. Called with sem held, after load.
-func (s *Source) reviewAuthServer(ctx context.Context, resourceMetadata string) error {
+func (a *authServer) reviewAuthServer(ctx context.Context, resourceMetadata string) error {
+	s := a.src
 	s.mu.Lock()
-	md, prm := s.meta, s.prm
+	md, prm := a.meta, a.prm
 	s.mu.Unlock()
 	if md == nil || prm == nil {
 		return nil // nothing discovered yet (the discovery to come reads it), or no metadata published
 	}
-	if s.gate() != nil {
+	if s.gate.check() != nil {
 		return nil
 	}
 	fresh, err := DiscoverResource(ctx, s.client, s.cfg.ServerURL, resourceMetadata)
@@ -40,13 +41,13 @@ func (s *Source) reviewAuthServer(ctx context.Context, resourceMetadata string) 
 		return nil
 	case slices.Contains(fresh.AuthorizationServers, md.Issuer):
 		s.mu.Lock()
-		s.prm = fresh
+		a.prm = fresh
 		s.mu.Unlock()
 		return nil
 	}
 	s.log.Info().Str("from", md.Issuer).Strs("to", fresh.AuthorizationServers).Msg("the resource changed its authorization server")
-	err = s.adopt(ctx, fresh)
-	s.outcome(err)
+	err = a.adopt(ctx, fresh)
+	s.gate.outcome(err)
 	if err != nil {
 		return err
 	}

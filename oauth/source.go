@@ -9,16 +9,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/rs/zerolog"
-	"golang.org/x/oauth2"
 )
 
 // UserAgent runs the user's part of the authorization code flow: it shows
@@ -206,7 +202,9 @@ type Status struct {
 // goroutines; it is safe for concurrent use. All traffic to the
 // authorization server is single-flight: one operation at a time per
 // source (sem), and, for refreshes, one per store (Store.Lock) — callers
-// that queued meanwhile find the new token and make no request.
+// that queued meanwhile find the new token and make no request. The
+// Source itself is the token cache and the 401/403 handling; the rest of
+// its work is done by its parts (see the package doc).
 type Source struct {
 	cfg       Config
 	canonical string
@@ -218,15 +216,18 @@ type Source struct {
 
 	sem chan struct{} // held by the one goroutine talking to the AS
 
-	mu sync.Mutex // guards everything below
+	// The parts, each with one job. as and grants run on the goroutine
+	// that holds sem and keep their state under mu, like the token cache
+	// below; gate and dpop have locks of their own, taken after mu.
+	as     authServer // the authorization server and the client identity at it
+	grants grants     // how a new token is obtained: code flow, machine grants, exchange
+	gate   *asGate    // the backoff after the authorization server's transient failures
+	dpop   dpopState  // DPoP keys and nonces (RFC 9449)
+
+	mu sync.Mutex // guards everything below, and as's and grants' state
 	// loaded is set once the store was read.
-	loaded bool
-	entry  Entry // the credentials in use (Issuer empty until known)
-	prm    *ResourceMetadata
-	meta   *ServerMetadata
-	// resource is the value of the resource parameter: the PRM's
-	// resource verbatim, else the canonical server URL.
-	resource  string
+	loaded    bool
+	entry     Entry           // the credentials in use (Issuer empty until known)
 	challenge BearerChallenge // the latest the server sent
 	needScope string
 	rejected  string // an access token the server refused; not offered again
@@ -235,34 +236,8 @@ type Source struct {
 	// request: a server that refuses every new token stops getting new
 	// ones after 1+MaxStepUps.
 	unconfirmed int
-	bo          *backoff.ExponentialBackOff
-	retryAt     time.Time // no AS traffic before this, after a transient failure
 	refreshes   int
 	authzs      int
-	lastErr     string // see Status.LastError
-	// wantDPoP is set once the resource asked for DPoP-bound tokens (a
-	// DPoP challenge, or dpop_bound_access_tokens_required).
-	wantDPoP bool
-	// ccOnly is set when the config names no grant, holds a confidential
-	// pre-registered client, and the authorization server offers the
-	// client_credentials grant and not the code flow: the source then
-	// acts as a machine client.
-	ccOnly atomic.Bool
-	// machineRefused is the authorization server's refusal of the machine
-	// grant (client credentials, jwt-bearer): the same request is not
-	// sent again until Login (or a new config).
-	machineRefused error
-	// refusedSubject is the SHA-256 of the subject token the
-	// authorization server last refused to exchange, and subjectRefusal
-	// its answer: that subject token is not presented again (a new one,
-	// after the caller refreshed, is).
-	refusedSubject [sha256.Size]byte
-	subjectRefusal error
-	dpopKeys       map[string]*dpopKey // parsed DPoP keys, by their encoding
-
-	// The latest DPoP nonces of the authorization server (token endpoint)
-	// and of the resource.
-	asNonce, rsNonce nonceBox
 }
 
 // DefaultRefreshMargin is how long before expiry a token is refreshed
@@ -303,8 +278,10 @@ func NewSource(cfg Config) (*Source, error) {
 		now:       cfg.Now,
 		log:       cfg.Logger,
 		sem:       make(chan struct{}, 1),
-		resource:  canonical,
+		dpop:      dpopState{mode: cfg.DPoP},
 	}
+	s.as.src, s.as.resource = s, canonical
+	s.grants.src = s
 	if s.client == nil {
 		s.client = &http.Client{Timeout: 30 * time.Second}
 	}
@@ -345,24 +322,8 @@ func NewSource(cfg Config) (*Source, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown DPoP mode %q (want %q, %q or empty)", ErrInvalidConfig, cfg.DPoP, DPoPAlways, DPoPNever)
 	}
-	s.bo = s.newBackoff()
+	s.gate = newASGate(&s.cfg, s.now, s.log)
 	return s, nil
-}
-
-type clockFunc func() time.Time
-
-func (c clockFunc) Now() time.Time { return c() }
-
-func (s *Source) newBackoff() *backoff.ExponentialBackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = s.cfg.RefreshBackoff
-	b.MaxInterval = s.cfg.MaxRefreshBackoff
-	b.Multiplier = 2
-	b.RandomizationFactor = 0.2
-	b.MaxElapsedTime = 0
-	b.Clock = clockFunc(s.now)
-	b.Reset()
-	return b
 }
 
 // ServerURL returns the canonical URL of the source's MCP server.
@@ -375,7 +336,7 @@ func (s *Source) Interactive() bool {
 }
 
 func (s *Source) machine() bool {
-	return s.cfg.Grant == GrantClientCredentials || s.cfg.Grant == GrantJWTBearer || s.cfg.Grant == GrantTokenExchange || s.ccOnly.Load()
+	return s.cfg.Grant == GrantClientCredentials || s.cfg.Grant == GrantJWTBearer || s.cfg.Grant == GrantTokenExchange || s.as.ccOnly.Load()
 }
 
 // preregisteredSecret reports whether the config holds a confidential
@@ -395,8 +356,9 @@ func offersOnlyClientCredentials(md *ServerMetadata) bool {
 func (s *Source) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Issuer: s.entry.Issuer, Resource: s.resource, Scope: s.entry.Scope, NeedScope: s.needScope,
-		RetryAt: s.retryAt, Refreshes: s.refreshes, Authorizations: s.authzs, LastError: s.lastErr}
+	st := Status{Issuer: s.entry.Issuer, Resource: s.as.resource, Scope: s.entry.Scope, NeedScope: s.needScope,
+		Refreshes: s.refreshes, Authorizations: s.authzs}
+	st.RetryAt, st.LastError = s.gate.state()
 	if c := s.entry.Client; c != nil {
 		st.ClientID, st.ClientSource = c.ClientID, c.Source
 	}
@@ -455,7 +417,7 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 			s.mu.Unlock()
 			return tok, nil
 		}
-		if t := s.entry.Token; (t == nil || t.AccessToken == "") && !(s.machine() && s.meta != nil) {
+		if t := s.entry.Token; (t == nil || t.AccessToken == "") && !(s.machine() && s.as.meta != nil) {
 			// Nothing to send and nothing to refresh: the request goes
 			// without a token (a server without authorization costs no
 			// more than this).
@@ -483,10 +445,10 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 	switch {
 	case t != nil && t.RefreshToken != "":
 		err = s.refresh(ctx, false)
-	case s.machine() && s.meta != nil:
+	case s.machine() && s.as.meta != nil:
 		// A machine client simply asks again (once discovery is done:
 		// else the server's 401 starts it).
-		err = s.obtain(ctx, s.scopeFor(""))
+		err = s.grants.obtain(ctx, s.scopeFor(""))
 	default:
 		return tok, nil // a valid token without refresh, or none
 	}
@@ -543,37 +505,6 @@ func (s *Source) save(ctx context.Context) error {
 	return s.store.Save(ctx, e)
 }
 
-// gate refuses authorization server traffic during a backoff delay.
-func (s *Source) gate() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if now := s.now(); now.Before(s.retryAt) {
-		return fmt.Errorf("%w (next attempt in %s)", ErrBackoff, s.retryAt.Sub(now).Round(time.Second))
-	}
-	return nil
-}
-
-// outcome updates the backoff after authorization server traffic.
-func (s *Source) outcome(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil {
-		s.lastErr = err.Error()
-	} else {
-		s.lastErr = ""
-	}
-	if err != nil && isTransient(err) {
-		d := s.bo.NextBackOff()
-		s.retryAt = s.now().Add(d)
-		s.log.Warn().Err(err).Dur("retry_in", d).Msg("authorization server unavailable; backing off")
-		return
-	}
-	if err == nil {
-		s.bo.Reset()
-		s.retryAt = time.Time{}
-	}
-}
-
 // Unauthorized handles a 401 or 403 from the MCP server to a request
 // that carried used (maybe ""), with the response's WWW-Authenticate
 // values. It returns the token to retry the request with, or retry false
@@ -582,7 +513,7 @@ func (s *Source) outcome(err error) {
 // authorization can fix (a 403 without insufficient_scope).
 func (s *Source) Unauthorized(ctx context.Context, status int, wwwAuthenticate []string, used string) (token string, retry bool, err error) {
 	b, _ := ParseResourceChallenge(wwwAuthenticate)
-	if b.Error == "use_dpop_nonce" && s.rsNonce.get() != "" && s.boundToken(used) {
+	if b.Error == "use_dpop_nonce" && s.dpop.rsNonce.get() != "" && s.boundToken(used) {
 		// RFC 9449 §9: the resource wants its nonce in the proof; the
 		// response carried it (Observe): send again, with a new proof.
 		return used, true, nil
@@ -595,14 +526,14 @@ func (s *Source) Unauthorized(ctx context.Context, status int, wwwAuthenticate [
 		return "", false, err
 	}
 	if status == http.StatusUnauthorized {
-		if err := s.reviewAuthServer(ctx, b.ResourceMetadata); err != nil {
+		if err := s.as.reviewAuthServer(ctx, b.ResourceMetadata); err != nil {
 			return "", false, err
 		}
 	}
 	s.mu.Lock()
 	s.challenge = b
 	if b.DPoP {
-		s.wantDPoP = true
+		s.dpop.ask()
 	}
 	cur := s.entry.Token
 	now := s.now()
@@ -642,10 +573,10 @@ func (s *Source) Unauthorized(ctx context.Context, status int, wwwAuthenticate [
 	}
 	// Discovery first: the scope may come from the resource's metadata
 	// (and the grant, for a confidential client, from the server's).
-	if err := s.discover(ctx, b.ResourceMetadata); err != nil {
+	if err := s.as.discover(ctx, b.ResourceMetadata); err != nil {
 		return "", false, err
 	}
-	if err := s.authorize(ctx, b.ResourceMetadata, s.scopeFor(b.Scope)); err != nil {
+	if err := s.grants.authorize(ctx, b.ResourceMetadata, s.scopeFor(b.Scope)); err != nil {
 		return "", false, err
 	}
 	s.mu.Lock()
@@ -669,7 +600,7 @@ func (s *Source) stepUp(ctx context.Context, b BearerChallenge) (string, bool, e
 	if !s.Interactive() {
 		return "", false, s.needsAuth(scope, "insufficient scope", nil)
 	}
-	if err := s.authorize(ctx, b.ResourceMetadata, scope); err != nil {
+	if err := s.grants.authorize(ctx, b.ResourceMetadata, scope); err != nil {
 		return "", false, err
 	}
 	s.mu.Lock()
@@ -718,20 +649,8 @@ func (s *Source) scopeFor(challenged string) string {
 	case scope != "":
 	case len(s.cfg.Scopes) > 0:
 		scope = strings.Join(s.cfg.Scopes, " ")
-	case s.prm != nil && len(s.prm.ScopesSupported) > 0:
-		scope = strings.Join(s.prm.ScopesSupported, " ")
-	}
-	return scope
-}
-
-func (s *Source) withOfflineAccess(scope string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.machine() || scope == "" && s.meta == nil {
-		return scope
-	}
-	if s.meta != nil && slices.Contains(s.meta.ScopesSupported, "offline_access") {
-		return unionScope(scope, "offline_access")
+	case s.as.prm != nil && len(s.as.prm.ScopesSupported) > 0:
+		scope = strings.Join(s.as.prm.ScopesSupported, " ")
 	}
 	return scope
 }
@@ -748,8 +667,8 @@ func (s *Source) Login(ctx context.Context, ua UserAgent, scope string) error {
 		return err
 	}
 	s.mu.Lock()
-	s.machineRefused, s.unconfirmed = nil, 0 // asked anew
-	s.refusedSubject, s.subjectRefusal = [sha256.Size]byte{}, nil
+	s.grants.machineRefused, s.unconfirmed = nil, 0 // asked anew
+	s.grants.refusedSubject, s.grants.subjectRefusal = [sha256.Size]byte{}, nil
 	prev := s.cfg.UserAgent
 	if ua != nil {
 		s.cfg.UserAgent = ua
@@ -767,7 +686,7 @@ func (s *Source) Login(ctx context.Context, ua UserAgent, scope string) error {
 	if rm == "" {
 		// No challenge seen yet: ask the server for one (its
 		// resource_metadata may be the only way to its metadata).
-		if b, ok := s.probe(ctx); ok {
+		if b, ok := s.as.probe(ctx); ok {
 			rm = b.ResourceMetadata
 			if scope == "" {
 				scope = b.Scope
@@ -776,39 +695,12 @@ func (s *Source) Login(ctx context.Context, ua UserAgent, scope string) error {
 	}
 	if scope == "" {
 		// Discovery first, for the resource's scopes_supported.
-		if err := s.discover(ctx, rm); err != nil {
+		if err := s.as.discover(ctx, rm); err != nil {
 			return err
 		}
 		scope = s.scopeFor("")
 	}
-	return s.authorize(ctx, rm, scope)
-}
-
-// probe sends the MCP server an unauthenticated GET and returns the
-// Bearer challenge of its 401, if any.
-func (s *Source) probe(ctx context.Context) (BearerChallenge, bool) {
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(pctx, http.MethodGet, s.cfg.ServerURL, nil)
-	if err != nil {
-		return BearerChallenge{}, false
-	}
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return BearerChallenge{}, false
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		return BearerChallenge{}, false
-	}
-	b, ok := ParseResourceChallenge(resp.Header.Values("WWW-Authenticate"))
-	if b.DPoP {
-		s.mu.Lock()
-		s.wantDPoP = true
-		s.mu.Unlock()
-	}
-	return b, ok
+	return s.grants.authorize(ctx, rm, scope)
 }
 
 // Logout forgets the server's tokens (all issuers), keeping nothing but
@@ -842,88 +734,8 @@ func (s *Source) Logout(ctx context.Context) error {
 // (metadata, challenge), so that the next authorization discovers afresh.
 func (s *Source) Forget() {
 	s.mu.Lock()
-	s.prm, s.meta = nil, nil
+	s.as.prm, s.as.meta = nil, nil
 	s.mu.Unlock()
-}
-
-// discover finds the resource's authorization server. Called with sem
-// held.
-func (s *Source) discover(ctx context.Context, resourceMetadata string) error {
-	s.mu.Lock()
-	have := s.meta != nil && (resourceMetadata == "" || s.prm == nil || s.prm.URL == resourceMetadata)
-	s.mu.Unlock()
-	if have {
-		return nil
-	}
-	if err := s.gate(); err != nil {
-		return err
-	}
-	err := s.discoverNow(ctx, resourceMetadata)
-	s.outcome(err)
-	return err
-}
-
-func (s *Source) discoverNow(ctx context.Context, resourceMetadata string) error {
-	prm, err := DiscoverResource(ctx, s.client, s.cfg.ServerURL, resourceMetadata)
-	if err != nil {
-		return err
-	}
-	return s.adopt(ctx, prm)
-}
-
-// adopt chooses the authorization server of the resource's metadata prm
-// (nil: none published) and makes it the source's. Called with sem held.
-func (s *Source) adopt(ctx context.Context, prm *ResourceMetadata) error {
-	var md *ServerMetadata
-	var err error
-	resource := s.canonical
-	switch {
-	case prm != nil:
-		resource = prm.Resource
-		// The client chooses among the listed servers (RFC 9728 §7.6):
-		// the first whose metadata can be fetched.
-		var lastErr error
-		for _, issuer := range prm.AuthorizationServers {
-			if md, lastErr = DiscoverServer(ctx, s.client, issuer); lastErr == nil {
-				break
-			}
-			if isTransient(lastErr) || ctx.Err() != nil {
-				return lastErr
-			}
-		}
-		if md == nil {
-			return lastErr
-		}
-	case s.cfg.AuthServerMetadataURL != "":
-		md = &ServerMetadata{}
-		st, err := getJSON(ctx, s.client, s.cfg.AuthServerMetadataURL, md)
-		if st != fetchOK {
-			return fmt.Errorf("%w: configured metadata %s: %w", ErrNoAuthServer, s.cfg.AuthServerMetadataURL, err)
-		}
-		md.URL = s.cfg.AuthServerMetadataURL
-		if md.Issuer == "" {
-			return fmt.Errorf("%w: configured metadata %s has no issuer", ErrNoAuthServer, md.URL)
-		}
-		if err := md.validate(); err != nil {
-			return err
-		}
-	default:
-		if md, err = legacyServer(ctx, s.client, s.cfg.ServerURL); err != nil {
-			return err
-		}
-	}
-	s.ccOnly.Store((s.cfg.Grant == "" || s.cfg.Grant == GrantAuthorizationCode) && s.preregisteredSecret() && offersOnlyClientCredentials(md))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.prm, s.meta, s.resource = prm, md, resource
-	if s.entry.Issuer != md.Issuer {
-		// Another authorization server: its own credentials, never the
-		// previous one's.
-		s.log.Info().Str("issuer", md.Issuer).Msg("authorization server discovered")
-		s.entry = Entry{ServerURL: s.canonical, Issuer: md.Issuer}
-		s.loaded = false
-	}
-	return nil
 }
 
 // loadIssuer reads the store's entry for the discovered issuer. Called
@@ -948,180 +760,10 @@ func (s *Source) loadIssuer(ctx context.Context) error {
 	return nil
 }
 
-// authorize obtains a new token: the machine grant, or the code flow with
-// the UserAgent. Called with sem held.
-func (s *Source) authorize(ctx context.Context, resourceMetadata, scope string) error {
-	if err := s.discover(ctx, resourceMetadata); err != nil {
-		return err
-	}
-	if err := s.loadIssuer(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	ua := s.cfg.UserAgent
-	loop := s.unconfirmed >= 1+s.cfg.MaxStepUps
-	if !loop && !(s.machine() && s.machineRefused != nil) {
-		s.unconfirmed++ // (a refused machine grant makes no request: obtain says so)
-	}
-	s.mu.Unlock()
-	if loop {
-		return s.needsAuth(scope, "the server refused every new authorization", ErrStepUpLimit)
-	}
-	if s.machine() {
-		return s.obtain(ctx, scope)
-	}
-	if ua == nil {
-		return s.needsAuth(scope, "login required", nil)
-	}
-	return s.codeFlow(ctx, ua, scope)
-}
-
-// client returns the client identity for the current authorization
-// server: pre-registered, else a Client ID Metadata Document, else a
-// stored registration, else a new dynamic registration. Called with sem
-// held.
-func (s *Source) clientFor(ctx context.Context, redirectURI string) (*ClientInfo, error) {
-	s.mu.Lock()
-	md, stored := s.meta, s.entry.Client
-	s.mu.Unlock()
-	switch {
-	case s.cfg.ClientID != "":
-		c := &ClientInfo{ClientID: s.cfg.ClientID, ClientSecret: s.cfg.ClientSecret, Source: "preregistered"}
-		if s.sign != nil {
-			c.AuthMethod = AuthMethodPrivateKey
-		} else {
-			c.AuthMethod = chooseAuthMethod(c.ClientSecret != "", md.TokenEndpointAuthMethodsSupported)
-		}
-		return c, nil
-	case s.cfg.ClientMetadataURL != "" && md.ClientIDMetadataDocumentSupported:
-		return &ClientInfo{ClientID: s.cfg.ClientMetadataURL, AuthMethod: AuthMethodNone, Source: "cimd"}, nil
-	case stored != nil && stored.Source == "dynamic" && (stored.SecretExpiresAt.IsZero() || s.now().Before(stored.SecretExpiresAt)):
-		return stored, nil
-	case md.RegistrationEndpoint != "":
-		c, err := register(ctx, s.client, md, s.cfg.ClientName, redirectURI)
-		if err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		s.entry.Client = c
-		s.mu.Unlock()
-		if err := s.save(ctx); err != nil {
-			return nil, err
-		}
-		s.log.Info().Str("client_id", c.ClientID).Str("auth_method", c.AuthMethod).Msg("registered a client")
-		return c, nil
-	}
-	return nil, fmt.Errorf("%w: %s", ErrNoClient, md.Issuer)
-}
-
 func randomString(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// codeFlow runs the authorization code flow with PKCE. Called with sem
-// held.
-func (s *Source) codeFlow(ctx context.Context, ua UserAgent, scope string) error {
-	s.mu.Lock()
-	md, resource := s.meta, s.resource
-	s.authzs++
-	s.mu.Unlock()
-	if md.AuthorizationEndpoint == "" {
-		return fmt.Errorf("%w: %s has no authorization_endpoint", ErrNoAuthServer, md.Issuer)
-	}
-	if !slices.Contains(md.CodeChallengeMethodsSupported, "S256") && !s.cfg.AllowNoPKCE {
-		return fmt.Errorf("%w (%s)", ErrNoPKCE, md.Issuer)
-	}
-	if err := checkEndpoint(md.AuthorizationEndpoint); err != nil {
-		return err
-	}
-	scope = s.withOfflineAccess(scope)
-	redirect := ua.RedirectURI()
-	info, err := s.clientFor(ctx, redirect)
-	if err != nil {
-		return err
-	}
-	verifier := oauth2.GenerateVerifier()
-	state := randomString(24)
-	au, err := url.Parse(md.AuthorizationEndpoint)
-	if err != nil {
-		return err
-	}
-	q := au.Query()
-	q.Set("response_type", "code")
-	q.Set("client_id", info.ClientID)
-	q.Set("redirect_uri", redirect)
-	q.Set("state", state)
-	q.Set("code_challenge", oauth2.S256ChallengeFromVerifier(verifier))
-	q.Set("code_challenge_method", "S256")
-	q.Set("resource", resource)
-	if scope != "" {
-		q.Set("scope", scope)
-	}
-	au.RawQuery = q.Encode()
-	s.log.Info().Str("issuer", md.Issuer).Str("scope", scope).Msg("authorization requested")
-	back, err := ua.Authorize(ctx, au.String())
-	if err != nil {
-		return fmt.Errorf("oauth: authorization: %w", err)
-	}
-	// RFC 9207: the issuer first, so that a mix-up attacker's error is
-	// not even read.
-	if iss, ok := back["iss"]; ok {
-		if len(iss) != 1 || iss[0] != md.Issuer {
-			return fmt.Errorf("%w: authorization response from %q, expected %q", ErrIssuerMismatch, back.Get("iss"), md.Issuer)
-		}
-	} else if md.AuthorizationResponseISSParameterSupported {
-		return fmt.Errorf("%w: the authorization response has no iss although %s advertises it", ErrIssuerMismatch, md.Issuer)
-	}
-	if back.Get("state") != state {
-		return ErrStateMismatch
-	}
-	if e := back.Get("error"); e != "" {
-		return &Error{Endpoint: "authorization", Code: e, Description: back.Get("error_description"), Err: ErrNeedsLogin}
-	}
-	code := back.Get("code")
-	if code == "" {
-		return &Error{Endpoint: "authorization", Code: "invalid_response", Description: "no code in the redirect"}
-	}
-	form := url.Values{
-		"grant_type":    {GrantAuthorizationCode},
-		"code":          {code},
-		"redirect_uri":  {redirect},
-		"code_verifier": {verifier},
-		"resource":      {resource},
-	}
-	return s.exchange(ctx, info, form, scope)
-}
-
-// exchange calls the token endpoint and installs the token. Called with
-// sem held.
-func (s *Source) exchange(ctx context.Context, info *ClientInfo, form url.Values, scope string) error {
-	s.mu.Lock()
-	md := s.meta
-	s.mu.Unlock()
-	now := s.now()
-	key, err := s.dpopFor(nil)
-	if err != nil {
-		return err
-	}
-	call := &tokenCall{client: s.client, endpoint: md.TokenEndpoint, info: info, sign: s.sign, audience: md.Issuer,
-		form: form, now: now, lifetime: s.cfg.DefaultLifetime, dpop: key, nonce: &s.asNonce}
-	t, tr, err := call.do(ctx)
-	if err == nil && form.Get("grant_type") == GrantTokenExchange {
-		err = checkExchanged(tr)
-		t.RefreshToken = "" // never used: the source exchanges again
-	}
-	s.outcome(err)
-	if err != nil {
-		var oe *Error
-		if errors.As(err, &oe) && oe.Code == "invalid_client" {
-			s.dropClient(ctx, info)
-		}
-		return err
-	}
-	s.install(info, t, scope)
-	return s.save(ctx)
 }
 
 func (s *Source) install(info *ClientInfo, t *Token, scope string) {
@@ -1150,150 +792,16 @@ func (s *Source) dropClient(ctx context.Context, info *ClientInfo) {
 	_ = s.save(ctx)
 }
 
-// obtain runs the machine grant (client credentials, the enterprise
-// token exchange then jwt-bearer, or the token exchange). Called with sem
-// held.
-func (s *Source) obtain(ctx context.Context, scope string) error {
-	if s.cfg.Grant == GrantTokenExchange {
-		return s.tokenExchange(ctx, scope)
-	}
-	if err := s.gate(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	md, resource, refused := s.meta, s.resource, s.machineRefused
-	if refused == nil {
-		s.authzs++
-	}
-	s.mu.Unlock()
-	if refused != nil {
-		// Not asked again with the same request (SEP-1933: no retry, no
-		// other grant), until Login or a new config.
-		return &NeedsAuthError{Scope: scope, Reason: "the authorization server refused the " + s.grantName() + " grant", Err: fmt.Errorf("%w: %w", ErrNeedsLogin, refused)}
-	}
-	err := s.obtainWith(ctx, md, resource, scope)
-	if err == nil || isTransient(err) || ctx.Err() != nil || errors.Is(err, ErrBackoff) {
-		return err
-	}
-	var oe *Error
-	if !errors.As(err, &oe) {
-		return err // not the server's answer (a config problem): nothing learnt
-	}
-	s.mu.Lock()
-	s.machineRefused = err
-	s.mu.Unlock()
-	s.log.Warn().Err(err).Msg("the authorization server refused the machine grant; not asking again until login")
-	return &NeedsAuthError{Scope: scope, Reason: "the authorization server refused the " + s.grantName() + " grant", Err: fmt.Errorf("%w: %w", ErrNeedsLogin, err)}
-}
-
-// grantName names the machine grant for messages.
-func (s *Source) grantName() string {
-	switch {
-	case s.cfg.Grant != GrantJWTBearer:
-		return "client_credentials"
-	case s.cfg.Enterprise != nil:
-		return "enterprise jwt-bearer"
-	}
-	return "workload jwt-bearer"
-}
-
-// preregistered is the configured client, authenticating at md's token
-// endpoint with its private key or secret.
-func (s *Source) preregistered(md *ServerMetadata) *ClientInfo {
-	info := &ClientInfo{ClientID: s.cfg.ClientID, ClientSecret: s.cfg.ClientSecret, Source: "preregistered"}
-	if s.sign != nil {
-		info.AuthMethod = AuthMethodPrivateKey
-	} else {
-		info.AuthMethod = chooseAuthMethod(info.ClientSecret != "", md.TokenEndpointAuthMethodsSupported)
-	}
-	return info
-}
-
-// obtainWith requests the machine grant's token once.
-func (s *Source) obtainWith(ctx context.Context, md *ServerMetadata, resource, scope string) error {
-	info := s.preregistered(md)
-	form := url.Values{"resource": {resource}}
-	if scope != "" {
-		form.Set("scope", scope)
-	}
-	switch s.cfg.Grant {
-	case GrantClientCredentials, "", GrantAuthorizationCode: // the last two: a server that offers client credentials only
-		form.Set("grant_type", GrantClientCredentials)
-	case GrantJWTBearer:
-		var assertion string
-		var err error
-		if s.cfg.Enterprise != nil {
-			assertion, err = s.identityAssertion(ctx, md.Issuer, resource, scope)
-			if err != nil {
-				s.outcome(err)
-				return err
-			}
-		} else if assertion, err = s.workloadToken(); err != nil {
-			return err
-		}
-		form.Set("grant_type", GrantJWTBearer)
-		form.Set("assertion", assertion)
-	}
-	return s.exchange(ctx, info, form, scope)
-}
-
-// workloadToken returns the workload's identity token (Config.Workload),
-// reading its file afresh.
-func (s *Source) workloadToken() (string, error) {
-	w := s.cfg.Workload
-	if w.Token != "" {
-		return w.Token, nil
-	}
-	b, err := os.ReadFile(w.TokenFile)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrWorkloadToken, err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("%w: %s is empty", ErrWorkloadToken, w.TokenFile)
-	}
-	return tok, nil
-}
-
-// identityAssertion exchanges the IdP's ID token for an ID-JAG (RFC 8693)
-// at the IdP's token endpoint.
-func (s *Source) identityAssertion(ctx context.Context, audience, resource, scope string) (string, error) {
-	e := s.cfg.Enterprise
-	form := url.Values{
-		"grant_type":           {GrantTokenExchange},
-		"subject_token":        {e.IDToken},
-		"subject_token_type":   {TokenTypeIDToken},
-		"requested_token_type": {"urn:ietf:params:oauth:token-type:id-jag"},
-		"audience":             {audience},
-		"resource":             {resource},
-	}
-	if scope != "" {
-		form.Set("scope", scope)
-	}
-	info := &ClientInfo{ClientID: e.IdPClientID, ClientSecret: e.IdPClientSecret}
-	info.AuthMethod = chooseAuthMethod(info.ClientSecret != "", nil)
-	call := &tokenCall{client: s.client, endpoint: e.IdPTokenEndpoint, info: info, form: form, now: s.now(),
-		lifetime: s.cfg.DefaultLifetime, name: "identity provider token"}
-	if info.ClientID == "" {
-		call.info = nil
-	}
-	t, _, err := call.do(ctx)
-	if err != nil {
-		return "", err
-	}
-	return t.AccessToken, nil
-}
-
 // refresh spends the refresh token, under the store's lock, after
 // re-reading the store: when another process (or source) refreshed
 // meanwhile, its token is adopted and nothing is spent. force refreshes
 // even a token that looks fresh (the server rejected it). Called with sem
 // held.
 func (s *Source) refresh(ctx context.Context, force bool) error {
-	if err := s.gate(); err != nil {
+	if err := s.gate.check(); err != nil {
 		return err
 	}
-	if err := s.discover(ctx, ""); err != nil {
+	if err := s.as.discover(ctx, ""); err != nil {
 		return err
 	}
 	if err := s.loadIssuer(ctx); err != nil {
@@ -1320,7 +828,7 @@ func (s *Source) refresh(ctx context.Context, force bool) error {
 		}
 	}
 	s.mu.Lock()
-	md, resource, t, info, scope := s.meta, s.resource, s.entry.Token, s.entry.Client, s.entry.Scope
+	md, prm, resource, t, info, scope := s.as.meta, s.as.prm, s.as.resource, s.entry.Token, s.entry.Client, s.entry.Scope
 	s.refreshes++
 	s.mu.Unlock()
 	if t == nil || t.RefreshToken == "" {
@@ -1334,14 +842,14 @@ func (s *Source) refresh(ctx context.Context, force bool) error {
 		"refresh_token": {t.RefreshToken},
 		"resource":      {resource},
 	}
-	key, err := s.dpopFor(t)
+	key, err := s.dpop.forRequest(t, md, prm)
 	if err != nil {
 		return err
 	}
 	call := &tokenCall{client: s.client, endpoint: md.TokenEndpoint, info: info, sign: s.sign, audience: md.Issuer,
-		form: form, now: s.now(), lifetime: s.cfg.DefaultLifetime, dpop: key, nonce: &s.asNonce}
+		form: form, now: s.now(), lifetime: s.cfg.DefaultLifetime, dpop: key, nonce: &s.dpop.asNonce}
 	nt, _, err := call.do(ctx)
-	s.outcome(err)
+	s.gate.outcome(err)
 	if err != nil {
 		if isTransient(err) || ctx.Err() != nil {
 			return err // credentials kept

@@ -3,25 +3,52 @@ package oauth
 import (
 	"net/http"
 	"slices"
+	"sync"
 )
 
 // The DPoP side of a Source: which token requests carry a proof, and how
 // a bound token goes on the resource's requests.
 
-// dpopFor returns the proof key of a token request: the key held's token
-// is bound to (a refresh keeps the binding), else a new key when the
-// request is to get a DPoP-bound token (Config.DPoP), else nil (a Bearer
-// token). Called with sem held.
-func (s *Source) dpopFor(held *Token) (*dpopKey, error) {
-	if s.cfg.DPoP == DPoPNever {
+// dpopState is the part of a Source that holds its DPoP state: whether
+// the resource asked for DPoP-bound tokens, the parsed proof keys, and
+// the latest nonces of the authorization server (token endpoint) and of
+// the resource. Its own mu guards asked and keys (taken after Source.mu,
+// never before it); each nonceBox has its own lock. mode is set once by
+// NewSource.
+type dpopState struct {
+	mode string // Config.DPoP
+
+	mu sync.Mutex
+	// asked is set once the resource asked for DPoP-bound tokens (a
+	// DPoP challenge, or dpop_bound_access_tokens_required).
+	asked bool
+	keys  map[string]*dpopKey // parsed DPoP keys, by their encoding
+
+	asNonce, rsNonce nonceBox
+}
+
+// ask records that the resource asked for DPoP-bound tokens.
+func (d *dpopState) ask() {
+	d.mu.Lock()
+	d.asked = true
+	d.mu.Unlock()
+}
+
+// forRequest returns the proof key of a token request to the
+// authorization server md, for the resource of metadata prm (nil: none
+// known): the key held's token is bound to (a refresh keeps the
+// binding), else a new key when the request is to get a DPoP-bound token
+// (Config.DPoP), else nil (a Bearer token). Called with Source.sem held.
+func (d *dpopState) forRequest(held *Token, md *ServerMetadata, prm *ResourceMetadata) (*dpopKey, error) {
+	if d.mode == DPoPNever {
 		return nil, nil
 	}
 	if held.DPoP() {
-		return s.keyFor(held.DPoPKey)
+		return d.keyFor(held.DPoPKey)
 	}
-	s.mu.Lock()
-	md, prm, want := s.meta, s.prm, s.wantDPoP
-	s.mu.Unlock()
+	d.mu.Lock()
+	want := d.asked
+	d.mu.Unlock()
 	if prm != nil && prm.DPoPBoundAccessTokensRequired {
 		want = true
 	}
@@ -30,7 +57,7 @@ func (s *Source) dpopFor(held *Token) (*dpopKey, error) {
 		algs = md.DPoPSigningAlgValuesSupported
 	}
 	switch {
-	case s.cfg.DPoP == DPoPAlways && slices.Contains(algs, dpopAlg):
+	case d.mode == DPoPAlways && slices.Contains(algs, dpopAlg):
 	case want && len(algs) > 0 && !slices.Contains(algs, dpopAlg):
 		return nil, ErrDPoPUnsupported
 	case want:
@@ -44,17 +71,17 @@ func (s *Source) dpopFor(held *Token) (*dpopKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.cacheKey(k)
-	s.mu.Unlock()
+	d.mu.Lock()
+	d.cacheKey(k)
+	d.mu.Unlock()
 	return k, nil
 }
 
 // keyFor returns the parsed key of an encoding, parsing it once.
-func (s *Source) keyFor(encoded string) (*dpopKey, error) {
-	s.mu.Lock()
-	k := s.dpopKeys[encoded]
-	s.mu.Unlock()
+func (d *dpopState) keyFor(encoded string) (*dpopKey, error) {
+	d.mu.Lock()
+	k := d.keys[encoded]
+	d.mu.Unlock()
 	if k != nil {
 		return k, nil
 	}
@@ -62,22 +89,22 @@ func (s *Source) keyFor(encoded string) (*dpopKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.cacheKey(k)
-	s.mu.Unlock()
+	d.mu.Lock()
+	d.cacheKey(k)
+	d.mu.Unlock()
 	return k, nil
 }
 
 // cacheKey keeps k; at most a few keys (the current token's and the ones
-// being obtained). Called with mu held.
-func (s *Source) cacheKey(k *dpopKey) {
-	if len(s.dpopKeys) >= 4 {
-		clear(s.dpopKeys)
+// being obtained). Called with d.mu held.
+func (d *dpopState) cacheKey(k *dpopKey) {
+	if len(d.keys) >= 4 {
+		clear(d.keys)
 	}
-	if s.dpopKeys == nil {
-		s.dpopKeys = map[string]*dpopKey{}
+	if d.keys == nil {
+		d.keys = map[string]*dpopKey{}
 	}
-	s.dpopKeys[k.encoded] = k
+	d.keys[k.encoded] = k
 }
 
 // SetAuthorization puts token on req: "Authorization: Bearer <token>",
@@ -95,11 +122,11 @@ func (s *Source) SetAuthorization(req *http.Request, token string) error {
 		delete(req.Header, headerDPoP)
 		return nil
 	}
-	k, err := s.keyFor(t.DPoPKey)
+	k, err := s.dpop.keyFor(t.DPoPKey)
 	if err != nil {
 		return err
 	}
-	proof, err := k.proof(req.Method, req.URL.String(), token, s.rsNonce.get(), s.now())
+	proof, err := k.proof(req.Method, req.URL.String(), token, s.dpop.rsNonce.get(), s.now())
 	if err != nil {
 		return err
 	}
@@ -111,7 +138,7 @@ func (s *Source) SetAuthorization(req *http.Request, token string) error {
 // Observe takes what a response of the resource tells the source: a new
 // DPoP nonce (RFC 9449 §9).
 func (s *Source) Observe(resp *http.Response) {
-	s.rsNonce.set(resp.Header.Get(headerDPoPNonce))
+	s.dpop.rsNonce.set(resp.Header.Get(headerDPoPNonce))
 }
 
 // boundToken reports whether token is the source's DPoP-bound token.

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/mcpserver"
@@ -35,19 +34,11 @@ type server struct {
 	// test_dynamic_prompt (test_trigger_prompt_change); guarded by tmu.
 	dynamicPrompt bool
 
-	ext     extState
+	ext     extensions     // the extension features; its own lock (see extensions)
 	tasks   taskState      // the tasks extension's tasks (conformance fixtures)
-	faults  faultState     // the counters of the faults
-	calls   atomic.Int64   // tools/call received, for ExitAfter, MuteOnCall and StallOnCall
-	muted   atomic.Bool    // MuteOnCall reached: nothing is answered
+	faults  faults         // the faults Options ask for; its own locks (see faults)
 	payload string         // echo's answer with Options.Payload
 	wg      sync.WaitGroup // answers given later (latency, sleep, fixtures that wait)
-
-	// startedAt is when the first initialize or server/discover came (the
-	// server's start-up, InitDelay, runs from then); written once, in
-	// startOnce, which every reader passes first.
-	startOnce sync.Once
-	startedAt time.Time
 
 	dead     chan struct{} // closed when an exit fault fires
 	deadOnce sync.Once
@@ -62,8 +53,10 @@ func newServer(o Options) *server {
 	if len(s.versions) == 0 {
 		s.versions = protocol.SupportedVersions()
 	}
+	s.faults.o, s.faults.die, s.faults.later = &s.o, s.die, s.later
+	s.ext.o, s.ext.later = &s.o, s.later
 	s.tools = standardTools(o)
-	s.tools = append(s.tools, s.extTools()...)
+	s.tools = append(s.tools, s.ext.tools()...)
 	if o.Conformance {
 		s.tools = append(s.tools, conformanceTools()...)
 		s.tools = append(s.tools, mrtrTools()...)
@@ -90,9 +83,9 @@ func newServer(o Options) *server {
 		Versions:           s.versions,
 		Capabilities:       func(*mcpserver.Request) protocol.ServerCapabilities { return s.capabilities() },
 		Handler:            s,
-		Middleware:         s.middleware(),
-		FrameHook:          s.frameHook(),
-		Subscriptions:      s.agreedFilter,
+		Middleware:         s.faults.middleware(),
+		FrameHook:          s.faults.frameHook(),
+		Subscriptions:      s.ext.agreedFilter,
 		ModernResult:       s.cacheable,
 		RequireInitialized: true,
 		Inline:             true,
@@ -108,6 +101,7 @@ func newServer(o Options) *server {
 			NoGetStream:  o.NoGetStream,
 		},
 	})
+	s.ext.srv = s.srv
 	return s
 }
 
@@ -197,7 +191,7 @@ func (s *server) capabilities() protocol.ServerCapabilities {
 			protocol.ExtensionSkills: json.RawMessage(`{"directoryRead":true}`),
 		}
 	}
-	s.extCapabilities(&c)
+	s.ext.capabilities(&c)
 	return c
 }
 
@@ -206,7 +200,7 @@ func (s *server) ServeMCP(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 	if s.o.Conformance && s.conformanceDispatch(ctx, w, r) {
 		return
 	}
-	if s.extRequest(w, r) {
+	if s.ext.request(w, r) {
 		return
 	}
 	switch r.Method {
@@ -216,7 +210,7 @@ func (s *server) ServeMCP(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 		s.tmu.Unlock()
 		page, next := paginate(tools, cursorOf(r.Params), s.o.PageSize)
 		w.Reply(protocol.ListToolsResult{Tools: page, NextCursor: next})
-		s.channelAtStart(r.Session)
+		s.ext.channelAtStart(r.Session)
 	case protocol.MethodToolsCall:
 		s.callTool(ctx, w, r)
 	case protocol.MethodResourcesList:
@@ -233,7 +227,7 @@ func (s *server) ServeMCP(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 			return
 		}
 		w.Reply(protocol.ReadResourceResult{Contents: []protocol.ResourceContents{
-			{URI: p.URI, MimeType: "text/plain", Text: "contents of " + p.URI + s.versionSuffix(p.URI)},
+			{URI: p.URI, MimeType: "text/plain", Text: "contents of " + p.URI + s.ext.versionSuffix(p.URI)},
 		}})
 	case protocol.MethodPromptsList:
 		w.Reply(protocol.ListPromptsResult{Prompts: s.prompts()})
@@ -250,7 +244,7 @@ func (s *server) ServeMCP(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 
 // HandleNotification implements mcpserver.NotificationHandler.
 func (s *server) HandleNotification(_ context.Context, _ *mcpserver.Session, method string, params json.RawMessage) {
-	s.extNotification(method, params)
+	s.ext.notification(method, params)
 }
 
 // cacheable is the ModernResult of the mock: the complete results of the
@@ -342,7 +336,7 @@ func (s *server) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 		}
 		s.srv.Broadcast(p.Arguments.Method, params)
 		w.Reply(text("sent " + p.Arguments.Method))
-	case s.extTool(w, r, p.Name):
+	case s.ext.tool(w, r, p.Name):
 	case p.Name == "fail":
 		w.Reply(protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent("this tool always fails")}})
 	case p.Name == "block" && s.o.BlockTool:

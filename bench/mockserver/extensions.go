@@ -18,8 +18,14 @@ import (
 // Options.Progress): a channel server that pushes bursts and echoes the
 // permission relay, resource subscriptions, and progress reports.
 
-// extState is what the extension features remember. mu guards it.
-type extState struct {
+// extensions is the server's part that serves the extension features.
+// o, srv and later are set by newServer and never change; mu guards
+// version and cancelled; startPushed is an atomic.
+type extensions struct {
+	o     *Options
+	srv   *mcpserver.Server // the server's, for its broadcasts
+	later func(f func())    // an answer given later (server.later)
+
 	mu        sync.Mutex
 	version   map[string]int // per URI, bumped by touch
 	cancelled int            // notifications/cancelled received
@@ -27,11 +33,11 @@ type extState struct {
 	startPushed atomic.Bool
 }
 
-func (s *server) extCapabilities(c *protocol.ServerCapabilities) {
-	if s.o.Channel {
+func (e *extensions) capabilities(c *protocol.ServerCapabilities) {
+	if e.o.Channel {
 		c.Experimental = map[string]json.RawMessage{"claude/channel": json.RawMessage(`{}`), "claude/channel/permission": json.RawMessage(`{}`)}
 	}
-	if s.o.Subscribe {
+	if e.o.Subscribe {
 		if c.Resources == nil {
 			c.Resources = &protocol.ResourcesCapability{}
 		}
@@ -39,20 +45,20 @@ func (s *server) extCapabilities(c *protocol.ServerCapabilities) {
 	}
 }
 
-func (s *server) extTools() []protocol.Tool {
+func (e *extensions) tools() []protocol.Tool {
 	obj := func(props string) json.RawMessage {
 		return json.RawMessage(`{"type":"object","properties":{` + props + `}}`)
 	}
 	var tools []protocol.Tool
-	if s.o.Channel {
+	if e.o.Channel {
 		tools = append(tools, protocol.Tool{Name: "channel_burst", Description: "Pushes n channel messages (content <prefix><i>, meta {i}).",
 			InputSchema: obj(`"n":{"type":"integer"},"prefix":{"type":"string"}`)})
 	}
-	if s.o.Subscribe {
+	if e.o.Subscribe {
 		tools = append(tools, protocol.Tool{Name: "touch", Description: "Changes resource uri and sends resources/updated if it is subscribed (resources/subscribe, or a subscriptions/listen stream's resourceSubscriptions).",
 			InputSchema: obj(`"uri":{"type":"string"}`)})
 	}
-	if s.o.Progress {
+	if e.o.Progress {
 		tools = append(tools, protocol.Tool{Name: "progress", Description: "Reports steps progress notifications ms apart, then answers.",
 			InputSchema: obj(`"steps":{"type":"integer"},"ms":{"type":"integer"}`)})
 		tools = append(tools, protocol.Tool{Name: "cancelled", Description: "Answers how many notifications/cancelled it received.", InputSchema: obj(``)})
@@ -61,13 +67,13 @@ func (s *server) extTools() []protocol.Tool {
 }
 
 // extNotification handles a notification from the client.
-func (s *server) extNotification(method string, params json.RawMessage) {
+func (e *extensions) notification(method string, params json.RawMessage) {
 	switch {
 	case method == protocol.NotificationCancelled:
-		s.ext.mu.Lock()
-		s.ext.cancelled++
-		s.ext.mu.Unlock()
-	case s.o.Channel && method == protocol.NotificationChannelPermissionRequest:
+		e.mu.Lock()
+		e.cancelled++
+		e.mu.Unlock()
+	case e.o.Channel && method == protocol.NotificationChannelPermissionRequest:
 		// Echo the prompt as a channel message, as a chat bridge would
 		// show it to its user.
 		var p struct {
@@ -75,38 +81,38 @@ func (s *server) extNotification(method string, params json.RawMessage) {
 			ToolName  string `json:"tool_name"`
 		}
 		_ = json.Unmarshal(params, &p)
-		s.channelMessage("approve "+p.ToolName+"? reply yes "+p.RequestID, map[string]string{"kind": "permission_request", "request_id": p.RequestID, "tool_name": p.ToolName})
-	case s.o.Channel && method == protocol.NotificationChannelPermission:
+		e.channelMessage("approve "+p.ToolName+"? reply yes "+p.RequestID, map[string]string{"kind": "permission_request", "request_id": p.RequestID, "tool_name": p.ToolName})
+	case e.o.Channel && method == protocol.NotificationChannelPermission:
 		var p struct {
 			RequestID string `json:"request_id"`
 			Behavior  string `json:"behavior"`
 		}
 		_ = json.Unmarshal(params, &p)
-		s.channelMessage("verdict "+p.RequestID+" "+p.Behavior, map[string]string{"kind": "verdict", "request_id": p.RequestID, "behavior": p.Behavior})
+		e.channelMessage("verdict "+p.RequestID+" "+p.Behavior, map[string]string{"kind": "verdict", "request_id": p.RequestID, "behavior": p.Behavior})
 	}
 }
 
 // channelAtStart pushes Options.ChannelAtStart channel messages, once,
 // after the first tools/list has been answered.
-func (s *server) channelAtStart(sess *mcpserver.Session) {
-	if !s.o.Channel || s.o.ChannelAtStart <= 0 || !s.ext.startPushed.CompareAndSwap(false, true) {
+func (e *extensions) channelAtStart(sess *mcpserver.Session) {
+	if !e.o.Channel || e.o.ChannelAtStart <= 0 || !e.startPushed.CompareAndSwap(false, true) {
 		return
 	}
 	sess.Flush() // the answer to tools/list goes first
-	for i := 1; i <= s.o.ChannelAtStart; i++ {
-		s.channelMessage("start"+strconv.Itoa(i), map[string]string{"i": strconv.Itoa(i)})
+	for i := 1; i <= e.o.ChannelAtStart; i++ {
+		e.channelMessage("start"+strconv.Itoa(i), map[string]string{"i": strconv.Itoa(i)})
 	}
 }
 
-func (s *server) channelMessage(content string, meta map[string]string) {
-	s.srv.Broadcast(protocol.NotificationChannel, map[string]any{"content": content, "meta": meta})
+func (e *extensions) channelMessage(content string, meta map[string]string) {
+	e.srv.Broadcast(protocol.NotificationChannel, map[string]any{"content": content, "meta": meta})
 }
 
 // extRequest answers the extension requests (resources/subscribe and
 // unsubscribe, with Subscribe: the session records them); it reports
 // whether r was one.
-func (s *server) extRequest(w mcpserver.ResponseWriter, r *mcpserver.Request) bool {
-	if !s.o.Subscribe || (r.Method != protocol.MethodResourcesSubscribe && r.Method != protocol.MethodResourcesUnsubscribe) {
+func (e *extensions) request(w mcpserver.ResponseWriter, r *mcpserver.Request) bool {
+	if !e.o.Subscribe || (r.Method != protocol.MethodResourcesSubscribe && r.Method != protocol.MethodResourcesUnsubscribe) {
 		return false
 	}
 	var p protocol.SubscribeParams
@@ -125,17 +131,17 @@ func (s *server) extRequest(w mcpserver.ResponseWriter, r *mcpserver.Request) bo
 }
 
 // versionSuffix tells how many times uri was touched, if ever.
-func (s *server) versionSuffix(uri string) string {
-	s.ext.mu.Lock()
-	defer s.ext.mu.Unlock()
-	if n := s.ext.version[uri]; n > 0 {
+func (e *extensions) versionSuffix(uri string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n := e.version[uri]; n > 0 {
 		return " v" + strconv.Itoa(n)
 	}
 	return ""
 }
 
 // extTool runs the extension tools; it reports whether name was one.
-func (s *server) extTool(w mcpserver.ResponseWriter, r *mcpserver.Request, name string) bool {
+func (e *extensions) tool(w mcpserver.ResponseWriter, r *mcpserver.Request, name string) bool {
 	var call struct {
 		Arguments struct {
 			N      int    `json:"n"`
@@ -151,27 +157,27 @@ func (s *server) extTool(w mcpserver.ResponseWriter, r *mcpserver.Request, name 
 		return protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(t)}}
 	}
 	switch {
-	case s.o.Channel && name == "channel_burst":
+	case e.o.Channel && name == "channel_burst":
 		for i := 1; i <= a.N; i++ {
-			s.channelMessage(a.Prefix+strconv.Itoa(i), map[string]string{"i": strconv.Itoa(i)})
+			e.channelMessage(a.Prefix+strconv.Itoa(i), map[string]string{"i": strconv.Itoa(i)})
 		}
 		w.Reply(text(fmt.Sprintf("pushed %d", a.N)))
-	case s.o.Subscribe && name == "touch":
-		s.ext.mu.Lock()
-		if s.ext.version == nil {
-			s.ext.version = map[string]int{}
+	case e.o.Subscribe && name == "touch":
+		e.mu.Lock()
+		if e.version == nil {
+			e.version = map[string]int{}
 		}
-		s.ext.version[a.URI]++
-		s.ext.mu.Unlock()
-		sub := s.srv.ResourceUpdated(a.URI) > 0
+		e.version[a.URI]++
+		e.mu.Unlock()
+		sub := e.srv.ResourceUpdated(a.URI) > 0
 		w.Reply(text(fmt.Sprintf("touched %s (subscribed: %v)", a.URI, sub)))
-	case s.o.Progress && name == "progress":
+	case e.o.Progress && name == "progress":
 		var p struct {
 			Meta protocol.Meta `json:"_meta"`
 		}
 		_ = json.Unmarshal(r.Params, &p)
 		token := p.Meta["progressToken"]
-		s.later(func() {
+		e.later(func() {
 			for i := 1; i <= a.Steps; i++ {
 				if token != nil {
 					total := float64(a.Steps)
@@ -181,10 +187,10 @@ func (s *server) extTool(w mcpserver.ResponseWriter, r *mcpserver.Request, name 
 			}
 			w.Reply(text(fmt.Sprintf("done after %d steps", a.Steps)))
 		})
-	case s.o.Progress && name == "cancelled":
-		s.ext.mu.Lock()
-		n := s.ext.cancelled
-		s.ext.mu.Unlock()
+	case e.o.Progress && name == "cancelled":
+		e.mu.Lock()
+		n := e.cancelled
+		e.mu.Unlock()
 		w.Reply(text(strconv.Itoa(n)))
 	default:
 		return false
@@ -198,10 +204,10 @@ func (s *server) extTool(w mcpserver.ResponseWriter, r *mcpserver.Request, name 
 // resources/updated for its own resources (mock://…; other URIs are
 // refused, left out of the acknowledgement); the conformance fixtures
 // agree to every URI.
-func (s *server) agreedFilter(_ context.Context, _ *mcpserver.Request, want protocol.NotificationSubscriptions) (protocol.NotificationSubscriptions, func()) {
-	agreed := protocol.NotificationSubscriptions{ToolsListChanged: want.ToolsListChanged, PromptsListChanged: s.o.Conformance && want.PromptsListChanged}
+func (e *extensions) agreedFilter(_ context.Context, _ *mcpserver.Request, want protocol.NotificationSubscriptions) (protocol.NotificationSubscriptions, func()) {
+	agreed := protocol.NotificationSubscriptions{ToolsListChanged: want.ToolsListChanged, PromptsListChanged: e.o.Conformance && want.PromptsListChanged}
 	for _, u := range want.ResourceSubscriptions {
-		if s.o.Conformance || (s.o.Subscribe && strings.HasPrefix(u, "mock://")) {
+		if e.o.Conformance || (e.o.Subscribe && strings.HasPrefix(u, "mock://")) {
 			agreed.ResourceSubscriptions = append(agreed.ResourceSubscriptions, u)
 		}
 	}

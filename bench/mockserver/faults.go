@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/mcpserver"
@@ -25,8 +26,24 @@ import (
 // answer). The faults of the HTTP transports themselves (401, 503 bursts,
 // a slow first byte, a server that hangs) wrap the HTTP handler (http.go).
 
-// faultState is what the faults count. mu guards it.
-type faultState struct {
+// faults is the server's part that misbehaves on purpose: the fault
+// middleware and frame hook it hands mcpserver, and what they count. The
+// counters are guarded by mu; calls and muted are atomics; startedAt is
+// written once, in startOnce, which every reader passes first. o, die and
+// later are set by newServer and never change.
+type faults struct {
+	o     *Options
+	die   func(code int) // the server's exit fault (server.die)
+	later func(f func()) // an answer given later (server.later)
+
+	calls atomic.Int64 // tools/call received, for ExitAfter, MuteOnCall and StallOnCall
+	muted atomic.Bool  // MuteOnCall reached: nothing is answered
+
+	// startedAt is when the first initialize or server/discover came (the
+	// server's start-up, InitDelay, runs from then).
+	startOnce sync.Once
+	startedAt time.Time
+
 	mu      sync.Mutex
 	armed   bool                       // an initialize or server/discover came in (HTTP5xx)
 	burst   int                        // 503s still to send once armed
@@ -48,35 +65,35 @@ var errCrashed = errors.New("mockserver: the server crashed in the middle of an 
 
 // middleware returns the fault middleware Options ask for (none for a
 // well-behaved server: the lean path stays lean).
-func (s *server) middleware() []mcpserver.Middleware {
-	o := s.o
+func (f *faults) middleware() []mcpserver.Middleware {
+	o := f.o
 	var mws []mcpserver.Middleware
 	if o.HTTP5xx > 0 {
-		mws = append(mws, onMethods(s.arm, protocol.MethodInitialize, protocol.MethodDiscover))
+		mws = append(mws, onMethods(f.arm, protocol.MethodInitialize, protocol.MethodDiscover))
 	}
 	if o.ExpireSessionAfter > 0 {
-		mws = append(mws, s.expireSessions)
+		mws = append(mws, f.expireSessions)
 	}
 	if o.FailLists > 0 {
-		mws = append(mws, s.failLists)
+		mws = append(mws, f.failLists)
 	}
 	if o.DropStream {
 		mws = append(mws, dropStream)
 	}
 	if o.CutStreams > 0 {
-		mws = append(mws, s.cutStreams)
+		mws = append(mws, f.cutStreams)
 	}
 	if o.ListenCut > 0 {
-		mws = append(mws, s.cutListens)
+		mws = append(mws, f.cutListens)
 	}
 	if o.InitDelay > 0 {
-		mws = append(mws, s.delayStart)
+		mws = append(mws, f.delayStart)
 	}
 	if o.MuteOnCall > 0 {
-		mws = append(mws, s.dropWhenMuted)
+		mws = append(mws, f.dropWhenMuted)
 	}
 	if o.ExitAfter > 0 || o.MuteOnCall > 0 || o.StallOnCall > 0 || o.HangOnCall || o.CrashMidResponse || o.Latency > 0 {
-		mws = append(mws, s.callFaults)
+		mws = append(mws, f.callFaults)
 	}
 	return mws
 }
@@ -99,21 +116,21 @@ func onMethods(f func(), methods ...string) mcpserver.Middleware {
 
 // arm starts the 503 burst (HTTP5xx) at the first initialize or
 // server/discover, before it is answered.
-func (s *server) arm() {
-	s.faults.mu.Lock()
-	defer s.faults.mu.Unlock()
-	if !s.faults.armed {
-		s.faults.armed = true
-		s.faults.burst = s.o.HTTP5xx
+func (f *faults) arm() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.armed {
+		f.armed = true
+		f.burst = f.o.HTTP5xx
 	}
 }
 
 // takeBurst reports whether this POST is one of the burst's 503s.
-func (s *server) takeBurst() bool {
-	s.faults.mu.Lock()
-	defer s.faults.mu.Unlock()
-	if s.faults.armed && s.faults.burst > 0 {
-		s.faults.burst--
+func (f *faults) takeBurst() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.armed && f.burst > 0 {
+		f.burst--
 		return true
 	}
 	return false
@@ -121,8 +138,8 @@ func (s *server) takeBurst() bool {
 
 // failLists answers the first FailLists requests of FailListMethod
 // (default tools/list) with an internal error; the connection stays up.
-func (s *server) failLists(next mcpserver.Handler) mcpserver.Handler {
-	method := s.o.FailListMethod
+func (f *faults) failLists(next mcpserver.Handler) mcpserver.Handler {
+	method := f.o.FailListMethod
 	if method == "" {
 		method = protocol.MethodToolsList
 	}
@@ -131,36 +148,36 @@ func (s *server) failLists(next mcpserver.Handler) mcpserver.Handler {
 			next.ServeMCP(ctx, w, r)
 			return
 		}
-		s.faults.mu.Lock()
-		s.faults.listed++
-		n := s.faults.listed
-		s.faults.mu.Unlock()
-		if n > s.o.FailLists {
+		f.mu.Lock()
+		f.listed++
+		n := f.listed
+		f.mu.Unlock()
+		if n > f.o.FailLists {
 			next.ServeMCP(ctx, w, r)
 			return
 		}
-		w.Error(protocol.NewError(protocol.CodeInternalError, "mockserver: %s fails (%d of %d, as configured)", method, n, s.o.FailLists))
+		w.Error(protocol.NewError(protocol.CodeInternalError, "mockserver: %s fails (%d of %d, as configured)", method, n, f.o.FailLists))
 	})
 }
 
 // expireSessions forgets a session once it has answered
 // ExpireSessionAfter tools/call: its next request gets 404 (the legacy
 // HTTP+SSE transport's session ends after the answer).
-func (s *server) expireSessions(next mcpserver.Handler) mcpserver.Handler {
+func (f *faults) expireSessions(next mcpserver.Handler) mcpserver.Handler {
 	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
 		sess := r.Session
-		if r.Method != protocol.MethodToolsCall || (sess.ID() == "" && !s.isLegacy(sess)) {
+		if r.Method != protocol.MethodToolsCall || (sess.ID() == "" && !f.isLegacy(sess)) {
 			next.ServeMCP(ctx, w, r)
 			return
 		}
-		s.faults.mu.Lock()
-		if s.faults.perSess == nil {
-			s.faults.perSess = map[*mcpserver.Session]int{}
+		f.mu.Lock()
+		if f.perSess == nil {
+			f.perSess = map[*mcpserver.Session]int{}
 		}
-		s.faults.perSess[sess]++
-		expire := s.faults.perSess[sess] == s.o.ExpireSessionAfter
-		forget := s.faults.forget[sess]
-		s.faults.mu.Unlock()
+		f.perSess[sess]++
+		expire := f.perSess[sess] == f.o.ExpireSessionAfter
+		forget := f.forget[sess]
+		f.mu.Unlock()
 		if expire && forget != nil {
 			forget() // a legacy session is unknown before its answer is out
 		}
@@ -172,27 +189,27 @@ func (s *server) expireSessions(next mcpserver.Handler) mcpserver.Handler {
 }
 
 // isLegacy reports whether sess is a legacy HTTP+SSE session.
-func (s *server) isLegacy(sess *mcpserver.Session) bool {
-	s.faults.mu.Lock()
-	defer s.faults.mu.Unlock()
-	_, ok := s.faults.forget[sess]
+func (f *faults) isLegacy(sess *mcpserver.Session) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.forget[sess]
 	return ok
 }
 
 // onLegacySession registers how a legacy HTTP+SSE session is forgotten,
 // for ExpireSessionAfter; done undoes it.
-func (s *server) onLegacySession(sess *mcpserver.Session, forget func()) (done func()) {
-	s.faults.mu.Lock()
-	if s.faults.forget == nil {
-		s.faults.forget = map[*mcpserver.Session]func(){}
+func (f *faults) onLegacySession(sess *mcpserver.Session, forget func()) (done func()) {
+	f.mu.Lock()
+	if f.forget == nil {
+		f.forget = map[*mcpserver.Session]func(){}
 	}
-	s.faults.forget[sess] = forget
-	s.faults.mu.Unlock()
+	f.forget[sess] = forget
+	f.mu.Unlock()
 	return func() {
-		s.faults.mu.Lock()
-		delete(s.faults.forget, sess)
-		delete(s.faults.perSess, sess)
-		s.faults.mu.Unlock()
+		f.mu.Lock()
+		delete(f.forget, sess)
+		delete(f.perSess, sess)
+		f.mu.Unlock()
 	}
 }
 
@@ -217,15 +234,15 @@ var errStreamCut = errors.New("mockserver: the response breaks before its answer
 // processed, then its response breaks before the answer: with
 // SSEResponses the event stream ends without it, otherwise the connection
 // closes before any response (2026-07-28 has no resumption).
-func (s *server) cutStreams(next mcpserver.Handler) mcpserver.Handler {
+func (f *faults) cutStreams(next mcpserver.Handler) mcpserver.Handler {
 	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
 		if r.Header == nil || !r.Modern() || r.Session.ID() != "" || r.Method == protocol.MethodDiscover ||
-			(s.o.CutMethod != "" && s.o.CutMethod != r.Method) || !s.takeCut() {
+			(f.o.CutMethod != "" && f.o.CutMethod != r.Method) || !f.takeCut() {
 			next.ServeMCP(ctx, w, r)
 			return
 		}
 		_ = capture(ctx, next, w, r) // processed; the answer is lost
-		if d, ok := w.(mcpserver.Disconnecter); ok && s.o.SSEResponses {
+		if d, ok := w.(mcpserver.Disconnecter); ok && f.o.SSEResponses {
 			d.Disconnect()
 			return
 		}
@@ -235,22 +252,22 @@ func (s *server) cutStreams(next mcpserver.Handler) mcpserver.Handler {
 
 // takeCut reports whether this request's answer is one CutStreams
 // loses, counting it.
-func (s *server) takeCut() bool {
-	s.faults.mu.Lock()
-	defer s.faults.mu.Unlock()
-	if s.faults.cuts >= s.o.CutStreams {
+func (f *faults) takeCut() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cuts >= f.o.CutStreams {
 		return false
 	}
-	s.faults.cuts++
+	f.cuts++
 	return true
 }
 
 // cutListens cuts the subscriptions/listen streams of HTTP after
 // ListenCut, without a response.
-func (s *server) cutListens(next mcpserver.Handler) mcpserver.Handler {
+func (f *faults) cutListens(next mcpserver.Handler) mcpserver.Handler {
 	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
 		if d, ok := w.(mcpserver.Disconnecter); ok && r.Method == protocol.MethodSubscriptionsListen {
-			t := time.AfterFunc(s.o.ListenCut, d.Disconnect)
+			t := time.AfterFunc(f.o.ListenCut, d.Disconnect)
 			context.AfterFunc(ctx, func() { t.Stop() })
 		}
 		next.ServeMCP(ctx, w, r)
@@ -261,15 +278,15 @@ func (s *server) cutListens(next mcpserver.Handler) mcpserver.Handler {
 // passed since the first of them came: the server takes InitDelay to
 // start, once (a client that falls back from server/discover to
 // initialize waits InitDelay in all, not twice).
-func (s *server) delayStart(next mcpserver.Handler) mcpserver.Handler {
+func (f *faults) delayStart(next mcpserver.Handler) mcpserver.Handler {
 	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
 		if r.Method != protocol.MethodInitialize && r.Method != protocol.MethodDiscover {
 			next.ServeMCP(ctx, w, r)
 			return
 		}
-		s.startOnce.Do(func() { s.startedAt = time.Now() })
-		s.later(func() {
-			time.Sleep(time.Until(s.startedAt.Add(s.o.InitDelay)))
+		f.startOnce.Do(func() { f.startedAt = time.Now() })
+		f.later(func() {
+			time.Sleep(time.Until(f.startedAt.Add(f.o.InitDelay)))
 			next.ServeMCP(ctx, w, r)
 		})
 	})
@@ -277,9 +294,9 @@ func (s *server) delayStart(next mcpserver.Handler) mcpserver.Handler {
 
 // dropWhenMuted leaves every request unanswered once MuteOnCall was
 // reached, ping included (notifications are still read and handled).
-func (s *server) dropWhenMuted(next mcpserver.Handler) mcpserver.Handler {
+func (f *faults) dropWhenMuted(next mcpserver.Handler) mcpserver.Handler {
 	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
-		if !s.muted.Load() {
+		if !f.muted.Load() {
 			next.ServeMCP(ctx, w, r)
 		}
 	})
@@ -292,41 +309,41 @@ func (s *server) dropWhenMuted(next mcpserver.Handler) mcpserver.Handler {
 // on receiving call ExitAfter+1), HangOnCall (never answers),
 // CrashMidResponse (after Latency, half the answer, then the server
 // dies) and Latency (the answer comes that much later).
-func (s *server) callFaults(next mcpserver.Handler) mcpserver.Handler {
+func (f *faults) callFaults(next mcpserver.Handler) mcpserver.Handler {
 	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
 		if r.Method != protocol.MethodToolsCall {
 			next.ServeMCP(ctx, w, r)
 			return
 		}
-		n := s.calls.Add(1)
-		if s.o.MuteOnCall > 0 && n >= int64(s.o.MuteOnCall) {
-			s.muted.Store(true)
+		n := f.calls.Add(1)
+		if f.o.MuteOnCall > 0 && n >= int64(f.o.MuteOnCall) {
+			f.muted.Store(true)
 			stderrf("silent from tools/call %d on, as configured", n)
 			return
 		}
-		if s.o.StallOnCall > 0 && n >= int64(s.o.StallOnCall) {
+		if f.o.StallOnCall > 0 && n >= int64(f.o.StallOnCall) {
 			r.Session.Flush()
 			stderrf("no longer reading input from tools/call %d on, as configured", n)
 			for { // with Options.Inline this goroutine reads the connection
 				time.Sleep(time.Hour) // (a sleep, not select{}: the runtime would call that a deadlock)
 			}
 		}
-		if s.o.ExitAfter > 0 && n > int64(s.o.ExitAfter) {
-			stderrf("exiting after %d calls as configured", s.o.ExitAfter)
-			s.die(exitAfterCalls)
+		if f.o.ExitAfter > 0 && n > int64(f.o.ExitAfter) {
+			stderrf("exiting after %d calls as configured", f.o.ExitAfter)
+			f.die(exitAfterCalls)
 			return
 		}
 		switch {
-		case s.o.HangOnCall:
-		case s.o.CrashMidResponse:
-			s.later(func() {
-				time.Sleep(s.o.Latency)
+		case f.o.HangOnCall:
+		case f.o.CrashMidResponse:
+			f.later(func() {
+				time.Sleep(f.o.Latency)
 				answer := capture(ctx, next, w, r)
-				w.ReplyWith(s.crash(answer))
+				w.ReplyWith(f.crash(answer))
 			})
-		case s.o.Latency > 0:
-			s.later(func() {
-				time.Sleep(s.o.Latency)
+		case f.o.Latency > 0:
+			f.later(func() {
+				time.Sleep(f.o.Latency)
 				next.ServeMCP(ctx, w, r)
 			})
 		default:
@@ -342,7 +359,7 @@ func (s *server) callFaults(next mcpserver.Handler) mcpserver.Handler {
 // halfway; over WebSocket a frame header that announces the whole answer
 // with half its payload; over HTTP+SSE the answer's event stopping
 // halfway.
-func (s *server) crash(answer []byte) func(mcpserver.Wire) error {
+func (f *faults) crash(answer []byte) func(mcpserver.Wire) error {
 	return func(w mcpserver.Wire) error {
 		half := answer[:len(answer)/2]
 		stderrf("crashing in the middle of an answer as configured")
@@ -355,7 +372,7 @@ func (s *server) crash(answer []byte) func(mcpserver.Wire) error {
 		case mcpserver.WireEventData:
 			err = w.WriteBytes(append([]byte("data: "), half...))
 		case mcpserver.WireConn:
-			if s.o.Transport == TransportWS {
+			if f.o.Transport == TransportWS {
 				err = w.WriteBytes(append(wsFrameHeader(len(answer)), half...))
 			} else {
 				err = w.WriteBytes(append([]byte("event: message\ndata: "), half...))
@@ -366,7 +383,7 @@ func (s *server) crash(answer []byte) func(mcpserver.Wire) error {
 		if err == nil {
 			err = w.Flush()
 		}
-		s.die(exitCrash)
+		f.die(exitCrash)
 		return errors.Join(errCrashed, err)
 	}
 }
@@ -387,11 +404,11 @@ func wsFrameHeader(n int) []byte {
 // frameHook returns the hook of the faults that concern every frame
 // written: Garbage (a line that is not JSON and a frame cut short before
 // each message) and Silent (nothing is written at all).
-func (s *server) frameHook() func(mcpserver.Wire, []byte) error {
+func (f *faults) frameHook() func(mcpserver.Wire, []byte) error {
 	switch {
-	case s.o.Silent:
+	case f.o.Silent:
 		return func(mcpserver.Wire, []byte) error { return nil }
-	case s.o.Garbage:
+	case f.o.Garbage:
 		return func(w mcpserver.Wire, frame []byte) error {
 			var err error
 			switch w.Kind() {

@@ -125,7 +125,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// /mcp/<anything> are virtual servers: the same tools under as
 		// many URLs as a client wants (a fleet of remote servers served
 		// by one process).
-		if r.Method == http.MethodPost && h.s.takeBurst() {
+		if r.Method == http.MethodPost && h.s.faults.takeBurst() {
 			http.Error(w, "mockserver: injected 503", http.StatusServiceUnavailable)
 			return
 		}

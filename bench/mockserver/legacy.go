@@ -171,7 +171,7 @@ type boundLegacy struct {
 
 // BindSession implements mcpserver.SessionBinder.
 func (b *boundLegacy) BindSession(sess *mcpserver.Session) {
-	b.done = b.h.s.onLegacySession(sess, b.forget)
+	b.done = b.h.s.faults.onLegacySession(sess, b.forget)
 }
 
 func (b *boundLegacy) Close() error {
@@ -184,7 +184,7 @@ func (b *boundLegacy) Close() error {
 // legacyPost serves POST /message?sessionId=…: 202; the answer goes to
 // the session's stream.
 func (h *handler) legacyPost(w http.ResponseWriter, r *http.Request) {
-	if h.s.takeBurst() {
+	if h.s.faults.takeBurst() {
 		http.Error(w, "mockserver: injected 503", http.StatusServiceUnavailable)
 		return
 	}

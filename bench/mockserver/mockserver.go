@@ -23,6 +23,16 @@
 // (faults.go: middleware around the handler, a hook around every frame
 // written, answers written on the wire by hand), plus two transports of
 // its own on mcpserver.ServeConn (the legacy HTTP+SSE and WebSocket).
+//
+// Its one job: be an MCP server whose behaviour a test chooses. The
+// server type is the catalogue (tools, resources, prompts, the fixtures'
+// dispatch) and holds two parts, each with its own lock: faults (the
+// fault middleware and frame hook, and what they count) and extensions
+// (channels, subscriptions, progress). Requests run on mcpserver's
+// goroutines, several at once: every piece of state is guarded by its
+// part's mutex or is an atomic (see each type); Options and the parts'
+// wiring are set once by newServer and only read after. Answers given
+// later run on goroutines counted by server.wg.
 package mockserver
 
 import (

@@ -23,8 +23,10 @@ const maxMethods = 30
 // bounded are the packages held to maxMethods, relative to the
 // repository's root.
 var bounded = []string{
+	"bench/mockserver",
 	"internal/session",
 	"mcpserver",
+	"oauth",
 }
 
 // TestNoTypeHasMoreThanMaxMethods counts the methods declared on each type
