@@ -40,18 +40,32 @@ const (
 	CodeRateLimited = -32055
 )
 
-// accessGate holds the access rules and the rate limiter.
+// accessGate is the access rules' one job: who the caller of a request
+// is (callerOf), what it may see of the lists and call (Options.Allow and
+// Deny, then the rules), and its rate limit (admit).
 //
-// Concurrency: safe for concurrent use: the policy is an atomic pointer
-// to an immutable Policy (SetAccess swaps it), the limiter has its own
-// lock.
+// Concurrency: safe for concurrent use by every request's goroutine: the
+// policy is an atomic pointer to an immutable Policy (SetAccess swaps
+// it), the limiter has its own lock, and the other fields are set by New
+// and only read after (the namer, pool and Features guard their own
+// state).
 type accessGate struct {
 	policy  atomic.Pointer[access.Policy]
 	limiter *access.Limiter
+
+	opts     Options   // Allow and Deny (offered)
+	b        Backend   // the pool's prompts and templates, by server
+	naming   *namer    // the names between the pool and downstream
+	pool     *pool     // the server of a resource or prompt
+	features *Features // the host's own tools, prompts and resources (may be nil)
+	front    *front    // its resource server (front.rs) names the operator's scope
 }
 
-func newAccessGate(opts Options) *accessGate {
-	a := &accessGate{limiter: access.NewLimiter(access.LimiterOptions{Now: opts.AccessNow})}
+func newAccessGate(opts Options, b Backend, naming *namer, p *pool, fr *front) *accessGate {
+	a := &accessGate{
+		limiter: access.NewLimiter(access.LimiterOptions{Now: opts.AccessNow}),
+		opts:    opts, b: b, naming: naming, pool: p, features: opts.Features, front: fr,
+	}
 	a.policy.Store(opts.Access)
 	return a
 }
@@ -82,8 +96,8 @@ type caller struct {
 // no admin: one such rule matches, holding the resource server's admin
 // scope when there is one. (The resource server's own check,
 // ResourceServer.AdminTools, applies besides.)
-func (g *Gateway) callerOf(ctx context.Context) caller {
-	p := g.gate.policy.Load()
+func (g *accessGate) callerOf(ctx context.Context) caller {
+	p := g.policy.Load()
 	rs := g.front.rs
 	if p == nil && rs == nil {
 		return caller{anything: true, admin: true}
@@ -105,7 +119,7 @@ func (g *Gateway) callerOf(ctx context.Context) caller {
 
 // toolFor reports whether c may see and call the tool named qualified (a
 // pool name, or the host's own tool's name).
-func (g *Gateway) toolFor(c *caller, idx *nameIndex, qualified string) bool {
+func (g *accessGate) toolFor(c *caller, idx *nameIndex, qualified string) bool {
 	if c.anything {
 		return true
 	}
@@ -146,7 +160,7 @@ func ownTool(name string) bool {
 // rules. Search (search_tools, call_tool) filters what it finds, and
 // checks what it calls, with it. The func is for one request: it holds
 // the caller's grant and the name index of the moment.
-func (g *Gateway) allowedFor(ctx context.Context) func(name string) bool {
+func (g *accessGate) allowedFor(ctx context.Context) func(name string) bool {
 	c := g.callerOf(ctx)
 	if c.anything {
 		return g.offered
@@ -157,7 +171,7 @@ func (g *Gateway) allowedFor(ctx context.Context) func(name string) bool {
 
 // visibleTools keeps of res (a tools/list answer, downstream names) what
 // ctx's caller may use.
-func (g *Gateway) visibleTools(ctx context.Context, res protocol.ListToolsResult) protocol.ListToolsResult {
+func (g *accessGate) visibleTools(ctx context.Context, res protocol.ListToolsResult) protocol.ListToolsResult {
 	c := g.callerOf(ctx)
 	if c.anything {
 		return res
@@ -180,7 +194,7 @@ func (g *Gateway) visibleTools(ctx context.Context, res protocol.ListToolsResult
 }
 
 // visiblePrompts keeps of res what ctx's caller may use (by server).
-func (g *Gateway) visiblePrompts(ctx context.Context, res protocol.ListPromptsResult) protocol.ListPromptsResult {
+func (g *accessGate) visiblePrompts(ctx context.Context, res protocol.ListPromptsResult) protocol.ListPromptsResult {
 	c := g.callerOf(ctx)
 	if c.anything {
 		return res
@@ -211,7 +225,7 @@ func (g *Gateway) visiblePrompts(ctx context.Context, res protocol.ListPromptsRe
 }
 
 // visibleResources keeps of res what ctx's caller may use (by server).
-func (g *Gateway) visibleResources(ctx context.Context, res protocol.ListResourcesResult) protocol.ListResourcesResult {
+func (g *accessGate) visibleResources(ctx context.Context, res protocol.ListResourcesResult) protocol.ListResourcesResult {
 	c := g.callerOf(ctx)
 	if c.anything {
 		return res
@@ -228,7 +242,7 @@ func (g *Gateway) visibleResources(ctx context.Context, res protocol.ListResourc
 
 // visibleTemplates keeps the templates of the servers ctx's caller may
 // use.
-func (g *Gateway) visibleTemplates(ctx context.Context, res protocol.ListResourceTemplatesResult) protocol.ListResourceTemplatesResult {
+func (g *accessGate) visibleTemplates(ctx context.Context, res protocol.ListResourceTemplatesResult) protocol.ListResourceTemplatesResult {
 	c := g.callerOf(ctx)
 	if c.anything {
 		return res
@@ -251,7 +265,7 @@ func (g *Gateway) visibleTemplates(ctx context.Context, res protocol.ListResourc
 }
 
 // serverOfURI is the server behind a resource's URI ("" for the host's).
-func (g *Gateway) serverOfURI(uri string) string {
+func (g *accessGate) serverOfURI(uri string) string {
 	if _, host := g.features.resource(uri); host {
 		return ""
 	}
@@ -262,7 +276,7 @@ func (g *Gateway) serverOfURI(uri string) string {
 // caller against the access rules and its rate limit; what it returns
 // must be called when the call ends. A refusal is CodeAccessDenied or
 // CodeRateLimited.
-func (g *Gateway) admit(ctx context.Context, method string, params json.RawMessage) (func(), *protocol.Error) {
+func (g *accessGate) admit(ctx context.Context, method string, params json.RawMessage) (func(), *protocol.Error) {
 	c := g.callerOf(ctx)
 	if c.anything {
 		return func() {}, nil
@@ -323,7 +337,7 @@ func (g *Gateway) admit(ctx context.Context, method string, params json.RawMessa
 	if method == protocol.MethodResourcesSubscribe {
 		return func() {}, nil
 	}
-	release, err := g.gate.limiter.Acquire(c.key, c.limit)
+	release, err := g.limiter.Acquire(c.key, c.limit)
 	if err != nil {
 		return nil, g.limitError(ctx, err)
 	}
@@ -332,7 +346,7 @@ func (g *Gateway) admit(ctx context.Context, method string, params json.RawMessa
 
 // limitError is the answer to a call over its rate limit; a stateless
 // request over HTTP is marked for a 429 (limitStatus).
-func (g *Gateway) limitError(ctx context.Context, err error) *protocol.Error {
+func (g *accessGate) limitError(ctx context.Context, err error) *protocol.Error {
 	var le *access.LimitError
 	if !errors.As(err, &le) {
 		return errorf(CodeRateLimited, "%v", err)
@@ -410,14 +424,14 @@ func (lw *limitWriter) Unwrap() http.ResponseWriter { return lw.ResponseWriter }
 // queue of its servers only).
 func (g *Gateway) StatusFor(ctx context.Context) StatusReport {
 	rep := g.Status()
-	c := g.callerOf(ctx)
+	c := g.gate.callerOf(ctx)
 	if c.anything {
 		return rep
 	}
 	rep.Servers = slices.DeleteFunc(rep.Servers, func(s ServerReport) bool { return !c.grant.Server(s.Name) })
 	// rep.Excluded is shared (SetExcluded replaces it whole): filter a copy.
 	rep.Excluded = slices.DeleteFunc(slices.Clone(rep.Excluded), func(e ExcludedReport) bool { return !c.grant.Server(e.Name) })
-	allowed := g.allowedFor(ctx)
+	allowed := g.gate.allowedFor(ctx)
 	var pool []mcpvisor.Tool
 	for _, t := range g.b.Tools() {
 		if allowed(t.Name) {

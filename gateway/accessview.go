@@ -187,7 +187,7 @@ func (g *Gateway) audience(server string) mcpserver.Audience {
 		if ctx == nil {
 			ctx = g.callers.of(s)
 		}
-		c := g.callerOf(ctx)
+		c := g.gate.callerOf(ctx)
 		return c.anything || c.grant.Server(server)
 	}
 }
@@ -210,7 +210,7 @@ type View struct {
 // ViewOf returns the View of ctx's caller (IdentityFrom; the anonymous
 // caller without one).
 func (g *Gateway) ViewOf(ctx context.Context) *View {
-	return &View{g: g, ctx: ctx, c: g.callerOf(ctx), operator: ctx.Value(operatorKey{}) != nil, idx: g.naming.current()}
+	return &View{g: g, ctx: ctx, c: g.gate.callerOf(ctx), operator: ctx.Value(operatorKey{}) != nil, idx: g.naming.current()}
 }
 
 // View returns the View of r's caller: the Identity the gateway's checks
@@ -229,7 +229,7 @@ func (v *View) Server(name string) bool { return v.All() || v.c.grant.Server(nam
 // Tool reports whether the caller may see and call pool tool t (as
 // tools/list: the access rules; Options.Allow and Deny are Offered's).
 func (v *View) Tool(t mcpvisor.Tool) bool {
-	return v.All() || v.g.toolFor(&v.c, v.idx, t.Name)
+	return v.All() || v.g.gate.toolFor(&v.c, v.idx, t.Name)
 }
 
 // Event reports whether the caller may see ev: an event of a server it
@@ -307,7 +307,7 @@ func (g *Gateway) restrictStatus(ctx context.Context, c *caller, rep *StatusRepo
 // channelFilter narrows f (wait_for_channel_message's own filter, may be
 // nil) to the messages of the servers ctx's caller may use.
 func (g *Gateway) channelFilter(ctx context.Context, f channels.Filter) channels.Filter {
-	c := g.callerOf(ctx)
+	c := g.gate.callerOf(ctx)
 	if c.anything || ctx.Value(operatorKey{}) != nil {
 		return f
 	}
@@ -317,7 +317,7 @@ func (g *Gateway) channelFilter(ctx context.Context, f channels.Filter) channels
 // refuseServer is the refusal of a request about a server ctx's caller
 // may not use (CodeAccessDenied, as a tool's), or nil when it may.
 func (g *Gateway) refuseServer(ctx context.Context, what, server string) *protocol.Error {
-	c := g.callerOf(ctx)
+	c := g.gate.callerOf(ctx)
 	if c.anything || c.grant.Server(server) {
 		return nil
 	}
@@ -335,13 +335,13 @@ func accessDenied(what, server string) *protocol.Error {
 // visibleURIs keeps of uris (a listen stream's resource subscriptions)
 // those of the servers ctx's caller may use.
 func (g *Gateway) visibleURIs(ctx context.Context, uris []string) []string {
-	c := g.callerOf(ctx)
+	c := g.gate.callerOf(ctx)
 	if c.anything || len(uris) == 0 {
 		return uris
 	}
 	out := uris[:0:0]
 	for _, u := range uris {
-		if c.grant.Server(g.serverOfURI(u)) {
+		if c.grant.Server(g.gate.serverOfURI(u)) {
 			out = append(out, u)
 		}
 	}
@@ -385,7 +385,7 @@ func newTaskKey(seal mcpserver.SealOptions) []byte {
 // serverFilter returns what reports whether ctx's caller may use a
 // server.
 func (g *Gateway) serverFilter(ctx context.Context) func(server string) bool {
-	c := g.callerOf(ctx)
+	c := g.gate.callerOf(ctx)
 	if c.anything {
 		return func(string) bool { return true }
 	}
@@ -425,7 +425,7 @@ func (g *Gateway) listAudience(servers map[string]bool) mcpserver.Audience {
 		if ctx == nil {
 			ctx = g.callers.of(s)
 		}
-		c := g.callerOf(ctx)
+		c := g.gate.callerOf(ctx)
 		if c.anything {
 			return true
 		}

@@ -70,7 +70,7 @@ func (g *Gateway) Status() StatusReport {
 	pool := g.b.Tools()
 	deferred := map[string]bool{}
 	for _, t := range pool {
-		if g.offered(t.Name) {
+		if g.gate.offered(t.Name) {
 			rep.Tools++
 		}
 		if t.Deferred {

@@ -161,7 +161,7 @@ func (g *Gateway) deniedTool(name string) bool {
 	if _, known := g.naming.current().server[q]; !known {
 		return false
 	}
-	return !g.offered(q)
+	return !g.gate.offered(q)
 }
 
 // traceID returns the trace id of the request: its server span's, or

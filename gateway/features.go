@@ -27,12 +27,12 @@ func (g *Gateway) listTools(ctx context.Context) protocol.ListToolsResult {
 	hidden := map[string]bool{} // the host's names hide the pool's
 	for _, def := range host {
 		hidden[def.Name] = true
-		if g.offered(def.Name) {
+		if g.gate.offered(def.Name) {
 			out = append(out, def)
 		}
 	}
 	for _, t := range pool {
-		if t.Deferred || !g.offered(t.Name) { // a deferred server's tools are found by search only
+		if t.Deferred || !g.gate.offered(t.Name) { // a deferred server's tools are found by search only
 			continue
 		}
 		def := t.Definition
@@ -45,7 +45,7 @@ func (g *Gateway) listTools(ctx context.Context) protocol.ListToolsResult {
 		}
 		out = append(out, def)
 	}
-	if g.chans.inbox != nil && g.offered(waitToolName) {
+	if g.chans.inbox != nil && g.gate.offered(waitToolName) {
 		out = append(out, waitTool)
 	}
 	if g.pagesOffered() {
@@ -70,12 +70,12 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 		return nil, errorf(protocol.CodeInvalidParams, "tools/call: want {name, arguments}")
 	}
 	if t, ok := g.features.tool(p.Name); ok {
-		if !g.offered(p.Name) {
+		if !g.gate.offered(p.Name) {
 			return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", p.Name)
 		}
 		return callHostTool(ctx, t, p.Arguments)
 	}
-	if p.Name == waitToolName && g.chans.inbox != nil && g.offered(waitToolName) {
+	if p.Name == waitToolName && g.chans.inbox != nil && g.gate.offered(waitToolName) {
 		return g.chans.wait(ctx, r.Session, p.Arguments)
 	}
 	if res, perr, ok := g.pageCall(ctx, p.Name, p.Arguments); ok {
@@ -89,7 +89,7 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 		// Maybe a tool of a server still starting (startup.go).
 		qualified = g.startup.notYetListed(ctx, p.Name, qualified)
 	}
-	if !g.offered(qualified) {
+	if !g.gate.offered(qualified) {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", qualified)
 	}
 	if perr := g.front.adminTool(ctx, qualified); perr != nil {

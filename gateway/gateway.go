@@ -429,10 +429,10 @@ func New(b Backend, opts Options) *Gateway {
 	g.taskKey = newTaskKey(opts.SessionSeal)
 	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}, only: g.channelFilter}
 	g.naming = &namer{b: b, style: opts.Names, budget: opts.NameBudget}
-	g.gate = newAccessGate(opts)
 	g.front = &front{opts: opts, metrics: &g.metrics, rs: newProtectedResource(opts.ResourceServer), log: g.log}
 	g.startup = &startupWait{b: b, opts: opts, log: opts.Logger, naming: g.naming, closed: g.closed}
 	g.pool = &pool{b: b, opts: opts, log: opts.Logger, naming: g.naming, features: opts.Features}
+	g.gate = newAccessGate(opts, b, g.naming, g.pool, g.front)
 	g.subs = newResourceSubs(b, opts.Logger, g.pool.serverOfResource)
 	g.srv = newServer(g)
 	g.fanout = &fanout{srv: g.srv, metrics: &g.metrics, log: opts.Logger, audience: g.audience}
@@ -624,7 +624,7 @@ func (g *Gateway) Close() {
 }
 
 // offered reports whether the qualified tool name passes Allow and Deny.
-func (g *Gateway) offered(name string) bool {
+func (g *accessGate) offered(name string) bool {
 	if len(g.opts.Allow) > 0 && !matchAny(g.opts.Allow, name) {
 		return false
 	}

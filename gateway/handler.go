@@ -38,7 +38,7 @@ func (g *Gateway) serve(ctx context.Context, w mcpserver.ResponseWriter, r *mcps
 	switch r.Method {
 	case protocol.MethodToolsCall, protocol.MethodPromptsGet, protocol.MethodResourcesRead, protocol.MethodResourcesSubscribe:
 		// The caller's access rules and rate limit (accessgate.go).
-		release, perr := g.admit(ctx, r.Method, r.Params)
+		release, perr := g.gate.admit(ctx, r.Method, r.Params)
 		if perr != nil {
 			return nil, perr
 		}
@@ -46,17 +46,17 @@ func (g *Gateway) serve(ctx context.Context, w mcpserver.ResponseWriter, r *mcps
 	}
 	switch r.Method {
 	case protocol.MethodToolsList:
-		return g.visibleTools(ctx, g.listTools(ctx)), nil
+		return g.gate.visibleTools(ctx, g.listTools(ctx)), nil
 	case protocol.MethodToolsCall:
 		return g.callTool(ctx, w, r)
 	case protocol.MethodPromptsList:
-		return g.visiblePrompts(ctx, g.pool.listPrompts()), nil
+		return g.gate.visiblePrompts(ctx, g.pool.listPrompts()), nil
 	case protocol.MethodPromptsGet:
 		return g.getPrompt(ctx, w, r)
 	case protocol.MethodResourcesList:
-		return g.visibleResources(ctx, g.pool.listResources()), nil
+		return g.gate.visibleResources(ctx, g.pool.listResources()), nil
 	case protocol.MethodResourcesTemplatesList:
-		return g.visibleTemplates(ctx, g.pool.listTemplates()), nil
+		return g.gate.visibleTemplates(ctx, g.pool.listTemplates()), nil
 	case protocol.MethodResourcesRead:
 		return g.readResource(ctx, w, r)
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:

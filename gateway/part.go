@@ -52,7 +52,7 @@ func (s *Site) Summary() StatusReport {
 	g := s.g
 	rep := StatusReport{Version: g.opts.Version, Started: g.started, InFlight: g.requests.inflight.Load(), Sessions: g.srv.Stats().Sessions}
 	for _, t := range g.b.Tools() {
-		if g.offered(t.Name) {
+		if g.gate.offered(t.Name) {
 			rep.Tools++
 		}
 	}
@@ -65,7 +65,7 @@ func (s *Site) ToolName(t mcpvisor.Tool) string { return s.g.naming.toolName(t) 
 
 // Offered reports whether Options.Allow and Deny let the tool named
 // qualified (a pool or host name) be offered downstream.
-func (s *Site) Offered(qualified string) bool { return s.g.offered(qualified) }
+func (s *Site) Offered(qualified string) bool { return s.g.gate.offered(qualified) }
 
 // ChannelWaits returns the number of wait_for_channel_message calls
 // waiting now.

@@ -423,7 +423,7 @@ func (g *Gateway) readPage(ctx context.Context, args json.RawMessage) (any, *pro
 		a.Page = 1
 	}
 	r := g.results.get(a.Handle)
-	if r == nil || r.owner != ownerOf(ctx) || !g.allowedFor(ctx)(r.tool) {
+	if r == nil || r.owner != ownerOf(ctx) || !g.gate.allowedFor(ctx)(r.tool) {
 		return toolError(fmt.Sprintf("No kept result has the handle %q: it may have expired (results are kept for %s); call the tool again.",
 			a.Handle, g.results.ttl.Round(time.Second))), nil
 	}
@@ -455,12 +455,12 @@ func toolError(text string) *protocol.CallToolResult {
 // gateway bounds results itself (a client's own bound makes it callable,
 // and the note names it).
 func (g *Gateway) pagesOffered() bool {
-	return (g.opts.MaxResultChars > 0 || len(g.opts.MaxResultCharsByServer) > 0) && g.offered(pageToolName)
+	return (g.opts.MaxResultChars > 0 || len(g.opts.MaxResultCharsByServer) > 0) && g.gate.offered(pageToolName)
 }
 
 // pageCall serves a tools/call of read_result_page, if name is it.
 func (g *Gateway) pageCall(ctx context.Context, name string, args json.RawMessage) (any, *protocol.Error, bool) {
-	if name != pageToolName || !g.offered(pageToolName) {
+	if name != pageToolName || !g.gate.offered(pageToolName) {
 		return nil, nil, false
 	}
 	res, perr := g.readPage(ctx, args)

@@ -152,7 +152,7 @@ func (sm *searchMode) fullTokens(pool []mcpvisor.Tool) int {
 	}
 	n := 0
 	for _, t := range pool {
-		if !t.Deferred && sm.g.offered(t.Name) {
+		if !t.Deferred && sm.g.gate.offered(t.Name) {
 			n += EstimateTokens(t.Definition)
 		}
 	}

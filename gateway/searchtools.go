@@ -205,7 +205,7 @@ func shorten(s string, n int) string {
 func (sm *searchMode) searchTools(ctx context.Context, pool []mcpvisor.Tool) []protocol.Tool {
 	si := sm.index
 	si.sync(pool)
-	allowed := sm.g.allowedFor(ctx)
+	allowed := sm.g.gate.allowedFor(ctx)
 	count := map[string]int{}
 	examples := map[string][]string{} // a few tool names of each server, for one that says nothing of its purpose
 	var servers []string
@@ -289,12 +289,12 @@ func (sm *searchMode) list(ctx context.Context, pool []mcpvisor.Tool) protocol.L
 	hidden := map[string]bool{}
 	for _, def := range g.features.toolList() {
 		hidden[def.Name] = true
-		if g.offered(def.Name) {
+		if g.gate.offered(def.Name) {
 			out = append(out, def)
 		}
 	}
 	for _, t := range pool {
-		if t.Deferred || !g.offered(t.Name) { // a deferred server's tools are never listed, whatever AlwaysOffer says
+		if t.Deferred || !g.gate.offered(t.Name) { // a deferred server's tools are never listed, whatever AlwaysOffer says
 			continue
 		}
 		name := idx.downstreamTool(t.Name)
@@ -309,7 +309,7 @@ func (sm *searchMode) list(ctx context.Context, pool []mcpvisor.Tool) protocol.L
 		out = append(out, def)
 	}
 	out = append(out, sm.searchTools(ctx, pool)...)
-	if g.chans.inbox != nil && g.offered(waitToolName) {
+	if g.chans.inbox != nil && g.gate.offered(waitToolName) {
 		out = append(out, waitTool)
 	}
 	if g.pagesOffered() {
@@ -328,7 +328,7 @@ func (sm *searchMode) alwaysOffered(downstream, qualified string) bool {
 // deferred server has offered tools (they are found only by search).
 func (sm *searchMode) deferredTools(ctx context.Context, pool []mcpvisor.Tool) []protocol.Tool {
 	for _, t := range pool {
-		if t.Deferred && sm.g.offered(t.Name) {
+		if t.Deferred && sm.g.gate.offered(t.Name) {
 			return sm.searchTools(ctx, pool)
 		}
 	}
@@ -341,7 +341,7 @@ func (sm *searchMode) offersSearch(ctx context.Context, pool []mcpvisor.Tool) bo
 	if sm.modeOf(ctx, pool) == ToolsSearch {
 		return true
 	}
-	return slices.ContainsFunc(pool, func(t mcpvisor.Tool) bool { return t.Deferred && sm.g.offered(t.Name) })
+	return slices.ContainsFunc(pool, func(t mcpvisor.Tool) bool { return t.Deferred && sm.g.gate.offered(t.Name) })
 }
 
 // call serves a tools/call of a search tool, if name is one the client
@@ -394,7 +394,7 @@ func (sm *searchMode) search(ctx context.Context, s *mcpserver.Session, pool []m
 	limit = min(limit, maxSearchLimit)
 	si := sm.index
 	si.sync(pool)
-	q := toolsearch.Query{Text: a.Query, Limit: limit, ReadOnly: a.ReadOnly, Allow: sm.g.allowedFor(ctx)}
+	q := toolsearch.Query{Text: a.Query, Limit: limit, ReadOnly: a.ReadOnly, Allow: sm.g.gate.allowedFor(ctx)}
 	if a.Server != "" {
 		q.Servers = []string{a.Server}
 	}
@@ -507,7 +507,7 @@ func (sm *searchMode) describe(ctx context.Context, pool []mcpvisor.Tool, raw js
 		return nil, errorf(protocol.CodeInvalidParams, "%s: at most %d names at once", describeToolName, maxDescribe)
 	}
 	idx := sm.g.naming.fresh(pool)
-	allowed := sm.g.allowedFor(ctx)
+	allowed := sm.g.gate.allowedFor(ctx)
 	byName := make(map[string]mcpvisor.Tool, len(pool))
 	for _, t := range pool {
 		byName[t.Name] = t
@@ -565,7 +565,7 @@ func (sm *searchMode) callByName(ctx context.Context, w mcpserver.ResponseWriter
 	inner.Params, _ = json.Marshal(params)
 	// The caller's access rules and rate limit, as for a direct call
 	// (Gateway.serve admits tools/call of call_tool itself without them).
-	release, perr := sm.g.admit(ctx, protocol.MethodToolsCall, inner.Params)
+	release, perr := sm.g.gate.admit(ctx, protocol.MethodToolsCall, inner.Params)
 	if perr != nil {
 		return nil, perr
 	}

@@ -35,7 +35,7 @@ func EstimateTokens(defs ...protocol.Tool) int {
 func (g *Gateway) toolTokens(pool []mcpvisor.Tool) (byServer map[string]int, total int) {
 	bytes := map[string]int{}
 	for _, t := range pool {
-		if !g.offered(t.Name) {
+		if !g.gate.offered(t.Name) {
 			continue
 		}
 		b, err := json.Marshal(t.Definition)
