@@ -444,7 +444,7 @@ func (g *Gateway) StatusFor(ctx context.Context) StatusReport {
 	for i := range rep.Servers {
 		rep.Servers[i].ToolTokens = tokens[rep.Servers[i].Name]
 	}
-	g.restrictStatus(ctx, &c, &rep)
+	g.view.restrictStatus(ctx, &c, &rep)
 	return rep
 }
 

@@ -30,6 +30,27 @@ import (
 // caller no rule restricts. A request outside its rules is refused as a
 // tool call is: CodeAccessDenied over MCP, 403 over HTTP.
 
+// accessView is what each caller sees of the gateway beyond tools/list
+// and the calls admit checks: who gets a notification sent for no
+// request (audience, listAudience), the sessions bound to their caller
+// (callers, sessionBound), the filters of channels, skills, completions
+// and subscriptions, the task ids' owner tags, and the status a
+// restricted caller gets.
+//
+// Concurrency: safe for concurrent use by the requests' goroutines and
+// Run's: callers has its own lock; the other fields are set by New and
+// only read after.
+type accessView struct {
+	gate    *accessGate
+	front   *front   // its resource server (front.rs): the rules may apply
+	metrics *metrics // counts the refused session requests
+	// callers are the callers of the handshake-era sessions, for the
+	// notifications under access rules.
+	callers sessionCallers
+	// taskKey is the key of the task ids' owner tags.
+	taskKey []byte
+}
+
 // sessionCallers remembers who each handshake-era session's caller is,
 // for the notifications sent for no request (which have no request
 // context of their own): the identity of the session's first request
@@ -107,12 +128,12 @@ func (sc *sessionCallers) ownedByOther(sid string, ctx context.Context) bool {
 // sessionBound refuses (403) the GET stream or DELETE of an HTTP session
 // by another caller than the session's (sessionCallers); POSTs are
 // judged per request by the record middleware.
-func (g *Gateway) sessionBound(next http.Handler) http.Handler {
+func (v *accessView) sessionBound(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-				if _, ok := IdentityFrom(r.Context()); ok && g.callers.ownedByOther(sid, r.Context()) {
-					g.metrics.rejected.Add(1)
+				if _, ok := IdentityFrom(r.Context()); ok && v.callers.ownedByOther(sid, r.Context()) {
+					v.metrics.rejected.Add(1)
 					httpError(w, http.StatusForbidden, "forbidden: "+ErrAccessDenied.Error()+": this session belongs to another caller")
 					return
 				}
@@ -171,23 +192,23 @@ func callerContext(ctx context.Context) context.Context {
 // access rules, or a resource server (whose identities the rules, when
 // set later by SetAccess, judge). Without either every surface is the
 // whole gateway's.
-func (g *Gateway) rulesApply() bool {
-	return g.gate.policy.Load() != nil || g.front.rs != nil
+func (v *accessView) rulesApply() bool {
+	return v.gate.policy.Load() != nil || v.front.rs != nil
 }
 
 // audience returns the recipients of a notification about server: the
 // sessions and listen streams whose caller may use it (nil: everyone,
 // when no rule applies).
-func (g *Gateway) audience(server string) mcpserver.Audience {
-	if !g.rulesApply() {
+func (v *accessView) audience(server string) mcpserver.Audience {
+	if !v.rulesApply() {
 		return nil
 	}
 	return func(s *mcpserver.Session, listen context.Context) bool {
 		ctx := listen
 		if ctx == nil {
-			ctx = g.callers.of(s)
+			ctx = v.callers.of(s)
 		}
-		c := g.gate.callerOf(ctx)
+		c := v.gate.callerOf(ctx)
 		return c.anything || c.grant.Server(server)
 	}
 }
@@ -282,11 +303,11 @@ func (v *View) Summary() StatusReport {
 // what is the whole gateway's: the sessions and calls in flight (it gets
 // the count of its own sessions), the configuration's layer files that
 // were skipped, and the channel queue's other servers and totals.
-func (g *Gateway) restrictStatus(ctx context.Context, c *caller, rep *StatusReport) {
+func (v *accessView) restrictStatus(ctx context.Context, c *caller, rep *StatusReport) {
 	if ctx.Value(operatorKey{}) != nil {
 		return
 	}
-	rep.Sessions = g.callers.owned(ownerOf(ctx))
+	rep.Sessions = v.callers.owned(ownerOf(ctx))
 	rep.InFlight = 0
 	rep.Skipped = nil
 	if ch := rep.Channels; ch != nil {
@@ -306,8 +327,8 @@ func (g *Gateway) restrictStatus(ctx context.Context, c *caller, rep *StatusRepo
 
 // channelFilter narrows f (wait_for_channel_message's own filter, may be
 // nil) to the messages of the servers ctx's caller may use.
-func (g *Gateway) channelFilter(ctx context.Context, f channels.Filter) channels.Filter {
-	c := g.gate.callerOf(ctx)
+func (v *accessView) channelFilter(ctx context.Context, f channels.Filter) channels.Filter {
+	c := v.gate.callerOf(ctx)
 	if c.anything || ctx.Value(operatorKey{}) != nil {
 		return f
 	}
@@ -316,8 +337,8 @@ func (g *Gateway) channelFilter(ctx context.Context, f channels.Filter) channels
 
 // refuseServer is the refusal of a request about a server ctx's caller
 // may not use (CodeAccessDenied, as a tool's), or nil when it may.
-func (g *Gateway) refuseServer(ctx context.Context, what, server string) *protocol.Error {
-	c := g.gate.callerOf(ctx)
+func (v *accessView) refuseServer(ctx context.Context, what, server string) *protocol.Error {
+	c := v.gate.callerOf(ctx)
 	if c.anything || c.grant.Server(server) {
 		return nil
 	}
@@ -334,14 +355,14 @@ func accessDenied(what, server string) *protocol.Error {
 
 // visibleURIs keeps of uris (a listen stream's resource subscriptions)
 // those of the servers ctx's caller may use.
-func (g *Gateway) visibleURIs(ctx context.Context, uris []string) []string {
-	c := g.gate.callerOf(ctx)
+func (v *accessView) visibleURIs(ctx context.Context, uris []string) []string {
+	c := v.gate.callerOf(ctx)
 	if c.anything || len(uris) == 0 {
 		return uris
 	}
 	out := uris[:0:0]
 	for _, u := range uris {
-		if c.grant.Server(g.gate.serverOfURI(u)) {
+		if c.grant.Server(v.gate.serverOfURI(u)) {
 			out = append(out, u)
 		}
 	}
@@ -353,13 +374,13 @@ func (g *Gateway) visibleURIs(ctx context.Context, uris []string) []string {
 // "<server>/<id>"): the tag of (server, id) is a MAC of the caller
 // (ownerOf), the server and the server's task id under the gateway's
 // task key, unpadded base64url (16 characters, no '/').
-func (g *Gateway) taskTag(ctx context.Context) func(server, id string) string {
-	if !g.rulesApply() {
+func (v *accessView) taskTag(ctx context.Context) func(server, id string) string {
+	if !v.rulesApply() {
 		return nil
 	}
 	owner := ownerOf(ctx)
 	return func(server, id string) string {
-		m := hmac.New(sha256.New, g.taskKey)
+		m := hmac.New(sha256.New, v.taskKey)
 		for _, s := range []string{owner, server, id} {
 			m.Write([]byte(s))
 			m.Write([]byte{0})
@@ -384,8 +405,8 @@ func newTaskKey(seal mcpserver.SealOptions) []byte {
 
 // serverFilter returns what reports whether ctx's caller may use a
 // server.
-func (g *Gateway) serverFilter(ctx context.Context) func(server string) bool {
-	c := g.gate.callerOf(ctx)
+func (v *accessView) serverFilter(ctx context.Context) func(server string) bool {
+	c := v.gate.callerOf(ctx)
 	if c.anything {
 		return func(string) bool { return true }
 	}
@@ -416,16 +437,16 @@ func (lc listChanges) addAll(method string) { lc.add(method, allServers) }
 // listAudience returns who gets a list_changed due for servers: the
 // sessions and listen streams whose caller may use one of them (nil:
 // everyone, when no rule applies or the change is everyone's).
-func (g *Gateway) listAudience(servers map[string]bool) mcpserver.Audience {
-	if !g.rulesApply() || servers[allServers] {
+func (v *accessView) listAudience(servers map[string]bool) mcpserver.Audience {
+	if !v.rulesApply() || servers[allServers] {
 		return nil
 	}
 	return func(s *mcpserver.Session, listen context.Context) bool {
 		ctx := listen
 		if ctx == nil {
-			ctx = g.callers.of(s)
+			ctx = v.callers.of(s)
 		}
-		c := g.gate.callerOf(ctx)
+		c := v.gate.callerOf(ctx)
 		if c.anything {
 			return true
 		}

@@ -145,7 +145,7 @@ func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 		return nil, rpcError(err)
 	}
 	if res.ResultType == protocol.ResultTask {
-		return g.pool.taskCreated(server, g.taskTag(ctx), res), nil
+		return g.pool.taskCreated(server, g.view.taskTag(ctx), res), nil
 	}
 	res = g.fitResult(ownerOf(ctx), name, server, p.Meta, res)
 	if enc, ok := appendTextResult(nil, res); ok {

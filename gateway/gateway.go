@@ -358,11 +358,10 @@ type Gateway struct {
 	results *resultStore
 	// search is the search mode's index and tools (search.go).
 	search *searchMode
-	// callers are the callers of the handshake-era sessions, for the
-	// notifications under access rules (accessview.go).
-	callers sessionCallers
-	// taskKey is the key of the task ids' owner tags (accessview.go).
-	taskKey []byte
+	// view is what each caller sees beyond the lists under the access
+	// rules: audiences, session binding, filters, task tags
+	// (accessview.go); safe for concurrent use.
+	view *accessView
 }
 
 // hostListBits numbers the list_changed methods a change of the host's
@@ -426,16 +425,16 @@ func New(b Backend, opts Options) *Gateway {
 	g.results = newResultStore(opts.ResultStoreBytes, opts.ResultStoreTTL)
 	g.search = newSearchMode(g)
 	g.admin = &admin{g: g}
-	g.taskKey = newTaskKey(opts.SessionSeal)
-	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}, only: g.channelFilter}
 	g.naming = &namer{b: b, style: opts.Names, budget: opts.NameBudget}
 	g.front = &front{opts: opts, metrics: &g.metrics, rs: newProtectedResource(opts.ResourceServer), log: g.log}
 	g.startup = &startupWait{b: b, opts: opts, log: opts.Logger, naming: g.naming, closed: g.closed}
 	g.pool = &pool{b: b, opts: opts, log: opts.Logger, naming: g.naming, features: opts.Features}
 	g.gate = newAccessGate(opts, b, g.naming, g.pool, g.front)
+	g.view = &accessView{gate: g.gate, front: g.front, metrics: &g.metrics, taskKey: newTaskKey(opts.SessionSeal)}
+	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}, only: g.view.channelFilter}
 	g.subs = newResourceSubs(b, opts.Logger, g.pool.serverOfResource)
 	g.srv = newServer(g)
-	g.fanout = &fanout{srv: g.srv, metrics: &g.metrics, log: opts.Logger, audience: g.audience}
+	g.fanout = &fanout{srv: g.srv, metrics: &g.metrics, log: opts.Logger, audience: g.view.audience}
 	g.inputs = &inputRounds{srv: g.srv, log: opts.Logger, wait: opts.InputWait, workers: newCallWorkers(g.closed), parked: map[string]*parkedRound{}}
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -514,7 +513,7 @@ func (g *Gateway) Run(ctx context.Context, debounce time.Duration) {
 					}
 				}
 			}) {
-				g.fanout.broadcastListChanged(method, g.listAudience(pending[method]))
+				g.fanout.broadcastListChanged(method, g.view.listAudience(pending[method]))
 			}
 			clear(pending)
 		case <-g.hostSignal:

@@ -62,11 +62,11 @@ func (g *Gateway) serve(ctx context.Context, w mcpserver.ResponseWriter, r *mcps
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
 		return g.subscribe(ctx, r.Session, r.Method == protocol.MethodResourcesSubscribe, r.Params)
 	case protocol.MethodCompletionComplete:
-		return g.pool.complete(ctx, r.Params, g.refuseServer)
+		return g.pool.complete(ctx, r.Params, g.view.refuseServer)
 	case protocol.MethodTasksGet, protocol.MethodTasksUpdate, protocol.MethodTasksCancel:
 		return g.taskRequest(ctx, r)
 	case protocol.MethodSkillsList, protocol.MethodSkillsGet, protocol.MethodResourcesDirectoryRead:
-		return g.pool.skillsRequest(ctx, r, g.serverFilter(ctx))
+		return g.pool.skillsRequest(ctx, r, g.view.serverFilter(ctx))
 	}
 	return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", r.Method)
 }

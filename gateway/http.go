@@ -25,7 +25,7 @@ const MCPPath = "/mcp"
 // serves until Close.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mountToolModes(mux, limitStatus(g.sessionBound(g.srv.HTTPHandler()))) // MCPPath, and the per-mode paths (search.go)
+	mountToolModes(mux, limitStatus(g.view.sessionBound(g.srv.HTTPHandler()))) // MCPPath, and the per-mode paths (search.go)
 	mux.HandleFunc("GET /status", g.admin.serveStatus)
 	mux.HandleFunc("GET /metrics", g.admin.serveMetrics)
 	mux.HandleFunc("GET /events", g.admin.serveEvents)

@@ -54,14 +54,14 @@ func newServer(g *Gateway) *mcpserver.Server {
 		Instructions: instructions,
 		Capabilities: g.capabilitiesFor,
 		Handler:      g,
-		Middleware:   append([]mcpserver.Middleware{g.callers.record}, g.withAudit(middleware(g.tracer, g.requests))...),
+		Middleware:   append([]mcpserver.Middleware{g.view.callers.record}, g.withAudit(middleware(g.tracer, g.requests))...),
 		Subscriptions: func(ctx context.Context, _ *mcpserver.Request, want protocol.NotificationSubscriptions) (protocol.NotificationSubscriptions, func()) {
-			want.ResourceSubscriptions = g.visibleURIs(ctx, want.ResourceSubscriptions)
+			want.ResourceSubscriptions = g.view.visibleURIs(ctx, want.ResourceSubscriptions)
 			return want, g.subs.hold(ctx, want.ResourceSubscriptions)
 		},
 		ModernResult: func(r *mcpserver.Request, result any) any { return g.pool.modernResult(r.Method, result) },
 		OnSessionClosed: func(s *mcpserver.Session) {
-			g.callers.forget(s)
+			g.view.callers.forget(s)
 			g.subs.releaseAll(s, s.Subscriptions())
 		},
 		OnSessionRestored: g.subs.restore,

@@ -108,7 +108,7 @@ func (g *Gateway) taskRequest(ctx context.Context, m *mcpserver.Request) (any, *
 		return nil, errorf(protocol.CodeInvalidParams, "%s: want {taskId}", m.Method)
 	}
 	server, taskID, ok := splitTaskID(id)
-	tag := g.taskTag(ctx)
+	tag := g.view.taskTag(ctx)
 	var mac string
 	if ok && tag != nil {
 		mac, taskID, ok = strings.Cut(taskID, "/")
@@ -122,7 +122,7 @@ func (g *Gateway) taskRequest(ctx context.Context, m *mcpserver.Request) (any, *
 		e.Data, _ = json.Marshal(map[string]any{"reason": "owner", "server": server})
 		return nil, e
 	}
-	if perr := g.refuseServer(ctx, "task "+strconv.Quote(id), server); perr != nil {
+	if perr := g.view.refuseServer(ctx, "task "+strconv.Quote(id), server); perr != nil {
 		return nil, perr
 	}
 	params["taskId"], _ = json.Marshal(taskID)

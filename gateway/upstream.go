@@ -338,14 +338,14 @@ func (t *callTable) pick(server, method string, wantURL bool) *call {
 func (g *Gateway) pickSession(server, method string, wantURL bool) *mcpserver.Session {
 	var pick *mcpserver.Session
 	var last time.Time
-	mayUse := g.audience(server)
+	mayUse := g.view.audience(server)
 	var callers []context.Context // under access rules, those whose calls are in flight on server
 	if mayUse != nil {
 		callers = g.calls.callersOn(server)
 	}
 	for _, s := range g.srv.Sessions() {
 		if !canAnswer(s, method, wantURL) || !s.Reachable() || mayUse != nil && !mayUse(s, nil) ||
-			len(callers) > 0 && !slices.ContainsFunc(callers, func(c context.Context) bool { return sameCaller(g.callers.of(s), c) }) {
+			len(callers) > 0 && !slices.ContainsFunc(callers, func(c context.Context) bool { return sameCaller(g.view.callers.of(s), c) }) {
 			continue
 		}
 		if used := s.LastActive(); pick == nil || used.After(last) {
