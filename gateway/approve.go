@@ -38,7 +38,7 @@ func (g *Gateway) ApproveCall(ctx context.Context, req mcpvisor.CallApproval) (o
 	if c == nil {
 		return false, errors.New("no downstream client's call to ask about")
 	}
-	defer func(start time.Time) { g.auditApproval(ctx, c.s, req.Tool, req.Server, start, ok, err) }(time.Now())
+	defer func(start time.Time) { g.trail.auditApproval(ctx, c.s, req.Tool, req.Server, start, ok, err) }(time.Now())
 	if !c.answers(protocol.MethodElicitationCreate, false) {
 		return false, ErrNoElicitation
 	}

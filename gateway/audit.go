@@ -42,6 +42,19 @@ type Auditor interface {
 	Results() bool
 }
 
+// auditTrail is the audit trail's one job: it turns the audited requests
+// (the MCP middleware, ApproveCall, the HTTP wrapper) into entries for
+// the Auditor.
+//
+// Concurrency: safe for concurrent use by the goroutines serving
+// requests: its fields are set by New and only read after (the Auditor
+// takes concurrent Records; the namer and gate guard their own state).
+type auditTrail struct {
+	sink   Auditor     // Options.Audit; nil: no trail
+	gate   *accessGate // Allow and Deny (a denied tool's outcome)
+	naming *namer      // the pool names of the tools called
+}
+
 // auditKey is the context key of a request's auditNote.
 type auditKey struct{}
 
@@ -64,7 +77,7 @@ func auditServer(ctx context.Context, server, name string) {
 }
 
 // audited is the middleware that records the audited methods.
-func (g *Gateway) audited(next mcpserver.Handler) mcpserver.Handler {
+func (t *auditTrail) audited(next mcpserver.Handler) mcpserver.Handler {
 	return mcpserver.HandlerFunc(func(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) {
 		switch r.Method {
 		case protocol.MethodToolsCall, protocol.MethodResourcesRead, protocol.MethodPromptsGet:
@@ -78,13 +91,13 @@ func (g *Gateway) audited(next mcpserver.Handler) mcpserver.Handler {
 		rec := &answerRecorder{ResponseWriter: w}
 		var rw mcpserver.ResponseWriter = rec
 		var kept *resultKeeper
-		if g.opts.Audit.Results() {
+		if t.sink.Results() {
 			kept = &resultKeeper{ResponseWriter: rec}
 			rw = kept
 		}
 		next.ServeMCP(ctx, rw, r)
 		e := audit.Entry{Time: start, Action: r.Method, Duration: time.Since(start), Server: note.server}
-		g.auditCaller(ctx, &e, r.Session)
+		t.auditCaller(ctx, &e, r.Session)
 		e.RequestID, _ = r.ID.MarshalJSON()
 		e.TraceID = traceID(ctx, r.Params)
 		name, _ := protocol.PlainStringMember(r.Params, "name")
@@ -102,20 +115,20 @@ func (g *Gateway) audited(next mcpserver.Handler) mcpserver.Handler {
 		case protocol.MethodResourcesRead:
 			e.URI, _ = protocol.PlainStringMember(r.Params, "uri")
 		}
-		if g.opts.Audit.Arguments() && r.Method != protocol.MethodResourcesRead {
+		if t.sink.Arguments() && r.Method != protocol.MethodResourcesRead {
 			e.Arguments, _, _ = protocol.RawMember(r.Params, "arguments")
 		}
 		if kept != nil {
 			e.Result = kept.result
 		}
-		g.auditOutcome(ctx, &e, rec, r.Method, name)
-		g.opts.Audit.Record(e)
+		t.auditOutcome(ctx, &e, rec, r.Method, name)
+		t.sink.Record(e)
 	})
 }
 
 // auditCaller fills in who made a request: the identity in ctx and the
 // session.
-func (g *Gateway) auditCaller(ctx context.Context, e *audit.Entry, s *mcpserver.Session) {
+func (t *auditTrail) auditCaller(ctx context.Context, e *audit.Entry, s *mcpserver.Session) {
 	if id, ok := IdentityFrom(ctx); ok {
 		e.Subject, e.ClientID = id.Subject, id.ClientID
 	}
@@ -125,7 +138,7 @@ func (g *Gateway) auditCaller(ctx context.Context, e *audit.Entry, s *mcpserver.
 }
 
 // auditOutcome sets e's outcome from how the request was answered.
-func (g *Gateway) auditOutcome(ctx context.Context, e *audit.Entry, a *answerRecorder, method, name string) {
+func (t *auditTrail) auditOutcome(ctx context.Context, e *audit.Entry, a *answerRecorder, method, name string) {
 	if a.frame != nil {
 		if raw, found, _ := protocol.RawMember(a.frame, "error"); found {
 			var pe protocol.Error
@@ -142,7 +155,7 @@ func (g *Gateway) auditOutcome(ctx context.Context, e *audit.Entry, a *answerRec
 		switch {
 		case a.err.Code == CodeCallRefused, a.err.Code == CodeAccessDenied, a.err.Code == CodeRateLimited:
 			e.Outcome = audit.OutcomeRefused
-		case method == protocol.MethodToolsCall && a.err.Code == protocol.CodeInvalidParams && e.Server == "" && g.deniedTool(name):
+		case method == protocol.MethodToolsCall && a.err.Code == protocol.CodeInvalidParams && e.Server == "" && t.deniedTool(name):
 			e.Outcome, e.Reason = audit.OutcomeRefused, "the tool is not offered (allow/deny)"
 		}
 	case !a.answered && ctx.Err() != nil:
@@ -156,12 +169,12 @@ func (g *Gateway) auditOutcome(ctx context.Context, e *audit.Entry, a *answerRec
 
 // deniedTool reports whether the tool a client called by name is in the
 // pool but kept from it by Options.Allow and Deny.
-func (g *Gateway) deniedTool(name string) bool {
-	q := g.naming.qualifiedTool(name)
-	if _, known := g.naming.current().server[q]; !known {
+func (t *auditTrail) deniedTool(name string) bool {
+	q := t.naming.qualifiedTool(name)
+	if _, known := t.naming.current().server[q]; !known {
 		return false
 	}
-	return !g.gate.offered(q)
+	return !t.gate.offered(q)
 }
 
 // traceID returns the trace id of the request: its server span's, or
@@ -204,12 +217,12 @@ func (k *resultKeeper) WriteFrame(frame []byte) {
 }
 
 // auditApproval records a client's answer to an approval.
-func (g *Gateway) auditApproval(ctx context.Context, s *mcpserver.Session, tool, server string, start time.Time, approved bool, err error) {
-	if g.opts.Audit == nil {
+func (t *auditTrail) auditApproval(ctx context.Context, s *mcpserver.Session, tool, server string, start time.Time, approved bool, err error) {
+	if t.sink == nil {
 		return
 	}
 	e := audit.Entry{Time: start, Action: audit.ActionApproval, Server: server, Tool: tool, Duration: time.Since(start), Outcome: "approved"}
-	g.auditCaller(ctx, &e, s)
+	t.auditCaller(ctx, &e, s)
 	e.TraceID = traceID(ctx, nil)
 	switch {
 	case err != nil:
@@ -217,7 +230,7 @@ func (g *Gateway) auditApproval(ctx context.Context, s *mcpserver.Session, tool,
 	case !approved:
 		e.Outcome = "declined"
 	}
-	g.opts.Audit.Record(e)
+	t.sink.Record(e)
 }
 
 // httpNote carries, from inside the security checks out to auditHTTP,
@@ -236,8 +249,8 @@ type httpNoteKey struct{}
 // auditHTTP wraps the whole HTTP handler (outside the security checks):
 // it records the state-changing admin requests and the requests refused
 // with 401 or 403. inner is what runs past the checks.
-func (g *Gateway) auditHTTP(outer func(http.Handler) http.Handler, inner http.Handler) http.Handler {
-	if g.opts.Audit == nil {
+func (t *auditTrail) auditHTTP(outer func(http.Handler) http.Handler, inner http.Handler) http.Handler {
+	if t.sink == nil {
 		return outer(inner)
 	}
 	past := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -274,7 +287,7 @@ func (g *Gateway) auditHTTP(outer func(http.Handler) http.Handler, inner http.Ha
 		case sw.status >= 400:
 			e.Outcome = audit.OutcomeError
 		}
-		g.opts.Audit.Record(e)
+		t.sink.Record(e)
 	})
 }
 
@@ -343,18 +356,18 @@ func (s *statusWriter) Flush() { _ = http.NewResponseController(s.ResponseWriter
 // withAudit puts the audit middleware into mws (middleware's list) just
 // before the request count, inside the server span (whose trace id the
 // lines carry) and outside the drain check (whose refusals they record).
-func (g *Gateway) withAudit(mws []mcpserver.Middleware) []mcpserver.Middleware {
-	if g.opts.Audit == nil {
+func (t *auditTrail) withAudit(mws []mcpserver.Middleware) []mcpserver.Middleware {
+	if t.sink == nil {
 		return mws
 	}
 	n := len(mws)
-	return append(mws[:n-1:n-1], g.audited, mws[n-1])
+	return append(mws[:n-1:n-1], t.audited, mws[n-1])
 }
 
 // writeAuditMetrics writes the trail's counters to /metrics, when the
 // Auditor has them (an *audit.Writer does).
-func (g *Gateway) writeAuditMetrics(p *promWriter) {
-	s, ok := g.opts.Audit.(interface{ Stats() audit.Stats })
+func (t *auditTrail) writeAuditMetrics(p *promWriter) {
+	s, ok := t.sink.(interface{ Stats() audit.Stats })
 	if !ok {
 		return
 	}

@@ -362,6 +362,9 @@ type Gateway struct {
 	// rules: audiences, session binding, filters, task tags
 	// (accessview.go); safe for concurrent use.
 	view *accessView
+	// trail records the audited actions (audit.go); safe for concurrent
+	// use.
+	trail *auditTrail
 }
 
 // hostListBits numbers the list_changed methods a change of the host's
@@ -432,6 +435,7 @@ func New(b Backend, opts Options) *Gateway {
 	g.gate = newAccessGate(opts, b, g.naming, g.pool, g.front)
 	g.view = &accessView{gate: g.gate, front: g.front, metrics: &g.metrics, taskKey: newTaskKey(opts.SessionSeal)}
 	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}, only: g.view.channelFilter}
+	g.trail = &auditTrail{sink: opts.Audit, gate: g.gate, naming: g.naming}
 	g.subs = newResourceSubs(b, opts.Logger, g.pool.serverOfResource)
 	g.srv = newServer(g)
 	g.fanout = &fanout{srv: g.srv, metrics: &g.metrics, log: opts.Logger, audience: g.view.audience}

@@ -39,7 +39,7 @@ func (g *Gateway) Handler() http.Handler {
 		mux.HandleFunc("GET "+ProtectedResourcePath, rs.serveMetadata)
 		mux.HandleFunc("GET "+ProtectedResourcePath+"/", rs.serveMetadata)
 	}
-	return g.auditHTTP(g.front.guard, mux)
+	return g.trail.auditHTTP(g.front.guard, mux)
 }
 
 // guard enforces the HTTP security rules before any handler:

@@ -195,7 +195,7 @@ func (a *admin) writeMetrics(w io.Writer) {
 	p.help("mcpvisor_gateway_in_flight", "gauge", "Downstream requests being served.")
 	p.sample("mcpvisor_gateway_in_flight", float64(a.g.requests.inflight.Load()))
 	a.g.chans.writeMetrics(p)
-	a.g.writeAuditMetrics(p)
+	a.g.trail.writeAuditMetrics(p)
 }
 
 // writeMetrics writes the counters of the channel message queue

@@ -54,7 +54,7 @@ func newServer(g *Gateway) *mcpserver.Server {
 		Instructions: instructions,
 		Capabilities: g.capabilitiesFor,
 		Handler:      g,
-		Middleware:   append([]mcpserver.Middleware{g.view.callers.record}, g.withAudit(middleware(g.tracer, g.requests))...),
+		Middleware:   append([]mcpserver.Middleware{g.view.callers.record}, g.trail.withAudit(middleware(g.tracer, g.requests))...),
 		Subscriptions: func(ctx context.Context, _ *mcpserver.Request, want protocol.NotificationSubscriptions) (protocol.NotificationSubscriptions, func()) {
 			want.ResourceSubscriptions = g.view.visibleURIs(ctx, want.ResourceSubscriptions)
 			return want, g.subs.hold(ctx, want.ResourceSubscriptions)
