@@ -48,7 +48,7 @@ func (g *Gateway) listTools(ctx context.Context) protocol.ListToolsResult {
 	if g.chans.inbox != nil && g.gate.offered(waitToolName) {
 		out = append(out, waitTool)
 	}
-	if g.pagesOffered() {
+	if g.pages.offered() {
 		out = append(out, pageTool)
 	}
 	out = append(out, g.search.deferredTools(ctx, pool)...) // the search tools, while a deferred server has tools
@@ -78,7 +78,7 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 	if p.Name == waitToolName && g.chans.inbox != nil && g.gate.offered(waitToolName) {
 		return g.chans.wait(ctx, r.Session, p.Arguments)
 	}
-	if res, perr, ok := g.pageCall(ctx, p.Name, p.Arguments); ok {
+	if res, perr, ok := g.pages.call(ctx, p.Name, p.Arguments); ok {
 		return res, perr
 	}
 	if res, perr, ok := g.search.call(ctx, w, r, p.Name, p.Arguments); ok {
@@ -147,7 +147,7 @@ func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 	if res.ResultType == protocol.ResultTask {
 		return g.pool.taskCreated(server, g.view.taskTag(ctx), res), nil
 	}
-	res = g.fitResult(ownerOf(ctx), name, server, p.Meta, res)
+	res = g.pages.fitResult(ownerOf(ctx), name, server, p.Meta, res)
 	if enc, ok := appendTextResult(nil, res); ok {
 		return enc, nil
 	}

@@ -354,8 +354,9 @@ type Gateway struct {
 	features    *Features
 	hostChanged atomic.Uint32
 	hostSignal  chan struct{}
-	// results keeps the rest of the results cut to fit (resultpages.go).
-	results *resultStore
+	// pages cuts the results to fit and keeps the rest for
+	// read_result_page (resultpages.go); safe for concurrent use.
+	pages *resultPages
 	// search is the search mode's index and tools (search.go).
 	search *searchMode
 	// view is what each caller sees beyond the lists under the access
@@ -425,7 +426,6 @@ func New(b Backend, opts Options) *Gateway {
 	}
 	opts.Features.watch(g.hostListChanged)
 	g.requests = &requestCount{idle: make(chan struct{}, 1)}
-	g.results = newResultStore(opts.ResultStoreBytes, opts.ResultStoreTTL)
 	g.search = newSearchMode(g)
 	g.admin = &admin{g: g}
 	g.naming = &namer{b: b, style: opts.Names, budget: opts.NameBudget}
@@ -436,6 +436,7 @@ func New(b Backend, opts Options) *Gateway {
 	g.view = &accessView{gate: g.gate, front: g.front, metrics: &g.metrics, taskKey: newTaskKey(opts.SessionSeal)}
 	g.chans = &channelWaits{capacity: opts.ChannelQueue, draining: &g.requests.draining, waits: map[*mcpserver.Session]context.CancelCauseFunc{}, only: g.view.channelFilter}
 	g.trail = &auditTrail{sink: opts.Audit, gate: g.gate, naming: g.naming}
+	g.pages = newResultPages(opts, g.gate)
 	g.subs = newResourceSubs(b, opts.Logger, g.pool.serverOfResource)
 	g.srv = newServer(g)
 	g.fanout = &fanout{srv: g.srv, metrics: &g.metrics, log: opts.Logger, audience: g.view.audience}

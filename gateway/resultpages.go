@@ -172,18 +172,38 @@ func (st *resultStore) stats() (entries int, bytes int64) {
 	return st.order.Len(), st.bytes
 }
 
+// resultPages is the results-that-fit job: it cuts a call's result to
+// its bound (Options.MaxResultChars, MaxResultCharsByServer, the
+// client's _meta), keeps the rest in the store, and serves
+// read_result_page.
+//
+// Concurrency: safe for concurrent use by the calls' goroutines: store
+// has its own lock; the other fields are set by New and only read after.
+type resultPages struct {
+	store       *resultStore
+	maxChars    int            // Options.MaxResultChars
+	maxByServer map[string]int // Options.MaxResultCharsByServer
+	gate        *accessGate    // a page is read only by a caller that may use its tool
+}
+
+// newResultPages returns the results-that-fit part of a gateway with
+// opts, whose access rules are gate.
+func newResultPages(opts Options, gate *accessGate) *resultPages {
+	return &resultPages{store: newResultStore(opts.ResultStoreBytes, opts.ResultStoreTTL), maxChars: opts.MaxResultChars, maxByServer: opts.MaxResultCharsByServer, gate: gate}
+}
+
 // resultBound returns the bound of a call of tool server's tool whose
 // request carried meta: the smallest positive of the gateway's, the
 // server's and the client's; 0 means none.
-func (g *Gateway) resultBound(server string, meta protocol.Meta) int {
+func (rp *resultPages) resultBound(server string, meta protocol.Meta) int {
 	bound := 0
 	take := func(n int) {
 		if n > 0 && (bound == 0 || n < bound) {
 			bound = n
 		}
 	}
-	take(g.opts.MaxResultChars)
-	take(g.opts.MaxResultCharsByServer[server])
+	take(rp.maxChars)
+	take(rp.maxByServer[server])
 	if raw, ok := meta[MetaMaxResultSizeChars]; ok {
 		var n float64
 		if json.Unmarshal(raw, &n) == nil && n >= 1 && n <= 1<<40 {
@@ -196,8 +216,8 @@ func (g *Gateway) resultBound(server string, meta protocol.Meta) int {
 // fitResult returns res cut to the call's bound, with a note, keeping
 // the rest in the store; res itself when it fits (or has no bound).
 // res is not changed.
-func (g *Gateway) fitResult(owner, tool, server string, meta protocol.Meta, res *protocol.CallToolResult) *protocol.CallToolResult {
-	bound := g.resultBound(server, meta)
+func (rp *resultPages) fitResult(owner, tool, server string, meta protocol.Meta, res *protocol.CallToolResult) *protocol.CallToolResult {
+	bound := rp.resultBound(server, meta)
 	if bound <= 0 || res == nil || (res.ResultType != "" && res.ResultType != "complete") {
 		return res
 	}
@@ -256,8 +276,8 @@ func (g *Gateway) fitResult(owner, tool, server string, meta protocol.Meta, res 
 	for _, p := range pages {
 		stored.bytes += pageBytes(p)
 	}
-	handle := g.results.put(stored)
-	out.Content = append(out.Content, protocol.TextContent(cutNote(left, total, len(rest), structured != nil, handle, len(pages), g.results.ttl)))
+	handle := rp.store.put(stored)
+	out.Content = append(out.Content, protocol.TextContent(cutNote(left, total, len(rest), structured != nil, handle, len(pages), rp.store.ttl)))
 	return &out
 }
 
@@ -411,7 +431,7 @@ func pageBytes(p resultPage) int64 {
 // readPage serves read_result_page: the page asked for, with a line
 // saying which page it is and what comes next. An unknown or expired
 // handle, or a page out of range, is a tool error the model can read.
-func (g *Gateway) readPage(ctx context.Context, args json.RawMessage) (any, *protocol.Error) {
+func (rp *resultPages) readPage(ctx context.Context, args json.RawMessage) (any, *protocol.Error) {
 	var a struct {
 		Handle string  `json:"handle"`
 		Page   float64 `json:"page"`
@@ -422,10 +442,10 @@ func (g *Gateway) readPage(ctx context.Context, args json.RawMessage) (any, *pro
 	if a.Page == 0 {
 		a.Page = 1
 	}
-	r := g.results.get(a.Handle)
-	if r == nil || r.owner != ownerOf(ctx) || !g.gate.allowedFor(ctx)(r.tool) {
+	r := rp.store.get(a.Handle)
+	if r == nil || r.owner != ownerOf(ctx) || !rp.gate.allowedFor(ctx)(r.tool) {
 		return toolError(fmt.Sprintf("No kept result has the handle %q: it may have expired (results are kept for %s); call the tool again.",
-			a.Handle, g.results.ttl.Round(time.Second))), nil
+			a.Handle, rp.store.ttl.Round(time.Second))), nil
 	}
 	page := int(a.Page)
 	if float64(page) != a.Page || page < 1 || page > len(r.pages) {
@@ -451,19 +471,19 @@ func toolError(text string) *protocol.CallToolResult {
 	return &protocol.CallToolResult{IsError: true, Content: []protocol.Content{protocol.TextContent(text)}}
 }
 
-// pagesOffered reports whether read_result_page is listed: when the
+// offered reports whether read_result_page is listed: when the
 // gateway bounds results itself (a client's own bound makes it callable,
 // and the note names it).
-func (g *Gateway) pagesOffered() bool {
-	return (g.opts.MaxResultChars > 0 || len(g.opts.MaxResultCharsByServer) > 0) && g.gate.offered(pageToolName)
+func (rp *resultPages) offered() bool {
+	return (rp.maxChars > 0 || len(rp.maxByServer) > 0) && rp.gate.offered(pageToolName)
 }
 
-// pageCall serves a tools/call of read_result_page, if name is it.
-func (g *Gateway) pageCall(ctx context.Context, name string, args json.RawMessage) (any, *protocol.Error, bool) {
-	if name != pageToolName || !g.gate.offered(pageToolName) {
+// call serves a tools/call of read_result_page, if name is it.
+func (rp *resultPages) call(ctx context.Context, name string, args json.RawMessage) (any, *protocol.Error, bool) {
+	if name != pageToolName || !rp.gate.offered(pageToolName) {
 		return nil, nil, false
 	}
-	res, perr := g.readPage(ctx, args)
+	res, perr := rp.readPage(ctx, args)
 	return res, perr, true
 }
 

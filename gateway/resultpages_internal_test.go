@@ -13,7 +13,7 @@ import (
 )
 
 func fitGateway(o Options) *Gateway {
-	return &Gateway{opts: o, results: newResultStore(o.ResultStoreBytes, o.ResultStoreTTL)}
+	return &Gateway{opts: o, pages: newResultPages(o, nil)}
 }
 
 // An image block is never cut: kept whole or left out, and so is
@@ -25,7 +25,7 @@ func TestFitKeepsBlocksWhole(t *testing.T) {
 	img := protocol.Content{Type: "image", MimeType: "image/png", Data: strings.Repeat("A", 1200)}
 	sc := json.RawMessage(`{"rows":[` + strings.Repeat(`"v",`, 200) + `"v"]}`)
 	res := &protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("intro\n"), img, protocol.TextContent("after")}, StructuredContent: sc}
-	out := g.fitResult("", "mcp__s__t", "s", nil, res)
+	out := g.pages.fitResult("", "mcp__s__t", "s", nil, res)
 	require.Len(t, out.Content, 2, "the intro, then the note")
 	assert.Equal(t, "intro\n", out.Content[0].Text)
 	assert.Nil(t, out.StructuredContent)
@@ -34,7 +34,7 @@ func TestFitKeepsBlocksWhole(t *testing.T) {
 	assert.Contains(t, note, "2 content blocks")
 	assert.Len(t, res.Content, 3, "the original is not changed")
 
-	r := g.results.order.Front().Value.(*storedResult)
+	r := g.pages.store.order.Front().Value.(*storedResult)
 	require.Len(t, r.pages, 3, "the image alone (larger than a page), the text, the structured content")
 	assert.Equal(t, img, r.pages[0].content[0])
 	assert.Equal(t, "after", r.pages[1].content[0].Text)
@@ -43,7 +43,7 @@ func TestFitKeepsBlocksWhole(t *testing.T) {
 	// Small structured content that fits is kept whole beside cut text.
 	small := json.RawMessage(`{"n":1}`)
 	res = &protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(strings.Repeat("word ", 400))}, StructuredContent: small}
-	out = g.fitResult("", "mcp__s__t", "s", nil, res)
+	out = g.pages.fitResult("", "mcp__s__t", "s", nil, res)
 	assert.Equal(t, small, out.StructuredContent)
 	assert.True(t, strings.HasSuffix(out.Content[0].Text, " "), "cut after a word")
 }

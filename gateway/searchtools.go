@@ -312,7 +312,7 @@ func (sm *searchMode) list(ctx context.Context, pool []mcpvisor.Tool) protocol.L
 	if g.chans.inbox != nil && g.gate.offered(waitToolName) {
 		out = append(out, waitTool)
 	}
-	if g.pagesOffered() {
+	if g.pages.offered() {
 		out = append(out, pageTool)
 	}
 	return protocol.ListToolsResult{Tools: out}
