@@ -439,7 +439,7 @@ func (g *Gateway) StatusFor(ctx context.Context) StatusReport {
 		}
 	}
 	rep.Tools = len(pool)
-	tokens, total := g.toolTokens(pool)
+	tokens, total := toolTokens(pool, g.gate.offered)
 	rep.ToolTokens = total
 	for i := range rep.Servers {
 		rep.Servers[i].ToolTokens = tokens[rep.Servers[i].Name]

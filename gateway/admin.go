@@ -77,7 +77,7 @@ func (g *Gateway) Status() StatusReport {
 			deferred[t.Server] = true
 		}
 	}
-	tokens, total := g.toolTokens(pool)
+	tokens, total := toolTokens(pool, g.gate.offered)
 	rep.ToolTokens = total
 	rep.ToolMode = g.search.defaultMode(pool).String()
 	for _, s := range st {

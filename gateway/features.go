@@ -55,10 +55,35 @@ func (g *Gateway) listTools(ctx context.Context) protocol.ListToolsResult {
 	return protocol.ListToolsResult{Tools: out}
 }
 
+// callRouter is the per-call path's one job: it routes tools/call,
+// prompts/get and resources/read to what serves them (the host's
+// Features, the gateway's own tools, the supervisor), through the input
+// rounds for a client of the stateless era, and fits the results.
+//
+// Concurrency: safe for concurrent use by the goroutines serving calls:
+// its fields are set by New and only read after; each part it uses
+// guards its own state (calls and inputs their locks, metrics atomics).
+type callRouter struct {
+	b        Backend
+	features *Features     // the host's own tools, prompts and resources (may be nil)
+	gate     *accessGate   // Allow and Deny
+	view     *accessView   // the task ids' owner tags
+	naming   *namer        // downstream names to the pool's
+	pool     *pool         // the server of a prompt or resource; tasks created
+	calls    *callTable    // the downstream calls in flight
+	inputs   *inputRounds  // the stateless-era clients' input rounds
+	chans    *channelWaits // wait_for_channel_message
+	pages    *resultPages  // results that fit, read_result_page
+	search   *searchMode   // the search tools
+	startup  *startupWait  // a tool of a server still starting
+	front    *front        // the management tools' admin check
+	metrics  *metrics      // the calls' counts and durations
+}
+
 // callTool routes a tools/call through the supervisor: for a client of
 // the stateless era through serveInput, which turns the input the call
 // needs into input_required answers (see mrtr.go).
-func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) (any, *protocol.Error) {
+func (cr *callRouter) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) (any, *protocol.Error) {
 	params := r.Params
 	p, ok := scanCallParams(params)
 	if !ok {
@@ -69,50 +94,50 @@ func (g *Gateway) callTool(ctx context.Context, w mcpserver.ResponseWriter, r *m
 	if p.Name == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "tools/call: want {name, arguments}")
 	}
-	if t, ok := g.features.tool(p.Name); ok {
-		if !g.gate.offered(p.Name) {
+	if t, ok := cr.features.tool(p.Name); ok {
+		if !cr.gate.offered(p.Name) {
 			return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", p.Name)
 		}
 		return callHostTool(ctx, t, p.Arguments)
 	}
-	if p.Name == waitToolName && g.chans.inbox != nil && g.gate.offered(waitToolName) {
-		return g.chans.wait(ctx, r.Session, p.Arguments)
+	if p.Name == waitToolName && cr.chans.inbox != nil && cr.gate.offered(waitToolName) {
+		return cr.chans.wait(ctx, r.Session, p.Arguments)
 	}
-	if res, perr, ok := g.pages.call(ctx, p.Name, p.Arguments); ok {
+	if res, perr, ok := cr.pages.call(ctx, p.Name, p.Arguments); ok {
 		return res, perr
 	}
-	if res, perr, ok := g.search.call(ctx, w, r, p.Name, p.Arguments); ok {
+	if res, perr, ok := cr.search.call(ctx, w, r, p.Name, p.Arguments); ok {
 		return res, perr
 	}
-	qualified := g.naming.qualifiedTool(p.Name)
-	if _, known := g.naming.current().server[qualified]; !known {
+	qualified := cr.naming.qualifiedTool(p.Name)
+	if _, known := cr.naming.current().server[qualified]; !known {
 		// Maybe a tool of a server still starting (startup.go).
-		qualified = g.startup.notYetListed(ctx, p.Name, qualified)
+		qualified = cr.startup.notYetListed(ctx, p.Name, qualified)
 	}
-	if !g.gate.offered(qualified) {
+	if !cr.gate.offered(qualified) {
 		return nil, errorf(protocol.CodeInvalidParams, "unknown tool %q", qualified)
 	}
-	if perr := g.front.adminTool(ctx, qualified); perr != nil {
+	if perr := cr.front.adminTool(ctx, qualified); perr != nil {
 		return nil, perr
 	}
 	run := func(ctx context.Context) (any, *protocol.Error) {
-		return g.runCall(ctx, w, r, qualified, p)
+		return cr.runCall(ctx, w, r, qualified, p)
 	}
 	if requestOf(ctx) != nil {
-		return g.inputs.serve(ctx, protocol.MethodToolsCall, p.Name, params, run)
+		return cr.inputs.serve(ctx, protocol.MethodToolsCall, p.Name, params, run)
 	}
 	return run(ctx)
 }
 
 // runCall calls tool name (qualified) with p's arguments, declaring the
 // client's capabilities to the server, and passes progress reports on.
-func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request, name string, p protocol.CallToolParams) (any, *protocol.Error) {
-	server := g.naming.serverOfTool(name)
+func (cr *callRouter) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request, name string, p protocol.CallToolParams) (any, *protocol.Error) {
+	server := cr.naming.serverOfTool(name)
 	auditServer(ctx, server, name)
 	c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx), who: ctx}
 	ctx = context.WithValue(ctx, callKey{}, c)
-	g.calls.started(c)
-	defer g.calls.ended(c)
+	cr.calls.started(c)
+	defer cr.calls.ended(c)
 	start := time.Now()
 	var res *protocol.CallToolResult
 	var err error
@@ -125,7 +150,7 @@ func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 		args = p.Arguments
 	}
 	caps := r.Capabilities()
-	if pc, ok := g.b.(ProgressCaller); ok {
+	if pc, ok := cr.b.(ProgressCaller); ok {
 		o := mcpvisor.CallOptions{Capabilities: &caps, Meta: forwardedMeta(p.Meta)}
 		if token != nil {
 			// The server's reports carry mcpvisor's token; downstream
@@ -138,16 +163,16 @@ func (g *Gateway) runCall(ctx context.Context, w mcpserver.ResponseWriter, r *mc
 		}
 		res, err = pc.CallToolWith(ctx, name, args, o)
 	} else {
-		res, err = g.b.CallTool(ctx, name, args)
+		res, err = cr.b.CallTool(ctx, name, args)
 	}
-	g.metrics.call(server, time.Since(start), err)
+	cr.metrics.call(server, time.Since(start), err)
 	if err != nil {
 		return nil, rpcError(err)
 	}
 	if res.ResultType == protocol.ResultTask {
-		return g.pool.taskCreated(server, g.view.taskTag(ctx), res), nil
+		return cr.pool.taskCreated(server, cr.view.taskTag(ctx), res), nil
 	}
-	res = g.pages.fitResult(ownerOf(ctx), name, server, p.Meta, res)
+	res = cr.pages.fitResult(ownerOf(ctx), name, server, p.Meta, res)
 	if enc, ok := appendTextResult(nil, res); ok {
 		return enc, nil
 	}
@@ -274,13 +299,13 @@ func (pl *pool) listPrompts() protocol.ListPromptsResult {
 
 // getPrompt renders a prompt (by its downstream name); for a client of
 // the stateless era through serveInput, like callTool.
-func (g *Gateway) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) (any, *protocol.Error) {
+func (cr *callRouter) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) (any, *protocol.Error) {
 	params := r.Params
 	var p protocol.GetPromptParams
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "prompts/get: want {name, arguments}")
 	}
-	if hp, ok := g.features.prompt(p.Name); ok {
+	if hp, ok := cr.features.prompt(p.Name); ok {
 		res, err := hp.Handler(ctx, p.Arguments)
 		if err != nil {
 			return nil, rpcError(err)
@@ -291,22 +316,22 @@ func (g *Gateway) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *
 		return res, nil
 	}
 	name := p.Name
-	if q, ok := g.naming.current().promptIn[name]; ok {
+	if q, ok := cr.naming.current().promptIn[name]; ok {
 		name = q
 	}
 	run := func(ctx context.Context) (any, *protocol.Error) {
-		c := &call{w: w, s: r.Session, server: g.pool.serverOfPrompt(name), input: inputCallOf(ctx), who: ctx}
+		c := &call{w: w, s: r.Session, server: cr.pool.serverOfPrompt(name), input: inputCallOf(ctx), who: ctx}
 		auditServer(ctx, c.server, name)
 		ctx = context.WithValue(ctx, callKey{}, c)
-		g.calls.started(c)
-		defer g.calls.ended(c)
+		cr.calls.started(c)
+		defer cr.calls.ended(c)
 		var res *protocol.GetPromptResult
 		var err error
-		if ob, ok := g.b.(OptionsBackend); ok {
+		if ob, ok := cr.b.(OptionsBackend); ok {
 			caps := r.Capabilities()
 			res, err = ob.GetPromptWith(ctx, name, p.Arguments, mcpvisor.RequestOptions{Capabilities: &caps, Meta: forwardedMeta(p.Meta)})
 		} else {
-			res, err = g.b.GetPrompt(ctx, name, p.Arguments)
+			res, err = cr.b.GetPrompt(ctx, name, p.Arguments)
 		}
 		if err != nil {
 			return nil, rpcError(err)
@@ -314,7 +339,7 @@ func (g *Gateway) getPrompt(ctx context.Context, w mcpserver.ResponseWriter, r *
 		return res, nil
 	}
 	if requestOf(ctx) != nil {
-		return g.inputs.serve(ctx, protocol.MethodPromptsGet, p.Name, params, run)
+		return cr.inputs.serve(ctx, protocol.MethodPromptsGet, p.Name, params, run)
 	}
 	return run(ctx)
 }
@@ -383,13 +408,13 @@ func (pl *pool) serverOfResource(uri string) string {
 // readResource reads a resource from the server that offers it; for a
 // client of the stateless era through serveInput, like callTool. An
 // unknown URI is -32602 in the stateless era (SEP-2164), -32002 before.
-func (g *Gateway) readResource(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) (any, *protocol.Error) {
+func (cr *callRouter) readResource(ctx context.Context, w mcpserver.ResponseWriter, r *mcpserver.Request) (any, *protocol.Error) {
 	params := r.Params
 	var p protocol.ReadResourceParams
 	if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
 		return nil, errorf(protocol.CodeInvalidParams, "resources/read: want {uri}")
 	}
-	if hr, ok := g.features.resource(p.URI); ok {
+	if hr, ok := cr.features.resource(p.URI); ok {
 		res, err := hr.Handler(ctx, p.URI)
 		if err != nil {
 			return nil, rpcError(err)
@@ -399,7 +424,7 @@ func (g *Gateway) readResource(ctx context.Context, w mcpserver.ResponseWriter, 
 		}
 		return res, nil
 	}
-	server := g.pool.serverOfResource(p.URI)
+	server := cr.pool.serverOfResource(p.URI)
 	if server == "" {
 		code := int64(protocol.CodeResourceNotFound)
 		if requestOf(ctx) != nil {
@@ -413,15 +438,15 @@ func (g *Gateway) readResource(ctx context.Context, w mcpserver.ResponseWriter, 
 		c := &call{w: w, s: r.Session, server: server, input: inputCallOf(ctx), who: ctx}
 		auditServer(ctx, server, "")
 		ctx = context.WithValue(ctx, callKey{}, c)
-		g.calls.started(c)
-		defer g.calls.ended(c)
+		cr.calls.started(c)
+		defer cr.calls.ended(c)
 		var res *protocol.ReadResourceResult
 		var err error
-		if ob, ok := g.b.(OptionsBackend); ok {
+		if ob, ok := cr.b.(OptionsBackend); ok {
 			caps := r.Capabilities()
 			res, err = ob.ReadResourceWith(ctx, server, p.URI, mcpvisor.RequestOptions{Capabilities: &caps, Meta: forwardedMeta(p.Meta)})
 		} else {
-			res, err = g.b.ReadResource(ctx, server, p.URI)
+			res, err = cr.b.ReadResource(ctx, server, p.URI)
 		}
 		if err != nil {
 			return nil, rpcError(err)
@@ -429,7 +454,7 @@ func (g *Gateway) readResource(ctx context.Context, w mcpserver.ResponseWriter, 
 		return res, nil
 	}
 	if requestOf(ctx) != nil {
-		return g.inputs.serve(ctx, protocol.MethodResourcesRead, p.URI, params, run)
+		return cr.inputs.serve(ctx, protocol.MethodResourcesRead, p.URI, params, run)
 	}
 	return run(ctx)
 }

@@ -366,6 +366,9 @@ type Gateway struct {
 	// trail records the audited actions (audit.go); safe for concurrent
 	// use.
 	trail *auditTrail
+	// router routes the calls (tools/call, prompts/get, resources/read;
+	// features.go); safe for concurrent use.
+	router *callRouter
 }
 
 // hostListBits numbers the list_changed methods a change of the host's
@@ -441,6 +444,8 @@ func New(b Backend, opts Options) *Gateway {
 	g.srv = newServer(g)
 	g.fanout = &fanout{srv: g.srv, metrics: &g.metrics, log: opts.Logger, audience: g.view.audience}
 	g.inputs = &inputRounds{srv: g.srv, log: opts.Logger, wait: opts.InputWait, workers: newCallWorkers(g.closed), parked: map[string]*parkedRound{}}
+	g.router = &callRouter{b: b, features: opts.Features, gate: g.gate, view: g.view, naming: g.naming, pool: g.pool, calls: &g.calls,
+		inputs: g.inputs, chans: g.chans, pages: g.pages, search: g.search, startup: g.startup, front: g.front, metrics: &g.metrics}
 	g.metrics.init()
 	ctx, cancel := context.WithCancel(context.Background())
 	g.events, g.stopEvents = b.Subscribe(ctx, mcpvisor.BufferSize(eventBuffer)), cancel

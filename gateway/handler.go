@@ -48,17 +48,17 @@ func (g *Gateway) serve(ctx context.Context, w mcpserver.ResponseWriter, r *mcps
 	case protocol.MethodToolsList:
 		return g.gate.visibleTools(ctx, g.listTools(ctx)), nil
 	case protocol.MethodToolsCall:
-		return g.callTool(ctx, w, r)
+		return g.router.callTool(ctx, w, r)
 	case protocol.MethodPromptsList:
 		return g.gate.visiblePrompts(ctx, g.pool.listPrompts()), nil
 	case protocol.MethodPromptsGet:
-		return g.getPrompt(ctx, w, r)
+		return g.router.getPrompt(ctx, w, r)
 	case protocol.MethodResourcesList:
 		return g.gate.visibleResources(ctx, g.pool.listResources()), nil
 	case protocol.MethodResourcesTemplatesList:
 		return g.gate.visibleTemplates(ctx, g.pool.listTemplates()), nil
 	case protocol.MethodResourcesRead:
-		return g.readResource(ctx, w, r)
+		return g.router.readResource(ctx, w, r)
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
 		return g.subscribe(ctx, r.Session, r.Method == protocol.MethodResourcesSubscribe, r.Params)
 	case protocol.MethodCompletionComplete:

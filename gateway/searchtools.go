@@ -570,7 +570,7 @@ func (sm *searchMode) callByName(ctx context.Context, w mcpserver.ResponseWriter
 		return nil, perr
 	}
 	defer release()
-	res, perr := sm.g.callTool(ctx, w, &inner)
+	res, perr := sm.g.router.callTool(ctx, w, &inner)
 	if perr == nil {
 		sm.index.learn(r.Session, sm.g.naming.qualifiedTool(a.Name))
 	}

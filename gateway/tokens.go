@@ -30,12 +30,12 @@ func EstimateTokens(defs ...protocol.Tool) int {
 }
 
 // toolTokens estimates the definitions of the pool's tools the gateway
-// offers (Allow/Deny), by server, and their total; deferred servers'
+// offers (offered: Allow/Deny), by server, and their total; deferred servers'
 // tools count too (what they would cost listed).
-func (g *Gateway) toolTokens(pool []mcpvisor.Tool) (byServer map[string]int, total int) {
+func toolTokens(pool []mcpvisor.Tool, offered func(name string) bool) (byServer map[string]int, total int) {
 	bytes := map[string]int{}
 	for _, t := range pool {
-		if !g.gate.offered(t.Name) {
+		if !offered(t.Name) {
 			continue
 		}
 		b, err := json.Marshal(t.Definition)
