@@ -60,7 +60,7 @@ type accessView struct {
 // identity (mcpserver.Audience). A session is its caller's: a request of
 // another caller on it (another subject or client) is refused,
 // CodeAccessDenied over MCP (record) and 403 for its GET stream or
-// DELETE (Gateway.sessionBound).
+// DELETE (accessView.sessionBound).
 //
 // Concurrency: safe for concurrent use; mu guards byS. Entries are added
 // by the requests' goroutines (the record middleware) and removed when

@@ -181,7 +181,7 @@ type channelWaits struct {
 	mu    sync.Mutex
 	waits map[*mcpserver.Session]context.CancelCauseFunc // one per session; guarded by mu
 	// only narrows a wait's filter to the servers its caller may use
-	// (Gateway.channelFilter); set by New.
+	// (accessView.channelFilter); set by New.
 	only func(ctx context.Context, f channels.Filter) channels.Filter
 }
 

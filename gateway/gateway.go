@@ -31,16 +31,36 @@
 // of package gateway/dashboard, at / with its endpoints under /admin/).
 //
 // Concurrency: a Gateway is safe for concurrent use. Each downstream
-// session is an mcpserver.Session, which guards its own state; each job
-// of the gateway is a type that owns its state under its own lock: the
-// calls in flight (callTable), the input rounds (inputRounds), the
-// channel waits (channelWaits), the upstream resource subscriptions
-// (resourceSubs), the name index (namer), the start-up gate
-// (startupGate), and the host's Features. The gateway's one event goroutine (Run) reads the Supervisor's
-// event bus and fans out notifications; it never blocks on a slow client
-// (every session's stream is bounded and drops the oldest event). The bus subscription is taken
-// by New, before any client can connect, so no event published while a
-// client is connected is missed because Run had not subscribed yet.
+// session is an mcpserver.Session, which guards its own state. The
+// gateway's one job, serving the pool as one server, is split into
+// parts with one job each, held in the Gateway's fields; each owns its
+// state under its own lock (or holds none that changes after New):
+//   - accessGate: who the caller is, what it may see and call (Allow,
+//     Deny, the access rules) and its rate limit; the rules are an atomic
+//     pointer (SetAccess), the limiter has its lock;
+//   - accessView: what a caller sees beyond the lists (notification
+//     audiences, sessions bound to their caller, filters, task tags);
+//     sessionCallers has its lock;
+//   - callRouter: the per-call path (tools/call, prompts/get,
+//     resources/read); no state of its own;
+//   - resultPages: results cut to fit and their pages (resultStore, its
+//     lock);
+//   - auditTrail: the audit entries (the Auditor takes concurrent
+//     Records);
+//   - the calls in flight (callTable), the input rounds (inputRounds),
+//     the channel waits (channelWaits), the upstream resource
+//     subscriptions (resourceSubs), the name index (namer), the pool's
+//     lists (pool), search mode (searchMode), the start-up gate
+//     (startupWait), the HTTP checks (front), the admin API (admin), and
+//     the host's Features.
+//
+// The gateway's one event goroutine (Run) reads the Supervisor's event
+// bus and fans out notifications (fanout), owning the list changes due
+// (listChanges); it never blocks on a slow client (every session's
+// stream is bounded and drops the oldest event). The bus subscription is
+// taken by New, before any client can connect, so no event published
+// while a client is connected is missed because Run had not subscribed
+// yet.
 package gateway
 
 import (
@@ -287,8 +307,10 @@ type Options struct {
 // or of ServeStdio. Each piece of mutable state has one owner, a small
 // type with its own lock: calls (callTable), inputs (inputRounds), chans
 // (channelWaits), subs (resourceSubs), naming (namer), startup
-// (startupWait), requests (requestCount); the fields set by New are not
-// changed afterwards.
+// (startupWait), requests (requestCount), gate (accessGate), view
+// (accessView), pages (resultPages); the fields set by New are not
+// changed afterwards (the parts without mutable state, router and trail,
+// hold only such fields). See the package doc for each part's job.
 type Gateway struct {
 	b    Backend
 	opts Options
@@ -299,7 +321,7 @@ type Gateway struct {
 	srv *mcpserver.Server
 
 	calls callTable   // the downstream calls in flight (upstream.go)
-	gate  *accessGate // the access rules and rate limits (accessgate.go)
+	gate  *accessGate // the caller, Allow/Deny, the access rules and rate limits (accessgate.go)
 	// inputs are the stateless-era clients' calls that may need input
 	// (mrtr.go).
 	inputs *inputRounds

@@ -54,7 +54,7 @@ func (pl *pool) skillServers() (servers []string, settings json.RawMessage) {
 
 // skillsRequest serves skills/list, skills/get and
 // resources/directory/read for a stateless-era client, from the servers
-// that may (the access rules: Gateway.serverFilter) accepts.
+// that may (the access rules: accessView.serverFilter) accepts.
 func (pl *pool) skillsRequest(ctx context.Context, m *mcpserver.Request, may func(server string) bool) (any, *protocol.Error) {
 	ob, ok := pl.b.(OptionsBackend)
 	servers, _ := pl.skillServers()

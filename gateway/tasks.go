@@ -29,7 +29,7 @@ import (
 // Under access rules (or a resource server) a task is its creator's: the
 // id the client sees is "<server>/<tag>/<its task id>", the tag a MAC of
 // the caller, the server and the task id under the gateway's task key
-// (Gateway.taskTag), so that another caller's tasks/get, tasks/update or
+// (accessView.taskTag), so that another caller's tasks/get, tasks/update or
 // tasks/cancel of it is refused (CodeAccessDenied), as is one of a
 // server the caller may no longer use.
 

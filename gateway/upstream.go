@@ -367,7 +367,7 @@ func canAnswer(s *mcpserver.Session, method string, wantURL bool) bool {
 // complete serves completion/complete: a prompt's argument (the prompt by
 // its downstream name) or a resource template's (by its URI template) is
 // completed by the server that offers it, once check (the access rules:
-// Gateway.refuseServer) lets the caller use that server.
+// accessView.refuseServer) lets the caller use that server.
 func (pl *pool) complete(ctx context.Context, params json.RawMessage, check func(ctx context.Context, what, server string) *protocol.Error) (any, *protocol.Error) {
 	c, ok := pl.b.(Completer)
 	if !ok {
