@@ -71,6 +71,10 @@ type userConn struct {
 	err    error
 	cancel context.CancelFunc // ends the connect (closeAll, eviction)
 	used   atomic.Int64       // unix nanoseconds of the last request
+	// inBackground runs f as a goroutine of the server actor (its
+	// session's shutdown ladder), so that the actor, and Close, wait for
+	// it.
+	inBackground func(name string, f func())
 }
 
 // userCreds are one principal's credentials for the server: its token
@@ -157,7 +161,7 @@ func (s *Supervisor) userSession(ctx context.Context, h *serverHandle, p Princip
 			u.mu.Unlock()
 			return nil, err
 		}
-		uc = &userConn{principal: p.ID, ready: make(chan struct{})}
+		uc = &userConn{principal: p.ID, ready: make(chan struct{}), inBackground: func(name string, f func()) { s.serverGoroutine(h, name, f) }}
 		uc.used.Store(time.Now().UnixNano())
 		if u.conns == nil {
 			u.conns = map[string]*userConn{}
@@ -380,8 +384,8 @@ func (uc *userConn) close(cause error) {
 	}
 	select {
 	case <-uc.ready:
-		if uc.sess != nil {
-			go closeSession(uc.sess, cause)
+		if sess := uc.sess; sess != nil {
+			uc.inBackground("server.close-user-session", func() { closeSession(sess, cause) })
 		}
 	default:
 	}
