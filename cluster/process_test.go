@@ -42,13 +42,46 @@ type memberProc struct {
 	exited  chan struct{}
 }
 
-// buildMember builds the clustermember test harness.
+// sharedMember is the clustermember harness, built once per test binary
+// by buildMember (seven tests run it; a build and link each took seconds
+// of CPU) and removed by TestMain after the tests.
+var sharedMember struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// buildMember returns the clustermember test harness, building it on the
+// first call. Tests only run it: none writes to it.
 func buildMember(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "clustermember")
-	out, err := exec.Command("go", "build", "-o", bin, "./internal/clustermember").CombinedOutput()
-	require.NoError(t, err, "building clustermember: %s", out)
-	return bin
+	sharedMember.once.Do(func() {
+		dir, err := os.MkdirTemp("", "mcpvisor-clustermember-")
+		if err != nil {
+			sharedMember.err = err
+			return
+		}
+		sharedMember.dir = dir
+		bin := filepath.Join(dir, "clustermember")
+		out, err := exec.Command("go", "build", "-o", bin, "./internal/clustermember").CombinedOutput()
+		if err != nil {
+			sharedMember.err = fmt.Errorf("building clustermember: %w: %s", err, out)
+			return
+		}
+		sharedMember.bin = bin
+	})
+	require.NoError(t, sharedMember.err)
+	return sharedMember.bin
+}
+
+// TestMain removes the harness buildMember built, after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedMember.dir != "" {
+		os.RemoveAll(sharedMember.dir)
+	}
+	os.Exit(code)
 }
 
 // serveMock starts one mock serving every virtual server (<url>/<name>)
