@@ -43,7 +43,7 @@ func connectMcpvisorSession(ctx context.Context, url, era string, client *http.C
 		return nil, err
 	}
 	d := &directSession{s}
-	if _, err := s.ListTools(ctx); err != nil {
+	if _, err := s.Lists().Tools(ctx); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	return d, nil
@@ -60,7 +60,7 @@ func (d *directSession) Echo(ctx context.Context) (string, error) {
 	return res.Content[0].Text, nil
 }
 
-func (d *directSession) Version() string { return d.s.ProtocolVersion() }
+func (d *directSession) Version() string { return d.s.Peer().Version }
 
 func (d *directSession) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
