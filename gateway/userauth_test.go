@@ -130,7 +130,7 @@ func browse(t *testing.T, pageURL, who string) (int, string) {
 // setAccount names the account the test authorization server logs in.
 func setAccount(t *testing.T, issuer, account string) {
 	t.Helper()
-	resp, err := http.Post(issuer+"/test/config?account="+url.QueryEscape(account), "text/plain", nil)
+	resp, err := (&http.Client{Timeout: testwait.Patience}).Post(issuer+"/test/config?account="+url.QueryEscape(account), "text/plain", nil)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -259,13 +259,14 @@ func TestGatewayPerUserUpstreamCredentials(t *testing.T) {
 
 	// A callback no browser started from the page is refused.
 	page := elicitationURL(t, echo(ccToken(t, issuer, "mcpvisor-gateway", resource, "mcp:tools"), "mail__echo", "x"))
-	resp, err := http.Get(strings.Replace(page, gateway.UserAuthorizePath, gateway.UserCallbackPath, 1) + "&state=forged&code=forged")
+	quick := &http.Client{Timeout: testwait.Patience}
+	resp, err := quick.Get(strings.Replace(page, gateway.UserAuthorizePath, gateway.UserCallbackPath, 1) + "&state=forged&code=forged")
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 	// A confirmation without the page's cookie is refused.
 	flow := strings.TrimPrefix(page, confirm+"?flow=")
-	resp, err = http.PostForm(confirm, url.Values{"flow": {flow}, "confirm": {"guessed"}})
+	resp, err = quick.PostForm(confirm, url.Values{"flow": {flow}, "confirm": {"guessed"}})
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)

@@ -247,7 +247,7 @@ func TestSuperviseClusterPerUserCredentials(t *testing.T) {
 	require.True(t, strings.HasPrefix(page, "http://"+front+gateway.UserAuthorizePath+"?flow="), page)
 	again := userAuthCall(t, a, alice, "mail__echo", "again")
 	assert.Equal(t, first.urls, again.urls, "the pending authorization (on B) is offered again")
-	resp, err := http.Post(issuer+"/test/config?account=alice-upstream", "text/plain", nil)
+	resp, err := (&http.Client{Timeout: testwait.Patience}).Post(issuer+"/test/config?account=alice-upstream", "text/plain", nil)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
