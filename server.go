@@ -113,7 +113,7 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.h.users.closeAll(session.ErrServerRestarting)
 	case *actor.Stopping:
 		a.abandon(session.ErrConnectionClosed)
-		a.h.users.closeAll(session.ErrConnectionClosed)
+		a.h.users.stop(session.ErrConnectionClosed)
 	case *actor.Stopped:
 		a.h.stopped.Store(true)
 	case connectNow:
@@ -159,7 +159,7 @@ func (a *serverActor) Receive(ctx actor.Context) {
 		a.stopping = true
 		a.stopWaiters = append(a.stopWaiters, m.done)
 		a.abandon(session.ErrConnectionClosed)
-		a.h.users.closeAll(session.ErrConnectionClosed)
+		a.h.users.stop(session.ErrConnectionClosed)
 		a.maybeStop(ctx)
 	case goroutineDone:
 		a.h.busy.Add(-1)

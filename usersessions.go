@@ -59,6 +59,9 @@ type userSessions struct {
 	conns map[string]*userConn  // by Principal.ID
 	creds map[string]*userCreds // by Principal.ID; outlive sessions
 	sweep *time.Timer           // the idle sweep, while conns is not empty
+	// stopped is set when the server actor stops for good: no session
+	// opens after, so none outlives the actor (and Close).
+	stopped bool
 }
 
 // userConn is one principal's session, or its connect in flight.
@@ -150,6 +153,10 @@ func (s *Supervisor) userSession(ctx context.Context, h *serverHandle, p Princip
 	}
 	u := &h.users
 	u.mu.Lock()
+	if u.stopped {
+		u.mu.Unlock()
+		return nil, &NotReadyError{Server: h.name, State: StateStopped}
+	}
 	uc := u.conns[p.ID]
 	if uc != nil && uc.ended() {
 		delete(u.conns, p.ID) // a session that has ended: open anew
@@ -389,6 +396,15 @@ func (uc *userConn) close(cause error) {
 		}
 	default:
 	}
+}
+
+// stop closes every principal's session for good: the server actor is
+// stopping.
+func (u *userSessions) stop(cause error) {
+	u.mu.Lock()
+	u.stopped = true
+	u.mu.Unlock()
+	u.closeAll(cause)
 }
 
 // closeAll closes every principal's session (the server stops, restarts
