@@ -71,7 +71,7 @@ func TestAHeldServerIsShownAndNeverStarted(t *testing.T) {
 	_, err = sup.CallTool(ctx, "mcp__innocent__echo", nil)
 	assert.ErrorIs(t, err, mcpvisor.ErrServerNotReady, "a call by one of its names says why it cannot run")
 	assert.ErrorIs(t, err, mcpvisor.ErrNeedsApproval)
-	err = sup.Ping(ctx, "innocent")
+	err = sup.Server("innocent").Ping(ctx)
 	assert.ErrorIs(t, err, mcpvisor.ErrServerNotReady)
 	assert.ErrorIs(t, err, mcpvisor.ErrNeedsApproval)
 	require.NoError(t, sup.WaitSettled(ctx))

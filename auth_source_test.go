@@ -178,7 +178,7 @@ func TestOAuthNeedsAuthLoginRefreshRevoke(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // testwait:ok a check that nothing happens within a while
 	assert.Equal(t, before, len(as.Requests()), "a parked server costs its server and authorization server nothing")
 
-	require.NoError(t, s.Login(t.Context(), "r", &oauth.HeadlessUserAgent{}))
+	require.NoError(t, s.Server("r").Login(t.Context(), &oauth.HeadlessUserAgent{}))
 	require.NoError(t, s.WaitSettled(t.Context()))
 	require.Equal(t, StateReady, statusOf(s, "r").State)
 	_, err := call(t, s, "mcp__r__echo", "x")
@@ -201,7 +201,7 @@ func TestOAuthNeedsAuthLoginRefreshRevoke(t *testing.T) {
 	assert.Equal(t, FailureAuth, ClassifyFailure(err))
 	require.NoError(t, s.Reconnect(t.Context(), "r"))
 	require.Eventually(t, func() bool { return statusOf(s, "r").State == StateNeedsAuth }, 5*time.Second, 10*time.Millisecond)
-	require.NoError(t, s.Login(t.Context(), "r", &oauth.HeadlessUserAgent{}))
+	require.NoError(t, s.Server("r").Login(t.Context(), &oauth.HeadlessUserAgent{}))
 	require.NoError(t, s.WaitSettled(t.Context()))
 	_, err = call(t, s, "mcp__r__echo", "back")
 	require.NoError(t, err)
@@ -233,7 +233,7 @@ func TestOAuthLoginThroughHostHook(t *testing.T) {
 	s := start(t, opts)
 	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, u)})
 	require.Equal(t, StateNeedsAuth, statusOf(s, "r").State)
-	require.NoError(t, s.Login(t.Context(), "r", nil))
+	require.NoError(t, s.Server("r").Login(t.Context(), nil))
 	require.NoError(t, s.WaitSettled(t.Context()))
 	assert.Equal(t, StateReady, statusOf(s, "r").State)
 	assert.Equal(t, []string{"r"}, shown)

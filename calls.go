@@ -379,58 +379,9 @@ func (s *published) unlistedServerOf(name string) *serverHandle {
 	return best
 }
 
-// PoolReflects reports whether the tool pool reflects server name's
-// current state: a server's status says it is ready a moment before the
-// registry folds its lists into the pool (rebuilds are spaced).
-func (s *Supervisor) PoolReflects(name string) bool {
-	h, err := s.handle(name)
-	return err == nil && s.poolHas(h)
-}
-
 // poolHas reports whether the pool reflects server h's current view.
 func (s *published) poolHas(h *serverHandle) bool {
 	return s.pool.Load().viewOf(h).view == h.view.Load()
-}
-
-// ReadResource reads the resource at uri from server.
-func (s *Supervisor) ReadResource(ctx context.Context, server, uri string) (*protocol.ReadResourceResult, error) {
-	h, err := s.handle(server)
-	if err != nil {
-		return nil, err
-	}
-	return onSession(ctx, s, h, func(ctx context.Context, sess *session.Session) (*protocol.ReadResourceResult, error) {
-		return sess.ReadResource(ctx, uri)
-	})
-}
-
-// GetPrompt renders a prompt by its qualified name.
-func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error) {
-	e, err := s.route(ctx, name, func(p *pool) (poolEntry, bool) {
-		e, ok := p.promptsByName.Get(name)
-		return e, ok
-	})
-	if errors.Is(err, ErrUnknownTool) {
-		err = ErrUnknownPrompt
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %q", err, name)
-	}
-	return onSession(ctx, s, e.h, func(ctx context.Context, sess *session.Session) (*protocol.GetPromptResult, error) {
-		return sess.GetPrompt(ctx, e.name, args)
-	})
-}
-
-// Ping checks that a ready server answers (with ping, or server/discover
-// in the 2026-07-28 era, which has no ping).
-func (s *Supervisor) Ping(ctx context.Context, server string) error {
-	h, err := s.handle(server)
-	if err != nil {
-		return err
-	}
-	_, err = onSession(ctx, s, h, func(ctx context.Context, sess *session.Session) (struct{}, error) {
-		return struct{}{}, sess.Ping(ctx)
-	})
-	return err
 }
 
 // Session returns a ready server's live session, for requests the API

@@ -104,30 +104,7 @@ func clipBytes(b []byte, n int) []byte {
 // means 1,000) and dropping that server's oldest, counted, when full. It
 // closes when ctx ends or the supervisor closes.
 func (s *Supervisor) subscribeChannels(ctx context.Context, capacity int) *channels.Inbox {
-	return s.OpenChannelInbox(ctx, channels.InboxOptions{Capacity: capacity})
-}
-
-// OpenChannelInbox opens an inbox of the channel messages servers push
-// from now on (those o.Filter takes). The zero options keep every message,
-// up to channels.DefaultCapacity messages and channels.DefaultMaxBytes
-// bytes of each server. The inbox is a queue per server:
-// a message waits in it until taken (Wait, WaitN, TryTake, TakeN: the
-// oldest a filter takes first), and when a server's queue is full its
-// oldest message is dropped and counted (Stats, ServerStats, and the
-// Dropped field of that server's next message delivered), so a slow
-// subscriber never holds up a server, and a chatty server never pushes
-// out another's messages. Each inbox gets every message once; several
-// goroutines may wait on one inbox, each message going to one of them.
-// The inbox closes when ctx ends or the supervisor closes.
-func (s *Supervisor) OpenChannelInbox(ctx context.Context, o channels.InboxOptions) *channels.Inbox {
-	in := s.opts.host.hub.Open(o)
-	select {
-	case <-s.closed:
-		in.Close()
-	default:
-		context.AfterFunc(ctx, in.Close)
-	}
-	return in
+	return s.Channels().OpenInbox(ctx, channels.InboxOptions{Capacity: capacity})
 }
 
 // RequestPermission relays a tool-approval prompt to every ready channel
@@ -191,10 +168,6 @@ func (s *Supervisor) answerPermission(ctx context.Context, id string, allow bool
 	}
 	return v.sess.Notify(ctx, protocol.NotificationChannelPermission, channels.PermissionVerdict{RequestID: p.Request.RequestID, Behavior: behavior})
 }
-
-// PendingPermissions returns the permission requests still waiting for an
-// answer, oldest first.
-func (s *Supervisor) PendingPermissions() []*channels.Pending { return s.opts.host.relay.Live() }
 
 // Errors of the permission relay (channels' sentinels).
 var (

@@ -42,14 +42,14 @@ func TestResourceSubscriptionsAcrossErasAndTransports(t *testing.T) {
 				events := s.subscribeRecords(t.Context(), false, 0, 256)
 				const one, two = "mock://resource/1", "mock://resource/2"
 
-				require.NoError(t, s.SubscribeResource(t.Context(), "m", one))
+				require.NoError(t, s.Resources().Subscribe(t.Context(), "m", one))
 				assert.Contains(t, touch(t, s, one), "subscribed: true")
 				assert.Equal(t, one, nextEvent(t, events, EventResourceUpdated, "m").URI)
 
 				// A second URI: in 2026-07-28 a new stream replaces the
 				// first, and the first URI's updates still arrive, once.
-				require.NoError(t, s.SubscribeResource(t.Context(), "m", two))
-				assert.Equal(t, []string{one, two}, s.ResourceSubscriptions("m"))
+				require.NoError(t, s.Resources().Subscribe(t.Context(), "m", two))
+				assert.Equal(t, []string{one, two}, s.Resources().Subscriptions("m"))
 				touch(t, s, one)
 				assert.Equal(t, one, nextEvent(t, events, EventResourceUpdated, "m").URI)
 				touch(t, s, two)
@@ -57,19 +57,19 @@ func TestResourceSubscriptionsAcrossErasAndTransports(t *testing.T) {
 
 				// Unsubscribed: no more updates of one (the update of two
 				// sent after it is the next event).
-				require.NoError(t, s.UnsubscribeResource(t.Context(), "m", one))
-				assert.Equal(t, []string{two}, s.ResourceSubscriptions("m"))
+				require.NoError(t, s.Resources().Unsubscribe(t.Context(), "m", one))
+				assert.Equal(t, []string{two}, s.Resources().Subscriptions("m"))
 				touch(t, s, one) // over stdio the server may not have processed the cancellation yet: the muted stream's update is dropped
 				touch(t, s, two)
 				assert.Equal(t, two, nextEvent(t, events, EventResourceUpdated, "m").URI, "no update of %s after unsubscribing", one)
 
 				// A URI the server refuses.
-				err := s.SubscribeResource(t.Context(), "m", "other://nothing")
+				err := s.Resources().Subscribe(t.Context(), "m", "other://nothing")
 				require.Error(t, err)
 				if version == protocol.Version20260728 {
 					assert.ErrorIs(t, err, ErrSubscriptionRefused)
 				}
-				assert.Equal(t, []string{two}, s.ResourceSubscriptions("m"), "a refused subscription is not kept")
+				assert.Equal(t, []string{two}, s.Resources().Subscriptions("m"), "a refused subscription is not kept")
 
 				// The server goes away and comes back knowing nothing:
 				// the subscription is restored.
@@ -90,17 +90,17 @@ func TestModernUnsubscribeCancelsTheStream(t *testing.T) {
 	setAndSettle(t, s, map[string]ServerConfig{"m": cfg})
 	events := s.subscribeRecords(t.Context(), false, 0, 256)
 	const uri = "mock://resource/1"
-	require.NoError(t, s.SubscribeResource(t.Context(), "m", uri))
+	require.NoError(t, s.Resources().Subscribe(t.Context(), "m", uri))
 	touch(t, s, uri)
 	assert.Equal(t, uri, nextEvent(t, events, EventResourceUpdated, "m").URI)
-	require.NoError(t, s.UnsubscribeResource(t.Context(), "m", uri))
+	require.NoError(t, s.Resources().Unsubscribe(t.Context(), "m", uri))
 	require.Eventually(t, func() bool {
 		return strings.TrimSpace(toolText(t, s, "mcp__m__cancelled", `{}`)) == "1"
 	}, 5*time.Second, 20*time.Millisecond, "the server was sent notifications/cancelled for the listen stream")
 	assert.Contains(t, touch(t, s, uri), "subscribed: false", "the server forgot the stream")
 
 	// Subscribing again opens a new stream.
-	require.NoError(t, s.SubscribeResource(t.Context(), "m", uri))
+	require.NoError(t, s.Resources().Subscribe(t.Context(), "m", uri))
 	touch(t, s, uri)
 	assert.Equal(t, uri, nextEvent(t, events, EventResourceUpdated, "m").URI)
 }
@@ -115,9 +115,9 @@ func TestModernSubscribeHonoursTheDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Nanosecond)
 	defer cancel()
 	<-ctx.Done()
-	err := s.SubscribeResource(ctx, "m", "mock://resource/1")
+	err := s.Resources().Subscribe(ctx, "m", "mock://resource/1")
 	require.Error(t, err)
-	assert.Empty(t, s.ResourceSubscriptions("m"))
+	assert.Empty(t, s.Resources().Subscriptions("m"))
 }
 
 // killStdioServer kills a stdio server's process and waits until the

@@ -114,37 +114,3 @@ func (r *rootsState) get() []protocol.Root {
 	defer r.mu.Unlock()
 	return append([]protocol.Root{}, r.roots...)
 }
-
-// SetRoots replaces the roots answered to roots/list and sends
-// notifications/roots/list_changed to every ready server of a handshake
-// era; it returns the servers told.
-func (s *Supervisor) SetRoots(ctx context.Context, roots []protocol.Root) ([]string, error) {
-	select {
-	case <-s.closed:
-		return nil, ErrClosed
-	default:
-	}
-	if s.opts.Roots == nil {
-		return nil, ErrRootsNotDeclared
-	}
-	host := s.opts.host
-	host.roots.mu.Lock()
-	host.roots.roots = append([]protocol.Root{}, roots...)
-	host.roots.mu.Unlock()
-	var told []string
-	for _, h := range *s.handles.Load() {
-		v := h.view.Load()
-		if v.state != StateReady || v.sess == nil || protocol.UsesDiscover(v.sess.Peer().Version) {
-			continue
-		}
-		if err := v.sess.Notify(ctx, protocol.NotificationRootsListChanged, nil); err != nil {
-			s.log.Debug().Err(err).Str("server", h.name).Msg("could not send roots/list_changed")
-			continue
-		}
-		told = append(told, h.name)
-	}
-	return told, nil
-}
-
-// Roots returns the roots the host exposes.
-func (s *Supervisor) Roots() []protocol.Root { return s.opts.host.roots.get() }

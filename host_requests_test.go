@@ -109,7 +109,7 @@ func TestEverythingServerToClientRequests(t *testing.T) {
 	out = toolText(t, s, tool("get-roots-list"), `{}`)
 	assert.Contains(t, out, "file:///work/first")
 
-	told, err := s.SetRoots(t.Context(), []protocol.Root{{URI: "file:///work/second", Name: "second"}})
+	told, err := s.Roots().Set(t.Context(), []protocol.Root{{URI: "file:///work/second", Name: "second"}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ev"}, told)
 	assert.Eventually(t, func() bool {
@@ -126,7 +126,7 @@ func TestClientCapabilitiesFollowHandlers(t *testing.T) {
 	assert.Nil(t, caps.Sampling)
 	require.NotNil(t, caps.Elicitation)
 	assert.JSONEq(t, `{"form":{}}`, string(*caps.Elicitation))
-	_, err := (&Supervisor{opts: runOptions{host: newHostState(runOptions{})}, closed: make(chan struct{})}).SetRoots(t.Context(), nil)
+	_, err := (&Supervisor{opts: runOptions{host: newHostState(runOptions{})}, closed: make(chan struct{})}).Roots().Set(t.Context(), nil)
 	assert.ErrorIs(t, err, ErrRootsNotDeclared)
 }
 

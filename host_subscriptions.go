@@ -8,11 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
@@ -87,86 +85,6 @@ func listensForResources(sess *session.Session) bool {
 	return protocol.UsesDiscover(sess.Peer().Version)
 }
 
-// SubscribeResource subscribes to updates of a server's resource: each
-// update is an EventResourceUpdated. Handshake-era servers get
-// resources/subscribe; 2026-07-28 servers a subscriptions/listen stream
-// selecting every subscribed URI, replaced by one with the new set on each
-// change, and SubscribeResource returns once the server acknowledged it
-// (ErrSubscriptionRefused when the acknowledgement leaves the URI out).
-// The subscription is sent again on every new connection of the server
-// until UnsubscribeResource. Servers that did not declare
-// resources.subscribe fail with ErrSubscribeUnsupported.
-func (s *Supervisor) SubscribeResource(ctx context.Context, server, uri string) error {
-	h, err := s.handle(server)
-	if err != nil {
-		return err
-	}
-	subs := s.opts.host.subs
-	_, err = onSession(ctx, s, h, func(ctx context.Context, sess *session.Session) (struct{}, error) {
-		if !supportsSubscribe(sess) {
-			return struct{}{}, fmt.Errorf("%w: %q", ErrSubscribeUnsupported, server)
-		}
-		// Recorded before sending, so that a reconnect racing this
-		// request restores it.
-		subs.mu.Lock()
-		if subs.resources[server] == nil {
-			subs.resources[server] = map[string]bool{}
-		}
-		subs.resources[server][uri] = true
-		subs.mu.Unlock()
-		if listensForResources(sess) {
-			agreed, err := subs.applyModern(ctx, server, sess, s.log)
-			if err == nil && !agreed[uri] {
-				err = fmt.Errorf("%w: %q on %q (the subscriptions/listen acknowledgement left it out)", ErrSubscriptionRefused, uri, server)
-			}
-			return struct{}{}, err
-		}
-		return struct{}{}, sess.Call(ctx, protocol.MethodResourcesSubscribe, protocol.SubscribeParams{URI: uri}, nil)
-	})
-	if err != nil && !errors.Is(err, ErrSubscribeUnsupported) {
-		var lost *ConnectionLostError
-		if errors.As(err, &lost) {
-			return nil // recorded: the next connection subscribes
-		}
-		subs.mu.Lock()
-		delete(subs.resources[server], uri)
-		subs.mu.Unlock()
-	}
-	return err
-}
-
-// UnsubscribeResource ends a resource subscription.
-func (s *Supervisor) UnsubscribeResource(ctx context.Context, server, uri string) error {
-	h, err := s.handle(server)
-	if err != nil {
-		return err
-	}
-	subs := s.opts.host.subs
-	subs.mu.Lock()
-	had := subs.resources[server][uri]
-	delete(subs.resources[server], uri)
-	subs.mu.Unlock()
-	if !had {
-		return nil
-	}
-	v, err := ready(h)
-	if err != nil || !supportsSubscribe(v.sess) {
-		return nil // the next connection simply does not subscribe
-	}
-	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
-	defer cancel()
-	if listensForResources(v.sess) {
-		_, err := subs.applyModern(ctx, server, v.sess, s.log)
-		return err
-	}
-	return v.sess.Call(ctx, protocol.MethodResourcesUnsubscribe, protocol.SubscribeParams{URI: uri}, nil)
-}
-
-// ResourceSubscriptions returns the URIs subscribed on a server.
-func (s *Supervisor) ResourceSubscriptions(server string) []string {
-	return s.opts.host.subs.uris(server)
-}
-
 // restoreSubscriptions subscribes again to every URI the host subscribed,
 // on a new connection (in a goroutine of the actor's): resources/subscribe
 // for each, or one subscriptions/listen stream selecting them all.
@@ -223,78 +141,6 @@ type poll struct {
 	done   chan struct{}
 }
 
-// SubscribePolling polls a tool call or a resource read at an interval and
-// publishes an EventPollChanged for the first result and for every result
-// that differs from the one before; polling carries on across reconnects
-// until UnsubscribePolling or Close. It returns the subscription's id.
-func (s *Supervisor) SubscribePolling(spec PollSpec) (string, error) {
-	switch {
-	case spec.Tool != "" && spec.URI != "":
-		return "", errors.New("mcpvisor: a poll is a tool call or a resource read, not both")
-	case spec.Tool == "" && (spec.URI == "" || spec.Server == ""):
-		return "", errors.New("mcpvisor: a poll needs a tool, or a server and a URI")
-	case spec.Tool != "":
-		if _, ok := s.pool.Load().toolsByName.Get(spec.Tool); !ok {
-			if _, ok := s.pool.Load().builtinByName[spec.Tool]; !ok {
-				return "", fmt.Errorf("%w: %q", ErrUnknownTool, spec.Tool)
-			}
-		}
-	default:
-		if _, err := s.handle(spec.Server); err != nil {
-			return "", err
-		}
-	}
-	if spec.Interval == 0 {
-		spec.Interval = DefaultPollInterval
-	}
-	spec.Interval = max(spec.Interval, MinPollInterval)
-	subs := s.opts.host.subs
-	subs.mu.Lock()
-	defer subs.mu.Unlock()
-	if subs.closed {
-		return "", ErrClosed
-	}
-	subs.nextPoll++
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &poll{id: "poll-" + strconv.FormatUint(subs.nextPoll, 10), spec: spec, cancel: cancel, done: make(chan struct{})}
-	subs.polls[p.id] = p
-	subs.wg.Add(1)
-	routine.Go("subscriptions.poll", func() {
-		defer subs.wg.Done()
-		defer close(p.done)
-		s.runPoll(ctx, p)
-	})
-	return p.id, nil
-}
-
-// UnsubscribePolling stops a polling subscription (ErrUnknownPoll for an
-// unknown id); it returns once the poller has stopped.
-func (s *Supervisor) UnsubscribePolling(id string) error {
-	subs := s.opts.host.subs
-	subs.mu.Lock()
-	p, ok := subs.polls[id]
-	delete(subs.polls, id)
-	subs.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownPoll, id)
-	}
-	p.cancel()
-	<-p.done
-	return nil
-}
-
-// Polls returns the live polling subscriptions by id.
-func (s *Supervisor) Polls() map[string]PollSpec {
-	subs := s.opts.host.subs
-	subs.mu.Lock()
-	defer subs.mu.Unlock()
-	out := make(map[string]PollSpec, len(subs.polls))
-	for id, p := range subs.polls {
-		out[id] = p.spec
-	}
-	return out
-}
-
 // runPoll polls until ctx ends.
 func (s *Supervisor) runPoll(ctx context.Context, p *poll) {
 	var last [sha256.Size]byte
@@ -349,7 +195,7 @@ func (s *Supervisor) pollOnce(ctx context.Context, spec PollSpec) (json.RawMessa
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := s.ReadResource(ctx, spec.Server, spec.URI)
+	res, err := s.Resources().Read(ctx, spec.Server, spec.URI)
 	if err != nil {
 		return nil, h, err
 	}

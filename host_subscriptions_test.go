@@ -41,8 +41,8 @@ func TestResourceSubscriptionSurvivesReconnect(t *testing.T) {
 	setAndSettle(t, s, map[string]ServerConfig{"m": cfg})
 	events := s.subscribeRecords(t.Context(), false, 0, 256)
 	const uri = "mock://resource/1"
-	require.NoError(t, s.SubscribeResource(t.Context(), "m", uri))
-	assert.Equal(t, []string{uri}, s.ResourceSubscriptions("m"))
+	require.NoError(t, s.Resources().Subscribe(t.Context(), "m", uri))
+	assert.Equal(t, []string{uri}, s.Resources().Subscriptions("m"))
 	assert.Contains(t, touch(t, s, uri), "subscribed: true")
 	assert.Equal(t, uri, nextEvent(t, events, EventResourceUpdated, "m").URI)
 
@@ -51,17 +51,17 @@ func TestResourceSubscriptionSurvivesReconnect(t *testing.T) {
 		"the subscription was restored on the new connection")
 	assert.Equal(t, uri, nextEvent(t, events, EventResourceUpdated, "m").URI)
 
-	require.NoError(t, s.UnsubscribeResource(t.Context(), "m", uri))
-	assert.Empty(t, s.ResourceSubscriptions("m"))
+	require.NoError(t, s.Resources().Unsubscribe(t.Context(), "m", uri))
+	assert.Empty(t, s.Resources().Subscriptions("m"))
 	assert.Contains(t, touch(t, s, uri), "subscribed: false")
 }
 
 func TestSubscribeNeedsTheCapability(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"m": mock("-resources", "1")})
-	assert.ErrorIs(t, s.SubscribeResource(t.Context(), "m", "mock://resource/1"), ErrSubscribeUnsupported)
-	assert.Empty(t, s.ResourceSubscriptions("m"))
-	assert.ErrorIs(t, s.SubscribeResource(t.Context(), "nobody", "x"), ErrUnknownServer)
+	assert.ErrorIs(t, s.Resources().Subscribe(t.Context(), "m", "mock://resource/1"), ErrSubscribeUnsupported)
+	assert.Empty(t, s.Resources().Subscriptions("m"))
+	assert.ErrorIs(t, s.Resources().Subscribe(t.Context(), "nobody", "x"), ErrUnknownServer)
 }
 
 // A polling subscription publishes its first result and then only
@@ -71,9 +71,9 @@ func TestPollingPublishesChanges(t *testing.T) {
 	setAndSettle(t, s, map[string]ServerConfig{"m": mock("-subscribe", "-resources", "1")})
 	events := s.subscribeRecords(t.Context(), false, 0, 256)
 	const uri = "mock://resource/1"
-	id, err := s.SubscribePolling(PollSpec{Server: "m", URI: uri, Interval: 10 * time.Millisecond})
+	id, err := s.Polling().Subscribe(PollSpec{Server: "m", URI: uri, Interval: 10 * time.Millisecond})
 	require.NoError(t, err)
-	assert.Equal(t, MinPollInterval, s.Polls()[id].Interval, "raised to the minimum")
+	assert.Equal(t, MinPollInterval, s.Polling().List()[id].Interval, "raised to the minimum")
 
 	text := func(ev eventRecord) string {
 		var r struct {
@@ -92,15 +92,15 @@ func TestPollingPublishesChanges(t *testing.T) {
 	reconnectAndWait(t, s, "m") // the new process starts over: v0 again
 	assert.Equal(t, "contents of "+uri, text(nextEvent(t, events, EventPollChanged, "m")), "polling resumed on the new connection")
 
-	require.NoError(t, s.UnsubscribePolling(id))
-	assert.ErrorIs(t, s.UnsubscribePolling(id), ErrUnknownPoll)
-	assert.Empty(t, s.Polls())
+	require.NoError(t, s.Polling().Unsubscribe(id))
+	assert.ErrorIs(t, s.Polling().Unsubscribe(id), ErrUnknownPoll)
+	assert.Empty(t, s.Polling().List())
 
-	_, err = s.SubscribePolling(PollSpec{Tool: "mcp__m__nope"})
+	_, err = s.Polling().Subscribe(PollSpec{Tool: "mcp__m__nope"})
 	assert.ErrorIs(t, err, ErrUnknownTool)
-	tid, err := s.SubscribePolling(PollSpec{Tool: "mcp__m__echo", Args: json.RawMessage(`{"text":"same"}`)})
+	tid, err := s.Polling().Subscribe(PollSpec{Tool: "mcp__m__echo", Args: json.RawMessage(`{"text":"same"}`)})
 	require.NoError(t, err)
-	assert.Equal(t, DefaultPollInterval, s.Polls()[tid].Interval)
+	assert.Equal(t, DefaultPollInterval, s.Polling().List()[tid].Interval)
 	ev = nextEvent(t, events, EventPollChanged, "m")
 	assert.Equal(t, tid, ev.PollID)
 	// Left running: Close stops it (the goroutine-leak check says so).
@@ -112,11 +112,11 @@ func TestEverythingResourceSubscription(t *testing.T) {
 	s := start(t, testOptions)
 	settleEverything(t, s)
 	events := s.subscribeRecords(t.Context(), false, 0, 256)
-	res, _, err := s.ListResources("ev")
+	res, _, err := s.Resources().List("ev")
 	require.NoError(t, err)
 	require.NotEmpty(t, res)
 	uri := res[0].Resource.URI
-	require.NoError(t, s.SubscribeResource(t.Context(), "ev", uri))
+	require.NoError(t, s.Resources().Subscribe(t.Context(), "ev", uri))
 	toolText(t, s, QualifiedName("ev", "toggle-subscriber-updates"), `{}`)
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	defer cancel()

@@ -11,6 +11,15 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
+// Tasks returns the servers' tasks: calls run as tasks, and the lists of
+// a server's tasks.
+func (s *Supervisor) Tasks() Tasks { return Tasks{s} }
+
+// Tasks is what a Supervisor offers of its servers' tasks (MCP's tasks
+// utility): a handle got from Supervisor.Tasks, safe for concurrent use
+// like the Supervisor.
+type Tasks struct{ s *Supervisor }
+
 // Tasks (2025-11-25): task-augmented tool calls, surfaced as a handle the
 // host waits on, polls or cancels. A handle names the server and the
 // task, not a connection: every request goes to the server's live
@@ -141,8 +150,22 @@ func taskRequest[T any](ctx context.Context, t *TaskHandle, method string) (*T, 
 	})
 }
 
-// ListTasks lists a server's tasks.
-func (s *Supervisor) ListTasks(ctx context.Context, server string) ([]protocol.Task, error) {
+// Call calls a tool as a task (for servers declaring
+// tasks.requests.tools.call and tools whose execution.taskSupport allows
+// it) and returns its handle once the server accepted it; ttl, when
+// positive, is the task lifetime asked for.
+func (ts Tasks) Call(ctx context.Context, name string, args any, ttl time.Duration) (*TaskHandle, error) {
+	s := ts.s
+	raw, err := encodeArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	return s.callToolAsTask(ctx, name, raw, ttl)
+}
+
+// List lists a server's tasks.
+func (ts Tasks) List(ctx context.Context, server string) ([]protocol.Task, error) {
+	s := ts.s
 	h, err := s.handle(server)
 	if err != nil {
 		return nil, err

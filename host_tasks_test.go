@@ -22,7 +22,7 @@ func TestEverythingTask(t *testing.T) {
 	name := QualifiedName("ev", "simulate-research-query")
 	awaitTool(t, s, name)
 
-	task, err := s.CallToolAsTask(t.Context(), name, json.RawMessage(`{"topic":"actors"}`), time.Minute)
+	task, err := s.Tasks().Call(t.Context(), name, json.RawMessage(`{"topic":"actors"}`), time.Minute)
 	require.NoError(t, err)
 	assert.NotEmpty(t, task.ID)
 	assert.Equal(t, protocol.TaskWorking, task.Created.Status)
@@ -35,7 +35,7 @@ func TestEverythingTask(t *testing.T) {
 	require.NotEmpty(t, res.Content)
 	assert.Contains(t, res.Content[0].Text, "Research Report: actors")
 
-	other, err := s.CallToolAsTask(t.Context(), name, json.RawMessage(`{"topic":"cancel me"}`), 0)
+	other, err := s.Tasks().Call(t.Context(), name, json.RawMessage(`{"topic":"cancel me"}`), 0)
 	require.NoError(t, err)
 	st, err := other.Cancel(t.Context())
 	require.NoError(t, err)
@@ -43,7 +43,7 @@ func TestEverythingTask(t *testing.T) {
 	_, _, err = other.Wait(t.Context(), nil)
 	assert.ErrorContains(t, err, "cancelled")
 
-	tasks, err := s.ListTasks(t.Context(), "ev")
+	tasks, err := s.Tasks().List(t.Context(), "ev")
 	require.NoError(t, err)
 	var ids []string
 	for _, tk := range tasks {
@@ -70,6 +70,6 @@ func TestEverythingTask(t *testing.T) {
 func TestTasksNeedTheCapability(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"m": plain()})
-	_, err := s.CallToolAsTask(t.Context(), "mcp__m__echo", json.RawMessage(`{"text":"x"}`), 0)
+	_, err := s.Tasks().Call(t.Context(), "mcp__m__echo", json.RawMessage(`{"text":"x"}`), 0)
 	assert.ErrorIs(t, err, ErrTasksUnsupported)
 }

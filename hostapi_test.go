@@ -118,10 +118,10 @@ func TestHostAPIChecklist(t *testing.T) {
 	assert.Len(t, on.Tools, len(st["ok"].Tools))
 
 	// Resources by server.
-	resources, _, err := sup.ListResources("ok")
+	resources, _, err := sup.Resources().List("ok")
 	require.NoError(t, err)
 	require.Len(t, resources, 2)
-	read, err := sup.ReadResource(ctx, "ok", resources[0].Resource.URI)
+	read, err := sup.Resources().Read(ctx, "ok", resources[0].Resource.URI)
 	require.NoError(t, err)
 	require.NotEmpty(t, read.Contents)
 
@@ -224,7 +224,7 @@ func TestCallErrorsAreTheHostsTypes(t *testing.T) {
 	}, mcpvisor.AwaitSettled(30*time.Second))
 	require.NoError(t, err)
 
-	err = sup.Ping(ctx, "bad")
+	err = sup.Server("bad").Ping(ctx)
 	var nr *mcpvisor.NotReadyError
 	require.ErrorAs(t, err, &nr)
 	assert.Equal(t, "bad", nr.Server)

@@ -403,7 +403,7 @@ func readResource(t *testing.T, s *Supervisor, server, uri, want string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), remoteCallTimeout)
 	defer cancel()
-	rr, err := s.ReadResource(ctx, server, uri)
+	rr, err := s.Resources().Read(ctx, server, uri)
 	require.NoError(t, err, "reading %s", uri)
 	require.NotEmpty(t, rr.Contents)
 	assert.Equal(t, uri, rr.Contents[0].URI)
@@ -500,7 +500,7 @@ func gzipNotify(t *testing.T, s *Supervisor, server, suffix string) {
 
 	require.Eventually(t, func() bool { return hasResource(s, server, uri) },
 		remoteEventually, remoteTick, "%s joins the server's resources after resources/list_changed", uri)
-	rr, err := s.ReadResource(ctx, server, uri)
+	rr, err := s.Resources().Read(ctx, server, uri)
 	require.NoError(t, err)
 	require.Len(t, rr.Contents, 1)
 	assert.Equal(t, "application/gzip", rr.Contents[0].MimeType)
@@ -514,7 +514,7 @@ func gzipNotify(t *testing.T, s *Supervisor, server, suffix string) {
 }
 
 func hasResource(s *Supervisor, server, uri string) bool {
-	rs, _, err := s.ListResources(server)
+	rs, _, err := s.Resources().List(server)
 	if err != nil {
 		return false // not ready at this instant
 	}

@@ -61,8 +61,8 @@ func TestSetLogLevelByEra(t *testing.T) {
 	}
 	assert.Equal(t, "", withCaps())
 
-	require.NoError(t, sup.SetLogLevel(ctx, "legacy", protocol.LevelDebug))
-	require.NoError(t, sup.SetLogLevel(ctx, "modern", protocol.LevelWarning))
+	require.NoError(t, sup.Server("legacy").SetLogLevel(ctx, protocol.LevelDebug))
+	require.NoError(t, sup.Server("modern").SetLogLevel(ctx, protocol.LevelWarning))
 	set, meta = levelsSeen(t, ctx, sup, "legacy")
 	assert.Equal(t, [2]string{"debug", ""}, [2]string{set, meta}, "logging/setLevel, no _meta")
 	set, meta = levelsSeen(t, ctx, sup, "modern")
@@ -80,13 +80,13 @@ func TestSetLogLevelByEra(t *testing.T) {
 	assert.Equal(t, "warning", meta)
 
 	// A lazy server not yet started takes it when it connects.
-	require.NoError(t, sup.SetLogLevel(ctx, "waiting", protocol.LevelError))
+	require.NoError(t, sup.Server("waiting").SetLogLevel(ctx, protocol.LevelError))
 	_, meta = levelsSeen(t, ctx, sup, "waiting")
 	assert.Equal(t, "error", meta)
 
-	assert.ErrorIs(t, sup.SetLogLevel(ctx, "silent", protocol.LevelInfo), mcpvisor.ErrNoLogging)
-	assert.ErrorIs(t, sup.SetLogLevel(ctx, "legacy", "loud"), mcpvisor.ErrInvalidLogLevel)
-	assert.ErrorIs(t, sup.SetLogLevel(ctx, "nobody", protocol.LevelInfo), mcpvisor.ErrUnknownServer)
+	assert.ErrorIs(t, sup.Server("silent").SetLogLevel(ctx, protocol.LevelInfo), mcpvisor.ErrNoLogging)
+	assert.ErrorIs(t, sup.Server("legacy").SetLogLevel(ctx, "loud"), mcpvisor.ErrInvalidLogLevel)
+	assert.ErrorIs(t, sup.Server("nobody").SetLogLevel(ctx, protocol.LevelInfo), mcpvisor.ErrUnknownServer)
 }
 
 // server-everything (a handshake-era server that declares logging) takes
@@ -103,6 +103,6 @@ func TestSetLogLevelServerEverything(t *testing.T) {
 	require.NoError(t, err)
 	st := statusByName(sup)["everything"]
 	require.Equal(t, mcpvisor.StateReady, st.State, st.LastError)
-	require.NoError(t, sup.SetLogLevel(ctx, "everything", protocol.LevelDebug), "the server took logging/setLevel")
-	assert.ErrorIs(t, sup.SetLogLevel(ctx, "everything", "verbose"), mcpvisor.ErrInvalidLogLevel)
+	require.NoError(t, sup.Server("everything").SetLogLevel(ctx, protocol.LevelDebug), "the server took logging/setLevel")
+	assert.ErrorIs(t, sup.Server("everything").SetLogLevel(ctx, "verbose"), mcpvisor.ErrInvalidLogLevel)
 }

@@ -59,7 +59,7 @@ func TestOIDCProviderFullFlow(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		require.NoError(t, s.Login(ctx, "r", &oauth.HeadlessUserAgent{Redirect: "http://127.0.0.1:8976/callback"}))
+		require.NoError(t, s.Server("r").Login(ctx, &oauth.HeadlessUserAgent{Redirect: "http://127.0.0.1:8976/callback"}))
 		require.NoError(t, s.WaitSettled(ctx))
 		require.Equal(t, StateReady, statusOf(s, "r").State, statusOf(s, "r").LastError)
 	}

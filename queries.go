@@ -34,25 +34,6 @@ func (s *Supervisor) ToolName(server, tool string) (name string, ok bool) {
 	return name, true
 }
 
-// ListPrompts returns the prompts of one server, or of every server when
-// server is empty, named mcp__<server>__<prompt>, sorted by name.
-func (s *Supervisor) ListPrompts(server string) ([]Prompt, error) {
-	p := s.pool.Load()
-	if server == "" {
-		return append([]Prompt(nil), p.prompts...), nil
-	}
-	if err := s.offered(p, server); err != nil {
-		return nil, err
-	}
-	var out []Prompt
-	for _, pr := range p.prompts {
-		if pr.Server == server {
-			out = append(out, pr)
-		}
-	}
-	return out, nil
-}
-
 // offered checks that a named server's lists are in pool p: configured,
 // not toggled off, and ready (or recovering).
 func (s *published) offered(p *pool, server string) error {
@@ -135,33 +116,6 @@ func statusIn(h *serverHandle, v *serverView, p *pool, tools []ToolInfo) ServerS
 	}
 	st.Latency = h.latency.stats()
 	return st
-}
-
-// ListResources returns the resources and resource templates of one
-// server, or of every server when server is empty (sorted by server, then
-// URI; every page of the server's lists). A named server that is not
-// ready is a *NotReadyError; one toggled off, ErrServerOff.
-func (s *Supervisor) ListResources(server string) ([]Resource, []ResourceTemplate, error) {
-	p := s.pool.Load()
-	if server == "" {
-		return append([]Resource(nil), p.resources...), append([]ResourceTemplate(nil), p.templates...), nil
-	}
-	if err := s.offered(p, server); err != nil {
-		return nil, nil, err
-	}
-	var rs []Resource
-	var ts []ResourceTemplate
-	for _, r := range p.resources {
-		if r.Server == server {
-			rs = append(rs, r)
-		}
-	}
-	for _, t := range p.templates {
-		if t.Server == server {
-			ts = append(ts, t)
-		}
-	}
-	return rs, ts, nil
 }
 
 // reflects reports whether pool p reflects view v of h.

@@ -87,7 +87,7 @@ func TestRemoteServersEndToEnd(t *testing.T) {
 			require.NotEmpty(t, res.Content)
 			assert.Equal(t, "over "+tc.name, res.Content[0].Text)
 
-			read, err := s.ReadResource(context.Background(), "r", "mock://resource/1")
+			read, err := s.Resources().Read(context.Background(), "r", "mock://resource/1")
 			require.NoError(t, err)
 			require.NotEmpty(t, read.Contents)
 			assert.Contains(t, read.Contents[0].Text, "mock://resource/1")

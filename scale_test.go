@@ -184,7 +184,7 @@ func TestTwoHundredMixedServersAllSettle(t *testing.T) {
 
 	// A lazy server connects on its first use, and only it.
 	lazy := func(i int) string { return fmt.Sprintf("stdio-lazy-%03d", i) }
-	require.NoError(t, s.Ping(ctx, lazy(0)))
+	require.NoError(t, s.Server(lazy(0)).Ping(ctx))
 	assert.Equal(t, StateReady, statusOf(s, lazy(0)).State)
 	for i := 1; i < 10; i++ {
 		assert.Equal(t, StatePending, statusOf(s, lazy(i)).State, "a lazy server nobody used stays pending")
@@ -192,7 +192,7 @@ func TestTwoHundredMixedServersAllSettle(t *testing.T) {
 	// The rest all at once: through the same scheduler.
 	var wg sync.WaitGroup
 	for i := 1; i < 10; i++ {
-		wg.Go(func() { assert.NoError(t, s.Ping(ctx, lazy(i))) })
+		wg.Go(func() { assert.NoError(t, s.Server(lazy(i)).Ping(ctx)) })
 	}
 	testwait.Call(t, "the lazy servers' pings", wg.Wait)
 	for i := range 10 {

@@ -171,7 +171,7 @@ func TestNoSecretInFailures(t *testing.T) {
 		st, err = sup.Connect(ctx, name, cfg) // connect again: fails again
 		addErr("connect "+name, err)
 		add("connect status "+name, st)
-		addErr("ping "+name, sup.Ping(ctx, name))
+		addErr("ping "+name, sup.Server(name).Ping(ctx))
 	}
 	add("Status", sup.Status())
 

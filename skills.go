@@ -67,25 +67,6 @@ type LoadedSkill struct {
 	sup *Supervisor
 }
 
-// LoadSkill loads server's skill described by entry: it reads the
-// skill's SKILL.md and verifies it against the entry: its size and
-// digest (unless the entry's resources are "dynamic") and its YAML
-// frontmatter, field by field, against the entry's frontmatter. Content
-// that fails is not returned: the error matches ErrSkillVerification.
-func (s *Supervisor) LoadSkill(ctx context.Context, server string, entry protocol.Skill) (*LoadedSkill, error) {
-	if !strings.HasSuffix(entry.URI, "/"+protocol.SkillFileName) {
-		return nil, &SkillVerificationError{Server: server, URI: entry.URI, Reason: "a skill's URI names its " + protocol.SkillFileName}
-	}
-	content, err := readVerified(ctx, s, server, entry, entry.URI)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkFrontmatter(content, entry.Frontmatter); err != nil {
-		return nil, &SkillVerificationError{Server: server, URI: entry.URI, Reason: err.Error()}
-	}
-	return &LoadedSkill{Server: server, Entry: entry, Content: content, sup: s}, nil
-}
-
 // Root returns the URI of the skill's directory (its SKILL.md's URI
 // without the file name).
 func (l *LoadedSkill) Root() string {
@@ -120,7 +101,7 @@ func readVerified(ctx context.Context, s *Supervisor, server string, entry proto
 			return nil, fail("the skill's entry does not list it")
 		}
 	}
-	res, err := s.ReadResource(ctx, server, uri)
+	res, err := s.Resources().Read(ctx, server, uri)
 	if err != nil {
 		return nil, err
 	}

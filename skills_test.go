@@ -132,7 +132,7 @@ func TestSkillsAreListedWithoutReadingThem(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	skills, err := sup.ListSkills(ctx, "s")
+	skills, err := sup.Skills().List(ctx, "s")
 	require.NoError(t, err)
 	require.Len(t, skills, 2, "the entry without resources is left out, the others kept")
 	assert.Equal(t, skillURI, skills[0].URI)
@@ -141,11 +141,11 @@ func TestSkillsAreListedWithoutReadingThem(t *testing.T) {
 	assert.True(t, skills[1].Resources.Dynamic)
 	assert.Empty(t, srv.fileReads(), "no skill file is read ahead of need: not on connect, not on listing")
 
-	entry, err := sup.GetSkill(ctx, "s", skillURI)
+	entry, err := sup.Skills().Get(ctx, "s", skillURI)
 	require.NoError(t, err)
 	assert.Equal(t, skillURI, entry.URI)
 	assert.Len(t, entry.Resources.Files, 1)
-	_, err = sup.GetSkill(ctx, "s", "skill://none/SKILL.md")
+	_, err = sup.Skills().Get(ctx, "s", "skill://none/SKILL.md")
 	var rpcErr *protocol.Error
 	require.ErrorAs(t, err, &rpcErr)
 	assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code)
@@ -157,10 +157,10 @@ func TestLoadSkillVerifiesAndReadsOnlyListedFiles(t *testing.T) {
 	sup := startWith(t, srv.peer.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	skills, err := sup.ListSkills(ctx, "s")
+	skills, err := sup.Skills().List(ctx, "s")
 	require.NoError(t, err)
 
-	loaded, err := sup.LoadSkill(ctx, "s", skills[0])
+	loaded, err := sup.Skills().Load(ctx, "s", skills[0])
 	require.NoError(t, err)
 	assert.Equal(t, skillMD, string(loaded.Content))
 	assert.Equal(t, "skill://pdf-processing", loaded.Root())
@@ -176,7 +176,7 @@ func TestLoadSkillVerifiesAndReadsOnlyListedFiles(t *testing.T) {
 	}
 	assert.Equal(t, []string{skillURI, formsURI}, srv.fileReads(), "unlisted files are refused unread")
 
-	dynamic, err := sup.LoadSkill(ctx, "s", skills[1])
+	dynamic, err := sup.Skills().Load(ctx, "s", skills[1])
 	require.NoError(t, err, "a dynamic skill has no digests; its frontmatter is still compared")
 	assert.Contains(t, string(dynamic.Content), "Today.")
 }
@@ -202,9 +202,9 @@ func TestTamperedSkillsAreNotLoaded(t *testing.T) {
 			sup := startWith(t, srv.peer.URL())
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			skills, err := sup.ListSkills(ctx, "s")
+			skills, err := sup.Skills().List(ctx, "s")
 			require.NoError(t, err)
-			loaded, err := sup.LoadSkill(ctx, "s", skills[0])
+			loaded, err := sup.Skills().Load(ctx, "s", skills[0])
 			require.ErrorIs(t, err, mcpvisor.ErrSkillVerification)
 			assert.Nil(t, loaded)
 			var ve *mcpvisor.SkillVerificationError
@@ -220,7 +220,7 @@ func TestServerWithoutTheSkillsExtension(t *testing.T) {
 	sup := startWith(t, srv.peer.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := sup.ListSkills(ctx, "s")
+	_, err := sup.Skills().List(ctx, "s")
 	assert.ErrorIs(t, err, mcpvisor.ErrNoSkills)
 	assert.NotContains(t, srv.peer.Methods(), protocol.MethodSkillsList, "not asked without the declaration")
 }

@@ -315,9 +315,9 @@ func TestACallWakesAParkedServer(t *testing.T) {
 		h, err := s.handle("missing")
 		require.NoError(t, err)
 		gen := h.view.Load().gen
-		_, _, err = s.ListResources("missing")
+		_, _, err = s.Resources().List("missing")
 		require.ErrorIs(t, err, ErrServerNotReady)
-		_, err = s.ReadResource(t.Context(), "missing", "mock://x")
+		_, err = s.Resources().Read(t.Context(), "missing", "mock://x")
 		var nre *NotReadyError
 		require.ErrorAs(t, err, &nre)
 		assert.Equal(t, StateFailed, nre.State)
@@ -480,7 +480,7 @@ func TestALazyServerConnectsOnItsFirstCall(t *testing.T) {
 		lazy.Lazy = true
 		settleInBubble(t, s, map[string]ServerConfig{"lazy": lazy})
 		require.Equal(t, StatePending, statusOf(s, "lazy").State)
-		require.NoError(t, s.Ping(t.Context(), "lazy"))
+		require.NoError(t, s.Server("lazy").Ping(t.Context()))
 		assert.Equal(t, StateReady, statusOf(s, "lazy").State)
 		synctest.Wait()
 		assert.True(t, hasTool(s, "mcp__lazy__echo"))

@@ -1,9 +1,6 @@
 package mcpvisor
 
 import (
-	"context"
-	"time"
-
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -24,16 +21,4 @@ type TaskHandle struct {
 
 	sys *Supervisor
 	h   *serverHandle
-}
-
-// CallToolAsTask calls a tool as a task (for servers declaring
-// tasks.requests.tools.call and tools whose execution.taskSupport allows
-// it) and returns its handle once the server accepted it; ttl, when
-// positive, is the task lifetime asked for.
-func (s *Supervisor) CallToolAsTask(ctx context.Context, name string, args any, ttl time.Duration) (*TaskHandle, error) {
-	raw, err := encodeArgs(args)
-	if err != nil {
-		return nil, err
-	}
-	return s.callToolAsTask(ctx, name, raw, ttl)
 }

@@ -193,7 +193,7 @@ func TestCallToolCarriesTraceContext(t *testing.T) {
 	t.Run("a JSON-RPC error is its code", func(t *testing.T) {
 		cctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
-		_, err := sup.ReadResource(cctx, "stdio", "test://nowhere")
+		_, err := sup.Resources().Read(cctx, "stdio", "test://nowhere")
 		require.Error(t, err)
 		span := findSpan(t, rec, func(s sdktrace.ReadOnlySpan) bool { return s.Name() == "resources/read" })
 		attrs := attrMap(span)

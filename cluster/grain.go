@@ -119,7 +119,7 @@ func (m *engine) runLocal(msg *wire.CallTool) *wire.CallResult {
 	ctx = withWirePrincipal(ctx, msg.GetPrincipal())
 	// A server placed here a moment ago is still connecting: say so (the
 	// caller retries within its deadline) rather than "unknown tool".
-	state, err := m.local.ServerState(msg.GetServer())
+	state, err := m.local.Server(msg.GetServer()).State()
 	if err != nil {
 		// The grain is active but the placement worker has not added the
 		// server yet: it is pending.
@@ -129,7 +129,7 @@ func (m *engine) runLocal(msg *wire.CallTool) *wire.CallResult {
 	// a principal through the principal's session: the local supervisor
 	// opens it, or says what the principal must authorize.
 	byPrincipal := msg.GetPrincipal() != nil && state == mcpvisor.StateNeedsAuth && m.perPrincipal(msg.GetServer())
-	if !byPrincipal && (state != mcpvisor.StateReady || !m.local.PoolReflects(msg.GetServer())) {
+	if !byPrincipal && (state != mcpvisor.StateReady || !m.local.Server(msg.GetServer()).PoolReflects()) {
 		return &wire.CallResult{Kind: wire.ErrorKind_ERROR_KIND_NOT_READY, State: string(state), Message: "not ready on this member"}
 	}
 	name, ok := m.local.ToolName(msg.GetServer(), msg.GetTool())

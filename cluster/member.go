@@ -349,28 +349,6 @@ func (m *Member) target(name string) (toolTarget, bool) {
 	return t, ok
 }
 
-// ListPrompts returns no prompts: prompts are not offered across members
-// yet.
-func (m *Member) ListPrompts(string) ([]mcpvisor.Prompt, error) { return nil, nil }
-
-// GetPrompt fails with mcpvisor.ErrUnknownPrompt: prompts are not offered
-// across members yet.
-func (m *Member) GetPrompt(_ context.Context, name string, _ map[string]string) (*protocol.GetPromptResult, error) {
-	return nil, fmt.Errorf("%w: %q (cluster mode offers tools only)", mcpvisor.ErrUnknownPrompt, name)
-}
-
-// ListResources returns no resources: resources are not offered across
-// members yet.
-func (m *Member) ListResources(string) ([]mcpvisor.Resource, []mcpvisor.ResourceTemplate, error) {
-	return nil, nil, nil
-}
-
-// ReadResource fails with mcpvisor.ErrUnknownServer: resources are not
-// offered across members yet.
-func (m *Member) ReadResource(_ context.Context, server, _ string) (*protocol.ReadResourceResult, error) {
-	return nil, fmt.Errorf("%w: %q (cluster mode offers tools only)", mcpvisor.ErrUnknownServer, server)
-}
-
 // Subscribe returns the cluster-wide event stream: server_state (a
 // server's state or member changed) and tools_changed (its tools in the
 // pool changed) for every server of the cluster, numbered by this

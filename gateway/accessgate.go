@@ -200,7 +200,7 @@ func (g *accessGate) visiblePrompts(ctx context.Context, res protocol.ListPrompt
 		return res
 	}
 	hidden := map[string]bool{}
-	if ps, err := g.b.ListPrompts(""); err == nil {
+	if ps := listPrompts(g.b); ps != nil {
 		idx := g.naming.current()
 		for _, p := range ps {
 			if !c.grant.Server(p.Server) {
@@ -247,7 +247,7 @@ func (g *accessGate) visibleTemplates(ctx context.Context, res protocol.ListReso
 	if c.anything {
 		return res
 	}
-	_, ts, _ := g.b.ListResources("")
+	_, ts := listResources(g.b)
 	allowed := map[string]bool{}
 	for _, t := range ts {
 		if c.grant.Server(t.Server) {

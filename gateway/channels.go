@@ -23,13 +23,14 @@ import (
 const channelCapability = "claude/channel"
 
 // ChannelSource is implemented by a Backend that keeps channel messages
-// for the gateway (*mcpvisor.Supervisor does). New opens one inbox on it
+// for the gateway and relays permission requests (*mcpvisor.Supervisor
+// does; the dashboard shows and answers those). New opens one inbox on it
 // at once, so that the messages servers push before any client connects,
 // or while no client waits, are queued for wait_for_channel_message.
 // Without it the tool is not offered (push-capable clients still get
 // every message as a notification).
 type ChannelSource interface {
-	OpenChannelInbox(ctx context.Context, o channels.InboxOptions) *channels.Inbox
+	Channels() mcpvisor.Channels
 }
 
 // The gateway's own tool for clients without push, and its bounds.

@@ -277,18 +277,18 @@ func TestEventsGolden(t *testing.T) {
 	record("permission", ev)
 
 	// The host relays a prompt; the channel server answers it.
-	prompt, to, err := sup.RequestPermission(tctx, channels.PermissionRequest{ToolName: "Write", Description: "write a file", InputPreview: `{"path":"x"}`})
+	prompt, to, err := sup.Channels().RequestPermission(tctx, channels.PermissionRequest{ToolName: "Write", Description: "write a file", InputPreview: `{"path":"x"}`})
 	require.NoError(t, err)
 	require.Equal(t, []string{"a"}, to)
 	ids[prompt.ID] = "HOST-ASKED-ID"
 	notify("notifications/claude/channel/permission", map[string]any{"request_id": prompt.ID, "behavior": "allow"})
 	record("permission", awaitEvent(t, events, "permission_answered", nil))
 
-	pollID, err := sup.SubscribePolling(mcpvisor.PollSpec{Tool: "mcp__a__echo", Args: json.RawMessage(`{"text":"polled"}`), Interval: time.Second})
+	pollID, err := sup.Polling().Subscribe(mcpvisor.PollSpec{Tool: "mcp__a__echo", Args: json.RawMessage(`{"text":"polled"}`), Interval: time.Second})
 	require.NoError(t, err)
 	ids[pollID] = "POLL-ID"
 	record("poll", awaitEvent(t, events, "poll_changed", nil))
-	require.NoError(t, sup.UnsubscribePolling(pollID))
+	require.NoError(t, sup.Polling().Unsubscribe(pollID))
 
 	// The rug pull: a tool's definition changes under pinning.
 	callTool("mcp__a__redescribe", map[string]string{"tool": "echo", "text": "Echoes, and more."})

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -264,7 +265,7 @@ func callMeta(raw json.RawMessage) (protocol.Meta, bool) {
 // listPrompts lists the host's prompts, then the pool's under their
 // downstream names.
 func (pl *pool) listPrompts() protocol.ListPromptsResult {
-	ps, _ := pl.b.ListPrompts("")
+	ps := listPrompts(pl.b)
 	idx := pl.naming.current()
 	for _, p := range ps {
 		if !idx.prompts[p.Name] { // a prompt added since the index was built
@@ -327,11 +328,11 @@ func (cr *callRouter) getPrompt(ctx context.Context, w mcpserver.ResponseWriter,
 		defer cr.calls.ended(c)
 		var res *protocol.GetPromptResult
 		var err error
-		if ob, ok := cr.b.(OptionsBackend); ok {
+		if src, ok := cr.b.(PromptSource); ok {
 			caps := r.Capabilities()
-			res, err = ob.GetPromptWith(ctx, name, p.Arguments, mcpvisor.RequestOptions{Capabilities: &caps, Meta: forwardedMeta(p.Meta)})
+			res, err = src.Prompts().GetWith(ctx, name, p.Arguments, mcpvisor.RequestOptions{Capabilities: &caps, Meta: forwardedMeta(p.Meta)})
 		} else {
-			res, err = cr.b.GetPrompt(ctx, name, p.Arguments)
+			err = fmt.Errorf("%w: %q (this backend offers no prompts)", mcpvisor.ErrUnknownPrompt, name)
 		}
 		if err != nil {
 			return nil, rpcError(err)
@@ -346,7 +347,7 @@ func (cr *callRouter) getPrompt(ctx context.Context, w mcpserver.ResponseWriter,
 
 // serverOfPrompt returns the server behind a prompt's qualified name.
 func (pl *pool) serverOfPrompt(name string) string {
-	prompts, _ := pl.b.ListPrompts("")
+	prompts := listPrompts(pl.b)
 	for _, p := range prompts {
 		if p.Name == name {
 			return p.Server
@@ -359,7 +360,7 @@ func (pl *pool) serverOfPrompt(name string) string {
 // their own URIs. When two list the same URI, the host's, else the first
 // by server name, is listed (and read).
 func (pl *pool) listResources() protocol.ListResourcesResult {
-	rs, _, _ := pl.b.ListResources("")
+	rs, _ := listResources(pl.b)
 	host := pl.features.resourceList()
 	out := make([]protocol.Resource, 0, len(host)+len(rs))
 	seen := map[string]bool{}
@@ -378,7 +379,7 @@ func (pl *pool) listResources() protocol.ListResourcesResult {
 }
 
 func (pl *pool) listTemplates() protocol.ListResourceTemplatesResult {
-	_, ts, _ := pl.b.ListResources("")
+	_, ts := listResources(pl.b)
 	out := make([]protocol.ResourceTemplate, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, t.Template)
@@ -389,7 +390,7 @@ func (pl *pool) listTemplates() protocol.ListResourceTemplatesResult {
 // serverOfResource finds the server that offers uri: one listing it, else
 // one whose template's literal prefix it starts with (the longest).
 func (pl *pool) serverOfResource(uri string) string {
-	rs, ts, _ := pl.b.ListResources("")
+	rs, ts := listResources(pl.b)
 	for _, r := range rs {
 		if r.Resource.URI == uri {
 			return r.Server
@@ -442,11 +443,11 @@ func (cr *callRouter) readResource(ctx context.Context, w mcpserver.ResponseWrit
 		defer cr.calls.ended(c)
 		var res *protocol.ReadResourceResult
 		var err error
-		if ob, ok := cr.b.(OptionsBackend); ok {
+		if src, ok := cr.b.(ResourceSource); ok {
 			caps := r.Capabilities()
-			res, err = ob.ReadResourceWith(ctx, server, p.URI, mcpvisor.RequestOptions{Capabilities: &caps, Meta: forwardedMeta(p.Meta)})
+			res, err = src.Resources().ReadWith(ctx, server, p.URI, mcpvisor.RequestOptions{Capabilities: &caps, Meta: forwardedMeta(p.Meta)})
 		} else {
-			res, err = cr.b.ReadResource(ctx, server, p.URI)
+			err = fmt.Errorf("%w: %q (this backend offers no resources)", mcpvisor.ErrUnknownServer, server)
 		}
 		if err != nil {
 			return nil, rpcError(err)

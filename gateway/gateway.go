@@ -86,16 +86,12 @@ import (
 
 // Backend is what the gateway needs of a supervisor: the pool, calls, and
 // the event bus. *mcpvisor.Supervisor implements it, and the optional
-// interfaces ProgressCaller, ResourceSubscriber and Completer, which the
-// gateway uses when a Backend implements them. (A server's requests to
-// its client reach the gateway through a Forwarder.)
+// interfaces below, which the gateway uses when a Backend implements them
+// (cluster.Member implements Backend and UserAuthorizer). A server's
+// requests to its client reach the gateway through a Forwarder.
 type Backend interface {
 	Tools() []mcpvisor.Tool
 	CallTool(ctx context.Context, name string, args any) (*protocol.CallToolResult, error)
-	ListPrompts(server string) ([]mcpvisor.Prompt, error)
-	GetPrompt(ctx context.Context, name string, args map[string]string) (*protocol.GetPromptResult, error)
-	ListResources(server string) ([]mcpvisor.Resource, []mcpvisor.ResourceTemplate, error)
-	ReadResource(ctx context.Context, server, uri string) (*protocol.ReadResourceResult, error)
 	Status() []mcpvisor.ServerStatus
 	Subscribe(ctx context.Context, opts ...mcpvisor.SubscribeOption) <-chan mcpvisor.Event
 }
@@ -108,26 +104,48 @@ type ProgressCaller interface {
 	CallToolWith(ctx context.Context, name string, args any, o mcpvisor.CallOptions) (*protocol.CallToolResult, error)
 }
 
-// OptionsBackend is implemented by a Backend whose requests take options
-// (the client capabilities to declare to a server of the stateless era)
-// and that can send a server any request (those of the extensions the
-// gateway passes on: tasks, skills). *mcpvisor.Supervisor implements it.
-// Without it, prompts and resources are fetched with the supervisor's own
-// capabilities, and the extensions' methods are not found.
-type OptionsBackend interface {
-	GetPromptWith(ctx context.Context, name string, args map[string]string, o mcpvisor.RequestOptions) (*protocol.GetPromptResult, error)
-	ReadResourceWith(ctx context.Context, server, uri string, o mcpvisor.RequestOptions) (*protocol.ReadResourceResult, error)
-	Request(ctx context.Context, server, method string, params json.RawMessage, o mcpvisor.RequestOptions) (json.RawMessage, error)
+// PromptSource is implemented by a Backend that offers its servers'
+// prompts. Without it, the gateway lists none and prompts/get is
+// ErrUnknownPrompt.
+type PromptSource interface {
+	Prompts() mcpvisor.Prompts
 }
 
-// ResourceSubscriber is implemented by a Backend that can subscribe to a
-// server's resource updates. The gateway subscribes a URI upstream while
-// at least one downstream session (or listen stream) wants it. Without
-// it, downstream subscriptions are recorded and receive whatever
-// EventResourceUpdated the bus carries.
-type ResourceSubscriber interface {
-	SubscribeResource(ctx context.Context, server, uri string) error
-	UnsubscribeResource(ctx context.Context, server, uri string) error
+// ResourceSource is implemented by a Backend that offers its servers'
+// resources. The gateway subscribes a URI upstream while at least one
+// downstream session (or listen stream) wants it. Without it, the gateway
+// lists none and resources/read is ErrUnknownServer.
+type ResourceSource interface {
+	Resources() mcpvisor.Resources
+}
+
+// ServerSource is implemented by a Backend that can address one server:
+// completions, its instructions, login, and the requests of the
+// extensions the gateway passes on (tasks, skills). Without it, those
+// methods are not found and servers show no purpose.
+type ServerSource interface {
+	Server(name string) mcpvisor.Server
+}
+
+// listPrompts is b's prompts of every server: none when b offers none.
+func listPrompts(b Backend) []mcpvisor.Prompt {
+	src, ok := b.(PromptSource)
+	if !ok {
+		return nil
+	}
+	ps, _ := src.Prompts().List("")
+	return ps
+}
+
+// listResources is b's resources and templates of every server: none
+// when b offers none.
+func listResources(b Backend) ([]mcpvisor.Resource, []mcpvisor.ResourceTemplate) {
+	src, ok := b.(ResourceSource)
+	if !ok {
+		return nil, nil
+	}
+	rs, ts, _ := src.Resources().List("")
+	return rs, ts
 }
 
 // Options configure a Gateway. The zero value serves every tool, with no
@@ -474,7 +492,7 @@ func New(b Backend, opts Options) *Gateway {
 	g.site = &Site{g: g}
 	if src, ok := b.(ChannelSource); ok {
 		// Open now, before any client: messages pushed meanwhile wait.
-		g.chans.inbox = src.OpenChannelInbox(context.Background(), channels.InboxOptions{Capacity: opts.ChannelQueue})
+		g.chans.inbox = src.Channels().OpenInbox(context.Background(), channels.InboxOptions{Capacity: opts.ChannelQueue})
 	}
 	return g
 }

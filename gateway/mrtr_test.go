@@ -121,7 +121,7 @@ func TestInputRequiredFromAStatelessServerReachesEveryEra(t *testing.T) {
 			assert.Contains(t, callText(t, h, "mcp__gw__fx__test_input_required_result_request_state", map[string]any{}), "state-ok")
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			pr, err := h.sup.GetPrompt(ctx, "mcp__gw__fx__test_input_required_result_prompt", nil)
+			pr, err := h.sup.Prompts().Get(ctx, "mcp__gw__fx__test_input_required_result_prompt", nil)
 			require.NoError(t, err)
 			require.Len(t, pr.Messages, 1)
 			assert.Equal(t, "Use this context: Ada-context", pr.Messages[0].Content.Text)

@@ -222,7 +222,7 @@ func (n *namer) current() *nameIndex {
 			idx.params[t.Name] = ph
 		}
 	}
-	prompts, _ := n.b.ListPrompts("")
+	prompts := listPrompts(n.b)
 	for _, p := range prompts {
 		idx.prompts[p.Name] = true
 	}

@@ -70,16 +70,16 @@ func TestSealedSessionSubscriptionsFollowIt(t *testing.T) {
 	id := resp.Header.Get(mcpserver.HeaderSessionID)
 	require.Equal(t, http.StatusAccepted, send(http.MethodPost, urlA, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).StatusCode)
 	require.Equal(t, http.StatusOK, send(http.MethodPost, urlA, id, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`).StatusCode)
-	assert.Equal(t, []string{uri}, upA.ResourceSubscriptions("fx"))
-	assert.Empty(t, upB.ResourceSubscriptions("fx"))
+	assert.Equal(t, []string{uri}, upA.Resources().Subscriptions("fx"))
+	assert.Empty(t, upB.Resources().Subscriptions("fx"))
 
 	require.Equal(t, http.StatusOK, send(http.MethodPost, urlB, id, `{"jsonrpc":"2.0","id":3,"method":"ping"}`).StatusCode, "B takes the session up")
-	require.Eventually(t, func() bool { return len(upB.ResourceSubscriptions("fx")) == 1 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return len(upB.Resources().Subscriptions("fx")) == 1 }, 10*time.Second, 10*time.Millisecond,
 		"B subscribes upstream for the session it took up")
 	assert.Equal(t, map[string][]string{"fx": {uri}}, gB.UpstreamSubscriptions())
 
 	require.Equal(t, http.StatusOK, send(http.MethodDelete, urlB, id, "").StatusCode)
-	require.Eventually(t, func() bool { return len(upB.ResourceSubscriptions("fx")) == 0 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return len(upB.Resources().Subscriptions("fx")) == 0 }, 10*time.Second, 10*time.Millisecond,
 		"B releases the upstream subscription of the deleted session")
 	assert.Equal(t, http.StatusNotFound, send(http.MethodPost, urlB, id, `{"jsonrpc":"2.0","id":4,"method":"ping"}`).StatusCode)
 }

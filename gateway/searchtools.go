@@ -39,14 +39,6 @@ const (
 	serverExamples = 4
 )
 
-// InstructionsSource is implemented by a Backend that knows the
-// instructions each server gave at initialize; the gateway indexes them,
-// and shows their first line as the server's purpose in search_tools'
-// description. Without it, the serverInfo title stands for them.
-type InstructionsSource interface {
-	ServerInstructions(server string) string
-}
-
 // searchIndex is the gateway's toolsearch.Index of the pool it serves,
 // kept in step with the pool one server at a time: a server is indexed
 // again only when an event said its tools changed (stale) or its tools'
@@ -140,8 +132,8 @@ func (si *searchIndex) sync(pool []mcpvisor.Tool) {
 				continue
 			}
 			srv := toolsearch.Server{Name: name, Title: status[name].ServerInfo.Title}
-			if src, ok := si.g.b.(InstructionsSource); ok {
-				srv.Instructions = src.ServerInstructions(name)
+			if src, ok := si.g.b.(ServerSource); ok {
+				srv.Instructions = src.Server(name).Instructions()
 			}
 			si.ix.SetServer(srv, entries)
 			si.indexed[name] = fps[name]

@@ -56,7 +56,7 @@ func (pl *pool) skillServers() (servers []string, settings json.RawMessage) {
 // resources/directory/read for a stateless-era client, from the servers
 // that may (the access rules: accessView.serverFilter) accepts.
 func (pl *pool) skillsRequest(ctx context.Context, m *mcpserver.Request, may func(server string) bool) (any, *protocol.Error) {
-	ob, ok := pl.b.(OptionsBackend)
+	src, ok := pl.b.(ServerSource)
 	servers, _ := pl.skillServers()
 	if requestOf(ctx) == nil || !ok || len(servers) == 0 {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", m.Method)
@@ -78,7 +78,7 @@ func (pl *pool) skillsRequest(ctx context.Context, m *mcpserver.Request, may fun
 				if cursor != "" {
 					p, _ = json.Marshal(map[string]string{"cursor": cursor})
 				}
-				raw, err := ob.Request(ctx, server, m.Method, p, o)
+				raw, err := src.Server(server).Request(ctx, m.Method, p, o)
 				if err != nil {
 					pl.log.Debug().Err(err).Str("server", server).Msg("skills/list")
 					break
@@ -107,7 +107,7 @@ func (pl *pool) skillsRequest(ctx context.Context, m *mcpserver.Request, may fun
 	body, _ := json.Marshal(params)
 	var last error
 	for _, server := range servers {
-		raw, err := ob.Request(ctx, server, m.Method, body, o)
+		raw, err := src.Server(server).Request(ctx, m.Method, body, o)
 		if err == nil {
 			return protocol.ValidJSON(raw), nil
 		}

@@ -94,7 +94,7 @@ func missingTasks(method string) *protocol.Error {
 // is the caller's and the access rules let it use the server.
 func (g *Gateway) taskRequest(ctx context.Context, m *mcpserver.Request) (any, *protocol.Error) {
 	pl := g.pool
-	ob, ok := pl.b.(OptionsBackend)
+	src, ok := pl.b.(ServerSource)
 	if requestOf(ctx) == nil || !ok {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", m.Method)
 	}
@@ -131,7 +131,7 @@ func (g *Gateway) taskRequest(ctx context.Context, m *mcpserver.Request) (any, *
 	if err != nil {
 		return nil, errorf(protocol.CodeInvalidParams, "%s: %v", m.Method, err)
 	}
-	raw, err := ob.Request(ctx, server, m.Method, upstream, mcpvisor.RequestOptions{Capabilities: &caps})
+	raw, err := src.Server(server).Request(ctx, m.Method, upstream, mcpvisor.RequestOptions{Capabilities: &caps})
 	if err != nil {
 		return nil, rpcError(err)
 	}

@@ -287,7 +287,7 @@ func TestGatewaySpanOutcomes(t *testing.T) {
 	require.True(t, res.IsError)
 	_, err = host.CallTool(ctx, "mcp__gw__meta__echo", map[string]any{"text": "hi"})
 	require.NoError(t, err)
-	_, err = host.ReadResource(ctx, "gw", "test://nowhere")
+	_, err = host.Resources().Read(ctx, "gw", "test://nowhere")
 	var rpcErr *protocol.Error
 	require.ErrorAs(t, err, &rpcErr)
 

@@ -56,7 +56,7 @@ func newResourceSubs(b Backend, log zerolog.Logger, serverOf func(string) string
 // upstream calls included, so that a subscribe and an unsubscribe of the
 // same URI never cross on the way to the server.
 func (rs *resourceSubs) acquire(ctx context.Context, owner any, uri string) *protocol.Error {
-	sub, ok := rs.b.(ResourceSubscriber)
+	src, ok := rs.b.(ResourceSource)
 	if !ok {
 		return nil
 	}
@@ -70,7 +70,7 @@ func (rs *resourceSubs) acquire(ctx context.Context, owner any, uri string) *pro
 	if server == "" {
 		return errorf(protocol.CodeInvalidParams, "no server offers resource %q", uri)
 	}
-	if err := sub.SubscribeResource(ctx, server, uri); err != nil {
+	if err := src.Resources().Subscribe(ctx, server, uri); err != nil {
 		if errors.Is(err, mcpvisor.ErrSubscribeUnsupported) {
 			return errorf(protocol.CodeInvalidParams, "resource %q: server %q does not offer subscriptions", uri, server)
 		}
@@ -86,7 +86,7 @@ func (rs *resourceSubs) acquire(ctx context.Context, owner any, uri string) *pro
 // release forgets that owner wants uri, unsubscribing upstream when
 // nobody else does.
 func (rs *resourceSubs) release(ctx context.Context, owner any, uri string) *protocol.Error {
-	sub, ok := rs.b.(ResourceSubscriber)
+	src, ok := rs.b.(ResourceSource)
 	if !ok {
 		return nil
 	}
@@ -101,7 +101,7 @@ func (rs *resourceSubs) release(ctx context.Context, owner any, uri string) *pro
 		return nil
 	}
 	delete(rs.refs, uri)
-	if err := sub.UnsubscribeResource(ctx, ref.server, uri); err != nil {
+	if err := src.Resources().Unsubscribe(ctx, ref.server, uri); err != nil {
 		return rpcError(err)
 	}
 	return nil
@@ -369,7 +369,7 @@ func canAnswer(s *mcpserver.Session, method string, wantURL bool) bool {
 // completed by the server that offers it, once check (the access rules:
 // accessView.refuseServer) lets the caller use that server.
 func (pl *pool) complete(ctx context.Context, params json.RawMessage, check func(ctx context.Context, what, server string) *protocol.Error) (any, *protocol.Error) {
-	c, ok := pl.b.(Completer)
+	src, ok := pl.b.(ServerSource)
 	if !ok {
 		return nil, errorf(protocol.CodeMethodNotFound, "method not found: %s", protocol.MethodCompletionComplete)
 	}
@@ -384,7 +384,7 @@ func (pl *pool) complete(ctx context.Context, params json.RawMessage, check func
 		if q, ok := pl.naming.current().promptIn[name]; ok {
 			name = q
 		}
-		prompts, _ := pl.b.ListPrompts("")
+		prompts := listPrompts(pl.b)
 		for _, pr := range prompts {
 			if pr.Name == name {
 				server, p.Ref.Name = pr.Server, pr.Prompt.Name
@@ -392,7 +392,7 @@ func (pl *pool) complete(ctx context.Context, params json.RawMessage, check func
 			}
 		}
 	case protocol.RefResource:
-		_, ts, _ := pl.b.ListResources("")
+		_, ts := listResources(pl.b)
 		for _, t := range ts {
 			if t.Template.URITemplate == p.Ref.URI {
 				server = t.Server
@@ -409,15 +409,9 @@ func (pl *pool) complete(ctx context.Context, params json.RawMessage, check func
 	if perr := check(ctx, "completion of "+p.Ref.Type+" "+strconv.Quote(p.Ref.Name+p.Ref.URI), server); perr != nil {
 		return nil, perr
 	}
-	res, err := c.Complete(ctx, server, p.Ref, p.Argument, p.Context)
+	res, err := src.Server(server).Complete(ctx, p.Ref, p.Argument, p.Context)
 	if err != nil {
 		return nil, rpcError(err)
 	}
 	return res, nil
-}
-
-// Completer is implemented by a Backend that can ask a server for
-// completions (completion/complete). *mcpvisor.Supervisor implements it.
-type Completer interface {
-	Complete(ctx context.Context, server string, ref protocol.CompletionReference, arg protocol.CompletionArgument, cctx *protocol.CompletionContext) (*protocol.CompleteResult, error)
 }

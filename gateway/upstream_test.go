@@ -136,23 +136,23 @@ func TestGatewayCountsSubscriptions(t *testing.T) {
 	const uri = "test://watched-resource"
 	a := host(t, url, mcpvisor.Options{})
 	b := host(t, url, mcpvisor.Options{})
-	require.NoError(t, a.SubscribeResource(t.Context(), "gw", uri))
-	require.NoError(t, b.SubscribeResource(t.Context(), "gw", uri))
+	require.NoError(t, a.Resources().Subscribe(t.Context(), "gw", uri))
+	require.NoError(t, b.Resources().Subscribe(t.Context(), "gw", uri))
 	assert.Equal(t, map[string][]string{"fx": {uri}}, g.UpstreamSubscriptions())
-	assert.Equal(t, []string{uri}, up.ResourceSubscriptions("fx"))
+	assert.Equal(t, []string{uri}, up.Resources().Subscriptions("fx"))
 
-	require.NoError(t, a.UnsubscribeResource(t.Context(), "gw", uri))
-	assert.Equal(t, []string{uri}, up.ResourceSubscriptions("fx"), "b still wants it")
+	require.NoError(t, a.Resources().Unsubscribe(t.Context(), "gw", uri))
+	assert.Equal(t, []string{uri}, up.Resources().Subscriptions("fx"), "b still wants it")
 
 	// b goes away without unsubscribing: its session ends (DELETE).
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, b.Close(ctx))
-	assert.Eventually(t, func() bool { return len(up.ResourceSubscriptions("fx")) == 0 }, 10*time.Second, 10*time.Millisecond)
+	assert.Eventually(t, func() bool { return len(up.Resources().Subscriptions("fx")) == 0 }, 10*time.Second, 10*time.Millisecond)
 	assert.Empty(t, g.UpstreamSubscriptions())
 
 	// A resource no server offers.
-	err := a.SubscribeResource(t.Context(), "gw", "test://nowhere")
+	err := a.Resources().Subscribe(t.Context(), "gw", "test://nowhere")
 	var pe *protocol.Error
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, int64(protocol.CodeInvalidParams), pe.Code)
@@ -163,13 +163,11 @@ func TestGatewayCountsSubscriptions(t *testing.T) {
 func TestGatewayCompletion(t *testing.T) {
 	_, url, _ := fixtureGateway(t)
 	h := host(t, url, mcpvisor.Options{})
-	res, err := h.Complete(t.Context(), "gw",
-		protocol.CompletionReference{Type: protocol.RefPrompt, Name: "mcp__fx__test_prompt_with_arguments"},
-		protocol.CompletionArgument{Name: "arg1", Value: "par"}, nil)
+	res, err := h.Server("gw").Complete(t.Context(), protocol.CompletionReference{Type: protocol.RefPrompt, Name: "mcp__fx__test_prompt_with_arguments"}, protocol.CompletionArgument{Name: "arg1", Value: "par"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"paris", "park", "party"}, res.Completion.Values)
 
-	_, err = h.Complete(t.Context(), "gw", protocol.CompletionReference{Type: protocol.RefPrompt, Name: "nope"}, protocol.CompletionArgument{Name: "a"}, nil)
+	_, err = h.Server("gw").Complete(t.Context(), protocol.CompletionReference{Type: protocol.RefPrompt, Name: "nope"}, protocol.CompletionArgument{Name: "a"}, nil)
 	var pe *protocol.Error
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, int64(protocol.CodeInvalidParams), pe.Code)

@@ -89,7 +89,7 @@ func connectTool(ctx context.Context, s *mcpvisor.Supervisor, args json.RawMessa
 		st, _ = serverStatus(s, a.Server)
 		tools := poolNamesOf(s, a.Server)
 		switch {
-		case st.State == mcpvisor.StateReady && s.PoolReflects(a.Server):
+		case st.State == mcpvisor.StateReady && s.Server(a.Server).PoolReflects():
 			return connectOutput{Server: a.Server, Connected: true, State: st.State, Tools: tools}, nil
 		case st.State.Parked() && st.StateSince.After(asked), st.State == mcpvisor.StateDisabled:
 			return connectOutput{Server: a.Server, State: st.State, Tools: tools, Error: st.LastError}, nil

@@ -76,7 +76,7 @@ func subscribePollingTool(_ context.Context, s *mcpvisor.Supervisor, args json.R
 	if err != nil {
 		return nil, err
 	}
-	id, err := s.SubscribePolling(spec)
+	id, err := s.Polling().Subscribe(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -102,11 +102,11 @@ func unsubscribePollingTool(_ context.Context, s *mcpvisor.Supervisor, args json
 		return nil, fmt.Errorf("give subscriptionId, or server (and target)")
 	}
 	stopped := false
-	for id, spec := range s.Polls() {
+	for id, spec := range s.Polling().List() {
 		if !a.matches(s, id, spec) {
 			continue
 		}
-		if err := s.UnsubscribePolling(id); err != nil {
+		if err := s.Polling().Unsubscribe(id); err != nil {
 			continue // stopped meanwhile
 		}
 		stopped = true

@@ -41,7 +41,7 @@ func listResourcesTool(_ context.Context, s *mcpvisor.Supervisor, args json.RawM
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err
 	}
-	rs, _, err := s.ListResources(a.Server)
+	rs, _, err := s.Resources().List(a.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func listTemplatesTool(_ context.Context, s *mcpvisor.Supervisor, args json.RawM
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err
 	}
-	_, ts, err := s.ListResources(a.Server)
+	_, ts, err := s.Resources().List(a.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func readResourceTool(ctx context.Context, s *mcpvisor.Supervisor, args json.Raw
 	if err := a.check(); err != nil {
 		return nil, err
 	}
-	res, err := s.ReadResource(ctx, a.Server, a.URI)
+	res, err := s.Resources().Read(ctx, a.Server, a.URI)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (m *mgmt) subscribeResource(ctx context.Context, s *mcpvisor.Supervisor, ar
 	if err := a.check(); err != nil {
 		return nil, err
 	}
-	if err := s.SubscribeResource(ctx, a.Server, a.URI); err != nil {
+	if err := s.Resources().Subscribe(ctx, a.Server, a.URI); err != nil {
 		return nil, err
 	}
 	key := resourceSub{a.Server, a.URI}
@@ -198,13 +198,13 @@ func (m *mgmt) unsubscribeResource(ctx context.Context, s *mcpvisor.Supervisor, 
 		return nil, fmt.Errorf("give subscriptionId, or server and uri")
 	}
 	subscribed := false
-	for _, u := range s.ResourceSubscriptions(key.server) {
+	for _, u := range s.Resources().Subscriptions(key.server) {
 		subscribed = subscribed || u == key.uri
 	}
 	if !subscribed {
 		return unsubscribeOutput{}, nil
 	}
-	if err := s.UnsubscribeResource(ctx, key.server, key.uri); err != nil {
+	if err := s.Resources().Unsubscribe(ctx, key.server, key.uri); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()

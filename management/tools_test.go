@@ -124,17 +124,17 @@ func TestManagementToolsDeliverEvents(t *testing.T) {
 	}
 	sub := call(ToolSubscribeMcpResource, `{"server":"m","uri":"mock://resource/1"}`)
 	assert.Equal(t, true, sub["subscribed"])
-	assert.Equal(t, []string{"mock://resource/1"}, s.ResourceSubscriptions("m"))
+	assert.Equal(t, []string{"mock://resource/1"}, s.Resources().Subscriptions("m"))
 	_, err := s.CallTool(ctx, "mcp__m__touch", map[string]string{"uri": "mock://resource/1"})
 	require.NoError(t, err)
 	awaitEvent(t, events, mcpvisor.EventResourceUpdated, func(ev mcpvisor.Event) bool { return ev.(*mcpvisor.ResourceUpdatedEvent).URI == "mock://resource/1" })
 
 	poll := call(ToolSubscribePolling, `{"type":"resource","server":"m","uri":"mock://resource/1","intervalMs":1000}`)
 	awaitEvent(t, events, mcpvisor.EventPollChanged, func(ev mcpvisor.Event) bool { return ev.(*mcpvisor.PollChangedEvent).PollID == poll["subscriptionId"] })
-	assert.Equal(t, mcpvisor.MinPollInterval, s.Polls()[poll["subscriptionId"].(string)].Interval)
+	assert.Equal(t, mcpvisor.MinPollInterval, s.Polling().List()[poll["subscriptionId"].(string)].Interval)
 	out := call(ToolUnsubscribePolling, `{"subscriptionId":"`+poll["subscriptionId"].(string)+`"}`)
 	assert.Equal(t, true, out["unsubscribed"])
-	assert.Empty(t, s.Polls())
+	assert.Empty(t, s.Polling().List())
 }
 
 // A blob is described, not dumped: server-everything's binary resources.

@@ -79,7 +79,7 @@ func TestEtcdTokenStoreTwoMembersRefreshOnce(t *testing.T) {
 	}
 	a, store := member()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	require.NoError(t, a.Login(ctx, "r", &oauth.HeadlessUserAgent{Redirect: "http://127.0.0.1:8978/callback"}))
+	require.NoError(t, a.Server("r").Login(ctx, &oauth.HeadlessUserAgent{Redirect: "http://127.0.0.1:8978/callback"}))
 	require.NoError(t, a.WaitSettled(ctx))
 	cancel()
 	require.Equal(t, mcpvisor.StateReady, statusOf(a).State, statusOf(a).LastError)

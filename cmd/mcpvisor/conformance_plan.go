@@ -62,7 +62,7 @@ type conformanceDriver struct {
 // is logged, and a tool or prompt that fails is the server's answer, not
 // the client's failure.
 func (d *conformanceDriver) drive(ctx context.Context, p conformancePlan) error {
-	skills, err := d.sup.ListSkills(ctx, conformanceServer)
+	skills, err := d.sup.Skills().List(ctx, conformanceServer)
 	if err != nil && !errors.Is(err, mcpvisor.ErrNoSkills) {
 		d.log.Warn().Err(err).Msg("listing skills")
 	}
@@ -139,7 +139,7 @@ func (d *conformanceDriver) echoSchema(ctx context.Context, from, to string) err
 // readEveryResource reads the listed resources, except the files of
 // skills: those are read when a skill is loaded, never ahead of need.
 func (d *conformanceDriver) readEveryResource(ctx context.Context, skills []protocol.Skill) {
-	resources, _, err := d.sup.ListResources(conformanceServer)
+	resources, _, err := d.sup.Resources().List(conformanceServer)
 	if err != nil {
 		d.log.Warn().Err(err).Msg("listing resources")
 		return
@@ -149,14 +149,14 @@ func (d *conformanceDriver) readEveryResource(ctx context.Context, skills []prot
 		if slices.ContainsFunc(skills, func(s protocol.Skill) bool { _, ok := s.File(uri); return ok || s.URI == uri }) {
 			continue
 		}
-		if _, err := d.sup.ReadResource(ctx, conformanceServer, uri); err != nil {
+		if _, err := d.sup.Resources().Read(ctx, conformanceServer, uri); err != nil {
 			d.log.Warn().Err(err).Str("uri", uri).Msg("exploring resources")
 		}
 	}
 }
 
 func (d *conformanceDriver) getEveryPrompt(ctx context.Context) {
-	prompts, err := d.sup.ListPrompts(conformanceServer)
+	prompts, err := d.sup.Prompts().List(conformanceServer)
 	if err != nil {
 		d.log.Warn().Err(err).Msg("listing prompts")
 		return
@@ -168,7 +168,7 @@ func (d *conformanceDriver) getEveryPrompt(ctx context.Context) {
 				args[a.Name] = "example"
 			}
 		}
-		if _, err := d.sup.GetPrompt(ctx, p.Name, args); err != nil {
+		if _, err := d.sup.Prompts().Get(ctx, p.Name, args); err != nil {
 			d.log.Warn().Err(err).Str("prompt", p.Prompt.Name).Msg("exploring prompts")
 		}
 	}
@@ -179,7 +179,7 @@ func (d *conformanceDriver) getEveryPrompt(ctx context.Context) {
 // further.
 func (d *conformanceDriver) loadSkills(ctx context.Context, skills []protocol.Skill) {
 	for _, s := range skills {
-		loaded, err := d.sup.LoadSkill(ctx, conformanceServer, s)
+		loaded, err := d.sup.Skills().Load(ctx, conformanceServer, s)
 		if err != nil {
 			d.log.Warn().Err(err).Str("skill", s.URI).Msg("skill not loaded")
 			continue

@@ -57,7 +57,7 @@ func TestTwoProcessesShareOAuthTokensThroughEtcd(t *testing.T) {
 	_, err = login.SetServers(ctx, map[string]mcpvisor.ServerConfig{"r": {Config: transports.Config{Type: transports.TypeHTTP, URL: rs.Resource()}}},
 		mcpvisor.AwaitSettled(20*time.Second))
 	require.NoError(t, err)
-	require.NoError(t, login.Login(ctx, "r", &oauth.HeadlessUserAgent{Redirect: "http://127.0.0.1:8979/callback"}))
+	require.NoError(t, login.Server("r").Login(ctx, &oauth.HeadlessUserAgent{Redirect: "http://127.0.0.1:8979/callback"}))
 	require.NoError(t, login.Close(ctx))
 
 	cfg := writeConfig(t, map[string]any{"r": map[string]any{"type": "http", "url": rs.Resource()}})

@@ -163,8 +163,8 @@ func run(ctx context.Context, stdout io.Writer, args []string) (err error) {
 		fmt.Fprintln(&b, strings.TrimRight(line, " "))
 	}
 	// Prompts are a host's slash commands, resources its attachments.
-	prompts, _ := sup.ListPrompts("")
-	resources, _, _ := sup.ListResources("")
+	prompts, _ := sup.Prompts().List("")
+	resources, _, _ := sup.Resources().List("")
 	fmt.Fprintf(&b, "prompts: %d, resources: %d\n", len(prompts), len(resources))
 
 	// What the model is offered: built-ins first, then mcp__<server>__<tool>.

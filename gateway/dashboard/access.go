@@ -46,11 +46,11 @@ func (d *Dashboard) adminOnly(next http.HandlerFunc) http.HandlerFunc {
 // permissionServer returns the server of the pending permission request
 // id, and whether there is one.
 func (d *Dashboard) permissionServer(id string) (string, bool) {
-	pa, ok := d.site.Backend().(PermissionAnswerer)
+	src, ok := d.site.Backend().(gateway.ChannelSource)
 	if !ok {
 		return "", false
 	}
-	for _, p := range pa.PendingPermissions() {
+	for _, p := range src.Channels().PendingPermissions() {
 		if p.ID == id {
 			return p.Server, true
 		}

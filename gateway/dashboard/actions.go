@@ -9,23 +9,8 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor"
-	"github.com/mcpvisor/mcpvisor/channels"
-	"github.com/mcpvisor/mcpvisor/oauth"
+	"github.com/mcpvisor/mcpvisor/gateway"
 )
-
-// PermissionAnswerer is implemented by a Backend whose pending channel
-// permission requests the dashboard may show and answer
-// (*mcpvisor.Supervisor does).
-type PermissionAnswerer interface {
-	PendingPermissions() []*channels.Pending
-	AnswerPermission(id string, allow bool) error
-}
-
-// LoginStarter is implemented by a Backend that can authorize a server
-// (*mcpvisor.Supervisor does).
-type LoginStarter interface {
-	Login(ctx context.Context, name string, ua oauth.UserAgent) error
-}
 
 // Bounds of the dashboard's actions.
 const (
@@ -187,7 +172,7 @@ func (d *Dashboard) serveReload(w http.ResponseWriter, r *http.Request) {
 
 // serveAnswer: POST /admin/permissions/{id} {"allow": bool}.
 func (d *Dashboard) serveAnswer(w http.ResponseWriter, r *http.Request) {
-	pa, ok := d.site.Backend().(PermissionAnswerer)
+	src, ok := d.site.Backend().(gateway.ChannelSource)
 	if !ok {
 		httpError(w, http.StatusNotImplemented, "this gateway's backend has no permission relay")
 		return
@@ -202,7 +187,7 @@ func (d *Dashboard) serveAnswer(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, `want {"allow": true|false}`)
 		return
 	}
-	if err := pa.AnswerPermission(r.PathValue("id"), *body.Allow); err != nil {
+	if err := src.Channels().AnswerPermission(r.PathValue("id"), *body.Allow); err != nil {
 		actionError(w, err)
 		return
 	}
@@ -215,7 +200,7 @@ func (d *Dashboard) serveAnswer(w http.ResponseWriter, r *http.Request) {
 // browser's redirect); without one, the supervisor's OpenURL shows it.
 // A machine grant needs no URL: the answer comes when it is done.
 func (d *Dashboard) serveLoginServer(w http.ResponseWriter, r *http.Request) {
-	ls, ok := d.site.Backend().(LoginStarter)
+	src, ok := d.site.Backend().(gateway.ServerSource)
 	if !ok {
 		httpError(w, http.StatusNotImplemented, "this gateway's backend cannot log in")
 		return
@@ -235,7 +220,7 @@ func (d *Dashboard) serveLoginServer(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		defer cancel()
 		defer release()
-		done <- ls.Login(ctx, name, nil)
+		done <- src.Server(name).Login(ctx, nil)
 	}()
 	go func() {
 		select {

@@ -535,7 +535,7 @@ func TestDashboardChannels(t *testing.T) {
 	openDashboard(t, ctx, f.url)
 	_, err := f.sup.CallTool(t.Context(), mcpvisor.QualifiedName(fleetChannel, "channel_burst"), map[string]any{"n": 3, "prefix": "hello-"})
 	require.NoError(t, err)
-	prompt, sentTo, err := f.sup.RequestPermission(t.Context(), channels.PermissionRequest{
+	prompt, sentTo, err := f.sup.Channels().RequestPermission(t.Context(), channels.PermissionRequest{
 		ToolName: "Bash", Description: "rm -rf build/", InputPreview: `{"command":"rm -rf build/"}`})
 	require.NoError(t, err)
 	assert.Equal(t, []string{fleetChannel}, sentTo)

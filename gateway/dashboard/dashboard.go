@@ -39,9 +39,8 @@ const dashboardCSP = "default-src 'none'; script-src 'self'; style-src 'self'; i
 
 // Options configure the dashboard (see docs/dashboard.md). The zero
 // value serves a read-only view of the gateway's Backend plus the
-// actions the Backend implements (Controller,
-// PermissionAnswerer, LoginStarter); Reload, when set, adds the reload
-// button.
+// actions the Backend implements (Controller, gateway.ChannelSource,
+// gateway.ServerSource); Reload, when set, adds the reload button.
 type Options struct {
 	// Reload re-reads the configuration and applies it, as SIGHUP does
 	// (POST /admin/reload). Nil: the dashboard has no reload action.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor"
+	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -87,7 +88,8 @@ func (d *Dashboard) servePool(w http.ResponseWriter, r *http.Request) {
 		}
 		rep.Tools = append(rep.Tools, pt)
 	}
-	if prompts, err := b.ListPrompts(""); err == nil {
+	if src, ok := b.(gateway.PromptSource); ok {
+		prompts, _ := src.Prompts().List("")
 		for _, p := range prompts {
 			if !view.Server(p.Server) {
 				continue
@@ -99,7 +101,8 @@ func (d *Dashboard) servePool(w http.ResponseWriter, r *http.Request) {
 			rep.Prompts = append(rep.Prompts, pp)
 		}
 	}
-	if res, tpls, err := b.ListResources(""); err == nil {
+	if src, ok := b.(gateway.ResourceSource); ok {
+		res, tpls, _ := src.Resources().List("")
 		for _, r := range res {
 			if !view.Server(r.Server) {
 				continue
@@ -153,8 +156,8 @@ func (d *Dashboard) serveChannels(w http.ResponseWriter, r *http.Request) {
 	d.feed.start()
 	view := d.site.View(r)
 	rep := channelsReport{Permissions: []permissionReport{}, Messages: visibleChannels(view, d.feed.channelLog())}
-	if pa, ok := d.site.Backend().(PermissionAnswerer); ok {
-		for _, p := range pa.PendingPermissions() {
+	if src, ok := d.site.Backend().(gateway.ChannelSource); ok {
+		for _, p := range src.Channels().PendingPermissions() {
 			if !view.Server(p.Server) {
 				continue
 			}

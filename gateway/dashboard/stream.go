@@ -216,8 +216,8 @@ func (d *Dashboard) gatewayInfo(view *gateway.View) streamGateway {
 func (d *Dashboard) actions(view *gateway.View) map[string]bool {
 	admin := view.Admin()
 	_, ctl := d.site.Backend().(Controller)
-	_, perm := d.site.Backend().(PermissionAnswerer)
-	_, login := d.site.Backend().(LoginStarter)
+	_, perm := d.site.Backend().(gateway.ChannelSource)
+	_, login := d.site.Backend().(gateway.ServerSource)
 	ctl, perm, login = ctl && admin, perm && admin, login && admin
 	return map[string]bool{
 		"reconnect": ctl, "toggle": ctl, "permissions": perm, "login": login,
