@@ -65,9 +65,9 @@ func TestAHeldServerIsShownAndNeverStarted(t *testing.T) {
 	assert.Contains(t, ev.Err, "is not approved")
 
 	// Nothing wakes it: not a reconnect, a toggle, a call or a ping.
-	assert.ErrorIs(t, sup.Reconnect(ctx, "innocent"), mcpvisor.ErrNeedsApproval)
+	assert.ErrorIs(t, sup.Server("innocent").Reconnect(ctx), mcpvisor.ErrNeedsApproval)
 	require.NoError(t, sup.ReconnectAll(ctx), "reconnecting all skips it")
-	assert.Error(t, sup.Toggle(ctx, "innocent", true))
+	assert.Error(t, sup.Server("innocent").Toggle(ctx, true))
 	_, err = sup.CallTool(ctx, "mcp__innocent__echo", nil)
 	assert.ErrorIs(t, err, mcpvisor.ErrServerNotReady, "a call by one of its names says why it cannot run")
 	assert.ErrorIs(t, err, mcpvisor.ErrNeedsApproval)

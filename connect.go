@@ -42,7 +42,7 @@ func (s *Supervisor) Connect(ctx context.Context, name string, cfg ServerConfig)
 		w.runs = &runs
 	}
 	if len(res.Unchanged) == 1 {
-		if st, err := s.ServerStatus(name); err == nil && st.State.Parked() {
+		if st, err := s.Server(name).Status(); err == nil && st.State.Parked() {
 			if err := s.reconnect(ctx, name); err != nil {
 				return ServerStatus{}, err
 			}
@@ -120,7 +120,7 @@ func (s *Supervisor) awaitServer(ctx context.Context, seq uint64, w await) (Serv
 				}
 				return st, ErrClosed
 			}
-			if st, err = s.ServerStatus(w.name); err != nil {
+			if st, err = s.Server(w.name).Status(); err != nil {
 				return st, err
 			}
 			w.event(ev, st)
@@ -138,21 +138,3 @@ func settledForHost(st ServerStatus) bool {
 	return st.State.Settled() || (st.Lazy && st.State == StatePending)
 }
 
-// Disconnect shuts the server name down (the full ladder) and removes it
-// from the configured set, leaving every other server alone; its tools
-// have left the pool when Disconnect returns. A name not configured is
-// ErrUnknownServer.
-func (s *Supervisor) Disconnect(ctx context.Context, name string) error {
-	res, err := s.PatchServers(ctx, nil, []string{name})
-	if err != nil {
-		return err
-	}
-	return res.Errors[name]
-}
-
-// ServerStatus returns the status of the server name, or
-// ErrUnknownServer.
-func (s *Supervisor) ServerStatus(name string) (ServerStatus, error) {
-	st, _, err := s.pooledStatus(name)
-	return st, err
-}

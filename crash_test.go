@@ -87,7 +87,7 @@ func TestServerActorCrashingRepeatedlyIsMarkedFailed(t *testing.T) {
 	_, err = s.CallTool(context.Background(), "mcp__other__echo", json.RawMessage(`{"text":"x"}`))
 	assert.NoError(t, err)
 
-	require.NoError(t, s.Reconnect(context.Background(), "c"))
+	require.NoError(t, s.Server("c").Reconnect(context.Background()))
 	require.Eventually(t, func() bool { return statusOf(s, "c").State == StateReady }, 10*time.Second, 10*time.Millisecond,
 		"Reconnect gives a crash-looped server a fresh actor")
 }

@@ -56,7 +56,7 @@ func TestURLWithoutTypeFallsBackToLegacySSE(t *testing.T) {
 	h, err := s.handle("legacy")
 	require.NoError(t, err)
 	gen := h.view.Load().gen
-	require.NoError(t, s.Reconnect(context.Background(), "legacy"))
+	require.NoError(t, s.Server("legacy").Reconnect(context.Background()))
 	require.Eventually(t, func() bool { v := h.view.Load(); return v.gen > gen && v.state == StateReady }, 10*time.Second, 10*time.Millisecond,
 		"the server reconnects")
 	assert.Equal(t, tried, probes.Load(), "the reconnect remembers HTTP+SSE: no Streamable HTTP POST again")

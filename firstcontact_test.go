@@ -224,7 +224,7 @@ func TestADisabledServerNeedsNoCommand(t *testing.T) {
 	assert.Empty(t, res.Errors)
 	assert.Equal(t, []string{"off", "offstdio"}, res.Added)
 	for _, name := range []string{"off", "offstdio"} {
-		st, err := sup.ServerStatus(name)
+		st, err := sup.Server(name).Status()
 		require.NoError(t, err)
 		assert.Equal(t, mcpvisor.StatusDisabled, st.Status, name)
 	}
@@ -248,7 +248,7 @@ func TestAFailureEpisodeWarnsOnce(t *testing.T) {
 	_, err = sup.SetServers(cctx, map[string]mcpvisor.ServerConfig{"flaky": cfg}, mcpvisor.AwaitSettled(20*time.Second))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		st, err := sup.ServerStatus("flaky")
+		st, err := sup.Server("flaky").Status()
 		return err == nil && st.State == mcpvisor.StateFailed
 	}, 20*time.Second, 20*time.Millisecond)
 

@@ -18,7 +18,7 @@ func reconnectAndWait(t *testing.T, s *Supervisor, name string) {
 	h, err := s.handle(name)
 	require.NoError(t, err)
 	old := h.view.Load().sess
-	require.NoError(t, s.Reconnect(t.Context(), name))
+	require.NoError(t, s.Server(name).Reconnect(t.Context()))
 	require.Eventually(t, func() bool {
 		v := h.view.Load()
 		return v.state == StateReady && v.sess != nil && v.sess != old

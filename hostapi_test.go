@@ -102,17 +102,17 @@ func TestHostAPIChecklist(t *testing.T) {
 	}
 
 	// A toggled-off server keeps its connection and offers no tools.
-	require.NoError(t, sup.Toggle(ctx, "ok", false))
-	off, err := sup.ServerStatus("ok")
+	require.NoError(t, sup.Server("ok").Toggle(ctx, false))
+	off, err := sup.Server("ok").Status()
 	require.NoError(t, err)
 	assert.Equal(t, mcpvisor.StatusDisabled, off.Status)
 	assert.Equal(t, mcpvisor.StateReady, off.State, "still connected")
 	assert.Equal(t, st["ok"].ConnectedSince, off.ConnectedSince, "the same connection")
 	assert.Empty(t, off.Tools)
-	_, err = sup.CallServerTool(ctx, "ok", "echo", map[string]string{"text": "x"})
+	_, err = sup.Server("ok").CallTool(ctx, "echo", map[string]string{"text": "x"})
 	assert.ErrorIs(t, err, mcpvisor.ErrServerOff)
-	require.NoError(t, sup.Toggle(ctx, "ok", true))
-	on, err := sup.ServerStatus("ok")
+	require.NoError(t, sup.Server("ok").Toggle(ctx, true))
+	on, err := sup.Server("ok").Status()
 	require.NoError(t, err)
 	assert.Equal(t, mcpvisor.StatusConnected, on.Status)
 	assert.Len(t, on.Tools, len(st["ok"].Tools))
@@ -131,19 +131,19 @@ func TestHostAPIChecklist(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, mcpvisor.StatusConnected, added.Status)
 	assert.NotEmpty(t, added.Tools)
-	out, err := sup.CallServerTool(ctx, "extra", "echo", map[string]string{"text": "by server"})
+	out, err := sup.Server("extra").CallTool(ctx, "echo", map[string]string{"text": "by server"})
 	require.NoError(t, err)
 	assert.Equal(t, "by server", out.Content[0].Text)
-	_, err = sup.CallServerTool(ctx, "extra", "no_such_tool", nil)
+	_, err = sup.Server("extra").CallTool(ctx, "no_such_tool", nil)
 	assert.ErrorIs(t, err, mcpvisor.ErrUnknownTool)
-	require.NoError(t, sup.Disconnect(ctx, "extra"))
-	_, err = sup.ServerStatus("extra")
+	require.NoError(t, sup.Server("extra").Disconnect(ctx))
+	_, err = sup.Server("extra").Status()
 	assert.ErrorIs(t, err, mcpvisor.ErrUnknownServer)
 	for _, tl := range sup.Tools() {
 		assert.NotEqual(t, "extra", tl.Server, "a disconnected server's tools leave the pool")
 	}
-	assert.ErrorIs(t, sup.Disconnect(ctx, "extra"), mcpvisor.ErrUnknownServer)
-	again, err := sup.ServerStatus("ok")
+	assert.ErrorIs(t, sup.Server("extra").Disconnect(ctx), mcpvisor.ErrUnknownServer)
+	again, err := sup.Server("ok").Status()
 	require.NoError(t, err)
 	assert.Equal(t, st["ok"].ConnectedSince, again.ConnectedSince, "Connect and Disconnect leave other servers alone")
 	_, err = sup.Connect(ctx, "broken", mcpvisor.ServerConfig{})
@@ -272,13 +272,13 @@ func TestCallServerToolFollowsARename(t *testing.T) {
 	}, mcpvisor.AwaitSettled(30*time.Second))
 	require.NoError(t, err)
 	calls := func(server string) uint64 {
-		st, err := sup.ServerStatus(server)
+		st, err := sup.Server(server).Status()
 		require.NoError(t, err)
 		return st.Latency.Calls
 	}
 	for _, server := range []string{"x_y", "x.y"} {
 		before := calls(server)
-		_, err := sup.CallServerTool(ctx, server, "echo", map[string]string{"text": "hi"})
+		_, err := sup.Server(server).CallTool(ctx, "echo", map[string]string{"text": "hi"})
 		require.NoError(t, err, server)
 		assert.Equal(t, before+1, calls(server), "the call reached %s", server)
 	}

@@ -20,7 +20,7 @@ import (
 // call's own _meta.
 func levelsSeen(t *testing.T, ctx context.Context, sup *mcpvisor.Supervisor, server string) (setLevel, meta string) {
 	t.Helper()
-	res, err := sup.CallServerTool(ctx, server, "loglevel", nil)
+	res, err := sup.Server(server).CallTool(ctx, "loglevel", nil)
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Content)
 	var seen struct{ SetLevel, Meta string }
@@ -71,7 +71,7 @@ func TestSetLogLevelByEra(t *testing.T) {
 
 	// A new connection gets the level again.
 	for _, name := range []string{"legacy", "modern"} {
-		require.NoError(t, sup.Reconnect(ctx, name))
+		require.NoError(t, sup.Server(name).Reconnect(ctx))
 	}
 	require.NoError(t, sup.WaitSettled(ctx))
 	set, _ = levelsSeen(t, ctx, sup, "legacy")

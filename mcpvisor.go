@@ -124,19 +124,6 @@ func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*prot
 	return s.callTool(ctx, name, raw, RequestOptions{})
 }
 
-// CallServerTool calls the tool a server names tool, by the server's
-// name and its own name for the tool rather than the pool's, with the
-// same arguments, deadline and errors as CallTool. The tool must be one
-// the pool offers (a lazy server's is found before it connects); a tool
-// the server's tools filter drops is ErrUnknownTool.
-func (s *Supervisor) CallServerTool(ctx context.Context, server, tool string, args any) (*protocol.CallToolResult, error) {
-	name, ok := s.ToolName(server, tool)
-	if !ok { // another server's tool (or a built-in) holds the name
-		return nil, fmt.Errorf("%w: %q of server %q", ErrUnknownTool, tool, server)
-	}
-	return s.CallTool(ctx, name, args)
-}
-
 func encodeArgs(args any) (json.RawMessage, error) {
 	switch a := args.(type) {
 	case nil:
@@ -147,15 +134,6 @@ func encodeArgs(args any) (json.RawMessage, error) {
 		return json.RawMessage(a), nil
 	}
 	return json.Marshal(args)
-}
-
-// Reconnect drops a server's connection and connects it again (through
-// the connect scheduler). It returns once the reconnect is queued.
-func (s *Supervisor) Reconnect(ctx context.Context, name string) error {
-	if name == "" {
-		return fmt.Errorf("%w: empty name (use ReconnectAll)", ErrUnknownServer)
-	}
-	return s.reconnect(ctx, name)
 }
 
 // ReconnectAll reconnects every enabled server.

@@ -137,7 +137,7 @@ func TestOIDCProviderFullFlow(t *testing.T) {
 	_, err = call(t, a, "mcp__r__echo", "revoked")
 	require.Error(t, err)
 	assert.Equal(t, FailureAuth, ClassifyFailure(err))
-	require.NoError(t, a.Reconnect(t.Context(), "r"))
+	require.NoError(t, a.Server("r").Reconnect(t.Context()))
 	require.Eventually(t, func() bool { return statusOf(a, "r").State == StateNeedsAuth }, 10*time.Second, 20*time.Millisecond)
 	login(a)
 	_, err = call(t, a, "mcp__r__echo", "back")

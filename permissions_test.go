@@ -99,7 +99,7 @@ func TestPermissionRulesAndTrustGateEveryCall(t *testing.T) {
 	_, err = sup.CallTool(ctx, "mcp__wary__echo", echo)
 	require.NoError(t, err)
 	assert.Empty(t, appr.asked(), `mcp__wary__echo matches an allow rule`)
-	_, err = sup.CallServerTool(ctx, "wary", "announce", map[string]any{"text": "x"})
+	_, err = sup.Server("wary").CallTool(ctx, "announce", map[string]any{"text": "x"})
 	require.Error(t, err)
 	require.ErrorIs(t, err, mcpvisor.ErrCallDenied, "the approver said no")
 	seen = appr.asked()

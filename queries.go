@@ -16,24 +16,6 @@ func toolsIn(p *pool) []Tool {
 	return out
 }
 
-// ToolName returns the pool name of the tool server lists as tool: the
-// name a collision gave it, else QualifiedName. ok is false when that
-// name routes to a built-in or to another server's tool. It reads the
-// published pool; it copies nothing.
-func (s *Supervisor) ToolName(server, tool string) (name string, ok bool) {
-	p := s.pool.Load()
-	name = p.knownName("tool", server, tool)
-	if _, builtin := p.builtinByName[name]; builtin {
-		return name, false
-	}
-	for _, m := range []*pmap[string, poolEntry]{&p.toolsByName, &p.hiddenTools} {
-		if e, found := m.Get(name); found && e.h.name != server {
-			return name, false
-		}
-	}
-	return name, true
-}
-
 // offered checks that a named server's lists are in pool p: configured,
 // not toggled off, and ready (or recovering).
 func (s *published) offered(p *pool, server string) error {

@@ -34,7 +34,7 @@ func Example_embedding() {
 	for _, t := range sup.Tools() { // the pool the model is offered
 		fmt.Println(t.Name)
 	}
-	res, err := sup.CallServerTool(ctx, "calc", "add", map[string]int{"a": 2, "b": 40}) // or CallTool(ctx, "mcp__calc__add", …)
+	res, err := sup.Server("calc").CallTool(ctx, "add", map[string]int{"a": 2, "b": 40}) // or CallTool(ctx, "mcp__calc__add", …)
 	if err != nil {
 		panic(err) // typed: ErrUnknownTool, *NotReadyError, *ConnectionLostError, …
 	}

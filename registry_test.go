@@ -84,7 +84,7 @@ func TestToggleHidesAServerButKeepsItsConnection(t *testing.T) {
 	pid := pidOf(s, "t")
 	events := s.subscribeRecords(t.Context(), false, 0, 256)
 
-	require.NoError(t, s.Toggle(context.Background(), "t", false))
+	require.NoError(t, s.Server("t").Toggle(context.Background(), false))
 	ev := nextEvent(t, events, EventServerToggled, "t")
 	assert.True(t, ev.ToggledOff)
 	diff := nextEvent(t, events, EventToolsChanged, "t")
@@ -106,7 +106,7 @@ func TestToggleHidesAServerButKeepsItsConnection(t *testing.T) {
 	assert.True(t, statusOf(s, "t").ToggledOff)
 	assert.Equal(t, StateReady, statusOf(s, "t").State, "the connection is kept")
 
-	require.NoError(t, s.Toggle(context.Background(), "t", true))
+	require.NoError(t, s.Server("t").Toggle(context.Background(), true))
 	ev = nextEvent(t, events, EventServerToggled, "t")
 	assert.False(t, ev.ToggledOff)
 	assert.Len(t, nextEvent(t, events, EventToolsChanged, "t").Diff.Added, 5)
@@ -115,9 +115,9 @@ func TestToggleHidesAServerButKeepsItsConnection(t *testing.T) {
 	assert.Equal(t, "back", out.Content[0].Text)
 	assert.Equal(t, pid, pidOf(s, "t"), "the same process served it throughout")
 
-	assert.ErrorIs(t, s.Toggle(context.Background(), "nope", false), ErrUnknownServer)
+	assert.ErrorIs(t, s.Server("nope").Toggle(context.Background(), false), ErrUnknownServer)
 	setAndSettle(t, s, map[string]ServerConfig{"t": {Config: plain().Config, Disabled: true}})
-	assert.Error(t, s.Toggle(context.Background(), "t", true), "a server disabled in config cannot be toggled on")
+	assert.Error(t, s.Server("t").Toggle(context.Background(), true), "a server disabled in config cannot be toggled on")
 }
 
 func TestAChangeThatKeepsTheConnectionIsAppliedWithoutReconnecting(t *testing.T) {
@@ -364,9 +364,9 @@ func TestTheCallerSeesThePoolItChanged(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"a": plain(), "b": plain()})
 	for range 50 {
-		require.NoError(t, s.Toggle(context.Background(), "a", false))
+		require.NoError(t, s.Server("a").Toggle(context.Background(), false))
 		require.False(t, hasTool(s, "mcp__a__echo"))
-		require.NoError(t, s.Toggle(context.Background(), "a", true))
+		require.NoError(t, s.Server("a").Toggle(context.Background(), true))
 		require.True(t, hasTool(s, "mcp__a__echo"))
 	}
 	events := s.subscribeRecords(t.Context(), false, 0, 256)
@@ -379,7 +379,7 @@ func TestTheCallerSeesThePoolItChanged(t *testing.T) {
 
 	seq, err := s.LastSeq(context.Background())
 	require.NoError(t, err)
-	require.NoError(t, s.Toggle(context.Background(), "a", false))
+	require.NoError(t, s.Server("a").Toggle(context.Background(), false))
 	got := collect(s.subscribeRecords(t.Context(), true, seq, 64), 100*time.Millisecond)
 	require.NotEmpty(t, got)
 	assert.Equal(t, EventServerToggled, got[0].Type, "resuming from LastSeq shows exactly what followed")

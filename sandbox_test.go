@@ -344,7 +344,7 @@ func TestSandboxUnavailableNeverRunsTheCommand(t *testing.T) {
 	seq, err := sup.LastSeq(ctx)
 	require.NoError(t, err)
 	events := sup.Subscribe(ctx, mcpvisor.FromSequence(seq+1))
-	require.NoError(t, sup.Reconnect(ctx, "probe"))
+	require.NoError(t, sup.Server("probe").Reconnect(ctx))
 	ev := waitEvent(t, events, 20*time.Second, "the probe failed again", func(e mcpvisor.Event) bool {
 		s := serverState(e, "probe")
 		return s != nil && s.State == mcpvisor.StateFailed

@@ -159,13 +159,13 @@ func TestNoSecretInFailures(t *testing.T) {
 		addErr("SetServers error "+name, res.Errors[name])
 	}
 	for name, cfg := range servers {
-		st, err := sup.ServerStatus(name)
+		st, err := sup.Server(name).Status()
 		require.NoError(t, err)
 		assert.True(t, st.State.Parked(), "%s: %s (%s)", name, st.State, st.LastError)
 		assert.NotEmpty(t, st.LastError, name)
 		add("status "+name, st)
 		surfaces = append(surfaces, "last error "+name+": "+st.LastError)
-		_, err = sup.CallServerTool(ctx, name, "echo", nil)
+		_, err = sup.Server(name).CallTool(ctx, "echo", nil)
 		require.Error(t, err, name)
 		addErr("call "+name, err)
 		st, err = sup.Connect(ctx, name, cfg) // connect again: fails again

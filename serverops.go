@@ -194,3 +194,83 @@ func (sv Server) PoolReflects() bool {
 	h, err := s.handle(name)
 	return err == nil && s.poolHas(h)
 }
+
+// Disconnect shuts the server name down (the full ladder) and removes it
+// from the configured set, leaving every other server alone; its tools
+// have left the pool when Disconnect returns. A name not configured is
+// ErrUnknownServer.
+func (sv Server) Disconnect(ctx context.Context) error {
+	s, name := sv.s, sv.name
+	res, err := s.PatchServers(ctx, nil, []string{name})
+	if err != nil {
+		return err
+	}
+	return res.Errors[name]
+}
+
+// Status returns the status of the server name, or
+// ErrUnknownServer.
+func (sv Server) Status() (ServerStatus, error) {
+	s, name := sv.s, sv.name
+	st, _, err := s.pooledStatus(name)
+	return st, err
+}
+
+// CallTool calls the tool a server names tool, by the server's
+// name and its own name for the tool rather than the pool's, with the
+// same arguments, deadline and errors as CallTool. The tool must be one
+// the pool offers (a lazy server's is found before it connects); a tool
+// the server's tools filter drops is ErrUnknownTool.
+func (sv Server) CallTool(ctx context.Context, tool string, args any) (*protocol.CallToolResult, error) {
+	s, server := sv.s, sv.name
+	name, ok := sv.ToolName(tool)
+	if !ok { // another server's tool (or a built-in) holds the name
+		return nil, fmt.Errorf("%w: %q of server %q", ErrUnknownTool, tool, server)
+	}
+	return s.CallTool(ctx, name, args)
+}
+
+// Reconnect drops a server's connection and connects it again (through
+// the connect scheduler). It returns once the reconnect is queued.
+func (sv Server) Reconnect(ctx context.Context) error {
+	s, name := sv.s, sv.name
+	if name == "" {
+		return fmt.Errorf("%w: empty name (use ReconnectAll)", ErrUnknownServer)
+	}
+	return s.reconnect(ctx, name)
+}
+
+// ToolName returns the pool name of the tool server lists as tool: the
+// name a collision gave it, else QualifiedName. ok is false when that
+// name routes to a built-in or to another server's tool. It reads the
+// published pool; it copies nothing.
+func (sv Server) ToolName(tool string) (name string, ok bool) {
+	s, server := sv.s, sv.name
+	p := s.pool.Load()
+	name = p.knownName("tool", server, tool)
+	if _, builtin := p.builtinByName[name]; builtin {
+		return name, false
+	}
+	for _, m := range []*pmap[string, poolEntry]{&p.toolsByName, &p.hiddenTools} {
+		if e, found := m.Get(name); found && e.h.name != server {
+			return name, false
+		}
+	}
+	return name, true
+}
+
+// Toggle hides a server's tools, prompts and resources and refuses calls
+// to it with ErrServerOff (on=false), keeping its connection so that
+// toggling it on again is instant; on=true offers them again. The pool has
+// changed when Toggle returns. Each toggle publishes an
+// EventServerToggled and the pool's diffs. A server disabled in its config
+// cannot be toggled on.
+func (sv Server) Toggle(ctx context.Context, on bool) error {
+	s, name := sv.s, sv.name
+	reply := make(chan error, 1)
+	err, askErr := ask(ctx, s, toggleServer{name: name, on: on, reply: reply}, reply)
+	if askErr != nil {
+		return askErr
+	}
+	return err
+}

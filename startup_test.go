@@ -37,18 +37,18 @@ func TestCallsRightAfterSetServersWaitForTheServers(t *testing.T) {
 
 	_, err = sup.CallTool(ctx, "mcp__nosuch__echo", nil)
 	require.ErrorIs(t, err, mcpvisor.ErrUnknownTool)
-	_, err = sup.CallServerTool(ctx, "nosuch", "echo", nil)
+	_, err = sup.Server("nosuch").CallTool(ctx, "echo", nil)
 	require.ErrorIs(t, err, mcpvisor.ErrUnknownTool)
 	assert.NotEqual(t, mcpvisor.StateReady, statusOf(sup, "slow").State, "unknown at once, without waiting for the servers")
 
 	res, err := sup.CallTool(ctx, "mcp__slow__echo", map[string]string{"text": "a"})
 	require.NoError(t, err, "CallTool waits for the server still starting")
 	assert.Equal(t, "a", res.Content[0].Text)
-	res, err = sup.CallServerTool(ctx, "slower", "echo", map[string]string{"text": "b"})
+	res, err = sup.Server("slower").CallTool(ctx, "echo", map[string]string{"text": "b"})
 	require.NoError(t, err, "CallServerTool waits for the server still starting")
 	assert.Equal(t, "b", res.Content[0].Text)
 
-	_, err = sup.CallServerTool(ctx, "broken", "echo", nil)
+	_, err = sup.Server("broken").CallTool(ctx, "echo", nil)
 	var nre *mcpvisor.NotReadyError
 	require.ErrorAs(t, err, &nre)
 	assert.Equal(t, "broken", nre.Server)

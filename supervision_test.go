@@ -271,7 +271,7 @@ func TestAuthFailureParksTheServerInNeedsAuth(t *testing.T) {
 	assert.Equal(t, FailureAuth, ClassifyFailure(err))
 	// A 401 on a call is not yet a verdict on the connection (the OAuth
 	// layer will refresh and retry); a connect refused with 401 is.
-	require.NoError(t, s.Reconnect(t.Context(), "r"))
+	require.NoError(t, s.Server("r").Reconnect(t.Context()))
 	waitForState(t, events, "r", StateNeedsAuth, 5*time.Second)
 	st := statusOf(s, "r")
 	assert.Equal(t, FailureAuth, st.LastFailure)
@@ -362,7 +362,7 @@ func TestCallsWaitForAReconnectingServerUpToTheirDeadline(t *testing.T) {
 		_, err := call(t, s, "mcp__r__echo", "y")
 		done <- err
 	}()
-	require.NoError(t, s.Reconnect(t.Context(), "r"))
+	require.NoError(t, s.Server("r").Reconnect(t.Context()))
 	require.NoError(t, testwait.Recv(t, done, "the call made across the reconnect"))
 }
 

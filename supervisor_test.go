@@ -79,7 +79,7 @@ func TestCallToolArguments(t *testing.T) {
 
 	_, err = sup.CallTool(ctx, "mcp__nope__echo", nil)
 	assert.ErrorIs(t, err, mcpvisor.ErrUnknownTool)
-	assert.ErrorIs(t, sup.Reconnect(ctx, "nope"), mcpvisor.ErrUnknownServer)
+	assert.ErrorIs(t, sup.Server("nope").Reconnect(ctx), mcpvisor.ErrUnknownServer)
 }
 
 func TestStartWithAnEndedContext(t *testing.T) {

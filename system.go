@@ -316,21 +316,6 @@ func (s *Supervisor) reconnect(ctx context.Context, name string) error {
 	return err
 }
 
-// Toggle hides a server's tools, prompts and resources and refuses calls
-// to it with ErrServerOff (on=false), keeping its connection so that
-// toggling it on again is instant; on=true offers them again. The pool has
-// changed when Toggle returns. Each toggle publishes an
-// EventServerToggled and the pool's diffs. A server disabled in its config
-// cannot be toggled on.
-func (s *Supervisor) Toggle(ctx context.Context, name string, on bool) error {
-	reply := make(chan error, 1)
-	err, askErr := ask(ctx, s, toggleServer{name: name, on: on, reply: reply}, reply)
-	if askErr != nil {
-		return askErr
-	}
-	return err
-}
-
 // LastSeq returns the sequence number of the latest event, so that a host
 // can act and then see exactly the events that followed:
 //

@@ -307,7 +307,7 @@ func TestReconnect(t *testing.T) {
 	setAndSettle(t, s, map[string]ServerConfig{"a": plain(), "missing": {Config: transports.Config{Command: "mcpvisor-no-such-server"}}})
 	pid := pidOf(s, "a")
 
-	require.NoError(t, s.Reconnect(context.Background(), "a"))
+	require.NoError(t, s.Server("a").Reconnect(context.Background()))
 	require.Eventually(t, func() bool { return statusOf(s, "a").State == StateReady && pidOf(s, "a") != pid }, 10*time.Second, 10*time.Millisecond,
 		"a ready server is reconnected: a new process")
 	_, err := s.CallTool(context.Background(), "mcp__a__echo", nil)
@@ -317,10 +317,10 @@ func TestReconnect(t *testing.T) {
 	h, err := s.handle("missing")
 	require.NoError(t, err)
 	gen := h.view.Load().gen
-	require.NoError(t, s.Reconnect(context.Background(), "missing"))
+	require.NoError(t, s.Server("missing").Reconnect(context.Background()))
 	require.Eventually(t, func() bool { v := h.view.Load(); return v.gen > gen && v.state == StateFailed }, 10*time.Second, 10*time.Millisecond)
 
-	assert.ErrorIs(t, s.Reconnect(context.Background(), "nope"), ErrUnknownServer)
+	assert.ErrorIs(t, s.Server("nope").Reconnect(context.Background()), ErrUnknownServer)
 }
 
 // testwait:ok: it runs in a synctest bubble, whose sleeps and synctest.Wait

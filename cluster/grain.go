@@ -132,7 +132,7 @@ func (m *engine) runLocal(msg *wire.CallTool) *wire.CallResult {
 	if !byPrincipal && (state != mcpvisor.StateReady || !m.local.Server(msg.GetServer()).PoolReflects()) {
 		return &wire.CallResult{Kind: wire.ErrorKind_ERROR_KIND_NOT_READY, State: string(state), Message: "not ready on this member"}
 	}
-	name, ok := m.local.ToolName(msg.GetServer(), msg.GetTool())
+	name, ok := m.local.Server(msg.GetServer()).ToolName(msg.GetTool())
 	if !ok {
 		return resultOf(mcpvisor.ErrUnknownTool)
 	}

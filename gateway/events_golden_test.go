@@ -254,9 +254,9 @@ func TestEventsGolden(t *testing.T) {
 
 	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	require.NoError(t, sup.Toggle(tctx, "x.y", false))
+	require.NoError(t, sup.Server("x.y").Toggle(tctx, false))
 	record("toggle", awaitEvent(t, events, "server_toggled", field("server", "x.y")))
-	require.NoError(t, sup.Toggle(tctx, "x.y", true))
+	require.NoError(t, sup.Server("x.y").Toggle(tctx, true))
 	record("toggle", awaitEvent(t, events, "server_toggled", field("server", "x.y")))
 
 	notify("notifications/resources/updated", map[string]any{"uri": "mock://resource/1"})

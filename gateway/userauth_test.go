@@ -177,7 +177,7 @@ func TestGatewayPerUserUpstreamCredentials(t *testing.T) {
 			OAuth: json.RawMessage(`{"credentials":"exchange","clientId":"mcpvisor-gateway","clientSecret":"mcpvisor-gateway-secret"}`)},
 	}, mcpvisor.AwaitSettled(testwait.Patience))
 	require.NoError(t, err)
-	st, err := sup.ServerStatus("mail")
+	st, err := sup.Server("mail").Status()
 	require.NoError(t, err)
 	require.Equal(t, mcpvisor.StateNeedsAuth, st.State, "the gateway has no token of its own for mail")
 

@@ -60,7 +60,7 @@ func connectTool(ctx context.Context, s *mcpvisor.Supervisor, args json.RawMessa
 	switch a.Action {
 	case "", "connect":
 	case "disconnect":
-		if err := s.Toggle(ctx, a.Server, false); err != nil {
+		if err := s.Server(a.Server).Toggle(ctx, false); err != nil {
 			return nil, err
 		}
 		st, _ = serverStatus(s, a.Server)
@@ -74,12 +74,12 @@ func connectTool(ctx context.Context, s *mcpvisor.Supervisor, args json.RawMessa
 	events := s.Subscribe(wctx) // before acting, so that no change is missed
 	asked := time.Now()
 	if st.ToggledOff {
-		if err := s.Toggle(ctx, a.Server, true); err != nil {
+		if err := s.Server(a.Server).Toggle(ctx, true); err != nil {
 			return nil, err
 		}
 	}
 	if st.State != mcpvisor.StateReady {
-		if err := s.Reconnect(ctx, a.Server); err != nil {
+		if err := s.Server(a.Server).Reconnect(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -323,7 +323,7 @@ func (h *host) awaitDiff(ctx context.Context, server string, want func(*mcpvisor
 // only keeps this program's output in order.
 func (h *host) toggle(ctx context.Context, server string, on bool) error {
 	h.out.printf("toggle %s on=%v\n", server, on)
-	if err := h.sup.Toggle(ctx, server, on); err != nil {
+	if err := h.sup.Server(server).Toggle(ctx, on); err != nil {
 		return err
 	}
 	return h.awaitDiff(ctx, server, func(d *mcpvisor.ListDiff) bool {

@@ -92,7 +92,7 @@ func (d *Dashboard) serveReconnect(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
-	if err := c.Reconnect(ctx, r.PathValue("name")); err != nil {
+	if err := c.Server(r.PathValue("name")).Reconnect(ctx); err != nil {
 		actionError(w, err)
 		return
 	}
@@ -115,7 +115,7 @@ func (d *Dashboard) serveReconnectAll(w http.ResponseWriter, r *http.Request) {
 			for _, s := range d.site.Backend().Status() {
 				// As ReconnectAll: the servers that may start.
 				if view.Server(s.Name) && s.State != mcpvisor.StateDisabled && s.State != mcpvisor.StateNeedsApproval {
-					if err := c.Reconnect(ctx, s.Name); err != nil && first == nil {
+					if err := c.Server(s.Name).Reconnect(ctx); err != nil && first == nil {
 						first = err
 					}
 				}
@@ -148,7 +148,7 @@ func (d *Dashboard) serveToggle(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
-	if err := c.Toggle(ctx, r.PathValue("name"), *body.On); err != nil {
+	if err := c.Server(r.PathValue("name")).Toggle(ctx, *body.On); err != nil {
 		actionError(w, err)
 		return
 	}

@@ -60,12 +60,12 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Controller is implemented by a gateway.Backend whose servers the dashboard may
-// reconnect and toggle (*mcpvisor.Supervisor does).
+// Controller is implemented by a gateway.Backend whose servers the
+// dashboard may reconnect and toggle (*mcpvisor.Supervisor does): all of
+// them at once, and each through its gateway.ServerSource handle.
 type Controller interface {
-	Reconnect(ctx context.Context, name string) error
+	gateway.ServerSource
 	ReconnectAll(ctx context.Context) error
-	Toggle(ctx context.Context, name string, on bool) error
 }
 
 // Dashboard is the gateway's web dashboard: a gateway.Part to give a

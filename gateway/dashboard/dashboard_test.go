@@ -245,7 +245,7 @@ func TestDashboardStream(t *testing.T) {
 	readFrames(t, f.url+"/admin/stream", nil, 20*time.Second, func(fr sseFrame) bool {
 		switch fr.event {
 		case "snapshot":
-			require.NoError(t, f.sup.Toggle(t.Context(), "api-07", false))
+			require.NoError(t, f.sup.Server("api-07").Toggle(t.Context(), false))
 		case "status":
 			var st struct {
 				Servers []struct {
