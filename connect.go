@@ -137,4 +137,3 @@ func (s *Supervisor) awaitServer(ctx context.Context, seq uint64, w await) (Serv
 func settledForHost(st ServerStatus) bool {
 	return st.State.Settled() || (st.Lazy && st.State == StatePending)
 }
-
