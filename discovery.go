@@ -63,7 +63,7 @@ func (a *serverActor) loadCache() {
 	a.loadingCache = true // not settled until the entry is in (WaitSettled)
 	gen, seq, cfg, name, self, root, log := a.gen, a.cacheSeq, a.cfg, a.h.name, a.self, a.root, a.log
 	pinStore := a.opts.ToolPins.Store
-	a.goroutine("server.cache-load", func() {
+	a.goroutines.start("server.cache-load", func() {
 		tools, savedAt, ok, err := cache.Load(name, ConfigHash(cfg))
 		if err != nil {
 			log.Warn().Err(err).Msg("the discovery cache entry cannot be read; the tools are known at the first use")
@@ -103,7 +103,7 @@ func (a *serverActor) storeCache(tools []protocol.Tool) {
 		return
 	}
 	cfg, name, log := a.cfg, a.h.name, a.log
-	a.goroutine("server.cache-store", func() {
+	a.goroutines.start("server.cache-store", func() {
 		if err := cache.Store(name, ConfigHash(cfg), tools); err != nil {
 			log.Warn().Err(err).Msg("the discovery cache cannot be written")
 		}

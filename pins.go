@@ -222,7 +222,7 @@ func (a *serverActor) recheckPins() {
 		return
 	}
 	gen, tools, self, root, name, cfg := a.gen, a.lists.tools, a.self, a.root, a.h.name, a.cfg
-	a.goroutine("server.pin-check", func() {
+	a.goroutines.start("server.pin-check", func() {
 		pins, err := checkPins(store, name, cfg, tools)
 		root.Send(self, pinsChecked{gen: gen, tools: tools, pins: pins, err: err})
 	})

@@ -82,7 +82,7 @@ func (a *serverActor) afterFailure(err error, lost bool) {
 	a.log.Info().Dur("in", delay).Int("attempt", a.attempt).Int("of", a.policy.MaxAttempts).
 		Str("failure", string(kind)).Msg("reconnect scheduled")
 	a.setState(StateReconnecting, err)
-	a.goroutine("server.retry-timer", func() {
+	a.goroutines.start("server.retry-timer", func() {
 		t := time.NewTimer(delay)
 		defer t.Stop()
 		select {
@@ -137,7 +137,7 @@ func (a *serverActor) startStableTimer() {
 		return // no episode to end
 	}
 	sess, gen, self, root, after := a.sess, a.gen, a.self, a.root, time.Duration(a.policy.StableAfter)
-	a.goroutine("server.stable-timer", func() {
+	a.goroutines.start("server.stable-timer", func() {
 		t := time.NewTimer(after)
 		defer t.Stop()
 		select {
@@ -167,7 +167,7 @@ func (a *serverActor) struckOut(m strikeOut) {
 	sess := a.sess
 	a.sess = nil
 	cause := fmt.Errorf("%w: %d transient errors in a row, the last: %w", session.ErrServerRestarting, a.policy.Strikes, m.err)
-	a.closeInBackground(sess, cause)
+	a.goroutines.closeInBackground(sess, cause)
 	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
 	a.recovering = true
 	a.afterFailure(m.err, false)
@@ -193,7 +193,7 @@ func (a *serverActor) startPinging() {
 	}
 	sess, h, root, log := a.sess, a.h, a.root, a.log
 	gen, limit := a.gen, a.policy.Strikes
-	a.goroutine("server.ping", func() {
+	a.goroutines.start("server.ping", func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
@@ -316,8 +316,8 @@ func (a *serverActor) startListening(first *firstListen) {
 		// The connect's stream is open: no goroutine waits for it (an
 		// idle server's stream costs the one goroutine holding its
 		// request); the loop starts when it ends.
-		a.goroutineAfter(first.stream.Context(), "server.listen", loop)
+		a.goroutines.startAfter(first.stream.Context(), "server.listen", loop)
 		return
 	}
-	a.goroutine("server.listen", loop)
+	a.goroutines.start("server.listen", loop)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/rs/zerolog"
 
-	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
@@ -21,7 +20,7 @@ import (
 // view.
 //
 // Concurrency: all its fields are touched only by Receive (the actor's
-// goroutine); I/O runs in goroutines it starts (serverActor.goroutine),
+// goroutine); I/O runs in goroutines it starts (serverGoroutines),
 // whose results come back as messages tagged with the connection
 // generation. What others read of the server is on the handle.
 type serverActor struct {
@@ -31,6 +30,10 @@ type serverActor struct {
 
 	self, parent *actor.PID
 	root         *actor.RootContext // for goroutines to message the actor
+
+	// goroutines starts every goroutine of the actor and counts it on
+	// the handle (server_goroutines.go); the actor's goroutine.
+	goroutines serverGoroutines
 
 	cfg   ServerConfig
 	state State
@@ -88,11 +91,12 @@ type serverActor struct {
 
 func newServerActor(h *serverHandle, cfg ServerConfig, opts *runOptions) *serverActor {
 	return &serverActor{
-		h:      h,
-		cfg:    cfg,
-		opts:   opts,
-		policy: cfg.Reconnect.over(opts.Reconnect),
-		log:    serverLogger(opts.Logger, h.name),
+		h:          h,
+		cfg:        cfg,
+		opts:       opts,
+		policy:     cfg.Reconnect.over(opts.Reconnect),
+		log:        serverLogger(opts.Logger, h.name),
+		goroutines: serverGoroutines{h: h, dispatch: opts.dispatch},
 	}
 }
 
@@ -101,6 +105,7 @@ func (a *serverActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.self, a.parent, a.root = ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
+		a.goroutines.self, a.goroutines.root = a.self, a.root
 		if prev := a.h.view.Load(); prev != nil {
 			a.cfg = prev.cfg // a restarted instance keeps the latest config
 			a.policy = a.cfg.Reconnect.over(a.opts.Reconnect)
@@ -263,7 +268,7 @@ func (a *serverActor) connect() {
 	pinStore := a.opts.ToolPins.Store
 	tracer, attempt := a.opts.tracer, a.attempt
 	gate, ticket := a.opts.admission, a.h.admitted.Load()
-	a.goroutineEndingWith("server.connect", func() (res connectResult) {
+	a.goroutines.startEndingWith("server.connect", func() (res connectResult) {
 		defer cancel()
 		ctx, span := startConnectSpan(ctx, tracer, name, cfg, attempt, reconnect)
 		defer func() { endConnectSpan(span, res) }()
@@ -289,62 +294,6 @@ func (a *serverActor) connect() {
 			gate.release(name, ticket)
 		}
 		return res
-	})
-}
-
-// goroutine runs f in a goroutine named name (routine.Run; with the
-// server's name as the label "server") that reports goroutineDone when
-// it ends; see serverHandle.busy. Every goroutine of the server actor
-// starts here.
-func (a *serverActor) goroutine(name string, f func()) {
-	a.h.busy.Add(1)
-	a.h.running.Add(1)
-	h, self, root := a.h, a.self, a.root
-	a.opts.dispatch.Go(func() {
-		routine.Run(name, f, "server", h.name)
-		h.running.Done()
-		if !h.stopped.Load() {
-			root.Send(self, goroutineDone{})
-		}
-	})
-}
-
-// goroutineEndingWith is goroutine for a connect attempt: its result,
-// sent once f has returned, is the goroutine's last message and stands
-// for its goroutineDone (one message to the actor instead of two for
-// every connect). A result that finds the actor stopped for good (by
-// supervision) closes its session: nobody will take it.
-func (a *serverActor) goroutineEndingWith(name string, f func() connectResult) {
-	a.h.busy.Add(1)
-	a.h.running.Add(1)
-	h, self, root := a.h, a.self, a.root
-	a.opts.dispatch.Go(func() {
-		var res connectResult
-		routine.Run(name, func() { res = f() }, "server", h.name)
-		res.last = true
-		if h.stopped.Load() {
-			if res.sess != nil {
-				closeSession(res.sess, session.ErrConnectionClosed)
-			}
-		} else {
-			root.Send(self, res)
-		}
-		h.running.Done()
-	})
-}
-
-// goroutineAfter is goroutine for f, started once ctx is done: it counts
-// as running from now, but nothing runs, or waits, until then.
-func (a *serverActor) goroutineAfter(ctx context.Context, name string, f func()) {
-	a.h.busy.Add(1)
-	a.h.running.Add(1)
-	h, self, root := a.h, a.self, a.root
-	context.AfterFunc(ctx, func() {
-		routine.Run(name, f, "server", h.name)
-		h.running.Done()
-		if !h.stopped.Load() {
-			root.Send(self, goroutineDone{})
-		}
 	})
 }
 
@@ -431,7 +380,7 @@ func (a *serverActor) genHandler(gen uint64) *genHandler {
 func (a *serverActor) connected(m connectResult) {
 	if m.gen != a.gen || a.stopping || a.cancelConnect == nil {
 		if m.sess != nil {
-			a.closeInBackground(m.sess, session.ErrConnectionClosed)
+			a.goroutines.closeInBackground(m.sess, session.ErrConnectionClosed)
 		}
 		return
 	}
@@ -439,7 +388,7 @@ func (a *serverActor) connected(m connectResult) {
 	if m.err == nil && m.sess.Err() != nil {
 		// The connection died between listing and now; its connectionLost
 		// was ignored because no session was installed yet.
-		a.closeInBackground(m.sess, m.sess.Err())
+		a.goroutines.closeInBackground(m.sess, m.sess.Err())
 		m.err = m.sess.Err()
 	}
 	if m.err != nil {
@@ -474,7 +423,7 @@ func (a *serverActor) lost(m connectionLost) {
 	}
 	sess := a.sess
 	a.sess = nil
-	a.closeInBackground(sess, m.err)
+	a.goroutines.closeInBackground(sess, m.err)
 	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
 	a.forgetListRetries()
 	a.recovering = true
@@ -498,17 +447,11 @@ func (a *serverActor) abandon(cause error) {
 		a.cancelConnect = nil
 	}
 	if a.sess != nil {
-		a.closeInBackground(a.sess, cause)
+		a.goroutines.closeInBackground(a.sess, cause)
 		a.sess = nil
 	}
 	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
 	a.forgetListRetries()
-}
-
-// closeInBackground fails the session's pending calls now and runs the
-// transport's shutdown ladder in a goroutine.
-func (a *serverActor) closeInBackground(sess *session.Session, cause error) {
-	a.goroutine("server.close-session", func() { closeSession(sess, cause) })
 }
 
 // closeTimeout bounds one session close; the stdio ladder itself takes at

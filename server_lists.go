@@ -87,7 +87,7 @@ func (a *serverActor) listFailed(kind listKind, err error) {
 	a.log.Warn().Err(err).Str("list", kind.name()).Int("failures", r.failed).Dur("retryIn", delay).
 		Msg("the server refused a listing; it stays connected and the listing is retried")
 	gen, self, root := a.gen, a.self, a.root
-	a.goroutine("server.relist-timer", func() {
+	a.goroutines.start("server.relist-timer", func() {
 		t := time.NewTimer(delay)
 		defer t.Stop()
 		select {

@@ -142,7 +142,7 @@ func (a *serverActor) relist(kind listKind) {
 	sess, gen, self, root := a.sess, a.gen, a.self, a.root
 	timeout := a.connectTimeout()
 	pinStore, name, cfg := a.opts.ToolPins.Store, a.h.name, a.cfg
-	a.goroutine("server.relist", func() {
+	a.goroutines.start("server.relist", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		var ls lists
