@@ -40,46 +40,71 @@ type strikeOut struct {
 // server gets a full reconnect budget again.
 type resetEpisode struct{}
 
+// reconnectEpisode has one job: the server's failure policy. It decides
+// what a failure leads to (parked, or one more attempt after a backoff
+// delay, within the policy's budget), arms and disarms the reconnect and
+// stable timers, pings the live connection, and drops a connection that
+// struck out. An episode starts at the first failure and ends once a new
+// connection has stayed up for StableAfter, or at a config change or a
+// Reconnect.
+//
+// Concurrency: owned by the server actor's goroutine, like the actor it
+// is part of (a); its timers and pinger are goroutines that only send
+// messages.
+type reconnectEpisode struct {
+	a *serverActor // the actor whose failures it handles
+
+	backoff     *backoff.ExponentialBackOff // delays of the current episode; nil outside one
+	attempt     int                         // connect attempts in the current episode; 0 outside one
+	nextRetry   time.Time                   // when the scheduled attempt starts; zero if none
+	cancelRetry context.CancelFunc          // non-nil while a reconnect is scheduled
+	// fullEpisode is set by resetEpisode (Reconnect) so that the next
+	// connect of a parked server starts a full episode, not one wake-up
+	// attempt.
+	fullEpisode bool
+}
+
 // afterFailure handles a failed connect attempt, or (lost set) the end of
 // a live connection.
-func (a *serverActor) afterFailure(err error, lost bool) {
+func (r *reconnectEpisode) afterFailure(err error, lost bool) {
+	a := r.a
 	if a.stopping || !a.cfg.startable() {
 		return
 	}
 	kind := ClassifyFailure(err)
 	switch kind {
 	case FailureAuth:
-		a.park(StateNeedsAuth, err)
+		r.park(StateNeedsAuth, err)
 		a.announceNeedsAuth(err)
 		return
 	case FailureConfig, FailureProtocol, FailureSandbox:
-		a.park(StateFailed, err)
+		r.park(StateFailed, err)
 		return
 	}
-	if a.attempt >= max(a.policy.MaxAttempts, 0) {
-		if a.attempt > 0 {
-			err = fmt.Errorf("gave up after %d reconnect attempts: %w", a.attempt, err)
+	if r.attempt >= max(a.policy.MaxAttempts, 0) {
+		if r.attempt > 0 {
+			err = fmt.Errorf("gave up after %d reconnect attempts: %w", r.attempt, err)
 		}
-		a.park(StateFailed, err)
+		r.park(StateFailed, err)
 		return
 	}
-	if a.backoff == nil {
-		a.backoff = a.policy.newBackoff()
+	if r.backoff == nil {
+		r.backoff = a.policy.newBackoff()
 	}
-	a.attempt++
-	if lost && a.attempt == 1 && kind == FailureClosed {
+	r.attempt++
+	if lost && r.attempt == 1 && kind == FailureClosed {
 		// The connection simply ended (the process exited, the server
 		// closed it): the first attempt goes at once.
 		a.log.Info().Msg("connection ended; reconnecting")
 		a.setState(StatePending, err)
 		return
 	}
-	delay := a.backoff.NextBackOff()
-	a.nextRetry = time.Now().Add(delay)
+	delay := r.backoff.NextBackOff()
+	r.nextRetry = time.Now().Add(delay)
 	ctx, cancel := context.WithCancel(context.Background())
-	a.cancelRetry = cancel
+	r.cancelRetry = cancel
 	gen, self, root := a.gen, a.self, a.root
-	a.log.Info().Dur("in", delay).Int("attempt", a.attempt).Int("of", a.policy.MaxAttempts).
+	a.log.Info().Dur("in", delay).Int("attempt", r.attempt).Int("of", a.policy.MaxAttempts).
 		Str("failure", string(kind)).Msg("reconnect scheduled")
 	a.setState(StateReconnecting, err)
 	a.goroutines.start("server.retry-timer", func() {
@@ -96,44 +121,48 @@ func (a *serverActor) afterFailure(err error, lost bool) {
 // park stops trying: the server makes no request until woken (a call,
 // Reconnect, a config change). Its last lists are kept, out of the pool,
 // so that a call by a tool's qualified name can still wake it.
-func (a *serverActor) park(state State, err error) {
+func (r *reconnectEpisode) park(state State, err error) {
+	a := r.a
 	a.recovering = false
-	a.nextRetry = time.Time{}
+	r.nextRetry = time.Time{}
 	a.setState(state, err) // logs the warning that says why, with err
 }
 
 // retry handles a reconnect timer: the server goes back to pending, and
 // the registry admits it again.
-func (a *serverActor) retry(m retryNow) {
+func (r *reconnectEpisode) retry(m retryNow) {
+	a := r.a
 	if m.gen != a.gen || a.state != StateReconnecting || a.stopping {
 		return
 	}
-	a.cancelRetry = nil
-	a.nextRetry = time.Time{}
+	r.cancelRetry = nil
+	r.nextRetry = time.Time{}
 	a.setState(StatePending, a.err)
 }
 
-// cancelReconnect disarms a scheduled reconnect.
-func (a *serverActor) cancelReconnect() {
-	if a.cancelRetry != nil {
-		a.cancelRetry()
-		a.cancelRetry = nil
+// cancel disarms a scheduled reconnect.
+func (r *reconnectEpisode) cancel() {
+	if r.cancelRetry != nil {
+		r.cancelRetry()
+		r.cancelRetry = nil
 	}
-	a.nextRetry = time.Time{}
+	r.nextRetry = time.Time{}
 }
 
-// endEpisode forgets past failures: after a stable connection, a config
+// end forgets past failures: after a stable connection, a config
 // change or a Reconnect.
-func (a *serverActor) endEpisode() {
-	a.attempt = 0
-	a.backoff = nil
+func (r *reconnectEpisode) end() {
+	a := r.a
+	r.attempt = 0
+	r.backoff = nil
 	a.h.strikes.Store(0)
 }
 
 // startStableTimer ends the episode once the new connection has stayed up
 // for the policy's StableAfter.
-func (a *serverActor) startStableTimer() {
-	if a.attempt == 0 && a.backoff == nil {
+func (r *reconnectEpisode) startStableTimer() {
+	a := r.a
+	if r.attempt == 0 && r.backoff == nil {
 		return // no episode to end
 	}
 	sess, gen, self, root, after := a.sess, a.gen, a.self, a.root, time.Duration(a.policy.StableAfter)
@@ -148,18 +177,20 @@ func (a *serverActor) startStableTimer() {
 	})
 }
 
-func (a *serverActor) stable(m stableNow) {
+func (r *reconnectEpisode) stable(m stableNow) {
+	a := r.a
 	if m.gen != a.gen || a.sess == nil {
 		return
 	}
-	a.log.Info().Int("attempts", a.attempt).Msg("connection stable; reconnect history cleared")
-	a.endEpisode()
+	a.log.Info().Int("attempts", r.attempt).Msg("connection stable; reconnect history cleared")
+	r.end()
 	a.publish()
 }
 
 // struckOut closes a connection that had too many transient errors in a
 // row, failing its pending calls, and reconnects with backoff.
-func (a *serverActor) struckOut(m strikeOut) {
+func (r *reconnectEpisode) struckOut(m strikeOut) {
+	a := r.a
 	if m.gen != a.gen || a.sess == nil {
 		return
 	}
@@ -170,7 +201,7 @@ func (a *serverActor) struckOut(m strikeOut) {
 	a.goroutines.closeInBackground(sess, cause)
 	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
 	a.recovering = true
-	a.afterFailure(m.err, false)
+	r.afterFailure(m.err, false)
 }
 
 // pingTimeout bounds one liveness ping, whatever the ping interval: the
@@ -183,7 +214,8 @@ const pingTimeout = 10 * time.Second
 // failed ping is a strike like a failed call, except one that timed out
 // while calls were in flight; an answer clears the strikes; a server
 // without ping (method not found) is left alone.
-func (a *serverActor) startPinging() {
+func (r *reconnectEpisode) startPinging() {
+	a := r.a
 	interval := time.Duration(a.cfg.PingInterval)
 	if interval <= 0 {
 		interval = a.opts.PingInterval

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/cenkalti/backoff/v4"
 	"github.com/rs/zerolog"
 
 	"github.com/mcpvisor/mcpvisor/internal/session"
@@ -46,15 +45,11 @@ type serverActor struct {
 	lists          lists
 	connectedSince time.Time
 
-	policy      ReconnectPolicy             // Options.Reconnect with the server's overrides
-	backoff     *backoff.ExponentialBackOff // delays of the current episode; nil outside one
-	attempt     int                         // connect attempts in the current episode; 0 outside one
-	nextRetry   time.Time                   // when the scheduled attempt starts; zero if none
-	cancelRetry context.CancelFunc          // non-nil while a reconnect is scheduled
-	// fullEpisode is set by resetEpisode (Reconnect) so that the next
-	// connect of a parked server starts a full episode, not one wake-up
-	// attempt.
-	fullEpisode bool
+	policy ReconnectPolicy // Options.Reconnect with the server's overrides
+	// reconnect is the failure policy's episode: what a failure leads
+	// to, the backoff between attempts, the strikes (reconnect.go); the
+	// actor's goroutine.
+	reconnect reconnectEpisode
 
 	relisting   [numListKinds]bool // a re-list of that kind is in flight
 	relistAgain [numListKinds]bool // a list_changed arrived during it
@@ -90,7 +85,7 @@ type serverActor struct {
 }
 
 func newServerActor(h *serverHandle, cfg ServerConfig, opts *runOptions) *serverActor {
-	return &serverActor{
+	a := &serverActor{
 		h:          h,
 		cfg:        cfg,
 		opts:       opts,
@@ -98,6 +93,8 @@ func newServerActor(h *serverHandle, cfg ServerConfig, opts *runOptions) *server
 		log:        serverLogger(opts.Logger, h.name),
 		goroutines: serverGoroutines{h: h, dispatch: opts.dispatch},
 	}
+	a.reconnect.a = a
+	return a
 }
 
 // Receive is the actor's message loop.
@@ -147,14 +144,14 @@ func (a *serverActor) Receive(ctx actor.Context) {
 	case pinsChecked:
 		a.pinsChecked(m)
 	case retryNow:
-		a.retry(m)
+		a.reconnect.retry(m)
 	case stableNow:
-		a.stable(m)
+		a.reconnect.stable(m)
 	case strikeOut:
-		a.struckOut(m)
+		a.reconnect.struckOut(m)
 	case resetEpisode:
-		a.endEpisode()
-		a.fullEpisode = true
+		a.reconnect.end()
+		a.reconnect.fullEpisode = true
 		a.publish()
 	case reconfigure:
 		a.reconfigure(m.cfg)
@@ -182,7 +179,7 @@ func (a *serverActor) setState(s State, err error) {
 	// A warning once per failure episode: its first reconnect, and when
 	// it is parked; the later attempts of an episode are info.
 	ev := a.log.Info()
-	if s.Parked() || s == StateReconnecting && a.attempt <= 1 {
+	if s.Parked() || s == StateReconnecting && a.reconnect.attempt <= 1 {
 		ev = a.log.Warn()
 	}
 	if s.Parked() {
@@ -210,8 +207,8 @@ func (a *serverActor) publish() {
 		failure:        ClassifyFailure(a.err),
 		connectedSince: a.connectedSince,
 		recovering:     a.recovering,
-		attempt:        a.attempt,
-		nextRetry:      a.nextRetry,
+		attempt:        a.reconnect.attempt,
+		nextRetry:      a.reconnect.nextRetry,
 		strikeLimit:    a.policy.Strikes,
 		probeAfter:     time.Duration(a.policy.ProbeAfter),
 		probeTimeout:   time.Duration(a.policy.ProbeTimeout),
@@ -240,12 +237,12 @@ func (a *serverActor) connect() {
 		a.publish() // answers the admission ticket without connecting
 		return
 	}
-	if a.state.Parked() && !a.fullEpisode {
+	if a.state.Parked() && !a.reconnect.fullEpisode {
 		// Woken by a call: one fresh attempt; if it fails the server
 		// parks again at once.
-		a.attempt = max(a.attempt, a.policy.MaxAttempts, 0)
+		a.reconnect.attempt = max(a.reconnect.attempt, a.policy.MaxAttempts, 0)
 	}
-	a.fullEpisode = false
+	a.reconnect.fullEpisode = false
 	// A ready server being reconnected keeps offering its tools, as one
 	// recovering from a lost connection does. The lists are kept in any
 	// case (a parked server's still route calls that wake it) until the
@@ -259,14 +256,14 @@ func (a *serverActor) connect() {
 	a.loadingCache = false // a load still running is ignored
 	ctx, cancel := context.WithTimeout(context.Background(), a.connectTimeout())
 	a.cancelConnect = cancel
-	a.nextRetry = time.Time{}
+	a.reconnect.nextRetry = time.Time{}
 	a.setState(StateConnecting, a.err)
 
 	gen, cfg, name, h := a.gen, a.cfg, a.h.name, a.h
 	sopts := a.sessionOptions(gen)
 	dc := a.dialConfig()
 	pinStore := a.opts.ToolPins.Store
-	tracer, attempt := a.opts.tracer, a.attempt
+	tracer, attempt := a.opts.tracer, a.reconnect.attempt
 	gate, ticket := a.opts.admission, a.h.admitted.Load()
 	a.goroutines.startEndingWith("server.connect", func() (res connectResult) {
 		defer cancel()
@@ -393,7 +390,7 @@ func (a *serverActor) connected(m connectResult) {
 	}
 	if m.err != nil {
 		a.early, a.earlyDropped = nil, 0
-		a.afterFailure(m.err, false)
+		a.reconnect.afterFailure(m.err, false)
 		return
 	}
 	a.recovering, a.cached = false, false
@@ -410,8 +407,8 @@ func (a *serverActor) connected(m connectResult) {
 	}
 	a.logLevelAfterConnect()
 	a.startListening(m.listen)
-	a.startStableTimer()
-	a.startPinging()
+	a.reconnect.startStableTimer()
+	a.reconnect.startPinging()
 	a.restoreSubscriptions()
 	a.replayEarly()
 }
@@ -434,13 +431,13 @@ func (a *serverActor) lost(m connectionLost) {
 		a.setState(StatePending, m.err)
 		return
 	}
-	a.afterFailure(m.err, true)
+	a.reconnect.afterFailure(m.err, true)
 }
 
 // abandon cancels a running connect attempt and tears down the session,
 // failing its pending calls with cause.
 func (a *serverActor) abandon(cause error) {
-	a.cancelReconnect()
+	a.reconnect.cancel()
 	a.recovering = false
 	if a.cancelConnect != nil {
 		a.cancelConnect()
@@ -494,7 +491,7 @@ func (a *serverActor) reconfigure(cfg ServerConfig) {
 	a.cfg = cfg
 	a.policy = cfg.Reconnect.over(a.opts.Reconnect)
 	a.lists, a.cached = lists{}, false
-	a.endEpisode()
+	a.reconnect.end()
 	a.loadCache()
 	a.setState(initialState(cfg), heldError(cfg))
 }
