@@ -199,7 +199,7 @@ func (r *reconnectEpisode) struckOut(m strikeOut) {
 	a.sess = nil
 	cause := fmt.Errorf("%w: %d transient errors in a row, the last: %w", session.ErrServerRestarting, a.policy.Strikes, m.err)
 	a.goroutines.closeInBackground(sess, cause)
-	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
+	a.relister.forgetInFlight()
 	a.recovering = true
 	r.afterFailure(m.err, false)
 }
@@ -267,89 +267,4 @@ func (h *serverHandle) strike(root *actor.RootContext, gen uint64, limit int, er
 	if int(h.strikes.Add(1)) == limit {
 		root.Send(h.pid, strikeOut{gen: gen, err: err})
 	}
-}
-
-// Listening (2026-07-28). A stateless-era server sends its notifications
-// only on a subscriptions/listen stream, which the server actor keeps open
-// for the life of the session: reopened after a drop with a backoff of at
-// least ReconnectPolicy.ListenDelay (listenMaxWait at most), so that a
-// host cutting streams on a timer cannot cause a reopen loop. After
-// ReconnectPolicy.ListenFailures drops in a row that were never
-// acknowledged the connection counts as lost.
-const (
-	listenMaxWait = time.Minute
-	listenHealthy = 5 * time.Second // a stream open this long after its ack resets the backoff
-)
-
-// startListening opens the listen stream of a ready stateless-era
-// session, selecting the list_changed notifications the server offers,
-// or takes over first, the stream the connect opened before listing (see
-// listen_first.go). Each acknowledgement of the stream re-lists what it
-// covers (see notification): changes before the stream opened were not
-// announced; the first one's connect listed after it does not.
-func (a *serverActor) startListening(first *firstListen) {
-	sess := a.sess
-	subs := listenSubscriptions(sess)
-	if subs.IsEmpty() {
-		return
-	}
-	gen, self, root, log := a.gen, a.self, a.root, a.log
-	minWait, maxFailures := time.Duration(a.policy.ListenDelay), a.policy.ListenFailures
-	loop := func() {
-		b := backoff.NewExponentialBackOff()
-		b.InitialInterval, b.MaxInterval, b.MaxElapsedTime, b.RandomizationFactor = minWait, listenMaxWait, 0, 0.2
-		b.Reset()
-		failures := 0
-		for {
-			opened := time.Now()
-			var out session.ListenOutcome
-			var err error
-			if first != nil {
-				opened = first.opened
-				out, err = first.stream.Result() // ended: see below
-				first = nil
-			} else {
-				out, err = sess.Subscriptions().Listen(context.Background(), subs)
-			}
-			if sess.Err() != nil {
-				return // the session ended; the next one listens anew
-			}
-			var rpcErr *protocol.Error
-			if errors.As(err, &rpcErr) && (rpcErr.Code == protocol.CodeMethodNotFound || rpcErr.Code == protocol.CodeInvalidParams) {
-				log.Info().Err(err).Msg("the server does not offer subscriptions/listen; list changes are seen at the next connection")
-				return
-			}
-			if out.Acknowledged && time.Since(opened) >= listenHealthy {
-				b.Reset()
-				failures = 0
-			} else if failures++; failures >= maxFailures {
-				// A stateless server has no connection whose end would
-				// say it is gone: a listen stream that cannot be kept
-				// open is that signal. The connection counts as lost (the
-				// actor reconnects with backoff, and the next session
-				// listens anew), rather than a session that looks ready
-				// and hears nothing.
-				log.Warn().Err(err).Int("attempts", failures).Msg("subscriptions/listen keeps failing; treating the connection as lost")
-				root.Send(self, connectionLost{gen: gen, err: fmt.Errorf("%w: subscriptions/listen failed %d times in a row: %w", session.ErrConnectionClosed, failures, err)})
-				return
-			}
-			wait := max(b.NextBackOff(), minWait)
-			log.Debug().Err(err).Bool("acknowledged", out.Acknowledged).Dur("reopen_in", wait).Msg("listen stream ended")
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-sess.Done():
-				t.Stop()
-				return
-			}
-		}
-	}
-	if first != nil {
-		// The connect's stream is open: no goroutine waits for it (an
-		// idle server's stream costs the one goroutine holding its
-		// request); the loop starts when it ends.
-		a.goroutines.startAfter(first.stream.Context(), "server.listen", loop)
-		return
-	}
-	a.goroutines.start("server.listen", loop)
 }

@@ -51,22 +51,14 @@ type serverActor struct {
 	// actor's goroutine.
 	reconnect reconnectEpisode
 
-	relisting   [numListKinds]bool // a re-list of that kind is in flight
-	relistAgain [numListKinds]bool // a list_changed arrived during it
-	// listRetries are the lists the live connection's server refused,
-	// retried with backoff (server_lists.go).
-	listRetries [numListKinds]listRetry
-
-	// early holds the notifications of the connection being opened that
-	// arrived before it was installed (a server may push as soon as it
-	// answered tools/list, while the other lists are still on their
-	// way); they are handled once it is (see holdEarly).
-	early        []serverNotification
-	earlyDropped int // notifications beyond maxEarly, dropped and logged
-
-	// firstListen is the listen stream the live connection's connect
-	// opened before listing: its acknowledgement needs no re-list.
-	firstListen *firstListen
+	// relister keeps the live connection's lists current: re-lists,
+	// retries of refused listings, the listen stream (server_lists.go);
+	// the actor's goroutine.
+	relister relister
+	// notifications routes the server's notifications, holding those
+	// that arrive before their connection is installed
+	// (server_notify.go); the actor's goroutine.
+	notifications notificationRouter
 
 	recovering bool // reconnecting after being ready (see serverView.recovering)
 	// cached is set while the tools come from the discovery cache, not
@@ -93,7 +85,7 @@ func newServerActor(h *serverHandle, cfg ServerConfig, opts *runOptions) *server
 		log:        serverLogger(opts.Logger, h.name),
 		goroutines: serverGoroutines{h: h, dispatch: opts.dispatch},
 	}
-	a.reconnect.a = a
+	a.reconnect.a, a.relister.a, a.notifications.a = a, a, a
 	return a
 }
 
@@ -134,11 +126,11 @@ func (a *serverActor) Receive(ctx actor.Context) {
 	case connectionLost:
 		a.lost(m)
 	case serverNotification:
-		a.notification(m)
+		a.notifications.route(m)
 	case relisted:
-		a.relisted(m)
+		a.relister.relisted(m)
 	case relistNow:
-		a.relistTimer(m)
+		a.relister.timer(m)
 	case recheckPins:
 		a.recheckPins()
 	case pinsChecked:
@@ -217,7 +209,7 @@ func (a *serverActor) publish() {
 		auth:           &a.h.auth,
 		pinOpts:        &a.opts.ToolPins,
 		sseOnly:        a.h.sseOnly.Load(),
-		listErrors:     a.listErrors(),
+		listErrors:     a.relister.errors(),
 	}
 	if a.state == StateReady && a.sess != nil {
 		v.sess = a.sess
@@ -252,7 +244,7 @@ func (a *serverActor) connect() {
 	a.abandon(session.ErrServerRestarting)
 	a.recovering = recovering
 	a.gen = a.h.gens.Add(1)
-	a.early, a.earlyDropped = nil, 0
+	a.notifications.forgetHeld()
 	a.loadingCache = false // a load still running is ignored
 	ctx, cancel := context.WithTimeout(context.Background(), a.connectTimeout())
 	a.cancelConnect = cancel
@@ -389,28 +381,28 @@ func (a *serverActor) connected(m connectResult) {
 		m.err = m.sess.Err()
 	}
 	if m.err != nil {
-		a.early, a.earlyDropped = nil, 0
+		a.notifications.forgetHeld()
 		a.reconnect.afterFailure(m.err, false)
 		return
 	}
 	a.recovering, a.cached = false, false
 	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
-	a.firstListen = m.listen
+	a.relister.firstListen = m.listen
 	a.h.strikes.Store(0)
 	a.pinsFound(m.pinErr)
 	a.setState(StateReady, nil)
-	if a.listsFailed(m.listErrs) {
+	if a.relister.failedAll(m.listErrs) {
 		a.publish()
 	}
 	if m.listErrs[listTools] == nil {
 		a.storeCache(m.lists.tools) // never the empty list of a refusal
 	}
 	a.logLevelAfterConnect()
-	a.startListening(m.listen)
+	a.relister.startListening(m.listen)
 	a.reconnect.startStableTimer()
 	a.reconnect.startPinging()
 	a.restoreSubscriptions()
-	a.replayEarly()
+	a.notifications.replay()
 }
 
 // lost handles the end of a live connection.
@@ -421,8 +413,8 @@ func (a *serverActor) lost(m connectionLost) {
 	sess := a.sess
 	a.sess = nil
 	a.goroutines.closeInBackground(sess, m.err)
-	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
-	a.forgetListRetries()
+	a.relister.forgetInFlight()
+	a.relister.forgetRetries()
 	a.recovering = true
 	if errors.Is(m.err, transports.ErrSessionExpired) {
 		// The server forgot the session (it restarted, or expires idle
@@ -447,8 +439,8 @@ func (a *serverActor) abandon(cause error) {
 		a.goroutines.closeInBackground(a.sess, cause)
 		a.sess = nil
 	}
-	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
-	a.forgetListRetries()
+	a.relister.forgetInFlight()
+	a.relister.forgetRetries()
 }
 
 // closeTimeout bounds one session close; the stdio ladder itself takes at
