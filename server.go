@@ -61,16 +61,12 @@ type serverActor struct {
 	notifications notificationRouter
 
 	recovering bool // reconnecting after being ready (see serverView.recovering)
-	// cached is set while the tools come from the discovery cache, not
-	// from a listing of this run (see discovery.go); loadingCache while
-	// the entry is read, numbered by cacheSeq.
-	cached       bool
-	loadingCache bool
-	cacheSeq     uint64
-
-	// reportedPins maps each unpinned tool already reported by an
-	// EventToolDefinitionChanged to the hash reported (see reportPins).
-	reportedPins map[string]string
+	// cache offers tools before a listing of this run: the discovery
+	// cache's, or a principal's (discovery.go); the actor's goroutine.
+	cache cachedTools
+	// pinReports reports the tools whose definitions are not pinned, and
+	// rechecks them (pins.go); the actor's goroutine.
+	pinReports pinReporter
 
 	stopping    bool
 	stopWaiters []chan struct{}
@@ -86,6 +82,7 @@ func newServerActor(h *serverHandle, cfg ServerConfig, opts *runOptions) *server
 		goroutines: serverGoroutines{h: h, dispatch: opts.dispatch},
 	}
 	a.reconnect.a, a.relister.a, a.notifications.a = a, a, a
+	a.cache.a, a.pinReports.a = a, a
 	return a
 }
 
@@ -99,7 +96,7 @@ func (a *serverActor) Receive(ctx actor.Context) {
 			a.cfg = prev.cfg // a restarted instance keeps the latest config
 			a.policy = a.cfg.Reconnect.over(a.opts.Reconnect)
 		}
-		a.loadCache()
+		a.cache.load()
 		a.setState(initialState(a.cfg), heldError(a.cfg))
 	case *actor.Restarting:
 		a.log.Error().Msg("server actor restarting after a crash; its connection is dropped")
@@ -120,9 +117,9 @@ func (a *serverActor) Receive(ctx actor.Context) {
 			a.maybeStop(ctx)
 		}
 	case cacheLoaded:
-		a.cacheArrived(m)
+		a.cache.arrived(m)
 	case userListed:
-		a.userListed(m) // usersessions.go
+		a.cache.userListed(m) // usersessions.go
 	case connectionLost:
 		a.lost(m)
 	case serverNotification:
@@ -132,9 +129,9 @@ func (a *serverActor) Receive(ctx actor.Context) {
 	case relistNow:
 		a.relister.timer(m)
 	case recheckPins:
-		a.recheckPins()
+		a.pinReports.recheck()
 	case pinsChecked:
-		a.pinsChecked(m)
+		a.pinReports.checked(m)
 	case retryNow:
 		a.reconnect.retry(m)
 	case stableNow:
@@ -204,8 +201,8 @@ func (a *serverActor) publish() {
 		strikeLimit:    a.policy.Strikes,
 		probeAfter:     time.Duration(a.policy.ProbeAfter),
 		probeTimeout:   time.Duration(a.policy.ProbeTimeout),
-		cached:         a.cached,
-		loadingCache:   a.loadingCache,
+		cached:         a.cache.cached,
+		loadingCache:   a.cache.loading,
 		auth:           &a.h.auth,
 		pinOpts:        &a.opts.ToolPins,
 		sseOnly:        a.h.sseOnly.Load(),
@@ -239,13 +236,13 @@ func (a *serverActor) connect() {
 	// recovering from a lost connection does. The lists are kept in any
 	// case (a parked server's still route calls that wake it) until the
 	// new connection lists afresh.
-	recovering := a.recovering || a.sess != nil || a.cached
+	recovering := a.recovering || a.sess != nil || a.cache.cached
 	reconnect := a.recovering || a.sess != nil // for the span: a connection is replaced
 	a.abandon(session.ErrServerRestarting)
 	a.recovering = recovering
 	a.gen = a.h.gens.Add(1)
 	a.notifications.forgetHeld()
-	a.loadingCache = false // a load still running is ignored
+	a.cache.loading = false // a load still running is ignored
 	ctx, cancel := context.WithTimeout(context.Background(), a.connectTimeout())
 	a.cancelConnect = cancel
 	a.reconnect.nextRetry = time.Time{}
@@ -385,17 +382,17 @@ func (a *serverActor) connected(m connectResult) {
 		a.reconnect.afterFailure(m.err, false)
 		return
 	}
-	a.recovering, a.cached = false, false
+	a.recovering, a.cache.cached = false, false
 	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
 	a.relister.firstListen = m.listen
 	a.h.strikes.Store(0)
-	a.pinsFound(m.pinErr)
+	a.pinReports.found(m.pinErr)
 	a.setState(StateReady, nil)
 	if a.relister.failedAll(m.listErrs) {
 		a.publish()
 	}
 	if m.listErrs[listTools] == nil {
-		a.storeCache(m.lists.tools) // never the empty list of a refusal
+		a.cache.store(m.lists.tools) // never the empty list of a refusal
 	}
 	a.logLevelAfterConnect()
 	a.relister.startListening(m.listen)
@@ -482,9 +479,9 @@ func (a *serverActor) reconfigure(cfg ServerConfig) {
 	}
 	a.cfg = cfg
 	a.policy = cfg.Reconnect.over(a.opts.Reconnect)
-	a.lists, a.cached = lists{}, false
+	a.lists, a.cache.cached = lists{}, false
 	a.reconnect.end()
-	a.loadCache()
+	a.cache.load()
 	a.setState(initialState(cfg), heldError(cfg))
 }
 

@@ -231,7 +231,7 @@ func (l *relister) relisted(m relisted) {
 		switch m.kind {
 		case listTools:
 			a.lists.tools, a.lists.pins = m.lists.tools, m.lists.pins
-			a.storeCache(m.lists.tools)
+			a.cache.store(m.lists.tools)
 		case listResources:
 			a.lists.resources, a.lists.templates = m.lists.resources, m.lists.templates
 		case listPrompts:
@@ -239,8 +239,8 @@ func (l *relister) relisted(m relisted) {
 		}
 		if m.kind == listTools {
 			// Before the view: the reason a tool leaves the pool comes
-			// before the pool's diff (see pinsFound).
-			a.pinsFound(m.pinErr)
+			// before the pool's diff (see pinReporter.found).
+			a.pinReports.found(m.pinErr)
 		}
 		recovered := l.succeeded(m.kind)
 		// A re-list that finds nothing new (after a listen stream opened,
