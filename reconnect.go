@@ -75,7 +75,9 @@ func (r *reconnectEpisode) afterFailure(err error, lost bool) {
 	switch kind {
 	case FailureAuth:
 		r.park(StateNeedsAuth, err)
-		a.announceNeedsAuth(err)
+		if a.parent != nil {
+			a.root.Send(a.parent, serverEvent{handle: a.h, event: needsAuthEvent(a.h, err)})
+		}
 		return
 	case FailureConfig, FailureProtocol, FailureSandbox:
 		r.park(StateFailed, err)
