@@ -16,12 +16,32 @@ import (
 
 // serverActor owns one server's connection: it alone starts connect
 // attempts, installs and tears down sessions, and publishes the server's
-// view.
+// view. Its own methods are the message loop, the connection's life
+// (connect, install, loss, config changes, stop) and the view; the rest
+// is done by parts with one job each, held in its fields:
 //
-// Concurrency: all its fields are touched only by Receive (the actor's
-// goroutine); I/O runs in goroutines it starts (serverGoroutines),
-// whose results come back as messages tagged with the connection
-// generation. What others read of the server is on the handle.
+//   - goroutines (serverGoroutines, server_goroutines.go): starts and
+//     counts every goroutine of the actor.
+//   - reconnect (reconnectEpisode, reconnect.go): the failure policy:
+//     parking, reconnects with backoff, strikes, pings, the stable timer.
+//   - relister (relister, server_lists.go): keeps the live connection's
+//     lists current: re-lists, retries of refused listings, the listen
+//     stream.
+//   - notifications (notificationRouter, server_notify.go): routes the
+//     server's notifications, holding those of a connection not yet
+//     installed.
+//   - cache (cachedTools, discovery.go): the tools offered before a
+//     listing of this run (discovery cache, a principal's listing).
+//   - pinReports (pinReporter, pins.go): reports unpinned tool
+//     definitions, rechecks the pins.
+//
+// The connection's credentials are the handle's (serverHandle.authClient,
+// auth_source.go), shared with Login and the principals' sessions.
+//
+// Concurrency: all its fields, its parts' included, are touched only by
+// Receive (the actor's goroutine); I/O runs in goroutines it starts
+// (serverGoroutines), whose results come back as messages tagged with the
+// connection generation. What others read of the server is on the handle.
 type serverActor struct {
 	h    *serverHandle
 	opts *runOptions // the Supervisor's, shared by every server; read-only
