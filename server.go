@@ -139,7 +139,7 @@ func (a *serverActor) Receive(ctx actor.Context) {
 	case cacheLoaded:
 		a.cache.arrived(m)
 	case userListed:
-		a.cache.userListed(m) // usersessions.go
+		a.cache.userListed(m) // discovery.go
 	case connectionLost:
 		a.lost(m)
 	case serverNotification:
