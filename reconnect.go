@@ -160,6 +160,14 @@ func (r *reconnectEpisode) end() {
 	a.h.strikes.Store(0)
 }
 
+// reset gives the server a full reconnect budget again (a Reconnect):
+// the episode ends, and the next connect of a parked server starts a
+// full one rather than one wake-up attempt.
+func (r *reconnectEpisode) reset() {
+	r.end()
+	r.fullEpisode = true
+}
+
 // startStableTimer ends the episode once the new connection has stayed up
 // for the policy's StableAfter.
 func (r *reconnectEpisode) startStableTimer() {

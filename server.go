@@ -159,8 +159,7 @@ func (a *serverActor) Receive(ctx actor.Context) {
 	case strikeOut:
 		a.reconnect.struckOut(m)
 	case resetEpisode:
-		a.reconnect.end()
-		a.reconnect.fullEpisode = true
+		a.reconnect.reset()
 		a.publish()
 	case reconfigure:
 		a.reconfigure(m.cfg)
