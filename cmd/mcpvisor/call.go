@@ -117,7 +117,7 @@ func (a *app) callOn(ctx context.Context, sup *mcpvisor.Supervisor, tool string,
 	defer unsubscribe()
 	events := sup.Subscribe(subCtx)
 
-	if cfg, _, cfgOK := a.applyConfig(ctx, sup); cfgOK && len(cfg.Servers) == 0 {
+	if cfg, _, cfgOK := a.configs.apply(ctx, sup); cfgOK && len(cfg.Servers) == 0 {
 		a.log.Warn().Msg("no servers configured")
 	}
 	if !a.waitForTool(ctx, sup, events, tool, timeout) && !ofLazyServer(sup, tool) {

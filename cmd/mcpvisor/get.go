@@ -70,21 +70,21 @@ type scopeJSON struct {
 }
 
 func (a *app) get(name string, asJSON, showSecrets bool) error {
-	scopes, err := a.editableScopes()
+	scopes, err := a.configs.editableScopes()
 	if err != nil {
 		return failed(err)
 	}
-	if len(a.configFiles) == 0 {
+	if len(a.configs.files) == 0 {
 		if m, ok := managedScope(); ok {
 			scopes = append(scopes, m) // exclusive: whatever it holds is used
 		}
 	}
-	defs, unreadable := a.definitionsOf(name, scopes)
+	defs, unreadable := a.configs.definitionsOf(name, scopes)
 	if len(defs) == 0 {
 		return failed(fmt.Errorf("no MCP server named %q in:%s%s", name, describeScopes(scopes), unreadableNote(unreadable)))
 	}
 	used := defs[len(defs)-1] // the highest precedence
-	cfg, loadErr := a.loadForState()
+	cfg, loadErr := a.configs.loadForState()
 	st := stateOf(cfg, loadErr, name, used.scopeFile, used.file.MapName())
 
 	entry := used.entry

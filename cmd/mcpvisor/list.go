@@ -81,7 +81,7 @@ func (a *app) list(ctx context.Context, jsonOut bool, timeout time.Duration) err
 	if err != nil {
 		return failed(nil)
 	}
-	cfg, _, ok := a.applyConfig(ctx, sup)
+	cfg, _, ok := a.configs.apply(ctx, sup)
 	a.waitSettled(ctx, sup, timeout)
 	statuses, tools := sup.Status(), sup.Tools()
 

@@ -302,7 +302,7 @@ func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, erro
 		return gatewaySetup{}, usageError("--listen %s is not a loopback address: it requires --token-file or --auth-issuer", f.listen)
 	}
 	a.accessFile = f.accessRules
-	policy, err := a.loadAccess(f.accessRules)
+	policy, err := a.configs.loadAccess(f.accessRules)
 	if err != nil {
 		return gatewaySetup{}, usageError("%v", err)
 	}
@@ -321,9 +321,9 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	sigs, hups, stopSignals := shutdownSignals()
 	defer stopSignals()
 
-	cfg, err := a.loadConfig()
+	cfg, err := a.configs.load()
 	if err != nil {
-		a.logConfigError(err)
+		a.configs.logError(err)
 		return failed(nil)
 	}
 	trail, err := f.audit.open(a, "")
@@ -528,14 +528,14 @@ func reloadVia(reloads chan<- chan error) func(ctx context.Context) error {
 // skipped). A config that fails to load changes nothing; its error is
 // returned (and logged).
 func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.Gateway, why string) error {
-	cfg, err := a.loadConfig()
+	cfg, err := a.configs.load()
 	if err != nil {
-		a.logConfigError(err)
+		a.configs.logError(err)
 		a.log.Error().Str("trigger", why).Msg("config reload failed: keeping the running config")
 		return fmt.Errorf("config reload failed, the running config stays: %w", err)
 	}
 	gw.SetSkipped(cfg.Skipped)
-	policy, err := a.loadAccess(a.accessFile)
+	policy, err := a.configs.loadAccess(a.accessFile)
 	if err != nil {
 		a.log.Error().Err(err).Str("trigger", why).Msg("config reload: the access rules")
 		return fmt.Errorf("config reload: the access rules: %w", err)
@@ -568,14 +568,14 @@ func (a *app) watchConfig(ctx context.Context, cfg *config.Config, interval time
 		interval = time.Second
 	}
 	files := slices.Clone(cfg.Files)
-	files = append(files, a.configFiles...)
-	if len(a.configFiles) == 0 {
+	files = append(files, a.configs.files...)
+	if len(a.configs.files) == 0 {
 		if home, err := os.UserHomeDir(); err == nil {
 			files = append(files, filepath.Join(home, ".mcp.json"))
 		}
 		files = append(files, ".mcp.json", ".mcp.local.json", config.DefaultManagedFile)
 	}
-	if store := a.trustStore(); store != nil {
+	if store := a.state.trustStore(); store != nil {
 		// Approvals ('mcpvisor trust' in another process) apply by
 		// themselves; the pins directory changes when a pins file is
 		// replaced.

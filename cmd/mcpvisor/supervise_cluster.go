@@ -121,12 +121,12 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 	sigs, hups, stopSignals := shutdownSignals()
 	defer stopSignals()
 
-	cfg, err := a.loadConfig()
+	cfg, err := a.configs.load()
 	if err != nil {
-		a.logConfigError(err)
+		a.configs.logError(err)
 		return failed(nil)
 	}
-	oo, err := a.oauthOptions(ctx)
+	oo, err := a.tokens.oauthOptions(ctx)
 	if err != nil {
 		a.log.Error().Err(err).Msg("opening the OAuth token store")
 		return failed(nil)
@@ -197,13 +197,13 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 		watchC = a.watchConfig(serving.ctx, cfg, f.watchEvery)
 	}
 	reload := func(why string) {
-		cfg, err := a.loadConfig()
+		cfg, err := a.configs.load()
 		if err != nil {
-			a.logConfigError(err)
+			a.configs.logError(err)
 			a.log.Error().Str("trigger", why).Msg("config reload failed: keeping the running config")
 			return
 		}
-		if policy, err := a.loadAccess(a.accessFile); err != nil {
+		if policy, err := a.configs.loadAccess(a.accessFile); err != nil {
 			a.log.Error().Err(err).Str("trigger", why).Msg("config reload: the access rules stay as they were")
 		} else {
 			gw.SetAccess(policy)
@@ -267,7 +267,7 @@ loop:
 // per-machine store while servers may use OAuth: a server that moves to
 // another member would find no token there (use --token-store etcd).
 func (a *app) warnTokenStore(cfg *config.Config) {
-	if a.storeInfo.Backend == backendEtcd {
+	if a.tokens.info.Backend == backendEtcd {
 		return
 	}
 	var remote []string
@@ -279,6 +279,6 @@ func (a *app) warnTokenStore(cfg *config.Config) {
 	if len(remote) == 0 {
 		return
 	}
-	a.log.Warn().Str("token_store", a.storeInfo.String()).Int("remote_servers", len(remote)).
+	a.log.Warn().Str("token_store", a.tokens.info.String()).Int("remote_servers", len(remote)).
 		Msg(fmt.Sprintf("cluster mode with a per-machine OAuth token store: a remote server that moves to another member loses its tokens; use --token-store etcd (%d remote servers)", len(remote)))
 }

@@ -97,16 +97,16 @@ type pendingToolJSON struct {
 }
 
 func (a *app) trust(ctx context.Context, names []string, listOnly, asJSON, yes bool) error {
-	if a.trustProject {
+	if a.configs.trustProject {
 		return usageError("--trust-project approves without recording; 'mcpvisor trust' records approvals: use one or the other")
 	}
-	store := a.trustStore()
+	store := a.state.trustStore()
 	if store == nil {
 		return failed(errors.New("no state directory to keep approvals in: set --state-dir or $" + envStateDir))
 	}
-	cfg, err := config.Load(config.Options{Files: a.configFiles, Approvals: store})
+	cfg, err := config.Load(config.Options{Files: a.configs.files, Approvals: store})
 	if err != nil {
-		a.logConfigError(err)
+		a.configs.logError(err)
 		return failed(nil)
 	}
 	tools, err := store.PendingTools()
