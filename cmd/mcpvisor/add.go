@@ -24,7 +24,11 @@ type addFlags struct {
 	approve   bool
 }
 
-func (a *app) addCommand() *cobra.Command {
+// addCmd is `mcpvisor add`: it writes a server entry to a config file.
+// It runs in cobra's goroutine.
+type addCmd struct{ *app }
+
+func (a addCmd) command() *cobra.Command {
 	var fl addFlags
 	cmd := &cobra.Command{
 		Use:   "add [flags] NAME COMMAND_OR_URL [-- ARGS...]",
@@ -89,7 +93,7 @@ type addedEntry struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
-func (a *app) add(ctx context.Context, fl addFlags, args []string) error {
+func (a addCmd) add(ctx context.Context, fl addFlags, args []string) error {
 	if a.configs.trustProject {
 		return usageError("--trust-project approves for one run and records nothing; add --approve records the approval")
 	}
@@ -137,7 +141,7 @@ func (a *app) add(ctx context.Context, fl addFlags, args []string) error {
 // reportAdded says what the loader makes of the entry just added, and
 // records its approval when asked to: the approval of mine, the entry as
 // add wrote it, and of nothing else (should the file have changed since).
-func (a *app) reportAdded(ctx context.Context, name string, s scopeFile, mine []byte, approve bool) error {
+func (a addCmd) reportAdded(ctx context.Context, name string, s scopeFile, mine []byte, approve bool) error {
 	mapName := mcpfile.MapMCPServers
 	if scopes, err := a.configs.editableScopes(); err == nil {
 		defs, _ := a.configs.definitionsOf(name, scopes)

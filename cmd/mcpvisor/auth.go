@@ -150,7 +150,11 @@ func (o *output) authURLOpener(browser bool) func(ctx context.Context, server, a
 	}
 }
 
-func (a *app) authCommand() *cobra.Command {
+// authCmd is `mcpvisor auth` and its login, logout and status. It runs
+// in cobra's goroutine.
+type authCmd struct{ *app }
+
+func (a authCmd) command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "auth",
 		Short: "Authorize remote servers (OAuth): login, logout, status",
@@ -163,12 +167,12 @@ secret-service, keyctl (Linux kernel keyring, lost at reboot), keychain, wincred
 An OS store takes over the file's entries on first use and removes the file.
 auth status says which store is in use. Tokens are never printed.`,
 	}
-	cmd.AddCommand(a.authLoginCommand(), a.authLogoutCommand(), a.authStatusCommand())
+	cmd.AddCommand(a.loginCommand(), a.logoutCommand(), a.statusCommand())
 	return cmd
 }
 
-// authServer finds a remote server of the configuration.
-func (a *app) authServer(name string) (mcpvisor.ServerConfig, error) {
+// server finds a remote server of the configuration.
+func (a authCmd) server(name string) (mcpvisor.ServerConfig, error) {
 	cfg, err := a.configs.load()
 	if err != nil {
 		a.configs.logError(err)
@@ -187,7 +191,7 @@ func (a *app) authServer(name string) (mcpvisor.ServerConfig, error) {
 	return sc, failed(fmt.Errorf("server %q is not remote (%s): it takes credentials from its environment", name, sc.Kind()))
 }
 
-func (a *app) authLoginCommand() *cobra.Command {
+func (a authCmd) loginCommand() *cobra.Command {
 	var (
 		scope     string
 		noBrowser bool
@@ -208,7 +212,7 @@ browser when there is one (--no-browser: printed only). Servers configured with
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			sc, err := a.authServer(args[0])
+			sc, err := a.server(args[0])
 			if err != nil {
 				return err
 			}
@@ -250,13 +254,13 @@ browser when there is one (--no-browser: printed only). Servers configured with
 	return cmd
 }
 
-func (a *app) authLogoutCommand() *cobra.Command {
+func (a authCmd) logoutCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "logout SERVER",
 		Short: "Forget a remote server's tokens (its client registration is kept)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := a.authServer(args[0])
+			sc, err := a.server(args[0])
 			if err != nil {
 				return err
 			}
@@ -289,7 +293,7 @@ type authStatusRow struct {
 	HasRefresh bool      `json:"hasRefreshToken"`
 }
 
-func (a *app) authStatusCommand() *cobra.Command {
+func (a authCmd) statusCommand() *cobra.Command {
 	var jsonOut bool
 	cmd := &cobra.Command{
 		Use:   "status",

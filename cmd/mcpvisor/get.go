@@ -14,7 +14,11 @@ import (
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/mcpfile"
 )
 
-func (a *app) getCommand() *cobra.Command {
+// getCmd is `mcpvisor get`: it prints a server's entries and their
+// status. It runs in cobra's goroutine.
+type getCmd struct{ *app }
+
+func (a getCmd) command() *cobra.Command {
 	var asJSON, showSecrets bool
 	cmd := &cobra.Command{
 		Use:   "get [--json] [--show-secrets] NAME",
@@ -69,7 +73,7 @@ type scopeJSON struct {
 	File  string `json:"file"`
 }
 
-func (a *app) get(name string, asJSON, showSecrets bool) error {
+func (a getCmd) get(name string, asJSON, showSecrets bool) error {
 	scopes, err := a.configs.editableScopes()
 	if err != nil {
 		return failed(err)

@@ -104,11 +104,10 @@ func usageError(format string, args ...any) error {
 // and streams, which no longer change by then.
 type app struct {
 	output
-	state      *stateDir    // --state-dir: approvals, tool pins, edit locks, discovery cache
-	configs    *configFiles // --config, --trust-project: loading and editing the .mcp.json files
-	tokens     *tokenStore  // --token-store: the OAuth token store, opened once
-	etcd       etcdFlags    // --etcd-*: the etcd of --token-store etcd and --session-store etcd
-	accessFile string       // supervise --access-rules, read again at each reload
+	state   *stateDir    // --state-dir: approvals, tool pins, edit locks, discovery cache
+	configs *configFiles // --config, --trust-project: loading and editing the .mcp.json files
+	tokens  *tokenStore  // --token-store: the OAuth token store, opened once
+	etcd    etcdFlags    // --etcd-*: the etcd of --token-store etcd and --session-store etcd
 }
 
 // newApp returns the app of one command line, writing to stdout and
@@ -259,7 +258,9 @@ the error that ends the command is a JSON line too.
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 
-	list, call, supervise, auth := a.listCommand(), a.callCommand(), a.superviseCommand(), a.authCommand()
+	// Each subcommand is a small type that embeds a and holds what only
+	// it needs.
+	list, call, supervise, auth := listCmd{a}.command(), callCmd{a}.command(), (&superviseCmd{app: a}).command(), authCmd{a}.command()
 	// --token-store and --etcd-* only where they are used: the commands
 	// that open the OAuth token store (--token-store etcd), among them
 	// supervise (also --session-store etcd, --cluster-membership etcd).
@@ -269,7 +270,9 @@ the error that ends the command is a JSON line too.
 				" (default $"+envTokenStoreBackend+", else auto: the OS secret store where one works)")
 		a.etcd.register(c.PersistentFlags())
 	}
-	root.AddCommand(list, call, supervise, a.statusCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), auth, a.trustCommand(), a.addCommand(), a.removeCommand(), a.getCommand(), a.auditCommand())
+	root.AddCommand(list, call, supervise, statusCmd{a}.command(), mockCmd{a}.command(), conformanceCmd{a}.command(),
+		benchCmd{a}.command(), auth, trustCmd{a}.command(), addCmd{a}.command(), removeCmd{a}.command(),
+		getCmd{a}.command(), auditCmd{a}.command())
 	return root
 }
 

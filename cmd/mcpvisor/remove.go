@@ -11,7 +11,11 @@ import (
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/mcpfile"
 )
 
-func (a *app) removeCommand() *cobra.Command {
+// removeCmd is `mcpvisor remove`: it deletes a server entry from a config
+// file. It runs in cobra's goroutine.
+type removeCmd struct{ *app }
+
+func (a removeCmd) command() *cobra.Command {
 	var scope string
 	cmd := &cobra.Command{
 		Use:   "remove [--scope local|project|user] NAME",
@@ -40,7 +44,7 @@ Exit codes:
 	return cmd
 }
 
-func (a *app) remove(ctx context.Context, scope, name string) error {
+func (a removeCmd) remove(ctx context.Context, scope, name string) error {
 	scopes, err := a.configs.editableScopes()
 	if err != nil {
 		return failed(err)

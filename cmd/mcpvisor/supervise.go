@@ -66,7 +66,17 @@ type superviseFlags struct {
 	maxResultChars int
 }
 
-func (a *app) superviseCommand() *cobra.Command {
+// superviseCmd is `mcpvisor supervise`: the gateway, the admin API, the
+// reload loop, and with --cluster the cluster member. Its fields and the
+// app's are owned by supervise's goroutine (the one cobra runs it in);
+// the goroutines it starts (event log, config watch, serving) only read
+// the loggers.
+type superviseCmd struct {
+	*app
+	accessFile string // --access-rules, read again at each reload
+}
+
+func (a *superviseCmd) command() *cobra.Command {
 	var f superviseFlags
 	cmd := &cobra.Command{
 		Use:   "supervise",
@@ -254,7 +264,7 @@ type gatewaySetup struct {
 	listenAddr string
 }
 
-func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, error) {
+func (a *superviseCmd) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, error) {
 	serveHTTP := f.listen != "off" && f.listen != "" && (!f.stdio || listenSet)
 	if err := f.audit.check(f.stdio); err != nil {
 		return gatewaySetup{}, err
@@ -309,7 +319,7 @@ func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, erro
 	return gatewaySetup{serveHTTP: serveHTTP, token: token, seal: seal, local: local, auth: auth, access: policy}, nil
 }
 
-func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) error {
+func (a *superviseCmd) supervise(ctx context.Context, f superviseFlags, listenSet bool) error {
 	if f.cluster.on {
 		return a.superviseCluster(ctx, f, listenSet)
 	}
@@ -326,7 +336,7 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 		a.configs.logError(err)
 		return failed(nil)
 	}
-	trail, err := f.audit.open(a, "")
+	trail, err := f.audit.open(a.app, "")
 	if err != nil {
 		return failed(nil)
 	}
@@ -473,7 +483,7 @@ loop:
 }
 
 // logApplied logs what a SetServers did.
-func (a *app) logApplied(cfg *config.Config, res mcpvisor.SetResult, msg string) {
+func (a *superviseCmd) logApplied(cfg *config.Config, res mcpvisor.SetResult, msg string) {
 	disabled := 0
 	for _, sc := range cfg.Servers {
 		if sc.Disabled {
@@ -527,7 +537,7 @@ func reloadVia(reloads chan<- chan error) func(ctx context.Context) error {
 // hands the gateway the servers a policy now excludes and the layers it
 // skipped). A config that fails to load changes nothing; its error is
 // returned (and logged).
-func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.Gateway, why string) error {
+func (a *superviseCmd) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.Gateway, why string) error {
 	cfg, err := a.configs.load()
 	if err != nil {
 		a.configs.logError(err)
@@ -563,7 +573,7 @@ func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.
 // and signals on the returned channel once a change has been quiet for
 // one interval (debounce). Missing files are watched too (a layer created
 // later counts as a change).
-func (a *app) watchConfig(ctx context.Context, cfg *config.Config, interval time.Duration) <-chan struct{} {
+func (a *superviseCmd) watchConfig(ctx context.Context, cfg *config.Config, interval time.Duration) <-chan struct{} {
 	if interval <= 0 {
 		interval = time.Second
 	}
@@ -624,7 +634,7 @@ func (a *app) watchConfig(ctx context.Context, cfg *config.Config, interval time
 }
 
 // logEvents logs every event of the stream until it closes.
-func (a *app) logEvents(events <-chan mcpvisor.Event) {
+func (a *superviseCmd) logEvents(events <-chan mcpvisor.Event) {
 	for ev := range events {
 		h := ev.Header()
 		switch ev := ev.(type) {

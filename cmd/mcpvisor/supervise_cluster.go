@@ -99,7 +99,7 @@ func (c *clusterFlags) options() (cluster.Options, error) {
 // and its gateway serves the cluster-wide pool. Reload (SIGHUP, --watch)
 // sets the re-read servers; shutdown drains the gateway, hands the
 // member's servers over (leave) and closes.
-func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet bool) error {
+func (a *superviseCmd) superviseCluster(ctx context.Context, f superviseFlags, listenSet bool) error {
 	copts, err := f.cluster.options()
 	if err != nil {
 		return err
@@ -162,7 +162,7 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 	waitLogged := a.startEventLog(member.Subscribe(context.Background(), mcpvisor.BufferSize(1024)))
 	gopts := a.gatewayOptions(f, setup)
 	// Every member writes its own trail; each line names the member.
-	if trail, err := f.audit.open(a, member.ID()); err != nil {
+	if trail, err := f.audit.open(a.app, member.ID()); err != nil {
 		if ln != nil {
 			ln.Close()
 		}
@@ -266,7 +266,7 @@ loop:
 // warnTokenStore warns when a cluster member keeps OAuth tokens in a
 // per-machine store while servers may use OAuth: a server that moves to
 // another member would find no token there (use --token-store etcd).
-func (a *app) warnTokenStore(cfg *config.Config) {
+func (a *superviseCmd) warnTokenStore(cfg *config.Config) {
 	if a.tokens.info.Backend == backendEtcd {
 		return
 	}
