@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/transports"
@@ -43,7 +44,7 @@ func onSession[T any](ctx context.Context, s *Supervisor, h *serverHandle, reque
 	if s.pool.Load().off.Has(h.name) {
 		return zero, fmt.Errorf("%w: %q", ErrServerOff, h.name)
 	}
-	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
+	ctx, cancel := withDefaultTimeout(ctx, s.opts.callTimeout(h))
 	defer cancel()
 	v := h.view.Load()
 	if p, ok := forPrincipal(ctx, &v.cfg, &s.opts); ok {
@@ -57,7 +58,7 @@ func onSession[T any](ctx context.Context, s *Supervisor, h *serverHandle, reque
 	}
 	start := time.Now()
 	res, err := request(ctx, v.sess)
-	s.recordOutcome(h, v, err)
+	h.recordOutcome(s.system.Root, v, err)
 	if err != nil && errors.Is(err, transports.ErrSessionExpired) {
 		// The server forgot the session and refused the request unread:
 		// the server actor is initializing a new session. Wait for it and
@@ -67,7 +68,7 @@ func onSession[T any](ctx context.Context, s *Supervisor, h *serverHandle, reque
 			return res, hostErr(fmt.Errorf("%w (and no new session: %w)", err, werr))
 		}
 		res, err = request(ctx, nv.sess)
-		s.recordOutcome(h, nv, err)
+		h.recordOutcome(s.system.Root, nv, err)
 		v = nv
 	}
 	h.latency.observe(time.Since(start), err != nil)
@@ -96,31 +97,31 @@ func brokeMidRequest(err error) bool {
 
 // callTimeout is the default deadline of a request to the server: its
 // timeoutMs, else Options.RequestTimeout.
-func (s *Supervisor) callTimeout(h *serverHandle) time.Duration {
+func (o *runOptions) callTimeout(h *serverHandle) time.Duration {
 	if ms := h.view.Load().cfg.TimeoutMs; ms > 0 {
 		return time.Duration(ms) * time.Millisecond
 	}
-	return s.opts.RequestTimeout
+	return o.RequestTimeout
 }
 
 // toolCallTimeout is the default deadline of a tool call to the server:
 // its timeoutMs, else Options.CallTimeout.
-func (s *Supervisor) toolCallTimeout(h *serverHandle) time.Duration {
+func (o *runOptions) toolCallTimeout(h *serverHandle) time.Duration {
 	if ms := h.view.Load().cfg.TimeoutMs; ms > 0 {
 		return time.Duration(ms) * time.Millisecond
 	}
-	return s.opts.CallTimeout
+	return o.CallTimeout
 }
 
 // recordOutcome counts a request's outcome on connection v: a transient
 // transport error is a strike, an answer clears the strikes.
-func (s *Supervisor) recordOutcome(h *serverHandle, v *serverView, err error) {
+func (h *serverHandle) recordOutcome(root *actor.RootContext, v *serverView, err error) {
 	strike, ok := strikes(err)
 	if !ok || h.view.Load().sess != v.sess {
 		return // says nothing, or about a connection already replaced
 	}
 	if strike {
-		h.strike(s.system.Root, v.gen, v.strikeLimit, err)
+		h.strike(root, v.gen, v.strikeLimit, err)
 	} else if h.strikes.Load() != 0 {
 		h.strikes.Store(0)
 	}
@@ -204,7 +205,7 @@ func (s *Supervisor) callTool(ctx context.Context, name string, args json.RawMes
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q", err, name)
 	}
-	if err := s.permit(ctx, name, e.h, e.name, args); err != nil {
+	if err := s.permissions.permit(ctx, name, e.h, e.name, args); err != nil {
 		return nil, err
 	}
 	call := func(ctx context.Context, sess *session.Session) (*protocol.CallToolResult, error) {
@@ -212,7 +213,7 @@ func (s *Supervisor) callTool(ctx context.Context, name string, args json.RawMes
 	}
 	// A tool call's own default deadline (one for the call and its
 	// replay); onSession's does not apply then.
-	ctx, cancel := withDefaultTimeout(ctx, s.toolCallTimeout(e.h))
+	ctx, cancel := withDefaultTimeout(ctx, s.opts.toolCallTimeout(e.h))
 	defer cancel()
 	if !s.opts.ReplayIdempotent || !e.replayable {
 		return onSession(ctx, s, e.h, call)
@@ -276,7 +277,7 @@ func (s *Supervisor) route(ctx context.Context, name string, find func(*pool) (p
 		}
 		return poolEntry{}, ErrUnknownTool
 	}
-	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
+	ctx, cancel := withDefaultTimeout(ctx, s.opts.callTimeout(h))
 	defer cancel()
 	byPrincipal := false
 	if v := h.view.Load(); v.state == StateNeedsAuth {
@@ -386,7 +387,7 @@ func (s *published) poolHas(h *serverHandle) bool {
 
 // Session returns a ready server's live session, for requests the API
 // does not wrap. It is valid until the connection ends.
-func (s *Supervisor) liveSession(server string) (*session.Session, error) {
+func (s *published) liveSession(server string) (*session.Session, error) {
 	h, err := s.handle(server)
 	if err != nil {
 		return nil, err

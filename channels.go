@@ -52,8 +52,7 @@ func (ch Channels) OpenInbox(ctx context.Context, o channels.InboxOptions) *chan
 // AnswerPermission (its local dialog). It expires after
 // Options.PermissionTimeout.
 func (ch Channels) RequestPermission(ctx context.Context, req channels.PermissionRequest) (*channels.Pending, []string, error) {
-	s := ch.s
-	return s.requestPermission(ctx, req, 0)
+	return ch.requestPermission(ctx, req, 0)
 }
 
 // AnswerPermission settles a permission request by its short ID (as the
@@ -63,10 +62,9 @@ func (ch Channels) RequestPermission(ctx context.Context, req channels.Permissio
 // ErrUnknownPermission, expired ones with ErrPermissionExpired, answered
 // ones with ErrPermissionAnswered.
 func (ch Channels) AnswerPermission(id string, allow bool) error {
-	s := ch.s
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return s.answerPermission(ctx, id, allow)
+	return ch.answerPermission(ctx, id, allow)
 }
 
 // PendingPermissions returns the permission requests still waiting for an

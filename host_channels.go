@@ -27,7 +27,8 @@ func clipBytes(b []byte, n int) []byte {
 // accepted from now on, holding at most capacity of each server's (zero
 // means 1,000) and dropping that server's oldest, counted, when full. It
 // closes when ctx ends or the supervisor closes.
-func (s *Supervisor) subscribeChannels(ctx context.Context, capacity int) *channels.Inbox {
+func (ch Channels) subscribeChannels(ctx context.Context, capacity int) *channels.Inbox {
+	s := ch.s
 	return s.Channels().OpenInbox(ctx, channels.InboxOptions{Capacity: capacity})
 }
 
@@ -40,7 +41,8 @@ func (s *Supervisor) subscribeChannels(ctx context.Context, capacity int) *chann
 // Options.PermissionTimeout (ttl, when positive). It returns the prompt
 // and the servers it was sent to (none is not an error: the host may
 // still answer it itself).
-func (s *Supervisor) requestPermission(ctx context.Context, req channels.PermissionRequest, ttl time.Duration) (*channels.Pending, []string, error) {
+func (ch Channels) requestPermission(ctx context.Context, req channels.PermissionRequest, ttl time.Duration) (*channels.Pending, []string, error) {
+	s := ch.s
 	select {
 	case <-s.closed:
 		return nil, nil, ErrClosed
@@ -70,7 +72,8 @@ func (s *Supervisor) requestPermission(ctx context.Context, req channels.Permiss
 // notifications/claude/channel/permission {request_id, behavior}. An ID
 // never issued is ErrUnknownPermission; one whose time ran out,
 // ErrPermissionExpired; one already answered, ErrPermissionAnswered.
-func (s *Supervisor) answerPermission(ctx context.Context, id string, allow bool) error {
+func (ch Channels) answerPermission(ctx context.Context, id string, allow bool) error {
+	s := ch.s
 	p, err := s.opts.host.relay.Answer(id, allow, "")
 	if err != nil {
 		return err

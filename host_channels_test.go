@@ -26,8 +26,8 @@ func TestChannelBurstToThreeSubscribers(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"ch": mock("-channel")})
 	const n = 10_000
-	fast := []*channels.Inbox{s.subscribeChannels(t.Context(), n), s.subscribeChannels(t.Context(), n)}
-	slow := s.subscribeChannels(t.Context(), 0) // default capacity 1,000
+	fast := []*channels.Inbox{s.Channels().subscribeChannels(t.Context(), n), s.Channels().subscribeChannels(t.Context(), n)}
+	slow := s.Channels().subscribeChannels(t.Context(), 0) // default capacity 1,000
 
 	var wg sync.WaitGroup
 	got := make([][]string, len(fast))
@@ -77,7 +77,7 @@ func TestChannelBurstToThreeSubscribers(t *testing.T) {
 func TestChannelNeedsTheCapability(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"plain": mock("-notify-tool"), "ch": mock("-notify-tool", "-channel")})
-	in := s.subscribeChannels(t.Context(), 0)
+	in := s.Channels().subscribeChannels(t.Context(), 0)
 	for _, srv := range []string{"plain", "ch"} {
 		_, err := s.CallTool(t.Context(), "mcp__"+srv+"__notify", json.RawMessage(`{"method":"notifications/claude/channel","params":{"content":"from `+srv+`"}}`))
 		require.NoError(t, err)
@@ -95,10 +95,10 @@ func TestChannelNeedsTheCapability(t *testing.T) {
 func TestPermissionRelayRoundTrip(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"tg": mock("-channel", "-notify-tool"), "plain": plain()})
-	in := s.subscribeChannels(t.Context(), 0)
+	in := s.Channels().subscribeChannels(t.Context(), 0)
 	events := s.subscribeRecords(t.Context(), false, 0, 256)
 
-	p, sent, err := s.requestPermission(t.Context(), channels.PermissionRequest{ToolName: "Bash", Description: "run the tests", InputPreview: `{"command":"go test ./..."}`}, 0)
+	p, sent, err := s.Channels().requestPermission(t.Context(), channels.PermissionRequest{ToolName: "Bash", Description: "run the tests", InputPreview: `{"command":"go test ./..."}`}, 0)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"tg"}, sent, "only servers declaring claude/channel/permission get it")
 	// The channel server got it (it echoes prompts as channel messages).
@@ -123,20 +123,20 @@ func TestPermissionRelayRoundTrip(t *testing.T) {
 	assert.Equal(t, "tg", a.By)
 	ev := nextEvent(t, events, EventPermissionAnswered, "tg")
 	assert.Equal(t, p.ID, ev.PermissionID)
-	assert.ErrorIs(t, s.answerPermission(t.Context(), p.ID, true), ErrPermissionAnswered, "the first answer applies")
-	assert.ErrorIs(t, s.answerPermission(t.Context(), "zzzzz", true), ErrUnknownPermission)
+	assert.ErrorIs(t, s.Channels().answerPermission(t.Context(), p.ID, true), ErrPermissionAnswered, "the first answer applies")
+	assert.ErrorIs(t, s.Channels().answerPermission(t.Context(), "zzzzz", true), ErrUnknownPermission)
 
 	// Unanswered: it expires.
-	q, _, err := s.requestPermission(t.Context(), channels.PermissionRequest{ToolName: "Write"}, 200*time.Millisecond)
+	q, _, err := s.Channels().requestPermission(t.Context(), channels.PermissionRequest{ToolName: "Write"}, 200*time.Millisecond)
 	require.NoError(t, err)
 	_, err = q.Wait(t.Context())
 	assert.ErrorIs(t, err, ErrPermissionExpired)
-	assert.ErrorIs(t, s.answerPermission(t.Context(), q.ID, true), ErrPermissionExpired)
+	assert.ErrorIs(t, s.Channels().answerPermission(t.Context(), q.ID, true), ErrPermissionExpired)
 
 	// The host answers one itself (the local dialog won the race).
-	r, _, err := s.requestPermission(t.Context(), channels.PermissionRequest{ToolName: "Edit"}, 0)
+	r, _, err := s.Channels().requestPermission(t.Context(), channels.PermissionRequest{ToolName: "Edit"}, 0)
 	require.NoError(t, err)
-	require.NoError(t, s.answerPermission(t.Context(), r.ID, true))
+	require.NoError(t, s.Channels().answerPermission(t.Context(), r.ID, true))
 	a, err = r.Wait(t.Context())
 	require.NoError(t, err)
 	assert.True(t, a.Allow)
@@ -149,14 +149,14 @@ func TestPermissionRelayRoundTrip(t *testing.T) {
 func TestPermissionRequestFromAServer(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"tg": mock("-channel", "-notify-tool")})
-	in := s.subscribeChannels(t.Context(), 0)
+	in := s.Channels().subscribeChannels(t.Context(), 0)
 	events := s.subscribeRecords(t.Context(), false, 0, 256)
 	_, err := s.CallTool(t.Context(), "mcp__tg__notify", json.RawMessage(`{"method":"notifications/claude/channel/permission_request","params":{"request_id":"srv-7","tool_name":"deploy"}}`))
 	require.NoError(t, err)
 	ev := nextEvent(t, events, EventPermissionRequest, "tg")
 	require.Len(t, ev.PermissionID, channels.IDLength)
-	assert.ErrorIs(t, s.answerPermission(t.Context(), "abcdz", true), ErrUnknownPermission)
-	require.NoError(t, s.answerPermission(t.Context(), ev.PermissionID, true))
+	assert.ErrorIs(t, s.Channels().answerPermission(t.Context(), "abcdz", true), ErrUnknownPermission)
+	require.NoError(t, s.Channels().answerPermission(t.Context(), ev.PermissionID, true))
 	m, err := in.Wait(t.Context(), channels.FromServer("tg"))
 	require.NoError(t, err)
 	assert.Equal(t, "verdict srv-7 allow", m.Content, "the server got its own id back")
@@ -168,7 +168,7 @@ func TestPermissionRequestFromAServer(t *testing.T) {
 // none lost.
 func TestChannelMessagesPushedDuringConnectAreKept(t *testing.T) {
 	s := start(t, testOptions)
-	in := s.subscribeChannels(t.Context(), 0)
+	in := s.Channels().subscribeChannels(t.Context(), 0)
 	const n = 500
 	// Many resources and prompts make the lists after tools/list slow
 	// enough for the pushes to arrive first.

@@ -142,7 +142,8 @@ type poll struct {
 }
 
 // runPoll polls until ctx ends.
-func (s *Supervisor) runPoll(ctx context.Context, p *poll) {
+func (pl Polling) runPoll(ctx context.Context, p *poll) {
+	s := pl.s
 	var last [sha256.Size]byte
 	first := true
 	t := time.NewTimer(0)
@@ -154,7 +155,7 @@ func (s *Supervisor) runPoll(ctx context.Context, p *poll) {
 		case <-t.C:
 		}
 		pctx, cancel := context.WithTimeout(ctx, p.spec.Interval)
-		data, h, err := s.pollOnce(pctx, p.spec)
+		data, h, err := pl.pollOnce(pctx, p.spec)
 		cancel()
 		switch {
 		case err != nil:
@@ -177,7 +178,8 @@ func (s *Supervisor) runPoll(ctx context.Context, p *poll) {
 
 // pollOnce runs one poll and returns its result's JSON and the server
 // polled.
-func (s *Supervisor) pollOnce(ctx context.Context, spec PollSpec) (json.RawMessage, *serverHandle, error) {
+func (pl Polling) pollOnce(ctx context.Context, spec PollSpec) (json.RawMessage, *serverHandle, error) {
+	s := pl.s
 	if spec.Tool != "" {
 		e, ok := s.pool.Load().toolsByName.Get(spec.Tool)
 		if !ok {

@@ -52,7 +52,8 @@ func serverTasks(sess *session.Session) bool {
 // CallToolAsTask calls a tool of the pool as a task (tools/call with a
 // task member; ttl, when positive, is the lifetime asked for) and returns
 // its handle once the server has accepted it.
-func (s *Supervisor) callToolAsTask(ctx context.Context, name string, args json.RawMessage, ttl time.Duration) (*TaskHandle, error) {
+func (ts Tasks) callToolAsTask(ctx context.Context, name string, args json.RawMessage, ttl time.Duration) (*TaskHandle, error) {
+	s := ts.s
 	e, err := s.route(ctx, name, func(p *pool) (poolEntry, bool) {
 		e, ok := p.toolsByName.Get(name)
 		return e, ok
@@ -60,7 +61,7 @@ func (s *Supervisor) callToolAsTask(ctx context.Context, name string, args json.
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q", err, name)
 	}
-	if err := s.permit(ctx, name, e.h, e.name, args); err != nil {
+	if err := s.permissions.permit(ctx, name, e.h, e.name, args); err != nil {
 		return nil, err
 	}
 	var meta protocol.TaskMetadata
@@ -155,12 +156,11 @@ func taskRequest[T any](ctx context.Context, t *TaskHandle, method string) (*T, 
 // it) and returns its handle once the server accepted it; ttl, when
 // positive, is the task lifetime asked for.
 func (ts Tasks) Call(ctx context.Context, name string, args any, ttl time.Duration) (*TaskHandle, error) {
-	s := ts.s
 	raw, err := encodeArgs(args)
 	if err != nil {
 		return nil, err
 	}
-	return s.callToolAsTask(ctx, name, raw, ttl)
+	return ts.callToolAsTask(ctx, name, raw, ttl)
 }
 
 // List lists a server's tasks.

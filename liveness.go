@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/protocol"
+	"github.com/rs/zerolog"
 )
 
 // Noticing a server that stopped answering (see ReconnectPolicy.ProbeAfter).
@@ -75,24 +78,41 @@ type probeResult struct {
 	silentFor time.Duration
 }
 
-// watchLiveness runs the liveness watcher until the Supervisor closes.
-// Probes it starts are waited for by probes.
-func (s *Supervisor) watchLiveness(tick time.Duration, probes *sync.WaitGroup) {
+// livenessWatcher is a Supervisor's liveness watcher: one goroutine
+// (run) that looks at the published handles, with the state it keeps of
+// each server's session local to it.
+//
+// Concurrency: the fields are set before run starts and not written
+// after; probes counts the probe goroutines run starts, and done closes
+// when run has returned (Close waits for both).
+type livenessWatcher struct {
+	handles *atomic.Pointer[[]*serverHandle] // the registry's published handles
+	closed  <-chan struct{}                  // the Supervisor's: run returns when it closes
+	root    *actor.RootContext               // to strike a server's actor
+	log     zerolog.Logger
+	probes  sync.WaitGroup
+	done    chan struct{}
+}
+
+// run runs the liveness watcher, looking every tick, until closed.
+func (lw *livenessWatcher) run(tick time.Duration) {
+	defer close(lw.done)
+	probes := &lw.probes
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	results := make(chan probeResult)
 	state := map[*serverHandle]*watched{}
 	for {
 		select {
-		case <-s.closed:
+		case <-lw.closed:
 			return
 		case r := <-results:
 			if w := state[r.h]; w != nil && w.sess == r.view.sess {
 				w.probing = false
 			}
-			s.probed(r)
+			lw.probed(r)
 		case now := <-t.C:
-			hs := *s.handles.Load()
+			hs := *lw.handles.Load()
 			seen := make(map[*serverHandle]bool, len(hs))
 			for _, h := range hs {
 				seen[h] = true
@@ -117,7 +137,7 @@ func (s *Supervisor) watchLiveness(tick time.Duration, probes *sync.WaitGroup) {
 						r.silentFor = time.Since(since)
 						select {
 						case results <- r:
-						case <-s.closed:
+						case <-lw.closed:
 						}
 					}()
 				}
@@ -160,7 +180,7 @@ func probe(h *serverHandle, v *serverView) probeResult {
 
 // probed acts on a finished probe: an answer or a frame clears the
 // strikes, silence is a strike.
-func (s *Supervisor) probed(r probeResult) {
+func (lw *livenessWatcher) probed(r probeResult) {
 	h, v := r.h, r.view
 	if v.sess.Err() != nil || h.view.Load().sess != v.sess {
 		return // the session ended meanwhile; the actor knows
@@ -171,12 +191,12 @@ func (s *Supervisor) probed(r probeResult) {
 		if h.strikes.Load() != 0 {
 			h.strikes.Store(0)
 		}
-		s.log.Debug().Str("server", h.name).Dur("probe", r.duration).Msg("liveness probe answered")
+		lw.log.Debug().Str("server", h.name).Dur("probe", r.duration).Msg("liveness probe answered")
 		return
 	}
 	err := fmt.Errorf("%w: it has owed an answer and sent nothing for %v, and a ping got no answer within %v (%v)",
 		ErrUnresponsive, r.silentFor.Round(time.Millisecond), v.probeTimeout, r.err)
 	n := h.strikes.Load() + 1
-	s.log.Warn().Str("server", h.name).Int32("strike", n).Int("of", v.strikeLimit).Err(err).Msg("server unresponsive")
-	h.strike(s.system.Root, v.gen, v.strikeLimit, err)
+	lw.log.Warn().Str("server", h.name).Int32("strike", n).Int("of", v.strikeLimit).Err(err).Msg("server unresponsive")
+	h.strike(lw.root, v.gen, v.strikeLimit, err)
 }

@@ -223,10 +223,21 @@ func lenOf(m *map[string]decided) int {
 	return len(*m)
 }
 
+// callPermissions decides whether a call may go ahead: the rules
+// (Options.Permissions, then SetPermissions) and the host's approver
+// (Options.ApproveCall) for those that ask.
+//
+// Concurrency: approve is set by Start and not written after; rules is
+// replaced whole by SetPermissions and read by every call without a lock.
+type callPermissions struct {
+	rules   atomic.Pointer[permissionSet] // never nil after Start
+	approve func(context.Context, CallApproval) (bool, error)
+}
+
 // permit runs the permission check for a call of tool (its server's own
 // name) of server h under the qualified name: nil when it may go ahead.
-func (s *Supervisor) permit(ctx context.Context, name string, h *serverHandle, tool string, args json.RawMessage) error {
-	set := s.permissions.Load()
+func (cp *callPermissions) permit(ctx context.Context, name string, h *serverHandle, tool string, args json.RawMessage) error {
+	set := cp.rules.Load()
 	trust := h.view.Load().cfg.Trust
 	if set.empty && trust != TrustUntrusted {
 		return nil // the hot path: two loads and two comparisons
@@ -238,10 +249,10 @@ func (s *Supervisor) permit(ctx context.Context, name string, h *serverHandle, t
 	case decisionDeny:
 		return fmt.Errorf("%w: %s (%s)", ErrCallDenied, name, why)
 	}
-	if s.opts.ApproveCall == nil {
+	if cp.approve == nil {
 		return fmt.Errorf("%w: %s (%s; no approver is configured)", ErrApprovalUnavailable, name, why)
 	}
-	ok, err := s.opts.ApproveCall(ctx, CallApproval{Tool: name, Server: h.name, ServerTool: tool, Arguments: args, Reason: why})
+	ok, err := cp.approve(ctx, CallApproval{Tool: name, Server: h.name, ServerTool: tool, Arguments: args, Reason: why})
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: %s (%s): %w", ErrApprovalUnavailable, name, why, err)
@@ -259,6 +270,6 @@ func (s *Supervisor) SetPermissions(rules PermissionRules) error {
 	if err := rules.Validate(); err != nil {
 		return err
 	}
-	s.permissions.Store(newPermissionSet(rules))
+	s.permissions.rules.Store(newPermissionSet(rules))
 	return nil
 }

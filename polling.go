@@ -57,7 +57,7 @@ func (pl Polling) Subscribe(spec PollSpec) (string, error) {
 	routine.Go("subscriptions.poll", func() {
 		defer subs.wg.Done()
 		defer close(p.done)
-		s.runPoll(ctx, p)
+		pl.runPoll(ctx, p)
 	})
 	return p.id, nil
 }

@@ -138,7 +138,7 @@ func (rs Resources) Unsubscribe(ctx context.Context, server, uri string) error {
 	if err != nil || !supportsSubscribe(v.sess) {
 		return nil // the next connection simply does not subscribe
 	}
-	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
+	ctx, cancel := withDefaultTimeout(ctx, s.opts.callTimeout(h))
 	defer cancel()
 	if listensForResources(v.sess) {
 		_, err := subs.applyModern(ctx, server, v.sess, s.log)

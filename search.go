@@ -82,7 +82,7 @@ func (s *Supervisor) SearchTools(ctx context.Context, query string, o SearchOpti
 	}
 	q := toolsearch.Query{Text: query, Limit: o.Limit, Servers: o.Servers, ReadOnly: o.ReadOnly}
 	var deny []string
-	if set := s.permissions.Load(); len(set.rules.Deny) > 0 {
+	if set := s.permissions.rules.Load(); len(set.rules.Deny) > 0 {
 		deny = set.rules.Deny
 	}
 	if allow := o.Allow; deny != nil || allow != nil {
@@ -116,7 +116,7 @@ func (s *Supervisor) DescribeTool(name string) (Tool, error) {
 	if !ok {
 		return Tool{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
-	if set := s.permissions.Load(); len(set.rules.Deny) > 0 {
+	if set := s.permissions.rules.Load(); len(set.rules.Deny) > 0 {
 		if pat, denied := firstMatch(set.rules.Deny, name); denied {
 			return Tool{}, fmt.Errorf("%w: %s (deny rule %q)", ErrCallDenied, name, pat)
 		}

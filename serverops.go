@@ -67,7 +67,7 @@ func (sv Server) SetLogLevel(ctx context.Context, level protocol.LoggingLevel) e
 	if err != nil {
 		return nil // a connect in progress takes it when installed (logLevelAfterConnect)
 	}
-	ctx, cancel := withDefaultTimeout(ctx, s.callTimeout(h))
+	ctx, cancel := withDefaultTimeout(ctx, s.opts.callTimeout(h))
 	defer cancel()
 	return hostErr(v.sess.SetLogLevel(ctx, level))
 }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mcpvisor/mcpvisor/actors"
-	"github.com/mcpvisor/mcpvisor/oauth"
 	"sync"
 	"sync/atomic"
+
+	"github.com/mcpvisor/mcpvisor/actors"
+	"github.com/mcpvisor/mcpvisor/oauth"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
@@ -130,9 +131,8 @@ type Supervisor struct {
 	// alone, read by every method without a mailbox hop.
 	published
 
-	// permissions are the rules every call is checked against
-	// (Options.Permissions, then SetPermissions); never nil after Start.
-	permissions atomic.Pointer[permissionSet]
+	// permissions decide whether a call may go ahead (permissions.go).
+	permissions callPermissions
 
 	// search is the tool search index over the pool (search.go), with
 	// its own locks.
@@ -143,10 +143,8 @@ type Supervisor struct {
 	subMu         sync.Mutex
 	unsubscribers map[*subscriber]func() bool // guarded by subMu
 
-	// probes counts the liveness watcher's probes in flight (liveness.go);
-	// watching is closed when the watcher has returned.
-	probes   sync.WaitGroup
-	watching chan struct{}
+	// liveness is the liveness watcher (liveness.go), started by Start.
+	liveness *livenessWatcher
 
 	closed    chan struct{} // closed when Close starts
 	closeOnce sync.Once
@@ -215,7 +213,8 @@ func Start(ctx context.Context, opts Options) (*Supervisor, error) {
 	}
 	first, _ := nextPool(nil, ro.Builtins, ro.MaxDescriptionLength, nil)
 	s.pool.Store(first)
-	s.permissions.Store(newPermissionSet(ro.Permissions))
+	s.permissions.rules.Store(newPermissionSet(ro.Permissions))
+	s.permissions.approve = ro.ApproveCall
 	s.handles.Store(&[]*serverHandle{})
 	s.system = actors.NewSystem(ro.Logger)
 	deps := registryDeps{opts: s.opts, log: s.log, out: &s.published}
@@ -228,11 +227,8 @@ func Start(ctx context.Context, opts Options) (*Supervisor, error) {
 		return nil, fmt.Errorf("mcpvisor: starting the registry: %w", err)
 	}
 	s.registry = pid
-	s.watching = make(chan struct{})
-	routine.Go("supervisor.liveness", func() {
-		defer close(s.watching)
-		s.watchLiveness(livenessTick(ro.Reconnect), &s.probes)
-	})
+	s.liveness = &livenessWatcher{handles: &s.handles, closed: s.closed, root: s.system.Root, log: s.log, done: make(chan struct{})}
+	routine.Go("supervisor.liveness", func() { s.liveness.run(livenessTick(ro.Reconnect)) })
 	return s, nil
 }
 
@@ -404,8 +400,8 @@ func (s *Supervisor) Close(ctx context.Context) error {
 			s.opts.host.close() // pollers and channel inboxes first
 			s.flows.close()     // principals' pending authorizations
 			<-done
-			<-s.watching // the watcher ends with closed; its probes with the sessions
-			s.probes.Wait()
+			<-s.liveness.done // the watcher ends with closed; its probes with the sessions
+			s.liveness.probes.Wait()
 			s.system.Root.StopFuture(s.registry).Wait()
 			s.system.Shutdown()
 			s.opts.dispatch.Stop()
