@@ -20,7 +20,7 @@ func TestAnOverviewOfThousandsOfServersCrossesMembers(t *testing.T) {
 	}
 	const servers = 5000
 	bin := buildMember(t)
-	mockURL := serveMock(t)
+	mockURL := serveMockProcess(t, bin) // not under -race: 5,000 sessions
 
 	log := newEventLog()
 	procs := startProcs(t, bin, mockURL, servers, newClusterPorts(t, 2), log)

@@ -13,6 +13,8 @@
 //	GET  /memstats         Go heap figures and goroutines after a GC
 //	GET  /debug/pprof/     net/http/pprof's profiles (heap, goroutine, …)
 //
+// With -serve-mock it runs the mock those members reach instead (mock.go).
+//
 // It is a test harness, not part of mcpvisor.
 package main
 
@@ -51,6 +53,7 @@ func main() {
 	tlsCert := flag.String("tls-cert", "", "with -tls-key and -tls-ca: the member's certificate (PEM); mutual TLS on both endpoints")
 	tlsKey := flag.String("tls-key", "", "the member's key (PEM)")
 	tlsCA := flag.String("tls-ca", "", "the CA that signs the members' certificates (PEM)")
+	onlyMock := flag.Bool("serve-mock", false, "serve the mock on a free loopback port instead of joining a cluster (mock.go)")
 	flag.Parse()
 
 	var outMu sync.Mutex
@@ -59,6 +62,10 @@ func main() {
 		outMu.Lock()
 		defer outMu.Unlock()
 		_ = enc.Encode(v)
+	}
+	if *onlyMock {
+		serveMock(print)
+		return
 	}
 	logger := zerolog.Nop()
 	if *logInfo {
