@@ -11,7 +11,8 @@
 //	POST /load             a bounded call load from inside the member
 //	                       (load.go; used by bench/cluster)
 //	GET  /memstats         Go heap figures and goroutines after a GC
-//	GET  /debug/pprof/     net/http/pprof's profiles (heap, goroutine, …)
+//	GET  /debug/pprof/     net/http/pprof's profiles (heap, goroutine, …,
+//	                       and profile: CPU)
 //
 // With -serve-mock it runs the mock those members reach instead (mock.go).
 //
@@ -137,6 +138,7 @@ func main() {
 	mux.HandleFunc("POST /load", serveLoad(m))
 	mux.HandleFunc("GET /memstats", serveMemStats)
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("POST /leave", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
