@@ -159,9 +159,6 @@ func newAuthSource(name string, cfg ServerConfig, o OAuthOptions, log zerolog.Lo
 	return oauth.NewSource(oc)
 }
 
-// authorizes reports whether the server's connections go through OAuth.
-func (a *serverActor) authorizes() bool { return authorizes(&a.cfg, a.opts) }
-
 // authorizes reports whether connections with config cfg go through
 // OAuth under options o.
 func authorizes(cfg *ServerConfig, o *runOptions) bool {
@@ -173,12 +170,6 @@ func authorizes(cfg *ServerConfig, o *runOptions) bool {
 	}
 	s, err := cfg.OAuthSettings()
 	return err != nil || s == nil || !s.Disabled
-}
-
-// authSource returns the server's token source, building it (or
-// rebuilding it after a config change) when needed.
-func (a *serverActor) authSource() (*oauth.Source, error) {
-	return a.h.authSource(&a.cfg, a.opts, a.log)
 }
 
 // authSource returns the token source of the server with config cfg,
@@ -217,22 +208,24 @@ func (h *serverHandle) currentAuth() *oauth.Source {
 	return h.auth.src
 }
 
-// authClient wraps the server's HTTP client (nil: the transport's own)
-// with its token source. It returns client unchanged for servers without
-// authorization, and a config error the connect reports.
-func (a *serverActor) authClient(client *http.Client) (*http.Client, error) {
-	if !a.authorizes() {
+// authClient wraps the HTTP client (nil: the transport's own) of the
+// server's connection with config cfg with the server's token source. It
+// returns client unchanged for servers without authorization, and a
+// config error the connect reports. The server actor calls it for each
+// connect, on its goroutine.
+func (sh *serverHandle) authClient(cfg *ServerConfig, o *runOptions, log zerolog.Logger, client *http.Client) (*http.Client, error) {
+	if !authorizes(cfg, o) {
 		return client, nil
 	}
-	if lazy, err := a.lazyAuth(client); lazy != nil || err != nil {
+	if lazy, err := sh.lazyAuth(cfg, o, client); lazy != nil || err != nil {
 		return lazy, err
 	}
-	src, err := a.authSource()
+	src, err := sh.authSource(cfg, o, log)
 	if err != nil {
 		return nil, err
 	}
 	if client == nil {
-		client = a.h.auth.client // built by authSource for TLS settings
+		client = sh.auth.client // built by authSource for TLS settings
 	}
 	if client == nil {
 		return nil, &transports.ConfigError{Err: errors.New("no HTTP client for the server")}
@@ -248,21 +241,21 @@ func (a *serverActor) authClient(client *http.Client) (*http.Client, error) {
 // built on connect: those with OAuth or TLS settings, and those that have
 // a source already (for this config or an earlier one, which authSource
 // replaces).
-func (a *serverActor) lazyAuth(client *http.Client) (*http.Client, error) {
-	if client == nil || a.cfg.TLS != nil {
+func (sh *serverHandle) lazyAuth(cfg *ServerConfig, o *runOptions, client *http.Client) (*http.Client, error) {
+	if client == nil || cfg.TLS != nil {
 		return nil, nil
 	}
-	if s, err := a.cfg.OAuthSettings(); err != nil || s != nil {
+	if s, err := cfg.OAuthSettings(); err != nil || s != nil {
 		return nil, nil
 	}
-	if a.h.currentAuth() != nil {
+	if sh.currentAuth() != nil {
 		return nil, nil
 	}
 	// What NewAuthSource would refuse, refused on connect as before.
-	if _, err := oauth.CanonicalResource(a.cfg.URL); err != nil {
+	if _, err := oauth.CanonicalResource(cfg.URL); err != nil {
 		return nil, &transports.ConfigError{Err: err}
 	}
-	h, opts, url, key := a.h, a.opts, a.cfg.URL, authKey(&a.cfg)
+	h, opts, url, key := sh, o, cfg.URL, authKey(cfg)
 	wrapped := *client
 	wrapped.Transport = &oauth.Transport{Base: client.Transport, Lazy: func(ctx context.Context, create bool) (*oauth.Source, error) {
 		return h.lazySource(ctx, create, opts, url, key)
@@ -324,12 +317,9 @@ func (h *serverHandle) lazySource(ctx context.Context, create bool, opts *runOpt
 	return src, nil
 }
 
-// announceNeedsAuth publishes EventAuthRequired for a server that just
-// parked in needs-auth.
-func (a *serverActor) announceNeedsAuth(err error) {
-	if a.parent == nil {
-		return
-	}
+// needsAuthEvent is the EventAuthRequired of server h, which just parked
+// in needs-auth with err.
+func needsAuthEvent(h *serverHandle, err error) eventRecord {
 	info := struct {
 		Scope  string `json:"scope,omitempty"`
 		Issuer string `json:"issuer,omitempty"`
@@ -339,7 +329,7 @@ func (a *serverActor) announceNeedsAuth(err error) {
 	if errors.As(err, &na) {
 		info.Scope, info.Reason = na.Scope, na.Reason
 	}
-	if src := a.h.currentAuth(); src != nil {
+	if src := h.currentAuth(); src != nil {
 		st := src.Status()
 		info.Issuer = st.Issuer
 		if info.Scope == "" {
@@ -350,7 +340,7 @@ func (a *serverActor) announceNeedsAuth(err error) {
 		info.Reason = err.Error()
 	}
 	data, _ := json.Marshal(info)
-	a.root.Send(a.parent, serverEvent{handle: a.h, event: eventRecord{Type: EventAuthRequired, Data: data}})
+	return eventRecord{Type: EventAuthRequired, Data: data}
 }
 
 // status is the server's authorization status, for ServerStatus.

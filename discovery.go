@@ -49,21 +49,43 @@ type cacheLoaded struct {
 	savedAt  time.Time
 }
 
-// loadCache reads the server's discovery cache entry, in a goroutine,
+// cachedTools has one job: offering a server's tools before a listing
+// of its own in this run. For a lazy server they are the discovery
+// cache's entry (loaded when the server starts or its config changes,
+// and stored back at every listing); for a per-user server whose one
+// connection needs authorization, those a principal's session listed
+// (see userListed). A connect's listing replaces them.
+//
+// Concurrency: owned by the server actor's goroutine, like the actor it
+// is part of (a), whose lists it sets; the cache is read and written in
+// goroutines that only send messages.
+type cachedTools struct {
+	a *serverActor // the actor whose tools it offers
+
+	// cached is set while the tools come from the discovery cache (or a
+	// principal's listing), not from a listing of this run; loading
+	// while the entry is read, numbered by seq.
+	cached  bool
+	loading bool
+	seq     uint64
+}
+
+// load reads the server's discovery cache entry, in a goroutine,
 // when the server is lazy, startable and not connected. It marks the load
-// (loadingCache) without publishing: the caller publishes next, so that
+// (loading) without publishing: the caller publishes next, so that
 // the registry never sees the server's new state without the load in
 // progress and calls it settled too early (WaitSettled).
-func (a *serverActor) loadCache() {
+func (c *cachedTools) load() {
+	a := c.a
 	cache := a.opts.DiscoveryCache
 	if cache == nil || !a.cfg.Lazy || !a.cfg.startable() || a.sess != nil || a.cancelConnect != nil || a.stopping {
 		return
 	}
-	a.cacheSeq++
-	a.loadingCache = true // not settled until the entry is in (WaitSettled)
-	gen, seq, cfg, name, self, root, log := a.gen, a.cacheSeq, a.cfg, a.h.name, a.self, a.root, a.log
+	c.seq++
+	c.loading = true // not settled until the entry is in (WaitSettled)
+	gen, seq, cfg, name, self, root, log := a.gen, c.seq, a.cfg, a.h.name, a.self, a.root, a.log
 	pinStore := a.opts.ToolPins.Store
-	a.goroutine("server.cache-load", func() {
+	a.goroutines.start("server.cache-load", func() {
 		tools, savedAt, ok, err := cache.Load(name, ConfigHash(cfg))
 		if err != nil {
 			log.Warn().Err(err).Msg("the discovery cache entry cannot be read; the tools are known at the first use")
@@ -76,36 +98,52 @@ func (a *serverActor) loadCache() {
 	})
 }
 
-// cacheArrived offers the cached tools of a server still pending for its
+// arrived offers the cached tools of a server still pending for its
 // first use.
-func (a *serverActor) cacheArrived(m cacheLoaded) {
-	if m.seq != a.cacheSeq {
+func (c *cachedTools) arrived(m cacheLoaded) {
+	a := c.a
+	if m.seq != c.seq {
 		return // a load for an earlier config
 	}
-	if a.loadingCache {
-		a.loadingCache = false
+	if c.loading {
+		c.loading = false
 		defer a.publish()
 	}
 	if !m.ok || m.gen != a.gen || a.state != StatePending || a.sess != nil || a.cancelConnect != nil || a.stopping || len(a.lists.tools) > 0 {
 		return // none, or connected (or connecting) meanwhile: the listing wins
 	}
 	a.lists.tools, a.lists.pins = m.tools, m.pins
-	a.cached = true
+	c.cached = true
 	a.log.Info().Int("tools", len(m.tools)).Time("saved", m.savedAt).Msg("tools offered from the discovery cache until the first use")
-	a.pinsFound(m.pinErr)
+	a.pinReports.found(m.pinErr)
 }
 
-// storeCache writes the tools a lazy server listed to the discovery
+// store writes the tools a lazy server listed to the discovery
 // cache, in a goroutine.
-func (a *serverActor) storeCache(tools []protocol.Tool) {
+func (c *cachedTools) store(tools []protocol.Tool) {
+	a := c.a
 	cache := a.opts.DiscoveryCache
 	if cache == nil || !a.cfg.Lazy {
 		return
 	}
 	cfg, name, log := a.cfg, a.h.name, a.log
-	a.goroutine("server.cache-store", func() {
+	a.goroutines.start("server.cache-store", func() {
 		if err := cache.Store(name, ConfigHash(cfg), tools); err != nil {
 			log.Warn().Err(err).Msg("the discovery cache cannot be written")
 		}
 	})
+}
+
+// userListed offers the tools a principal's session listed, while the
+// server has none of its own (see userListed).
+func (c *cachedTools) userListed(m userListed) {
+	a := c.a
+	if a.state != StateNeedsAuth || a.sess != nil || a.cancelConnect != nil || a.stopping || len(a.lists.tools) > 0 {
+		return
+	}
+	a.lists.tools, a.lists.pins = m.tools, m.pins
+	c.cached = true
+	a.log.Info().Int("tools", len(m.tools)).Msg("tools offered as a principal's session listed them, until the server's own connection is authorized")
+	a.pinReports.found(m.pinErr)
+	a.publish()
 }

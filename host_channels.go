@@ -2,7 +2,6 @@ package mcpvisor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -15,81 +14,6 @@ import (
 func declares(caps protocol.ServerCapabilities, key string) bool {
 	_, ok := caps.Experimental[key]
 	return ok
-}
-
-// hostNotification hands progress to the call waiting for it, and handles
-// the channel extension's notifications from the server (in the server
-// actor). It reports whether the method was fully handled here, and the
-// event to publish, if any. Notifications from a server
-// that did not declare the capability are dropped, as Claude Code drops
-// them.
-func (a *serverActor) hostNotification(method string, params json.RawMessage) (eventRecord, bool) {
-	host := a.opts.host
-	if host == nil {
-		return eventRecord{}, false
-	}
-	caps := a.sess.Peer().Capabilities
-	switch method {
-	case protocol.NotificationProgress:
-		// Delivered to the call by genHandler already.
-		return eventRecord{}, false // and an event, like any progress
-	case protocol.NotificationTaskStatus:
-		var task protocol.Task
-		_ = json.Unmarshal(params, &task)
-		return eventRecord{Type: EventTaskStatus, TaskID: task.TaskID, Data: params}, true
-	case protocol.NotificationChannel:
-		if !declares(caps, channels.CapabilityChannel) {
-			a.log.Debug().Msg("dropping a channel message from a server that did not declare claude/channel")
-			return eventRecord{}, true
-		}
-		msg, err := channels.Parse(a.h.name, params)
-		if err != nil {
-			a.log.Warn().Err(err).Msg("dropping a malformed channel message")
-			return eventRecord{}, true
-		}
-		msg = host.hub.Publish(msg)
-		return eventRecord{Type: EventChannelMessage, Data: params, ChannelSeq: msg.Seq}, true
-
-	case protocol.NotificationChannelPermission:
-		// A channel server's verdict on a prompt the host relayed to it.
-		if !declares(caps, channels.CapabilityPermission) {
-			a.log.Warn().Msg("dropping a permission verdict from a server that did not declare claude/channel/permission")
-			return eventRecord{}, true
-		}
-		var v channels.PermissionVerdict
-		if err := json.Unmarshal(params, &v); err != nil || (v.Behavior != channels.BehaviorAllow && v.Behavior != channels.BehaviorDeny) {
-			a.log.Warn().Bytes("params", clipBytes(params, 200)).Msg("dropping a malformed permission verdict")
-			return eventRecord{}, true
-		}
-		if p, ok := host.relay.Lookup(v.RequestID); !ok || p.Server != "" {
-			a.log.Info().Str("request_id", v.RequestID).Msg("dropping a permission verdict for no pending request of the host (unknown, expired or already answered)")
-			return eventRecord{}, true
-		}
-		p, err := host.relay.Answer(v.RequestID, v.Behavior == channels.BehaviorAllow, a.h.name)
-		if err != nil {
-			a.log.Info().Err(err).Msg("dropping a permission verdict")
-			return eventRecord{}, true
-		}
-		return eventRecord{Type: EventPermissionAnswered, PermissionID: p.ID, Data: params}, true
-
-	case protocol.NotificationChannelPermissionRequest:
-		// A server asking the host for a verdict (the direction the
-		// relay does not use in Claude Code, kept for servers that
-		// gate their own actions): it gets a short ID the user answers
-		// with AnswerPermission.
-		if !declares(caps, channels.CapabilityChannel) && !declares(caps, channels.CapabilityPermission) {
-			a.log.Debug().Msg("dropping a permission request from a server that is not a channel")
-			return eventRecord{}, true
-		}
-		var req channels.PermissionRequest
-		if err := json.Unmarshal(params, &req); err != nil {
-			a.log.Warn().Err(err).Msg("dropping a malformed permission request")
-			return eventRecord{}, true
-		}
-		p := host.relay.Open(a.h.name, req, 0)
-		return eventRecord{Type: EventPermissionRequest, PermissionID: p.ID, Data: params}, true
-	}
-	return eventRecord{}, false
 }
 
 func clipBytes(b []byte, n int) []byte {

@@ -181,7 +181,7 @@ func (a *serverActor) restoreSubscriptions() {
 	}
 	sess, log, timeout, name := a.sess, a.log, a.connectTimeout(), a.h.name
 	if listensForResources(sess) {
-		a.goroutine("server.resubscribe", func() {
+		a.goroutines.start("server.resubscribe", func() {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			agreed, err := subs.applyModern(ctx, name, sess, log)
@@ -200,7 +200,7 @@ func (a *serverActor) restoreSubscriptions() {
 		})
 		return
 	}
-	a.goroutine("server.resubscribe", func() {
+	a.goroutines.start("server.resubscribe", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		for _, uri := range uris {

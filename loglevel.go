@@ -56,7 +56,7 @@ func (a *serverActor) logLevelAfterConnect() {
 	}
 	timeout := a.connectTimeout()
 	log := a.log
-	a.goroutine("server.log-level", func() {
+	a.goroutines.start("server.log-level", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		if err := sess.SetLogLevel(ctx, level); err != nil && !errors.Is(err, session.ErrNoLogging) {

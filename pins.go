@@ -191,22 +191,38 @@ func (v *serverView) withheldTools() []string {
 	return out
 }
 
-// pinsFound reports the unpinned tools of the server's current lists that
+// pinReporter has one job: telling the host about the server's tools
+// whose definitions are not pinned (Options.ToolPins), each definition
+// once, and checking the tools again when asked (RecheckToolPins).
+//
+// Concurrency: owned by the server actor's goroutine, like the actor it
+// is part of (a); a recheck runs in a goroutine that only sends its
+// result.
+type pinReporter struct {
+	a *serverActor // the actor whose tools it checks
+
+	// reported maps each unpinned tool already reported by an
+	// EventToolDefinitionChanged to the hash reported (see reportPins).
+	reported map[string]string
+}
+
+// found reports the unpinned tools of the server's current lists that
 // were not reported yet, and logs a failure of the pin store. Callers
 // report before they publish the view with the new lists: the registry
 // then publishes a tool's tool_definition_changed before the tools_changed
 // diff that withholds it, whether or not its pool rebuild is queued.
-func (a *serverActor) pinsFound(storeErr error) {
+func (p *pinReporter) found(storeErr error) {
+	a := p.a
 	if storeErr != nil {
 		a.log.Error().Err(storeErr).Msg("tool pins cannot be checked; every tool of the server counts as unpinned")
 	}
 	if a.opts.ToolPins.Store == nil || a.parent == nil {
 		return
 	}
-	if a.reportedPins == nil {
-		a.reportedPins = map[string]string{}
+	if p.reported == nil {
+		p.reported = map[string]string{}
 	}
-	for _, ev := range reportPins(a.h.name, a.lists.pins, a.cfg.Trust, &a.opts.ToolPins, a.reportedPins) {
+	for _, ev := range reportPins(a.h.name, a.lists.pins, a.cfg.Trust, &a.opts.ToolPins, p.reported) {
 		c := ev.ToolChange
 		a.log.Warn().Str("tool", c.Tool).Str("change", c.Change).Str("action", string(c.Action)).Str("diff", c.Diff).
 			Msg("tool definition not pinned")
@@ -214,15 +230,16 @@ func (a *serverActor) pinsFound(storeErr error) {
 	}
 }
 
-// recheckPins checks the server's current tools against the pins again,
+// recheck checks the server's current tools against the pins again,
 // in a goroutine; the result comes back as pinsChecked.
-func (a *serverActor) recheckPins() {
+func (p *pinReporter) recheck() {
+	a := p.a
 	store := a.opts.ToolPins.Store
 	if store == nil || a.sess == nil || a.stopping {
 		return
 	}
 	gen, tools, self, root, name, cfg := a.gen, a.lists.tools, a.self, a.root, a.h.name, a.cfg
-	a.goroutine("server.pin-check", func() {
+	a.goroutines.start("server.pin-check", func() {
 		pins, err := checkPins(store, name, cfg, tools)
 		root.Send(self, pinsChecked{gen: gen, tools: tools, pins: pins, err: err})
 	})
@@ -230,13 +247,14 @@ func (a *serverActor) recheckPins() {
 
 // pinsChecked installs a recheck's result, if the list it checked is
 // still the server's.
-func (a *serverActor) pinsChecked(m pinsChecked) {
+func (p *pinReporter) checked(m pinsChecked) {
+	a := p.a
 	if m.gen != a.gen || a.sess == nil || !sameSlice(m.tools, a.lists.tools) {
 		return // a newer list was checked with its listing
 	}
 	changed := !reflect.DeepEqual(a.lists.pins, m.pins)
 	a.lists.pins = m.pins
-	a.pinsFound(m.err)
+	p.found(m.err)
 	if changed {
 		a.publish()
 	}

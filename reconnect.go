@@ -40,49 +40,76 @@ type strikeOut struct {
 // server gets a full reconnect budget again.
 type resetEpisode struct{}
 
+// reconnectEpisode has one job: the server's failure policy. It decides
+// what a failure leads to (parked, or one more attempt after a backoff
+// delay, within the policy's budget), arms and disarms the reconnect and
+// stable timers, pings the live connection, and drops a connection that
+// struck out. An episode starts at the first failure and ends once a new
+// connection has stayed up for StableAfter, or at a config change or a
+// Reconnect.
+//
+// Concurrency: owned by the server actor's goroutine, like the actor it
+// is part of (a); its timers and pinger are goroutines that only send
+// messages.
+type reconnectEpisode struct {
+	a *serverActor // the actor whose failures it handles
+
+	backoff     *backoff.ExponentialBackOff // delays of the current episode; nil outside one
+	attempt     int                         // connect attempts in the current episode; 0 outside one
+	nextRetry   time.Time                   // when the scheduled attempt starts; zero if none
+	cancelRetry context.CancelFunc          // non-nil while a reconnect is scheduled
+	// fullEpisode is set by resetEpisode (Reconnect) so that the next
+	// connect of a parked server starts a full episode, not one wake-up
+	// attempt.
+	fullEpisode bool
+}
+
 // afterFailure handles a failed connect attempt, or (lost set) the end of
 // a live connection.
-func (a *serverActor) afterFailure(err error, lost bool) {
+func (r *reconnectEpisode) afterFailure(err error, lost bool) {
+	a := r.a
 	if a.stopping || !a.cfg.startable() {
 		return
 	}
 	kind := ClassifyFailure(err)
 	switch kind {
 	case FailureAuth:
-		a.park(StateNeedsAuth, err)
-		a.announceNeedsAuth(err)
+		r.park(StateNeedsAuth, err)
+		if a.parent != nil {
+			a.root.Send(a.parent, serverEvent{handle: a.h, event: needsAuthEvent(a.h, err)})
+		}
 		return
 	case FailureConfig, FailureProtocol, FailureSandbox:
-		a.park(StateFailed, err)
+		r.park(StateFailed, err)
 		return
 	}
-	if a.attempt >= max(a.policy.MaxAttempts, 0) {
-		if a.attempt > 0 {
-			err = fmt.Errorf("gave up after %d reconnect attempts: %w", a.attempt, err)
+	if r.attempt >= max(a.policy.MaxAttempts, 0) {
+		if r.attempt > 0 {
+			err = fmt.Errorf("gave up after %d reconnect attempts: %w", r.attempt, err)
 		}
-		a.park(StateFailed, err)
+		r.park(StateFailed, err)
 		return
 	}
-	if a.backoff == nil {
-		a.backoff = a.policy.newBackoff()
+	if r.backoff == nil {
+		r.backoff = a.policy.newBackoff()
 	}
-	a.attempt++
-	if lost && a.attempt == 1 && kind == FailureClosed {
+	r.attempt++
+	if lost && r.attempt == 1 && kind == FailureClosed {
 		// The connection simply ended (the process exited, the server
 		// closed it): the first attempt goes at once.
 		a.log.Info().Msg("connection ended; reconnecting")
 		a.setState(StatePending, err)
 		return
 	}
-	delay := a.backoff.NextBackOff()
-	a.nextRetry = time.Now().Add(delay)
+	delay := r.backoff.NextBackOff()
+	r.nextRetry = time.Now().Add(delay)
 	ctx, cancel := context.WithCancel(context.Background())
-	a.cancelRetry = cancel
+	r.cancelRetry = cancel
 	gen, self, root := a.gen, a.self, a.root
-	a.log.Info().Dur("in", delay).Int("attempt", a.attempt).Int("of", a.policy.MaxAttempts).
+	a.log.Info().Dur("in", delay).Int("attempt", r.attempt).Int("of", a.policy.MaxAttempts).
 		Str("failure", string(kind)).Msg("reconnect scheduled")
 	a.setState(StateReconnecting, err)
-	a.goroutine("server.retry-timer", func() {
+	a.goroutines.start("server.retry-timer", func() {
 		t := time.NewTimer(delay)
 		defer t.Stop()
 		select {
@@ -96,48 +123,60 @@ func (a *serverActor) afterFailure(err error, lost bool) {
 // park stops trying: the server makes no request until woken (a call,
 // Reconnect, a config change). Its last lists are kept, out of the pool,
 // so that a call by a tool's qualified name can still wake it.
-func (a *serverActor) park(state State, err error) {
+func (r *reconnectEpisode) park(state State, err error) {
+	a := r.a
 	a.recovering = false
-	a.nextRetry = time.Time{}
+	r.nextRetry = time.Time{}
 	a.setState(state, err) // logs the warning that says why, with err
 }
 
 // retry handles a reconnect timer: the server goes back to pending, and
 // the registry admits it again.
-func (a *serverActor) retry(m retryNow) {
+func (r *reconnectEpisode) retry(m retryNow) {
+	a := r.a
 	if m.gen != a.gen || a.state != StateReconnecting || a.stopping {
 		return
 	}
-	a.cancelRetry = nil
-	a.nextRetry = time.Time{}
+	r.cancelRetry = nil
+	r.nextRetry = time.Time{}
 	a.setState(StatePending, a.err)
 }
 
-// cancelReconnect disarms a scheduled reconnect.
-func (a *serverActor) cancelReconnect() {
-	if a.cancelRetry != nil {
-		a.cancelRetry()
-		a.cancelRetry = nil
+// cancel disarms a scheduled reconnect.
+func (r *reconnectEpisode) cancel() {
+	if r.cancelRetry != nil {
+		r.cancelRetry()
+		r.cancelRetry = nil
 	}
-	a.nextRetry = time.Time{}
+	r.nextRetry = time.Time{}
 }
 
-// endEpisode forgets past failures: after a stable connection, a config
+// end forgets past failures: after a stable connection, a config
 // change or a Reconnect.
-func (a *serverActor) endEpisode() {
-	a.attempt = 0
-	a.backoff = nil
+func (r *reconnectEpisode) end() {
+	a := r.a
+	r.attempt = 0
+	r.backoff = nil
 	a.h.strikes.Store(0)
+}
+
+// reset gives the server a full reconnect budget again (a Reconnect):
+// the episode ends, and the next connect of a parked server starts a
+// full one rather than one wake-up attempt.
+func (r *reconnectEpisode) reset() {
+	r.end()
+	r.fullEpisode = true
 }
 
 // startStableTimer ends the episode once the new connection has stayed up
 // for the policy's StableAfter.
-func (a *serverActor) startStableTimer() {
-	if a.attempt == 0 && a.backoff == nil {
+func (r *reconnectEpisode) startStableTimer() {
+	a := r.a
+	if r.attempt == 0 && r.backoff == nil {
 		return // no episode to end
 	}
 	sess, gen, self, root, after := a.sess, a.gen, a.self, a.root, time.Duration(a.policy.StableAfter)
-	a.goroutine("server.stable-timer", func() {
+	a.goroutines.start("server.stable-timer", func() {
 		t := time.NewTimer(after)
 		defer t.Stop()
 		select {
@@ -148,18 +187,20 @@ func (a *serverActor) startStableTimer() {
 	})
 }
 
-func (a *serverActor) stable(m stableNow) {
+func (r *reconnectEpisode) stable(m stableNow) {
+	a := r.a
 	if m.gen != a.gen || a.sess == nil {
 		return
 	}
-	a.log.Info().Int("attempts", a.attempt).Msg("connection stable; reconnect history cleared")
-	a.endEpisode()
+	a.log.Info().Int("attempts", r.attempt).Msg("connection stable; reconnect history cleared")
+	r.end()
 	a.publish()
 }
 
 // struckOut closes a connection that had too many transient errors in a
 // row, failing its pending calls, and reconnects with backoff.
-func (a *serverActor) struckOut(m strikeOut) {
+func (r *reconnectEpisode) struckOut(m strikeOut) {
+	a := r.a
 	if m.gen != a.gen || a.sess == nil {
 		return
 	}
@@ -167,10 +208,10 @@ func (a *serverActor) struckOut(m strikeOut) {
 	sess := a.sess
 	a.sess = nil
 	cause := fmt.Errorf("%w: %d transient errors in a row, the last: %w", session.ErrServerRestarting, a.policy.Strikes, m.err)
-	a.closeInBackground(sess, cause)
-	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
+	a.goroutines.closeInBackground(sess, cause)
+	a.relister.forgetInFlight()
 	a.recovering = true
-	a.afterFailure(m.err, false)
+	r.afterFailure(m.err, false)
 }
 
 // pingTimeout bounds one liveness ping, whatever the ping interval: the
@@ -183,7 +224,8 @@ const pingTimeout = 10 * time.Second
 // failed ping is a strike like a failed call, except one that timed out
 // while calls were in flight; an answer clears the strikes; a server
 // without ping (method not found) is left alone.
-func (a *serverActor) startPinging() {
+func (r *reconnectEpisode) startPinging() {
+	a := r.a
 	interval := time.Duration(a.cfg.PingInterval)
 	if interval <= 0 {
 		interval = a.opts.PingInterval
@@ -193,7 +235,7 @@ func (a *serverActor) startPinging() {
 	}
 	sess, h, root, log := a.sess, a.h, a.root, a.log
 	gen, limit := a.gen, a.policy.Strikes
-	a.goroutine("server.ping", func() {
+	a.goroutines.start("server.ping", func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
@@ -235,89 +277,4 @@ func (h *serverHandle) strike(root *actor.RootContext, gen uint64, limit int, er
 	if int(h.strikes.Add(1)) == limit {
 		root.Send(h.pid, strikeOut{gen: gen, err: err})
 	}
-}
-
-// Listening (2026-07-28). A stateless-era server sends its notifications
-// only on a subscriptions/listen stream, which the server actor keeps open
-// for the life of the session: reopened after a drop with a backoff of at
-// least ReconnectPolicy.ListenDelay (listenMaxWait at most), so that a
-// host cutting streams on a timer cannot cause a reopen loop. After
-// ReconnectPolicy.ListenFailures drops in a row that were never
-// acknowledged the connection counts as lost.
-const (
-	listenMaxWait = time.Minute
-	listenHealthy = 5 * time.Second // a stream open this long after its ack resets the backoff
-)
-
-// startListening opens the listen stream of a ready stateless-era
-// session, selecting the list_changed notifications the server offers,
-// or takes over first, the stream the connect opened before listing (see
-// listen_first.go). Each acknowledgement of the stream re-lists what it
-// covers (see notification): changes before the stream opened were not
-// announced; the first one's connect listed after it does not.
-func (a *serverActor) startListening(first *firstListen) {
-	sess := a.sess
-	subs := listenSubscriptions(sess)
-	if subs.IsEmpty() {
-		return
-	}
-	gen, self, root, log := a.gen, a.self, a.root, a.log
-	minWait, maxFailures := time.Duration(a.policy.ListenDelay), a.policy.ListenFailures
-	loop := func() {
-		b := backoff.NewExponentialBackOff()
-		b.InitialInterval, b.MaxInterval, b.MaxElapsedTime, b.RandomizationFactor = minWait, listenMaxWait, 0, 0.2
-		b.Reset()
-		failures := 0
-		for {
-			opened := time.Now()
-			var out session.ListenOutcome
-			var err error
-			if first != nil {
-				opened = first.opened
-				out, err = first.stream.Result() // ended: see below
-				first = nil
-			} else {
-				out, err = sess.Subscriptions().Listen(context.Background(), subs)
-			}
-			if sess.Err() != nil {
-				return // the session ended; the next one listens anew
-			}
-			var rpcErr *protocol.Error
-			if errors.As(err, &rpcErr) && (rpcErr.Code == protocol.CodeMethodNotFound || rpcErr.Code == protocol.CodeInvalidParams) {
-				log.Info().Err(err).Msg("the server does not offer subscriptions/listen; list changes are seen at the next connection")
-				return
-			}
-			if out.Acknowledged && time.Since(opened) >= listenHealthy {
-				b.Reset()
-				failures = 0
-			} else if failures++; failures >= maxFailures {
-				// A stateless server has no connection whose end would
-				// say it is gone: a listen stream that cannot be kept
-				// open is that signal. The connection counts as lost (the
-				// actor reconnects with backoff, and the next session
-				// listens anew), rather than a session that looks ready
-				// and hears nothing.
-				log.Warn().Err(err).Int("attempts", failures).Msg("subscriptions/listen keeps failing; treating the connection as lost")
-				root.Send(self, connectionLost{gen: gen, err: fmt.Errorf("%w: subscriptions/listen failed %d times in a row: %w", session.ErrConnectionClosed, failures, err)})
-				return
-			}
-			wait := max(b.NextBackOff(), minWait)
-			log.Debug().Err(err).Bool("acknowledged", out.Acknowledged).Dur("reopen_in", wait).Msg("listen stream ended")
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-sess.Done():
-				t.Stop()
-				return
-			}
-		}
-	}
-	if first != nil {
-		// The connect's stream is open: no goroutine waits for it (an
-		// idle server's stream costs the one goroutine holding its
-		// request); the loop starts when it ends.
-		a.goroutineAfter(first.stream.Context(), "server.listen", loop)
-		return
-	}
-	a.goroutine("server.listen", loop)
 }

@@ -8,22 +8,40 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/cenkalti/backoff/v4"
 	"github.com/rs/zerolog"
 
-	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/transports"
 )
 
 // serverActor owns one server's connection: it alone starts connect
 // attempts, installs and tears down sessions, and publishes the server's
-// view.
+// view. Its own methods are the message loop, the connection's life
+// (connect, install, loss, config changes, stop) and the view; the rest
+// is done by parts with one job each, held in its fields:
 //
-// Concurrency: all its fields are touched only by Receive (the actor's
-// goroutine); I/O runs in goroutines it starts (serverActor.goroutine),
-// whose results come back as messages tagged with the connection
-// generation. What others read of the server is on the handle.
+//   - goroutines (serverGoroutines, server_goroutines.go): starts and
+//     counts every goroutine of the actor.
+//   - reconnect (reconnectEpisode, reconnect.go): the failure policy:
+//     parking, reconnects with backoff, strikes, pings, the stable timer.
+//   - relister (relister, server_lists.go): keeps the live connection's
+//     lists current: re-lists, retries of refused listings, the listen
+//     stream.
+//   - notifications (notificationRouter, server_notify.go): routes the
+//     server's notifications, holding those of a connection not yet
+//     installed.
+//   - cache (cachedTools, discovery.go): the tools offered before a
+//     listing of this run (discovery cache, a principal's listing).
+//   - pinReports (pinReporter, pins.go): reports unpinned tool
+//     definitions, rechecks the pins.
+//
+// The connection's credentials are the handle's (serverHandle.authClient,
+// auth_source.go), shared with Login and the principals' sessions.
+//
+// Concurrency: all its fields, its parts' included, are touched only by
+// Receive (the actor's goroutine); I/O runs in goroutines it starts
+// (serverGoroutines), whose results come back as messages tagged with the
+// connection generation. What others read of the server is on the handle.
 type serverActor struct {
 	h    *serverHandle
 	opts *runOptions // the Supervisor's, shared by every server; read-only
@@ -31,6 +49,10 @@ type serverActor struct {
 
 	self, parent *actor.PID
 	root         *actor.RootContext // for goroutines to message the actor
+
+	// goroutines starts every goroutine of the actor and counts it on
+	// the handle (server_goroutines.go); the actor's goroutine.
+	goroutines serverGoroutines
 
 	cfg   ServerConfig
 	state State
@@ -43,57 +65,45 @@ type serverActor struct {
 	lists          lists
 	connectedSince time.Time
 
-	policy      ReconnectPolicy             // Options.Reconnect with the server's overrides
-	backoff     *backoff.ExponentialBackOff // delays of the current episode; nil outside one
-	attempt     int                         // connect attempts in the current episode; 0 outside one
-	nextRetry   time.Time                   // when the scheduled attempt starts; zero if none
-	cancelRetry context.CancelFunc          // non-nil while a reconnect is scheduled
-	// fullEpisode is set by resetEpisode (Reconnect) so that the next
-	// connect of a parked server starts a full episode, not one wake-up
-	// attempt.
-	fullEpisode bool
+	policy ReconnectPolicy // Options.Reconnect with the server's overrides
+	// reconnect is the failure policy's episode: what a failure leads
+	// to, the backoff between attempts, the strikes (reconnect.go); the
+	// actor's goroutine.
+	reconnect reconnectEpisode
 
-	relisting   [numListKinds]bool // a re-list of that kind is in flight
-	relistAgain [numListKinds]bool // a list_changed arrived during it
-	// listRetries are the lists the live connection's server refused,
-	// retried with backoff (server_lists.go).
-	listRetries [numListKinds]listRetry
-
-	// early holds the notifications of the connection being opened that
-	// arrived before it was installed (a server may push as soon as it
-	// answered tools/list, while the other lists are still on their
-	// way); they are handled once it is (see holdEarly).
-	early        []serverNotification
-	earlyDropped int // notifications beyond maxEarly, dropped and logged
-
-	// firstListen is the listen stream the live connection's connect
-	// opened before listing: its acknowledgement needs no re-list.
-	firstListen *firstListen
+	// relister keeps the live connection's lists current: re-lists,
+	// retries of refused listings, the listen stream (server_lists.go);
+	// the actor's goroutine.
+	relister relister
+	// notifications routes the server's notifications, holding those
+	// that arrive before their connection is installed
+	// (server_notify.go); the actor's goroutine.
+	notifications notificationRouter
 
 	recovering bool // reconnecting after being ready (see serverView.recovering)
-	// cached is set while the tools come from the discovery cache, not
-	// from a listing of this run (see discovery.go); loadingCache while
-	// the entry is read, numbered by cacheSeq.
-	cached       bool
-	loadingCache bool
-	cacheSeq     uint64
-
-	// reportedPins maps each unpinned tool already reported by an
-	// EventToolDefinitionChanged to the hash reported (see reportPins).
-	reportedPins map[string]string
+	// cache offers tools before a listing of this run: the discovery
+	// cache's, or a principal's (discovery.go); the actor's goroutine.
+	cache cachedTools
+	// pinReports reports the tools whose definitions are not pinned, and
+	// rechecks them (pins.go); the actor's goroutine.
+	pinReports pinReporter
 
 	stopping    bool
 	stopWaiters []chan struct{}
 }
 
 func newServerActor(h *serverHandle, cfg ServerConfig, opts *runOptions) *serverActor {
-	return &serverActor{
-		h:      h,
-		cfg:    cfg,
-		opts:   opts,
-		policy: cfg.Reconnect.over(opts.Reconnect),
-		log:    serverLogger(opts.Logger, h.name),
+	a := &serverActor{
+		h:          h,
+		cfg:        cfg,
+		opts:       opts,
+		policy:     cfg.Reconnect.over(opts.Reconnect),
+		log:        serverLogger(opts.Logger, h.name),
+		goroutines: serverGoroutines{h: h, dispatch: opts.dispatch},
 	}
+	a.reconnect.a, a.relister.a, a.notifications.a = a, a, a
+	a.cache.a, a.pinReports.a = a, a
+	return a
 }
 
 // Receive is the actor's message loop.
@@ -101,11 +111,12 @@ func (a *serverActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.self, a.parent, a.root = ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root
+		a.goroutines.self, a.goroutines.root = a.self, a.root
 		if prev := a.h.view.Load(); prev != nil {
 			a.cfg = prev.cfg // a restarted instance keeps the latest config
 			a.policy = a.cfg.Reconnect.over(a.opts.Reconnect)
 		}
-		a.loadCache()
+		a.cache.load()
 		a.setState(initialState(a.cfg), heldError(a.cfg))
 	case *actor.Restarting:
 		a.log.Error().Msg("server actor restarting after a crash; its connection is dropped")
@@ -126,30 +137,29 @@ func (a *serverActor) Receive(ctx actor.Context) {
 			a.maybeStop(ctx)
 		}
 	case cacheLoaded:
-		a.cacheArrived(m)
+		a.cache.arrived(m)
 	case userListed:
-		a.userListed(m) // usersessions.go
+		a.cache.userListed(m) // discovery.go
 	case connectionLost:
 		a.lost(m)
 	case serverNotification:
-		a.notification(m)
+		a.notifications.route(m)
 	case relisted:
-		a.relisted(m)
+		a.relister.relisted(m)
 	case relistNow:
-		a.relistTimer(m)
+		a.relister.timer(m)
 	case recheckPins:
-		a.recheckPins()
+		a.pinReports.recheck()
 	case pinsChecked:
-		a.pinsChecked(m)
+		a.pinReports.checked(m)
 	case retryNow:
-		a.retry(m)
+		a.reconnect.retry(m)
 	case stableNow:
-		a.stable(m)
+		a.reconnect.stable(m)
 	case strikeOut:
-		a.struckOut(m)
+		a.reconnect.struckOut(m)
 	case resetEpisode:
-		a.endEpisode()
-		a.fullEpisode = true
+		a.reconnect.reset()
 		a.publish()
 	case reconfigure:
 		a.reconfigure(m.cfg)
@@ -177,7 +187,7 @@ func (a *serverActor) setState(s State, err error) {
 	// A warning once per failure episode: its first reconnect, and when
 	// it is parked; the later attempts of an episode are info.
 	ev := a.log.Info()
-	if s.Parked() || s == StateReconnecting && a.attempt <= 1 {
+	if s.Parked() || s == StateReconnecting && a.reconnect.attempt <= 1 {
 		ev = a.log.Warn()
 	}
 	if s.Parked() {
@@ -205,17 +215,17 @@ func (a *serverActor) publish() {
 		failure:        ClassifyFailure(a.err),
 		connectedSince: a.connectedSince,
 		recovering:     a.recovering,
-		attempt:        a.attempt,
-		nextRetry:      a.nextRetry,
+		attempt:        a.reconnect.attempt,
+		nextRetry:      a.reconnect.nextRetry,
 		strikeLimit:    a.policy.Strikes,
 		probeAfter:     time.Duration(a.policy.ProbeAfter),
 		probeTimeout:   time.Duration(a.policy.ProbeTimeout),
-		cached:         a.cached,
-		loadingCache:   a.loadingCache,
+		cached:         a.cache.cached,
+		loadingCache:   a.cache.loading,
 		auth:           &a.h.auth,
 		pinOpts:        &a.opts.ToolPins,
 		sseOnly:        a.h.sseOnly.Load(),
-		listErrors:     a.listErrors(),
+		listErrors:     a.relister.errors(),
 	}
 	if a.state == StateReady && a.sess != nil {
 		v.sess = a.sess
@@ -235,35 +245,35 @@ func (a *serverActor) connect() {
 		a.publish() // answers the admission ticket without connecting
 		return
 	}
-	if a.state.Parked() && !a.fullEpisode {
+	if a.state.Parked() && !a.reconnect.fullEpisode {
 		// Woken by a call: one fresh attempt; if it fails the server
 		// parks again at once.
-		a.attempt = max(a.attempt, a.policy.MaxAttempts, 0)
+		a.reconnect.attempt = max(a.reconnect.attempt, a.policy.MaxAttempts, 0)
 	}
-	a.fullEpisode = false
+	a.reconnect.fullEpisode = false
 	// A ready server being reconnected keeps offering its tools, as one
 	// recovering from a lost connection does. The lists are kept in any
 	// case (a parked server's still route calls that wake it) until the
 	// new connection lists afresh.
-	recovering := a.recovering || a.sess != nil || a.cached
+	recovering := a.recovering || a.sess != nil || a.cache.cached
 	reconnect := a.recovering || a.sess != nil // for the span: a connection is replaced
 	a.abandon(session.ErrServerRestarting)
 	a.recovering = recovering
 	a.gen = a.h.gens.Add(1)
-	a.early, a.earlyDropped = nil, 0
-	a.loadingCache = false // a load still running is ignored
+	a.notifications.forgetHeld()
+	a.cache.loading = false // a load still running is ignored
 	ctx, cancel := context.WithTimeout(context.Background(), a.connectTimeout())
 	a.cancelConnect = cancel
-	a.nextRetry = time.Time{}
+	a.reconnect.nextRetry = time.Time{}
 	a.setState(StateConnecting, a.err)
 
 	gen, cfg, name, h := a.gen, a.cfg, a.h.name, a.h
 	sopts := a.sessionOptions(gen)
 	dc := a.dialConfig()
 	pinStore := a.opts.ToolPins.Store
-	tracer, attempt := a.opts.tracer, a.attempt
+	tracer, attempt := a.opts.tracer, a.reconnect.attempt
 	gate, ticket := a.opts.admission, a.h.admitted.Load()
-	a.goroutineEndingWith("server.connect", func() (res connectResult) {
+	a.goroutines.startEndingWith("server.connect", func() (res connectResult) {
 		defer cancel()
 		ctx, span := startConnectSpan(ctx, tracer, name, cfg, attempt, reconnect)
 		defer func() { endConnectSpan(span, res) }()
@@ -289,62 +299,6 @@ func (a *serverActor) connect() {
 			gate.release(name, ticket)
 		}
 		return res
-	})
-}
-
-// goroutine runs f in a goroutine named name (routine.Run; with the
-// server's name as the label "server") that reports goroutineDone when
-// it ends; see serverHandle.busy. Every goroutine of the server actor
-// starts here.
-func (a *serverActor) goroutine(name string, f func()) {
-	a.h.busy.Add(1)
-	a.h.running.Add(1)
-	h, self, root := a.h, a.self, a.root
-	a.opts.dispatch.Go(func() {
-		routine.Run(name, f, "server", h.name)
-		h.running.Done()
-		if !h.stopped.Load() {
-			root.Send(self, goroutineDone{})
-		}
-	})
-}
-
-// goroutineEndingWith is goroutine for a connect attempt: its result,
-// sent once f has returned, is the goroutine's last message and stands
-// for its goroutineDone (one message to the actor instead of two for
-// every connect). A result that finds the actor stopped for good (by
-// supervision) closes its session: nobody will take it.
-func (a *serverActor) goroutineEndingWith(name string, f func() connectResult) {
-	a.h.busy.Add(1)
-	a.h.running.Add(1)
-	h, self, root := a.h, a.self, a.root
-	a.opts.dispatch.Go(func() {
-		var res connectResult
-		routine.Run(name, func() { res = f() }, "server", h.name)
-		res.last = true
-		if h.stopped.Load() {
-			if res.sess != nil {
-				closeSession(res.sess, session.ErrConnectionClosed)
-			}
-		} else {
-			root.Send(self, res)
-		}
-		h.running.Done()
-	})
-}
-
-// goroutineAfter is goroutine for f, started once ctx is done: it counts
-// as running from now, but nothing runs, or waits, until then.
-func (a *serverActor) goroutineAfter(ctx context.Context, name string, f func()) {
-	a.h.busy.Add(1)
-	a.h.running.Add(1)
-	h, self, root := a.h, a.self, a.root
-	context.AfterFunc(ctx, func() {
-		routine.Run(name, f, "server", h.name)
-		h.running.Done()
-		if !h.stopped.Load() {
-			root.Send(self, goroutineDone{})
-		}
 	})
 }
 
@@ -431,7 +385,7 @@ func (a *serverActor) genHandler(gen uint64) *genHandler {
 func (a *serverActor) connected(m connectResult) {
 	if m.gen != a.gen || a.stopping || a.cancelConnect == nil {
 		if m.sess != nil {
-			a.closeInBackground(m.sess, session.ErrConnectionClosed)
+			a.goroutines.closeInBackground(m.sess, session.ErrConnectionClosed)
 		}
 		return
 	}
@@ -439,32 +393,32 @@ func (a *serverActor) connected(m connectResult) {
 	if m.err == nil && m.sess.Err() != nil {
 		// The connection died between listing and now; its connectionLost
 		// was ignored because no session was installed yet.
-		a.closeInBackground(m.sess, m.sess.Err())
+		a.goroutines.closeInBackground(m.sess, m.sess.Err())
 		m.err = m.sess.Err()
 	}
 	if m.err != nil {
-		a.early, a.earlyDropped = nil, 0
-		a.afterFailure(m.err, false)
+		a.notifications.forgetHeld()
+		a.reconnect.afterFailure(m.err, false)
 		return
 	}
-	a.recovering, a.cached = false, false
+	a.recovering, a.cache.cached = false, false
 	a.sess, a.lists, a.connectedSince = m.sess, m.lists, time.Now()
-	a.firstListen = m.listen
+	a.relister.firstListen = m.listen
 	a.h.strikes.Store(0)
-	a.pinsFound(m.pinErr)
+	a.pinReports.found(m.pinErr)
 	a.setState(StateReady, nil)
-	if a.listsFailed(m.listErrs) {
+	if a.relister.failedAll(m.listErrs) {
 		a.publish()
 	}
 	if m.listErrs[listTools] == nil {
-		a.storeCache(m.lists.tools) // never the empty list of a refusal
+		a.cache.store(m.lists.tools) // never the empty list of a refusal
 	}
 	a.logLevelAfterConnect()
-	a.startListening(m.listen)
-	a.startStableTimer()
-	a.startPinging()
+	a.relister.startListening(m.listen)
+	a.reconnect.startStableTimer()
+	a.reconnect.startPinging()
 	a.restoreSubscriptions()
-	a.replayEarly()
+	a.notifications.replay()
 }
 
 // lost handles the end of a live connection.
@@ -474,9 +428,9 @@ func (a *serverActor) lost(m connectionLost) {
 	}
 	sess := a.sess
 	a.sess = nil
-	a.closeInBackground(sess, m.err)
-	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
-	a.forgetListRetries()
+	a.goroutines.closeInBackground(sess, m.err)
+	a.relister.forgetInFlight()
+	a.relister.forgetRetries()
 	a.recovering = true
 	if errors.Is(m.err, transports.ErrSessionExpired) {
 		// The server forgot the session (it restarted, or expires idle
@@ -485,30 +439,24 @@ func (a *serverActor) lost(m connectionLost) {
 		a.setState(StatePending, m.err)
 		return
 	}
-	a.afterFailure(m.err, true)
+	a.reconnect.afterFailure(m.err, true)
 }
 
 // abandon cancels a running connect attempt and tears down the session,
 // failing its pending calls with cause.
 func (a *serverActor) abandon(cause error) {
-	a.cancelReconnect()
+	a.reconnect.cancel()
 	a.recovering = false
 	if a.cancelConnect != nil {
 		a.cancelConnect()
 		a.cancelConnect = nil
 	}
 	if a.sess != nil {
-		a.closeInBackground(a.sess, cause)
+		a.goroutines.closeInBackground(a.sess, cause)
 		a.sess = nil
 	}
-	a.relisting, a.relistAgain = [numListKinds]bool{}, [numListKinds]bool{}
-	a.forgetListRetries()
-}
-
-// closeInBackground fails the session's pending calls now and runs the
-// transport's shutdown ladder in a goroutine.
-func (a *serverActor) closeInBackground(sess *session.Session, cause error) {
-	a.goroutine("server.close-session", func() { closeSession(sess, cause) })
+	a.relister.forgetInFlight()
+	a.relister.forgetRetries()
 }
 
 // closeTimeout bounds one session close; the stdio ladder itself takes at
@@ -550,9 +498,9 @@ func (a *serverActor) reconfigure(cfg ServerConfig) {
 	}
 	a.cfg = cfg
 	a.policy = cfg.Reconnect.over(a.opts.Reconnect)
-	a.lists, a.cached = lists{}, false
-	a.endEpisode()
-	a.loadCache()
+	a.lists, a.cache.cached = lists{}, false
+	a.reconnect.end()
+	a.cache.load()
 	a.setState(initialState(cfg), heldError(cfg))
 }
 

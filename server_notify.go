@@ -1,11 +1,10 @@
 package mcpvisor
 
 import (
-	"context"
 	"encoding/json"
-	"reflect"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/mcpvisor/mcpvisor/channels"
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
@@ -25,45 +24,62 @@ var listChangedKinds = map[string]listKind{
 	protocol.NotificationPromptsListChanged:   listPrompts,
 }
 
-// notification handles a notification from the server. list_changed is
+// notificationRouter has one job: routing the notifications of the
+// server's live connection: list changes to the relister, the channel
+// extension's to the host, the rest to the registry as events. Those of
+// a connection being opened that arrive before it is installed (a server
+// may push as soon as it answered tools/list, while the other lists are
+// still on their way) are held, and routed once it is.
+//
+// Concurrency: owned by the server actor's goroutine, like the actor it
+// is part of (a).
+type notificationRouter struct {
+	a *serverActor // the actor whose connection it hears
+
+	early        []serverNotification // held until the connection is installed (see hold)
+	earlyDropped int                  // notifications beyond maxEarly, dropped and logged
+}
+
+// route handles a notification from the server. list_changed is
 // honoured even from servers that did not declare listChanged.
-func (a *serverActor) notification(m serverNotification) {
+func (n *notificationRouter) route(m serverNotification) {
+	a := n.a
 	if m.gen != a.gen {
 		return
 	}
 	if a.sess == nil {
 		if a.cancelConnect != nil {
-			a.holdEarly(m)
+			n.hold(m)
 		}
 		return
 	}
 	if kind, ok := listChangedKinds[m.method]; ok {
-		a.relist(kind)
+		a.relister.relist(kind)
 		return
 	}
 	if m.method == protocol.NotificationSubscriptionsAck {
 		// A listen stream (re)opened: what changed before it was not
 		// announced, so list again what it covers; unless the connect
 		// listed after this acknowledgement (listen_first.go).
-		if a.firstListen.skipsRelist(m.params) {
-			a.firstListen = nil
+		if a.relister.firstListen.skipsRelist(m.params) {
+			a.relister.firstListen = nil
 			return
 		}
 		var ack protocol.SubscriptionsAcknowledgedParams
 		if json.Unmarshal(m.params, &ack) == nil {
 			if ack.Notifications.ToolsListChanged {
-				a.relist(listTools)
+				a.relister.relist(listTools)
 			}
 			if ack.Notifications.ResourcesListChanged {
-				a.relist(listResources)
+				a.relister.relist(listResources)
 			}
 			if ack.Notifications.PromptsListChanged {
-				a.relist(listPrompts)
+				a.relister.relist(listPrompts)
 			}
 		}
 		return
 	}
-	if ev, ok := a.hostNotification(m.method, m.params); ok {
+	if ev, ok := n.hostNotification(m.method, m.params); ok {
 		if ev.Type != "" && a.parent != nil {
 			a.root.Send(a.parent, serverEvent{handle: a.h, event: ev})
 		}
@@ -104,105 +120,113 @@ func notificationEvent(method string, params json.RawMessage) (eventRecord, bool
 	return eventRecord{}, false
 }
 
-// maxEarly bounds the notifications kept while a connection is being
-// installed (see serverActor.early).
-const maxEarly = 4096
-
-// holdEarly keeps a notification of the connection being opened until it
-// is installed.
-func (a *serverActor) holdEarly(m serverNotification) {
-	if len(a.early) >= maxEarly {
-		a.earlyDropped++
-		return
+// hostNotification hands progress to the call waiting for it, and handles
+// the channel extension's notifications from the server (in the server
+// actor). It reports whether the method was fully handled here, and the
+// event to publish, if any. Notifications from a server
+// that did not declare the capability are dropped, as Claude Code drops
+// them.
+func (n *notificationRouter) hostNotification(method string, params json.RawMessage) (eventRecord, bool) {
+	a := n.a
+	host := a.opts.host
+	if host == nil {
+		return eventRecord{}, false
 	}
-	a.early = append(a.early, m)
+	caps := a.sess.Peer().Capabilities
+	switch method {
+	case protocol.NotificationProgress:
+		// Delivered to the call by genHandler already.
+		return eventRecord{}, false // and an event, like any progress
+	case protocol.NotificationTaskStatus:
+		var task protocol.Task
+		_ = json.Unmarshal(params, &task)
+		return eventRecord{Type: EventTaskStatus, TaskID: task.TaskID, Data: params}, true
+	case protocol.NotificationChannel:
+		if !declares(caps, channels.CapabilityChannel) {
+			a.log.Debug().Msg("dropping a channel message from a server that did not declare claude/channel")
+			return eventRecord{}, true
+		}
+		msg, err := channels.Parse(a.h.name, params)
+		if err != nil {
+			a.log.Warn().Err(err).Msg("dropping a malformed channel message")
+			return eventRecord{}, true
+		}
+		msg = host.hub.Publish(msg)
+		return eventRecord{Type: EventChannelMessage, Data: params, ChannelSeq: msg.Seq}, true
+
+	case protocol.NotificationChannelPermission:
+		// A channel server's verdict on a prompt the host relayed to it.
+		if !declares(caps, channels.CapabilityPermission) {
+			a.log.Warn().Msg("dropping a permission verdict from a server that did not declare claude/channel/permission")
+			return eventRecord{}, true
+		}
+		var v channels.PermissionVerdict
+		if err := json.Unmarshal(params, &v); err != nil || (v.Behavior != channels.BehaviorAllow && v.Behavior != channels.BehaviorDeny) {
+			a.log.Warn().Bytes("params", clipBytes(params, 200)).Msg("dropping a malformed permission verdict")
+			return eventRecord{}, true
+		}
+		if p, ok := host.relay.Lookup(v.RequestID); !ok || p.Server != "" {
+			a.log.Info().Str("request_id", v.RequestID).Msg("dropping a permission verdict for no pending request of the host (unknown, expired or already answered)")
+			return eventRecord{}, true
+		}
+		p, err := host.relay.Answer(v.RequestID, v.Behavior == channels.BehaviorAllow, a.h.name)
+		if err != nil {
+			a.log.Info().Err(err).Msg("dropping a permission verdict")
+			return eventRecord{}, true
+		}
+		return eventRecord{Type: EventPermissionAnswered, PermissionID: p.ID, Data: params}, true
+
+	case protocol.NotificationChannelPermissionRequest:
+		// A server asking the host for a verdict (the direction the
+		// relay does not use in Claude Code, kept for servers that
+		// gate their own actions): it gets a short ID the user answers
+		// with AnswerPermission.
+		if !declares(caps, channels.CapabilityChannel) && !declares(caps, channels.CapabilityPermission) {
+			a.log.Debug().Msg("dropping a permission request from a server that is not a channel")
+			return eventRecord{}, true
+		}
+		var req channels.PermissionRequest
+		if err := json.Unmarshal(params, &req); err != nil {
+			a.log.Warn().Err(err).Msg("dropping a malformed permission request")
+			return eventRecord{}, true
+		}
+		p := host.relay.Open(a.h.name, req, 0)
+		return eventRecord{Type: EventPermissionRequest, PermissionID: p.ID, Data: params}, true
+	}
+	return eventRecord{}, false
 }
 
-// replayEarly handles the notifications that arrived while the new
+// maxEarly bounds the notifications kept while a connection is being
+// installed (see notificationRouter.early).
+const maxEarly = 4096
+
+// hold keeps a notification of the connection being opened until it
+// is installed.
+func (n *notificationRouter) hold(m serverNotification) {
+	if len(n.early) >= maxEarly {
+		n.earlyDropped++
+		return
+	}
+	n.early = append(n.early, m)
+}
+
+// forgetHeld drops the notifications held for a connection that will
+// not be installed (a new attempt starts, or this one failed).
+func (n *notificationRouter) forgetHeld() {
+	n.early, n.earlyDropped = nil, 0
+}
+
+// replay handles the notifications that arrived while the new
 // connection was being installed, in their order.
-func (a *serverActor) replayEarly() {
-	early, dropped := a.early, a.earlyDropped
-	a.early, a.earlyDropped = nil, 0
+func (n *notificationRouter) replay() {
+	a := n.a
+	early, dropped := n.early, n.earlyDropped
+	n.early, n.earlyDropped = nil, 0
 	if dropped > 0 {
 		a.log.Warn().Int("dropped", dropped).Int("kept", len(early)).Msg("notifications sent before the connection was ready exceeded the buffer; the oldest were kept")
 	}
 	for _, m := range early {
-		a.notification(m)
-	}
-}
-
-// relist re-lists one kind, at most one request in flight per kind; a
-// burst of notifications during a re-list costs one more re-list.
-func (a *serverActor) relist(kind listKind) {
-	if a.relisting[kind] {
-		a.relistAgain[kind] = true
-		return
-	}
-	a.relisting[kind] = true
-	sess, gen, self, root := a.sess, a.gen, a.self, a.root
-	timeout := a.connectTimeout()
-	pinStore, name, cfg := a.opts.ToolPins.Store, a.h.name, a.cfg
-	a.goroutine("server.relist", func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		var ls lists
-		var err, pinErr error
-		switch kind {
-		case listTools:
-			if ls.tools, err = sess.Lists().Tools(ctx); err == nil {
-				ls.pins, pinErr = checkPins(pinStore, name, cfg, ls.tools)
-			}
-		case listResources:
-			if ls.resources, err = sess.Lists().Resources(ctx); err == nil {
-				ls.templates, err = sess.Lists().ResourceTemplates(ctx)
-			}
-		case listPrompts:
-			ls.prompts, err = sess.Lists().Prompts(ctx)
-		}
-		root.Send(self, relisted{gen: gen, kind: kind, lists: ls, err: err, pinErr: pinErr})
-	})
-}
-
-func (a *serverActor) relisted(m relisted) {
-	if m.gen != a.gen || a.sess == nil {
-		return
-	}
-	a.relisting[m.kind] = false
-	if m.err != nil {
-		// Keep the previous list; try again after a backoff delay.
-		a.listFailed(m.kind, m.err) // the session's error names the method
-		a.publish()
-	} else {
-		before := a.lists
-		switch m.kind {
-		case listTools:
-			a.lists.tools, a.lists.pins = m.lists.tools, m.lists.pins
-			a.storeCache(m.lists.tools)
-		case listResources:
-			a.lists.resources, a.lists.templates = m.lists.resources, m.lists.templates
-		case listPrompts:
-			a.lists.prompts = m.lists.prompts
-		}
-		if m.kind == listTools {
-			// Before the view: the reason a tool leaves the pool comes
-			// before the pool's diff (see pinsFound).
-			a.pinsFound(m.pinErr)
-		}
-		recovered := a.listSucceeded(m.kind)
-		// A re-list that finds nothing new (after a listen stream opened,
-		// or a spurious list_changed) changes nothing for subscribers.
-		if !reflect.DeepEqual(before, a.lists) {
-			a.publish()
-		} else {
-			a.lists = before
-			if recovered {
-				a.publish()
-			}
-		}
-	}
-	if a.relistAgain[m.kind] {
-		a.relistAgain[m.kind] = false
-		a.relist(m.kind)
+		n.route(m)
 	}
 }
 

@@ -24,7 +24,7 @@ func (a *serverActor) dialConfig() dialConfig {
 	if a.cfg.TLS == nil {
 		client = a.opts.sharedHTTP
 	}
-	client, authErr := a.authClient(client) // auth.go: the bearer token on every request
+	client, authErr := a.h.authClient(&a.cfg, a.opts, a.log, client) // auth_source.go: the bearer token on every request
 	return dialConfigFor(a.h, a.opts, a.log, client, authErr)
 }
 

@@ -316,19 +316,6 @@ func (s *Supervisor) offerUserLists(ctx context.Context, h *serverHandle, sess *
 	s.system.Root.Send(h.pid, m)
 }
 
-// userListed offers the tools a principal's session listed, while the
-// server has none of its own (see userListed).
-func (a *serverActor) userListed(m userListed) {
-	if a.state != StateNeedsAuth || a.sess != nil || a.cancelConnect != nil || a.stopping || len(a.lists.tools) > 0 {
-		return
-	}
-	a.lists.tools, a.lists.pins = m.tools, m.pins
-	a.cached = true
-	a.log.Info().Int("tools", len(m.tools)).Msg("tools offered as a principal's session listed them, until the server's own connection is authorized")
-	a.pinsFound(m.pinErr)
-	a.publish()
-}
-
 // openUserSession dials server h with the principal's token source on
 // every request and negotiates.
 func openUserSession(ctx context.Context, h *serverHandle, cfg ServerConfig, opts *runOptions, log zerolog.Logger, src *oauth.Source, uc *userConn) (*session.Session, error) {

@@ -13,7 +13,7 @@ import (
 // --access-rules when given, else the top-level "access" member of the
 // last --config file that has one; nil when there are none. It runs at
 // start and at every reload; an error keeps the running rules.
-func (a *app) loadAccess(file string) (*access.Policy, error) {
+func (c *configFiles) loadAccess(file string) (*access.Policy, error) {
 	var data []byte
 	from := file
 	if file != "" {
@@ -23,7 +23,7 @@ func (a *app) loadAccess(file string) (*access.Policy, error) {
 		}
 		data = b
 	} else {
-		for _, f := range a.configFiles {
+		for _, f := range c.files {
 			b, err := os.ReadFile(f)
 			if err != nil {
 				continue // the config loader reports it
@@ -40,10 +40,10 @@ func (a *app) loadAccess(file string) (*access.Policy, error) {
 	if data == nil {
 		return nil, nil
 	}
-	c, err := access.Parse(data)
+	rules, err := access.Parse(data)
 	if err == nil {
 		var p *access.Policy
-		if p, err = access.Compile(c); err == nil {
+		if p, err = access.Compile(rules); err == nil {
 			return p, nil
 		}
 	}

@@ -24,7 +24,11 @@ type addFlags struct {
 	approve   bool
 }
 
-func (a *app) addCommand() *cobra.Command {
+// addCmd is `mcpvisor add`: it writes a server entry to a config file.
+// It runs in cobra's goroutine.
+type addCmd struct{ *app }
+
+func (a addCmd) command() *cobra.Command {
 	var fl addFlags
 	cmd := &cobra.Command{
 		Use:   "add [flags] NAME COMMAND_OR_URL [-- ARGS...]",
@@ -89,8 +93,8 @@ type addedEntry struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
-func (a *app) add(ctx context.Context, fl addFlags, args []string) error {
-	if a.trustProject {
+func (a addCmd) add(ctx context.Context, fl addFlags, args []string) error {
+	if a.configs.trustProject {
 		return usageError("--trust-project approves for one run and records nothing; add --approve records the approval")
 	}
 	if len(args) < 2 {
@@ -107,12 +111,12 @@ func (a *app) add(ctx context.Context, fl addFlags, args []string) error {
 	if entry.Command != "" && fl.transport == "" && looksLikeURL(entry.Command) {
 		a.log.Warn().Str("command", entry.Command).Msg("this looks like a URL, but no --transport was given: it is added as a stdio command (use --transport " + transports.KindList(addableKinds(true)) + " for a remote server)")
 	}
-	s, err := a.scopeByName(fl.scope)
+	s, err := a.configs.scopeByName(fl.scope)
 	if err != nil {
 		return err
 	}
 
-	written, data, err := a.editConfig(ctx, s, func(f *mcpfile.File) ([]byte, error) { return f.Add(name, entry) })
+	written, data, err := a.configs.edit(ctx, s, func(f *mcpfile.File) ([]byte, error) { return f.Add(name, entry) })
 	if errors.Is(err, mcpfile.ErrExists) {
 		return failed(fmt.Errorf("MCP server %q already exists in the %s config (%s): remove it first (mcpvisor remove %s%s)",
 			name, s.scope, s.path, name, scopeFlag(s)))
@@ -137,10 +141,10 @@ func (a *app) add(ctx context.Context, fl addFlags, args []string) error {
 // reportAdded says what the loader makes of the entry just added, and
 // records its approval when asked to: the approval of mine, the entry as
 // add wrote it, and of nothing else (should the file have changed since).
-func (a *app) reportAdded(ctx context.Context, name string, s scopeFile, mine []byte, approve bool) error {
+func (a addCmd) reportAdded(ctx context.Context, name string, s scopeFile, mine []byte, approve bool) error {
 	mapName := mcpfile.MapMCPServers
-	if scopes, err := a.editableScopes(); err == nil {
-		defs, _ := a.definitionsOf(name, scopes)
+	if scopes, err := a.configs.editableScopes(); err == nil {
+		defs, _ := a.configs.definitionsOf(name, scopes)
 		for _, d := range defs {
 			if samePath(d.path, s.path) {
 				mapName = d.file.MapName()
@@ -149,7 +153,7 @@ func (a *app) reportAdded(ctx context.Context, name string, s scopeFile, mine []
 			fmt.Fprintf(a.stdout, "It takes precedence over the entry of the %s config (%s).\n", d.scope, d.path)
 		}
 	}
-	cfg, loadErr := a.loadForState()
+	cfg, loadErr := a.configs.loadForState()
 	st := stateOf(cfg, loadErr, name, s, mapName)
 	switch {
 	case st.Status == entryNeedsApproval && !approve:
@@ -159,7 +163,7 @@ func (a *app) reportAdded(ctx context.Context, name string, s scopeFile, mine []
 		if !bytes.Equal(st.Pending.Entry, mine) {
 			return failed(fmt.Errorf("--approve: the entry of %q in %s is no longer the one added: nothing was approved; see 'mcpvisor trust %s'", name, s.path, name))
 		}
-		store := a.trustStore()
+		store := a.state.trustStore()
 		if store == nil {
 			return failed(errors.New("--approve: no state directory to keep approvals in: set --state-dir or $" + envStateDir))
 		}

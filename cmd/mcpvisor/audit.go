@@ -62,7 +62,7 @@ func (f *auditFlags) open(a *app, member string) (*audit.Writer, error) {
 }
 
 // closeAudit writes what the trail has queued and closes it.
-func (a *app) closeAudit(w *audit.Writer) {
+func (a *superviseCmd) closeAudit(w *audit.Writer) {
 	if w == nil {
 		return
 	}
@@ -75,7 +75,11 @@ func (a *app) closeAudit(w *audit.Writer) {
 	a.log.Info().Uint64("lines", st.Lines).Uint64("dropped", st.Dropped).Uint64("seq", st.Seq).Msg("audit trail closed")
 }
 
-func (a *app) auditCommand() *cobra.Command {
+// auditCmd is `mcpvisor audit`: it verifies audit trails. It runs in
+// cobra's goroutine.
+type auditCmd struct{ *app }
+
+func (a auditCmd) command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Work with the audit trail of `mcpvisor supervise --audit`",
@@ -104,13 +108,13 @@ Exit codes:
   2  usage error`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
-			return a.auditVerify(files)
+			return a.verify(files)
 		},
 	})
 	return cmd
 }
 
-func (a *app) auditVerify(files []string) error {
+func (a auditCmd) verify(files []string) error {
 	rep, err := audit.Verify(files...)
 	var be *audit.BreakError
 	if errors.As(err, &be) {

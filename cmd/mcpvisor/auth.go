@@ -50,15 +50,27 @@ func tokenStorePath() string {
 	return filepath.Join(dir, "oauth-tokens.json")
 }
 
-// tokenStore opens the CLI's token store once: --token-store, else
+// tokenStore is the CLI's OAuth token store (--token-store), shared by
+// auth, list, call and supervise. It is opened on first use and kept.
+// Owned by cobra's goroutine (see app): open is not called concurrently.
+type tokenStore struct {
+	backend string     // --token-store
+	etcd    *etcdFlags // the app's --etcd-* flags, for --token-store etcd
+	out     *output
+
+	store oauth.Store      // set by open, once
+	info  secretstore.Info // what open chose
+}
+
+// open returns the CLI's token store, opened on first use: --token-store, else
 // $MCPVISOR_TOKEN_STORE_BACKEND, else the file when $MCPVISOR_TOKEN_STORE
 // names one, else auto (the OS secret store where it works). An OS store
 // takes over the file store's entries on first use.
-func (a *app) tokenStore(ctx context.Context) (oauth.Store, secretstore.Info, error) {
-	if a.tokens != nil {
-		return a.tokens, a.storeInfo, nil
+func (t *tokenStore) open(ctx context.Context) (oauth.Store, secretstore.Info, error) {
+	if t.store != nil {
+		return t.store, t.info, nil
 	}
-	backend := a.tokenBackend
+	backend := t.backend
 	if backend == "" {
 		backend = os.Getenv(envTokenStoreBackend)
 	}
@@ -69,14 +81,14 @@ func (a *app) tokenStore(ctx context.Context) (oauth.Store, secretstore.Info, er
 		}
 	}
 	if backend == backendEtcd {
-		c, err := a.etcd.etcdClient()
+		c, err := t.etcd.etcdClient()
 		if err != nil {
 			return nil, secretstore.Info{}, usageError("--token-store etcd: %v", err)
 		}
-		a.tokens = etcdstore.NewTokenStore(c, etcdstore.Options{Prefix: a.etcd.prefix})
-		a.storeInfo = secretstore.Info{Backend: backendEtcd, Where: a.etcd.where()}
-		a.log.Debug().Str("backend", backendEtcd).Str("where", a.storeInfo.Where).Msg("OAuth token store")
-		return a.tokens, a.storeInfo, nil
+		t.store = etcdstore.NewTokenStore(c, etcdstore.Options{Prefix: t.etcd.prefix})
+		t.info = secretstore.Info{Backend: backendEtcd, Where: t.etcd.where()}
+		t.out.log.Debug().Str("backend", backendEtcd).Str("where", t.info.Where).Msg("OAuth token store")
+		return t.store, t.info, nil
 	}
 	lockDir, err := userdirs.StateDir()
 	if err != nil {
@@ -89,10 +101,10 @@ func (a *app) tokenStore(ctx context.Context) (oauth.Store, secretstore.Info, er
 	if err != nil {
 		return nil, info, failed(fmt.Errorf("token store: %w", err))
 	}
-	a.tokens, a.storeInfo = st, info
-	ev := a.log.Debug()
+	t.store, t.info = st, info
+	ev := t.out.log.Debug()
 	if info.Migrated > 0 {
-		ev = a.log.Info()
+		ev = t.out.log.Info()
 	}
 	ev.Str("backend", info.Backend).Str("where", info.Where).Str("fallback", info.Fallback).
 		Int("migrated", info.Migrated).Msg("OAuth token store")
@@ -102,14 +114,14 @@ func (a *app) tokenStore(ctx context.Context) (oauth.Store, secretstore.Info, er
 // oauthOptions are the OAuth options of every supervisor the CLI starts:
 // credentials in the CLI's token store (so that `auth login` serves
 // `supervise`, `list` and `call`), login URLs opened in the browser.
-func (a *app) oauthOptions(ctx context.Context) (mcpvisor.OAuthOptions, error) {
-	st, _, err := a.tokenStore(ctx)
+func (t *tokenStore) oauthOptions(ctx context.Context) (mcpvisor.OAuthOptions, error) {
+	st, _, err := t.open(ctx)
 	if err != nil {
 		return mcpvisor.OAuthOptions{}, err
 	}
 	return mcpvisor.OAuthOptions{
 		Store:   st,
-		OpenURL: a.authURLOpener(hasBrowser(runtime.GOOS, os.Getenv)),
+		OpenURL: t.out.authURLOpener(hasBrowser(runtime.GOOS, os.Getenv)),
 	}, nil
 }
 
@@ -120,16 +132,16 @@ func (a *app) oauthOptions(ctx context.Context) (mcpvisor.OAuthOptions, error) {
 // says, since the user has to act on it; then, when browser is true,
 // opened in the browser. A URL other than http(s) is refused with
 // oauth.ErrInsecureEndpoint and shown nowhere.
-func (a *app) authURLOpener(browser bool) func(ctx context.Context, server, authURL string) error {
+func (o *output) authURLOpener(browser bool) func(ctx context.Context, server, authURL string) error {
 	return func(ctx context.Context, server, authURL string) error {
 		if err := oauth.CheckAuthorizationURL(authURL); err != nil {
 			return err
 		}
-		if a.jsonLogs() {
-			l := zerolog.New(a.stderr).With().Timestamp().Logger()
+		if o.jsonLogs() {
+			l := zerolog.New(o.stderr).With().Timestamp().Logger()
 			l.WithLevel(zerolog.InfoLevel).Str("server", server).Str("url", authURL).Msg("open this URL to authorize")
 		} else {
-			fmt.Fprintf(a.stderr, "Open this URL to authorize %s:\n\n  %s\n\n", server, authURL)
+			fmt.Fprintf(o.stderr, "Open this URL to authorize %s:\n\n  %s\n\n", server, authURL)
 		}
 		if !browser {
 			return nil
@@ -138,7 +150,11 @@ func (a *app) authURLOpener(browser bool) func(ctx context.Context, server, auth
 	}
 }
 
-func (a *app) authCommand() *cobra.Command {
+// authCmd is `mcpvisor auth` and its login, logout and status. It runs
+// in cobra's goroutine.
+type authCmd struct{ *app }
+
+func (a authCmd) command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "auth",
 		Short: "Authorize remote servers (OAuth): login, logout, status",
@@ -151,15 +167,15 @@ secret-service, keyctl (Linux kernel keyring, lost at reboot), keychain, wincred
 An OS store takes over the file's entries on first use and removes the file.
 auth status says which store is in use. Tokens are never printed.`,
 	}
-	cmd.AddCommand(a.authLoginCommand(), a.authLogoutCommand(), a.authStatusCommand())
+	cmd.AddCommand(a.loginCommand(), a.logoutCommand(), a.statusCommand())
 	return cmd
 }
 
-// authServer finds a remote server of the configuration.
-func (a *app) authServer(name string) (mcpvisor.ServerConfig, error) {
-	cfg, err := a.loadConfig()
+// server finds a remote server of the configuration.
+func (a authCmd) server(name string) (mcpvisor.ServerConfig, error) {
+	cfg, err := a.configs.load()
 	if err != nil {
-		a.logConfigError(err)
+		a.configs.logError(err)
 		return mcpvisor.ServerConfig{}, failed(nil)
 	}
 	sc, ok := cfg.Servers[name]
@@ -175,7 +191,7 @@ func (a *app) authServer(name string) (mcpvisor.ServerConfig, error) {
 	return sc, failed(fmt.Errorf("server %q is not remote (%s): it takes credentials from its environment", name, sc.Kind()))
 }
 
-func (a *app) authLoginCommand() *cobra.Command {
+func (a authCmd) loginCommand() *cobra.Command {
 	var (
 		scope     string
 		noBrowser bool
@@ -196,11 +212,11 @@ browser when there is one (--no-browser: printed only). Servers configured with
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			sc, err := a.authServer(args[0])
+			sc, err := a.server(args[0])
 			if err != nil {
 				return err
 			}
-			oo, err := a.oauthOptions(ctx)
+			oo, err := a.tokens.oauthOptions(ctx)
 			if err != nil {
 				return err
 			}
@@ -238,17 +254,17 @@ browser when there is one (--no-browser: printed only). Servers configured with
 	return cmd
 }
 
-func (a *app) authLogoutCommand() *cobra.Command {
+func (a authCmd) logoutCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "logout SERVER",
 		Short: "Forget a remote server's tokens (its client registration is kept)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := a.authServer(args[0])
+			sc, err := a.server(args[0])
 			if err != nil {
 				return err
 			}
-			oo, err := a.oauthOptions(cmd.Context())
+			oo, err := a.tokens.oauthOptions(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -277,14 +293,14 @@ type authStatusRow struct {
 	HasRefresh bool      `json:"hasRefreshToken"`
 }
 
-func (a *app) authStatusCommand() *cobra.Command {
+func (a authCmd) statusCommand() *cobra.Command {
 	var jsonOut bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the stored OAuth credentials of the configured remote servers (never the tokens)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, info, err := a.tokenStore(cmd.Context())
+			store, info, err := a.tokens.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -293,7 +309,7 @@ func (a *app) authStatusCommand() *cobra.Command {
 				return failed(err)
 			}
 			names := map[string]string{} // canonical URL → server name
-			if cfg, err := a.loadConfig(); err == nil {
+			if cfg, err := a.configs.load(); err == nil {
 				for name, sc := range cfg.Servers {
 					if c, err := oauth.CanonicalResource(sc.URL); err == nil && sc.URL != "" {
 						names[c] = name

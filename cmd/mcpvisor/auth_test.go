@@ -211,8 +211,8 @@ func TestTokenStoreChoice(t *testing.T) {
 func TestAuthURLOpenerRefusesOtherSchemes(t *testing.T) {
 	for _, format := range []string{logFormatJSON, logFormatText} {
 		var stderr strings.Builder
-		a := &app{stderr: &stderr, logFormat: format}
-		open := a.authURLOpener(false)
+		o := &output{stderr: &stderr, logFormat: format}
+		open := o.authURLOpener(false)
 		for _, u := range []string{"file:///etc/passwd", "javascript:alert(1)", "::"} {
 			require.ErrorIs(t, open(context.Background(), "r", u), oauth.ErrInsecureEndpoint, u)
 		}

@@ -19,7 +19,10 @@ import (
 // it.
 const benchModule = "bench/peers"
 
-func (a *app) benchCommand() *cobra.Command {
+// benchCmd is `mcpvisor bench`.
+type benchCmd struct{ *app }
+
+func (a benchCmd) command() *cobra.Command {
 	return &cobra.Command{
 		Use:   "bench [flags]",
 		Short: "Run the benchmarks against mock servers, side by side with the other Go MCP clients (needs Go and the source tree)",

@@ -17,7 +17,11 @@ import (
 	"github.com/mcpvisor/mcpvisor/protocol"
 )
 
-func (a *app) callCommand() *cobra.Command {
+// callCmd is `mcpvisor call`: it starts a one-shot supervisor and calls
+// one tool. It runs in cobra's goroutine.
+type callCmd struct{ *app }
+
+func (a callCmd) command() *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "call TOOL [ARGS_JSON]",
@@ -80,7 +84,7 @@ func parseToolArgs(s string) (json.RawMessage, error) {
 	return json.RawMessage(raw), nil
 }
 
-func (a *app) call(ctx context.Context, tool string, args json.RawMessage, timeout time.Duration) error {
+func (a callCmd) call(ctx context.Context, tool string, args json.RawMessage, timeout time.Duration) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -111,13 +115,13 @@ func (a *app) call(ctx context.Context, tool string, args json.RawMessage, timeo
 // callOn configures sup, waits for tool and calls it. It returns the
 // result to print (nil when the call did not complete) and whether the
 // command succeeded; it logs every failure.
-func (a *app) callOn(ctx context.Context, sup *mcpvisor.Supervisor, tool string, args json.RawMessage, timeout time.Duration) (*protocol.CallToolResult, bool) {
+func (a callCmd) callOn(ctx context.Context, sup *mcpvisor.Supervisor, tool string, args json.RawMessage, timeout time.Duration) (*protocol.CallToolResult, bool) {
 	// Subscribe before configuring, so that no pool change is missed.
 	subCtx, unsubscribe := context.WithCancel(ctx)
 	defer unsubscribe()
 	events := sup.Subscribe(subCtx)
 
-	if cfg, _, cfgOK := a.applyConfig(ctx, sup); cfgOK && len(cfg.Servers) == 0 {
+	if cfg, _, cfgOK := a.configs.apply(ctx, sup); cfgOK && len(cfg.Servers) == 0 {
 		a.log.Warn().Msg("no servers configured")
 	}
 	if !a.waitForTool(ctx, sup, events, tool, timeout) && !ofLazyServer(sup, tool) {
@@ -175,7 +179,7 @@ func ofLazyServer(sup *mcpvisor.Supervisor, tool string) bool {
 
 // waitForTool waits until tool is in the pool, or every server has
 // settled, or timeout passes; it reports whether tool is in the pool.
-func (a *app) waitForTool(ctx context.Context, sup *mcpvisor.Supervisor, events <-chan mcpvisor.Event, tool string, timeout time.Duration) bool {
+func (a callCmd) waitForTool(ctx context.Context, sup *mcpvisor.Supervisor, events <-chan mcpvisor.Event, tool string, timeout time.Duration) bool {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer a.reportWaiting(sup)()
@@ -215,7 +219,7 @@ func inPool(sup *mcpvisor.Supervisor, tool string) bool {
 // logUnknownTool reports a tool that is not in the pool, with what can
 // be guessed about why: its server is not ready, or the name is a
 // server's own tool name rather than the qualified one.
-func (a *app) logUnknownTool(sup *mcpvisor.Supervisor, tool string) {
+func (a callCmd) logUnknownTool(sup *mcpvisor.Supervisor, tool string) {
 	ev := a.log.Error().Str("tool", tool)
 	for _, st := range sup.Status() {
 		if st.State != mcpvisor.StateReady && strings.HasPrefix(tool, "mcp__"+sanitizeName(st.Name)+"__") {

@@ -29,7 +29,7 @@ var errEditLocked = errors.New("another mcpvisor is editing this config file")
 // mcpvisor never wrote it, so it does not write through it.
 var errProjectLink = errors.New("is a symbolic link in the project directory, which mcpvisor did not create: it does not write through it (replace the link by a file to edit it here)")
 
-// editConfig applies change to the config file of s and writes the
+// edit applies change to the config file of s and writes the
 // result atomically (mcpfile.Replace), under a lock that mcpvisor
 // processes editing the same file share (kept in the state directory,
 // never beside the file), so that two concurrent adds both land. It
@@ -39,7 +39,7 @@ var errProjectLink = errors.New("is a symbolic link in the project directory, wh
 // A file of the project directory (project and local scopes) that is a
 // symbolic link is refused (errProjectLink); the user's own files may be
 // links (dotfiles kept elsewhere), and are written where they point.
-func (a *app) editConfig(ctx context.Context, s scopeFile, change func(*mcpfile.File) ([]byte, error)) (string, []byte, error) {
+func (c *configFiles) edit(ctx context.Context, s scopeFile, change func(*mcpfile.File) ([]byte, error)) (string, []byte, error) {
 	if !s.trusted() {
 		if fi, err := os.Lstat(s.path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			return "", nil, errProjectLink
@@ -49,7 +49,7 @@ func (a *app) editConfig(ctx context.Context, s scopeFile, change func(*mcpfile.
 	if err != nil {
 		return "", nil, err
 	}
-	unlock, err := a.lockConfig(ctx, target)
+	unlock, err := c.lock(ctx, target)
 	if err != nil {
 		return "", nil, err
 	}
@@ -69,14 +69,14 @@ func (a *app) editConfig(ctx context.Context, s scopeFile, change func(*mcpfile.
 	return target, data, mcpfile.Replace(target, was, data, s.newFileMode())
 }
 
-// lockConfig takes the edit lock of the config file target (absolute,
+// lock takes the edit lock of the config file target (absolute,
 // links resolved). Without a usable state directory there is no lock
 // (logged): Replace still refuses to overwrite a file that changed since
 // it was read.
-func (a *app) lockConfig(ctx context.Context, target string) (func(), error) {
-	dir, err := a.stateDirPath()
+func (c *configFiles) lock(ctx context.Context, target string) (func(), error) {
+	dir, err := c.state.path()
 	if err != nil {
-		a.log.Debug().Err(err).Msg("no state directory: editing the config file without a lock")
+		c.out.log.Debug().Err(err).Msg("no state directory: editing the config file without a lock")
 		return func() {}, nil
 	}
 	sum := sha256.Sum256([]byte(target))
@@ -92,6 +92,6 @@ func (a *app) lockConfig(ctx context.Context, target string) (func(), error) {
 	case ctx.Err() != nil:
 		return nil, err
 	}
-	a.log.Warn().Err(err).Msg("cannot take the config file's edit lock: editing without it")
+	c.out.log.Warn().Err(err).Msg("cannot take the config file's edit lock: editing without it")
 	return func() {}, nil
 }

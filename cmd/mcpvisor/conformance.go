@@ -36,7 +36,10 @@ import (
 // client, so the client must end by itself.
 const conformanceDeadline = 20 * time.Second
 
-func (a *app) conformanceCommand() *cobra.Command {
+// conformanceCmd is `mcpvisor conformance`. It runs in cobra's goroutine.
+type conformanceCmd struct{ *app }
+
+func (a conformanceCmd) command() *cobra.Command {
 	return &cobra.Command{
 		Use:    "conformance SERVER_URL",
 		Short:  "Act as the client under test of the MCP conformance suite",
@@ -95,7 +98,7 @@ type conformanceCall struct {
 
 const conformanceServer = "conformance"
 
-func (a *app) runConformance(ctx context.Context, run conformanceRun) error {
+func (a conformanceCmd) runConformance(ctx context.Context, run conformanceRun) error {
 	oauthCfg, err := json.Marshal(conformanceOAuth(run.context))
 	if err != nil {
 		return err

@@ -35,9 +35,9 @@ type entryState struct {
 // loadForState loads the configuration as the other commands do, with
 // the recorded approvals (and never --trust-project's blanket one: the
 // status says what a plain run would do).
-func (a *app) loadForState() (*config.Config, error) {
-	opts := config.Options{Files: a.configFiles}
-	if store := a.trustStore(); store != nil {
+func (c *configFiles) loadForState() (*config.Config, error) {
+	opts := config.Options{Files: c.files}
+	if store := c.state.trustStore(); store != nil {
 		opts.Approvals = store
 	}
 	return config.Load(opts)

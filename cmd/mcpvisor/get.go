@@ -14,7 +14,11 @@ import (
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/mcpfile"
 )
 
-func (a *app) getCommand() *cobra.Command {
+// getCmd is `mcpvisor get`: it prints a server's entries and their
+// status. It runs in cobra's goroutine.
+type getCmd struct{ *app }
+
+func (a getCmd) command() *cobra.Command {
 	var asJSON, showSecrets bool
 	cmd := &cobra.Command{
 		Use:   "get [--json] [--show-secrets] NAME",
@@ -69,22 +73,22 @@ type scopeJSON struct {
 	File  string `json:"file"`
 }
 
-func (a *app) get(name string, asJSON, showSecrets bool) error {
-	scopes, err := a.editableScopes()
+func (a getCmd) get(name string, asJSON, showSecrets bool) error {
+	scopes, err := a.configs.editableScopes()
 	if err != nil {
 		return failed(err)
 	}
-	if len(a.configFiles) == 0 {
+	if len(a.configs.files) == 0 {
 		if m, ok := managedScope(); ok {
 			scopes = append(scopes, m) // exclusive: whatever it holds is used
 		}
 	}
-	defs, unreadable := a.definitionsOf(name, scopes)
+	defs, unreadable := a.configs.definitionsOf(name, scopes)
 	if len(defs) == 0 {
 		return failed(fmt.Errorf("no MCP server named %q in:%s%s", name, describeScopes(scopes), unreadableNote(unreadable)))
 	}
 	used := defs[len(defs)-1] // the highest precedence
-	cfg, loadErr := a.loadForState()
+	cfg, loadErr := a.configs.loadForState()
 	st := stateOf(cfg, loadErr, name, used.scopeFile, used.file.MapName())
 
 	entry := used.entry

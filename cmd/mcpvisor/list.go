@@ -20,7 +20,11 @@ import (
 	"github.com/mcpvisor/mcpvisor/config"
 )
 
-func (a *app) listCommand() *cobra.Command {
+// listCmd is `mcpvisor list`: it starts a one-shot supervisor, waits for
+// the servers to settle and prints them. It runs in cobra's goroutine.
+type listCmd struct{ *app }
+
+func (a listCmd) command() *cobra.Command {
 	var (
 		jsonOut bool
 		timeout time.Duration
@@ -73,7 +77,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-func (a *app) list(ctx context.Context, jsonOut bool, timeout time.Duration) error {
+func (a listCmd) list(ctx context.Context, jsonOut bool, timeout time.Duration) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -81,7 +85,7 @@ func (a *app) list(ctx context.Context, jsonOut bool, timeout time.Duration) err
 	if err != nil {
 		return failed(nil)
 	}
-	cfg, _, ok := a.applyConfig(ctx, sup)
+	cfg, _, ok := a.configs.apply(ctx, sup)
 	a.waitSettled(ctx, sup, timeout)
 	statuses, tools := sup.Status(), sup.Tools()
 
@@ -134,7 +138,7 @@ func decidesExit(st mcpvisor.ServerStatus) bool {
 
 // waitSettled waits until no server is connecting, at most timeout, and
 // logs why it stopped waiting otherwise.
-func (a *app) waitSettled(ctx context.Context, sup *mcpvisor.Supervisor, timeout time.Duration) {
+func (a listCmd) waitSettled(ctx context.Context, sup *mcpvisor.Supervisor, timeout time.Duration) {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	stopReport := a.reportWaiting(sup)

@@ -29,11 +29,9 @@ import (
 	"github.com/mcpvisor/mcpvisor/bench/mockserver"
 	"github.com/mcpvisor/mcpvisor/config"
 	"github.com/mcpvisor/mcpvisor/gateway"
-	"github.com/mcpvisor/mcpvisor/oauth"
 	"github.com/mcpvisor/mcpvisor/oauth/secretstore"
 	"github.com/mcpvisor/mcpvisor/protocol"
 	"github.com/mcpvisor/mcpvisor/toolcache"
-	"github.com/mcpvisor/mcpvisor/trust"
 )
 
 func main() {
@@ -92,35 +90,56 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
-// app holds what every command shares: the output streams, the global
-// flags and the logger built from them.
+// app holds what every command shares, in parts with one job each: the
+// output streams and loggers (output, embedded: every command prints and
+// logs), the state directory, the config files and the OAuth token store.
+// Each subcommand is a small type that embeds *app (listCmd, callCmd,
+// superviseCmd, ...) and holds what only it needs.
+//
+// Concurrency: the CLI is single-goroutine. cobra's goroutine builds the
+// commands, parses the flags into the parts, sets up the loggers
+// (PersistentPreRunE) and runs one command; only that goroutine changes
+// any part. Goroutines a command starts (supervise's event log and config
+// watch, the login URL opener the library calls) only read the loggers
+// and streams, which no longer change by then.
 type app struct {
+	output
+	state   *stateDir    // --state-dir: approvals, tool pins, edit locks, discovery cache
+	configs *configFiles // --config, --trust-project: loading and editing the .mcp.json files
+	tokens  *tokenStore  // --token-store: the OAuth token store, opened once
+	etcd    etcdFlags    // --etcd-*: the etcd of --token-store etcd and --session-store etcd
+}
+
+// newApp returns the app of one command line, writing to stdout and
+// stderr, logging nowhere until setUpLogging.
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
+	a := &app{output: output{stdin: stdin, stdout: stdout, stderr: stderr, log: zerolog.Nop(), libLog: zerolog.Nop()}}
+	a.state = &stateDir{out: &a.output}
+	a.configs = &configFiles{state: a.state, out: &a.output}
+	a.tokens = &tokenStore{etcd: &a.etcd, out: &a.output}
+	return a
+}
+
+// output is the command's streams and the loggers built from the global
+// flags: results go to stdout, logs and errors to stderr. The fields are
+// set before any command runs (setUpLogging, in cobra's goroutine) and
+// only read afterwards.
+type output struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	configFiles    []string
-	logLevel       string
-	logFormat      string       // --log-format: auto, text or json
-	stateDir       string       // --state-dir
-	trustProject   bool         // --trust-project
-	approvals      *trust.Store // see trustStore
-	approvalsTried bool
-	accessFile     string // supervise --access-rules, read again at each reload
+	logLevel  string // --log-level
+	logFormat string // --log-format: auto, text or json
 
 	log    zerolog.Logger // the CLI's own logger
 	libLog zerolog.Logger // the logger handed to the supervisor
-
-	tokenBackend string           // --token-store
-	tokens       oauth.Store      // opened by tokenStore, once
-	storeInfo    secretstore.Info // what tokenStore chose
-	etcd         etcdFlags        // --etcd-*: the etcd of --token-store etcd and --session-store etcd
 }
 
 // run executes the command line args and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	// The CLI owns the process: its logs carry milliseconds.
 	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
-	a := &app{stdin: os.Stdin, stdout: stdout, stderr: stderr, log: zerolog.Nop(), libLog: zerolog.Nop()}
+	a := newApp(os.Stdin, stdout, stderr)
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -151,9 +170,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 // and the usage hint) when the logs are JSON, else the plain sentence
 // "mcpvisor: <err>" and the hint on its own line. It is written whatever
 // --log-level says: it is the command's answer.
-func (a *app) reportError(err error, code int, hint string) {
-	if a.jsonLogs() {
-		l := zerolog.New(a.stderr).With().Timestamp().Logger()
+func (o *output) reportError(err error, code int, hint string) {
+	if o.jsonLogs() {
+		l := zerolog.New(o.stderr).With().Timestamp().Logger()
 		ev := l.WithLevel(zerolog.ErrorLevel).Int("exit_code", code)
 		if hint != "" {
 			ev = ev.Str("hint", hint)
@@ -161,9 +180,9 @@ func (a *app) reportError(err error, code int, hint string) {
 		ev.Msg(err.Error())
 		return
 	}
-	fmt.Fprintf(a.stderr, "mcpvisor: %v\n", err)
+	fmt.Fprintf(o.stderr, "mcpvisor: %v\n", err)
 	if hint != "" {
-		fmt.Fprintln(a.stderr, hint)
+		fmt.Fprintln(o.stderr, hint)
 	}
 }
 
@@ -177,14 +196,14 @@ const (
 // jsonLogs reports whether stderr carries JSON lines: --log-format json,
 // or auto (also an unparsable value, for the final error of a bad flag)
 // with stderr not a terminal.
-func (a *app) jsonLogs() bool {
-	switch strings.ToLower(strings.TrimSpace(a.logFormat)) {
+func (o *output) jsonLogs() bool {
+	switch strings.ToLower(strings.TrimSpace(o.logFormat)) {
 	case logFormatJSON:
 		return true
 	case logFormatText:
 		return false
 	}
-	return !isTerminal(a.stderr)
+	return !isTerminal(o.stderr)
 }
 
 // isTerminal reports whether w is a terminal.
@@ -224,32 +243,36 @@ the error that ends the command is a JSON line too.
 			return a.setUpLogging()
 		},
 	}
-	root.PersistentFlags().StringArrayVar(&a.configFiles, "config", nil,
+	root.PersistentFlags().StringArrayVar(&a.configs.files, "config", nil,
 		"config `FILE` to load (repeatable; later files win per server name); default: layered discovery")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info",
 		"log `LEVEL`: trace, debug, info, warn, error or disabled")
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", logFormatAuto,
 		"log `FORMAT` on stderr: auto (text on a terminal, else json), text or json; errors follow it")
-	root.PersistentFlags().StringVar(&a.stateDir, "state-dir", "",
+	root.PersistentFlags().StringVar(&a.state.dir, "state-dir", "",
 		"keep approvals and tool pins in `DIR` (default $"+envStateDir+", else ~/.local/state/mcpvisor)")
-	root.PersistentFlags().BoolVar(&a.trustProject, "trust-project", false,
+	root.PersistentFlags().BoolVar(&a.configs.trustProject, "trust-project", false,
 		"start the servers of the project's config files without approval, for this run (nothing is recorded)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 
-	list, call, supervise, auth := a.listCommand(), a.callCommand(), a.superviseCommand(), a.authCommand()
+	// Each subcommand is a small type that embeds a and holds what only
+	// it needs.
+	list, call, supervise, auth := listCmd{a}.command(), callCmd{a}.command(), (&superviseCmd{app: a}).command(), authCmd{a}.command()
 	// --token-store and --etcd-* only where they are used: the commands
 	// that open the OAuth token store (--token-store etcd), among them
 	// supervise (also --session-store etcd, --cluster-membership etcd).
 	for _, c := range []*cobra.Command{list, call, supervise, auth} {
-		c.PersistentFlags().StringVar(&a.tokenBackend, "token-store", "",
+		c.PersistentFlags().StringVar(&a.tokens.backend, "token-store", "",
 			"where OAuth tokens are kept: `STORE` auto, file, "+strings.Join(secretstore.Names()[2:], ", ")+", etcd (shared by a deployment: --etcd-endpoint)"+
 				" (default $"+envTokenStoreBackend+", else auto: the OS secret store where one works)")
 		a.etcd.register(c.PersistentFlags())
 	}
-	root.AddCommand(list, call, supervise, a.statusCommand(), a.mockCommand(), a.conformanceCommand(), a.benchCommand(), auth, a.trustCommand(), a.addCommand(), a.removeCommand(), a.getCommand(), a.auditCommand())
+	root.AddCommand(list, call, supervise, statusCmd{a}.command(), mockCmd{a}.command(), conformanceCmd{a}.command(),
+		benchCmd{a}.command(), auth, trustCmd{a}.command(), addCmd{a}.command(), removeCmd{a}.command(),
+		getCmd{a}.command(), auditCmd{a}.command())
 	return root
 }
 
@@ -262,61 +285,61 @@ the error that ends the command is a JSON line too.
 // report themselves (supervise logs every event; list and call print the
 // states), and protoactor's lifecycle chatter. --log-level debug shows
 // them all.
-func (a *app) setUpLogging() error {
-	level, err := zerolog.ParseLevel(strings.ToLower(strings.TrimSpace(a.logLevel)))
-	if err != nil || a.logLevel == "" || level == zerolog.NoLevel {
-		return usageError("--log-level %q: want trace, debug, info, warn, error or disabled", a.logLevel)
+func (o *output) setUpLogging() error {
+	level, err := zerolog.ParseLevel(strings.ToLower(strings.TrimSpace(o.logLevel)))
+	if err != nil || o.logLevel == "" || level == zerolog.NoLevel {
+		return usageError("--log-level %q: want trace, debug, info, warn, error or disabled", o.logLevel)
 	}
-	switch f := strings.ToLower(strings.TrimSpace(a.logFormat)); f {
+	switch f := strings.ToLower(strings.TrimSpace(o.logFormat)); f {
 	case logFormatAuto, logFormatText, logFormatJSON:
-		a.logFormat = f
+		o.logFormat = f
 	default:
-		a.logFormat = logFormatAuto // the error below is reported in auto's format
+		o.logFormat = logFormatAuto // the error below is reported in auto's format
 		return usageError("--log-format %q: want auto, text or json", f)
 	}
-	out := a.stderr
-	if !a.jsonLogs() {
-		out = zerolog.ConsoleWriter{Out: a.stderr, TimeFormat: "15:04:05.000", NoColor: !isTerminal(a.stderr)}
+	out := o.stderr
+	if !o.jsonLogs() {
+		out = zerolog.ConsoleWriter{Out: o.stderr, TimeFormat: "15:04:05.000", NoColor: !isTerminal(o.stderr)}
 	}
-	a.log = zerolog.New(out).Level(level).With().Timestamp().Logger()
-	a.libLog = a.log
+	o.log = zerolog.New(out).Level(level).With().Timestamp().Logger()
+	o.libLog = o.log
 	if level == zerolog.InfoLevel {
-		a.libLog = a.log.Level(zerolog.WarnLevel)
+		o.libLog = o.log.Level(zerolog.WarnLevel)
 	}
 	return nil
 }
 
-// loadConfig reads the --config files, or the layered configuration
+// load reads the --config files, or the layered configuration
 // when there are none, with the approvals of the state directory (or,
 // with --trust-project, approving every entry). A layer file that does
 // not load is left out with a warning on the log (a --config file that
 // does not load fails instead).
-func (a *app) loadConfig() (*config.Config, error) {
-	opts := config.Options{Files: a.configFiles}
+func (c *configFiles) load() (*config.Config, error) {
+	opts := config.Options{Files: c.files}
 	switch {
-	case a.trustProject:
+	case c.trustProject:
 		opts.Approvals = approveEverything{}
-	case a.trustStore() != nil:
-		opts.Approvals = a.trustStore()
+	case c.state.trustStore() != nil:
+		opts.Approvals = c.state.trustStore()
 	}
 	cfg, err := config.Load(opts)
 	if err == nil {
-		a.warnSkipped(cfg)
+		c.warnSkipped(cfg)
 	}
 	return cfg, err
 }
 
 // warnSkipped logs each problem of each config layer the loader left out.
-func (a *app) warnSkipped(cfg *config.Config) {
+func (c *configFiles) warnSkipped(cfg *config.Config) {
 	for _, sk := range cfg.Skipped {
 		for _, e := range sk.Errors {
-			a.log.Warn().Str("layer", sk.Layer).Str("file", sk.File).Err(e).Msg("config file skipped: it does not load; its servers are not started")
+			c.out.log.Warn().Str("layer", sk.Layer).Str("file", sk.File).Err(e).Msg("config file skipped: it does not load; its servers are not started")
 		}
 	}
 }
 
-// logConfigError logs each problem a config load reported on its own line.
-func (a *app) logConfigError(err error) {
+// logError logs each problem a config load reported on its own line.
+func (c *configFiles) logError(err error) {
 	var errs []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
@@ -324,33 +347,33 @@ func (a *app) logConfigError(err error) {
 		errs = []error{err}
 	}
 	for _, e := range errs {
-		a.log.Error().Err(e).Msg("config error")
+		c.out.log.Error().Err(e).Msg("config error")
 	}
 }
 
-// applyConfig loads the configuration and gives it to sup. It reports
+// apply loads the configuration and gives it to sup. It reports
 // every problem (unloadable files, rejected servers) on the log and
 // returns false when there was any. A config that fails to load gives sup
 // no servers.
-func (a *app) applyConfig(ctx context.Context, sup *mcpvisor.Supervisor) (*config.Config, mcpvisor.SetResult, bool) {
+func (c *configFiles) apply(ctx context.Context, sup *mcpvisor.Supervisor) (*config.Config, mcpvisor.SetResult, bool) {
 	ok := true
-	cfg, err := a.loadConfig()
+	cfg, err := c.load()
 	if err != nil {
-		a.logConfigError(err)
+		c.logError(err)
 		ok = false
 		cfg = &config.Config{Servers: map[string]mcpvisor.ServerConfig{}, Sources: map[string]string{}}
 	}
 	if err := sup.SetPermissions(cfg.Permissions); err != nil { // validated by the loader: cannot fail
-		a.log.Error().Err(err).Msg("permission rules")
+		c.out.log.Error().Err(err).Msg("permission rules")
 		return cfg, mcpvisor.SetResult{}, false
 	}
 	res, err := sup.SetServers(ctx, cfg.Servers)
 	if err != nil {
-		a.log.Error().Err(err).Msg("configuring the supervisor")
+		c.out.log.Error().Err(err).Msg("configuring the supervisor")
 		return cfg, res, false
 	}
 	for _, name := range slices.Sorted(maps.Keys(res.Errors)) {
-		a.log.Error().Str("server", name).Err(res.Errors[name]).Msg("server config rejected")
+		c.out.log.Error().Str("server", name).Err(res.Errors[name]).Msg("server config rejected")
 		ok = false
 	}
 	return cfg, res, ok
@@ -360,13 +383,13 @@ func (a *app) applyConfig(ctx context.Context, sup *mcpvisor.Supervisor) (*confi
 // logger. A one-shot command's supervisor does not reconnect: it reports
 // each server as it finds it.
 func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...func(*mcpvisor.Options)) (*mcpvisor.Supervisor, error) {
-	oo, err := a.oauthOptions(ctx)
+	oo, err := a.tokens.oauthOptions(ctx)
 	if err != nil {
 		a.log.Error().Err(err).Msg("opening the OAuth token store")
 		return nil, err
 	}
 	if !oneShot {
-		a.logTokenStore()
+		a.tokens.logWhere()
 	}
 	opts := mcpvisor.Options{Logger: a.libLog, OAuth: oo}
 	// One identity towards servers: every command presents the client
@@ -381,10 +404,10 @@ func (a *app) startSupervisor(ctx context.Context, oneShot bool, configure ...fu
 	// directory when it is a private tmpfs (the library reads no
 	// environment variable; empty means /run/user/<uid>).
 	opts.Sandbox.RuntimeDir = os.Getenv("XDG_RUNTIME_DIR")
-	if store := a.trustStore(); store != nil {
+	if store := a.state.trustStore(); store != nil {
 		opts.ToolPins.Store = store
 	}
-	if dir, err := a.stateDirPath(); err == nil {
+	if dir, err := a.state.path(); err == nil {
 		// Lazy servers' tools, from their last connect, are offered
 		// before their first use.
 		opts.DiscoveryCache = toolcache.New(filepath.Join(dir, "discovery"), nil)
@@ -410,17 +433,17 @@ func noClientToAnswer(_ context.Context, server, method string, _ json.RawMessag
 	return nil, protocol.NewError(protocol.CodeMethodNotFound, "mcpvisor: no client is connected to answer %s", method)
 }
 
-// logTokenStore says where OAuth tokens are kept. The file store chosen
+// logWhere says where OAuth tokens are kept. The file store chosen
 // because no OS secret store works (usual on a server or in a container)
 // is an expected condition: one plain line, with why at debug level.
-func (a *app) logTokenStore() {
-	in := a.storeInfo
+func (t *tokenStore) logWhere() {
+	in := t.info
 	if in.Fallback == "" {
-		a.log.Info().Str("token_store", in.String()).Msg("OAuth token store")
+		t.out.log.Info().Str("token_store", in.String()).Msg("OAuth token store")
 		return
 	}
-	a.log.Info().Msgf("OAuth tokens are kept in %s: no OS secret store works here", in.Where)
-	a.log.Debug().Str("reason", in.Fallback).Msg("no OS secret store")
+	t.out.log.Info().Msgf("OAuth tokens are kept in %s: no OS secret store works here", in.Where)
+	t.out.log.Debug().Str("reason", in.Fallback).Msg("no OS secret store")
 }
 
 // closeSupervisor closes sup within closeTimeout and logs a failure.

@@ -69,7 +69,10 @@ func mockFlagUsages() string {
 	return strings.ReplaceAll(out, "\x00", "--")
 }
 
-func (a *app) mockCommand() *cobra.Command {
+// mockCmd is `mcpvisor mock`.
+type mockCmd struct{ *app }
+
+func (a mockCmd) command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                "mock [flags]",
 		Short:              "Run the bundled mock MCP server (stdio, HTTP, SSE or WebSocket)",

@@ -112,7 +112,7 @@ const tracingShutdownTimeout = 5 * time.Second
 
 // startTracing sets up the tracing the environment asks for (see
 // tracingFromEnv) and logs it; an error is logged.
-func (a *app) startTracing(ctx context.Context) (tracing, error) {
+func (a *superviseCmd) startTracing(ctx context.Context) (tracing, error) {
 	tr, err := tracingFromEnv(ctx, os.Getenv)
 	if err != nil {
 		a.log.Error().Err(err).Msg("cannot set up tracing")
@@ -126,7 +126,7 @@ func (a *app) startTracing(ctx context.Context) (tracing, error) {
 
 // stopTracing exports the spans not yet sent, within
 // tracingShutdownTimeout, and logs a failure.
-func (a *app) stopTracing(tr tracing) {
+func (a *superviseCmd) stopTracing(tr tracing) {
 	ctx, cancel := context.WithTimeout(context.Background(), tracingShutdownTimeout)
 	defer cancel()
 	if err := tr.shutdown(ctx); err != nil {

@@ -11,7 +11,11 @@ import (
 	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/internal/mcpfile"
 )
 
-func (a *app) removeCommand() *cobra.Command {
+// removeCmd is `mcpvisor remove`: it deletes a server entry from a config
+// file. It runs in cobra's goroutine.
+type removeCmd struct{ *app }
+
+func (a removeCmd) command() *cobra.Command {
 	var scope string
 	cmd := &cobra.Command{
 		Use:   "remove [--scope local|project|user] NAME",
@@ -40,22 +44,22 @@ Exit codes:
 	return cmd
 }
 
-func (a *app) remove(ctx context.Context, scope, name string) error {
-	scopes, err := a.editableScopes()
+func (a removeCmd) remove(ctx context.Context, scope, name string) error {
+	scopes, err := a.configs.editableScopes()
 	if err != nil {
 		return failed(err)
 	}
-	defs, unreadable := a.definitionsOf(name, scopes)
+	defs, unreadable := a.configs.definitionsOf(name, scopes)
 	var s scopeFile
-	if scope != "" || len(a.configFiles) == 1 {
-		if s, err = a.scopeByName(scope); err != nil {
+	if scope != "" || len(a.configs.files) == 1 {
+		if s, err = a.configs.scopeByName(scope); err != nil {
 			return err
 		}
 	} else {
 		switch len(defs) {
 		case 0:
 			if m, ok := managedScope(); ok {
-				if mdefs, _ := a.definitionsOf(name, []scopeFile{m}); len(mdefs) > 0 {
+				if mdefs, _ := a.configs.definitionsOf(name, []scopeFile{m}); len(mdefs) > 0 {
 					return failed(fmt.Errorf("MCP server %q is defined in the managed file %s, which mcpvisor does not edit", name, m.path))
 				}
 			}
@@ -68,14 +72,14 @@ func (a *app) remove(ctx context.Context, scope, name string) error {
 				in = append(in, d.scopeFile)
 			}
 			how := "mcpvisor remove " + name + " --scope SCOPE"
-			if len(a.configFiles) > 0 {
+			if len(a.configs.files) > 0 {
 				how = "mcpvisor --config FILE remove " + name
 			}
 			return failed(fmt.Errorf("MCP server %q is defined in several scopes:%s\nnothing was removed; remove it from one with: %s", name, describeScopes(in), how))
 		}
 	}
 
-	written, _, err := a.editConfig(ctx, s, func(f *mcpfile.File) ([]byte, error) { return f.Remove(name) })
+	written, _, err := a.configs.edit(ctx, s, func(f *mcpfile.File) ([]byte, error) { return f.Remove(name) })
 	if errors.Is(err, mcpfile.ErrNotFound) {
 		var elsewhere []scopeFile
 		for _, d := range defs {

@@ -53,10 +53,10 @@ func (s scopeFile) String() string { return s.scope + " (" + s.path + ")" }
 // precedence first, as the loader reads them: the --config files, else
 // the user, project and local layers. A file reached twice (the project
 // directory is the home directory) is listed once, under its first scope.
-func (a *app) editableScopes() ([]scopeFile, error) {
-	if len(a.configFiles) > 0 {
-		out := make([]scopeFile, len(a.configFiles))
-		for i, f := range a.configFiles {
+func (c *configFiles) editableScopes() ([]scopeFile, error) {
+	if len(c.files) > 0 {
+		out := make([]scopeFile, len(c.files))
+		for i, f := range c.files {
 			out[i] = scopeFile{scopeConfig, f}
 		}
 		return dedupScopes(out), nil
@@ -101,15 +101,15 @@ func dedupScopes(in []scopeFile) []scopeFile {
 
 // scopeByName resolves --scope for add and remove. With --config there
 // is no scope to choose: add writes the one file named.
-func (a *app) scopeByName(name string) (scopeFile, error) {
-	if len(a.configFiles) > 0 {
+func (c *configFiles) scopeByName(name string) (scopeFile, error) {
+	if len(c.files) > 0 {
 		if name != "" {
 			return scopeFile{}, usageError("--scope picks one of the standard layer files; with --config the file is the one named")
 		}
-		if len(a.configFiles) > 1 {
-			return scopeFile{}, usageError("%d --config files: name the one file to write", len(a.configFiles))
+		if len(c.files) > 1 {
+			return scopeFile{}, usageError("%d --config files: name the one file to write", len(c.files))
 		}
-		return scopeFile{scopeConfig, a.configFiles[0]}, nil
+		return scopeFile{scopeConfig, c.files[0]}, nil
 	}
 	if name == "" {
 		name = defaultScope
@@ -141,7 +141,7 @@ type definition struct {
 // definitionsOf finds server name in the files of scopes, in their order.
 // A file that cannot be read or parsed is reported on the log and
 // skipped: the caller says what it could not see.
-func (a *app) definitionsOf(name string, scopes []scopeFile) (defs []definition, unreadable []scopeFile) {
+func (c *configFiles) definitionsOf(name string, scopes []scopeFile) (defs []definition, unreadable []scopeFile) {
 	for _, s := range scopes {
 		data, err := mcpfile.Read(s.path)
 		if err == nil && data == nil {
@@ -152,7 +152,7 @@ func (a *app) definitionsOf(name string, scopes []scopeFile) (defs []definition,
 			f, err = mcpfile.Parse(data)
 		}
 		if err != nil {
-			a.log.Warn().Err(err).Str("file", s.path).Msg("cannot read this config file: its servers are not considered")
+			c.out.log.Warn().Err(err).Str("file", s.path).Msg("cannot read this config file: its servers are not considered")
 			unreadable = append(unreadable, s)
 			continue
 		}

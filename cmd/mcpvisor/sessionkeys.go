@@ -73,7 +73,7 @@ func loadSessionSeal(path string, store mcpserver.SessionStore) (mcpserver.SealO
 // sessionStore returns the SessionStore that --session-store names: ""
 // is this process's memory, "etcd" the etcd of --etcd-endpoint, anything
 // else the directory where a DirSessionStore keeps its files.
-func (a *app) sessionStore(spec string) (mcpserver.SessionStore, error) {
+func (a *superviseCmd) sessionStore(spec string) (mcpserver.SessionStore, error) {
 	switch spec {
 	case "":
 		return &mcpserver.MemorySessionStore{}, nil

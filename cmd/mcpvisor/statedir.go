@@ -10,11 +10,22 @@ import (
 // envStateDir names the state directory when --state-dir is not given.
 const envStateDir = "MCPVISOR_STATE_DIR"
 
-// stateDirPath is the directory of the user's trust decisions: --state-dir,
+// stateDir is the state directory (--state-dir): the user's approvals
+// and tool pins (the trust store, opened once), config edit locks and the
+// discovery cache. Owned by cobra's goroutine (see app).
+type stateDir struct {
+	dir string // --state-dir
+	out *output
+
+	approvals      *trust.Store // see trustStore
+	approvalsTried bool
+}
+
+// path is the directory of the user's trust decisions: --state-dir,
 // else $MCPVISOR_STATE_DIR, else config.DefaultStateDir.
-func (a *app) stateDirPath() (string, error) {
-	if a.stateDir != "" {
-		return a.stateDir, nil
+func (s *stateDir) path() (string, error) {
+	if s.dir != "" {
+		return s.dir, nil
 	}
 	if d := os.Getenv(envStateDir); d != "" {
 		return d, nil
@@ -25,18 +36,18 @@ func (a *app) stateDirPath() (string, error) {
 // trustStore returns the store of the state directory, or nil (logged
 // once) when there is none: then no approval is known, so project servers
 // stay held, and tools are not pinned.
-func (a *app) trustStore() *trust.Store {
-	if a.approvals != nil || a.approvalsTried {
-		return a.approvals
+func (s *stateDir) trustStore() *trust.Store {
+	if s.approvals != nil || s.approvalsTried {
+		return s.approvals
 	}
-	a.approvalsTried = true
-	dir, err := a.stateDirPath()
+	s.approvalsTried = true
+	dir, err := s.path()
 	if err != nil {
-		a.log.Warn().Err(err).Msg("no state directory: project servers stay held, tool definitions are not pinned")
+		s.out.log.Warn().Err(err).Msg("no state directory: project servers stay held, tool definitions are not pinned")
 		return nil
 	}
-	a.approvals = trust.NewStore(dir, nil)
-	return a.approvals
+	s.approvals = trust.NewStore(dir, nil)
+	return s.approvals
 }
 
 // approveEverything approves every entry of the project's config files

@@ -28,7 +28,11 @@ func version() string {
 	return "dev"
 }
 
-func (a *app) statusCommand() *cobra.Command {
+// statusCmd is `mcpvisor status`: it prints a running supervise's
+// /status. It runs in cobra's goroutine.
+type statusCmd struct{ *app }
+
+func (a statusCmd) command() *cobra.Command {
 	var url, tokenFile string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -57,7 +61,7 @@ Exit codes:
 	return cmd
 }
 
-func (a *app) status(ctx context.Context, url, tokenFile string, asJSON bool) error {
+func (a statusCmd) status(ctx context.Context, url, tokenFile string, asJSON bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(url, "/")+"/status", nil)

@@ -66,7 +66,17 @@ type superviseFlags struct {
 	maxResultChars int
 }
 
-func (a *app) superviseCommand() *cobra.Command {
+// superviseCmd is `mcpvisor supervise`: the gateway, the admin API, the
+// reload loop, and with --cluster the cluster member. Its fields and the
+// app's are owned by supervise's goroutine (the one cobra runs it in);
+// the goroutines it starts (event log, config watch, serving) only read
+// the loggers.
+type superviseCmd struct {
+	*app
+	accessFile string // --access-rules, read again at each reload
+}
+
+func (a *superviseCmd) command() *cobra.Command {
 	var f superviseFlags
 	cmd := &cobra.Command{
 		Use:   "supervise",
@@ -254,7 +264,7 @@ type gatewaySetup struct {
 	listenAddr string
 }
 
-func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, error) {
+func (a *superviseCmd) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, error) {
 	serveHTTP := f.listen != "off" && f.listen != "" && (!f.stdio || listenSet)
 	if err := f.audit.check(f.stdio); err != nil {
 		return gatewaySetup{}, err
@@ -302,14 +312,14 @@ func (a *app) gatewaySetup(f superviseFlags, listenSet bool) (gatewaySetup, erro
 		return gatewaySetup{}, usageError("--listen %s is not a loopback address: it requires --token-file or --auth-issuer", f.listen)
 	}
 	a.accessFile = f.accessRules
-	policy, err := a.loadAccess(f.accessRules)
+	policy, err := a.configs.loadAccess(f.accessRules)
 	if err != nil {
 		return gatewaySetup{}, usageError("%v", err)
 	}
 	return gatewaySetup{serveHTTP: serveHTTP, token: token, seal: seal, local: local, auth: auth, access: policy}, nil
 }
 
-func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) error {
+func (a *superviseCmd) supervise(ctx context.Context, f superviseFlags, listenSet bool) error {
 	if f.cluster.on {
 		return a.superviseCluster(ctx, f, listenSet)
 	}
@@ -321,12 +331,12 @@ func (a *app) supervise(ctx context.Context, f superviseFlags, listenSet bool) e
 	sigs, hups, stopSignals := shutdownSignals()
 	defer stopSignals()
 
-	cfg, err := a.loadConfig()
+	cfg, err := a.configs.load()
 	if err != nil {
-		a.logConfigError(err)
+		a.configs.logError(err)
 		return failed(nil)
 	}
-	trail, err := f.audit.open(a, "")
+	trail, err := f.audit.open(a.app, "")
 	if err != nil {
 		return failed(nil)
 	}
@@ -473,7 +483,7 @@ loop:
 }
 
 // logApplied logs what a SetServers did.
-func (a *app) logApplied(cfg *config.Config, res mcpvisor.SetResult, msg string) {
+func (a *superviseCmd) logApplied(cfg *config.Config, res mcpvisor.SetResult, msg string) {
 	disabled := 0
 	for _, sc := range cfg.Servers {
 		if sc.Disabled {
@@ -527,15 +537,15 @@ func reloadVia(reloads chan<- chan error) func(ctx context.Context) error {
 // hands the gateway the servers a policy now excludes and the layers it
 // skipped). A config that fails to load changes nothing; its error is
 // returned (and logged).
-func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.Gateway, why string) error {
-	cfg, err := a.loadConfig()
+func (a *superviseCmd) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.Gateway, why string) error {
+	cfg, err := a.configs.load()
 	if err != nil {
-		a.logConfigError(err)
+		a.configs.logError(err)
 		a.log.Error().Str("trigger", why).Msg("config reload failed: keeping the running config")
 		return fmt.Errorf("config reload failed, the running config stays: %w", err)
 	}
 	gw.SetSkipped(cfg.Skipped)
-	policy, err := a.loadAccess(a.accessFile)
+	policy, err := a.configs.loadAccess(a.accessFile)
 	if err != nil {
 		a.log.Error().Err(err).Str("trigger", why).Msg("config reload: the access rules")
 		return fmt.Errorf("config reload: the access rules: %w", err)
@@ -563,19 +573,19 @@ func (a *app) reload(ctx context.Context, sup *mcpvisor.Supervisor, gw *gateway.
 // and signals on the returned channel once a change has been quiet for
 // one interval (debounce). Missing files are watched too (a layer created
 // later counts as a change).
-func (a *app) watchConfig(ctx context.Context, cfg *config.Config, interval time.Duration) <-chan struct{} {
+func (a *superviseCmd) watchConfig(ctx context.Context, cfg *config.Config, interval time.Duration) <-chan struct{} {
 	if interval <= 0 {
 		interval = time.Second
 	}
 	files := slices.Clone(cfg.Files)
-	files = append(files, a.configFiles...)
-	if len(a.configFiles) == 0 {
+	files = append(files, a.configs.files...)
+	if len(a.configs.files) == 0 {
 		if home, err := os.UserHomeDir(); err == nil {
 			files = append(files, filepath.Join(home, ".mcp.json"))
 		}
 		files = append(files, ".mcp.json", ".mcp.local.json", config.DefaultManagedFile)
 	}
-	if store := a.trustStore(); store != nil {
+	if store := a.state.trustStore(); store != nil {
 		// Approvals ('mcpvisor trust' in another process) apply by
 		// themselves; the pins directory changes when a pins file is
 		// replaced.
@@ -624,7 +634,7 @@ func (a *app) watchConfig(ctx context.Context, cfg *config.Config, interval time
 }
 
 // logEvents logs every event of the stream until it closes.
-func (a *app) logEvents(events <-chan mcpvisor.Event) {
+func (a *superviseCmd) logEvents(events <-chan mcpvisor.Event) {
 	for ev := range events {
 		h := ev.Header()
 		switch ev := ev.(type) {

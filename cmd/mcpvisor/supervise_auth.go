@@ -100,7 +100,7 @@ func (af authFlags) check(local bool) (*authSetup, error) {
 // resourceServer returns the gateway's resource-server options for a
 // listener at listenAddr (nil without --auth-issuer); with
 // --management-tools, those tools need the admin scope.
-func (a *app) resourceServer(s *authSetup, listenAddr string, mgmtTools bool) *gateway.ResourceServer {
+func (a *superviseCmd) resourceServer(s *authSetup, listenAddr string, mgmtTools bool) *gateway.ResourceServer {
 	if s == nil || listenAddr == "" {
 		return nil
 	}

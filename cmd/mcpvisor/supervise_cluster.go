@@ -99,7 +99,7 @@ func (c *clusterFlags) options() (cluster.Options, error) {
 // and its gateway serves the cluster-wide pool. Reload (SIGHUP, --watch)
 // sets the re-read servers; shutdown drains the gateway, hands the
 // member's servers over (leave) and closes.
-func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet bool) error {
+func (a *superviseCmd) superviseCluster(ctx context.Context, f superviseFlags, listenSet bool) error {
 	copts, err := f.cluster.options()
 	if err != nil {
 		return err
@@ -121,12 +121,12 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 	sigs, hups, stopSignals := shutdownSignals()
 	defer stopSignals()
 
-	cfg, err := a.loadConfig()
+	cfg, err := a.configs.load()
 	if err != nil {
-		a.logConfigError(err)
+		a.configs.logError(err)
 		return failed(nil)
 	}
-	oo, err := a.oauthOptions(ctx)
+	oo, err := a.tokens.oauthOptions(ctx)
 	if err != nil {
 		a.log.Error().Err(err).Msg("opening the OAuth token store")
 		return failed(nil)
@@ -162,7 +162,7 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 	waitLogged := a.startEventLog(member.Subscribe(context.Background(), mcpvisor.BufferSize(1024)))
 	gopts := a.gatewayOptions(f, setup)
 	// Every member writes its own trail; each line names the member.
-	if trail, err := f.audit.open(a, member.ID()); err != nil {
+	if trail, err := f.audit.open(a.app, member.ID()); err != nil {
 		if ln != nil {
 			ln.Close()
 		}
@@ -197,13 +197,13 @@ func (a *app) superviseCluster(ctx context.Context, f superviseFlags, listenSet 
 		watchC = a.watchConfig(serving.ctx, cfg, f.watchEvery)
 	}
 	reload := func(why string) {
-		cfg, err := a.loadConfig()
+		cfg, err := a.configs.load()
 		if err != nil {
-			a.logConfigError(err)
+			a.configs.logError(err)
 			a.log.Error().Str("trigger", why).Msg("config reload failed: keeping the running config")
 			return
 		}
-		if policy, err := a.loadAccess(a.accessFile); err != nil {
+		if policy, err := a.configs.loadAccess(a.accessFile); err != nil {
 			a.log.Error().Err(err).Str("trigger", why).Msg("config reload: the access rules stay as they were")
 		} else {
 			gw.SetAccess(policy)
@@ -266,8 +266,8 @@ loop:
 // warnTokenStore warns when a cluster member keeps OAuth tokens in a
 // per-machine store while servers may use OAuth: a server that moves to
 // another member would find no token there (use --token-store etcd).
-func (a *app) warnTokenStore(cfg *config.Config) {
-	if a.storeInfo.Backend == backendEtcd {
+func (a *superviseCmd) warnTokenStore(cfg *config.Config) {
+	if a.tokens.info.Backend == backendEtcd {
 		return
 	}
 	var remote []string
@@ -279,6 +279,6 @@ func (a *app) warnTokenStore(cfg *config.Config) {
 	if len(remote) == 0 {
 		return
 	}
-	a.log.Warn().Str("token_store", a.storeInfo.String()).Int("remote_servers", len(remote)).
+	a.log.Warn().Str("token_store", a.tokens.info.String()).Int("remote_servers", len(remote)).
 		Msg(fmt.Sprintf("cluster mode with a per-machine OAuth token store: a remote server that moves to another member loses its tokens; use --token-store etcd (%d remote servers)", len(remote)))
 }

@@ -36,7 +36,7 @@ func shutdownSignals() (sigs, hups chan os.Signal, stop func()) {
 // when its supervisor or member does) in a goroutine of its own. wait
 // returns once the subscription has closed and been logged, or after a
 // second: a Close that failed may never end the subscription.
-func (a *app) startEventLog(events <-chan mcpvisor.Event) (wait func()) {
+func (a *superviseCmd) startEventLog(events <-chan mcpvisor.Event) (wait func()) {
 	logged := make(chan struct{})
 	go func() {
 		defer close(logged)
@@ -53,7 +53,7 @@ func (a *app) startEventLog(events <-chan mcpvisor.Event) (wait func()) {
 // gatewayOptions are the gateway's options that come from the flags and
 // the set-up, the same in both modes, with the dashboard (single-node
 // mode gives it its reload button and login relay).
-func (a *app) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Options {
+func (a *superviseCmd) gatewayOptions(f superviseFlags, setup gatewaySetup) gateway.Options {
 	names, _ := gateway.ParseNameStyle(f.toolNames) // checked by gatewaySetup
 	toolMode, _ := gateway.ParseToolMode(f.toolMode)
 	if f.bareNames {
@@ -90,9 +90,9 @@ type gatewayServing struct {
 }
 
 // serveGateway starts gw's background work (gw.Run).
-func (a *app) serveGateway(gw *gateway.Gateway) *gatewayServing {
+func (a *superviseCmd) serveGateway(gw *gateway.Gateway) *gatewayServing {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &gatewayServing{gw: gw, app: a, ctx: ctx, cancel: cancel, stdinDone: make(chan struct{})}
+	s := &gatewayServing{gw: gw, app: a.app, ctx: ctx, cancel: cancel, stdinDone: make(chan struct{})}
 	s.served.Go(func() { gw.Run(ctx, 0) })
 	return s
 }

@@ -17,7 +17,11 @@ import (
 	"github.com/mcpvisor/mcpvisor/trust"
 )
 
-func (a *app) trustCommand() *cobra.Command {
+// trustCmd is `mcpvisor trust`: it shows and approves held project
+// servers and tool definitions. It runs in cobra's goroutine.
+type trustCmd struct{ *app }
+
+func (a trustCmd) command() *cobra.Command {
 	var listOnly, asJSON, yes bool
 	cmd := &cobra.Command{
 		Use:   "trust [NAME...]",
@@ -96,17 +100,17 @@ type pendingToolJSON struct {
 	Pinned     json.RawMessage `json:"pinned,omitempty"`
 }
 
-func (a *app) trust(ctx context.Context, names []string, listOnly, asJSON, yes bool) error {
-	if a.trustProject {
+func (a trustCmd) trust(ctx context.Context, names []string, listOnly, asJSON, yes bool) error {
+	if a.configs.trustProject {
 		return usageError("--trust-project approves without recording; 'mcpvisor trust' records approvals: use one or the other")
 	}
-	store := a.trustStore()
+	store := a.state.trustStore()
 	if store == nil {
 		return failed(errors.New("no state directory to keep approvals in: set --state-dir or $" + envStateDir))
 	}
-	cfg, err := config.Load(config.Options{Files: a.configFiles, Approvals: store})
+	cfg, err := config.Load(config.Options{Files: a.configs.files, Approvals: store})
 	if err != nil {
-		a.logConfigError(err)
+		a.configs.logError(err)
 		return failed(nil)
 	}
 	tools, err := store.PendingTools()
@@ -194,7 +198,7 @@ func (a *app) trust(ctx context.Context, names []string, listOnly, asJSON, yes b
 	return nil
 }
 
-func (a *app) printPendingServer(p config.PendingServer) {
+func (a trustCmd) printPendingServer(p config.PendingServer) {
 	what := "not approved"
 	if p.Changed {
 		what = "changed since you approved it"
@@ -235,7 +239,7 @@ func (a *app) printPendingServer(p config.PendingServer) {
 	}
 }
 
-func (a *app) printPendingTool(p trust.PendingTool) {
+func (a trustCmd) printPendingTool(p trust.PendingTool) {
 	what := "changed since it was pinned"
 	if p.Status == trust.StatusNew {
 		what = "new on a server seen before"
@@ -246,7 +250,7 @@ func (a *app) printPendingTool(p trust.PendingTool) {
 	}
 }
 
-func (a *app) printTrustJSON(servers []config.PendingServer, tools []trust.PendingTool) error {
+func (a trustCmd) printTrustJSON(servers []config.PendingServer, tools []trust.PendingTool) error {
 	out := trustJSON{Servers: []pendingServerJSON{}, Tools: []pendingToolJSON{}}
 	for _, p := range servers {
 		vars := p.Variables

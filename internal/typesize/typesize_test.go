@@ -25,6 +25,7 @@ const maxMethods = 30
 var bounded = []string{
 	"bench/mockserver",
 	"cluster",
+	"cmd/mcpvisor",
 	"gateway",
 	"internal/session",
 	"mcpserver",
