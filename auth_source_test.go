@@ -150,7 +150,7 @@ func TestOAuthNeedsAuthLoginRefreshRevoke(t *testing.T) {
 	as.SetScopes("mcp:read")
 	var logs syncBuffer
 	s := start(t, authOptions(&logs, false))
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, u)})
 	st := statusOf(s, "r")
 	require.Equal(t, StateNeedsAuth, st.State)

@@ -52,7 +52,7 @@ func onSession[T any](ctx context.Context, s *Supervisor, h *serverHandle, reque
 	}
 	if v.state != StateReady || v.sess == nil || v.sess.Err() != nil {
 		var err error
-		if v, err = s.awaitReady(ctx, h, nil); err != nil {
+		if v, err = h.awaitReady(ctx, &s.reg, s.opts.FailFast, nil); err != nil {
 			return zero, err
 		}
 	}
@@ -63,7 +63,7 @@ func onSession[T any](ctx context.Context, s *Supervisor, h *serverHandle, reque
 		// The server forgot the session and refused the request unread:
 		// the server actor is initializing a new session. Wait for it and
 		// send the request once more.
-		nv, werr := s.awaitReady(ctx, h, v.sess)
+		nv, werr := h.awaitReady(ctx, &s.reg, s.opts.FailFast, v.sess)
 		if werr != nil {
 			return res, hostErr(fmt.Errorf("%w (and no new session: %w)", err, werr))
 		}
@@ -134,7 +134,7 @@ func (h *serverHandle) recordOutcome(root *actor.RootContext, v *serverView, err
 // woken, and the call waits for that one fresh attempt; one that parks
 // while the call waits has just failed its attempts, and the call fails
 // with it. Disabled, stopped and held servers fail at once.
-func (s *Supervisor) awaitReady(ctx context.Context, h *serverHandle, old *session.Session) (*serverView, error) {
+func (h *serverHandle) awaitReady(ctx context.Context, reg *registryLink, failFast bool, old *session.Session) (*serverView, error) {
 	woken, wokenAt := false, uint64(0)
 	for first := true; ; first = false {
 		changed := h.changed.next()
@@ -154,19 +154,19 @@ func (s *Supervisor) awaitReady(ctx context.Context, h *serverHandle, old *sessi
 				// the call waited for it.
 				return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
 			}
-			if s.opts.FailFast {
+			if failFast {
 				return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
 			}
 			if !woken {
 				woken, wokenAt = true, v.gen
-				s.system.Root.Send(s.registry, wakeServer{name: h.name, handle: h})
+				reg.send(wakeServer{name: h.name, handle: h})
 			}
-		case s.opts.FailFast && !v.renewing():
+		case failFast && !v.renewing():
 			return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
 		case v.state == StatePending && v.cfg.Lazy && !woken:
 			// A lazy server connects on first use.
 			woken, wokenAt = true, v.gen
-			s.system.Root.Send(s.registry, wakeServer{name: h.name, handle: h})
+			reg.send(wakeServer{name: h.name, handle: h})
 		}
 		select {
 		case <-changed:
@@ -285,14 +285,14 @@ func (s *Supervisor) route(ctx context.Context, name string, find func(*pool) (p
 			// A per-user server whose own connection needs authorization:
 			// the principal's session lists its tools (usersessions.go),
 			// or says what the principal must authorize.
-			if _, err := s.userSession(ctx, h, pr); err != nil {
+			if _, err := s.principals.session(ctx, h, pr); err != nil {
 				return poolEntry{}, err
 			}
 			byPrincipal = true
 		}
 	}
 	if !byPrincipal {
-		if _, err := s.awaitReady(ctx, h, nil); err != nil {
+		if _, err := h.awaitReady(ctx, &s.reg, s.opts.FailFast, nil); err != nil {
 			return poolEntry{}, err
 		}
 	}

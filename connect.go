@@ -43,13 +43,13 @@ func (s *Supervisor) Connect(ctx context.Context, name string, cfg ServerConfig)
 	}
 	if len(res.Unchanged) == 1 {
 		if st, err := s.Server(name).Status(); err == nil && st.State.Parked() {
-			if err := s.reconnect(ctx, name); err != nil {
+			if err := s.reg.reconnect(ctx, name); err != nil {
 				return ServerStatus{}, err
 			}
 			w.nextState = true
 		}
 	}
-	return s.awaitServer(ctx, seq, w)
+	return w.wait(ctx, s, seq)
 }
 
 // await says when Connect may read a server's status as the outcome of
@@ -92,11 +92,11 @@ func (w *await) event(ev Event, st ServerStatus) {
 	}
 }
 
-// awaitServer waits until the server of w has settled, reading the events
+// wait waits until the server of w has settled in s, reading the events
 // after sequence number seq, and returns its status; a state from before
 // the change does not count (see await), nor one the tool pool does not
 // reflect yet (the status's Tools would lag its State).
-func (s *Supervisor) awaitServer(ctx context.Context, seq uint64, w await) (ServerStatus, error) {
+func (w await) wait(ctx context.Context, s *Supervisor, seq uint64) (ServerStatus, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events := s.Subscribe(ctx, FromSequence(seq))

@@ -35,9 +35,9 @@ func (c *crasher) crash(t *testing.T, pid *actor.PID) {
 		rs = actor.NewRestartStatistics()
 		c.stats[pid] = rs
 	}
-	proc, ok := c.s.system.ProcessRegistry.Get(c.s.registry)
+	proc, ok := c.s.system.ProcessRegistry.Get(c.s.reg.pid)
 	require.True(t, ok, "the registry's process is registered")
-	proc.SendSystemMessage(c.s.registry, &actor.Failure{Who: pid, Reason: "injected crash", RestartStats: rs, Message: "crash"})
+	proc.SendSystemMessage(c.s.reg.pid, &actor.Failure{Who: pid, Reason: "injected crash", RestartStats: rs, Message: "crash"})
 }
 
 // A panic inside a server actor is caught by supervision: the actor

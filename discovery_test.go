@@ -70,7 +70,7 @@ func TestLazyServerToolsFromTheDiscoveryCache(t *testing.T) {
 
 	// Run 2: the cached tools are offered at once; nothing is started.
 	second := start(t, opts)
-	events := second.subscribeRecords(ctx, false, 0, 256)
+	events := second.reg.subscribeRecords(ctx, false, 0, 256)
 	setAndSettle(t, second, map[string]ServerConfig{"lz": cfg})
 	echo, ok := toolNamed(second, "mcp__lz__echo")
 	require.True(t, ok, "settled: the cached tools are in the pool, before the first use")
@@ -151,7 +151,7 @@ func TestDiscoveryCacheHonoursToolPins(t *testing.T) {
 	require.NoError(t, cache.Store("lz", ConfigHash(cfg), tools))
 
 	second := start(t, opts)
-	events := second.subscribeRecords(ctx, false, 0, 256)
+	events := second.reg.subscribeRecords(ctx, false, 0, 256)
 	setAndSettle(t, second, map[string]ServerConfig{"lz": cfg})
 	require.Eventually(t, func() bool { _, ok := toolNamed(second, "mcp__lz__add"); return ok }, 10*time.Second, 5*time.Millisecond)
 	_, ok := toolNamed(second, "mcp__lz__echo")

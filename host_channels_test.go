@@ -96,7 +96,7 @@ func TestPermissionRelayRoundTrip(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"tg": mock("-channel", "-notify-tool"), "plain": plain()})
 	in := s.Channels().subscribeChannels(t.Context(), 0)
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 
 	p, sent, err := s.Channels().requestPermission(t.Context(), channels.PermissionRequest{ToolName: "Bash", Description: "run the tests", InputPreview: `{"command":"go test ./..."}`}, 0)
 	require.NoError(t, err)
@@ -150,7 +150,7 @@ func TestPermissionRequestFromAServer(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"tg": mock("-channel", "-notify-tool")})
 	in := s.Channels().subscribeChannels(t.Context(), 0)
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	_, err := s.CallTool(t.Context(), "mcp__tg__notify", json.RawMessage(`{"method":"notifications/claude/channel/permission_request","params":{"request_id":"srv-7","tool_name":"deploy"}}`))
 	require.NoError(t, err)
 	ev := nextEvent(t, events, EventPermissionRequest, "tg")

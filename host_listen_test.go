@@ -39,7 +39,7 @@ func TestResourceSubscriptionsAcrossErasAndTransports(t *testing.T) {
 					restart = func() { srv = restartMock(t, srv, o) }
 				}
 				require.Equal(t, version, statusOf(s, "m").ProtocolVersion)
-				events := s.subscribeRecords(t.Context(), false, 0, 256)
+				events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 				const one, two = "mock://resource/1", "mock://resource/2"
 
 				require.NoError(t, s.Resources().Subscribe(t.Context(), "m", one))
@@ -88,7 +88,7 @@ func TestModernUnsubscribeCancelsTheStream(t *testing.T) {
 	cfg := mock("-subscribe", "-resources", "1", "-progress")
 	cfg.ProtocolVersion = protocol.Version20260728
 	setAndSettle(t, s, map[string]ServerConfig{"m": cfg})
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	const uri = "mock://resource/1"
 	require.NoError(t, s.Resources().Subscribe(t.Context(), "m", uri))
 	touch(t, s, uri)

@@ -18,7 +18,7 @@ import (
 func TestCallProgress(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"p": mock("-progress")})
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	var mu sync.Mutex
 	var got []float64
 	res, err := s.CallToolWith(t.Context(), "mcp__p__progress", json.RawMessage(`{"steps":5,"ms":1}`), CallOptions{Progress: func(p protocol.ProgressParams) {

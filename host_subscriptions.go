@@ -168,7 +168,7 @@ func (pl Polling) runPoll(ctx context.Context, p *poll) {
 				first, last = false, sum
 				ev := eventRecord{Type: EventPollChanged, PollID: p.id, URI: p.spec.URI, Data: data}
 				if h != nil {
-					s.system.Root.Send(s.registry, serverEvent{handle: h, event: ev})
+					s.reg.send(serverEvent{handle: h, event: ev})
 				}
 			}
 		}

@@ -39,7 +39,7 @@ func TestResourceSubscriptionSurvivesReconnect(t *testing.T) {
 	cfg := mock("-subscribe", "-resources", "2")
 	cfg.ProtocolVersion = "2025-11-25" // resources/subscribe is of the handshake eras
 	setAndSettle(t, s, map[string]ServerConfig{"m": cfg})
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	const uri = "mock://resource/1"
 	require.NoError(t, s.Resources().Subscribe(t.Context(), "m", uri))
 	assert.Equal(t, []string{uri}, s.Resources().Subscriptions("m"))
@@ -69,7 +69,7 @@ func TestSubscribeNeedsTheCapability(t *testing.T) {
 func TestPollingPublishesChanges(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"m": mock("-subscribe", "-resources", "1")})
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	const uri = "mock://resource/1"
 	id, err := s.Polling().Subscribe(PollSpec{Server: "m", URI: uri, Interval: 10 * time.Millisecond})
 	require.NoError(t, err)
@@ -111,7 +111,7 @@ func TestPollingPublishesChanges(t *testing.T) {
 func TestEverythingResourceSubscription(t *testing.T) {
 	s := start(t, testOptions)
 	settleEverything(t, s)
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	res, _, err := s.Resources().List("ev")
 	require.NoError(t, err)
 	require.NotEmpty(t, res)

@@ -18,7 +18,7 @@ import (
 func TestEverythingTask(t *testing.T) {
 	s := start(t, testOptions)
 	settleEverything(t, s)
-	events := s.subscribeRecords(t.Context(), false, 0, 1024)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 1024)
 	name := QualifiedName("ev", "simulate-research-query")
 	awaitTool(t, s, name)
 

@@ -423,7 +423,7 @@ func announceNotify(t *testing.T, s *Supervisor, server, suffix string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Subscribed before the call, so the event the call causes is seen.
-	events := s.subscribeRecords(ctx, false, 0, 256)
+	events := s.reg.subscribeRecords(ctx, false, 0, 256)
 	assert.Equal(t, "added "+tool, callText(t, s, QualifiedName(server, "announce"), `{"name":"`+tool+`"}`))
 
 	if !assert.Eventually(t, func() bool { return slices.Contains(poolNames(s, server), qualified) }, remoteEventually, remoteTick) {

@@ -84,7 +84,7 @@ func (s *Supervisor) SetServers(ctx context.Context, servers map[string]ServerCo
 	for _, f := range opts {
 		f(&o)
 	}
-	res, err := s.setServers(ctx, servers)
+	res, err := s.reg.setServers(ctx, servers)
 	if err != nil || !o.await {
 		return res, err
 	}
@@ -137,7 +137,7 @@ func encodeArgs(args any) (json.RawMessage, error) {
 }
 
 // ReconnectAll reconnects every enabled server.
-func (s *Supervisor) ReconnectAll(ctx context.Context) error { return s.reconnect(ctx, "") }
+func (s *Supervisor) ReconnectAll(ctx context.Context) error { return s.reg.reconnect(ctx, "") }
 
 // SubscribeOption configures Subscribe.
 type SubscribeOption func(*subscribeOptions)
@@ -184,5 +184,5 @@ func (s *Supervisor) Subscribe(ctx context.Context, opts ...SubscribeOption) <-c
 	for _, f := range opts {
 		f(&o)
 	}
-	return subscribeAs(s, ctx, o.resume, o.after, o.buffer, s.events.convert)
+	return subscribeAs(&s.reg, ctx, o.resume, o.after, o.buffer, s.events.convert)
 }

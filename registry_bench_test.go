@@ -62,14 +62,14 @@ func benchFanOut(b *testing.B, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	probe := s.subscribeRecords(ctx, false, 0, fanOutBuffer)
+	probe := s.reg.subscribeRecords(ctx, false, 0, fanOutBuffer)
 	// Every subscriber sends a receipt of each tools_changed event; the
 	// benchmark counts the receipts of each op's event.
 	receipts := make(chan fanOutReceipt, 4*n)
 	drops := make([]uint64, n) // drops[i] is written by subscriber i until it ends
 	var subscribers sync.WaitGroup
 	for i := range n {
-		events := s.subscribeRecords(ctx, false, 0, fanOutBuffer)
+		events := s.reg.subscribeRecords(ctx, false, 0, fanOutBuffer)
 		subscribers.Go(func() {
 			for ev := range events {
 				received := time.Now()
@@ -259,7 +259,7 @@ func connectStdio(b *testing.B, n, pool int) {
 	for _, st := range sts {
 		require.Equal(b, StateReady, st.State, "%s: %s", st.Name, st.LastError)
 	}
-	stats, err := s.admissionStats(ctx)
+	stats, err := s.reg.admissionStats(ctx)
 	require.NoError(b, err)
 	require.LessOrEqual(b, stats.Peak[admission.Local], pool)
 

@@ -35,7 +35,7 @@ func nextEvent(t *testing.T, events <-chan eventRecord, typ EventType, server st
 
 func TestListChangedPublishesTheDiff(t *testing.T) {
 	s := start(t, testOptions)
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	setAndSettle(t, s, map[string]ServerConfig{"dyn": plain()})
 	first := nextEvent(t, events, EventToolsChanged, "dyn")
 	assert.Len(t, first.Diff.Added, plainTools, "connecting adds the server's tools: %v", first.Diff)
@@ -66,7 +66,7 @@ func TestListChangedPublishesTheDiff(t *testing.T) {
 func TestReconnectPublishesOnlyWhatChanged(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"m": mock("-exit-after", "1")})
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	_, err := call(t, s, "mcp__m__announce", "gone_after_restart")
 	require.NoError(t, err)
 	nextEvent(t, events, EventToolsChanged, "m")
@@ -82,7 +82,7 @@ func TestToggleHidesAServerButKeepsItsConnection(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"t": mock("-resources", "1", "-prompts", "1"), "other": plain()})
 	pid := pidOf(s, "t")
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 
 	require.NoError(t, s.Server("t").Toggle(context.Background(), false))
 	ev := nextEvent(t, events, EventServerToggled, "t")
@@ -210,7 +210,7 @@ func TestBuiltinsAreOfferedFirstAndRouted(t *testing.T) {
 func TestServerNotificationsBecomeEvents(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"n": mock("-notify-tool", "-channel")})
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	notify := func(method, params string) {
 		t.Helper()
 		args := fmt.Sprintf(`{"method":%q,"params":%s}`, method, params)
@@ -244,7 +244,7 @@ func TestResumingFromAForgottenCursorSaysSo(t *testing.T) {
 	opts.EventBuffer = 4
 	s := start(t, opts)
 	setAndSettle(t, s, map[string]ServerConfig{"a": plain(), "b": plain(), "c": plain()}) // > 4 events
-	got := collect(s.subscribeRecords(t.Context(), true, 1, 64), 100*time.Millisecond)
+	got := collect(s.reg.subscribeRecords(t.Context(), true, 1, 64), 100*time.Millisecond)
 	require.NotEmpty(t, got)
 	assert.Equal(t, EventGap, got[0].Type)
 	assert.Equal(t, GapCursorTooOld, got[0].GapReason)
@@ -258,7 +258,7 @@ func TestResumingFromAForgottenCursorSaysSo(t *testing.T) {
 func TestServerEverythingOverStdioAnnouncesItsTools(t *testing.T) {
 	bin := everythingBin(t)
 	s := start(t, remoteOptions())
-	events := s.subscribeRecords(t.Context(), false, 0, 1024)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 1024)
 	cfg := ServerConfig{}
 	cfg.Command, cfg.Args = bin, []string{"stdio"}
 	setAndSettle(t, s, map[string]ServerConfig{"everything": cfg})
@@ -312,7 +312,7 @@ func TestEachServerHasItsOwnConnectDeadline(t *testing.T) {
 func TestASlowSubscriberResumesByCursor(t *testing.T) {
 	s := start(t, testOptions)
 	ctx, cancel := context.WithCancel(context.Background())
-	slow := s.subscribeRecords(ctx, false, 0, 3)
+	slow := s.reg.subscribeRecords(ctx, false, 0, 3)
 	servers := map[string]ServerConfig{}
 	for i := range 6 {
 		servers[fmt.Sprintf("s%d", i)] = plain()
@@ -326,7 +326,7 @@ func TestASlowSubscriberResumesByCursor(t *testing.T) {
 	assert.Equal(t, GapSlowSubscriber, gap.GapReason)
 
 	last := got[2].Seq
-	resumed := collect(s.subscribeRecords(t.Context(), true, last, 1024), 100*time.Millisecond)
+	resumed := collect(s.reg.subscribeRecords(t.Context(), true, last, 1024), 100*time.Millisecond)
 	require.NotEmpty(t, resumed)
 	assert.Equal(t, last+1, resumed[0].Seq, "resuming starts right after the cursor")
 	assert.Len(t, resumed, int(gap.Dropped), "exactly the lost events come back")
@@ -369,7 +369,7 @@ func TestTheCallerSeesThePoolItChanged(t *testing.T) {
 		require.NoError(t, s.Server("a").Toggle(context.Background(), true))
 		require.True(t, hasTool(s, "mcp__a__echo"))
 	}
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	_, err := s.SetServers(context.Background(), map[string]ServerConfig{"a": plain()})
 	require.NoError(t, err)
 	assert.False(t, hasTool(s, "mcp__b__echo"), "a removed server's tools are gone when SetServers returns")
@@ -380,7 +380,7 @@ func TestTheCallerSeesThePoolItChanged(t *testing.T) {
 	seq, err := s.LastSeq(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, s.Server("a").Toggle(context.Background(), false))
-	got := collect(s.subscribeRecords(t.Context(), true, seq, 64), 100*time.Millisecond)
+	got := collect(s.reg.subscribeRecords(t.Context(), true, seq, 64), 100*time.Millisecond)
 	require.NotEmpty(t, got)
 	assert.Equal(t, EventServerToggled, got[0].Type, "resuming from LastSeq shows exactly what followed")
 	assert.Equal(t, seq+1, got[0].Seq)

@@ -106,7 +106,7 @@ func TestRemoteServersEndToEnd(t *testing.T) {
 func TestExpiredSessionIsReplacedAndTheCallRetried(t *testing.T) {
 	srv := serveMock(t, mockserver.Options{Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20251125}, ExpireSessionAfter: 2})
 	s := start(t, testOptions)
-	events := s.subscribeRecords(t.Context(), false, 0, 64)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 64)
 	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, srv.URL)})
 
 	for i := range 6 {
@@ -131,7 +131,7 @@ func TestExpiredSessionIsReplacedAndTheCallRetried(t *testing.T) {
 func TestServerErrorBurstIsRetriedWithBackoff(t *testing.T) {
 	srv := serveMock(t, mockserver.Options{Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20251125}, HTTP5xx: 1})
 	s := start(t, testOptions)
-	events := s.subscribeRecords(t.Context(), false, 0, 64)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 64)
 	_, err := s.SetServers(context.Background(), map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, srv.URL)})
 	require.NoError(t, err)
 
@@ -233,7 +233,7 @@ func TestStatelessServerThatGoesAwayIsReconnected(t *testing.T) {
 	opts := testOptions
 	opts.Reconnect.ListenDelay, opts.Reconnect.ListenFailures = Duration(10*time.Millisecond), 3
 	s := start(t, opts)
-	events := s.subscribeRecords(t.Context(), false, 0, 64)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 64)
 	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, first.URL)})
 	require.Equal(t, protocol.Version20260728, statusOf(s, "r").ProtocolVersion)
 	require.NoError(t, first.Close())

@@ -111,7 +111,7 @@ func TestTwoHundredMixedServersAllSettle(t *testing.T) {
 	// parked: its retries go through the scheduler like any connect.
 	opts.Reconnect = ReconnectPolicy{MaxAttempts: 2, InitialDelay: Duration(10 * time.Millisecond), MaxDelay: Duration(50 * time.Millisecond)}
 	s := start(t, opts)
-	events := s.subscribeRecords(t.Context(), false, 0, 1<<14)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 1<<14)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -134,7 +134,7 @@ func TestTwoHundredMixedServersAllSettle(t *testing.T) {
 
 	// The scheduler: never more than the limit at once, and the limit is
 	// used.
-	stats, err := s.admissionStats(ctx)
+	stats, err := s.reg.admissionStats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, scaleLimits[:], stats.Limit[:])
 	assert.Equal(t, scaleLimits[admission.Local], stats.Peak[admission.Local], "never more local connects at once than the limit, and the limit is reached")
@@ -200,7 +200,7 @@ func TestTwoHundredMixedServersAllSettle(t *testing.T) {
 		require.Eventually(t, func() bool { return hasTool(s, QualifiedName(lazy(i), "tool_001")) }, 10*time.Second, 5*time.Millisecond,
 			"%s: the tools of a woken lazy server join the pool", lazy(i))
 	}
-	stats, err = s.admissionStats(ctx)
+	stats, err = s.reg.admissionStats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, scaleLimits[admission.Local], stats.Peak[admission.Local], "nine lazy servers woken at once wait for a slot like any other")
 

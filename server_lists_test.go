@@ -32,8 +32,8 @@ func TestARefusedListingIsRetriedOnTheLiveConnection(t *testing.T) {
 		"prompts": {Prompts: 2, FailLists: 1, FailListMethod: protocol.MethodPromptsList},
 	}
 	inBubble(t, opts, servers, func(t *testing.T, s *Supervisor) {
-		events := s.subscribeRecords(t.Context(), false, 0, 256)
-		promptEvents := s.subscribeRecords(t.Context(), false, 0, 256)
+		events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
+		promptEvents := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 		settleInBubble(t, s, map[string]ServerConfig{"tools": inProcess(), "prompts": inProcess()})
 		synctest.Wait()
 
@@ -90,7 +90,7 @@ func TestARefusedListingIsRetriedOnTheLiveConnection(t *testing.T) {
 // the server stays connected, and its tools arrive.
 func TestARefusedToolListingThroughAProcess(t *testing.T) {
 	s := start(t, testOptions)
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	setAndSettle(t, s, map[string]ServerConfig{"m": mock("-fail-lists", "2")})
 	failed := nextEvent(t, events, EventListFailed, "m")
 	assert.Equal(t, "tools", failed.List)
@@ -129,7 +129,7 @@ func TestARefusedListingKeepsTheDiscoveryCache(t *testing.T) {
 	opts := testOptions
 	opts.DiscoveryCache = cache
 	s := start(t, opts)
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	setAndSettle(t, s, map[string]ServerConfig{"lz": cfg})
 	require.True(t, hasTool(s, "mcp__lz__echo"), "offered from the cache before first use")
 

@@ -170,7 +170,7 @@ func (sv Server) Login(ctx context.Context, ua oauth.UserAgent) error {
 	if err := src.Login(ctx, ua, ""); err != nil {
 		return err
 	}
-	return s.reconnect(ctx, name)
+	return s.reg.reconnect(ctx, name)
 }
 
 // State returns the server's state, read from
@@ -237,7 +237,7 @@ func (sv Server) Reconnect(ctx context.Context) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty name (use ReconnectAll)", ErrUnknownServer)
 	}
-	return s.reconnect(ctx, name)
+	return s.reg.reconnect(ctx, name)
 }
 
 // ToolName returns the pool name of the tool server lists as tool: the
@@ -268,7 +268,7 @@ func (sv Server) ToolName(tool string) (name string, ok bool) {
 func (sv Server) Toggle(ctx context.Context, on bool) error {
 	s, name := sv.s, sv.name
 	reply := make(chan error, 1)
-	err, askErr := ask(ctx, s, toggleServer{name: name, on: on, reply: reply}, reply)
+	err, askErr := ask(ctx, &s.reg, toggleServer{name: name, on: on, reply: reply}, reply)
 	if askErr != nil {
 		return askErr
 	}

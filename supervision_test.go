@@ -124,7 +124,7 @@ func waitForState(t *testing.T, events <-chan eventRecord, server string, state 
 func TestThreeTransientErrorsInARowReconnect(t *testing.T) {
 	proxy := httpMockBehindProxy(t)
 	s := start(t, testOptions)
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, proxy.URL)})
 
 	proxy.mode.Store(answer503)
@@ -189,7 +189,7 @@ func TestFailingPingsReconnectAnIdleServer(t *testing.T) {
 	opts := testOptions
 	opts.PingInterval = 20 * time.Millisecond
 	s := start(t, opts)
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, proxy.URL)})
 
 	proxy.mode.Store(answer503)
@@ -262,7 +262,7 @@ func TestAServerWithoutPingIsNotPunished(t *testing.T) {
 func TestAuthFailureParksTheServerInNeedsAuth(t *testing.T) {
 	proxy := httpMockBehindProxy(t)
 	s := start(t, testOptions)
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, proxy.URL)})
 
 	proxy.mode.Store(answer401)
@@ -334,7 +334,7 @@ func reconnectingServer(t *testing.T, opts Options) (*Supervisor, *faultProxy) {
 	opts.Reconnect.InitialDelay = Duration(time.Minute)
 	opts.Reconnect.Strikes = 1
 	s := start(t, opts)
-	events := s.subscribeRecords(t.Context(), false, 0, 256)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
 	setAndSettle(t, s, map[string]ServerConfig{"r": remoteServer(transports.TypeHTTP, proxy.URL)})
 	proxy.mode.Store(answer503)
 	_, err := call(t, s, "mcp__r__echo", "x")
@@ -439,7 +439,7 @@ func TestAFlappingServerParksAfterItsBudget(t *testing.T) {
 	opts := testOptions
 	opts.FailFast = true // calls never wake the parked server
 	inBubble(t, opts, map[string]mockserver.Options{"flap": {ExitAfter: 1}}, func(t *testing.T, s *Supervisor) {
-		events := s.subscribeRecords(t.Context(), false, 0, 1024)
+		events := s.reg.subscribeRecords(t.Context(), false, 0, 1024)
 		settleInBubble(t, s, map[string]ServerConfig{"flap": inProcess()}) // each connection dies on its second call
 		for range 1000 {
 			if statusOf(s, "flap").State == StateFailed {

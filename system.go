@@ -126,7 +126,8 @@ type Supervisor struct {
 	log    zerolog.Logger
 	system *actor.ActorSystem
 
-	registry *actor.PID
+	// reg is the line to the registry actor: asks and subscriptions.
+	reg registryLink
 	// published holds the pool and the handles: written by the registry
 	// alone, read by every method without a mailbox hop.
 	published
@@ -137,11 +138,6 @@ type Supervisor struct {
 	// search is the tool search index over the pool (search.go), with
 	// its own locks.
 	search toolSearch
-
-	// unsubscribers holds the context.AfterFunc registrations of live
-	// subscriptions, stopped on Close so none fires at a stopped registry.
-	subMu         sync.Mutex
-	unsubscribers map[*subscriber]func() bool // guarded by subMu
 
 	// liveness is the liveness watcher (liveness.go), started by Start.
 	liveness *livenessWatcher
@@ -159,9 +155,10 @@ type Supervisor struct {
 	// on the registry's goroutine (subscribeAs).
 	events eventConverter
 
-	// flows are the principals' pending authorizations of per-user
-	// servers (userauth.go), with their own lock.
-	flows userFlows
+	// principals opens the principals' own sessions of per-user and
+	// exchange servers and keeps their pending authorizations
+	// (usersessions.go, userauth.go).
+	principals principals
 }
 
 // published is what the registry publishes for callers to read, and the
@@ -205,7 +202,6 @@ func Start(ctx context.Context, opts Options) (*Supervisor, error) {
 	s := &Supervisor{
 		opts:          ro,
 		log:           ro.Logger,
-		unsubscribers: map[*subscriber]func() bool{},
 		closed:        make(chan struct{}),
 		closeDone:     make(chan struct{}),
 		// The helper, once started, outlives the restarts of servers.
@@ -215,6 +211,7 @@ func Start(ctx context.Context, opts Options) (*Supervisor, error) {
 	s.pool.Store(first)
 	s.permissions.rules.Store(newPermissionSet(ro.Permissions))
 	s.permissions.approve = ro.ApproveCall
+	s.principals.s = s
 	s.handles.Store(&[]*serverHandle{})
 	s.system = actors.NewSystem(ro.Logger)
 	deps := registryDeps{opts: s.opts, log: s.log, out: &s.published}
@@ -226,27 +223,61 @@ func Start(ctx context.Context, opts Options) (*Supervisor, error) {
 		s.releaseHelper()
 		return nil, fmt.Errorf("mcpvisor: starting the registry: %w", err)
 	}
-	s.registry = pid
+	s.reg = registryLink{root: s.system.Root, pid: pid, closed: s.closed, closeDone: s.closeDone, unsubscribers: map[*subscriber]func() bool{}}
 	s.liveness = &livenessWatcher{handles: &s.handles, closed: s.closed, root: s.system.Root, log: s.log, done: make(chan struct{})}
 	routine.Go("supervisor.liveness", func() { s.liveness.run(livenessTick(ro.Reconnect)) })
 	return s, nil
 }
 
+// registryLink is a Supervisor's line to its registry actor: asks (a
+// message carrying its reply channel) and the subscriptions to the
+// registry's event bus.
+//
+// Concurrency: root, pid, closed and closeDone are set by Start and not
+// written after; subMu guards unsubscribers, and Close closes closed
+// under it, so that no subscription starts after Close stopped the
+// others.
+type registryLink struct {
+	root      *actor.RootContext
+	pid       *actor.PID
+	closed    chan struct{} // the Supervisor's: closed when Close starts
+	closeDone chan struct{} // the Supervisor's: closed when Close is done
+
+	subMu sync.Mutex
+	// unsubscribers holds the context.AfterFunc registrations of live
+	// subscriptions, stopped on Close so none fires at a stopped registry.
+	unsubscribers map[*subscriber]func() bool // guarded by subMu
+}
+
+// send sends msg to the registry, without waiting.
+func (r *registryLink) send(msg any) { r.root.Send(r.pid, msg) }
+
+// close closes r.closed and stops every subscription's unsubscriber.
+func (r *registryLink) close() {
+	r.subMu.Lock()
+	defer r.subMu.Unlock()
+	close(r.closed)
+	for sub, stop := range r.unsubscribers {
+		stop()
+		delete(r.unsubscribers, sub)
+	}
+}
+
 // ask sends msg to the registry and waits for the reply on reply.
-func ask[T any](ctx context.Context, s *Supervisor, msg any, reply chan T) (T, error) {
+func ask[T any](ctx context.Context, r *registryLink, msg any, reply chan T) (T, error) {
 	var zero T
 	select {
-	case <-s.closed:
+	case <-r.closed:
 		return zero, ErrClosed
 	default:
 	}
-	s.system.Root.Send(s.registry, msg)
+	r.send(msg)
 	select {
 	case v := <-reply:
 		return v, nil
 	case <-ctx.Done():
 		return zero, ctx.Err()
-	case <-s.closeDone:
+	case <-r.closeDone:
 		return zero, ErrClosed
 	}
 }
@@ -255,13 +286,13 @@ func ask[T any](ctx context.Context, s *Supervisor, msg any, reply chan T) (T, e
 // missing ones shut down, changed ones reconnected, unchanged ones left
 // alone. It returns as soon as the diff is applied; connects continue in
 // the background (see WaitSettled).
-func (s *Supervisor) setServers(ctx context.Context, servers map[string]ServerConfig) (SetResult, error) {
+func (r *registryLink) setServers(ctx context.Context, servers map[string]ServerConfig) (SetResult, error) {
 	cp := make(map[string]ServerConfig, len(servers))
 	for k, v := range servers {
 		cp[k] = v
 	}
 	reply := make(chan SetResult, 1)
-	return ask(ctx, s, setServers{servers: cp, reply: reply}, reply)
+	return ask(ctx, r, setServers{servers: cp, reply: reply}, reply)
 }
 
 // PatchServers adds or replaces the servers in set and removes those
@@ -276,7 +307,7 @@ func (s *Supervisor) PatchServers(ctx context.Context, set map[string]ServerConf
 		cp[k] = v
 	}
 	reply := make(chan SetResult, 1)
-	return ask(ctx, s, setServers{servers: cp, patch: true, drop: append([]string(nil), drop...), reply: reply}, reply)
+	return ask(ctx, &s.reg, setServers{servers: cp, patch: true, drop: append([]string(nil), drop...), reply: reply}, reply)
 }
 
 // WaitSettled blocks until every server has reached a state that waits
@@ -289,7 +320,7 @@ func (s *Supervisor) WaitSettled(ctx context.Context) error {
 	default:
 	}
 	done := make(chan struct{})
-	s.system.Root.Send(s.registry, waitSettled{done: done})
+	s.reg.send(waitSettled{done: done})
 	select {
 	case <-done:
 		return nil
@@ -303,9 +334,9 @@ func (s *Supervisor) WaitSettled(ctx context.Context) error {
 // Reconnect drops a server's connection (if any) and connects it again,
 // through the connect scheduler. An empty name reconnects every enabled
 // server.
-func (s *Supervisor) reconnect(ctx context.Context, name string) error {
+func (r *registryLink) reconnect(ctx context.Context, name string) error {
 	reply := make(chan error, 1)
-	err, askErr := ask(ctx, s, reconnectServer{name: name, reply: reply}, reply)
+	err, askErr := ask(ctx, r, reconnectServer{name: name, reply: reply}, reply)
 	if askErr != nil {
 		return askErr
 	}
@@ -320,13 +351,13 @@ func (s *Supervisor) reconnect(ctx context.Context, name string) error {
 //	events := sup.Subscribe(ctx, mcpvisor.FromSequence(seq))
 func (s *Supervisor) LastSeq(ctx context.Context) (uint64, error) {
 	reply := make(chan uint64, 1)
-	return ask(ctx, s, seqQuery{reply: reply}, reply)
+	return ask(ctx, &s.reg, seqQuery{reply: reply}, reply)
 }
 
 // AdmissionStats returns the connect scheduler's counters.
-func (s *Supervisor) admissionStats(ctx context.Context) (admissionStats, error) {
+func (r *registryLink) admissionStats(ctx context.Context) (admissionStats, error) {
 	reply := make(chan admissionStats, 1)
-	return ask(ctx, s, statsQuery{reply: reply}, reply)
+	return ask(ctx, r, statsQuery{reply: reply}, reply)
 }
 
 // Subscribe returns a channel of events. With resume set, it first
@@ -335,8 +366,8 @@ func (s *Supervisor) admissionStats(ctx context.Context) (admissionStats, error)
 // buffered (buffer events); a subscriber that falls behind loses events,
 // and is told how many by a gap event. It is closed when ctx ends or the
 // supervisor closes.
-func (s *Supervisor) subscribeRecords(ctx context.Context, resume bool, after uint64, buffer int) <-chan eventRecord {
-	return subscribeAs(s, ctx, resume, after, buffer, func(ev eventRecord) eventRecord { return ev })
+func (r *registryLink) subscribeRecords(ctx context.Context, resume bool, after uint64, buffer int) <-chan eventRecord {
+	return subscribeAs(r, ctx, resume, after, buffer, func(ev eventRecord) eventRecord { return ev })
 }
 
 // subscribeAs is Subscribe with every event converted by convert on its
@@ -344,7 +375,7 @@ func (s *Supervisor) subscribeRecords(ctx context.Context, resume bool, after ui
 // event types without a goroutine and a channel hop per subscriber.
 // convert runs on the registry's goroutine: it must be quick and must
 // not block.
-func subscribeAs[T any](s *Supervisor, ctx context.Context, resume bool, after uint64, buffer int, convert func(eventRecord) T) <-chan T {
+func subscribeAs[T any](r *registryLink, ctx context.Context, resume bool, after uint64, buffer int, convert func(eventRecord) T) <-chan T {
 	if buffer <= 0 {
 		buffer = 256
 	}
@@ -360,21 +391,21 @@ func subscribeAs[T any](s *Supervisor, ctx context.Context, resume bool, after u
 		},
 		end: func() { close(ch) },
 	}
-	s.subMu.Lock()
-	defer s.subMu.Unlock()
+	r.subMu.Lock()
+	defer r.subMu.Unlock()
 	select {
-	case <-s.closed:
+	case <-r.closed:
 		close(ch)
 		return ch
 	default:
 	}
-	s.system.Root.Send(s.registry, subscribe{sub: sub, from: resume, after: after})
-	s.unsubscribers[sub] = context.AfterFunc(ctx, func() {
-		s.subMu.Lock()
-		defer s.subMu.Unlock()
-		if _, live := s.unsubscribers[sub]; live {
-			delete(s.unsubscribers, sub)
-			s.system.Root.Send(s.registry, unsubscribe{sub: sub})
+	r.send(subscribe{sub: sub, from: resume, after: after})
+	r.unsubscribers[sub] = context.AfterFunc(ctx, func() {
+		r.subMu.Lock()
+		defer r.subMu.Unlock()
+		if _, live := r.unsubscribers[sub]; live {
+			delete(r.unsubscribers, sub)
+			r.send(unsubscribe{sub: sub})
 		}
 	})
 	return ch
@@ -387,22 +418,16 @@ func subscribeAs[T any](s *Supervisor, ctx context.Context, resume bool, after u
 // in the second case. Close is idempotent.
 func (s *Supervisor) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
-		s.subMu.Lock()
-		close(s.closed)
-		for sub, stop := range s.unsubscribers {
-			stop()
-			delete(s.unsubscribers, sub)
-		}
-		s.subMu.Unlock()
+		s.reg.close()
 		done := make(chan struct{})
-		s.system.Root.Send(s.registry, closeAll{done: done})
+		s.reg.send(closeAll{done: done})
 		routine.Go("supervisor.close", func() {
 			s.opts.host.close() // pollers and channel inboxes first
-			s.flows.close()     // principals' pending authorizations
+			s.principals.flows.close() // principals' pending authorizations
 			<-done
 			<-s.liveness.done // the watcher ends with closed; its probes with the sessions
 			s.liveness.probes.Wait()
-			s.system.Root.StopFuture(s.registry).Wait()
+			s.system.Root.StopFuture(s.reg.pid).Wait()
 			s.system.Shutdown()
 			s.opts.dispatch.Stop()
 			s.opts.sharedHTTP.CloseIdleConnections()

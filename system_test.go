@@ -144,7 +144,7 @@ func TestConnectAdmissionHonoursTheLocalLimit(t *testing.T) {
 	began := time.Now()
 	setAndSettle(t, s, servers)
 	elapsed := time.Since(began)
-	stats, err := s.admissionStats(context.Background())
+	stats, err := s.reg.admissionStats(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 3, stats.Peak[admission.Local], "never more than the limit at once, and the limit is used")
 	assert.Zero(t, stats.Running[admission.Local])
@@ -211,7 +211,7 @@ func TestInvalidConfigIsReportedAndNotStarted(t *testing.T) {
 
 func TestDeadProcessFailsInFlightCallsAndIsRestartedAtOnce(t *testing.T) {
 	s := start(t, testOptions)
-	events := s.subscribeRecords(t.Context(), false, 0, 64)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 64)
 	setAndSettle(t, s, map[string]ServerConfig{"flaky": mock("-exit-after", "1"), "steady": plain()})
 	firstPid := pidOf(s, "flaky")
 
@@ -327,7 +327,7 @@ func TestReconnect(t *testing.T) {
 // are on the fake clock; a bubble that can never move on fails as a deadlock.
 func TestListChangedUpdatesThePool(t *testing.T) {
 	inBubble(t, testOptions, map[string]mockserver.Options{"dyn": {}}, func(t *testing.T, s *Supervisor) {
-		events := s.subscribeRecords(t.Context(), false, 0, 64)
+		events := s.reg.subscribeRecords(t.Context(), false, 0, 64)
 		settleInBubble(t, s, map[string]ServerConfig{"dyn": inProcess()})
 		_, err := s.CallTool(context.Background(), "mcp__dyn__announce", json.RawMessage(`{"text":"late_tool"}`))
 		require.NoError(t, err)
@@ -400,7 +400,7 @@ func TestCloseEndsInFlightCallsAndEveryProcess(t *testing.T) {
 		errs <- err
 	}()
 	require.Eventually(t, func() bool { return statusOf(s, "hang").InFlight == 1 }, 5*time.Second, 5*time.Millisecond)
-	events := s.subscribeRecords(t.Context(), false, 0, 64)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 64)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -428,7 +428,7 @@ func TestSubscribeResumesFromASequenceNumber(t *testing.T) {
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"a": plain(), "b": plain()})
 	ctx, cancel := context.WithCancel(context.Background())
-	all := collect(s.subscribeRecords(ctx, true, 0, 64), 50*time.Millisecond)
+	all := collect(s.reg.subscribeRecords(ctx, true, 0, 64), 50*time.Millisecond)
 	cancel()
 	require.NotEmpty(t, all)
 	for i, ev := range all {
@@ -437,7 +437,7 @@ func TestSubscribeResumesFromASequenceNumber(t *testing.T) {
 	mid := all[len(all)/2].Seq
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	rest := collect(s.subscribeRecords(ctx2, true, mid, 64), 50*time.Millisecond)
+	rest := collect(s.reg.subscribeRecords(ctx2, true, mid, 64), 50*time.Millisecond)
 	require.NotEmpty(t, rest)
 	assert.Equal(t, mid+1, rest[0].Seq)
 	assert.Equal(t, all[len(all)-1].Seq, rest[len(rest)-1].Seq)
@@ -445,7 +445,7 @@ func TestSubscribeResumesFromASequenceNumber(t *testing.T) {
 
 func TestSlowSubscriberLosesOnlyCountedEvents(t *testing.T) {
 	s := start(t, testOptions)
-	slow := s.subscribeRecords(t.Context(), false, 0, 2)
+	slow := s.reg.subscribeRecords(t.Context(), false, 0, 2)
 	servers := map[string]ServerConfig{}
 	for i := range 4 {
 		servers[fmt.Sprintf("s%d", i)] = plain()
@@ -464,7 +464,7 @@ func TestSlowSubscriberLosesOnlyCountedEvents(t *testing.T) {
 			delivered++
 		}
 	}
-	total := collect(s.subscribeRecords(t.Context(), true, 0, 1024), 50*time.Millisecond)
+	total := collect(s.reg.subscribeRecords(t.Context(), true, 0, 1024), 50*time.Millisecond)
 	assert.Greater(t, dropped, uint64(0))
 	assert.Equal(t, uint64(len(total)), delivered+dropped, "every event is either delivered or counted as dropped")
 }
@@ -509,7 +509,7 @@ func TestConcurrentCallsAcrossServers(t *testing.T) {
 // when protoactor's Terminated notice overtakes the actor's last view.
 func TestRemovedServerAlwaysReportsStopped(t *testing.T) {
 	s := start(t, testOptions)
-	events := s.subscribeRecords(t.Context(), false, 0, 1024)
+	events := s.reg.subscribeRecords(t.Context(), false, 0, 1024)
 	for i := range 10 {
 		name := fmt.Sprintf("gone%d", i)
 		setAndSettle(t, s, map[string]ServerConfig{name: plain()})

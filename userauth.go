@@ -240,7 +240,7 @@ func (a *flowAgent) Authorize(ctx context.Context, authURL string) (url.Values, 
 // server's error=…, a refused code exchange), or ErrUnknownAuthorization
 // for a redirect of no pending authorization.
 func (s *Supervisor) CompleteAuthorization(ctx context.Context, redirect url.Values) (server string, err error) {
-	f := &s.flows
+	f := &s.principals.flows
 	f.mu.Lock()
 	fl := f.byState[redirect.Get("state")]
 	if fl != nil {
@@ -268,7 +268,7 @@ func (s *Supervisor) CompleteAuthorization(ctx context.Context, redirect url.Val
 // PendingAuthorization returns the pending authorization flow names (an
 // AuthorizationRequiredError's Flow), if it is still pending.
 func (s *Supervisor) PendingAuthorization(flow string) (AuthorizationRequest, bool) {
-	f := &s.flows
+	f := &s.principals.flows
 	f.mu.Lock()
 	fl := f.byID[flow]
 	f.mu.Unlock()

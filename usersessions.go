@@ -13,8 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
+	"github.com/mcpvisor/mcpvisor/actors"
 	"github.com/mcpvisor/mcpvisor/internal/routine"
 	"github.com/mcpvisor/mcpvisor/internal/session"
 	"github.com/mcpvisor/mcpvisor/oauth"
@@ -111,7 +113,7 @@ func forPrincipal(ctx context.Context, cfg *ServerConfig, opts *runOptions) (Pri
 // again once when the server forgot it.
 func onUserSession[T any](ctx context.Context, s *Supervisor, h *serverHandle, p Principal, request func(context.Context, *session.Session) (T, error)) (T, error) {
 	var zero T
-	uc, err := s.userSession(ctx, h, p)
+	uc, err := s.principals.session(ctx, h, p)
 	if err != nil {
 		return zero, err
 	}
@@ -119,7 +121,7 @@ func onUserSession[T any](ctx context.Context, s *Supervisor, h *serverHandle, p
 	res, err := request(ctx, uc.sess)
 	if err != nil && errors.Is(err, transports.ErrSessionExpired) {
 		h.users.drop(uc)
-		if uc, err = s.userSession(ctx, h, p); err != nil {
+		if uc, err = s.principals.session(ctx, h, p); err != nil {
 			return zero, err
 		}
 		res, err = request(ctx, uc.sess)
@@ -135,9 +137,21 @@ func onUserSession[T any](ctx context.Context, s *Supervisor, h *serverHandle, p
 	return res, hostErr(err)
 }
 
+// principals opens the principals' own sessions of per-user and
+// exchange servers, kept on each server's handle (serverHandle.users),
+// and keeps their pending authorizations (flows, userauth.go).
+//
+// Concurrency: s is set by Start and not written after; flows has its
+// own lock; each server's sessions are guarded by its users.mu.
+type principals struct {
+	s     *Supervisor
+	flows userFlows
+}
+
 // userSession returns principal p's live session with server h, opening
 // it (or waiting for the connect in flight) within ctx.
-func (s *Supervisor) userSession(ctx context.Context, h *serverHandle, p Principal) (*userConn, error) {
+func (ps *principals) session(ctx context.Context, h *serverHandle, p Principal) (*userConn, error) {
+	s := ps.s
 	v := h.view.Load()
 	cfg := v.cfg
 	switch {
@@ -146,10 +160,10 @@ func (s *Supervisor) userSession(ctx context.Context, h *serverHandle, p Princip
 	case v.state == StateDisabled || v.state == StateStopped:
 		return nil, &NotReadyError{Server: h.name, State: v.state, Cause: v.err}
 	}
-	if s.flows.pending(h.name, p.ID) {
+	if ps.flows.pending(h.name, p.ID) {
 		// The principal's source is busy with that authorization (a
 		// connect would wait for it): point at it again.
-		return nil, s.flows.require(ctx, s, h.name, p, nil)
+		return nil, ps.flows.require(ctx, s, h.name, p, nil)
 	}
 	u := &h.users
 	u.mu.Lock()
@@ -168,7 +182,7 @@ func (s *Supervisor) userSession(ctx context.Context, h *serverHandle, p Princip
 			u.mu.Unlock()
 			return nil, err
 		}
-		uc = &userConn{principal: p.ID, ready: make(chan struct{}), inBackground: func(name string, f func()) { s.serverGoroutine(h, name, f) }}
+		uc = &userConn{principal: p.ID, ready: make(chan struct{}), inBackground: func(name string, f func()) { h.goroutine(s.system.Root, s.opts.dispatch, name, f) }}
 		uc.used.Store(time.Now().UnixNano())
 		if u.conns == nil {
 			u.conns = map[string]*userConn{}
@@ -176,7 +190,7 @@ func (s *Supervisor) userSession(ctx context.Context, h *serverHandle, p Princip
 		u.conns[p.ID] = uc
 		u.evictLocked(s.opts.OAuth.MaxUserSessions)
 		u.scheduleSweepLocked(s.opts.OAuth.UserSessionIdle)
-		s.connectUser(h, cfg, uc, creds.src)
+		ps.connect(h, cfg, uc, creds.src)
 	} else if p.AccessToken != nil {
 		if c := u.creds[p.ID]; c != nil {
 			c.subject.Store(&p.AccessToken)
@@ -196,7 +210,7 @@ func (s *Supervisor) userSession(ctx context.Context, h *serverHandle, p Princip
 		creds := u.creds[p.ID]
 		u.mu.Unlock()
 		if creds != nil {
-			return nil, s.flows.require(ctx, s, h.name, p, creds.src)
+			return nil, ps.flows.require(ctx, s, h.name, p, creds.src)
 		}
 	}
 	state := StateFailed
@@ -256,7 +270,8 @@ func (u *userSessions) credsFor(s *Supervisor, h *serverHandle, cfg *ServerConfi
 
 // connectUser opens the session of uc in a goroutine the server actor
 // counts as its own (it does not stop while one runs).
-func (s *Supervisor) connectUser(h *serverHandle, cfg ServerConfig, uc *userConn, src *oauth.Source) {
+func (ps *principals) connect(h *serverHandle, cfg ServerConfig, uc *userConn, src *oauth.Source) {
+	s := ps.s
 	timeout := s.opts.ConnectTimeout
 	if ms := cfg.ConnectTimeoutMs; ms > 0 {
 		timeout = time.Duration(ms) * time.Millisecond
@@ -265,7 +280,7 @@ func (s *Supervisor) connectUser(h *serverHandle, cfg ServerConfig, uc *userConn
 	uc.cancel = cancel
 	log := serverLogger(s.opts.Logger, h.name)
 	opts := &s.opts
-	s.serverGoroutine(h, "server.connect-user", func() {
+	h.goroutine(s.system.Root, s.opts.dispatch, "server.connect-user", func() {
 		defer cancel()
 		sess, err := openUserSession(ctx, h, cfg, opts, log, src, uc)
 		u := &h.users
@@ -282,7 +297,7 @@ func (s *Supervisor) connectUser(h *serverHandle, cfg ServerConfig, uc *userConn
 		u.mu.Unlock()
 		close(uc.ready)
 		if err == nil {
-			s.offerUserLists(ctx, h, sess)
+			h.offerUserLists(ctx, s.system.Root, s.opts.ToolPins.Store, sess)
 		}
 	})
 }
@@ -302,7 +317,7 @@ type userListed struct {
 // server's pool entry has none because its one connection needs
 // authorization, and hands them to the server actor. It runs in the
 // connect's goroutine.
-func (s *Supervisor) offerUserLists(ctx context.Context, h *serverHandle, sess *session.Session) {
+func (h *serverHandle) offerUserLists(ctx context.Context, root *actor.RootContext, pins PinStore, sess *session.Session) {
 	v := h.view.Load()
 	if v.state != StateNeedsAuth || len(v.lists.tools) > 0 || h.pid == nil || h.stopped.Load() {
 		return
@@ -312,8 +327,8 @@ func (s *Supervisor) offerUserLists(ctx context.Context, h *serverHandle, sess *
 		return // the principal's requests still go through; the pool waits for another
 	}
 	m := userListed{tools: tools}
-	m.pins, m.pinErr = checkPins(s.opts.ToolPins.Store, h.name, v.cfg, tools)
-	s.system.Root.Send(h.pid, m)
+	m.pins, m.pinErr = checkPins(pins, h.name, v.cfg, tools)
+	root.Send(h.pid, m)
 }
 
 // openUserSession dials server h with the principal's token source on
@@ -344,13 +359,13 @@ func openUserSession(ctx context.Context, h *serverHandle, cfg ServerConfig, opt
 	return sess, nil
 }
 
-// serverGoroutine runs f as a goroutine of server h's actor (see
-// serverActor.goroutine): the actor does not stop before it ends.
-func (s *Supervisor) serverGoroutine(h *serverHandle, name string, f func()) {
+// goroutine runs f as a goroutine of server h's actor, on dispatch (see
+// serverGoroutines.start): the actor does not stop before it ends.
+func (h *serverHandle) goroutine(root *actor.RootContext, dispatch *actors.Dispatcher, name string, f func()) {
 	h.busy.Add(1)
 	h.running.Add(1)
-	pid, root := h.pid, s.system.Root
-	s.opts.dispatch.Go(func() {
+	pid := h.pid
+	dispatch.Go(func() {
 		routine.Run(name, f, "server", h.name)
 		h.running.Done()
 		if !h.stopped.Load() && pid != nil {

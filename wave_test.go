@@ -30,7 +30,7 @@ func TestConnectWaveRebuildsThePoolSparingly(t *testing.T) {
 	opts := testOptions
 	opts.LocalConnectLimit = limit
 	inBubble(t, opts, mocks, func(t *testing.T, s *Supervisor) {
-		events := s.subscribeRecords(t.Context(), false, 0, 4096)
+		events := s.reg.subscribeRecords(t.Context(), false, 0, 4096)
 		began := time.Now()
 		settleInBubble(t, s, configs)
 		elapsed := time.Since(began)
