@@ -228,8 +228,8 @@ func (s *Supervisor) callTool(ctx context.Context, name string, args json.RawMes
 }
 
 // route finds the pool entry of a qualified name with find. It is the
-// one place where the library's calls (CallTool, CallServerTool,
-// GetPrompt) and the gateway's find the server behind a name, and so the
+// one place where the library's calls (CallTool, Server(name).CallTool,
+// Prompts().Get) and the gateway's find the server behind a name, and so the
 // one place that waits for a server whose names are not known yet.
 //
 // A name no entry has may belong, by its mcp__<server>__ prefix, to:

@@ -49,7 +49,7 @@ func serverTasks(sess *session.Session) bool {
 	return json.Unmarshal(*raw, &caps) == nil && caps.Requests.Tools.Call != nil
 }
 
-// CallToolAsTask calls a tool of the pool as a task (tools/call with a
+// callToolAsTask calls a tool of the pool as a task (tools/call with a
 // task member; ttl, when positive, is the lifetime asked for) and returns
 // its handle once the server has accepted it.
 func (ts Tasks) callToolAsTask(ctx context.Context, name string, args json.RawMessage, ttl time.Duration) (*TaskHandle, error) {

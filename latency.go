@@ -7,8 +7,8 @@ import (
 )
 
 // LatencyBuckets are the upper bounds of the latency histogram every
-// server keeps of the requests sent on its sessions (CallTool, GetPrompt,
-// ReadResource, Ping): 50 µs to 60 s, roughly ×2.5 apart. A request slower
+// server keeps of the requests sent on its sessions (CallTool, Prompts().Get,
+// Resources().Read, Server(name).Ping): 50 µs to 60 s, roughly ×2.5 apart. A request slower
 // than the last bound counts in an overflow bucket.
 var LatencyBuckets = []time.Duration{
 	50 * time.Microsecond, 100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,

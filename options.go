@@ -39,7 +39,7 @@ type Options struct {
 	Capabilities protocol.ClientCapabilities
 
 	// Roots are the roots answered to roots/list. Not nil (even empty)
-	// declares the roots capability (with listChanged); SetRoots changes
+	// declares the roots capability (with listChanged); Roots().Set changes
 	// them later and tells the servers.
 	Roots []protocol.Root
 

@@ -20,7 +20,7 @@ type Polling struct{ s *Supervisor }
 // Subscribe polls a tool call or a resource read at an interval and
 // publishes an EventPollChanged for the first result and for every result
 // that differs from the one before; polling carries on across reconnects
-// until UnsubscribePolling or Close. It returns the subscription's id.
+// until Unsubscribe or Close. It returns the subscription's id.
 func (pl Polling) Subscribe(spec PollSpec) (string, error) {
 	s := pl.s
 	switch {

@@ -55,7 +55,7 @@ func (ps Prompts) Get(ctx context.Context, name string, args map[string]string) 
 	})
 }
 
-// GetWith is GetPrompt with options.
+// GetWith is Get with options.
 func (ps Prompts) GetWith(ctx context.Context, name string, args map[string]string, o RequestOptions) (*protocol.GetPromptResult, error) {
 	s := ps.s
 	e, err := s.route(ctx, name, func(p *pool) (poolEntry, bool) {

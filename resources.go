@@ -58,7 +58,7 @@ func (rs Resources) Read(ctx context.Context, server, uri string) (*protocol.Rea
 	})
 }
 
-// ReadWith is ReadResource with options.
+// ReadWith is Read with options.
 func (rs Resources) ReadWith(ctx context.Context, server, uri string, o RequestOptions) (*protocol.ReadResourceResult, error) {
 	s := rs.s
 	h, err := s.handle(server)
@@ -74,10 +74,10 @@ func (rs Resources) ReadWith(ctx context.Context, server, uri string, o RequestO
 // update is an EventResourceUpdated. Handshake-era servers get
 // resources/subscribe; 2026-07-28 servers a subscriptions/listen stream
 // selecting every subscribed URI, replaced by one with the new set on each
-// change, and SubscribeResource returns once the server acknowledged it
+// change, and Subscribe returns once the server acknowledged it
 // (ErrSubscriptionRefused when the acknowledgement leaves the URI out).
 // The subscription is sent again on every new connection of the server
-// until UnsubscribeResource. Servers that did not declare
+// until Unsubscribe. Servers that did not declare
 // resources.subscribe fail with ErrSubscribeUnsupported.
 func (rs Resources) Subscribe(ctx context.Context, server, uri string) error {
 	s := rs.s

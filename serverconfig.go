@@ -32,7 +32,7 @@ type ServerConfig struct {
 
 	// Lazy servers are not connected at start: they stay pending until
 	// first used — a call naming one of their tools (mcp__<server>__…) or
-	// prompts, or naming the server (ReadResource, Ping) — or Reconnect.
+	// prompts, or naming the server (Resources().Read, Server(name).Ping) — or Reconnect.
 	// Their tools are unknown to the pool until then.
 	Lazy bool `json:"lazy,omitempty"`
 

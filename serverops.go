@@ -16,9 +16,10 @@ import (
 // not configured when it runs.
 func (s *Supervisor) Server(name string) Server { return Server{s: s, name: name} }
 
-// Server is one of a Supervisor's servers, by name: the requests that go
-// to it alone (ping, logging level, completions, an extension's request),
-// its instructions, and its authorization. A handle got from
+// Server is one of a Supervisor's servers, by name: its status; its
+// connection (Reconnect, Toggle, Disconnect, Login); and what goes to it
+// alone: calls by its own tool names, ping, logging level, completions,
+// an extension's request, its instructions. A handle got from
 // Supervisor.Server, safe for concurrent use like the Supervisor.
 type Server struct {
 	s    *Supervisor
@@ -72,10 +73,10 @@ func (sv Server) SetLogLevel(ctx context.Context, level protocol.LoggingLevel) e
 	return hostErr(v.sess.SetLogLevel(ctx, level))
 }
 
-// Instructions returns the instructions server gave at initialize
+// Instructions returns the instructions the server gave at initialize
 // on its current connection: "" for an unknown server, one not ready, or
 // one that gave none. A gateway indexes them and shows their first line
-// as the server's purpose (gateway.InstructionsSource). Safe for
+// as the server's purpose (gateway.ServerSource). Safe for
 // concurrent use: it reads the server's published view.
 func (sv Server) Instructions() string {
 	s, server := sv.s, sv.name
@@ -122,7 +123,7 @@ func (sv Server) Complete(ctx context.Context, ref protocol.CompletionReference,
 	})
 }
 
-// Login authorizes server name and reconnects it. ua runs the user's part
+// Login authorizes the server and reconnects it. ua runs the user's part
 // of the authorization code flow; nil means a loopback redirect on
 // 127.0.0.1 with the URL shown through Options.OAuth.OpenURL (a browser,
 // or the host's own prompt). Servers with a machine grant
@@ -195,7 +196,7 @@ func (sv Server) PoolReflects() bool {
 	return err == nil && s.poolHas(h)
 }
 
-// Disconnect shuts the server name down (the full ladder) and removes it
+// Disconnect shuts the server down (the full ladder) and removes it
 // from the configured set, leaving every other server alone; its tools
 // have left the pool when Disconnect returns. A name not configured is
 // ErrUnknownServer.
@@ -208,17 +209,16 @@ func (sv Server) Disconnect(ctx context.Context) error {
 	return res.Errors[name]
 }
 
-// Status returns the status of the server name, or
-// ErrUnknownServer.
+// Status returns the server's status, or ErrUnknownServer.
 func (sv Server) Status() (ServerStatus, error) {
 	s, name := sv.s, sv.name
 	st, _, err := s.pooledStatus(name)
 	return st, err
 }
 
-// CallTool calls the tool a server names tool, by the server's
-// name and its own name for the tool rather than the pool's, with the
-// same arguments, deadline and errors as CallTool. The tool must be one
+// CallTool calls the tool the server names tool (its own name for it,
+// not the pool's), with the same arguments, deadline and errors as
+// Supervisor.CallTool. The tool must be one
 // the pool offers (a lazy server's is found before it connects); a tool
 // the server's tools filter drops is ErrUnknownTool.
 func (sv Server) CallTool(ctx context.Context, tool string, args any) (*protocol.CallToolResult, error) {

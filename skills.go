@@ -21,8 +21,8 @@ import (
 
 // Skills (the skills extension, SEP-2640): a server that declares
 // protocol.ExtensionSkills publishes Agent Skills, whose files are
-// resources. ListSkills and GetSkill return their entries (each with a
-// manifest of digests); LoadSkill is the host's skill-loading path: it
+// resources. Skills().List and Skills().Get return their entries (each with a
+// manifest of digests); Skills().Load is the host's skill-loading path: it
 // reads a skill's SKILL.md and verifies it against the entry before
 // returning it, and the LoadedSkill reads the skill's other files, each
 // verified, only when asked. Nothing is read ahead of need: listing reads

@@ -44,7 +44,7 @@ var (
 	// ErrHostTool: the built-in tool has no Call function; the host runs
 	// it itself.
 	ErrHostTool = errors.New("mcpvisor: built-in tool run by the host")
-	// ErrRootsNotDeclared: SetRoots needs the roots capability, declared
+	// ErrRootsNotDeclared: Roots().Set needs the roots capability, declared
 	// by a non-nil Options.Roots at Start.
 	ErrRootsNotDeclared = errors.New("mcpvisor: roots not declared (Options.Roots is nil)")
 )

@@ -39,9 +39,12 @@
 //   - The engine's configured set and draining flag are guarded by its
 //     mutex; its goroutines are the placement worker (the one caller of
 //     the local Supervisor's PatchServers), the reconciler, the pusher
-//     (sends this member's snapshot to the others), the removals (tells
-//     removed members so), and the pump of the local Supervisor's events.
-//     Close ends them all.
+//     (poolWatch: sends this member's snapshot to the others), the
+//     removals (fencing: tells removed members so), and the pump of the
+//     local Supervisor's events. Close ends them all.
+//   - fencing (fence.go) guards the members this member saw leave with
+//     its own lock and fences the member once; poolWatch (poolwatch.go)
+//     tells the host of pool changes and wakes the pusher.
 //   - protoactor's actors: the grains, the overview actor (answers from
 //     the local Supervisor's published snapshots) and the member actor
 //     (hand-over and fencing).
@@ -58,10 +61,11 @@
 //   - grain.go: the grain actor and the local placement worker.
 //   - reconciler.go: activation of owned servers after consensus.
 //   - handover.go, fence.go, departures.go: a server on one member at a
-//     time; a cut-off member that comes back; calls on a member that died.
+//     time; a cut-off member that comes back (fencing); calls on a member
+//     that died.
 //   - lookup.go: disthash's identity lookup with a race-free Get.
 //   - overview.go, poolwatch.go: the cluster-wide status and tools, and
-//     the pushes that keep them fresh.
+//     the pushes that keep them fresh (poolWatch).
 //   - calls.go, errors.go: calls across members and their typed errors.
 //   - leave.go: graceful leave (drain, hand over, leave).
 //   - events.go: the member's own events (activated, ready, released).

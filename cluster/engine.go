@@ -41,7 +41,9 @@ var contextDeadline = context.DeadlineExceeded
 var oneMemberPerProcess sync.Mutex
 
 // engine is a Member's place in the protoactor cluster: the actor
-// system, the grains, placement, calls across members, leave and fence.
+// system, the grains, placement, calls across members and leave; its
+// parts fencing (fence.go) and poolWatch (poolwatch.go) fence a cut-off
+// member and keep the others told of this member's pool.
 //
 // Concurrency: every method is safe for concurrent use. The configured
 // set is guarded by mu; the grain actors, the placement worker, the
@@ -66,11 +68,14 @@ type engine struct {
 
 	placement *placementQueue
 	grains    *grains // the grains that run here (handover.go)
-	removed   *removals
-	fenceOnce sync.Once
-	fenced    chan struct{} // closed by fence (fence.go)
+	// fencing keeps the members seen leave (written from protoactor's
+	// event stream, read by the removals goroutine, under its own lock)
+	// and fences this member once (fence.go).
+	fencing   *fencing
 	reconcile *reconciler
-	pushWake  chan struct{} // wakes the pusher (poolwatch.go)
+	// poolWatch tells the host of pool changes and wakes the pusher
+	// goroutine, which alone sends this member's snapshot (poolwatch.go).
+	poolWatch *poolWatch
 	lookup    *lookup
 	departed  *departures // fails the calls in flight on a member that left
 
@@ -81,9 +86,6 @@ type engine struct {
 	closeMu  sync.Mutex
 	closeErr error
 	closed   bool
-	// onPoolChanged is told that the cluster-wide pool may have changed
-	// (poolwatch.go); called from the engine's goroutines, never blocks.
-	onPoolChanged func(member string)
 }
 
 // startEngine starts the member-local Supervisor, joins the cluster and
@@ -115,15 +117,12 @@ func startEngine(opts Options, onPoolChanged func(member string)) (m *engine, er
 		log:      opts.Supervisor.Logger.With().Str("component", "cluster").Logger(),
 		local:    ls,
 		servers:  map[string]mcpvisor.ServerConfig{},
-		pushWake: make(chan struct{}, 1),
 		lookup:   newLookup(),
 		departed: newDepartures(),
 		grains:   newGrains(),
-		fenced:   make(chan struct{}),
-
-		onPoolChanged: onPoolChanged,
 	}
-	m.removed = newRemovals(m)
+	m.poolWatch = newPoolWatch(m, onPoolChanged)
+	m.fencing = newFencing(m)
 	m.stopCtx, m.stop = context.WithCancel(context.Background())
 	m.sys = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return actors.ProtoactorLogger(opts.Supervisor.Logger) }),
@@ -137,7 +136,7 @@ func startEngine(opts Options, onPoolChanged func(member string)) (m *engine, er
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
 	m.provider, err = newMembership(opts, tlsPair, m.log, func() any {
-		return m.health(automanaged.NewNode(opts.Name, m.sys.ID, opts.Host, opts.Port, opts.ProviderPort, kindNames))
+		return m.fencing.health(automanaged.NewNode(opts.Name, m.sys.ID, opts.Host, opts.Port, opts.ProviderPort, kindNames))
 	})
 	if err != nil {
 		m.abort()
@@ -165,9 +164,9 @@ func startEngine(opts Options, onPoolChanged func(member string)) (m *engine, er
 	m.sys.EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*pcluster.ClusterTopology); ok {
 			m.departed.left(t.Left)
-			m.removed.topologyChanged(t)
+			m.fencing.topologyChanged(t)
 			m.reconcile.topologyChanged(t)
-			m.poolChanged("")
+			m.poolWatch.changed("")
 		}
 	})
 	if _, err := m.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &overviewActor{m: m} }), overviewActorName); err != nil {
@@ -191,8 +190,8 @@ func startEngine(opts Options, onPoolChanged func(member string)) (m *engine, er
 		return nil, err
 	}
 	m.bg.Add(5)
-	routine.Go("cluster.removals", func() { defer m.bg.Done(); m.removed.run(m.stopCtx) })
-	routine.Go("cluster.pusher", func() { defer m.bg.Done(); m.runPusher(m.stopCtx) })
+	routine.Go("cluster.removals", func() { defer m.bg.Done(); m.fencing.run(m.stopCtx) })
+	routine.Go("cluster.pusher", func() { defer m.bg.Done(); m.poolWatch.run(m.stopCtx) })
 	routine.Go("cluster.placement", func() { defer m.bg.Done(); m.placement.run(m.stopCtx) })
 	routine.Go("cluster.reconciler", func() { defer m.bg.Done(); m.reconcile.run(m.stopCtx) })
 	events := m.local.Subscribe(m.stopCtx, mcpvisor.BufferSize(4096))
@@ -315,8 +314,8 @@ func (m *engine) pumpLocalEvents(events <-chan mcpvisor.Event) {
 			m.emit(MemberReady, st.Server)
 		}
 		if poolChanging(ev.Header().Type) {
-			m.poolChanged(m.id)
-			m.signalPush()
+			m.poolWatch.changed(m.id)
+			m.poolWatch.signalPush()
 		}
 	}
 }

@@ -34,17 +34,23 @@ const removedEvery = time.Second
 // newest are kept).
 const maxRemoved = 64
 
-// removals keeps the members this member saw leave the topology, to tell
-// them so (a member killed for good costs one failed connection attempt
-// per second until a member reuses its address or maxRemoved newer ones
-// push it out).
+// fencing is the member's side of a partition that healed: it keeps the
+// members this member saw leave the topology, to tell them so (a member
+// killed for good costs one failed connection attempt per second until a
+// member reuses its address or maxRemoved newer ones push it out), judges
+// whether this member is the one that was cut off (cutOff, removedBy),
+// and fences it.
 //
 // Concurrency: topologyChanged is called from protoactor's event stream;
-// run is the member's removals goroutine; mu guards gone.
-type removals struct {
-	m    *engine
-	mu   sync.Mutex
-	gone []removedMember // oldest first
+// run is the member's removals goroutine; mu guards gone. fence may be
+// called from any goroutine (the reconciler, a removedBy goroutine): once
+// closes fenced, which is read only after that.
+type fencing struct {
+	m      *engine
+	mu     sync.Mutex
+	gone   []removedMember // oldest first
+	once   sync.Once
+	fenced chan struct{} // closed by fence
 }
 
 type removedMember struct {
@@ -52,52 +58,54 @@ type removedMember struct {
 	at       time.Time // when this member saw it leave
 }
 
-func newRemovals(m *engine) *removals { return &removals{m: m} }
+func newFencing(m *engine) *fencing {
+	return &fencing{m: m, fenced: make(chan struct{})}
+}
 
 // topologyChanged records the members that left t and forgets those
 // whose address a member of t now uses.
-func (r *removals) topologyChanged(t *pcluster.ClusterTopology) {
+func (f *fencing) topologyChanged(t *pcluster.ClusterTopology) {
 	inUse := map[string]bool{}
 	for _, member := range t.Members {
 		inUse[member.Address()] = true
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	now := time.Now()
 	for _, member := range t.Left {
-		r.gone = append(r.gone, removedMember{id: member.Id, addr: member.Address(), at: now})
+		f.gone = append(f.gone, removedMember{id: member.Id, addr: member.Address(), at: now})
 	}
-	kept := r.gone[:0]
-	for _, g := range r.gone {
+	kept := f.gone[:0]
+	for _, g := range f.gone {
 		if !inUse[g.addr] {
 			kept = append(kept, g)
 		}
 	}
-	r.gone = kept
-	if n := len(r.gone); n > maxRemoved {
-		r.gone = append([]removedMember(nil), r.gone[n-maxRemoved:]...)
+	f.gone = kept
+	if n := len(f.gone); n > maxRemoved {
+		f.gone = append([]removedMember(nil), f.gone[n-maxRemoved:]...)
 	}
 }
 
 // run tells every removed member, every removedEvery, until ctx ends.
-func (r *removals) run(ctx context.Context) {
+func (f *fencing) run(ctx context.Context) {
 	tick := time.NewTicker(removedEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.m.fenced:
+		case <-f.fenced:
 			// Fenced, this member's view is the losing side's: the
 			// members it saw leave are the ones running the cluster.
 			return
 		case <-tick.C:
 		}
-		r.mu.Lock()
-		gone := append([]removedMember(nil), r.gone...)
-		r.mu.Unlock()
+		f.mu.Lock()
+		gone := append([]removedMember(nil), f.gone...)
+		f.mu.Unlock()
 		for _, g := range gone {
-			r.m.sys.Root.Send(actor.NewPID(g.addr, memberActorName), &wire.Removed{Member: gossipID(g.id)})
+			f.m.sys.Root.Send(actor.NewPID(g.addr, memberActorName), &wire.Removed{Member: gossipID(g.id)})
 		}
 	}
 }
@@ -106,8 +114,9 @@ func (r *removals) run(ctx context.Context) {
 // it takes no call and places nothing from now on, releases every
 // server it runs at once (their new owners run them already), leaves,
 // and closes Fenced. Its host must restart it to rejoin (a new id).
-func (m *engine) fence() {
-	m.fenceOnce.Do(func() {
+func (f *fencing) fence() {
+	m := f.m
+	f.once.Do(func() {
 		m.log.Error().Msg("the cluster removed this member (it did not answer for a while): releasing every server and leaving; restart it to rejoin")
 		m.mu.Lock()
 		m.draining = true
@@ -115,7 +124,7 @@ func (m *engine) fence() {
 		for _, name := range m.placement.liveNames() {
 			m.placement.push(name, false)
 		}
-		close(m.fenced)
+		close(f.fenced)
 		m.emit(MemberFenced, "")
 		routine.Go("cluster.fence", func() {
 			ctx, cancel := context.WithTimeout(m.stopCtx, 30*time.Second)
@@ -134,10 +143,11 @@ func (m *engine) fence() {
 // ran again, and which the Removed this member sends will fence (the
 // rule cutOff applies to a tie). It asks the peers, so it runs on a
 // goroutine of its own, never in the member actor.
-func (m *engine) removedBy(ctx context.Context) {
-	if removed := m.removed.removedIDs(); len(removed) > 0 && m.opts.Etcd == nil {
+func (f *fencing) removedBy(ctx context.Context) {
+	m := f.m
+	if removed := f.removedIDs(); len(removed) > 0 && m.opts.Etcd == nil {
 		sayers, stale := 0, 0
-		for id, saw := range m.aliveIDs(ctx) {
+		for id, saw := range f.aliveIDs(ctx) {
 			ago, ok := saw[m.id]
 			if !ok {
 				continue
@@ -155,17 +165,17 @@ func (m *engine) removedBy(ctx context.Context) {
 	if ctx.Err() != nil {
 		return // closing: the asking ended early, and there is nothing left to fence
 	}
-	m.fence()
+	f.fence()
 }
 
 // removedIDs returns the ids of the members this member saw leave (and
 // still keeps telling), each with how long ago it saw it.
-func (r *removals) removedIDs() map[string]time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (f *fencing) removedIDs() map[string]time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	now := time.Now()
-	ids := make(map[string]time.Duration, len(r.gone))
-	for _, g := range r.gone {
+	ids := make(map[string]time.Duration, len(f.gone))
+	for _, g := range f.gone {
 		ids[gossipID(g.id)] = now.Sub(g.at)
 	}
 	return ids
@@ -181,15 +191,13 @@ type healthAnswer struct {
 }
 
 // health is the member's healthAnswer now.
-func (m *engine) health(node *automanaged.NodeModel) any {
+func (f *fencing) health(node *automanaged.NodeModel) any {
 	a := healthAnswer{NodeModel: node}
-	if m.removed != nil {
-		for id, ago := range m.removed.removedIDs() {
-			if a.RemovedAgoMs == nil {
-				a.RemovedAgoMs = map[string]int64{}
-			}
-			a.RemovedAgoMs[id] = max(ago.Milliseconds(), 1)
+	for id, ago := range f.removedIDs() {
+		if a.RemovedAgoMs == nil {
+			a.RemovedAgoMs = map[string]int64{}
 		}
+		a.RemovedAgoMs[id] = max(ago.Milliseconds(), 1)
 	}
 	return a
 }
@@ -206,15 +214,15 @@ const healthTimeout = time.Second
 // id), they run the cluster, and this member must not activate their
 // servers. The reconciler asks before it activates anything; Removed
 // usually fences such a member sooner.
-func (m *engine) cutOff(ctx context.Context, t *pcluster.ClusterTopology) bool {
-	if m.opts.Etcd != nil {
+func (f *fencing) cutOff(ctx context.Context, t *pcluster.ClusterTopology) bool {
+	if f.m.opts.Etcd != nil {
 		return false
 	}
-	removed := m.removed.removedIDs()
+	removed := f.removedIDs()
 	if len(removed) == 0 {
 		return false
 	}
-	alive := m.aliveIDs(ctx)
+	alive := f.aliveIDs(ctx)
 	inside := map[string]bool{}
 	for _, member := range t.Members {
 		inside[gossipID(member.Id)] = true
@@ -239,7 +247,7 @@ func (m *engine) cutOff(ctx context.Context, t *pcluster.ClusterTopology) bool {
 	ours, theirs := time.Duration(0), time.Duration(0)
 	for _, id := range outside {
 		ours = max(ours, removed[id])
-		theirs = max(theirs, alive[id][m.id])
+		theirs = max(theirs, alive[id][f.m.id])
 	}
 	if ours != theirs {
 		return theirs > ours
@@ -260,13 +268,13 @@ func (m *engine) cutOff(ctx context.Context, t *pcluster.ClusterTopology) bool {
 // id of the member behind it, in parallel, each bounded by
 // healthTimeout: the ids that answered, each with the members it saw
 // leave and how long ago (healthAnswer).
-func (m *engine) aliveIDs(ctx context.Context) map[string]map[string]time.Duration {
+func (f *fencing) aliveIDs(ctx context.Context) map[string]map[string]time.Duration {
 	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	defer cancel()
 	var mu sync.Mutex
 	alive := map[string]map[string]time.Duration{}
 	var wg sync.WaitGroup
-	for _, peer := range m.opts.Peers {
+	for _, peer := range f.m.opts.Peers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -81,7 +81,7 @@ func (a *memberActor) Receive(ctx actor.Context) {
 	case *wire.Removed:
 		if msg.GetMember() == a.m.id {
 			m := a.m
-			routine.Go("cluster.removed", func() { m.removedBy(m.stopCtx) })
+			routine.Go("cluster.removed", func() { m.fencing.removedBy(m.stopCtx) })
 		}
 	}
 }

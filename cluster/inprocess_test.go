@@ -190,13 +190,13 @@ func TestUpstreamTopologyConsensusNeverAgrees(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	var t0 *pcluster.ClusterTopology
 	for time.Now().Before(deadline) {
-		if t0 = m.e.reconcile.latest(); t0 != nil && m.e.agreedOn(t0) {
+		if t0 = m.e.reconcile.latest(); t0 != nil && m.e.reconcile.agreedOn(t0) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond) // testwait:ok a poll bounded by the loop's 10 s deadline
 	}
 	require.NotNil(t, t0, "no topology within 10 s")
-	require.True(t, m.e.agreedOn(t0), "the gossip state never agreed on the topology within 10 s")
+	require.True(t, m.e.reconcile.agreedOn(t0), "the gossip state never agreed on the topology within 10 s")
 	time.Sleep(time.Second) // testwait:ok not a wait: several gossip rounds must run
 	_, ok := m.e.c.MemberList.TopologyConsensus(context.Background())
 	require.False(t, ok, "upstream TopologyConsensus agrees now: revisit reconciler.go")

@@ -204,7 +204,7 @@ func Start(ctx context.Context, opts Options) (*Member, error) {
 // back in. The member has then released every server and left; the host
 // should Close it and start a new member to rejoin (supervise exits with
 // an error, so that its service manager restarts it).
-func (m *Member) Fenced() <-chan struct{} { return m.e.fenced }
+func (m *Member) Fenced() <-chan struct{} { return m.e.fencing.fenced }
 
 // ID is the member's id in the cluster (protoactor's member id; a
 // restarted process gets a new one).

@@ -46,7 +46,7 @@ func (a *overviewActor) Receive(ctx actor.Context) {
 		ctx.Respond(a.m.snapshot())
 	case *wire.OverviewReply:
 		// Another member pushed its snapshot: its pool changed.
-		a.m.poolChanged(msg.GetMember())
+		a.m.poolWatch.changed(msg.GetMember())
 	}
 }
 

@@ -31,30 +31,50 @@ func poolChanging(t mcpvisor.EventType) bool {
 	return false
 }
 
-// poolChanged tells the host and wakes the pusher.
-func (m *engine) poolChanged(member string) {
-	if m.onPoolChanged != nil {
-		m.onPoolChanged(member)
+// poolWatch tells the host when the cluster-wide pool may have changed
+// and pushes this member's snapshot to the others.
+//
+// Concurrency: changed and signalPush are called from any goroutine
+// (protoactor's event stream, the overview actor, the event pump) and
+// never block; run is the member's pusher goroutine, the one reader of
+// wake.
+type poolWatch struct {
+	m *engine
+	// onChanged is told that the cluster-wide pool may have changed;
+	// called from the engine's goroutines, never blocks.
+	onChanged func(member string)
+	wake      chan struct{} // wakes the pusher
+}
+
+func newPoolWatch(m *engine, onChanged func(member string)) *poolWatch {
+	return &poolWatch{m: m, onChanged: onChanged, wake: make(chan struct{}, 1)}
+}
+
+// changed tells the host.
+func (w *poolWatch) changed(member string) {
+	if w.onChanged != nil {
+		w.onChanged(member)
 	}
 }
 
 // signalPush asks the pusher to send this member's snapshot to the
 // others (coalesced: one push covers every change before it starts).
-func (m *engine) signalPush() {
+func (w *poolWatch) signalPush() {
 	select {
-	case m.pushWake <- struct{}{}:
+	case w.wake <- struct{}{}:
 	default:
 	}
 }
 
-// runPusher sends this member's snapshot to every other member's overview
+// run sends this member's snapshot to every other member's overview
 // actor after each signalPush, until ctx ends.
-func (m *engine) runPusher(ctx context.Context) {
+func (w *poolWatch) run(ctx context.Context) {
+	m := w.m
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.pushWake:
+		case <-w.wake:
 		}
 		t := m.reconcile.latest()
 		if t == nil || m.left.Load() {

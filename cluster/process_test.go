@@ -97,6 +97,63 @@ func serveMock(t *testing.T) string {
 	return mock.URL
 }
 
+// serveMockProcess is serveMock in a process of its own: the
+// clustermember harness bin with -serve-mock, built without -race, for a
+// test whose mock serves thousands of sessions (under -race, in the test
+// binary, they cost more CPU than the members). It stops when the test
+// ends (its stdin closes; SIGKILL if it has not exited 10 s later), after
+// the member processes started later.
+func serveMockProcess(t *testing.T, bin string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "-serve-mock")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr bytes.Buffer // read only after exited (Wait has copied it all)
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	t.Cleanup(func() {
+		stdin.Close()
+		select {
+		case <-exited:
+			return
+		case <-time.After(10 * time.Second):
+		}
+		_ = cmd.Process.Kill()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			t.Errorf("mock process %d did not exit within 10 s of SIGKILL", cmd.Process.Pid)
+		}
+	})
+	urls := make(chan string, 1)
+	go func() {
+		defer close(exited)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var line struct {
+				Type string `json:"type"`
+				URL  string `json:"url"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Type == "mock" {
+				urls <- line.URL
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	select {
+	case url := <-urls:
+		return url
+	case <-exited:
+		t.Fatalf("the mock process exited before it printed its URL: %s", stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("timed out after 60 s waiting for the mock process's URL")
+	}
+	return ""
+}
+
 // cluster3 is the addresses of a test's members: member i listens on
 // ports[i] (remote) and ports[n+i] (membership).
 type clusterPorts struct {

@@ -97,8 +97,8 @@ func (r *reconciler) run(ctx context.Context) {
 		if t == nil {
 			continue // ended, or superseded: the next signal retries
 		}
-		if r.m.cutOff(ctx, t) {
-			r.m.fence() // the others run the cluster (fence.go)
+		if r.m.fencing.cutOff(ctx, t) {
+			r.m.fencing.fence() // the others run the cluster (fence.go)
 			continue
 		}
 		r.activateOwned(ctx, t)
@@ -114,7 +114,7 @@ func (r *reconciler) awaitConsensus(ctx context.Context) *pcluster.ClusterTopolo
 	for {
 		t := r.latest()
 		if t != nil {
-			if r.m.agreedOn(t) {
+			if r.agreedOn(t) {
 				return t
 			}
 		}
@@ -131,8 +131,8 @@ func (r *reconciler) awaitConsensus(ctx context.Context) *pcluster.ClusterTopolo
 
 // agreedOn reports whether every member of topology t gossips t's hash
 // as its own topology.
-func (m *engine) agreedOn(t *pcluster.ClusterTopology) bool {
-	states, err := m.c.Gossip.GetState(pcluster.TopologyKey)
+func (r *reconciler) agreedOn(t *pcluster.ClusterTopology) bool {
+	states, err := r.m.c.Gossip.GetState(pcluster.TopologyKey)
 	if err != nil {
 		return false
 	}

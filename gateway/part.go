@@ -39,7 +39,7 @@ type Part interface {
 type Site struct{ g *Gateway }
 
 // Backend returns the gateway's Backend, for the optional interfaces a
-// part uses (Controller-like ones of its own, PermissionAnswerer).
+// part uses (Controller-like ones of its own, ChannelSource).
 func (s *Site) Backend() Backend { return s.g.b }
 
 // Status returns what GET /status serves (Gateway.Status).

@@ -24,6 +24,7 @@ const maxMethods = 30
 // repository's root.
 var bounded = []string{
 	"bench/mockserver",
+	"cluster",
 	"cmd/mcpvisor",
 	"gateway",
 	"internal/session",

@@ -11,7 +11,10 @@
 //	POST /load             a bounded call load from inside the member
 //	                       (load.go; used by bench/cluster)
 //	GET  /memstats         Go heap figures and goroutines after a GC
-//	GET  /debug/pprof/     net/http/pprof's profiles (heap, goroutine, …)
+//	GET  /debug/pprof/     net/http/pprof's profiles (heap, goroutine, …,
+//	                       and profile: CPU)
+//
+// With -serve-mock it runs the mock those members reach instead (mock.go).
 //
 // It is a test harness, not part of mcpvisor.
 package main
@@ -51,6 +54,7 @@ func main() {
 	tlsCert := flag.String("tls-cert", "", "with -tls-key and -tls-ca: the member's certificate (PEM); mutual TLS on both endpoints")
 	tlsKey := flag.String("tls-key", "", "the member's key (PEM)")
 	tlsCA := flag.String("tls-ca", "", "the CA that signs the members' certificates (PEM)")
+	onlyMock := flag.Bool("serve-mock", false, "serve the mock on a free loopback port instead of joining a cluster (mock.go)")
 	flag.Parse()
 
 	var outMu sync.Mutex
@@ -59,6 +63,10 @@ func main() {
 		outMu.Lock()
 		defer outMu.Unlock()
 		_ = enc.Encode(v)
+	}
+	if *onlyMock {
+		serveMock(print)
+		return
 	}
 	logger := zerolog.Nop()
 	if *logInfo {
@@ -130,6 +138,7 @@ func main() {
 	mux.HandleFunc("POST /load", serveLoad(m))
 	mux.HandleFunc("GET /memstats", serveMemStats)
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("POST /leave", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
