@@ -200,10 +200,10 @@ func Start(ctx context.Context, opts Options) (*Supervisor, error) {
 	ro.tracer = newTracer(ro.TracerProvider)
 	ro.dispatch = actors.NewDispatcher()
 	s := &Supervisor{
-		opts:          ro,
-		log:           ro.Logger,
-		closed:        make(chan struct{}),
-		closeDone:     make(chan struct{}),
+		opts:      ro,
+		log:       ro.Logger,
+		closed:    make(chan struct{}),
+		closeDone: make(chan struct{}),
 		// The helper, once started, outlives the restarts of servers.
 		releaseHelper: reaper.Hold(),
 	}
@@ -422,7 +422,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		done := make(chan struct{})
 		s.reg.send(closeAll{done: done})
 		routine.Go("supervisor.close", func() {
-			s.opts.host.close() // pollers and channel inboxes first
+			s.opts.host.close()        // pollers and channel inboxes first
 			s.principals.flows.close() // principals' pending authorizations
 			<-done
 			<-s.liveness.done // the watcher ends with closed; its probes with the sessions
