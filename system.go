@@ -113,11 +113,18 @@ func (e *ConnectionLostError) Unwrap() error { return e.Err }
 // Supervisor keeps a set of MCP servers connected: an actor system with
 // one registry actor and one server actor per configured server.
 //
-// Concurrency: every method may be called from any goroutine at any
-// time, Close included. Calls (CallTool and friends) go straight to the
-// server's live session and wait on no actor; changes (SetServers,
-// Connect, Disconnect, Toggle, Reconnect, Subscribe, Close) are messages
-// to the registry actor, applied one at a time in the order they arrive.
+// Its own methods work on the whole set and the tool pool; one server's
+// operations are on its handle, Server(name), and each MCP feature's on
+// its own: Resources, Prompts, Skills, Tasks, Roots, Polling, Channels.
+// Its parts are in its fields: the line to the registry (reg), the
+// principals' sessions, the liveness watcher, the call permissions.
+//
+// Concurrency: every method (and every handle's) may be called from any
+// goroutine at any time, Close included. Calls (CallTool and friends) go
+// straight to the server's live session and wait on no actor; changes
+// (SetServers, Connect, a server's Disconnect, Toggle and Reconnect,
+// Subscribe, Close) are messages to the registry actor, applied one at a
+// time in the order they arrive.
 // Status, Tools and the lists read snapshots the actors publish
 // atomically (pool, handles, views): each is consistent in itself, and
 // two of them may straddle a change.
