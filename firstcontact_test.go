@@ -58,7 +58,7 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("status:", st.Status, st.Error)
-	res, err := sup.CallServerTool(ctx, "calc", "add", map[string]int{"a": 2, "b": 40})
+	res, err := sup.Server("calc").CallTool(ctx, "add", map[string]int{"a": 2, "b": 40})
 	if err != nil {
 		fmt.Println("call:", err)
 		os.Exit(1)

@@ -36,7 +36,7 @@ func statusByName(sup *mcpvisor.Supervisor) map[string]mcpvisor.ServerStatus {
 // host ported from it calls: every one of the five statuses reached, a
 // toggled-off server keeps its connection and offers no tools,
 // SetServers reports added, removed and errors, and Connect, Disconnect,
-// ServerStatus, CallServerTool, ListResources and ReadResource do what
+// Server(name).Status, Server(name).CallTool, Resources().List and Resources().Read do what
 // their names say.
 func TestHostAPIChecklist(t *testing.T) {
 	ctx := testwait.Context(t)
@@ -258,7 +258,7 @@ func TestCallErrorsAreTheHostsTypes(t *testing.T) {
 	assert.Equal(t, te.Error(), err.Error())
 }
 
-// CallServerTool reaches the server named, also when its tool was
+// Server(name).CallTool reaches the server named, also when its tool was
 // renamed after a collision of pool names.
 func TestCallServerToolFollowsARename(t *testing.T) {
 	ctx := testwait.Context(t)

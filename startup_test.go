@@ -17,7 +17,7 @@ import (
 )
 
 // A host that calls right after SetServers, without AwaitSettled, reaches
-// servers still starting: CallTool and CallServerTool wait for them
+// servers still starting: CallTool and Server(name).CallTool wait for them
 // within ctx and succeed; a server that fails to start is the typed
 // *NotReadyError with its state and last error; a name no configured
 // server could offer is ErrUnknownTool at once. (Before, all of these
@@ -45,7 +45,7 @@ func TestCallsRightAfterSetServersWaitForTheServers(t *testing.T) {
 	require.NoError(t, err, "CallTool waits for the server still starting")
 	assert.Equal(t, "a", res.Content[0].Text)
 	res, err = sup.Server("slower").CallTool(ctx, "echo", map[string]string{"text": "b"})
-	require.NoError(t, err, "CallServerTool waits for the server still starting")
+	require.NoError(t, err, "Server(name).CallTool waits for the server still starting")
 	assert.Equal(t, "b", res.Content[0].Text)
 
 	_, err = sup.Server("broken").CallTool(ctx, "echo", nil)

@@ -120,9 +120,10 @@ type ResourceSource interface {
 }
 
 // ServerSource is implemented by a Backend that can address one server:
-// completions, its instructions, login, and the requests of the
-// extensions the gateway passes on (tasks, skills). Without it, those
-// methods are not found and servers show no purpose.
+// completions, its instructions, and the requests of the extensions the
+// gateway passes on (tasks, skills); the dashboard's login, reconnect and
+// toggle. Without it, those methods are not found, servers show no
+// purpose, and the dashboard offers none of those actions.
 type ServerSource interface {
 	Server(name string) mcpvisor.Server
 }
