@@ -356,9 +356,15 @@ test-nobody:
 		-exec $(abspath .ci/as-nobody) -run '$(NOBODY_ROOT_RUN)' .
 
 # test-go runs the main module's Go tests alone: one go test over every
-# package, longest first (PKGS_ORDER).
+# package, longest first (PKGS_ORDER). It leaves out (-skip) the twins
+# that, run as root, run a privilege-dependent test again as nobody from
+# inside the run (stdiotest.RunUnprivileged): test-nobody runs those tests
+# as nobody already, whole packages and all; and where it does not (not
+# root, not Linux) the twins skip anyway. Each test so runs once as root
+# and once as nobody (docs/testing.md).
+SKIP_TWINS := ^(TestSandboxProbesUnprivileged|TestCloseEndsDetachedDescendantsUnprivileged)$$
 test-go:
-	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_LONGEST) $(PKGS_TEST)
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout $(TIMEOUT_LONGEST) -skip '$(SKIP_TWINS)' $(PKGS_TEST)
 
 # test-nested vets the nested modules (the test peers run on the host
 # only; vet-nested) and runs the tests of those that have some
