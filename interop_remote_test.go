@@ -527,6 +527,7 @@ func hasResource(s *Supervisor, server, uri string) bool {
 }
 
 func TestRemoteInteropServerEverything(t *testing.T) {
+	t.Parallel()
 	bin := everythingBin(t)
 	tests := []struct {
 		mode string
@@ -578,6 +579,7 @@ func goCall(t *testing.T, s *Supervisor, server string) {
 }
 
 func TestRemoteInteropGoSDK(t *testing.T) {
+	t.Parallel()
 	bin := buildNested(t, "gosdkserver")
 	tests := []struct {
 		name        string
