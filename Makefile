@@ -232,8 +232,13 @@ $(AGENT_SDK_TOOLS):
 		npm install --no-audit --no-fund --loglevel=error --omit=optional --ignore-scripts @anthropic-ai/claude-agent-sdk@$(AGENT_SDK_VERSION)
 
 # The environment of the Go tests: the npm-installed peers they talk to
-# (a missing one fails the tests rather than skipping them).
-TEST_ENV = MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_NPX_CACHE=$(abspath $(NPX_CACHE)) MCPVISOR_REQUIRE_INTEROP=1 MCPVISOR_REQUIRE_KEYRING=1 MCPVISOR_REQUIRE_BROWSER=1 \
+# (a missing one fails the tests rather than skipping them), and
+# GORACE=atexit_sleep_ms=0: a race-enabled binary otherwise sleeps 1 s as
+# it exits while goroutines remain, and every test binary did (about 60
+# in make test, one after another in each lane). The tests already set it
+# for the race-enabled binaries and servers they start; a race is still
+# reported by the test during which it happens.
+TEST_ENV = GORACE=atexit_sleep_ms=0 MCPVISOR_SERVER_EVERYTHING=$(abspath $(EVERYTHING)) MCPVISOR_NPX_CACHE=$(abspath $(NPX_CACHE)) MCPVISOR_REQUIRE_INTEROP=1 MCPVISOR_REQUIRE_KEYRING=1 MCPVISOR_REQUIRE_BROWSER=1 \
 	MCPVISOR_REQUIRE_ETCD=1 \
 	MCPVISOR_OIDC_MODULES=$(abspath $(OIDC_DIR))/node_modules \
 	MCPVISOR_AGENT_SDK_TOOLS=$(abspath $(AGENT_SDK_TOOLS)) \
