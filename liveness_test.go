@@ -39,6 +39,7 @@ func probeOptions() Options {
 // is struck out and reconnected, and the next call is answered by the new
 // process. No call is in flight when it is restarted.
 func TestHungStdioServerIsReconnected(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		fault string
