@@ -114,7 +114,6 @@ func listedNames(t *testing.T, a statelessAnswer) []string {
 // concurrent-call limit (1) refuses a second call while one is held;
 // GET /status shows an admin only its servers.
 func TestGatewayAccessRules(t *testing.T) {
-	t.Parallel()
 	ln, resource := loopbackListener(t)
 	issuer := oauthtest.StartOIDCProvider(t, "..", resource, 60, "OIDC_SCOPES=mcp:tools mcpvisor:admin")
 	v, err := authn.New(authn.Options{Issuer: issuer, Audience: resource})
@@ -281,7 +280,6 @@ func TestGatewayAccessRules(t *testing.T) {
 // the admin scope whom an admin rule matches, and to the static token
 // (the operator), whom no rule restricts.
 func TestGatewayAccessAdminTools(t *testing.T) {
-	t.Parallel()
 	ln, resource := loopbackListener(t)
 	issuer := oauthtest.StartOIDCProvider(t, "..", resource, 60, "OIDC_SCOPES=mcp:tools mcpvisor:admin")
 	v, err := authn.New(authn.Options{Issuer: issuer, Audience: resource})

@@ -674,7 +674,6 @@ func listenWith(t *testing.T, ctx context.Context, base, token, filter, level st
 // declared no sampling, finds no client, though cc-admin's host (which
 // may use fx too) declared it and is connected.
 func TestServerRequestsStayWithTheirCaller(t *testing.T) {
-	t.Parallel()
 	ln, resource := loopbackListener(t)
 	issuer := oauthtest.StartOIDCProvider(t, "..", resource, 300, "OIDC_SCOPES=mcp:tools")
 	v, err := authn.New(authn.Options{Issuer: issuer, Audience: resource})

@@ -22,7 +22,6 @@ import (
 // no elicitation gets a CodeCallRefused error that says why, and is never
 // stood in for by another client.
 func TestGatewayAsksTheCallingClientToApprove(t *testing.T) {
-	t.Parallel()
 	var fwd gateway.Forwarder
 	opts := mcpvisor.Options{Logger: zerolog.Nop(), Permissions: mcpvisor.PermissionRules{Ask: []string{"mcp__*__add"}}}
 	fwd.Configure(&opts)

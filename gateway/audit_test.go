@@ -73,7 +73,6 @@ func withIdentity(h http.Handler, id gateway.Identity) http.Handler {
 // refused for a wrong token; arguments are absent by default; the trail
 // verifies.
 func TestGatewayAuditTrail(t *testing.T) {
-	t.Parallel()
 	sup := upstream(t, map[string]mcpvisor.ServerConfig{"a": {Config: mockserver.Command("-name", "a", "-prompts", "1", "-resources", "1")}})
 	w, path := trail(t, audit.Options{})
 	g := gateway.New(sup, gateway.Options{Audit: w, Token: "s3cret", Deny: []string{"mcp__a__sleep"},

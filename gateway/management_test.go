@@ -30,7 +30,6 @@ const moduleRoot = ".."
 // the outputs that the library's TestManagementToolAnswers pins, from the
 // same golden files.
 func TestGatewayManagementTools(t *testing.T) {
-	t.Parallel()
 	for _, version := range []string{"", protocol.Version20250618} {
 		name := version
 		if name == "" {

@@ -107,7 +107,6 @@ func callText(t *testing.T, h *answeringHost, tool string, args any) string {
 // completes with the answers, over several rounds and several inputs at
 // once, for tools and prompts.
 func TestInputRequiredFromAStatelessServerReachesEveryEra(t *testing.T) {
-	t.Parallel()
 	_, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"fx": fixtures()}, gateway.Options{})
 	for _, version := range []string{protocol.Version20251125, ""} {
 		name := version

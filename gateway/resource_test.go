@@ -111,7 +111,6 @@ func request(t *testing.T, method, u, token string) (int, string) {
 // insufficient_scope), the MCP endpoint the base scope; the static token
 // still admits.
 func TestGatewayResourceServer(t *testing.T) {
-	t.Parallel()
 	ln, resource := loopbackListener(t)
 	issuer := oauthtest.StartOIDCProvider(t, "..", resource, 60, "OIDC_SCOPES=mcp:tools mcpvisor:admin", "OIDC_KEYS=1")
 	var offset atomic.Int64 // the validator's clock runs this far ahead
@@ -223,7 +222,6 @@ func TestGatewayResourceServer(t *testing.T) {
 // CodeInsufficientScope, and served to one who has it; other tools need
 // only the base scope.
 func TestGatewayResourceServerAdminTools(t *testing.T) {
-	t.Parallel()
 	ln, resource := loopbackListener(t)
 	issuer := oauthtest.StartOIDCProvider(t, "..", resource, 60, "OIDC_SCOPES=mcp:tools mcpvisor:admin")
 	v, err := authn.New(authn.Options{Issuer: issuer, Audience: resource})
