@@ -22,6 +22,7 @@ func TestMain(m *testing.M) {
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		removeSharedProbe()
+		mcpvisor.RemoveNestedBuilds()
 		os.Exit(code)
 	}))
 }

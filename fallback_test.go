@@ -68,6 +68,7 @@ func TestURLWithoutTypeFallsBackToLegacySSE(t *testing.T) {
 // The official Go SDK's HTTP+SSE handler refuses a POST to its url with
 // 400 ("sessionid must be provided"): a url-only config falls back to it.
 func TestURLWithoutTypeFallsBackToGoSDKSSEServer(t *testing.T) {
+	t.Parallel()
 	bin := buildNested(t, "gosdkserver")
 	port := freePort(t)
 	proc := startServer(t, port, os.Environ(), bin, "-http", "127.0.0.1:"+strconv.Itoa(port), "-sse", "-versions", "2025-11-25,2025-06-18")

@@ -71,6 +71,7 @@ func main() {
 // a stdio server and calls its tool: the process helper runs from a
 // package init, before the host's main.
 func TestAHostWithoutHelperMainStartsStdioServers(t *testing.T) {
+	t.Parallel()
 	// Inside the module, so that it builds against this checkout; the
 	// leading dot keeps it out of ./... patterns meanwhile.
 	src, err := os.MkdirTemp(".", ".embedhost-")

@@ -21,6 +21,7 @@ import (
 // unsubscribed URI's updates stop; a URI the server refuses is an error;
 // after the server goes away and comes back, the subscriptions are back.
 func TestResourceSubscriptionsAcrossErasAndTransports(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"stdio", "http"} {
 		for _, version := range []string{protocol.Version20251125, protocol.Version20260728} {
 			t.Run(transport+"/"+version, func(t *testing.T) {

@@ -71,6 +71,7 @@ func toolText(t *testing.T, s *Supervisor, name, args string) string {
 // host's handlers; a form accepted without values gets the schema's
 // defaults; roots changed with SetRoots reach the server.
 func TestEverythingServerToClientRequests(t *testing.T) {
+	t.Parallel()
 	var sampled, elicited atomic.Int32
 	opts := testOptions
 	opts.Roots = []protocol.Root{{URI: "file:///work/first", Name: "first"}}
@@ -133,6 +134,7 @@ func TestClientCapabilitiesFollowHandlers(t *testing.T) {
 // Progress from server-everything's long-running operation reaches the
 // caller.
 func TestEverythingProgress(t *testing.T) {
+	t.Parallel()
 	s := start(t, testOptions)
 	settleEverything(t, s)
 	var n atomic.Int32

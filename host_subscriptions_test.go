@@ -67,6 +67,7 @@ func TestSubscribeNeedsTheCapability(t *testing.T) {
 // A polling subscription publishes its first result and then only
 // changes; it resumes after a reconnect and stops when unsubscribed.
 func TestPollingPublishesChanges(t *testing.T) {
+	t.Parallel()
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{"m": mock("-subscribe", "-resources", "1")})
 	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)
@@ -109,6 +110,7 @@ func TestPollingPublishesChanges(t *testing.T) {
 // server-everything sends resources/updated for a subscribed resource
 // every few seconds once its updates are switched on.
 func TestEverythingResourceSubscription(t *testing.T) {
+	t.Parallel()
 	s := start(t, testOptions)
 	settleEverything(t, s)
 	events := s.reg.subscribeRecords(t.Context(), false, 0, 256)

@@ -16,6 +16,7 @@ import (
 // to completion, reporting its statuses, and fetches the result; a second
 // task is cancelled; both are listed.
 func TestEverythingTask(t *testing.T) {
+	t.Parallel()
 	s := start(t, testOptions)
 	settleEverything(t, s)
 	events := s.reg.subscribeRecords(t.Context(), false, 0, 1024)

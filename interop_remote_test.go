@@ -101,18 +101,39 @@ func everythingBin(t *testing.T) string {
 	return path
 }
 
+// nestedBuilds holds what buildNested built: each nested module once per
+// test binary (two tests run testdata/gosdkserver), in a directory that
+// RemoveNestedBuilds removes after the tests (TestMain). mu is held
+// during a build, so that tests in parallel wait for the one build.
+var nestedBuilds struct {
+	mu   sync.Mutex
+	dir  string
+	bins map[string]string // testdata/<dir> -> its binary
+}
+
 // buildNested builds the nested module testdata/<dir> (its own go.mod)
-// into a directory removed when t ends. It never downloads: modules not
-// in the cache (make deps downloads them) are a missing dependency.
+// once per test binary and returns the binary. It never downloads:
+// modules not in the cache (make deps downloads them) are a missing
+// dependency.
 func buildNested(t *testing.T, dir string) string {
 	t.Helper()
+	nestedBuilds.mu.Lock()
+	defer nestedBuilds.mu.Unlock()
+	if bin, ok := nestedBuilds.bins[dir]; ok {
+		return bin
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		missingDependency(t, "the go command is not in PATH: cannot build testdata/"+dir)
 	}
 	src, err := filepath.Abs(filepath.Join("testdata", dir))
 	require.NoError(t, err)
-	bin := filepath.Join(t.TempDir(), dir)
+	if nestedBuilds.dir == "" {
+		d, err := os.MkdirTemp("", "mcpvisor-nested-")
+		require.NoError(t, err)
+		nestedBuilds.dir, nestedBuilds.bins = d, map[string]string{}
+	}
+	bin := filepath.Join(nestedBuilds.dir, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, ".")
@@ -124,7 +145,16 @@ func buildNested(t *testing.T, dir string) string {
 		}
 		t.Fatalf("building testdata/%s: %v\n%s", dir, err, out)
 	}
+	nestedBuilds.bins[dir] = bin
 	return bin
+}
+
+// RemoveNestedBuilds removes the binaries buildNested built, if any;
+// TestMain calls it after the tests.
+func RemoveNestedBuilds() {
+	if nestedBuilds.dir != "" {
+		os.RemoveAll(nestedBuilds.dir)
+	}
 }
 
 // freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
@@ -527,6 +557,7 @@ func hasResource(s *Supervisor, server, uri string) bool {
 }
 
 func TestRemoteInteropServerEverything(t *testing.T) {
+	t.Parallel()
 	bin := everythingBin(t)
 	tests := []struct {
 		mode string
@@ -578,6 +609,7 @@ func goCall(t *testing.T, s *Supervisor, server string) {
 }
 
 func TestRemoteInteropGoSDK(t *testing.T) {
+	t.Parallel()
 	bin := buildNested(t, "gosdkserver")
 	tests := []struct {
 		name        string

@@ -39,6 +39,7 @@ func probeOptions() Options {
 // is struck out and reconnected, and the next call is answered by the new
 // process. No call is in flight when it is restarted.
 func TestHungStdioServerIsReconnected(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		fault string
@@ -106,6 +107,7 @@ func TestHungStdioServerIsReconnected(t *testing.T) {
 // to strike a silent server out (300 ms + 3 × 200 ms) is answered, on
 // the same process and connection, with no strike.
 func TestBusySingleThreadedServerIsNotRestarted(t *testing.T) {
+	t.Parallel()
 	s := start(t, probeOptions())
 	setAndSettle(t, s, map[string]ServerConfig{"busy": mock("-block-tool")})
 	pid := serverPids(s)
@@ -154,6 +156,7 @@ func TestSlowToolIsNotStruck(t *testing.T) {
 // With the probes turned off (probeAfter negative) a hung server is left
 // alone: calls to it end at their deadlines, as before probes existed.
 func TestProbesOff(t *testing.T) {
+	t.Parallel()
 	o := probeOptions()
 	o.Reconnect.ProbeAfter = -1
 	s := start(t, o)

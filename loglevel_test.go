@@ -32,6 +32,7 @@ func levelsSeen(t *testing.T, ctx context.Context, sup *mcpvisor.Supervisor, ser
 // a 2026-07-28 server as the level in the _meta of every later request;
 // both keep it across a reconnect. Bad input is a typed error.
 func TestSetLogLevelByEra(t *testing.T) {
+	t.Parallel()
 	ctx := testwait.Context(t)
 	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{})
 	require.NoError(t, err)
@@ -92,6 +93,7 @@ func TestSetLogLevelByEra(t *testing.T) {
 // server-everything (a handshake-era server that declares logging) takes
 // logging/setLevel: SetLogLevel returns its answer, which is no error.
 func TestSetLogLevelServerEverything(t *testing.T) {
+	t.Parallel()
 	bin := everything(t)
 	ctx := testwait.Context(t)
 	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{})

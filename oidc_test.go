@@ -28,6 +28,7 @@ import (
 // without spending a refresh token twice (the provider revokes the grant
 // on reuse), revocation → needs-auth → login → ready; no token in any log.
 func TestOIDCProviderFullFlow(t *testing.T) {
+	t.Parallel()
 	const ttl = 3 // seconds: tokens expire during the test
 	mock := serveMock(t, mockserver.Options{Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20251125}})
 	mu, err := url.Parse(mock.URL)
@@ -168,6 +169,7 @@ func TestOIDCProviderFullFlow(t *testing.T) {
 // after expiry is bound to the same key (the provider refuses a refresh
 // of a public client's bound grant without a proof by that key).
 func TestOIDCProviderDPoP(t *testing.T) {
+	t.Parallel()
 	const ttl = 3
 	mock := serveMock(t, mockserver.Options{Transport: mockserver.TransportHTTP, Versions: []string{protocol.Version20251125}})
 	mu, err := url.Parse(mock.URL)

@@ -463,6 +463,7 @@ func npxCache(t *testing.T) string {
 // with no registry in reach. A sandbox that blocked what npx or node need
 // fails the start, and so would an npx that tried the registry.
 func TestNpxServerConfined(t *testing.T) {
+	t.Parallel()
 	prepared := npxCache(t)
 	if _, err := exec.LookPath("npx"); err != nil {
 		interop.Missing(t, "no npx (npm's; make test needs npm)")

@@ -19,6 +19,7 @@ import (
 // the server and succeeds. It failed at once with ErrUnknownTool, since
 // the pool holds none of a server's names before it has listed them.
 func TestACallToAServerStillStartingWaitsForIt(t *testing.T) {
+	t.Parallel()
 	s := start(t, testOptions)
 	ctx := testwait.Context(t)
 	_, err := s.SetServers(ctx, map[string]ServerConfig{"slow": mock("-name", "slow", "-init-delay", "2s")})

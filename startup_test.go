@@ -23,6 +23,7 @@ import (
 // server could offer is ErrUnknownTool at once. (Before, all of these
 // were ErrUnknownTool.)
 func TestCallsRightAfterSetServersWaitForTheServers(t *testing.T) {
+	t.Parallel()
 	ctx := testwait.Context(t)
 	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{Logger: zerolog.Nop(), Reconnect: mcpvisor.ReconnectPolicy{MaxAttempts: -1}})
 	require.NoError(t, err)

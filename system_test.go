@@ -155,6 +155,7 @@ func TestConnectAdmissionHonoursTheLocalLimit(t *testing.T) {
 }
 
 func TestAFailingServerDoesNotHoldBackTheOthers(t *testing.T) {
+	t.Parallel()
 	s := start(t, testOptions)
 	setAndSettle(t, s, map[string]ServerConfig{
 		"good":     plain(),
@@ -508,6 +509,7 @@ func TestConcurrentCallsAcrossServers(t *testing.T) {
 // Removing a server always ends its event history with "stopped", even
 // when protoactor's Terminated notice overtakes the actor's last view.
 func TestRemovedServerAlwaysReportsStopped(t *testing.T) {
+	t.Parallel()
 	s := start(t, testOptions)
 	events := s.reg.subscribeRecords(t.Context(), false, 0, 1024)
 	for i := range 10 {

@@ -28,6 +28,7 @@ import (
 // client gives up on a response whose headers take more than 3 s, as
 // undici (Node's fetch) does after 300 s.
 func TestGatewayLongBlockingCall(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sup, err := mcpvisor.Start(ctx, mcpvisor.Options{Logger: zerolog.Nop(), Reconnect: mcpvisor.ReconnectPolicy{
 		ProbeAfter: mcpvisor.Duration(300 * time.Millisecond), ProbeTimeout: mcpvisor.Duration(200 * time.Millisecond)}})

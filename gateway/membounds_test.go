@@ -265,6 +265,7 @@ func TestGatewayRefusesOversizedBodyUnread(t *testing.T) {
 // the bound is refused with the same clear error (before, any number of
 // them were kept).
 func TestGatewayBoundsCallsWaitingForInput(t *testing.T) {
+	t.Parallel()
 	const total = 1 << 20
 	_, url := statelessGateway(t, map[string]mcpvisor.ServerConfig{"a": {Config: mockserver.Command("-name", "a")}},
 		gateway.Options{MaxSessionMemory: total})

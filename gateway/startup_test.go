@@ -61,6 +61,7 @@ func toolNames(t *testing.T, c *channelClient) []string {
 // behaviour a zero StartupWait keeps). Before the window existed, a
 // client listing at once saw 1 tool of a pool of many.
 func TestAClientThatListsDuringStartUpSeesTheWholePool(t *testing.T) {
+	t.Parallel()
 	failing := mcpvisor.ServerConfig{Config: transports.Config{Command: "sh", Args: []string{"-c", "sleep 1; echo cannot start >&2; exit 3"}}}
 	lazy := mcpvisor.ServerConfig{Config: mockserver.Command("-name", "lazy"), Lazy: true}
 	servers := func() map[string]mcpvisor.ServerConfig {
@@ -111,6 +112,7 @@ func TestAClientThatListsDuringStartUpSeesTheWholePool(t *testing.T) {
 // server, its state and its error; a name no configured server could
 // offer is "unknown tool" at once. Before, all three were "unknown tool".
 func TestACallDuringStartUpWaitsForItsServer(t *testing.T) {
+	t.Parallel()
 	failing := mcpvisor.ServerConfig{Config: transports.Config{Command: "sh", Args: []string{"-c", "sleep 1; echo cannot start >&2; exit 3"}}}
 	sup := startingSupervisor(t, mcpvisor.Options{Reconnect: mcpvisor.ReconnectPolicy{MaxAttempts: -1}}, map[string]mcpvisor.ServerConfig{
 		"slow":   {Config: mockserver.Command("-name", "slow", "-init-delay", "2s")},

@@ -996,6 +996,7 @@ func TestSuperviseReload(t *testing.T) {
 // polls to see it in flight on a loaded machine (a 400 ms call was missed
 // there: "Condition never satisfied" on the in-flight wait).
 func TestSuperviseDrain(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		sleepMs  int
@@ -1006,6 +1007,7 @@ func TestSuperviseDrain(t *testing.T) {
 		{"cut off", 10000, "200ms", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case waits out its call (3 s, 10 s) with its own process
 			cfg := writeConfig(t, map[string]any{"a": mock(binPath, "-name", "a")})
 			cmd := exec.Command(binPath, "supervise", "--config", cfg, "--listen", "127.0.0.1:0", "--grace", tc.grace)
 			p := startLogged(t, cmd)
