@@ -85,6 +85,7 @@ func TestADeadServerCostsABoundedNumberOfRequestsPerDay(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
 				require.NoError(t, s.Close(ctx))
+				time.Sleep(time.Second) // testwait:ok protoactor's dead-letter throttle, on the fake clock
 			})
 			// Pooled objects made in the bubble hold its channels (the
 			// session's pooled calls); a later test outside it must not

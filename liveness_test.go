@@ -197,12 +197,16 @@ func startInBubble(t *testing.T, servers map[string]inproc.Server) *Supervisor {
 	return s
 }
 
-// closeInBubble closes s within a (fake) minute.
+// closeInBubble closes s within a (fake) minute, then lets protoactor's
+// dead-letter throttle end: after a burst of dead letters (messages to
+// actors Close stopped) it keeps a goroutine for one interval (100 ms),
+// and the bubble must not end while it blocks.
 func closeInBubble(t *testing.T, s *Supervisor) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, s.Close(ctx))
+	time.Sleep(time.Second) // testwait:ok the fake clock of the bubble
 }
 
 // With the default settings (no option at all but the server), a
