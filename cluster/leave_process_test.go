@@ -106,7 +106,7 @@ func TestAGracefulLeaveUnderLoadFailsNoCall(t *testing.T) {
 		if stall {
 			require.NoError(t, leaver.cmd.Process.Signal(syscall.SIGKILL))
 		} else {
-			require.NoError(t, <-leaveDone, "the leave")
+			require.NoError(t, testwait.RecvWithin(t, leaveDone, 30*time.Second, "the leave to return"), "the leave")
 		}
 		select {
 		case <-leaver.exited:
