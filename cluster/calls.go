@@ -77,17 +77,12 @@ func (m *engine) callTool(ctx context.Context, server, tool string, args json.Ra
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var last error
-	// draining holds the members (addresses) that refused this call
-	// because they drain: draining is for good, so a later attempt on
-	// one of them was refused too, never run, even if the member leaves
-	// before its answer arrives.
-	draining := map[string]bool{}
 	for {
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
 			break
 		}
-		res, err, retry := m.callOnce(ctx, server, kind, tool, args, remaining, draining)
+		res, err, retry := m.callOnce(ctx, server, kind, tool, args, remaining)
 		if !retry {
 			return res, err
 		}
@@ -139,7 +134,27 @@ func (m *engine) callTimeout(server string) time.Duration {
 // callOnce makes one cluster request for the call. retry says the
 // outcome is one of the gaps of a re-homing (no owner answered, the
 // owner drains, the server is still connecting there).
-func (m *engine) callOnce(ctx context.Context, server, kind, tool string, args json.RawMessage, timeout time.Duration, draining map[string]bool) (*protocol.CallToolResult, error, bool) {
+func (m *engine) callOnce(ctx context.Context, server, kind, tool string, args json.RawMessage, timeout time.Duration) (*protocol.CallToolResult, error, bool) {
+	owner := m.lookup.owner(pcluster.NewClusterIdentity(server, kind))
+	remote := owner != "" && owner != m.sys.Address()
+	if remote && m.departed.isDraining(owner) {
+		// The owner leaves (it announced it, or refused a call): it would
+		// refuse this call, and a request sent to it now could be lost
+		// with its endpoint when it leaves, leaving the caller unable to
+		// tell whether the call ran. Send nothing; try again once the
+		// topology names the next owner.
+		return nil, fmt.Errorf("%w: %w: member %s leaves", ErrNoOwner, ErrDraining, owner), true
+	}
+	// A call in flight on a member that leaves the topology (killed
+	// with -9) ends now, typed: it may have run there, so it is not
+	// tried again (single-node mode's lost connection). The watch starts
+	// before the request is sent, so that no departure is missed.
+	var gone <-chan struct{}
+	if remote {
+		ch, unwatch := m.departed.watch(owner)
+		defer unwatch()
+		gone = ch
+	}
 	msg := &wire.CallTool{Server: server, Tool: tool, Arguments: args, TimeoutMs: timeout.Milliseconds(), Principal: principalOf(ctx)}
 	type answer struct {
 		resp any
@@ -156,16 +171,6 @@ func (m *engine) callOnce(ctx context.Context, server, kind, tool string, args j
 			pcluster.WithContext(m.sys.Root))
 		done <- answer{resp, err}
 	}()
-	// A call in flight on a member that leaves the topology (killed
-	// with -9) ends now, typed: it may have run there, so it is not
-	// tried again (single-node mode's lost connection).
-	var gone <-chan struct{}
-	owner := m.lookup.owner(pcluster.NewClusterIdentity(server, kind))
-	if owner != "" && owner != m.sys.Address() {
-		ch, unwatch := m.departed.watch(owner)
-		defer unwatch()
-		gone = ch
-	}
 	var a answer
 	select {
 	case a = <-done:
@@ -186,7 +191,8 @@ func (m *engine) callOnce(ctx context.Context, server, kind, tool string, args j
 	case <-gone:
 		// A member that leaves gracefully has finished its calls before
 		// it leaves the topology and answers late ones "draining" at
-		// once: wait a moment for that answer before taking it for dead.
+		// once (this request was sent before it was known to drain): wait
+		// a moment for that answer before taking it for dead.
 		grace := time.NewTimer(departureGrace)
 		defer grace.Stop()
 		select {
@@ -194,10 +200,6 @@ func (m *engine) callOnce(ctx context.Context, server, kind, tool string, args j
 		case <-ctx.Done():
 			return nil, ctx.Err(), true
 		case <-grace.C:
-			if draining[owner] {
-				// It refused this call before: it did not run it.
-				return nil, fmt.Errorf("%w: member %s left while draining", ErrNoOwner, owner), true
-			}
 			return nil, &mcpvisor.ConnectionLostError{Server: server, Err: ErrMemberLost}, false
 		}
 	}
@@ -210,9 +212,8 @@ func (m *engine) callOnce(ctx context.Context, server, kind, tool string, args j
 	}
 	if err := errorOf(server, r); err != nil {
 		if r.GetKind() == wire.ErrorKind_ERROR_KIND_DRAINING {
-			if addr := m.addressOf(r.GetMember()); addr != "" {
-				draining[addr] = true
-			}
+			// Draining is for good: send it no call any more.
+			m.departed.drains(m.addressOf(r.GetMember()))
 		}
 		return nil, err, retryable(r)
 	}

@@ -62,7 +62,7 @@
 //   - reconciler.go: activation of owned servers after consensus.
 //   - handover.go, fence.go, departures.go: a server on one member at a
 //     time; a cut-off member that comes back (fencing); calls on a member
-//     that died.
+//     that died, and no call to a member that announced it drains.
 //   - lookup.go: disthash's identity lookup with a race-free Get.
 //   - overview.go, poolwatch.go: the cluster-wide status and tools, and
 //     the pushes that keep them fresh (poolWatch).

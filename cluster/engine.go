@@ -163,7 +163,7 @@ func startEngine(opts Options, onPoolChanged func(member string)) (m *engine, er
 	// Subscribe before the member starts, so that no topology is missed.
 	m.sys.EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*pcluster.ClusterTopology); ok {
-			m.departed.left(t.Left)
+			m.departed.changed(t)
 			m.fencing.topologyChanged(t)
 			m.reconcile.topologyChanged(t)
 			m.poolWatch.changed("")

@@ -70,16 +70,25 @@ func (g *grains) get(name string) *actor.PID {
 }
 
 // memberActor answers Release (the waiting runs on a goroutine of its
-// own, so the mailbox never waits on a server's shutdown) and fences the
-// member on a Removed that names it.
+// own, so the mailbox never waits on a server's shutdown), records the
+// members that announce they drain (Draining), and fences the member on
+// a Removed that names it.
 type memberActor struct{ m *engine }
 
 func (a *memberActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *wire.Release:
 		a.release(ctx, msg)
+	case *wire.Draining:
+		// The sender leaves gracefully: no call goes to it from now on
+		// (calls.go), then the acknowledgement follows every call sent
+		// to it before, on the same stream.
+		a.m.departed.drains(msg.GetAddress())
+		ctx.Respond(&wire.DrainingSeen{Member: a.m.id})
 	case *wire.Removed:
-		if msg.GetMember() == a.m.id {
+		// A member that left gracefully is told too (the others saw it
+		// go while it waits for the last calls): nothing to fence.
+		if msg.GetMember() == a.m.id && !a.m.left.Load() {
 			m := a.m
 			routine.Go("cluster.removed", func() { m.fencing.removedBy(m.stopCtx) })
 		}

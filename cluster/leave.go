@@ -12,7 +12,9 @@ import (
 //
 //  1. drain: the member takes no new calls (callers elsewhere get a
 //     retryable refusal and try the server's next owner) and places no
-//     new server;
+//     new server; it tells every other member so (Draining) and waits
+//     (bounded) for their acknowledgements, after which they send it no
+//     call;
 //  2. the calls in flight finish, or fail typed by ctx's deadline;
 //  3. its servers are released (the local Supervisor shuts them down), so
 //     that no server ever runs on two members;
@@ -34,6 +36,10 @@ func (m *engine) leave(ctx context.Context) error {
 	m.mu.Lock()
 	m.draining = true
 	m.mu.Unlock()
+	// Tell the others before anything else: a member that knows sends
+	// no call here any more, so none can be lost with this member's
+	// endpoint when it leaves.
+	m.departed.announce(ctx, m.sys.Root, m.reconcile.latest(), m.id, m.sys.Address())
 	var errs []error
 	done := make(chan struct{})
 	go func() { m.inflight.Wait(); close(done) }()

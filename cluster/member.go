@@ -365,7 +365,8 @@ func (m *Member) Subscribe(ctx context.Context, opts ...mcpvisor.SubscribeOption
 //
 //  1. drain: the member takes no new calls (callers elsewhere get a
 //     retryable refusal and try the server's next owner) and places no
-//     new server;
+//     new server; it tells the other members, which send it no call
+//     from then on;
 //  2. the calls in flight finish, or fail typed by ctx's deadline;
 //  3. its servers are released (the local Supervisor shuts them down),
 //     so that no server ever runs on two members;

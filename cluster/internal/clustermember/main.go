@@ -54,6 +54,7 @@ func main() {
 	tlsCert := flag.String("tls-cert", "", "with -tls-key and -tls-ca: the member's certificate (PEM); mutual TLS on both endpoints")
 	tlsKey := flag.String("tls-key", "", "the member's key (PEM)")
 	tlsCA := flag.String("tls-ca", "", "the CA that signs the members' certificates (PEM)")
+	membershipPoll := flag.Duration("membership-poll", 0, "how often this member polls the others' membership endpoints (0: the default)")
 	onlyMock := flag.Bool("serve-mock", false, "serve the mock on a free loopback port instead of joining a cluster (mock.go)")
 	flag.Parse()
 
@@ -85,7 +86,8 @@ func main() {
 		Labels:     pairs(*labels),
 		Supervisor: mcpvisor.Options{Logger: logger},
 		Port:       *port, ProviderPort: *providerPort, Peers: strings.Split(*peers, ","),
-		OnMemberEvent: func(ev cluster.MemberEvent) { print(ev) },
+		MembershipPoll: *membershipPoll,
+		OnMemberEvent:  func(ev cluster.MemberEvent) { print(ev) },
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1019,6 +1019,109 @@ func (x *Removed) GetMember() string {
 	return ""
 }
 
+// Draining tells a member that the sender leaves gracefully: from now on
+// it refuses every call it gets (ERROR_KIND_DRAINING), for good, so a call
+// sent to it after this arrived never runs there. The leaving member
+// sends it to every other member's member actor before it leaves the
+// topology and waits (bounded) for their DrainingSeen.
+type Draining struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Member string                 `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	// address is the leaving member's remote address (host:port).
+	Address       string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Draining) Reset() {
+	*x = Draining{}
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Draining) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Draining) ProtoMessage() {}
+
+func (x *Draining) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Draining.ProtoReflect.Descriptor instead.
+func (*Draining) Descriptor() ([]byte, []int) {
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Draining) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
+func (x *Draining) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+// DrainingSeen answers Draining.
+type DrainingSeen struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Member        string                 `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainingSeen) Reset() {
+	*x = DrainingSeen{}
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainingSeen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainingSeen) ProtoMessage() {}
+
+func (x *DrainingSeen) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_internal_wire_wire_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainingSeen.ProtoReflect.Descriptor instead.
+func (*DrainingSeen) Descriptor() ([]byte, []int) {
+	return file_cluster_internal_wire_wire_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DrainingSeen) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
 var File_cluster_internal_wire_wire_proto protoreflect.FileDescriptor
 
 const file_cluster_internal_wire_wire_proto_rawDesc = "" +
@@ -1081,6 +1184,11 @@ const file_cluster_internal_wire_wire_proto_rawDesc = "" +
 	"\x06member\x18\x01 \x01(\tR\x06member\x12\x12\n" +
 	"\x04held\x18\x02 \x01(\bR\x04held\"!\n" +
 	"\aRemoved\x12\x16\n" +
+	"\x06member\x18\x01 \x01(\tR\x06member\"<\n" +
+	"\bDraining\x12\x16\n" +
+	"\x06member\x18\x01 \x01(\tR\x06member\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"&\n" +
+	"\fDrainingSeen\x12\x16\n" +
 	"\x06member\x18\x01 \x01(\tR\x06member*\x9d\x03\n" +
 	"\tErrorKind\x12\x13\n" +
 	"\x0fERROR_KIND_NONE\x10\x00\x12\x14\n" +
@@ -1112,7 +1220,7 @@ func file_cluster_internal_wire_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_cluster_internal_wire_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cluster_internal_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_cluster_internal_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_cluster_internal_wire_wire_proto_goTypes = []any{
 	(ErrorKind)(0),                 // 0: mcpvisor.cluster.v1.ErrorKind
 	(*Activate)(nil),               // 1: mcpvisor.cluster.v1.Activate
@@ -1130,6 +1238,8 @@ var file_cluster_internal_wire_wire_proto_goTypes = []any{
 	(*Release)(nil),                // 13: mcpvisor.cluster.v1.Release
 	(*Released)(nil),               // 14: mcpvisor.cluster.v1.Released
 	(*Removed)(nil),                // 15: mcpvisor.cluster.v1.Removed
+	(*Draining)(nil),               // 16: mcpvisor.cluster.v1.Draining
+	(*DrainingSeen)(nil),           // 17: mcpvisor.cluster.v1.DrainingSeen
 }
 var file_cluster_internal_wire_wire_proto_depIdxs = []int32{
 	4, // 0: mcpvisor.cluster.v1.CallTool.principal:type_name -> mcpvisor.cluster.v1.Principal
@@ -1154,7 +1264,7 @@ func file_cluster_internal_wire_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_internal_wire_wire_proto_rawDesc), len(file_cluster_internal_wire_wire_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
