@@ -9,6 +9,7 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/mcpvisor/mcpvisor/cluster/internal/wire"
+	"github.com/mcpvisor/mcpvisor/internal/routine"
 )
 
 // drainingNoticeTimeout bounds how long a leaving member waits for the
@@ -116,12 +117,12 @@ func (d *departures) announce(ctx context.Context, root *actor.RootContext, t *p
 		}
 	}
 	done := make(chan struct{})
-	go func() {
+	routine.Go("cluster.draining-notice", func() {
 		defer close(done)
 		for _, f := range futures {
 			_, _ = f.Result() // an error: dead letter (gone) or no answer in time
 		}
-	}()
+	})
 	select {
 	case <-done:
 	case <-ctx.Done():
