@@ -4,9 +4,7 @@
 package etcdtest
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -38,6 +36,27 @@ func Start(t testing.TB) string {
 		}
 		t.Skip("no etcd binary (make deps installs etcd-server; make test fails without it)")
 	}
+	// A free port is free only when it is picked: another process (a
+	// test beside this one) may take it before etcd binds it. etcd then
+	// exits at once, "address already in use": try other ports.
+	for attempt := 1; ; attempt++ {
+		url, logs, bindRace := start(t, bin)
+		switch {
+		case url != "":
+			return url
+		case bindRace && attempt < 3:
+			t.Logf("etcd lost its port to another process (attempt %d); trying other ports", attempt)
+		default:
+			t.Fatalf("etcd did not listen within 20 s; its log:\n%s", logs)
+		}
+	}
+}
+
+// start runs one etcd on two freshly picked ports and returns its client
+// URL once it listens; else "", its log, and whether it exited because a
+// port was taken meanwhile. The process is killed at the test's end.
+func start(t testing.TB, bin string) (url, logs string, bindRace bool) {
+	t.Helper()
 	client, peer := freePort(t), freePort(t)
 	clientURL := "http://127.0.0.1:" + client
 	peerURL := "http://127.0.0.1:" + peer
@@ -48,22 +67,18 @@ func Start(t testing.TB) string {
 		"--initial-cluster", "test="+peerURL, "--initial-cluster-state", "new",
 		"--log-level", "warn")
 	cmd.Env = append(os.Environ(), "ETCD_UNSUPPORTED_ARCH="+unsupportedArch())
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	var tail logTail
+	cmd.Stderr = &tail
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting etcd: %v", err)
 	}
-	var logs logTail
-	go func() { _, _ = io.Copy(&logs, bufio.NewReader(stderr)) }()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			t.Error("etcd did not exit within 10 s of SIGKILL")
 		}
@@ -73,10 +88,16 @@ func Start(t testing.TB) string {
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+client, time.Second)
 		if err == nil {
 			c.Close()
-			return clientURL
+			return clientURL, "", false
+		}
+		select {
+		case <-exited:
+			logs = tail.String()
+			return "", logs, strings.Contains(logs, "address already in use")
+		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("etcd did not listen on %s within 20 s; its log:\n%s", clientURL, logs.String())
+			return "", tail.String(), false
 		}
 		time.Sleep(20 * time.Millisecond) // polling the port
 	}
